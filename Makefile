@@ -1,0 +1,38 @@
+# Two commands for a fresh machine (see README.md):
+#   make lab    set everything up, run the MNIST notebook with its defaults into runs/
+#   make test   set everything up, run the whole test suite (notebooks included)
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+EXTRAS := bert,groq,cluster,lab,test
+STAMP := $(VENV)/.labkit-installed
+
+.PHONY: lab test setup golden bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@touch $@
+
+lab: $(STAMP)
+	@mkdir -p runs
+	$(VENV)/bin/labkit run notebooks/graphcore/mnist.ipynb runs/graphcore-mnist.ipynb
+	@echo "Executed notebook: runs/graphcore-mnist.ipynb"
+	@$(VENV)/bin/labkit results runs/graphcore-mnist.ipynb --accuracy
+
+test: $(STAMP)
+	$(PY) -m vermin --target=3.8- --no-tips --violations --eval-annotations labkit
+	$(PY) -m pytest tests --nbval-sanitize-with tests/golden/sanitize.cfg
+
+golden: $(STAMP)
+	$(PY) tests/golden/regenerate.py
+
+bench: $(STAMP)
+	$(PY) benchmarks/mnist_train.py
+
+clean:
+	rm -rf runs .pytest_cache

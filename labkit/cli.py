@@ -1,0 +1,53 @@
+"""The ``labkit`` command.
+
+    labkit results PATH...                     records of executed notebooks, as JSON lines
+    labkit logs parse FILE... [--json]         read testbed logs
+    labkit run NOTEBOOK OUTPUT -p NAME VALUE   run one notebook with checked parameters
+    labkit sweep NOTEBOOK -p NAME V1,V2 ...    grids x repeats
+    labkit grade SUBMISSIONS --rubric FILE     batch-grade homework
+
+Each subcommand lives in the module that does its work; that module's ``register`` adds
+its parser, so this file only lists them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import List, Optional
+
+# subcommand -> module with register(subparsers); imported lazily so `labkit results` does
+# not pay for torch.
+COMMANDS = {
+    "results": "labkit.results_cli",
+    "logs": "labkit.logs.cli",
+    "run": "labkit.execute",
+    "sweep": "labkit.sweep_cli",
+    "grade": "labkit.grading.cli",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="labkit", description="A lab book for the ALCF AI-testbeds module.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, module_name in COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            if exc.name is not None and module_name.startswith(exc.name):
+                continue  # this subcommand is not part of this install
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

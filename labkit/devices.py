@@ -1,0 +1,126 @@
+"""Which accelerators and vendor SDKs are present, and what a run ran on.
+
+Nothing here imports a vendor SDK at module import: each probe imports lazily, so labkit
+imports everywhere (a laptop, a JupyterHub, a testbed login node).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import platform
+import shutil
+import sys
+from typing import Any, Dict, Optional
+
+__all__ = [
+    "module_available",
+    "cuda_available",
+    "mps_available",
+    "torch_device",
+    "environment",
+    "DeviceError",
+]
+
+
+class DeviceError(RuntimeError):
+    """The requested device or vendor stack is not here; the message says how to get it."""
+
+    def _render_traceback_(self):  # IPython hook: the message is the whole story
+        return ["DeviceError: " + str(self)]
+
+
+def module_available(name: str) -> bool:
+    """True when ``name`` can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def command_available(name: str) -> bool:
+    return shutil.which(name) is not None
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def mps_available() -> bool:
+    import torch
+
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend is not None and backend.is_available())
+
+
+def torch_device(requested: str = "auto"):
+    """The torch device for a portable run: CUDA, else Apple MPS, else CPU.
+
+    ``requested`` is "auto", "cuda", "mps" or "cpu"; asking for one that is absent is an
+    error that says so, never a silent fallback.
+    """
+    import torch
+
+    if requested == "auto":
+        if cuda_available():
+            return torch.device("cuda")
+        if mps_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if requested == "cuda" and not cuda_available():
+        raise DeviceError("device='cuda' was asked for, but torch sees no CUDA GPU here "
+                          "(torch.cuda.is_available() is False). Use device='auto' or 'cpu'.")
+    if requested == "mps" and not mps_available():
+        raise DeviceError("device='mps' was asked for, but Apple MPS is not available here. "
+                          "Use device='auto' or 'cpu'.")
+    return torch.device(requested)
+
+
+def device_name(device: Any) -> str:
+    """A human name for a torch device: the GPU model, or the CPU's."""
+    kind = getattr(device, "type", str(device))
+    if kind == "cuda":
+        import torch
+
+        return torch.cuda.get_device_name(device)
+    if kind == "cpu":
+        return platform.processor() or platform.machine()
+    return kind
+
+
+def _version(module: str) -> Optional[str]:
+    mod = sys.modules.get(module)
+    if mod is None:
+        if not module_available(module):
+            return None
+        try:
+            mod = importlib.import_module(module)
+        except Exception:  # a broken optional install must not break a run record
+            return None
+    return getattr(mod, "__version__", None)
+
+
+def environment(device: Any = None, extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Versions and hardware for a run record."""
+    import labkit
+
+    env: Dict[str, Any] = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "labkit": labkit.__version__,
+    }
+    for module in ("torch", "torchvision", "numpy", "transformers", "onnxruntime", "poptorch"):
+        version = _version(module) if module in sys.modules or module in ("torch", "numpy") else None
+        if version:
+            env[module] = version
+    if device is not None:
+        env["device"] = str(device)
+        env["device_name"] = device_name(device)
+    if extra:
+        env.update(extra)
+    return env

@@ -1,0 +1,74 @@
+"""Progress bars that render in JupyterLab and as plain text under papermill.
+
+``tqdm.auto`` picks the widget bar in any kernel, which papermill stores as an unreadable
+``HBox(...)``. labkit picks the widget only when a person is watching (a kernel whose
+frontend is not papermill or nbclient), and text otherwise. ``LABKIT_PROGRESS=text|widget|off``
+overrides the choice.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any, Iterable, Optional
+
+__all__ = ["bar", "style"]
+
+_HEADLESS_PARENTS = ("papermill", "nbclient", "nbconvert", "pytest", "labkit")
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and "ipykernel" in type(shell).__module__
+
+
+def _parent_command() -> str:
+    """Command line of the process that started this kernel (papermill, jupyter-lab, ...)."""
+    ppid = os.getppid()
+    try:
+        with open("/proc/{}/cmdline".format(ppid), "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        try:  # macOS has no /proc
+            return subprocess.run(["ps", "-o", "command=", "-p", str(ppid)], capture_output=True,
+                                  text=True, timeout=2).stdout
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+
+def style() -> str:
+    """'widget', 'text' or 'off'."""
+    chosen = os.environ.get("LABKIT_PROGRESS", "").strip().lower()
+    if chosen in ("widget", "text", "off"):
+        return chosen
+    if not _in_kernel():
+        return "text"
+    parent = _parent_command()
+    if any(name in parent for name in _HEADLESS_PARENTS):
+        return "text"
+    try:
+        import ipywidgets  # noqa: F401  (the widget bar needs it)
+    except ImportError:
+        return "text"
+    return "widget"
+
+
+def bar(iterable: Optional[Iterable[Any]] = None, total: Optional[int] = None, desc: str = "",
+        leave: bool = True, unit: str = "it", **kwargs: Any):
+    """A tqdm bar in the right style for where the code runs."""
+    chosen = style()
+    if chosen == "widget":
+        from tqdm.notebook import tqdm
+        return tqdm(iterable, total=total, desc=desc, leave=leave, unit=unit, **kwargs)
+    from tqdm import tqdm
+
+    # Text for logs: stdout (papermill keeps stderr apart), a fixed width, and few redraws so
+    # an executed notebook does not fill with carriage-return frames.
+    kwargs.setdefault("mininterval", 1.0)
+    return tqdm(iterable, total=total, desc=desc, leave=leave, unit=unit, file=sys.stdout,
+                ncols=90, ascii=False, disable=(chosen == "off"), **kwargs)
