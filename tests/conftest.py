@@ -1,0 +1,11 @@
+"""Test-wide settings: text progress bars, and the real MNIST from ../shared when present."""
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+os.environ.setdefault("LABKIT_PROGRESS", "text")
+if (SHARED / "data" / "mnist").is_dir():
+    os.environ.setdefault("LABKIT_DATA_DIR", str(SHARED / "data" / "mnist"))

@@ -1,0 +1,52 @@
+"""Regenerate the golden executed notebooks that `pytest --nbval` replays.
+
+    make golden                                   # all of them
+    .venv/bin/python tests/golden/regenerate.py graphcore/mnist
+
+Each entry of tests/golden/golden.yml is executed with papermill at its small parameters,
+with the same environment `make test` gives nbval (text progress bars, MNIST from
+LABKIT_DATA_DIR), into tests/golden/<key>.ipynb.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import papermill
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+
+def golden_environment() -> None:
+    os.environ.setdefault("LABKIT_PROGRESS", "text")
+    shared_mnist = ROOT.parent / "shared" / "data" / "mnist"
+    if shared_mnist.is_dir():
+        os.environ.setdefault("LABKIT_DATA_DIR", str(shared_mnist))
+
+
+def main(keys) -> int:
+    golden_environment()
+    entries = yaml.safe_load((HERE / "golden.yml").read_text()) or {}
+    unknown = [k for k in keys if k not in entries]
+    if unknown:
+        print("unknown golden keys: {}; known: {}".format(", ".join(unknown), ", ".join(entries)), file=sys.stderr)
+        return 2
+    for key in keys or list(entries):
+        entry = entries[key]
+        source = ROOT / entry["notebook"]
+        target = HERE / (key + ".ipynb")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        print("golden: {} -> {}".format(source.relative_to(ROOT), target.relative_to(ROOT)))
+        papermill.execute_notebook(
+            str(source), str(target), parameters=entry.get("parameters") or {},
+            cwd=str(target.parent), progress_bar=False, kernel_name="python3",
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
