@@ -248,8 +248,10 @@ class GraphcoreReader(LineReader):
             run.status = "complete"
         else:
             missing = []
-            if not cur.epochs_done:
-                missing.append("the epochs bar never reached {}/{}".format(cur.epochs_total or "N", cur.epochs_total or "N"))
+            if cur.epochs_total is None:
+                missing.append("no Epochs progress bar")
+            elif not cur.epochs_done:
+                missing.append("the Epochs bar never reached {0}/{0}".format(cur.epochs_total))
             if cur.accuracy is None:
                 missing.append("no 'Accuracy on test set' line")
             run.notes.append("The log is cut short: {}.".format("; ".join(missing)))

@@ -127,9 +127,9 @@ def _looks_like_path(text: str) -> bool:
         return False
     if len(text) < 4096 and os.path.exists(text):
         return True
-    # A one-line string that reads like a file name is a path that is missing; anything
-    # else (a pasted log line) is text.
-    return bool(re.fullmatch(r"[^\s]*(?:[\\/][^\\/]*|\.(?:log|out|txt|err))", text.strip()))
+    # A one-line string made only of file-name characters is a path that is missing;
+    # anything else (a pasted log line, with blanks, "|", "=", ":") is text.
+    return bool(re.fullmatch(r"[\w.~/\\-]+", text)) and ("/" in text or "\\" in text or "." in text)
 
 
 def iter_lines(stream: IO[str]) -> Iterator[str]:
