@@ -20,7 +20,7 @@ import labkit.logs
 from labkit.logs import LogReport
 from tests.logs.conftest import CASES, FIXTURES
 
-ROBUST = settings(max_examples=60, deadline=None, derandomize=True, database=None,
+ROBUST = settings(max_examples=200, deadline=None, derandomize=True, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -95,7 +95,7 @@ def test_mutated_real_logs(data, fmt):
 
 
 @pytest.mark.skipif(not CORPUS, reason="no logs to mutate")
-@settings(max_examples=20, deadline=None, derandomize=True, database=None,
+@settings(max_examples=50, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 @given(mutated_fixture())
 def test_mutated_real_logs_from_files(tmp_path, data):
