@@ -180,12 +180,19 @@ class GraphcoreReader(LineReader):
                     cur.last_pair = pair
                     cur.losses.append(float(m.group(1)))
                     cur.batch_accuracies.append(float(m.group(2)))
-                for bar in _BAR.finditer(line[m.end():]):
-                    self._inner_bar(cur, int(bar.group(2)))
+                if self._wants_bar(cur):
+                    for bar in _BAR.finditer(line, m.end()):
+                        self._inner_bar(cur, int(bar.group(2)))
                 return
-        if self.mnist is not None and self.mnist.epochs_total is not None and "/" in line and "[" in line:
+        cur = self.mnist
+        if cur is not None and cur.epochs_total is not None and self._wants_bar(cur) and "/" in line:
             for bar in _BAR.finditer(line):
-                self._inner_bar(self.mnist, int(bar.group(2)))
+                self._inner_bar(cur, int(bar.group(2)))
+
+    @staticmethod
+    def _wants_bar(cur: _Mnist) -> bool:
+        # Step counts come from the first inner bars seen; later redraws add nothing.
+        return cur.test_steps is None if cur.epochs_done else cur.steps_per_epoch is None
 
     def _inner_bar(self, cur: _Mnist, total: int) -> None:
         if total == cur.epochs_total or total == 100 and cur.steps_per_epoch != 100:

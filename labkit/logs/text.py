@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from typing import IO, Iterator, Optional, Union
+from typing import IO, Iterator, List, Optional, Union
 
 __all__ = ["Source", "open_source", "iter_lines", "strip_ansi", "BinaryLogError", "MAX_LINE"]
 
@@ -31,7 +31,7 @@ _SNIFF_BYTES = 8192
 
 # CSI sequences (colours, cursor moves, erase), OSC sequences (window titles, ended by BEL or
 # ST) and the two-character escapes; script(1) captures of a shell are full of all three.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\r\n]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # Other control characters that terminals swallow (backspace, bell, NUL...), but not tab.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -132,20 +132,59 @@ def _looks_like_path(text: str) -> bool:
     return bool(re.fullmatch(r"[\w.~/\\-]+", text)) and ("/" in text or "\\" in text or "." in text)
 
 
+#: How much text is decoded and cleaned at a time.
+_CHUNK = 1 << 20
+
+# Line ends: \r\n, a bare \r (tqdm redraws) or \n.
+_BREAK = re.compile(r"\r\n?|\n")
+
+
 def iter_lines(stream: IO[str]) -> Iterator[str]:
     """Clean lines of ``stream``: split at ``\\n``, ``\\r\\n`` and bare ``\\r``; no escapes; stripped.
 
-    Empty lines are kept (as ``""``) so that callers can count them; tqdm redraws that
-    erased a bar become empty lines too.
+    The stream is read a megabyte at a time; escape sequences are removed from a whole piece
+    at once (far faster than line by line). Empty lines are kept (as ``""``); tqdm redraws
+    that erased a bar become empty lines too. A line longer than :data:`MAX_LINE` comes out
+    in pieces of that size.
     """
-    readline = stream.readline
+    carry = ""
     while True:
         try:
-            line = readline(MAX_LINE)
+            chunk = stream.read(_CHUNK)
         except (UnicodeError, ValueError):  # pragma: no cover - errors="replace" prevents it
-            return
-        if not line:
-            return
-        if "\x1b" in line or "\x00" in line or "\x08" in line:
-            line = strip_ansi(line)
-        yield line.strip()
+            chunk = ""
+        if not chunk:
+            break
+        text = carry + chunk
+        # Keep the last, maybe unfinished line (and a final \r that a \n may follow) for later.
+        cut = max(text.rfind("\n"), text.rfind("\r", 0, len(text) - 1))
+        if cut < 0:
+            # No line end yet: wait for one, unless the line is already too long.
+            carry = text
+            while len(carry) >= MAX_LINE:
+                yield strip_ansi(carry[:MAX_LINE]).strip()
+                carry = carry[MAX_LINE:]
+            continue
+        body, carry = text[:cut + 1], text[cut + 1:]
+        if body.endswith("\r") and carry.startswith("\n"):
+            body, carry = body + "\n", carry[1:]
+        for line in _clean_lines(body):
+            yield line
+    if carry:
+        for line in _clean_lines(carry):
+            yield line
+
+
+def _clean_lines(text: str) -> List[str]:
+    if "\x1b" in text or "\x00" in text or "\x08" in text or "\x07" in text:
+        text = strip_ansi(text)
+    lines = _BREAK.split(text)
+    if lines and lines[-1] == "" and _BREAK.search(text[-2:]):
+        lines.pop()  # the text ended with a line end: no empty line after it
+    out: List[str] = []
+    for line in lines:
+        if len(line) > MAX_LINE:
+            out.extend(line[i:i + MAX_LINE].strip() for i in range(0, len(line), MAX_LINE))
+        else:
+            out.append(line.strip())
+    return out
