@@ -175,3 +175,18 @@ def test_a_string_is_a_path_only_when_it_looks_like_one(tmp_path):
     path = tmp_path / "x.log"
     path.write_text("Epoch 1/1\n5/5 [=====] - 1s 200ms/step - loss: 0.5\n")
     assert labkit.logs.read(str(path)).run.metrics["loss"] == 0.5
+
+
+@pytest.mark.parametrize("first, second, expected", [
+    ("graphcore/student-xiaoruiDong-spring2024-mnist_0.03_10_32.log",
+     "graphcore/upstream-spring2024-mnist_poptorch-sample-output.log", [("accuracy", 98.59), ("accuracy", 96.85)]),
+    ("sambanova/tstabrawa-fall2024-HW7-BertLarge-16tasks-1stlog.log",
+     "sambanova/tstabrawa-fall2024-HW7-BertLarge-16tasks-2ndlog.log", [("compile_s", 626), ("e2e_train_time", 470.3965759277344)]),
+    ("groq/upstream-spring2024-bert_tiny-sample-output.log",
+     "groq/student-kloiks-spring2024-bert_tiny-dummy-input.log", [("groq_e2e_ips", 17147.76), ("groq_e2e_ips", 17725.57)]),
+])
+def test_two_real_logs_concatenated_give_two_runs(fixtures_dir, first, second, expected):
+    data = (fixtures_dir / first).read_bytes() + b"\n" + (fixtures_dir / second).read_bytes()
+    runs = labkit.logs.read(data).runs
+    assert [(key, run.metrics.get(key)) for (key, _), run in zip(expected, runs)] == expected
+    assert len(runs) == 2
