@@ -18,7 +18,7 @@ FORMATS = ("graphcore", "cerebras", "sambanova", "groq", "keras")
 
 #: How many lines (and characters) of the head of a file are looked at.
 SAMPLE_LINES = 20000
-_SAMPLE_CHARS = 2_000_000
+_SAMPLE_CHARS = 1_000_000
 
 # (substring, weight): strong signs weigh more; all are plain substrings so the scan is fast.
 _SIGNS: Dict[str, Tuple[Tuple[str, int], ...]] = {

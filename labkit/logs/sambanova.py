@@ -92,6 +92,7 @@ class _Run:
         self.steps: List[int] = []
         self.losses: List[float] = []
         self.rank: Optional[str] = None
+        self.ranks: set = set()  # every rank (or process id) that logged a step
         self.e2e: Dict[str, float] = {}
         self.assertion: Optional[tuple] = None
         self.traceback = False
@@ -185,6 +186,10 @@ class SambaNovaReader(LineReader):
                 cur.kind = _training_kind(cur.kind)
                 cur.anything = True
             return
+        if " - Rank " in line or " - Process ID " in line:
+            r = _RANK.search(line)
+            if r:
+                cur.ranks.add(r.group(1))
         if "e2e_train_time" in line:
             for key, value in _E2E.findall(line):
                 cur.e2e[key] = float(value)
@@ -329,6 +334,8 @@ class SambaNovaReader(LineReader):
         p = run.params
         if cur.steps:
             run.add_series("loss", cur.steps, cur.losses)
+        if cur.ranks:
+            run.add_metric("ranks_seen", len(cur.ranks))
         e2e = cur.e2e
         units = {"e2e_train_time": "s", "training_sequences_per_second": "tokens/s (logged as sequences/s)",
                  "final_loss": "", "training_samples_per_second": "sequences/s"}

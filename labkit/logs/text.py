@@ -132,8 +132,9 @@ def _looks_like_path(text: str) -> bool:
     return bool(re.fullmatch(r"[\w.~/\\-]+", text)) and ("/" in text or "\\" in text or "." in text)
 
 
-#: How much text is decoded and cleaned at a time.
-_CHUNK = 1 << 20
+#: How much text is decoded and cleaned at a time (a quarter million characters: large enough
+#: for speed, small enough that memory stays a few megabytes whatever the file's size).
+_CHUNK = 1 << 18
 
 # Line ends: \r\n, a bare \r (tqdm redraws) or \n.
 _BREAK = re.compile(r"\r\n?|\n")
@@ -142,7 +143,7 @@ _BREAK = re.compile(r"\r\n?|\n")
 def iter_lines(stream: IO[str]) -> Iterator[str]:
     """Clean lines of ``stream``: split at ``\\n``, ``\\r\\n`` and bare ``\\r``; no escapes; stripped.
 
-    The stream is read a megabyte at a time; escape sequences are removed from a whole piece
+    The stream is read a quarter megabyte at a time; escape sequences are removed from a whole piece
     at once (far faster than line by line). Empty lines are kept (as ``""``); tqdm redraws
     that erased a bar become empty lines too. A line longer than :data:`MAX_LINE` comes out
     in pieces of that size.
@@ -156,6 +157,7 @@ def iter_lines(stream: IO[str]) -> Iterator[str]:
         if not chunk:
             break
         text = carry + chunk
+        del chunk
         # Keep the last, maybe unfinished line (and a final \r that a \n may follow) for later.
         cut = max(text.rfind("\n"), text.rfind("\r", 0, len(text) - 1))
         if cut < 0:
@@ -168,6 +170,7 @@ def iter_lines(stream: IO[str]) -> Iterator[str]:
         body, carry = text[:cut + 1], text[cut + 1:]
         if body.endswith("\r") and carry.startswith("\n"):
             body, carry = body + "\n", carry[1:]
+        del text
         for line in _clean_lines(body):
             yield line
     if carry:
@@ -175,16 +178,16 @@ def iter_lines(stream: IO[str]) -> Iterator[str]:
             yield line
 
 
-def _clean_lines(text: str) -> List[str]:
+def _clean_lines(text: str) -> Iterator[str]:
     if "\x1b" in text or "\x00" in text or "\x08" in text or "\x07" in text:
         text = strip_ansi(text)
     lines = _BREAK.split(text)
-    if lines and lines[-1] == "" and _BREAK.search(text[-2:]):
+    del text
+    if lines and lines[-1] == "":
         lines.pop()  # the text ended with a line end: no empty line after it
-    out: List[str] = []
     for line in lines:
         if len(line) > MAX_LINE:
-            out.extend(line[i:i + MAX_LINE].strip() for i in range(0, len(line), MAX_LINE))
+            for i in range(0, len(line), MAX_LINE):
+                yield line[i:i + MAX_LINE].strip()
         else:
-            out.append(line.strip())
-    return out
+            yield line.strip()

@@ -9,6 +9,7 @@ import io
 import math
 import os
 import shutil
+import tracemalloc
 
 import pytest
 
@@ -28,6 +29,25 @@ def test_long_line_without_line_ends_is_read_in_bounded_pieces():
     raw = "x" * (text.MAX_LINE * 2 + 10)
     pieces = list(text.iter_lines(io.StringIO(raw, newline="")))
     assert [len(p) for p in pieces] == [text.MAX_LINE, text.MAX_LINE, 10]
+
+
+def test_a_big_log_is_read_streaming_in_bounded_memory(tmp_path, fixtures_dir):
+    """The line stream under read() holds pieces of the file, never all of it (~2.4 MB at any size)."""
+    block = (fixtures_dir / "sambanova/sveldman-spring2024-BertLarge_HW_compile_log_base.log").read_bytes()
+    path = tmp_path / "big.log"
+    with open(path, "wb") as f:
+        for _ in range(8_000_000 // len(block) + 1):
+            f.write(block)
+    tracemalloc.start()
+    try:
+        with text.open_source(path) as source:
+            count = sum(1 for _ in text.iter_lines(source.stream))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == block.count(b"\n") * (8_000_000 // len(block) + 1)
+    assert peak < 4_000_000, peak  # half the file would be 4 MB
+    assert len(labkit.logs.read(path).runs) == 8_000_000 // len(block) + 1  # one compile log per copy
 
 
 def test_crlf_ansi_and_indentation_in_a_groq_table():
@@ -190,3 +210,9 @@ def test_two_real_logs_concatenated_give_two_runs(fixtures_dir, first, second, e
     runs = labkit.logs.read(data).runs
     assert [(key, run.metrics.get(key)) for (key, _), run in zip(expected, runs)] == expected
     assert len(runs) == 2
+
+
+def test_public_api():
+    assert sorted(labkit.logs.__all__) == sorted(["read", "LogReport", "NoRunError", "record", "table", "FORMATS",
+                                                  "reader_for"])
+    assert labkit.logs.FORMATS == ("graphcore", "cerebras", "sambanova", "groq", "keras")

@@ -334,6 +334,7 @@ def test_sambanova_throughput_is_tokens_and_flat_time(fixtures_dir):
         tokens = p["ntasks"] * p["batch_size"] * p["steps_this_run"] * p["max_seq_length"] / m["e2e_train_time"]
         assert tokens == pytest.approx(m["training_sequences_per_second"], rel=1e-6)
         assert "tokens per second" in " ".join(run.notes)
+        assert m["ranks_seen"] == p["ntasks"]  # every rank wrote to the log
     times = [r.metrics["e2e_train_time"] for r in runs]
     assert max(times) / min(times) < 1.15  # 4, 8 and 16 tasks: flat wall time
     rates = [r.metrics["training_sequences_per_second"] for r in runs]
