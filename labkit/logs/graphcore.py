@@ -263,8 +263,9 @@ class GraphcoreReader(LineReader):
                 missing.append("no 'Accuracy on test set' line")
             run.notes.append("The log is cut short: {}.".format("; ".join(missing)))
         if cur.train_compile_s == 0 and cur.epochs_total:
-            run.notes.append("Graph compilation shows [00:00]: the executable was loaded from PopTorch's cache, "
-                             "so this run's first epoch is not slowed by compilation like a fresh run's.")
+            run.notes.append("Graph compilation shows [00:00]: the executable was most likely loaded from PopTorch's "
+                             "executable cache, so this run's first epoch is not slowed by compilation as a fresh "
+                             "run's is; compare it with runs that compiled with care.")
         self.runs.append(run)
 
     def _epoch_times(self, cur: _Mnist) -> None:
@@ -294,6 +295,9 @@ class GraphcoreReader(LineReader):
             run.add_metric("steady_epoch_s", steady, "s")
             if steady > 0:
                 run.add_metric("first_epoch_ratio", round(ys[0] / steady, 2))
+            if cur.train_compile_s:
+                run.notes.append("Here the first epoch took {} s = about {} s of steady training + {} s of graph "
+                                 "compilation.".format(ys[0], steady, cur.train_compile_s))
         if last > 1 and cur.train_compile_s != 0:
             run.notes.append(FIRST_EPOCH_NOTE)
 

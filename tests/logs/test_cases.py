@@ -216,3 +216,11 @@ def test_public_api():
     assert sorted(labkit.logs.__all__) == sorted(["read", "LogReport", "NoRunError", "record", "table", "FORMATS",
                                                   "reader_for"])
     assert labkit.logs.FORMATS == ("graphcore", "cerebras", "sambanova", "groq", "keras")
+
+
+def test_run_for_picks_the_exercise_a_notebook_wants(fixtures_dir):
+    report = labkit.logs.read(fixtures_dir / "graphcore/upstream-spring2024-bert-demo_tiny_128-4ipu-sample-output.log")
+    assert report.run_for("graphcore/bert").metrics["throughput"] == 749.6
+    assert report.run_for("graphcore") is report.run
+    with pytest.raises(labkit.logs.NoRunError, match="no graphcore/mnist run in this log .it holds graphcore/bert"):
+        report.run_for("graphcore/mnist")
