@@ -248,3 +248,15 @@ def test_sambanova_traceback_before_metrics_is_failed():
              "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nRuntimeError: RDU not found\n")
     run = labkit.logs.read(samba).run
     assert run.status == "failed" and "before printing e2e_train_time" in " ".join(run.notes)
+
+
+def test_utf16_and_bom_logs_from_windows_are_read(tmp_path, fixtures_dir):
+    data = (fixtures_dir / "groq/student-kloiks-spring2024-bert_tiny-dummy-input.log").read_text(encoding="utf-8")
+    utf16 = tmp_path / "powershell.log"
+    utf16.write_bytes(data.encode("utf-16"))  # with its byte-order mark, as PowerShell writes
+    bom = tmp_path / "notepad.log"
+    bom.write_bytes(b"\xef\xbb\xbf" + data.encode("utf-8"))
+    for path in (utf16, bom):
+        run = labkit.logs.read(path).run
+        assert run.metrics["groq_e2e_ips"] == 17725.57
+    assert labkit.logs.read(data.encode("utf-16")).run.metrics["cpu_e2e_ips"] == 482.40
