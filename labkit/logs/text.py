@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from typing import IO, Iterator, List, Optional, Union
+from typing import IO, Iterator, Optional, Union
 
 __all__ = ["Source", "open_source", "iter_lines", "strip_ansi", "BinaryLogError", "MAX_LINE"]
 

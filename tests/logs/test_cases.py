@@ -16,7 +16,7 @@ import pytest
 import labkit.logs
 from labkit.logs import text
 from labkit.results import Run
-from tests.logs.conftest import CASES, FIXTURES
+from tests.logs.conftest import CASES
 
 
 def test_lines_split_on_crlf_bare_cr_and_lf_and_lose_escapes_and_indentation():

@@ -14,7 +14,7 @@ import re
 import pytest
 
 import labkit.logs
-from tests.logs.conftest import FIXTURES
+
 
 # file -> list of runs; each run: exercise, status, params (subset), metrics (subset), and
 # words that must appear in its notes. Numbers compare with a relative tolerance of 1e-9.
