@@ -178,18 +178,19 @@ def _runs_of(items: Any) -> List[Run]:
     return runs
 
 
-def record(report: Union[LogReport, Run, Iterable[Any]], name: str = "log_run") -> List[Dict[str, Any]]:
+def record(report: Union[LogReport, Run, Iterable[Any]], name: str = "log_run") -> List[str]:
     """Record every run of ``report`` in the executing notebook with :func:`labkit.results.record`.
 
     Names are ``name`` for a single run, ``name_1``, ``name_2``... for several, so that
-    ``labkit.results.collect`` tabulates them beside runs made locally.
+    ``labkit.results.collect`` tabulates them beside runs made locally. Returns the names.
     """
     from labkit import results
 
     runs = _runs_of(report)
-    if len(runs) == 1:
-        return [results.record(runs[0], name=name)]
-    return [results.record(run, name="{}_{}".format(name, i)) for i, run in enumerate(runs, 1)]
+    names = [name] if len(runs) == 1 else ["{}_{}".format(name, i) for i in range(1, len(runs) + 1)]
+    for run, run_name in zip(runs, names):
+        results.record(run, name=run_name)
+    return names
 
 
 def table(runs: Union[LogReport, Run, Iterable[Any]]):

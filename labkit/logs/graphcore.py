@@ -230,11 +230,11 @@ class GraphcoreReader(LineReader):
         if from_name:
             run.notes.append("Read from the file name only, not from the log: {}.".format(", ".join(from_name)))
         if cur.accuracy is not None:
-            run.add_metric("accuracy", cur.accuracy, "%")
+            run.add_metric("test_accuracy", cur.accuracy, "%")
         if cur.train_compile_s is not None:
-            run.add_metric("compile_train_s", cur.train_compile_s, "s")
+            run.add_metric("train_compile_time", cur.train_compile_s, "s")
         if cur.infer_compile_s is not None:
-            run.add_metric("compile_inference_s", cur.infer_compile_s, "s")
+            run.add_metric("test_compile_time", cur.infer_compile_s, "s")
         self._epoch_times(cur)
         if cur.losses:
             steps = list(range(1, len(cur.losses) + 1))
@@ -277,8 +277,8 @@ class GraphcoreReader(LineReader):
             return
         last = done[-1]
         total_s = cur.epoch_elapsed[last]
-        run.add_metric("train_time_s", total_s, "s")
-        run.add_metric("seconds_per_epoch", round(total_s / last, 3), "s")
+        run.add_metric("total_train_time", total_s, "s")
+        run.add_metric("mean_epoch_time", round(total_s / last, 3), "s")
         # Per-epoch times where consecutive epochs were drawn (tqdm clocks have 1 s steps).
         xs, ys = [], []
         prev_k, prev_t = 0, cur.epoch_elapsed.get(0, 0)
@@ -288,11 +288,11 @@ class GraphcoreReader(LineReader):
                 ys.append(cur.epoch_elapsed[k] - prev_t)
             prev_k, prev_t = k, cur.epoch_elapsed[k]
         if xs:
-            run.add_series("epoch_time_s", xs, ys, x_label="epoch")
+            run.add_series("epoch_time", xs, ys, x_label="epoch")
         if xs and xs[0] == 1 and len(xs) >= 3:
             steady = median(ys[1:])
-            run.add_metric("first_epoch_s", ys[0], "s")
-            run.add_metric("steady_epoch_s", steady, "s")
+            run.add_metric("first_epoch_time", ys[0], "s")
+            run.add_metric("epoch_time", steady, "s")
             if steady > 0:
                 run.add_metric("first_epoch_ratio", round(ys[0] / steady, 2))
             if cur.train_compile_s:

@@ -131,8 +131,8 @@ class KerasReader(LineReader):
             run.add_metric("train_time_s", round(sum(st.epoch_seconds), 3), "s")
             if len(st.epoch_seconds) >= 2:
                 steady = median(st.epoch_seconds[1:])
-                run.add_metric("first_epoch_s", st.epoch_seconds[0], "s")
-                run.add_metric("steady_epoch_s", steady, "s")
+                run.add_metric("first_epoch_time", st.epoch_seconds[0], "s")
+                run.add_metric("epoch_time", steady, "s")
                 run.notes.append(FIRST_EPOCH_NOTE)
         if st.step_times:
             run.add_metric("step_time_ms", st.step_times[-1], "ms")

@@ -88,7 +88,7 @@ def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.
     test_x, _ = next(iter(test_loader))
     start = time.perf_counter()
     inference_model.compile(test_x)
-    compile_seconds += time.perf_counter() - start
+    test_compile_seconds = time.perf_counter() - start
     total, batches = 0.0, 0
     start = time.perf_counter()
     with torch.no_grad():
@@ -100,8 +100,10 @@ def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.
     inference_model.detachFromDevice()
     accuracy = total / batches
     test_throughput = batches * config.test_batch_size / test_seconds
-    say("Graph compilation: {:.1f} s (training and inference, reported separately). Training throughput: "
-        "{:.0f} samples/s; test throughput: {:.0f} samples/s.".format(compile_seconds, history.throughput, test_throughput))
-    run = finish_run(config, "ipu", history, accuracy, test_throughput, "compile_time", compile_seconds,
+    say("Graph compilation: {:.1f} s for training and {:.1f} s for inference, reported separately. Training "
+        "throughput: {:.0f} samples/s; test throughput: {:.0f} samples/s.".format(
+            compile_seconds, test_compile_seconds, history.throughput, test_throughput))
+    run = finish_run(config, "ipu", history, accuracy, test_throughput, "train_compile_time", compile_seconds,
                      source="testbed", extra_env={"device": "ipu", "poptorch": getattr(poptorch, "__version__", None)})
+    run.add_metric("test_compile_time", round(test_compile_seconds, 4), "s")
     return MnistResult(run=run, model=model.model, history=history)

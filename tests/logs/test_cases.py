@@ -15,7 +15,7 @@ import pytest
 
 import labkit.logs
 from labkit.logs import text
-from labkit.results import Run
+from labkit.results import Run, scrap
 from tests.logs.conftest import CASES
 
 
@@ -92,7 +92,7 @@ def test_keras_nan_loss_is_diverged():
     assert run.status == "diverged"
     assert run.params == {"device": "ipu", "epochs": 4, "steps_per_epoch": 100}
     assert math.isnan(run.metrics["loss"])
-    assert run.metrics["first_epoch_s"] == 41.0 and run.metrics["steady_epoch_s"] == 3.0
+    assert run.metrics["first_epoch_time"] == 41.0 and run.metrics["epoch_time"] == 3.0
     assert run.metrics["training_time_s"] == 50.2
     assert "epoch 3" in " ".join(run.notes)
     assert run.to_dict()["metrics"]["loss"] == "nan"  # JSON-safe
@@ -162,13 +162,12 @@ def test_filename_parameters_are_noted_and_the_log_wins(tmp_path, fixtures_dir):
 
 def test_record_and_table_put_log_runs_beside_local_runs(fixtures_dir):
     reports = [labkit.logs.read(fixtures_dir / "graphcore/student-tnguyen2211-fall2024-mnist-two-runs.log")]
-    payloads = labkit.logs.record(reports[0])
-    assert [p["name"] for p in payloads] == ["log_run_1", "log_run_2"]
-    assert Run.from_dict(payloads[0]["data"]).metrics["accuracy"] == 98.38
-    local = Run("graphcore/mnist", source="portable", params={"epochs": 10}, metrics={"accuracy": 98.9})
+    assert labkit.logs.record(reports[0]) == ["log_run_1", "log_run_2"]
+    assert Run.from_dict(scrap(reports[0].runs[0])["data"]).metrics["test_accuracy"] == 98.38
+    local = Run("graphcore/mnist", source="portable", params={"epochs": 10}, metrics={"test_accuracy": 98.9})
     frame = labkit.logs.table([reports[0], local])
     assert list(frame["source"]) == ["log", "log", "portable"]
-    assert list(frame["accuracy"]) == [98.38, 97.82, 98.9]
+    assert list(frame["test_accuracy"]) == [98.38, 97.82, 98.9]
     assert frame.loc[0, "log"] == "student-tnguyen2211-fall2024-mnist-two-runs.log"
 
 
@@ -188,7 +187,7 @@ def test_format_argument_skips_detection():
 
 def test_a_string_is_a_path_only_when_it_looks_like_one(tmp_path):
     one_line = labkit.logs.read("Accuracy on test set: 98.5%").run  # one line of text, not a path
-    assert one_line.metrics["accuracy"] == 98.5 and one_line.status == "incomplete"
+    assert one_line.metrics["test_accuracy"] == 98.5 and one_line.status == "incomplete"
     assert labkit.logs.read(" samples/sec").runs == []
     with pytest.raises(FileNotFoundError, match="no such log file"):
         labkit.logs.read("logs/missing-run.out")
@@ -199,7 +198,7 @@ def test_a_string_is_a_path_only_when_it_looks_like_one(tmp_path):
 
 @pytest.mark.parametrize("first, second, expected", [
     ("graphcore/student-xiaoruiDong-spring2024-mnist_0.03_10_32.log",
-     "graphcore/upstream-spring2024-mnist_poptorch-sample-output.log", [("accuracy", 98.59), ("accuracy", 96.85)]),
+     "graphcore/upstream-spring2024-mnist_poptorch-sample-output.log", [("test_accuracy", 98.59), ("test_accuracy", 96.85)]),
     ("sambanova/tstabrawa-fall2024-HW7-BertLarge-16tasks-1stlog.log",
      "sambanova/tstabrawa-fall2024-HW7-BertLarge-16tasks-2ndlog.log", [("compile_s", 626), ("e2e_train_time", 470.3965759277344)]),
     ("groq/upstream-spring2024-bert_tiny-sample-output.log",

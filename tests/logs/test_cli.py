@@ -37,7 +37,7 @@ def test_json_gives_one_object_per_file(fixtures_dir, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert code == 0 and len(lines) == 2
     first, second = (json.loads(line) for line in lines)
-    assert [r["metrics"]["accuracy"] for r in first["runs"]] == [98.38, 97.82]
+    assert [r["metrics"]["test_accuracy"] for r in first["runs"]] == [98.38, 97.82]
     assert second == {"path": str(CASES / "empty.log"), "format": None, "runs": [],
                       "notes": ["Nothing read: the file is empty."], "pointers": []}
 
