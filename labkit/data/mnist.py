@@ -190,7 +190,7 @@ def load_mnist(data_dir: Optional[Union[str, os.PathLike]] = None, download: boo
         except IdxError as exc:
             raise MnistDataError("{}\nThe download itself is damaged; delete {} and run again.".format(
                 exc, directory / "MNIST")) from None
-        except (OSError, RuntimeError) as exc:  # no network: torchvision raises RuntimeError
+        except Exception as exc:  # no network (torchvision raises RuntimeError), a proxy, a broken mirror
             reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
             notes.append("Downloading MNIST into {} failed: {}".format(directory, reason[:300]))
     if not allow_sample:

@@ -1,0 +1,67 @@
+"""The IPU path against a fake PopTorch that speaks PopTorch's API (the real one runs only on
+the Graphcore testbed)."""
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from labkit.devices import DeviceError
+from labkit.testbeds import graphcore
+
+FAKES = str(Path(__file__).resolve().parent / "fakes")
+
+
+@pytest.fixture
+def fake_poptorch(monkeypatch):
+    monkeypatch.syspath_prepend(FAKES)
+    sys.modules.pop("poptorch", None)
+    module = importlib.import_module("poptorch")
+    module.CALLS.clear()
+    module._attached.clear()
+    yield module
+    sys.modules.pop("poptorch", None)
+
+
+def test_ipu_without_poptorch_says_how_to_get_it(monkeypatch):
+    monkeypatch.setattr(graphcore.devices, "module_available", lambda name: False)
+    with pytest.raises(DeviceError) as err:
+        graphcore.choose_device("ipu")
+    message = str(err.value)
+    assert "Poplar SDK" in message and "srun --ipus=1" in message and "pip install" in message
+
+
+def test_auto_prefers_an_ipu_when_poptorch_sees_one(fake_poptorch):
+    assert graphcore.choose_device("auto") == "ipu"
+
+
+def test_ipu_present_but_not_attached(fake_poptorch, monkeypatch):
+    monkeypatch.setattr(fake_poptorch, "ipuHardwareIsAvailable", lambda num_ipus=1: False)
+    with pytest.raises(DeviceError, match="srun --ipus=1"):
+        graphcore.choose_device("ipu")
+    assert str(graphcore.choose_device("auto")) == "cpu"
+
+
+def test_ipu_run_follows_the_tutorial(fake_poptorch):
+    config = graphcore.MNIST_SPEC.validate({
+        "device": "ipu", "epochs": 2, "batch_size": 8, "device_iterations": 10,
+        "max_train_samples": 800, "max_test_samples": 400, "learning_rate": 0.05})
+    result = graphcore.run_mnist(config, verbose=False)
+    calls = fake_poptorch.CALLS
+    # Options with device iterations and output mode All, a poptorch DataLoader of micro-batches,
+    # compiled before timing, weights back to the host, detached before the inference model.
+    assert calls.index("deviceIterations(10)") < calls.index("trainingModel")
+    assert "outputMode(All)" in calls and "DataLoader(batch_size=8)" in calls
+    assert calls.index("_TrainingModel.compile") < calls.index("trainingModel.copyWeightsToHost")
+    assert calls.index("_TrainingModel.detachFromDevice") < calls.index("inferenceModel")
+    assert calls[-1] == "_InferenceModel.detachFromDevice"
+    run = result.run
+    assert run.source == "testbed" and run.params["device"] == "ipu"
+    assert run.metrics["steps_per_epoch"] == 10  # 800 / (8 x 10)
+    assert len(run.series["loss"]["y"]) == 20
+    assert {"train_compile_time", "test_compile_time"} <= set(run.metrics)
+    assert 0 <= run.metrics["test_accuracy"] <= 100
+    # The fake trains for real: loss falls over two epochs at this learning rate.
+    losses = run.series["loss"]["y"]
+    assert losses[-1] < losses[0]

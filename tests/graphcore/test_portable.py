@@ -1,0 +1,85 @@
+"""The portable MNIST path keeps the IPU run's semantics, checked against a straightforward
+reference loop written the obvious way (micrograd's habit: compare with an independent
+implementation, not with frozen numbers)."""
+
+import numpy as np
+import pytest
+import torch
+
+from labkit.data import load_mnist
+from labkit.models.mnist_cnn import Network
+from labkit.testbeds import mnist_portable
+
+
+@pytest.fixture(scope="module")
+def mnist():
+    data = load_mnist(download=False, allow_sample=False)  # the real MNIST from ../shared
+    assert data.source == "full"
+    return data
+
+
+def reference_weights(images, labels, *, steps, batch_size, device_iterations, lr, seed):
+    """SGD on micro-batches in the order a seeded shuffle gives, the plain way."""
+    torch.manual_seed(seed)
+    model = Network()
+    loss_fn = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    x = (torch.tensor(images, dtype=torch.float32) / 255.0 - 0.1307) / 0.3081
+    x = x.unsqueeze(1)
+    y = torch.tensor(labels, dtype=torch.int64)
+    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
+    for i in range(steps * device_iterations):
+        idx = order[i * batch_size:(i + 1) * batch_size]
+        loss = loss_fn(model(x[idx]), y[idx])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.state_dict()
+
+
+def test_weights_equal_a_reference_loop_after_a_few_steps(mnist):
+    images, labels = mnist.train_images[:1200], mnist.train_labels[:1200]
+    device = torch.device("cpu")
+    model = mnist_portable.build_model(7, device)
+    history = mnist_portable.train(
+        model, mnist_portable.to_tensor(images, device), torch.from_numpy(labels.copy()),
+        epochs=1, batch_size=8, device_iterations=25, learning_rate=0.05, seed=7)
+    assert history.steps_per_epoch == 6 and len(history.steps) == 6
+    expected = reference_weights(images, labels, steps=6, batch_size=8, device_iterations=25, lr=0.05, seed=7)
+    for name, value in model.model.state_dict().items():
+        torch.testing.assert_close(value.contiguous(), expected[name], rtol=1e-4, atol=1e-5, msg=name)
+    # and training moved them: the comparison is not between two untouched initialisations
+    torch.manual_seed(7)
+    initial = Network().state_dict()
+    assert not torch.allclose(initial["layer3.weight"], expected["layer3.weight"])
+
+
+def test_a_default_epoch_has_the_150_steps_an_ipu_log_shows(mnist):
+    # batch_size 8 x device_iterations 50 = 400 samples a step; 60,000 / 400 = 150
+    assert len(mnist.train_labels) // (8 * 50) == 150
+
+
+def test_last_incomplete_step_is_dropped():
+    images = np.zeros((130, 28, 28), dtype=np.uint8)
+    labels = np.zeros(130, dtype=np.int64)
+    device = torch.device("cpu")
+    model = mnist_portable.build_model(0, device)
+    history = mnist_portable.train(model, mnist_portable.to_tensor(images, device), torch.from_numpy(labels),
+                                   epochs=2, batch_size=4, device_iterations=8, learning_rate=0.01, seed=0)
+    assert history.steps_per_epoch == 4 and history.samples_per_epoch == 128
+    assert [s.epoch for s in history.steps] == [1] * 4 + [2] * 4
+    assert history.warmup_seconds > 0 and history.steady_samples == 7 * 32
+
+
+def test_test_accuracy_is_the_mean_of_per_batch_accuracies(mnist):
+    device = torch.device("cpu")
+    model = mnist_portable.build_model(3, device)
+    images, labels = mnist.test_images[:250], mnist.test_labels[:250]
+    accuracy, throughput = mnist_portable.evaluate(model, mnist_portable.to_tensor(images, device),
+                                                   torch.from_numpy(labels.copy()), batch_size=80)
+    network = model.model.eval()
+    x = mnist_portable.to_tensor(images, device)
+    per_batch = [(network(x[b * 80:(b + 1) * 80]).argmax(1).numpy() == labels[b * 80:(b + 1) * 80]).mean() * 100
+                 for b in range(3)]  # 250 samples: three full batches, the last 10 dropped
+    assert accuracy == pytest.approx(np.mean(per_batch))
+    assert throughput > 0
