@@ -312,15 +312,14 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     # the listening socket means no other process can take it before the ranks connect.
     store = dist.TCPStore("127.0.0.1", 0, world_size=None, is_master=True, wait_for_workers=False,
                           timeout=datetime.timedelta(seconds=300))
-    context = mp.get_context("spawn")
+    context = _process_context(mp)
     messages = context.Queue()
     settings = {k: config[k] for k in ("model_size", "max_seq_length", "seed", "batch_size", "steps", "learning_rate")}
     procs = [context.Process(target=_rank_main, args=(rank, ranks, store.port, settings, device_kind, threads, messages),
                              daemon=True) for rank in range(ranks)]
     for proc in procs:
         proc.start()
-    progress = bar(total=config.steps, desc="{} rank{} x {} steps".format(ranks, "s" if ranks > 1 else "", config.steps),
-                   unit="step") if show else None
+    progress = None
     steps_done: List[int] = []
     losses: List[float] = []
     result: Optional[Dict[str, Any]] = None
@@ -337,7 +336,10 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
                 elif time.monotonic() > deadline:
                     failure = "no result after {:.0f}s".format(timeout)
                 continue
-            if kind == "step":
+            if kind == "ready" and show:  # the bar starts when the ranks have met, not at spawn
+                progress = bar(total=config.steps, unit="step",
+                               desc="{} rank{} x {} steps".format(ranks, "s" if ranks > 1 else "", config.steps))
+            elif kind == "step":
                 steps_done.append(payload[0])
                 losses.append(payload[1])
                 if progress is not None:
@@ -371,6 +373,11 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     run_.add_metric("sequences_per_second", sequences, "sequences/s")
     run_.add_metric("throughput_per_task", tokens / ranks, "tokens/s")
     run_.add_metric("final_loss", losses[-1] if losses else float("nan"))
+    run_.add_metric("replicas_in_sync", bool(result["replicas_in_sync"]))
+    if not result["replicas_in_sync"]:
+        run_.status = "failed"
+        run_.notes.append("The ranks' weights differ after training: the gradient all-reduce did not keep the "
+                          "replicas identical.")
     if losses and not all(math.isfinite(x) for x in losses):
         run_.status = "diverged"
         run_.notes.append("The loss became NaN or infinite: the run diverged.")
@@ -383,6 +390,22 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     run_.notes.extend(notes)
     run_.environment = devices.environment(torch.device(device_kind), {"backend": result["backend"], "ranks": ranks})
     return run_
+
+
+#: Modules the rank processes need, imported once by the fork server rather than by every rank
+#: of every run (importing transformers takes seconds).
+_PRELOAD = ["labkit.testbeds.sambanova", "labkit.bert", "transformers.models.bert.modeling_bert"]
+
+
+def _process_context(mp: Any) -> Any:
+    """A fork server where there is one (Linux, macOS): it starts clean (no threads, no CUDA),
+    imports torch and transformers once, and forks each rank from there, so a sweep of runs pays
+    the imports once. Elsewhere (Windows) plain spawn."""
+    if "forkserver" in mp.get_all_start_methods():
+        context = mp.get_context("forkserver")
+        context.set_forkserver_preload(_PRELOAD)
+        return context
+    return mp.get_context("spawn")
 
 
 class _AllReduceOptimizer:
@@ -438,6 +461,8 @@ def _rank_main(rank: int, world: int, port: int, settings: Dict[str, Any], devic
         batches = bert.synthetic_batches(settings["batch_size"], settings["max_seq_length"], model.config.vocab_size,
                                          seed=settings["seed"] * 100003 + rank)
         dist.barrier()
+        if rank == 0:
+            messages.put(("ready",))
         start = time.perf_counter()
         for step in range(1, settings["steps"] + 1):
             loss = bert.train_step(model, next(batches), optimizer, device)
@@ -447,8 +472,13 @@ def _rank_main(rank: int, world: int, port: int, settings: Dict[str, Any], devic
             torch.cuda.synchronize(device)
         dist.barrier()
         e2e = time.perf_counter() - start
+        # Data parallelism keeps every replica identical: compare the ranks' weights.
+        checksum = float(sum(p.detach().double().sum().item() for p in model.parameters()))
+        sums: List[Any] = [None] * world
+        dist.all_gather_object(sums, checksum)
+        in_sync = max(sums) - min(sums) <= 1e-9 * max(1.0, abs(checksum))
         if rank == 0:
-            messages.put(("done", {"e2e_train_time": e2e, "backend": backend}))
+            messages.put(("done", {"e2e_train_time": e2e, "backend": backend, "replicas_in_sync": in_sync}))
         dist.destroy_process_group()
     except BaseException:  # report, then let the process fail
         messages.put(("error", rank, traceback.format_exc()))
@@ -661,6 +691,8 @@ def run_testbed(config: Config, setup: SambaFlow = SambaFlow(), poll: float = 5.
             job.job_id, status.state, training_log, slurm_out, _tail(slurm_out)))
     found = read_log(training_log)
     found.source = "testbed"
+    # The training log alone cannot tell whether a compile ran; the compile log can.
+    found.notes = [n for n in found.notes if "compilation was skipped" not in n]
     if not status.succeeded and found.status == "complete":
         found.status = "failed"
         found.notes.append("Slurm reports job {} as {} (exit code {}).".format(job.job_id, status.state, status.exit_code))
@@ -672,6 +704,7 @@ def run_testbed(config: Config, setup: SambaFlow = SambaFlow(), poll: float = 5.
         for key in ("compile_s", "compile_skipped"):
             if key in compile_run.metrics:
                 found.add_metric(key, compile_run.metrics[key], compile_run.units.get(key, ""))
+        found.notes.extend(n for n in compile_run.notes if "compilation was skipped" in n or "PEF" in n)
         if "duration_s" in compile_run.metrics:
             found.notes.append(DURATION_NOTE.format(compile_run.metrics["duration_s"]))
     return found
