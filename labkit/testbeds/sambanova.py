@@ -61,8 +61,8 @@ TARGETS = ("auto", "testbed", "portable", "log")
 COURSE_LEARNING_RATE = 0.000175
 
 TOKENS_NOTE = ("training_sequences_per_second is SambaNova's name, but it is ntasks x batch_size x steps x "
-               "max_seq_length / e2e_train_time: it counts tokens per second. Sequences per second are "
-               "sequences_per_second ({:.1f}).")
+               "max_seq_length / e2e_train_time: it counts tokens per second. Sequences per second: "
+               "sequences_per_second = {:.1f} sequences/s.")
 DURATION_NOTE = ("The compile log's 'Duration: {} s' is the compile (and, in the course's BertLarge.sh, the "
                  "submission): it is not training time. Training time is e2e_train_time in the job's own log.")
 
@@ -93,7 +93,7 @@ BERT_SPEC = Spec(
     Param("seed", int, 0, min=0, max=2 ** 31 - 1),
     Param("log_path", PATH, None, optional=True, check=_log_path_exists,
           help="a SambaNova training log (or slurm-<id>.out) to read instead of running"),
-    Param("work_dir", PATH, "~/BertLarge", help="testbed: where the PEF, scripts and logs go (the course's ~/BertLarge)"),
+    Param("work_dir", str, "~/BertLarge", help="testbed: where the PEF, scripts and logs go (the course's ~/BertLarge)"),
     Param("sweep_ntasks", list, [], item_type=int, help="extra ntasks values to run for the homework plot"),
     Param("compare_logs", list, [], item_type=str, help="testbed training logs to add to the homework plot"),
     checks=[],
@@ -307,7 +307,11 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
             "(target='testbed') or for reading its log (log_path=...).".format(
                 config.model_size, ranks, config.batch_size, config.max_seq_length, needed / 1e9,
                 " per GPU" if device_kind == "cuda" else " for all ranks", available / 1e9))
-    threads = max(1, min(config.cpus_per_task, (os.cpu_count() or 1) // ranks))
+    # Every rank gets the same threads whatever ntasks is (as every rank on the testbed gets its
+    # own tiles): the cores shared among the node's task slots, so a sweep over ntasks measures
+    # scaling, not thread counts.
+    slots = config.nodes * config.ntasks_per_node
+    threads = max(1, min(config.cpus_per_task, (os.cpu_count() or 1) // max(slots, ranks)))
     # The parent holds the rendezvous store: port 0 lets the OS pick a free port, and holding
     # the listening socket means no other process can take it before the ranks connect.
     store = dist.TCPStore("127.0.0.1", 0, world_size=None, is_master=True, wait_for_workers=False,
@@ -369,7 +373,7 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     tokens = tokens_per_second(ranks, config.batch_size, config.steps, config.max_seq_length, e2e)
     sequences = sequences_per_second(ranks, config.batch_size, config.steps, e2e)
     run_.add_metric("e2e_train_time", e2e, "s")
-    run_.add_metric("training_sequences_per_second", tokens, "tokens/s (logged as sequences/s)")
+    run_.add_metric("training_sequences_per_second", tokens, "tokens/s")  # SambaNova's name; see TOKENS_NOTE
     run_.add_metric("sequences_per_second", sequences, "sequences/s")
     run_.add_metric("throughput_per_task", tokens / ranks, "tokens/s")
     run_.add_metric("final_loss", losses[-1] if losses else float("nan"))
@@ -457,6 +461,7 @@ def _rank_main(rank: int, world: int, port: int, settings: Dict[str, Any], devic
         from labkit import bert
 
         model = bert.build_model(settings["model_size"], settings["max_seq_length"], settings["seed"]).to(device)
+        torch.manual_seed(settings["seed"] * 100003 + rank)  # dropout: reproducible, different per rank
         optimizer = _AllReduceOptimizer(bert.make_optimizer(model, learning_rate=settings["learning_rate"]), world)
         batches = bert.synthetic_batches(settings["batch_size"], settings["max_seq_length"], model.config.vocab_size,
                                          seed=settings["seed"] * 100003 + rank)
@@ -767,3 +772,93 @@ def plot_throughput(table, ax=None):
     ax.set_title("BERT throughput against --ntasks")
     ax.legend(fontsize="small")
     return ax
+
+
+# --- what the notebook shows -------------------------------------------------------------
+def describe_request(config: Config) -> str:
+    """The ``sbatch`` line of the course's BertLarge.sh for these parameters, and what it asks for."""
+    request = slurm_request(config)
+    return "\n".join([
+        "sbatch --ntasks {} --gres=rdu:{} --ntasks-per-node {} --nodes {} --cpus-per-task={} BertLarge_run.sh".format(
+            config.ntasks, config.rdus_per_node, config.ntasks_per_node, config.nodes, config.cpus_per_task),
+        "  {} task(s) on {} node(s), at most {} per node; {} CPUs per task".format(
+            config.ntasks, config.nodes, request.tasks_per_node(), config.cpus_per_task),
+        "  RDU tiles on a node: {} tasks x {} tiles = {} used, of {} RDUs x {} tiles = {} requested".format(
+            request.tasks_per_node(), config.num_tiles, (request.tasks_per_node() or 0) * config.num_tiles,
+            config.rdus_per_node, jobs.SN30.tiles_per_rdu, config.rdus_per_node * jobs.SN30.tiles_per_rdu),
+        "  fits an SN30 node: yes (labkit checked it against {} CPUs and {} RDUs per node)".format(
+            jobs.SN30.cpus_per_node, jobs.SN30.rdus_per_node),
+    ])
+
+
+_MEANINGS = {
+    "e2e_train_time": "wall time of the training steps (not the compile)",
+    "training_sequences_per_second": "SambaNova's figure: ntasks x batch x steps x max_seq_length / e2e, i.e. TOKENS/s",
+    "sequences_per_second": "true sequences per second: ntasks x batch x steps / e2e",
+    "throughput_per_task": "tokens/s per task (flat when scaling is perfect)",
+    "final_loss": "masked-LM + next-sentence loss at the last step",
+    "compile_s": "compile time from the compile log (COMPILE END AT)",
+    "replicas_in_sync": "every rank holds the same weights after training",
+}
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    # Fixed widths, so a table keeps its layout whatever the numbers (and a golden notebook
+    # whose timings are masked still compares equal).
+    if unit == "s":
+        return "{:10.3f} s".format(value)
+    if unit.startswith("tokens/s"):
+        return "{:12.0f} tokens/s".format(value)
+    if unit == "sequences/s":
+        return "{:10.1f} sequences/s".format(value)
+    return "{:.3f}".format(value) if isinstance(value, float) else str(value)
+
+
+def metrics_table(run_: Run):
+    """The run's metrics with units and what each means, as a DataFrame."""
+    import pandas as pd
+
+    rows = [{"metric": name, "value": _fmt(value, run_.units.get(name, "")), "meaning": _MEANINGS.get(name, "")}
+            for name, value in run_.metrics.items() if name in _MEANINGS]
+    return pd.DataFrame(rows).set_index("metric")
+
+
+def format_throughput(table):
+    """:func:`throughput_table` with units in every cell, for display."""
+    shown = table.copy()
+    units = {"e2e_train_time (s)": "s", "training_sequences_per_second (tokens/s)": "tokens/s",
+             "sequences/s": "sequences/s", "tokens/s per task": "tokens/s"}
+    for column, unit in units.items():
+        if column in shown:
+            shown[column] = [_fmt(v, unit) for v in shown[column]]
+    return shown
+
+
+def plot_loss(run_: Run, ax=None):
+    """Loss against step for one run (rank 0's loss, as SambaFlow logs it)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _fig, ax = plt.subplots(figsize=(6, 3.5))
+    series = run_.series.get("loss")
+    if series:
+        ax.plot(series["x"], series["y"], marker="." if len(series["x"]) < 50 else None)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (MLM + NSP)")
+    ax.set_title("{} run, ntasks={}".format(run_.source, run_.params.get("ntasks")))
+    return ax
+
+
+def homework_runs(config: Config, first: Run, setup: SambaFlow = SambaFlow(), show: bool = True) -> List[Run]:
+    """``first``, one more run per ``config.sweep_ntasks`` value (same target and parameters),
+    and the runs in ``config.compare_logs``."""
+    runs = [first]
+    target = first.source
+    for n in config.sweep_ntasks:
+        changed = config.replace(ntasks=n, log_path=None,
+                                 target="testbed" if target == "testbed" else "portable")
+        runs.append(run(changed, setup=setup, show=show))
+    runs.extend(read_log(os.path.expanduser(p)) for p in config.compare_logs)
+    return runs
