@@ -368,7 +368,7 @@ def submit(request: SlurmRequest, script: str, args: Sequence[str] = (), cwd: Op
     """
     if check:
         request.validate(limits)
-    cwd = os.fspath(cwd or os.getcwd())
+    cwd = os.path.expanduser(os.fspath(cwd or os.getcwd()))
     argv = sbatch_argv(request, script, args, sbatch=sbatch, parsable=True)
     done = _scheduler(argv, cwd=cwd)
     if done.returncode != 0:
@@ -448,9 +448,9 @@ def follow(job: Job, poll: float = 2.0, timeout: Optional[float] = None, show: b
             if progress is not None:
                 progress.update(1)
                 if status.state != previous:
-                    progress.set_description("job {} {}".format(job.job_id, status.state))
+                    progress.set_description_str("job {} {}".format(job.job_id, status.state))
         if progress is not None:
-            progress.set_description("job {} {}".format(job.job_id, status.state))
+            progress.set_description_str("job {} {}".format(job.job_id, status.state))
     finally:
         if progress is not None:
             progress.close()
