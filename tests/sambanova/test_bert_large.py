@@ -2,8 +2,6 @@
 real testbed logs, the homework table and plot. (The testbed job path: tests/slurm.)"""
 
 import math
-import os
-from pathlib import Path
 
 import pytest
 
@@ -11,15 +9,10 @@ from labkit import bert
 from labkit.devices import DeviceError
 from labkit.params import ParameterError
 from labkit.testbeds import sambanova
+from tests.sambanova.fixture_logs import FIXTURES, needs_logs
 
 SMALL = dict(ntasks=2, ntasks_per_node=2, model_size="micro", batch_size=4, steps=4, max_seq_length=32,
              target="portable", device="cpu")
-FIXTURES = None
-for _root in [os.environ.get("LABKIT_SHARED", ""), str(Path(__file__).resolve().parents[3] / "shared"), "/work/shared"]:
-    if _root and (Path(_root) / "fixtures" / "testbed-logs" / "sambanova").is_dir():
-        FIXTURES = Path(_root) / "fixtures" / "testbed-logs" / "sambanova"
-        break
-needs_logs = pytest.mark.skipif(FIXTURES is None, reason="real SambaNova logs not found (set LABKIT_SHARED)")
 
 
 def test_defaults_are_the_course_values():

@@ -1,7 +1,6 @@
 """The SambaNova testbed path end to end on a real Slurm, with SambaFlow's programs replaced by
 scripts that write SambaFlow's real log lines (tests/slurm/fake_sambaflow.py)."""
 
-import os
 import re
 from pathlib import Path
 
