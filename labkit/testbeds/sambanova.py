@@ -273,6 +273,10 @@ def _choose_device(requested: str, ranks: int) -> Tuple[str, List[str]]:
     if requested == "auto" and gpus >= ranks:
         return "cuda", []
     notes = []
+    from labkit.devices import mps_available
+
+    if requested == "auto" and not gpus and mps_available():
+        notes.append("Apple MPS has no torch.distributed backend, so the ranks ran on the CPU with gloo.")
     if requested == "auto" and gpus:
         notes.append("{} ranks but {} GPU(s): NCCL needs one GPU per rank, so the ranks ran on the CPU "
                      "with gloo.".format(ranks, gpus))
