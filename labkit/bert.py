@@ -384,12 +384,14 @@ def _sync(device: Any) -> None:
 def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_steps: int = 100,
           device: Any = "cpu", learning_rate: float = 1e-4, optimizer: Any = None,
           micro_batch_size: Optional[int] = None, seed: Optional[int] = None,
-          on_log: Optional[Callable[[LogEntry], None]] = None, progress: bool = True,
+          on_log: Optional[Callable[[LogEntry], None]] = None, progress: Any = True,
           desc: str = "train") -> TrainResult:
     """Train ``model`` for ``steps`` steps of ``batches`` and measure it.
 
     Every ``log_steps`` steps (and at the last step) ``on_log(LogEntry)`` is called with the
-    modelzoo's Rate and GlobalRate. ``seed`` fixes dropout. Returns a :class:`TrainResult`
+    modelzoo's Rate and GlobalRate. ``seed`` fixes dropout. ``progress``: True for a
+    :func:`labkit.progress.bar`, False for none, or a bar of your own (anything with
+    ``update(n)``), e.g. to print log lines above it with its ``write``. Returns a :class:`TrainResult`
     with every step's loss and time. A non-finite loss stops the run early (the result
     then has fewer steps than asked; check ``len(result.losses)``).
     """
@@ -410,10 +412,11 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
     result.setup_time = time.perf_counter() - setup_start
     tracker = RateTracker()
     pending: List[Any] = []  # losses still on the device, read at log steps
-    iterator = bar(range(1, steps + 1), total=steps, desc=desc, unit="step") if progress else range(1, steps + 1)
+    own_bar = progress is True
+    pbar = bar(total=steps, desc=desc, unit="step") if own_bar else (progress or None)
     last_time = tracker.clock()
     try:
-        for step in iterator:
+        for step in range(1, steps + 1):
             batch = next(batches)
             size = int(batch["input_ids"].shape[0])
             result.batch_size = result.batch_size or size
@@ -436,10 +439,12 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
                 result.logs.append(entry)
                 if on_log is not None:
                     on_log(entry)
+            if pbar is not None:
+                pbar.update(1)
             if result.losses and not math.isfinite(result.losses[-1]):
                 break
     finally:
-        if hasattr(iterator, "close"):
-            iterator.close()
+        if own_bar and pbar is not None:
+            pbar.close()
     result.total_time = tracker.elapsed()
     return result
