@@ -396,23 +396,24 @@ def stream_command(command: Sequence[str], cwd: str, log_path: str, echo: Callab
                                     text=True, bufsize=1, errors="replace", env=full_env)
         except OSError as exc:
             raise RuntimeError("could not start {!r} in {}: {}".format(command[0], cwd, exc)) from None
-        try:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                log.write(line)
-                log.flush()
-                text = line.rstrip("\n")
-                echo(text)
-                if on_line is not None:
-                    on_line(text)
-            return proc.wait()
-        except BaseException:
-            proc.terminate()
+        with proc:
             try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            raise
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    log.write(line)
+                    log.flush()
+                    text = line.rstrip("\n")
+                    echo(text)
+                    if on_line is not None:
+                        on_line(text)
+                return proc.wait()
+            except BaseException:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                raise
 
 
 def run_modelzoo(config: Config, stack: CerebrasStack, workdir: str = ".", python: Optional[str] = None,
