@@ -283,7 +283,7 @@ class RateTracker:
     ``add(n)`` after each step; ``rate()`` at each log step gives the window's rate smoothed
     with the previous report, ``(1 - s) * window + s * previous`` with ``s = 0.4``;
     ``global_rate()`` is every sample since ``start()`` over the time since then.
-    ``clock`` is injectable for tests.
+    ``clock`` is injectable for tests; ``now`` lets several readings share one instant.
     """
 
     def __init__(self, smoothing: float = 0.4, clock: Callable[[], float] = time.perf_counter):
@@ -305,11 +305,12 @@ class RateTracker:
     def count(self) -> float:
         return self._done_count + self._window_count
 
-    def elapsed(self) -> float:
-        return self.clock() - self._start
+    def elapsed(self, now: Optional[float] = None) -> float:
+        return (self.clock() if now is None else now) - self._start
 
-    def rate(self) -> float:
-        now = self.clock()
+    def rate(self, now: Optional[float] = None) -> float:
+        """The smoothed rate of the window since the last call (ends the window)."""
+        now = self.clock() if now is None else now
         delta = now - self._window_start
         if delta <= 0:
             return self._last_rate or 0.0
@@ -322,8 +323,8 @@ class RateTracker:
         self._last_rate = smoothed
         return smoothed
 
-    def global_rate(self) -> float:
-        delta = self.elapsed()
+    def global_rate(self, now: Optional[float] = None) -> float:
+        delta = self.elapsed(now)
         return self.count / delta if delta > 0 else 0.0
 
 
@@ -435,7 +436,8 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
             if step == 1:
                 result.warmup_time = result.step_times[0]
             if is_log:
-                entry = LogEntry(step, result.losses[-1], tracker.rate(), tracker.global_rate(), tracker.elapsed())
+                entry = LogEntry(step, result.losses[-1], tracker.rate(now), tracker.global_rate(now),
+                                 tracker.elapsed(now))
                 result.logs.append(entry)
                 if on_log is not None:
                     on_log(entry)
