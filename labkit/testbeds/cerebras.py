@@ -47,7 +47,8 @@ from labkit.results import Run
 __all__ = [
     "BERT_SPEC", "EXERCISE", "Plan", "plan", "run_bert", "run_portable", "run_modelzoo", "read_log",
     "cerebras_stack", "write_params_yaml", "modelzoo_command", "stream_command", "train_line",
-    "processed_line", "standardize", "compare", "comparison_table", "plot_comparison", "CEREBRAS_HELP",
+    "processed_line", "standardize", "compare", "comparison_table", "plot_comparison", "metrics_table", "plot_loss",
+    "show", "CEREBRAS_HELP",
     "DEFAULT_TEMPLATE",
 ]
 
@@ -664,13 +665,16 @@ def run_bert(config: Config, chosen: Optional[Plan] = None, workdir: str = ".", 
 
 def compare(config: Config, chosen: Optional[Plan] = None, runs: Sequence[Run] = (), workdir: str = ".") -> List[Run]:
     """The homework's runs: ``runs`` already made, the ``compare_logs`` read, and one run per
-    ``compare_batch_sizes`` entry trained here (on the CS-2 or the portable path)."""
+    ``compare_batch_sizes`` entry trained here (on the CS-2 or the portable path); a batch size
+    already trained in ``runs`` is not trained again."""
     found = list(runs)
     for path in config.compare_logs:
         found.append(read_log(path, config))
-    if config.compare_batch_sizes:
+    trained_here = {run.params.get("batch_size") for run in runs if run.source != "log"}
+    sizes = [size for size in config.compare_batch_sizes if size not in trained_here]
+    if sizes:
         chosen = chosen or plan(config)
-        for size in config.compare_batch_sizes:
+        for size in sizes:
             if chosen.path == "modelzoo":
                 found.append(run_modelzoo(config.replace(batch_size=size), chosen.stack, workdir))
             else:
@@ -721,5 +725,79 @@ def plot_comparison(table: Any):
     left.set_ylabel("samples / s")
     right.set_ylabel("ms / sample")
     left.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+#: Units of the comparison table's columns (for :func:`show`).
+TABLE_UNITS = {"samples_per_sec": "samples/s", "time_per_sample_ms": "ms", "total_time_s": "s"}
+
+#: The metrics :func:`metrics_table` shows, in this order.
+SHOWN_METRICS = ("samples_per_sec", "time_per_sample", "final_loss", "total_samples", "total_time", "steps",
+                 "warmup_time", "setup_time", "compile_time", "last_rate")
+
+
+def metrics_table(run: Run):
+    """The run's main metrics as a table: metric, value, unit."""
+    import pandas as pd
+
+    rows = [{"metric": name, "value": run.metrics[name], "unit": run.units.get(name, "")}
+            for name in SHOWN_METRICS if name in run.metrics]
+    return pd.DataFrame(rows, columns=["metric", "value", "unit"], dtype=object)  # object: counts stay ints
+
+
+_COUNT_COLUMNS = ("batch_size", "total_samples", "steps")
+
+
+def _cell(value: Any, unit: str = "", count: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if count and isinstance(value, float) and value.is_integer():
+        value = int(value)  # a pandas column with a gap turns counts into floats
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        text = str(value)
+    elif isinstance(value, int):
+        text = str(value)
+    elif unit in ("samples/s", "samples/sec"):
+        text = "{:.2f}".format(value)
+    elif unit in ("s", "ms"):
+        text = "{:.4f}".format(value)
+    else:
+        text = "{:.5f}".format(value)
+    return text + (" " + unit if unit and text else "")
+
+
+def show(table: Any, units: Optional[Dict[str, str]] = None):
+    """A table for the notebook, with each number next to its unit (``19.91 samples/s``).
+
+    A metrics table (metric, value, unit) shows value and unit together; any other table
+    takes its columns' units from ``units`` (the comparison table's by default).
+    """
+    from IPython.display import HTML
+
+    frame = table.copy()
+    if list(frame.columns) == ["metric", "value", "unit"]:
+        frame["value"] = [_cell(v, u) for v, u in zip(frame["value"], frame["unit"])]
+        frame = frame.drop(columns="unit").set_index("metric")
+    else:
+        units = TABLE_UNITS if units is None else units
+        for column in frame.columns:
+            count = column in _COUNT_COLUMNS
+            frame[column] = [_cell(v, units.get(column, ""), count) for v in frame[column]]
+    return HTML(frame.to_html())
+
+
+def plot_loss(run: Run):
+    """The training loss against the step (every step for a portable run, every log step for a log)."""
+    import matplotlib.pyplot as plt
+
+    series = run.series.get("loss")
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    if series:
+        ax.plot(series["x"], series["y"], "-", marker="o" if len(series["x"]) <= 20 else None)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (masked LM + next sentence)")
+    ax.set_title("{} run, batch size {}".format(run.source, run.params.get("batch_size")))
+    ax.grid(True, alpha=0.3)
     fig.tight_layout()
     return fig
