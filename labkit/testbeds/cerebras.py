@@ -726,7 +726,7 @@ def plot_comparison(table: Any):
     right.set_ylabel("ms / sample")
     left.legend(fontsize="small")
     fig.tight_layout()
-    return fig
+    return _show_once(fig)
 
 
 #: Units of the comparison table's columns (for :func:`show`).
@@ -800,4 +800,20 @@ def plot_loss(run: Run):
     ax.set_title("{} run, batch size {}".format(run.source, run.params.get("batch_size")))
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
+    return _show_once(fig)
+
+
+def _show_once(fig: Any):
+    """In a kernel, display ``fig`` now and close it: exactly one copy whatever the matplotlib
+    backend (the inline backend would show a still-open figure again at the end of the cell)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - IPython comes with every kernel
+        return fig
+    if get_ipython() is not None:
+        import matplotlib.pyplot as plt
+
+        display(fig)
+        plt.close(fig)
     return fig
