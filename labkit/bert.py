@@ -174,7 +174,7 @@ def synthetic_batches(batch_size: int, max_seq_length: int = 128, vocab_size: in
         short = torch.rand(b, generator=gen) < short_seq_prob
         total[short] = torch.randint(8, length + 1, (int(short.sum()),), generator=gen)
         words_in_row = total - 3
-        len_a = 1 + (torch.rand(b, generator=gen) * (words_in_row - 1).float()).long()
+        len_a = 1 + (torch.rand(b, generator=gen) * (words_in_row - 1).float()).to(torch.int64)
         sep1 = len_a + 1
         end = total - 1  # the final [SEP]
         # Topics and the next-sentence label (0 = B follows A, 1 = B is random).
@@ -192,13 +192,13 @@ def synthetic_batches(batch_size: int, max_seq_length: int = 128, vocab_size: in
         tokens = torch.where(is_sep, torch.full_like(tokens, ids["sep"]), tokens)
         is_pad = pos >= total.unsqueeze(1)
         tokens = torch.where(is_pad, torch.full_like(tokens, ids["pad"]), tokens)
-        attention_mask = (~is_pad).long()
-        token_type_ids = (in_b & ~is_pad).long()
+        attention_mask = (~is_pad).to(torch.int64)
+        token_type_ids = (in_b & ~is_pad).to(torch.int64)
         # Masked-LM choice: a random ranking of the word positions, keep the first n per row.
         is_word = (pos > 0) & ~is_sep & ~is_pad
         scores = torch.rand(b, length, generator=gen).masked_fill(~is_word, 2.0)
         rank = scores.argsort(dim=1).argsort(dim=1)
-        n_mask = (words_in_row.float() * mask_prob).round().long().clamp(1, max_predictions)
+        n_mask = (words_in_row.float() * mask_prob).round().to(torch.int64).clamp(1, max_predictions)
         chosen = is_word & (rank < n_mask.unsqueeze(1))
         labels = torch.where(chosen, tokens, torch.full_like(tokens, -100))
         action = torch.rand(b, length, generator=gen)
