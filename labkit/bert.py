@@ -174,7 +174,7 @@ def synthetic_batches(batch_size: int, max_seq_length: int = 128, vocab_size: in
         short = torch.rand(b, generator=gen) < short_seq_prob
         total[short] = torch.randint(8, length + 1, (int(short.sum()),), generator=gen)
         words_in_row = total - 3
-        len_a = 1 + (torch.rand(b, generator=gen) * (words_in_row - 1).float()).long()
+        len_a = 1 + (torch.rand(b, generator=gen) * (words_in_row - 1).float()).to(torch.int64)
         sep1 = len_a + 1
         end = total - 1  # the final [SEP]
         # Topics and the next-sentence label (0 = B follows A, 1 = B is random).
@@ -192,13 +192,13 @@ def synthetic_batches(batch_size: int, max_seq_length: int = 128, vocab_size: in
         tokens = torch.where(is_sep, torch.full_like(tokens, ids["sep"]), tokens)
         is_pad = pos >= total.unsqueeze(1)
         tokens = torch.where(is_pad, torch.full_like(tokens, ids["pad"]), tokens)
-        attention_mask = (~is_pad).long()
-        token_type_ids = (in_b & ~is_pad).long()
+        attention_mask = (~is_pad).to(torch.int64)
+        token_type_ids = (in_b & ~is_pad).to(torch.int64)
         # Masked-LM choice: a random ranking of the word positions, keep the first n per row.
         is_word = (pos > 0) & ~is_sep & ~is_pad
         scores = torch.rand(b, length, generator=gen).masked_fill(~is_word, 2.0)
         rank = scores.argsort(dim=1).argsort(dim=1)
-        n_mask = (words_in_row.float() * mask_prob).round().long().clamp(1, max_predictions)
+        n_mask = (words_in_row.float() * mask_prob).round().to(torch.int64).clamp(1, max_predictions)
         chosen = is_word & (rank < n_mask.unsqueeze(1))
         labels = torch.where(chosen, tokens, torch.full_like(tokens, -100))
         action = torch.rand(b, length, generator=gen)
@@ -283,7 +283,7 @@ class RateTracker:
     ``add(n)`` after each step; ``rate()`` at each log step gives the window's rate smoothed
     with the previous report, ``(1 - s) * window + s * previous`` with ``s = 0.4``;
     ``global_rate()`` is every sample since ``start()`` over the time since then.
-    ``clock`` is injectable for tests.
+    ``clock`` is injectable for tests; ``now`` lets several readings share one instant.
     """
 
     def __init__(self, smoothing: float = 0.4, clock: Callable[[], float] = time.perf_counter):
@@ -305,11 +305,12 @@ class RateTracker:
     def count(self) -> float:
         return self._done_count + self._window_count
 
-    def elapsed(self) -> float:
-        return self.clock() - self._start
+    def elapsed(self, now: Optional[float] = None) -> float:
+        return (self.clock() if now is None else now) - self._start
 
-    def rate(self) -> float:
-        now = self.clock()
+    def rate(self, now: Optional[float] = None) -> float:
+        """The smoothed rate of the window since the last call (ends the window)."""
+        now = self.clock() if now is None else now
         delta = now - self._window_start
         if delta <= 0:
             return self._last_rate or 0.0
@@ -322,8 +323,8 @@ class RateTracker:
         self._last_rate = smoothed
         return smoothed
 
-    def global_rate(self) -> float:
-        delta = self.elapsed()
+    def global_rate(self, now: Optional[float] = None) -> float:
+        delta = self.elapsed(now)
         return self.count / delta if delta > 0 else 0.0
 
 
@@ -384,12 +385,14 @@ def _sync(device: Any) -> None:
 def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_steps: int = 100,
           device: Any = "cpu", learning_rate: float = 1e-4, optimizer: Any = None,
           micro_batch_size: Optional[int] = None, seed: Optional[int] = None,
-          on_log: Optional[Callable[[LogEntry], None]] = None, progress: bool = True,
+          on_log: Optional[Callable[[LogEntry], None]] = None, progress: Any = True,
           desc: str = "train") -> TrainResult:
     """Train ``model`` for ``steps`` steps of ``batches`` and measure it.
 
     Every ``log_steps`` steps (and at the last step) ``on_log(LogEntry)`` is called with the
-    modelzoo's Rate and GlobalRate. ``seed`` fixes dropout. Returns a :class:`TrainResult`
+    modelzoo's Rate and GlobalRate. ``seed`` fixes dropout. ``progress``: True for a
+    :func:`labkit.progress.bar`, False for none, or a bar of your own (anything with
+    ``update(n)``), e.g. to print log lines above it with its ``write``. Returns a :class:`TrainResult`
     with every step's loss and time. A non-finite loss stops the run early (the result
     then has fewer steps than asked; check ``len(result.losses)``).
     """
@@ -410,10 +413,11 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
     result.setup_time = time.perf_counter() - setup_start
     tracker = RateTracker()
     pending: List[Any] = []  # losses still on the device, read at log steps
-    iterator = bar(range(1, steps + 1), total=steps, desc=desc, unit="step") if progress else range(1, steps + 1)
+    own_bar = progress is True
+    pbar = bar(total=steps, desc=desc, unit="step") if own_bar else (progress or None)
     last_time = tracker.clock()
     try:
-        for step in iterator:
+        for step in range(1, steps + 1):
             batch = next(batches)
             size = int(batch["input_ids"].shape[0])
             result.batch_size = result.batch_size or size
@@ -432,14 +436,17 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
             if step == 1:
                 result.warmup_time = result.step_times[0]
             if is_log:
-                entry = LogEntry(step, result.losses[-1], tracker.rate(), tracker.global_rate(), tracker.elapsed())
+                entry = LogEntry(step, result.losses[-1], tracker.rate(now), tracker.global_rate(now),
+                                 tracker.elapsed(now))
                 result.logs.append(entry)
                 if on_log is not None:
                     on_log(entry)
+            if pbar is not None:
+                pbar.update(1)
             if result.losses and not math.isfinite(result.losses[-1]):
                 break
     finally:
-        if hasattr(iterator, "close"):
-            iterator.close()
+        if own_bar and pbar is not None:
+            pbar.close()
     result.total_time = tracker.elapsed()
     return result
