@@ -111,9 +111,12 @@ def _check_slurm_request(config: Config) -> Optional[Tuple[str, str]]:
     """The job must fit ALCF's SN30 nodes (8 RDUs of 8 tiles, 128 CPUs), on any target: the
     portable run keeps the exercise's meaning, so a request the testbed refuses is refused here."""
     problems = slurm_request(config).problems(jobs.SN30)
-    if problems:
-        return "ntasks", "this sbatch request cannot run on an SN30 node: " + " ".join(problems)
-    return None
+    if not problems:
+        return None
+    first = problems[0]
+    name = ("rdus_per_node" if "--gres=rdu" in first else "num_tiles" if "tiles" in first else
+            "cpus_per_task" if "CPUs" in first else "nodes" if first.startswith("--nodes") else "ntasks")
+    return name, "this sbatch request cannot run on an SN30 node: " + " ".join(problems)
 
 
 def _check_compare_logs(config: Config) -> Optional[Tuple[str, str]]:
