@@ -232,11 +232,32 @@ def _notebook_paths(path: Any) -> List[str]:
     return [os.fspath(p) for p in path]
 
 
-def main(paths: Sequence[str]) -> int:
-    """``labkit results PATH...``: one JSON line per notebook."""
+def output_lines(path: Union[str, os.PathLike], containing: str) -> List[str]:
+    """Lines of a notebook's printed output that contain ``containing`` (progress-bar frames
+    are dropped: only the text after the last carriage return of a line counts)."""
+    import nbformat
+
+    nb = nbformat.read(os.fspath(path), as_version=4)
+    found = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+            for line in output.get("text", "").splitlines():
+                line = line.rsplit("\r", 1)[-1]
+                if containing in line:
+                    found.append(line)
+    return found
+
+
+def main(paths: Sequence[str], lines: Optional[str] = None) -> int:
+    """``labkit results PATH... [--lines TEXT]``: one JSON line per notebook, or the printed
+    lines that contain TEXT."""
     status = 0
     for nb_path in [p for path in paths for p in _notebook_paths(path)]:
         try:
+            if lines is not None:
+                for line in output_lines(nb_path, lines):
+                    print("{}: {}".format(nb_path, line))
+                continue
             print(json.dumps(read(nb_path).to_dict()))
         except (OSError, ValueError) as exc:
             print("labkit results: {}".format(exc), file=__import__("sys").stderr)
@@ -291,9 +312,9 @@ def compare_records(expected: Mapping[str, Any], actual: Mapping[str, Any], rtol
 def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_close(x, y, rtol, atol) for x, y in zip(a, b))
+    a, b = _json_restore(a), _json_restore(b)  # "nan" as stored in JSON
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        a, b = _json_restore(a) if isinstance(a, str) else a, b
-        if math.isnan(a) and math.isnan(b):
-            return True
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
         return abs(a - b) <= atol + rtol * abs(a)
-    return _json_restore(a) == _json_restore(b)
+    return a == b

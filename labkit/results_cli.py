@@ -10,4 +10,5 @@ from labkit import results
 def register(sub: "argparse._SubParsersAction") -> None:
     p = sub.add_parser("results", help="print the records of executed notebooks as JSON lines")
     p.add_argument("paths", nargs="+", metavar="PATH", help="executed notebooks or folders of them")
-    p.set_defaults(func=lambda args: results.main(args.paths))
+    p.add_argument("--lines", metavar="TEXT", help="print the output lines that contain TEXT instead")
+    p.set_defaults(func=lambda args: results.main(args.paths, lines=args.lines))

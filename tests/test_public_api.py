@@ -1,0 +1,22 @@
+"""The public names each core module promises (httpx's habit: a test guards __all__)."""
+
+import importlib
+
+import pytest
+
+MODULES = ["labkit.params", "labkit.results", "labkit.devices", "labkit.progress", "labkit.data",
+           "labkit.plots", "labkit.testbeds.graphcore"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_all_names_exist(name):
+    module = importlib.import_module(name)
+    for public in module.__all__:
+        assert hasattr(module, public), "{}.{} is listed in __all__ but missing".format(name, public)
+
+
+def test_core_interfaces_stay():
+    from labkit import params, results
+
+    assert {"Param", "Spec", "Config", "ParameterError"} <= set(params.__all__)
+    assert {"Run", "record", "read", "collect", "compare_records"} <= set(results.__all__)

@@ -1,0 +1,89 @@
+"""Run records: round trips, NaN survives JSON, comparison with tolerance, collect()."""
+
+import json
+import math
+
+import nbformat
+import pytest
+
+from labkit import results
+from labkit.results import SCRAP_MIME, Run, compare_records
+
+
+def make_run(**overrides):
+    run = Run("graphcore/mnist", params={"epochs": 2})
+    run.add_metric("test_accuracy", 97.5, "%")
+    run.add_metric("train_throughput", 1900.0, "samples/s")
+    run.add_series("loss", [1, 2], [2.0, float("nan")])
+    for key, value in overrides.items():
+        setattr(run, key, value)
+    return run
+
+
+def notebook_with(tmp_path, *runs, error=False):
+    cells = []
+    for i, run in enumerate(runs):
+        payload = results.scrap(run, name="run{}".format(i))
+        cell = nbformat.v4.new_code_cell("record()")
+        cell.outputs = [nbformat.v4.new_output("display_data", data={SCRAP_MIME: payload})]
+        cells.append(cell)
+    if error:
+        cell = nbformat.v4.new_code_cell("1/0")
+        cell.outputs = [nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero", traceback=[])]
+        cells.append(cell)
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["papermill"] = {"parameters": {"epochs": 2}}
+    path = tmp_path / "nb{}.ipynb".format(len(list(tmp_path.glob("*.ipynb"))))
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_round_trip_keeps_nan_and_units(tmp_path):
+    run = make_run()
+    text = json.dumps(run.to_dict(), allow_nan=False)  # strict JSON: NaN stored as text
+    back = Run.from_dict(json.loads(text))
+    assert back.units == run.units and math.isnan(back.series["loss"]["y"][1])
+
+
+def test_status_is_checked():
+    with pytest.raises(ValueError, match="Run.status"):
+        Run("x", status="finished")
+
+
+def test_read_collect_and_errors(tmp_path):
+    first = notebook_with(tmp_path, make_run())
+    notebook_with(tmp_path, make_run(status="diverged"), error=True)
+    nb = results.read(first)
+    assert nb.parameters == {"epochs": 2} and nb.error is None and nb.runs[0].metrics["test_accuracy"] == 97.5
+    table = results.collect(tmp_path)
+    assert list(table["status"]) == ["complete", "diverged"] and list(table["epochs"]) == [2, 2]
+    assert results.read(tmp_path / "nb1.ipynb").error.startswith("ZeroDivisionError")
+
+
+def test_read_names_the_bad_file(tmp_path):
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="bad.ipynb: not a readable notebook"):
+        results.read(bad)
+    with pytest.raises(FileNotFoundError, match="no such notebook"):
+        results.read(tmp_path / "missing.ipynb")
+
+
+def test_compare_skips_timings_and_tolerates_rounding():
+    a = make_run().to_dict()
+    b = make_run().to_dict()
+    b["metrics"]["train_throughput"] = 5.0  # timings vary from run to run
+    b["environment"] = {"host": "elsewhere"}
+    assert compare_records(a, b) == []
+    b["metrics"]["test_accuracy"] = 97.5 + 1e-9
+    assert compare_records(a, b) == []
+    b["metrics"]["test_accuracy"] = 99.0  # an edited result is caught
+    assert compare_records(a, b) == ["metric test_accuracy: expected 97.5, got 99.0"]
+    b = make_run(params={"epochs": 3}).to_dict()
+    assert compare_records(a, b)[0].startswith("params")
+
+
+def test_table_shows_units():
+    table = make_run().table()
+    assert table.loc["test_accuracy", "value"] == "97.50%"
+    assert table.loc["train_throughput", "value"] == "1900.00 samples/s"
