@@ -4,6 +4,7 @@
     report = labkit.logs.read("slurm-43717.out")      # or the log's text; format detected
     report.runs            # one labkit.results.Run per run found in the file
     report.run             # the last run (error if none)
+    report.run_for("sambanova/bert_large")           # the last run of one exercise
     report.notes           # what could not be read, where the real log lives
     labkit.logs.record(report)                     # record in the notebook, beside local runs
     labkit.logs.table([report, other_report])      # pandas DataFrame, one row per run
@@ -56,6 +57,14 @@ class LogReport:
             why = " ".join(self.notes) if self.notes else "no run was recognised in it."
             raise NoRunError("{}: no run found ({}). {}".format(self.path or "<text>", self.format or "format unknown", why))
         return self.runs[-1]
+
+    def run_for(self, exercise: str) -> Run:
+        """The last run of ``exercise`` ("graphcore/mnist", or just "graphcore"); NoRunError if none."""
+        found = [r for r in self.runs if r.exercise == exercise or r.exercise.split("/")[0] == exercise]
+        if not found:
+            have = ", ".join(sorted({r.exercise for r in self.runs})) or "no runs"
+            raise NoRunError("{}: no {} run in this log (it holds {}).".format(self.path or "<text>", exercise, have))
+        return found[-1]
 
     def to_dict(self) -> Dict[str, Any]:
         return {"path": self.path, "format": self.format, "runs": [r.to_dict() for r in self.runs],

@@ -20,7 +20,8 @@ from typing import Any, Dict, List, Optional
 
 from labkit.results import Run
 
-__all__ = ["LineReader", "new_run", "number", "clock_seconds", "timestamp", "params_from_filename",
+__all__ = ["LineReader", "new_run", "number", "clock_seconds", "timestamp", "stamp_text", "parse_stamp", "is_bad_loss",
+           "params_from_filename",
            "NUMBER", "dedupe_notes"]
 
 #: A number as logs print it, including the ``nan`` / ``inf`` of a diverged loss.
@@ -76,7 +77,7 @@ def clock_seconds(text: str) -> Optional[int]:
     return total
 
 
-_STAMP = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[,.](\d{1,6}))?")
+_STAMP = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[,.](\d{1,6}))?")
 
 
 def timestamp(line: str) -> Optional[datetime]:
@@ -84,14 +85,32 @@ def timestamp(line: str) -> Optional[datetime]:
     m = _STAMP.search(line)
     if not m:
         return None
+    return stamp_of(m)
+
+
+def stamp_text(line: str) -> Optional[str]:
+    """The time stamp of ``line`` as text (cheap; turn it into a datetime with :func:`parse_stamp`)."""
+    m = _STAMP.match(line) if line[:1].isdigit() else None
+    if m is None and ("INFO" in line or "WARNING" in line or "ERROR" in line):
+        m = _STAMP.search(line)
+    return m.group(0) if m else None
+
+
+def parse_stamp(text: Optional[str]) -> Optional[datetime]:
+    if not text:
+        return None
+    m = _STAMP.match(text)
+    return stamp_of(m) if m else None
+
+
+def stamp_of(m: "re.Match[str]") -> Optional[datetime]:
+    # datetime() directly: strptime is ten times slower, and logs have a stamp on every line.
     try:
-        stamp = datetime.strptime(m.group(1) + " " + m.group(2), "%Y-%m-%d %H:%M:%S")
+        year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
+        micro = int(m.group(7).ljust(6, "0")[:6]) if m.group(7) else 0
+        return datetime(year, month, day, hour, minute, second, micro)
     except ValueError:
         return None
-    if m.group(3):
-        frac = m.group(3)
-        stamp = stamp.replace(microsecond=int(frac.ljust(6, "0")[:6]))
-    return stamp
 
 
 _TOKEN_RULES = [

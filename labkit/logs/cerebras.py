@@ -20,7 +20,7 @@ import re
 from datetime import datetime
 from typing import Dict, List, Optional
 
-from labkit.logs.base import NUMBER, LineReader, new_run, number, timestamp
+from labkit.logs.base import NUMBER, LineReader, is_bad_loss, new_run, number, parse_stamp, stamp_text
 from labkit.results import Run
 
 __all__ = ["CerebrasReader"]
@@ -34,6 +34,11 @@ _HASH = re.compile(r"Compile hash is: (\S+)")
 _CHECKPOINT = re.compile(r"Saved checkpoint (?:at global step: \d+|(\S+\.mdl))")
 _PARAMS = re.compile(r"--params[= ](\S+)")
 _MODE = re.compile(r"--mode[= ](\w+)")
+
+# Lines that mark a phase of the run; only those need their time stamp parsed.
+_TIMELINE_WORDS = re.compile(r"Compiling the model|job id:|Poll ingress|Ingress is ready|Compile hash|Exploring floorplans|"
+                             r"Gradient accumulation trying|Compile was successful|Programming Cerebras|Preparing to execute|"
+                             r"Beginning appliance run|Saved checkpoint| ERROR|Traceback")
 
 _MODELS = (("gptj", "gptj"), ("gpt-j", "gptj"), ("gpt2", "gpt2"), ("gpt-2", "gpt2"), ("bert_large", "bert_large"),
            ("bert-large", "bert_large"), ("bertforpretraining", "bert_large"), ("bert", "bert_large"),
@@ -52,8 +57,9 @@ class _State:
     def __init__(self) -> None:
         self.run = new_run("cerebras/unknown")
         self.model: Optional[str] = None
-        self.first: Optional[datetime] = None
-        self.last: Optional[datetime] = None
+        self.first: Optional[str] = None  # time stamps as text, parsed when the run closes
+        self.last: Optional[str] = None
+        self.last_step: Optional[str] = None
         self.marks: Dict[str, datetime] = {}
         self.queue_start: Dict[str, datetime] = {}
         self.queue_s: Dict[str, float] = {}
@@ -81,7 +87,22 @@ class CerebrasReader(LineReader):
         if not line:
             return
         st = self.state
-        stamp = timestamp(line) if line[:1].isdigit() or "INFO" in line or "WARNING" in line or "ERROR" in line else None
+        if "Train Device=" in line:  # most lines of a long run: handled first, cheaply
+            raw_stamp = line[:23] if line[:4].isdigit() else stamp_text(line)
+            m = _TRAIN.search(line)
+            if m:
+                device, step, loss, rate, global_rate = m.groups()
+                st.device = device
+                st.steps.append(int(step))
+                st.losses.append(float(loss))
+                st.rates.append(float(rate))
+                st.global_rates.append(float(global_rate))
+                st.started = True
+                if raw_stamp is not None:
+                    st.last = st.last_step = raw_stamp
+                    st.first = st.first or raw_stamp
+            return
+        raw_stamp = stamp_text(line)
         if "run.py" in line:
             if st.started and (st.completed or st.steps):
                 self._close()
@@ -101,23 +122,11 @@ class CerebrasReader(LineReader):
                 st = self.state
             st.run.params["batch_size"] = int(m.group(1))
             st.started = True
-        if stamp is not None:
+        if raw_stamp is not None:
             if st.first is None:
-                st.first = stamp
-            st.last = stamp
+                st.first = raw_stamp
+            st.last = raw_stamp
             st.started = True
-        if "Train Device=" in line:
-            m = _TRAIN.search(line)
-            if m:
-                st.device = m.group(1)
-                st.steps.append(int(m.group(2)))
-                st.losses.append(float(m.group(3)))
-                st.rates.append(float(m.group(4)))
-                st.global_rates.append(float(m.group(5)))
-                st.started = True
-                if stamp:
-                    st.marks["last_step"] = stamp
-            return
         if "Processed" in line:
             m = _PROCESSED.search(line)
             if m:
@@ -125,15 +134,20 @@ class CerebrasReader(LineReader):
                 st.run.add_metric("train_seconds", number(m.group(2)), "s")
         if "Training completed successfully" in line:
             st.completed = True
+            stamp = parse_stamp(raw_stamp)
             if stamp:
                 st.marks["completed"] = stamp
         if st.model is None and ("model_dir" in line or "Initializing module" in line or "params_" in line):
             st.model = _model_of(line)
-        if stamp is None:
+        if raw_stamp is None:
             if line.startswith("Traceback") or re.match(r"\w*(Error|Exception):", line):
                 st.failed = st.failed or line[:200]
             return
-        self._timeline(st, line, stamp)
+        if "Train Device" in line or not _TIMELINE_WORDS.search(line):
+            return
+        stamp = parse_stamp(raw_stamp)
+        if stamp is not None:
+            self._timeline(st, line, stamp)
 
     def _timeline(self, st: _State, line: str, stamp: datetime) -> None:
         marks = st.marks
@@ -207,7 +221,7 @@ class CerebrasReader(LineReader):
         if st.checkpoints:
             run.environment["checkpoints"] = st.checkpoints
         self._phases(st)
-        if any(x != x or x in (float("inf"), float("-inf")) for x in st.losses):
+        if any(is_bad_loss(x) for x in st.losses):
             run.status = "diverged"
             run.notes.append("The loss became NaN or infinite: the run diverged.")
         elif st.completed:
@@ -238,11 +252,12 @@ class CerebrasReader(LineReader):
             run.add_metric("execute_queue_s", st.queue_s["execute"], "s")
         if "program_start" in marks and "run_start" in marks:
             run.add_metric("setup_s", (marks["run_start"] - marks["program_start"]).total_seconds(), "s")
-        end = marks.get("completed") or marks.get("last_step")
+        end = marks.get("completed") or parse_stamp(st.last_step)
         if "run_start" in marks and end is not None:
             run.add_metric("run_wall_s", (end - marks["run_start"]).total_seconds(), "s")
-        if st.first is not None and st.last is not None:
-            run.add_metric("wall_s", (st.last - st.first).total_seconds(), "s")
+        first, last = parse_stamp(st.first), parse_stamp(st.last)
+        if first is not None and last is not None:
+            run.add_metric("wall_s", (last - first).total_seconds(), "s")
         queued = sum(st.queue_s.values())
         if queued >= 30:
             run.notes.append("{:.0f} s of this log's wall time was spent queueing for the cluster ({}), not "

@@ -10,14 +10,15 @@ one streaming pass plus a short look at its head. The file name is a weak extra 
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 __all__ = ["FORMATS", "detect", "scores", "SAMPLE_LINES"]
 
 FORMATS = ("graphcore", "cerebras", "sambanova", "groq", "keras")
 
-#: How many lines of the head of a file are looked at.
+#: How many lines (and characters) of the head of a file are looked at.
 SAMPLE_LINES = 20000
+_SAMPLE_CHARS = 1_000_000
 
 # (substring, weight): strong signs weigh more; all are plain substrings so the scan is fast.
 _SIGNS: Dict[str, Tuple[Tuple[str, int], ...]] = {
@@ -43,23 +44,23 @@ _NAME_HINTS = (("graphcore", "graphcore"), ("poptorch", "graphcore"), ("mnist", 
 
 
 def scores(lines: Iterable[str]) -> Dict[str, int]:
-    """Weighted counts of each format's signs (each sign counted at most 20 times)."""
-    counts: Dict[str, Dict[str, int]] = {fmt: {} for fmt in FORMATS}
+    """Weighted counts of each format's signs in the first lines (each sign counted at most 20 times)."""
+    sample: List[str] = []
+    size = 0
     for n, line in enumerate(lines):
-        if n >= SAMPLE_LINES:
+        if n >= SAMPLE_LINES or size > _SAMPLE_CHARS:
             break
-        if not line:
-            continue
-        for fmt, signs in _SIGNS.items():
-            seen = counts[fmt]
-            for sign, _weight in signs:
-                if sign in line:
-                    seen[sign] = seen.get(sign, 0) + 1
-        if "[" in line and "] - " in line and _KERAS_BAR.search(line):
-            counts["keras"]["<bar>"] = counts["keras"].get("<bar>", 0) + 1
-    weights = {fmt: dict(signs) for fmt, signs in _SIGNS.items()}
-    weights["keras"]["<bar>"] = 6
-    return {fmt: sum(min(c, 20) * weights[fmt][s] for s, c in seen.items()) for fmt, seen in counts.items()}
+        if line:
+            sample.append(line)
+            size += len(line)
+    # One big string and str.count per sign: far faster than testing every sign on every line.
+    text = "\n".join(sample)
+    found: Dict[str, int] = {}
+    for fmt, signs in _SIGNS.items():
+        found[fmt] = sum(min(text.count(sign), 20) * weight for sign, weight in signs)
+    if "] - " in text:
+        found["keras"] += min(len(_KERAS_BAR.findall(text)), 20) * 6
+    return found
 
 
 def detect(lines: Iterable[str], name: str = "") -> Optional[str]:

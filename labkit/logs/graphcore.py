@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 from statistics import median
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
-from labkit.logs.base import NUMBER, LineReader, clock_seconds, new_run, number, params_from_filename
+from labkit.logs.base import NUMBER, LineReader, clock_seconds, is_bad_loss, new_run, number, params_from_filename
 from labkit.results import Run
 
 __all__ = ["GraphcoreReader"]
@@ -180,12 +180,19 @@ class GraphcoreReader(LineReader):
                     cur.last_pair = pair
                     cur.losses.append(float(m.group(1)))
                     cur.batch_accuracies.append(float(m.group(2)))
-                for bar in _BAR.finditer(line[m.end():]):
-                    self._inner_bar(cur, int(bar.group(2)))
+                if self._wants_bar(cur):
+                    for bar in _BAR.finditer(line, m.end()):
+                        self._inner_bar(cur, int(bar.group(2)))
                 return
-        if self.mnist is not None and self.mnist.epochs_total is not None and "/" in line and "[" in line:
+        cur = self.mnist
+        if cur is not None and cur.epochs_total is not None and self._wants_bar(cur) and "/" in line:
             for bar in _BAR.finditer(line):
-                self._inner_bar(self.mnist, int(bar.group(2)))
+                self._inner_bar(cur, int(bar.group(2)))
+
+    @staticmethod
+    def _wants_bar(cur: _Mnist) -> bool:
+        # Step counts come from the first inner bars seen; later redraws add nothing.
+        return cur.test_steps is None if cur.epochs_done else cur.steps_per_epoch is None
 
     def _inner_bar(self, cur: _Mnist, total: int) -> None:
         if total == cur.epochs_total or total == 100 and cur.steps_per_epoch != 100:
@@ -236,7 +243,7 @@ class GraphcoreReader(LineReader):
             run.add_metric("final_batch_loss", cur.losses[-1])
         # Status.
         finished = cur.epochs_done and cur.accuracy is not None
-        bad = [x for x in cur.losses if x != x or x in (float("inf"), float("-inf"))]
+        bad = [x for x in cur.losses if is_bad_loss(x)]
         if bad:
             run.status = "diverged"
             run.notes.append("The loss became NaN or infinite: the run diverged.")
@@ -248,14 +255,17 @@ class GraphcoreReader(LineReader):
             run.status = "complete"
         else:
             missing = []
-            if not cur.epochs_done:
-                missing.append("the epochs bar never reached {}/{}".format(cur.epochs_total or "N", cur.epochs_total or "N"))
+            if cur.epochs_total is None:
+                missing.append("no Epochs progress bar")
+            elif not cur.epochs_done:
+                missing.append("the Epochs bar never reached {0}/{0}".format(cur.epochs_total))
             if cur.accuracy is None:
                 missing.append("no 'Accuracy on test set' line")
             run.notes.append("The log is cut short: {}.".format("; ".join(missing)))
         if cur.train_compile_s == 0 and cur.epochs_total:
-            run.notes.append("Graph compilation shows [00:00]: the executable was loaded from PopTorch's cache, "
-                             "so this run's first epoch is not slowed by compilation like a fresh run's.")
+            run.notes.append("Graph compilation shows [00:00]: the executable was most likely loaded from PopTorch's "
+                             "executable cache, so this run's first epoch is not slowed by compilation as a fresh "
+                             "run's is; compare it with runs that compiled with care.")
         self.runs.append(run)
 
     def _epoch_times(self, cur: _Mnist) -> None:
@@ -285,6 +295,9 @@ class GraphcoreReader(LineReader):
             run.add_metric("steady_epoch_s", steady, "s")
             if steady > 0:
                 run.add_metric("first_epoch_ratio", round(ys[0] / steady, 2))
+            if cur.train_compile_s:
+                run.notes.append("Here the first epoch took {} s = about {} s of steady training + {} s of graph "
+                                 "compilation.".format(ys[0], steady, cur.train_compile_s))
         if last > 1 and cur.train_compile_s != 0:
             run.notes.append(FIRST_EPOCH_NOTE)
 
@@ -347,7 +360,7 @@ class GraphcoreReader(LineReader):
             run.status = "complete"
         else:
             run.notes.append("No 'Training time' line: the log is cut short or training failed.")
-        if any(isinstance(x, float) and x != x for x in self.bert_losses):
+        if any(is_bad_loss(x) for x in self.bert_losses):
             run.status = "diverged"
             run.notes.append("The loss became NaN: the run diverged.")
         if "compile_s" in run.metrics:

@@ -25,9 +25,9 @@ Verified only against real logs from the course; no SambaFlow runs here.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
-from labkit.logs.base import NUMBER, LineReader, new_run, number
+from labkit.logs.base import NUMBER, LineReader, is_bad_loss, new_run
 from labkit.results import Run
 
 __all__ = ["SambaNovaReader"]
@@ -92,6 +92,7 @@ class _Run:
         self.steps: List[int] = []
         self.losses: List[float] = []
         self.rank: Optional[str] = None
+        self.ranks: set = set()  # every rank (or process id) that logged a step
         self.e2e: Dict[str, float] = {}
         self.assertion: Optional[tuple] = None
         self.traceback = False
@@ -185,6 +186,10 @@ class SambaNovaReader(LineReader):
                 cur.kind = _training_kind(cur.kind)
                 cur.anything = True
             return
+        if " - Rank " in line or " - Process ID " in line:
+            r = _RANK.search(line)
+            if r:
+                cur.ranks.add(r.group(1))
         if "e2e_train_time" in line:
             for key, value in _E2E.findall(line):
                 cur.e2e[key] = float(value)
@@ -329,14 +334,16 @@ class SambaNovaReader(LineReader):
         p = run.params
         if cur.steps:
             run.add_series("loss", cur.steps, cur.losses)
+        if cur.ranks:
+            run.add_metric("ranks_seen", len(cur.ranks))
         e2e = cur.e2e
         units = {"e2e_train_time": "s", "training_sequences_per_second": "tokens/s (logged as sequences/s)",
                  "final_loss": "", "training_samples_per_second": "sequences/s"}
         for key in ("e2e_train_time", "training_sequences_per_second", "final_loss", "training_samples_per_second"):
             if key in e2e:
                 run.add_metric(key, e2e[key], units[key])
-        bad = [x for x in cur.losses if x != x or x in (float("inf"), float("-inf"))]
-        if bad or ("final_loss" in e2e and e2e["final_loss"] != e2e["final_loss"]):
+        bad = [x for x in cur.losses if is_bad_loss(x)]
+        if bad or ("final_loss" in e2e and is_bad_loss(e2e["final_loss"])):
             run.status = "diverged"
             run.notes.append("The loss became NaN or infinite: the run diverged.")
         elif "e2e_train_time" in e2e:

@@ -31,7 +31,7 @@ _SNIFF_BYTES = 8192
 
 # CSI sequences (colours, cursor moves, erase), OSC sequences (window titles, ended by BEL or
 # ST) and the two-character escapes; script(1) captures of a shell are full of all three.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\r\n]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # Other control characters that terminals swallow (backspace, bell, NUL...), but not tab.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -45,6 +45,14 @@ def strip_ansi(text: str) -> str:
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     return _CONTROL.sub("", text)
+
+
+def _encoding(head: bytes) -> str:
+    """UTF-16 when the file starts with its byte-order mark (Windows PowerShell's ``>`` writes
+    that), else UTF-8 (with or without a BOM)."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    return "utf-8-sig"
 
 
 def _looks_binary(head: bytes) -> bool:
@@ -87,9 +95,10 @@ def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"], is_path: Op
     ``IsADirectoryError`` naming the path, and :class:`BinaryLogError` for non-text files.
     """
     if isinstance(path_or_text, bytes):
-        if _looks_binary(path_or_text[:_SNIFF_BYTES]):
+        encoding = _encoding(path_or_text[:4])
+        if encoding == "utf-8-sig" and _looks_binary(path_or_text[:_SNIFF_BYTES]):
             raise BinaryLogError("<bytes>: binary data, not a text log")
-        text = path_or_text.decode("utf-8", errors="replace")
+        text = path_or_text.decode(encoding, errors="replace")
         return Source(io.StringIO(text, newline=""), "<bytes>", None, len(path_or_text))
     if isinstance(path_or_text, os.PathLike):
         is_path = True
@@ -111,14 +120,15 @@ def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"], is_path: Op
         raise OSError("{}: cannot be opened ({})".format(path, exc.strerror or exc)) from None
     try:
         head = raw.read(_SNIFF_BYTES)
-        if _looks_binary(head):
+        encoding = _encoding(head[:4])
+        if encoding == "utf-8-sig" and _looks_binary(head):
             raise BinaryLogError("{}: binary data (an executable or archive?), not a text log".format(path))
         raw.seek(0)
         size = os.fstat(raw.fileno()).st_size
     except BaseException:
         raw.close()
         raise
-    stream = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+    stream = io.TextIOWrapper(raw, encoding=encoding, errors="replace", newline="")
     return Source(stream, os.path.basename(path), path, size)
 
 
@@ -127,25 +137,67 @@ def _looks_like_path(text: str) -> bool:
         return False
     if len(text) < 4096 and os.path.exists(text):
         return True
-    # A one-line string that reads like a file name is a path that is missing; anything
-    # else (a pasted log line) is text.
-    return bool(re.fullmatch(r"[^\s]*(?:[\\/][^\\/]*|\.(?:log|out|txt|err))", text.strip()))
+    # A one-line string made only of file-name characters is a path that is missing;
+    # anything else (a pasted log line, with blanks, "|", "=", ":") is text.
+    return bool(re.fullmatch(r"[\w.~/\\-]+", text)) and ("/" in text or "\\" in text or "." in text)
+
+
+#: How much text is decoded and cleaned at a time (a quarter million characters: large enough
+#: for speed, small enough that memory stays a few megabytes whatever the file's size).
+_CHUNK = 1 << 18
+
+# Line ends: \r\n, a bare \r (tqdm redraws) or \n.
+_BREAK = re.compile(r"\r\n?|\n")
 
 
 def iter_lines(stream: IO[str]) -> Iterator[str]:
     """Clean lines of ``stream``: split at ``\\n``, ``\\r\\n`` and bare ``\\r``; no escapes; stripped.
 
-    Empty lines are kept (as ``""``) so that callers can count them; tqdm redraws that
-    erased a bar become empty lines too.
+    The stream is read a quarter megabyte at a time; escape sequences are removed from a whole piece
+    at once (far faster than line by line). Empty lines are kept (as ``""``); tqdm redraws
+    that erased a bar become empty lines too. A line longer than :data:`MAX_LINE` comes out
+    in pieces of that size.
     """
-    readline = stream.readline
+    carry = ""
     while True:
         try:
-            line = readline(MAX_LINE)
+            chunk = stream.read(_CHUNK)
         except (UnicodeError, ValueError):  # pragma: no cover - errors="replace" prevents it
-            return
-        if not line:
-            return
-        if "\x1b" in line or "\x00" in line or "\x08" in line:
-            line = strip_ansi(line)
-        yield line.strip()
+            chunk = ""
+        if not chunk:
+            break
+        text = carry + chunk
+        del chunk
+        # Keep the last, maybe unfinished line (and a final \r that a \n may follow) for later.
+        cut = max(text.rfind("\n"), text.rfind("\r", 0, len(text) - 1))
+        if cut < 0:
+            # No line end yet: wait for one, unless the line is already too long.
+            carry = text
+            while len(carry) >= MAX_LINE:
+                yield strip_ansi(carry[:MAX_LINE]).strip()
+                carry = carry[MAX_LINE:]
+            continue
+        body, carry = text[:cut + 1], text[cut + 1:]
+        if body.endswith("\r") and carry.startswith("\n"):
+            body, carry = body + "\n", carry[1:]
+        del text
+        for line in _clean_lines(body):
+            yield line
+    if carry:
+        for line in _clean_lines(carry):
+            yield line
+
+
+def _clean_lines(text: str) -> Iterator[str]:
+    if "\x1b" in text or "\x00" in text or "\x08" in text or "\x07" in text:
+        text = strip_ansi(text)
+    lines = _BREAK.split(text)
+    del text
+    if lines and lines[-1] == "":
+        lines.pop()  # the text ended with a line end: no empty line after it
+    for line in lines:
+        if len(line) > MAX_LINE:
+            for i in range(0, len(line), MAX_LINE):
+                yield line[i:i + MAX_LINE].strip()
+        else:
+            yield line.strip()

@@ -14,7 +14,7 @@ import re
 import pytest
 
 import labkit.logs
-from tests.logs.conftest import FIXTURES
+
 
 # file -> list of runs; each run: exercise, status, params (subset), metrics (subset), and
 # words that must appear in its notes. Numbers compare with a relative tolerance of 1e-9.
@@ -36,8 +36,8 @@ EXPECTED = {
     "graphcore/student-sarora39-spring2024-mnist-b8-lr3-e20-diverged.log": [
         dict(exercise="graphcore/mnist", status="diverged",
              params={"job_id": 20926, "epochs": 20, "batch_size": 8, "learning_rate": 3.0},
-             metrics={"accuracy": 10.10, "train_time_s": 196},
-             notes=["chance level", "file name"]),
+             metrics={"accuracy": 10.10, "train_time_s": 196, "first_epoch_s": 31, "compile_train_s": 22},
+             notes=["chance level", "file name", "31 s = about 9 s of steady training + 22 s of graph compilation"]),
     ],
     "graphcore/student-xiaoruiDong-spring2024-mnist_0.03_10_32.log": [
         dict(exercise="graphcore/mnist", status="complete",
@@ -334,6 +334,7 @@ def test_sambanova_throughput_is_tokens_and_flat_time(fixtures_dir):
         tokens = p["ntasks"] * p["batch_size"] * p["steps_this_run"] * p["max_seq_length"] / m["e2e_train_time"]
         assert tokens == pytest.approx(m["training_sequences_per_second"], rel=1e-6)
         assert "tokens per second" in " ".join(run.notes)
+        assert m["ranks_seen"] == p["ntasks"]  # every rank wrote to the log
     times = [r.metrics["e2e_train_time"] for r in runs]
     assert max(times) / min(times) < 1.15  # 4, 8 and 16 tasks: flat wall time
     rates = [r.metrics["training_sequences_per_second"] for r in runs]
@@ -350,3 +351,18 @@ def test_slurm_pointer_is_followed_to_a_copied_training_log(fixtures_dir, tmp_pa
     assert report.run.metrics["e2e_train_time"] == pytest.approx(470.3965759277344)
     assert "pointer" in report.run.notes[0] and "slurm-43717.out" in report.run.notes[0]
     assert labkit.logs.read(slurm, follow=False).runs == []
+
+
+def test_cerebras_series_hold_every_train_line(fixtures_dir):
+    gptj = labkit.logs.read(fixtures_dir / "cerebras/upstream-fall2024-gptj-6B-sample-output-last-section.log").run
+    assert gptj.series["rate"] == {"x": [100, 200], "y": [19.81, 19.80], "x_label": "step"}
+    assert gptj.series["global_rate"]["y"] == [19.81, 19.80]
+    assert gptj.series["loss"]["y"][-1] == 8.375
+    gpt2 = labkit.logs.read(fixtures_dir / "cerebras/upstream-spring2024-gpt2-small-sample-output.log").run
+    assert gpt2.series["loss"]["x"] == list(range(100, 11201, 100))
+    bert = labkit.logs.read(fixtures_dir / "cerebras/upstream-spring2024-bert-large-MSL128-sample-output.log").run
+    assert bert.series["global_rate"]["y"][0] == 974.00 and bert.series["global_rate"]["y"][-1] == 1112.94
+    # Queue, compile and run phases from the time stamps (03:00:06.793 compile start ... 03:35:51.746 done).
+    assert bert.metrics["compile_queue_s"] == pytest.approx(10.026)  # 03:00:08.492 -> 03:00:18.518 first poll
+    assert bert.metrics["compile_s"] + bert.metrics["compile_queue_s"] == pytest.approx(892.759)  # 03:00:06.793 -> 03:14:59.552
+    assert bert.metrics["run_wall_s"] == pytest.approx(1025.651)  # 03:18:46.095 -> 03:35:51.746
