@@ -214,12 +214,13 @@ class Plan:
         return "Training the portable BERT on {} ({}).".format(self.device, devices.device_name(self.device))
 
 
-def plan(config: Config) -> Plan:
+def plan(config: Config, sizes: Optional[Sequence[int]] = None) -> Plan:
     """Decide where ``config`` runs, before anything runs.
 
     Raises :class:`labkit.devices.DeviceError` saying what is missing when ``target="CSX"``
     and the Cerebras stack is not here, or a GPU that was asked for is absent; raises
-    ParameterError when a portable run would take hours (see ``allow_long_run``).
+    ParameterError when a portable run would take hours (see ``allow_long_run``); ``sizes``
+    are the batch sizes that will train (default: ``batch_size`` and ``compare_batch_sizes``).
     """
     if config.log_path:
         return Plan("log")
@@ -232,7 +233,7 @@ def plan(config: Config) -> Plan:
             raise devices.DeviceError("target='CSX' was asked for, but the Cerebras stack is not here: {}. {}".format(
                 "; ".join(stack.missing), CEREBRAS_HELP))
     device = devices.torch_device("auto" if config.target in ("CSX", "auto") else config.target)
-    _check_cost(config, device)
+    _check_cost(config, device, sizes)
     return Plan("portable", device=device)
 
 
@@ -247,18 +248,20 @@ def estimated_seconds(config: Config, device: Any, batch_size: Optional[int] = N
     return per_token * tokens / flops
 
 
-def _check_cost(config: Config, device: Any) -> None:
+def _check_cost(config: Config, device: Any, sizes: Optional[Sequence[int]] = None) -> None:
     if config.allow_long_run:
         return
-    sizes = [config.batch_size] + list(config.compare_batch_sizes)
+    if sizes is None:
+        sizes = [config.batch_size] + list(config.compare_batch_sizes)
     seconds = sum(estimated_seconds(config, device, b) for b in sizes)
     if seconds > LONG_RUN_SECONDS:
         raise ParameterError([
-            "model_size = {!r}, batch_size = {}, max_steps = {}: on {} this portable run would take about {} "
+            "model_size = {!r}, {}, max_steps = {}: on {} this portable training would take about {} "
             "(a rough estimate); the CS-2 does it in minutes. Allowed here: something smaller, e.g. model_size='tiny', "
             "batch_size=32, max_steps=100, log_steps=10; or read a CS-2 log with log_path; or set "
-            "allow_long_run=True.".format(config.model_size, config.batch_size, config.max_steps, device,
-                                          _duration(seconds))], EXERCISE)
+            "allow_long_run=True.".format(config.model_size, "batch_size = {}".format(sizes[0]) if len(sizes) == 1 else
+                                          "batch sizes {}".format(list(sizes)), config.max_steps,
+                                          device, _duration(seconds))], EXERCISE)
 
 
 def _duration(seconds: float) -> str:
@@ -674,12 +677,13 @@ def compare(config: Config, chosen: Optional[Plan] = None, runs: Sequence[Run] =
     sizes = [size for size in config.compare_batch_sizes if size not in trained_here]
     if sizes:
         chosen = chosen or plan(config)
+        if chosen.path == "log":  # the main run was read; where do the comparison runs train?
+            chosen = plan(config.replace(log_path=None, compare_batch_sizes=[]), sizes=sizes)
         for size in sizes:
             if chosen.path == "modelzoo":
                 found.append(run_modelzoo(config.replace(batch_size=size), chosen.stack, workdir))
             else:
-                device = chosen.device if chosen.device is not None else devices.torch_device("auto")
-                found.append(run_portable(config.replace(batch_size=size), device))
+                found.append(run_portable(config.replace(batch_size=size), chosen.device))
     return found
 
 

@@ -72,3 +72,12 @@ def test_a_hopeless_portable_run_is_refused_before_it_starts():
                                          "log_steps": 10})
     assert cerebras.plan(small).path == "portable"
     assert cerebras.plan(cerebras.BERT_SPEC.validate({"target": "cpu", "allow_long_run": True})).path == "portable"
+
+
+def test_comparison_runs_after_a_log_are_checked_too(cerebras_logs):
+    from .conftest import STUDENT_LOGS
+
+    config = cerebras.BERT_SPEC.validate({"log_path": str(STUDENT_LOGS[1024]), "compare_batch_sizes": [512],
+                                          "target": "cpu"})
+    with pytest.raises(ParameterError, match="allow_long_run"):
+        cerebras.compare(config, cerebras.plan(config))  # BERT-Large at 512 on this CPU: refused, not started
