@@ -1,0 +1,43 @@
+"""Progress bars: text under papermill and in plain Python, widgets only where a person watches."""
+
+import io
+
+from labkit import progress
+
+
+def test_plain_python_gets_text_bars(monkeypatch):
+    monkeypatch.delenv("LABKIT_PROGRESS", raising=False)
+    assert progress.style() == "text"
+
+
+def test_the_environment_can_choose(monkeypatch):
+    monkeypatch.setenv("LABKIT_PROGRESS", "off")
+    assert progress.style() == "off"
+    monkeypatch.setenv("LABKIT_PROGRESS", "widget")
+    from tqdm.notebook import tqdm as notebook_tqdm
+
+    bar = progress.bar(total=3, desc="x")
+    try:
+        assert isinstance(bar, notebook_tqdm)
+    finally:
+        bar.close()
+
+
+def test_text_bar_keeps_numbers_outside_the_timing_bracket(monkeypatch, capsys):
+    monkeypatch.setenv("LABKIT_PROGRESS", "text")
+    bar = progress.bar(total=2, desc="Epoch 1/1", unit="step")
+    bar.set_postfix_str("loss 1.2345", refresh=False)
+    bar.update(2)
+    bar.close()
+    final = capsys.readouterr().out.rsplit("\r", 1)[-1]
+    assert final.startswith("Epoch 1/1: 100%") and "2/2 [" in final
+    assert final.rstrip().endswith("], loss 1.2345")
+
+
+def test_kernels_started_by_papermill_are_headless(monkeypatch):
+    monkeypatch.delenv("LABKIT_PROGRESS", raising=False)
+    monkeypatch.setattr(progress, "_in_kernel", lambda: True)
+    monkeypatch.setattr(progress, "_parent_command", lambda: "/usr/bin/python -m papermill in.ipynb out.ipynb")
+    assert progress.style() == "text"
+    monkeypatch.setattr(progress, "_parent_command", lambda: "/usr/bin/python /usr/bin/jupyter-lab")
+    assert progress.style() == "widget"
