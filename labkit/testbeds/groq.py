@@ -446,29 +446,37 @@ def shape_lesson(config: Config, loaded: Any, engines: Dict[str, Any]) -> List[s
 
 
 def make_run(config: Config, loaded: Any, data: Any, result: GroqResult, custom_table: Any = None):
-    """A labkit.results.Run holding the table's numbers (record it with labkit.results.record)."""
+    """A labkit.results.Run holding the table's numbers (record it with labkit.results.record).
+
+    Metric names are those labkit.logs gives a GroqFlow log ("cpu_accuracy",
+    "groq_e2e_latency_ms", "groq_onchip_ips", ...), so runs made here and runs read from the
+    testbed tabulate side by side; "<source>_loop_latency_ms" and
+    "<source>_compile_input_latency_ms" add the two kinds of latency.
+    """
     from labkit.devices import environment
     from labkit.results import Run
 
-    run = Run(EXERCISE, source="testbed" if "groq" in result.latency else "portable",
-              params=config.to_dict())
+    exercise = EXERCISE if result.task == "classification" else "groq/minilm"
+    run = Run(exercise, source="testbed" if "groq" in result.latency else "portable", params=config.to_dict())
     for name, lat in result.latency.items():
         if result.task == "classification":
-            run.add_metric("{} accuracy".format(name), result.scores[name] * 100, "%")
+            run.add_metric("{}_accuracy".format(name), round(result.scores[name] * 100, 4), "%")
         else:
-            run.add_metric("{} spearman".format(name), result.scores[name])
-        run.add_metric("{} end-to-end latency".format(name), lat["end_to_end"] * 1000, "ms")
-        run.add_metric("{} end-to-end IPS".format(name), result.batch_size / lat["end_to_end"], "IPS")
+            run.add_metric("{}_spearman".format(name), result.scores[name])
+        run.add_metric("{}_e2e_latency_ms".format(name), lat["end_to_end"] * 1000, "ms")
+        run.add_metric("{}_e2e_ips".format(name), result.batch_size / lat["end_to_end"], "inferences/s")
         if lat.get("on_chip"):
-            run.add_metric("{} on-chip latency".format(name), lat["on_chip"] * 1000, "ms")
-            run.add_metric("{} on-chip IPS".format(name), result.batch_size / lat["on_chip"], "IPS")
-        run.add_metric("{} dataset-loop latency".format(name), lat["loop"] * 1000, "ms")
-        run.add_metric("{} compile-time-input latency".format(name), lat["compile_inputs"] * 1000, "ms")
+            run.add_metric("{}_onchip_latency_ms".format(name), lat["on_chip"] * 1000, "ms")
+            run.add_metric("{}_onchip_ips".format(name), result.batch_size / lat["on_chip"], "inferences/s")
+        run.add_metric("{}_loop_latency_ms".format(name), lat["loop"] * 1000, "ms")
+        run.add_metric("{}_compile_input_latency_ms".format(name), lat["compile_inputs"] * 1000, "ms")
         if name != "cpu":
-            run.add_metric("{} disagreements with cpu".format(name), len(result.disagreements[name]))
+            run.add_metric("{}_disagreements".format(name), len(result.disagreements[name]))
     run.add_metric("samples", result.samples)
     run.notes.extend(loaded.notes + data.notes + result.notes)
     run.notes.append("data: " + data.name)
+    run.notes.append("end-to-end latency: the dataset loop for host backends, benchmark() on the compile-time "
+                     "inputs for groq (as GroqFlow's proof point reports them)")
     if custom_table is not None:
         run.notes.append("custom_text run on {} backend(s)".format(len(result.latency)))
     run.environment = environment(extra={"model_used": loaded.used})
@@ -500,30 +508,33 @@ def plot_latency(result: GroqResult):
 # Testbed logs
 
 
-def table_from_runs(runs: Sequence[Any]):
-    """GroqFlow's table from run records (a log read by labkit.logs, or runs recorded here).
+_RUN_KEYS = (("accuracy", "Accuracy"), ("spearman", "Spearman Rank Correlation Coefficient"),
+             ("e2e_latency_ms", "end-to-end latency (ms)"), ("e2e_ips", "end-to-end IPS"),
+             ("onchip_latency_ms", "on-chip latency (ms)"), ("onchip_ips", "on-chip IPS"))
 
-    Metrics named "<source> <measure>" (e.g. "groq on-chip latency") become one row per source.
+
+def table_from_runs(runs: Sequence[Any]):
+    """GroqFlow's table from run records: a log read by labkit.logs, or runs recorded here.
+
+    Metrics named "<source>_<measure>" ("cpu_accuracy", "groq_onchip_latency_ms") become one
+    row per source and run; a run with none is shown as its flat record.
     """
     import pandas as pd
 
-    measures = [("accuracy", "Accuracy"), ("spearman", "Spearman Rank Correlation Coefficient"),
-                ("end-to-end latency", "end-to-end latency (ms)"), ("end-to-end IPS", "end-to-end IPS"),
-                ("on-chip latency", "on-chip latency (ms)"), ("on-chip IPS", "on-chip IPS")]
     rows = []
     for index, run in enumerate(runs):
         sources: Dict[str, Dict[str, Any]] = {}
         for key, value in run.metrics.items():
-            for suffix, column in measures:
-                if key.endswith(" " + suffix):
+            for suffix, column in _RUN_KEYS:
+                if key.endswith("_" + suffix):
                     source = key[: -len(suffix) - 1]
-                    sources.setdefault(source, {"run": index, "Source": source})[column] = value
+                    sources.setdefault(source, {"run": index, "exercise": run.exercise, "Source": source})[column] = value
         rows.extend(sources.values())
     if not rows:
         return pd.DataFrame([r.flat() for r in runs])
     table = pd.DataFrame(rows)
-    ordered = ["run", "Source"] + [c for _, c in measures if c in table.columns]
-    return table[ordered]
+    ordered = ["run", "exercise", "Source"] + [c for _, c in _RUN_KEYS if c in table.columns]
+    return table[ordered].fillna("--")
 
 
 def log_table(path: Optional[str]):
@@ -534,7 +545,10 @@ def log_table(path: Optional[str]):
     import labkit.logs
 
     report = labkit.logs.read(path)
-    for note in getattr(report, "notes", []) or []:
+    notes = list(getattr(report, "notes", []) or [])
+    for run in report.runs:
+        notes.extend(n for n in run.notes if n not in notes)
+    for note in notes:
         print("NOTE:", note)
     return table_from_runs(report.runs)
 
