@@ -534,7 +534,8 @@ def table_from_runs(runs: Sequence[Any]):
         return pd.DataFrame([r.flat() for r in runs])
     table = pd.DataFrame(rows)
     ordered = ["run", "exercise", "Source"] + [c for _, c in _RUN_KEYS if c in table.columns]
-    return table[ordered].fillna("--")
+    table = table[ordered].astype(object)
+    return table.where(table.notna(), "--")
 
 
 def log_table(path: Optional[str]):
