@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 
 from labkit.results import Run
 
-__all__ = ["LineReader", "new_run", "number", "clock_seconds", "timestamp", "stamp_text", "parse_stamp",
+__all__ = ["LineReader", "new_run", "number", "clock_seconds", "timestamp", "stamp_text", "parse_stamp", "is_bad_loss",
            "params_from_filename",
            "NUMBER", "dedupe_notes"]
 

@@ -20,7 +20,7 @@ import re
 from datetime import datetime
 from typing import Dict, List, Optional
 
-from labkit.logs.base import NUMBER, LineReader, new_run, number, parse_stamp, stamp_text
+from labkit.logs.base import NUMBER, LineReader, is_bad_loss, new_run, number, parse_stamp, stamp_text
 from labkit.results import Run
 
 __all__ = ["CerebrasReader"]
@@ -221,7 +221,7 @@ class CerebrasReader(LineReader):
         if st.checkpoints:
             run.environment["checkpoints"] = st.checkpoints
         self._phases(st)
-        if any(x != x or x in (float("inf"), float("-inf")) for x in st.losses):
+        if any(is_bad_loss(x) for x in st.losses):
             run.status = "diverged"
             run.notes.append("The loss became NaN or infinite: the run diverged.")
         elif st.completed:

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 from statistics import median
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
-from labkit.logs.base import NUMBER, LineReader, clock_seconds, new_run, number, params_from_filename
+from labkit.logs.base import NUMBER, LineReader, clock_seconds, is_bad_loss, new_run, number, params_from_filename
 from labkit.results import Run
 
 __all__ = ["GraphcoreReader"]
@@ -243,7 +243,7 @@ class GraphcoreReader(LineReader):
             run.add_metric("final_batch_loss", cur.losses[-1])
         # Status.
         finished = cur.epochs_done and cur.accuracy is not None
-        bad = [x for x in cur.losses if x != x or x in (float("inf"), float("-inf"))]
+        bad = [x for x in cur.losses if is_bad_loss(x)]
         if bad:
             run.status = "diverged"
             run.notes.append("The loss became NaN or infinite: the run diverged.")
@@ -360,7 +360,7 @@ class GraphcoreReader(LineReader):
             run.status = "complete"
         else:
             run.notes.append("No 'Training time' line: the log is cut short or training failed.")
-        if any(isinstance(x, float) and x != x for x in self.bert_losses):
+        if any(is_bad_loss(x) for x in self.bert_losses):
             run.status = "diverged"
             run.notes.append("The loss became NaN: the run diverged.")
         if "compile_s" in run.metrics:

@@ -25,9 +25,9 @@ Verified only against real logs from the course; no SambaFlow runs here.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
-from labkit.logs.base import NUMBER, LineReader, new_run, number
+from labkit.logs.base import NUMBER, LineReader, is_bad_loss, new_run
 from labkit.results import Run
 
 __all__ = ["SambaNovaReader"]
@@ -342,8 +342,8 @@ class SambaNovaReader(LineReader):
         for key in ("e2e_train_time", "training_sequences_per_second", "final_loss", "training_samples_per_second"):
             if key in e2e:
                 run.add_metric(key, e2e[key], units[key])
-        bad = [x for x in cur.losses if x != x or x in (float("inf"), float("-inf"))]
-        if bad or ("final_loss" in e2e and e2e["final_loss"] != e2e["final_loss"]):
+        bad = [x for x in cur.losses if is_bad_loss(x)]
+        if bad or ("final_loss" in e2e and is_bad_loss(e2e["final_loss"])):
             run.status = "diverged"
             run.notes.append("The loss became NaN or infinite: the run diverged.")
         elif "e2e_train_time" in e2e:

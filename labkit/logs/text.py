@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from typing import IO, Iterator, List, Optional, Union
+from typing import IO, Iterator, Optional, Union
 
 __all__ = ["Source", "open_source", "iter_lines", "strip_ansi", "BinaryLogError", "MAX_LINE"]
 
@@ -45,6 +45,14 @@ def strip_ansi(text: str) -> str:
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     return _CONTROL.sub("", text)
+
+
+def _encoding(head: bytes) -> str:
+    """UTF-16 when the file starts with its byte-order mark (Windows PowerShell's ``>`` writes
+    that), else UTF-8 (with or without a BOM)."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    return "utf-8-sig"
 
 
 def _looks_binary(head: bytes) -> bool:
@@ -87,9 +95,10 @@ def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"], is_path: Op
     ``IsADirectoryError`` naming the path, and :class:`BinaryLogError` for non-text files.
     """
     if isinstance(path_or_text, bytes):
-        if _looks_binary(path_or_text[:_SNIFF_BYTES]):
+        encoding = _encoding(path_or_text[:4])
+        if encoding == "utf-8-sig" and _looks_binary(path_or_text[:_SNIFF_BYTES]):
             raise BinaryLogError("<bytes>: binary data, not a text log")
-        text = path_or_text.decode("utf-8", errors="replace")
+        text = path_or_text.decode(encoding, errors="replace")
         return Source(io.StringIO(text, newline=""), "<bytes>", None, len(path_or_text))
     if isinstance(path_or_text, os.PathLike):
         is_path = True
@@ -111,14 +120,15 @@ def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"], is_path: Op
         raise OSError("{}: cannot be opened ({})".format(path, exc.strerror or exc)) from None
     try:
         head = raw.read(_SNIFF_BYTES)
-        if _looks_binary(head):
+        encoding = _encoding(head[:4])
+        if encoding == "utf-8-sig" and _looks_binary(head):
             raise BinaryLogError("{}: binary data (an executable or archive?), not a text log".format(path))
         raw.seek(0)
         size = os.fstat(raw.fileno()).st_size
     except BaseException:
         raw.close()
         raise
-    stream = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+    stream = io.TextIOWrapper(raw, encoding=encoding, errors="replace", newline="")
     return Source(stream, os.path.basename(path), path, size)
 
 

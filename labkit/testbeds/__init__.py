@@ -1,1 +1,1 @@
-"""One module per testbed exercise: its parameter spec and the steps its notebook calls."""
+"""One module per testbed: its exercises' parameter specs and how each runs there."""

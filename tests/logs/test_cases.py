@@ -16,7 +16,7 @@ import pytest
 import labkit.logs
 from labkit.logs import text
 from labkit.results import Run
-from tests.logs.conftest import CASES, FIXTURES
+from tests.logs.conftest import CASES
 
 
 def test_lines_split_on_crlf_bare_cr_and_lf_and_lose_escapes_and_indentation():
@@ -224,3 +224,39 @@ def test_run_for_picks_the_exercise_a_notebook_wants(fixtures_dir):
     assert report.run_for("graphcore") is report.run
     with pytest.raises(labkit.logs.NoRunError, match="no graphcore/mnist run in this log .it holds graphcore/bert"):
         report.run_for("graphcore/mnist")
+
+
+def test_cerebras_compile_failure_is_failed():
+    run = labkit.logs.read(CASES / "cerebras-failed.log").run
+    assert run.status == "failed" and run.params["batch_size"] == 4096
+    assert "insufficient memory" in " ".join(run.notes)
+
+
+def test_nan_loss_in_cerebras_and_sambanova_is_diverged():
+    cerebras = ("2024-04-05 16:17:26,961 INFO:   | Train Device=CSX, Step=100, Loss=9.48438, Rate=4959.81 samples/sec, "
+                "GlobalRate=4959.81 samples/sec\n2024-04-05 16:17:48,106 INFO:   | Train Device=CSX, Step=200, Loss=nan, "
+                "Rate=4889.48 samples/sec, GlobalRate=4900.50 samples/sec\n")
+    assert labkit.logs.read(cerebras).run.status == "diverged"
+    samba = ("Model:  BertLarge\nSLURM_NTASKS=4\n2024-04-09 17:47:26,741 - trainer - Process ID 7 - info     - "
+             "epoch:0|local_step:1|global_step:1|average_loss:nan|step_loss:nan|step_ns_loss:0.6\n")
+    run = labkit.logs.read(samba).run
+    assert run.status == "diverged" and run.exercise == "sambanova/bert_large"
+
+
+def test_sambanova_traceback_before_metrics_is_failed():
+    samba = ("Model:  BertLarge\nRUN\nSLURM_NTASKS=4\nRUN COMMAND: srun python transformers_hook.py run -b 256\n"
+             "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nRuntimeError: RDU not found\n")
+    run = labkit.logs.read(samba).run
+    assert run.status == "failed" and "before printing e2e_train_time" in " ".join(run.notes)
+
+
+def test_utf16_and_bom_logs_from_windows_are_read(tmp_path, fixtures_dir):
+    data = (fixtures_dir / "groq/student-kloiks-spring2024-bert_tiny-dummy-input.log").read_text(encoding="utf-8")
+    utf16 = tmp_path / "powershell.log"
+    utf16.write_bytes(data.encode("utf-16"))  # with its byte-order mark, as PowerShell writes
+    bom = tmp_path / "notepad.log"
+    bom.write_bytes(b"\xef\xbb\xbf" + data.encode("utf-8"))
+    for path in (utf16, bom):
+        run = labkit.logs.read(path).run
+        assert run.metrics["groq_e2e_ips"] == 17725.57
+    assert labkit.logs.read(data.encode("utf-16")).run.metrics["cpu_e2e_ips"] == 482.40

@@ -14,7 +14,7 @@ import re
 import pytest
 
 import labkit.logs
-from tests.logs.conftest import FIXTURES
+
 
 # file -> list of runs; each run: exercise, status, params (subset), metrics (subset), and
 # words that must appear in its notes. Numbers compare with a relative tolerance of 1e-9.
@@ -351,3 +351,18 @@ def test_slurm_pointer_is_followed_to_a_copied_training_log(fixtures_dir, tmp_pa
     assert report.run.metrics["e2e_train_time"] == pytest.approx(470.3965759277344)
     assert "pointer" in report.run.notes[0] and "slurm-43717.out" in report.run.notes[0]
     assert labkit.logs.read(slurm, follow=False).runs == []
+
+
+def test_cerebras_series_hold_every_train_line(fixtures_dir):
+    gptj = labkit.logs.read(fixtures_dir / "cerebras/upstream-fall2024-gptj-6B-sample-output-last-section.log").run
+    assert gptj.series["rate"] == {"x": [100, 200], "y": [19.81, 19.80], "x_label": "step"}
+    assert gptj.series["global_rate"]["y"] == [19.81, 19.80]
+    assert gptj.series["loss"]["y"][-1] == 8.375
+    gpt2 = labkit.logs.read(fixtures_dir / "cerebras/upstream-spring2024-gpt2-small-sample-output.log").run
+    assert gpt2.series["loss"]["x"] == list(range(100, 11201, 100))
+    bert = labkit.logs.read(fixtures_dir / "cerebras/upstream-spring2024-bert-large-MSL128-sample-output.log").run
+    assert bert.series["global_rate"]["y"][0] == 974.00 and bert.series["global_rate"]["y"][-1] == 1112.94
+    # Queue, compile and run phases from the time stamps (03:00:06.793 compile start ... 03:35:51.746 done).
+    assert bert.metrics["compile_queue_s"] == pytest.approx(10.026)  # 03:00:08.492 -> 03:00:18.518 first poll
+    assert bert.metrics["compile_s"] + bert.metrics["compile_queue_s"] == pytest.approx(892.759)  # 03:00:06.793 -> 03:14:59.552
+    assert bert.metrics["run_wall_s"] == pytest.approx(1025.651)  # 03:18:46.095 -> 03:35:51.746
