@@ -416,8 +416,9 @@ def _train_offline_bert_tiny(minilm_dir: Path, out: Path, epochs: int, seed: int
         torch.set_num_threads(threads)
     model.eval()
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(out))
-    tokenizer.save_pretrained(str(out))
+    with _quiet_transformers():  # save_pretrained draws a progress bar (a widget in a kernel)
+        model.save_pretrained(str(out))
+        tokenizer.save_pretrained(str(out))
     (out / "README.md").write_text(
         "# {}\n\nlabkit's offline stand-in for M-FAC/bert-tiny-finetuned-sst2, built {} by "
         "labkit.groq_models.build_offline_bert_tiny from labkit/textsets/sentiment_train.tsv.\n".format(
