@@ -3,6 +3,7 @@ batch 1, sequence lengths 128 and 256, same machine, same run.
 
     PYTHONPATH=. .venv/bin/python benchmarks/groq_latency.py
     PYTHONPATH=. .venv/bin/python benchmarks/groq_latency.py --model sentence-transformers/all-MiniLM-L6-v2 --reps 200
+    PYTHONPATH=. .venv/bin/python benchmarks/groq_latency.py --threads 1    # steadier on a shared machine
 
 Both backends run the same model (offline: labkit's BERT-tiny stand-in, which has BERT-tiny's
 shape) on the same padded inputs: real sentences from labkit's test set, tokenized to the
@@ -47,8 +48,13 @@ def main(argv=None) -> int:
     parser.add_argument("--lengths", default="128,256")
     parser.add_argument("--reps", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="intra-op threads for both (default: each library's own choice)")
     args = parser.parse_args(argv)
     import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     loaded = groq_models.load(args.model)
     print("model: {} ({})".format(args.model, groq_models._short_source(loaded.used)))
@@ -61,7 +67,8 @@ def main(argv=None) -> int:
         data = groq_data.load(loaded.task, loaded.tokenizer, length, hub=False)
         dummy = groq_data.dummy_inputs(loaded.task, length)
         eager = inference.make("cpu", loaded.model, loaded.task, dummy)
-        ort = inference.make("onnxruntime", loaded.model, loaded.task, dummy, label=loaded.requested)
+        ort = inference.make("onnxruntime", loaded.model, loaded.task, dummy, label=loaded.requested,
+                             threads=args.threads)
         e = measure(eager, data.inputs, args.reps, args.rounds)
         o = measure(ort, data.inputs, args.reps, args.rounds)
         print("{:>6} {:>12.3f} {:>10.1f} {:>12.3f} {:>10.1f} {:>7.2f}x {:>22}".format(

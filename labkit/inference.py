@@ -269,7 +269,8 @@ class OnnxEngine(Engine):
 
     name = "onnxruntime"
 
-    def __init__(self, model: Any, task: str, dummy: Dict[str, Any], label: str = "model"):
+    def __init__(self, model: Any, task: str, dummy: Dict[str, Any], label: str = "model",
+                 threads: Optional[int] = None):
         import onnxruntime
         import torch
 
@@ -287,6 +288,8 @@ class OnnxEngine(Engine):
             export_onnx(model, task, dummy, self.path)
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # errors only: no optimizer chatter in the notebook
+        if threads:
+            options.intra_op_num_threads = threads
         self.session = onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
         self.input_names = [i.name for i in self.session.get_inputs()]
         self.build = BuildInfo(self.name, " x ".join(str(s) for s in shape) + " (fixed)", str(self.path), built,
@@ -344,12 +347,13 @@ class GroqEngine(Engine):
         return float(self.gmodel.benchmark().latency)
 
 
-def make(name: str, model: Any, task: str, dummy: Dict[str, Any], label: str = "model") -> Engine:
+def make(name: str, model: Any, task: str, dummy: Dict[str, Any], label: str = "model",
+         threads: Optional[int] = None) -> Engine:
     """A ready engine for backend ``name`` (exporting or compiling at the shape of ``dummy``)."""
     if name in ("cpu", "cuda"):
         return TorchEngine(model, task, name)
     if name == "onnxruntime":
-        return OnnxEngine(model, task, dummy, label)
+        return OnnxEngine(model, task, dummy, label, threads)
     if name == "groq":
         return GroqEngine(model, task, dummy, label)
     raise BackendError("backend {!r}: unknown; use one of {}".format(name, ", ".join(BACKENDS)))
