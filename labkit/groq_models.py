@@ -349,7 +349,7 @@ def build_offline_bert_tiny(minilm_dir: Path, epochs: int = 10, seed: int = 0) -
     """
     from labkit import textsets
 
-    key = "v{}-{}-e{}-s{}".format(_RECIPE_VERSION, textsets.fingerprint("sentiment_train.tsv"), epochs, seed)
+    key = "v{}-{}-e{}-s{}".format(_RECIPE_VERSION, textsets.fingerprint("sentiment_train.csv"), epochs, seed)
     target = cache_dir() / "models" / "{}-{}".format(OFFLINE_BERT_TINY, key)
     if (target / "config.json").is_file():
         return target
@@ -421,5 +421,5 @@ def _train_offline_bert_tiny(minilm_dir: Path, out: Path, epochs: int, seed: int
         tokenizer.save_pretrained(str(out))
     (out / "README.md").write_text(
         "# {}\n\nlabkit's offline stand-in for M-FAC/bert-tiny-finetuned-sst2, built {} by "
-        "labkit.groq_models.build_offline_bert_tiny from labkit/textsets/sentiment_train.tsv.\n".format(
+        "labkit.groq_models.build_offline_bert_tiny from labkit/textsets/sentiment_train.csv.\n".format(
             OFFLINE_BERT_TINY, time.strftime("%Y-%m-%d")), encoding="utf-8")
