@@ -65,3 +65,29 @@ def test_the_course_log_gives_groqflows_table():
     assert table.loc["groq", "on-chip latency (ms)"] == 0.03 and table.loc["cpu", "on-chip IPS"] == "--"
     minilm = groq.log_table(str(LOGS / "upstream-spring2024-minilmv2-sample-output.log"))
     assert "Spearman Rank Correlation Coefficient" in minilm.columns and set(minilm["exercise"]) == {"groq/minilm"}
+
+
+@pytest.mark.parametrize("kind", ["classifier", "encoder"])
+def test_batches_larger_than_one_score_every_sample_once(tiny_dirs, kind):
+    pytest.importorskip("onnxruntime")
+    values = {"model": str(tiny_dirs[kind]), "max_seq_length": 32, "num_samples": 6, "batch_size": 4,
+              "backends": "cpu,onnxruntime"}
+    if kind == "encoder":
+        values["custom_text"] = ["a man plays guitar", "the man plays a guitar", "the cat sleeps"]
+    config = groq.BERT_TINY_SPEC.validate(values)
+    loaded = groq.load_model(config)
+    data = groq.load_data(config, loaded)
+    engines = groq.build(config, loaded)
+    rows = 4 if kind == "classifier" else 8
+    assert engines["onnxruntime"].build.input_shape == "{} x 32 (fixed)".format(rows)
+    result = groq.evaluate(config, loaded, data, engines, repetitions=2)
+    assert [len(p) for p in result.predictions.values()] == [6, 6]
+    assert result.disagreements["onnxruntime"] == []
+    if kind == "classifier":
+        assert result.scores["onnxruntime"] == result.scores["cpu"]
+    else:  # a random encoder's similarities are all close together: compare them, not their ranks
+        assert result.predictions["onnxruntime"] == pytest.approx(result.predictions["cpu"], abs=1e-4)
+    assert any("filled up with 2 copies" in n for n in result.notes)
+    if kind == "encoder":
+        table = groq.custom(config, loaded, engines)
+        assert len(table) == 3 * 2 and set(table["agrees with cpu"]) == {"yes"}  # 3 pairs x 2 backends
