@@ -295,7 +295,13 @@ def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
         reachable, reason = hub_status()
         cached = _hub_cached(name)
         if reachable or cached:
-            model, tokenizer, task = _from_pretrained(name, course.task if course else None, local_only=not reachable)
+            try:
+                model, tokenizer, task = _from_pretrained(name, course.task if course else None,
+                                                          local_only=not reachable)
+            except OSError as exc:  # a misspelt id, a private or gated repository
+                raise ModelUnavailable("model = {!r}: the Hugging Face hub answered, but this model could not be "
+                                       "loaded from it ({}). Check the name on huggingface.co, or use a local "
+                                       "directory.".format(name, str(exc).splitlines()[0][:300])) from None
             used = name if reachable else cached
         else:
             assert course is not None  # problem_with_model() rejected every other name

@@ -383,6 +383,9 @@ def custom(config: Config, loaded: Any, engines: Dict[str, Any], repetitions: in
             encoded, _ = groq_data.encode_sentence(loaded.tokenizer, sentence, config.max_seq_length)
             items.append((sentence, encoded, int(encoded["attention_mask"].sum())))
     else:
+        if len(config.custom_text) < 2:
+            print("sentence similarity compares sentences in pairs: give custom_text at least 2 sentences.")
+            return None
         for first, second in combinations(config.custom_text, 2):
             encoded = groq_data.encode_pair(loaded.tokenizer, first, second, config.max_seq_length)
             if encoded is None:
