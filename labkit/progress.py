@@ -44,13 +44,14 @@ def _parent_command() -> str:
 def style() -> str:
     """'widget', 'text' or 'off'."""
     chosen = os.environ.get("LABKIT_PROGRESS", "").strip().lower()
-    if chosen in ("widget", "text", "off"):
+    if chosen in ("text", "off"):
         return chosen
-    if not _in_kernel():
-        return "text"
-    parent = _parent_command()
-    if any(name in parent for name in _HEADLESS_PARENTS):
-        return "text"
+    if chosen != "widget":
+        if not _in_kernel():
+            return "text"
+        parent = _parent_command()
+        if any(name in parent for name in _HEADLESS_PARENTS):
+            return "text"
     try:
         import ipywidgets  # noqa: F401  (the widget bar needs it)
     except ImportError:

@@ -1,6 +1,6 @@
 """Progress bars: text under papermill and in plain Python, widgets only where a person watches."""
 
-import io
+import pytest
 
 from labkit import progress
 
@@ -11,6 +11,7 @@ def test_plain_python_gets_text_bars(monkeypatch):
 
 
 def test_the_environment_can_choose(monkeypatch):
+    pytest.importorskip("ipywidgets")
     monkeypatch.setenv("LABKIT_PROGRESS", "off")
     assert progress.style() == "off"
     monkeypatch.setenv("LABKIT_PROGRESS", "widget")
@@ -35,6 +36,7 @@ def test_text_bar_keeps_numbers_outside_the_timing_bracket(monkeypatch, capsys):
 
 
 def test_kernels_started_by_papermill_are_headless(monkeypatch):
+    pytest.importorskip("ipywidgets")
     monkeypatch.delenv("LABKIT_PROGRESS", raising=False)
     monkeypatch.setattr(progress, "_in_kernel", lambda: True)
     monkeypatch.setattr(progress, "_parent_command", lambda: "/usr/bin/python -m papermill in.ipynb out.ipynb")
