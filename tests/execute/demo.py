@@ -1,0 +1,68 @@
+"""A small notebook and spec module, generated in tmp_path, that the run/sweep tests execute.
+
+Its metrics depend on the parameters and, through the seed, on noise, the way a real
+training notebook's do, but it needs no dataset and runs in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import nbformat
+
+SPEC_MODULE = '''
+from labkit.params import Param, Spec
+
+DEMO_SPEC = Spec(
+    "tests/demo",
+    Param("epochs", int, 3, min=1, max=100, help="training epochs"),
+    Param("learning_rate", float, 0.1, min=0, min_exclusive=True),
+    Param("seed", int, 0, min=0),
+    Param("mode", str, "ok", choices=("ok", "error", "crash", "hang", "diverge")),
+    Param("noise", float, 0.3, min=0),
+)
+'''
+
+PARAMETERS = 'epochs = 3\nlearning_rate = 0.1\nseed = 0\nmode = "ok"\nnoise = 0.3\n'
+
+BODY = '''import os, random, time
+from labkit.results import Run, record
+rng = random.Random(config.seed)
+if config.mode == "error":
+    raise RuntimeError("asked to fail")
+if config.mode == "crash":
+    os._exit(3)
+if config.mode == "hang":
+    time.sleep(60)
+accuracy = 80 + 2 * config.epochs + 10 * config.learning_rate + rng.gauss(0, config.noise)
+loss = float("nan") if config.mode == "diverge" else 1.0 / config.epochs + rng.random() * 0.01
+run = Run("tests/demo", status="diverged" if config.mode == "diverge" else "complete",
+          params=config.to_dict())
+run.add_metric("accuracy", accuracy, "%")
+run.add_metric("loss", loss)
+run.add_metric("cwd_has_spec", os.path.exists("demo_spec.py"))
+record(run)
+'''
+
+
+def make_demo(folder: Path, name: str = "demo.ipynb", with_spec: bool = True,
+              parameters: Optional[str] = None) -> Path:
+    """Write demo_spec.py and a notebook into ``folder``; return the notebook path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "demo_spec.py").write_text(SPEC_MODULE)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    params = nbformat.v4.new_code_cell(parameters if parameters is not None else PARAMETERS)
+    params.metadata["tags"] = ["parameters"]
+    if with_spec:
+        nb.metadata["labkit"] = {"spec": "demo_spec:DEMO_SPEC"}
+        check = "import demo_spec\nconfig = demo_spec.DEMO_SPEC.from_notebook(globals())"
+    else:
+        check = ("from labkit.params import Config\n"
+                 "config = Config(dict(epochs=epochs, learning_rate=learning_rate, seed=seed, mode=mode, noise=noise))")
+    nb.cells = [nbformat.v4.new_markdown_cell("# Demo"), params, nbformat.v4.new_code_cell(check),
+                nbformat.v4.new_code_cell(BODY)]
+    path = folder / name
+    nbformat.write(nb, str(path))
+    return path
