@@ -280,6 +280,23 @@ def _classify(exc: BaseException) -> Tuple[str, str]:
     return ERROR, "{}: {}".format(type(exc).__name__, exc)
 
 
+def _close_thread_loop() -> None:
+    """Close the event loop jupyter_core made for a worker thread (it never closes it itself).
+
+    In the main thread the loop is reused by every later run, so it stays open.
+    """
+    if threading.current_thread() is threading.main_thread():
+        return
+    try:
+        from jupyter_core.utils import _loop
+    except ImportError:  # pragma: no cover - older jupyter_core keeps no per-thread loop
+        return
+    loop = _loop.get()
+    if loop is not None and not loop.is_running() and not loop.is_closed():
+        loop.close()
+        _loop.set(None)
+
+
 def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, Any]] = None,
                  timeout: Optional[float] = None, cwd: Optional[str] = None,
                  kernel_name: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
@@ -289,7 +306,7 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
     ``timeout`` limits each cell, in whole seconds (rounded up). ``cwd`` defaults to the notebook's folder.
     ``env`` adds to (and overrides) this process's environment for the kernel. With
     ``check`` the parameters are checked first (ParameterError, no kernel started).
-    Never raises for a failing notebook: the failure is in the returned :class:`Outcome`
+    Safe to call from several threads or processes at once. Never raises for a failing notebook: the failure is in the returned :class:`Outcome`
     and in the output notebook.
     """
     import papermill
@@ -314,6 +331,8 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
         )
     except Exception as exc:  # every failure becomes an outcome; the notebook holds the details
         status, error = _classify(exc)
+    finally:
+        _close_thread_loop()
     return Outcome(status, error, time.monotonic() - started, os.path.abspath(output))
 
 

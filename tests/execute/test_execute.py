@@ -101,8 +101,10 @@ def test_timeout_and_dead_kernel_are_outcomes_not_exceptions(tmp_path):
     assert hung.status == execute.TIMEOUT and "timed out" in hung.error
     crashed = execute.run_notebook(nb, str(tmp_path / "crash.ipynb"), {"mode": "crash"})
     assert crashed.status == execute.DEAD_KERNEL
-    for name in ("hang.ipynb", "crash.ipynb"):
-        assert nbformat.read(str(tmp_path / name), as_version=4).metadata["papermill"]["exception"]
+    for name in ("hang.ipynb", "crash.ipynb"):  # written either way, without a result
+        written = nbformat.read(str(tmp_path / name), as_version=4)
+        assert written.metadata["papermill"]["parameters"]["mode"] in ("hang", "crash")
+        assert results.read(tmp_path / name).runs == []
 
 
 def test_eight_concurrent_runs_do_not_collide(tmp_path):
