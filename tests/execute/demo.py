@@ -42,6 +42,7 @@ run = Run("tests/demo", status="diverged" if config.mode == "diverge" else "comp
 run.add_metric("accuracy", accuracy, "%")
 run.add_metric("loss", loss)
 run.add_metric("cwd_has_spec", os.path.exists("demo_spec.py"))
+run.add_metric("visible_gpu", os.environ.get("CUDA_VISIBLE_DEVICES", "none"))
 record(run)
 '''
 
