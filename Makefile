@@ -25,7 +25,7 @@ lab: $(STAMP)
 	@$(VENV)/bin/labkit results runs/graphcore-mnist.ipynb --accuracy
 
 test: $(STAMP)
-	$(PY) -m vermin --target=3.8- --no-tips --violations --eval-annotations labkit
+	$(VENV)/bin/vermin --target=3.8- --no-tips --violations --eval-annotations labkit
 	$(PY) -m pytest tests --nbval-sanitize-with tests/golden/sanitize.cfg
 
 golden: $(STAMP)

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-__all__ = ["Param", "Spec", "Config", "ParameterError", "PATH", "injected_names"]
+__all__ = ["Param", "Spec", "Config", "ParameterError", "PATH", "injected_names", "existing_file", "usable_directory"]
 
 #: Declared type for a filesystem path given as text.
 PATH = "path"
@@ -331,3 +331,24 @@ def injected_names(history: Sequence[str]) -> List[str]:
                     names.extend(t.id for t in node.targets if isinstance(t, ast.Name))
             return names
     return []
+
+
+def existing_file(value: str) -> Optional[str]:
+    """A ``Param.check`` for paths that must name a readable file (a log, a config)."""
+    if not os.path.exists(value):
+        return "no such file"
+    if os.path.isdir(value):
+        return "is a directory, not a file"
+    if not os.access(value, os.R_OK):
+        return "cannot be read (permission denied)"
+    return None
+
+
+def usable_directory(value: str) -> Optional[str]:
+    """A ``Param.check`` for a directory that exists or can be created (a data cache)."""
+    if os.path.exists(value):
+        return None if os.path.isdir(value) else "is a file, not a directory"
+    parent = os.path.dirname(os.path.abspath(value))
+    if not os.path.isdir(parent):
+        return "does not exist, and neither does its parent directory {}".format(parent)
+    return None

@@ -18,7 +18,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-__all__ = ["Run", "record", "read", "read_runs", "collect", "SCRAP_MIME", "NotebookResults"]
+__all__ = ["Run", "record", "read", "read_runs", "collect", "compare_records", "SCRAP_MIME", "NotebookResults"]
 
 SCRAP_MIME = "application/scrapbook.scrap.json+json"
 RECORD_VERSION = 1
@@ -75,6 +75,17 @@ class Run:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
 
+    def table(self):
+        """The metrics as a one-column pandas table, each value with its unit ("98.12%", "0.25 s")."""
+        import pandas as pd
+
+        rows = []
+        for name, value in self.metrics.items():
+            unit = self.units.get(name, "")
+            text = "{:.2f}".format(value) if isinstance(value, float) else str(value)
+            rows.append({"metric": name, "value": text + unit if unit == "%" else (text + " " + unit).strip()})
+        return pd.DataFrame(rows, columns=["metric", "value"]).set_index("metric")
+
     def flat(self) -> Dict[str, Any]:
         """One row for a table: exercise, source, status, params and metrics side by side."""
         row: Dict[str, Any] = {"exercise": self.exercise, "source": self.source, "status": self.status}
@@ -108,26 +119,30 @@ def _json_restore(value: Any) -> Any:
     return value
 
 
-def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> Dict[str, Any]:
+def scrap(run: Union[Run, Mapping[str, Any]], name: str = "run") -> Dict[str, Any]:
+    """The scrapbook payload that :func:`record` displays."""
+    data = run.to_dict() if isinstance(run, Run) else _json_safe(dict(run))
+    return {"name": name, "data": data, "encoder": "json", "version": 1}
+
+
+def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> None:
     """Record ``run`` (a :class:`Run` or any JSON-able mapping) in the executing notebook.
 
-    Outside a notebook kernel this only returns the payload, so library code can call it
-    unconditionally.
+    Outside a notebook kernel it does nothing, so library code can call it unconditionally.
+    It returns nothing, so a notebook cell ending with it shows no extra output.
     """
-    data = run.to_dict() if isinstance(run, Run) else _json_safe(dict(run))
-    payload = {"name": name, "data": data, "encoder": "json", "version": 1}
+    payload = scrap(run, name)
     try:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:  # pragma: no cover - IPython ships with every kernel
-        return payload
+        return
     if get_ipython() is not None:
         display(
             {SCRAP_MIME: payload},
             raw=True,
             metadata={"scrapbook": {"name": name, "data": True, "display": False}},
         )
-    return payload
 
 
 @dataclass
@@ -233,3 +248,58 @@ def main(paths: Sequence[str]) -> int:
             print("labkit results: {}".format(exc), file=__import__("sys").stderr)
             status = 1
     return status
+
+
+#: Units whose values change from run to run on the same inputs (time and speed).
+UNSTABLE_UNITS = ("s", "ms", "us", "min", "h", "samples/s", "samples/sec", "images/s", "sequences/s",
+                  "tokens/s", "IPS", "it/s", "steps/s")
+#: Metric names that are timings even when recorded without a unit.
+UNSTABLE_NAME_PARTS = ("time", "throughput", "latency", "seconds", "rate", "ips", "duration")
+
+
+def is_unstable(run: Mapping[str, Any], metric: str) -> bool:
+    unit = (run.get("units") or {}).get(metric, "")
+    return unit in UNSTABLE_UNITS or any(part in metric.lower() for part in UNSTABLE_NAME_PARTS)
+
+
+def compare_records(expected: Mapping[str, Any], actual: Mapping[str, Any], rtol: float = 1e-6,
+                    atol: float = 1e-9) -> List[str]:
+    """Differences between two run records, ignoring what legitimately varies between runs.
+
+    Timings and speeds (by unit or name), the environment and the time series of timings are
+    skipped; other numbers are compared with a tolerance; everything else exactly. Used by the
+    golden-notebook tests and by grading's reproduction check.
+    """
+    problems: List[str] = []
+    for key in ("exercise", "source", "status", "params"):
+        if expected.get(key) != actual.get(key):
+            problems.append("{}: expected {!r}, got {!r}".format(key, expected.get(key), actual.get(key)))
+    exp_metrics = expected.get("metrics") or {}
+    act_metrics = actual.get("metrics") or {}
+    for name in sorted(set(exp_metrics) | set(act_metrics)):
+        if is_unstable(expected, name) and name in act_metrics:
+            continue
+        if name not in act_metrics or name not in exp_metrics:
+            problems.append("metric {}: present in only one record".format(name))
+            continue
+        a, b = exp_metrics[name], act_metrics[name]
+        if not _close(a, b, rtol, atol):
+            problems.append("metric {}: expected {!r}, got {!r}".format(name, a, b))
+    for name, series in (expected.get("series") or {}).items():
+        if is_unstable(expected, name):
+            continue
+        other = (actual.get("series") or {}).get(name)
+        if other is None or not _close(series.get("y"), other.get("y"), rtol, atol):
+            problems.append("series {}: differs".format(name))
+    return problems
+
+
+def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y, rtol, atol) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        a, b = _json_restore(a) if isinstance(a, str) else a, b
+        if math.isnan(a) and math.isnan(b):
+            return True
+        return abs(a - b) <= atol + rtol * abs(a)
+    return _json_restore(a) == _json_restore(b)

@@ -1,0 +1,202 @@
+"""MNIST for the Graphcore exercise: pre-staged files, a locked download, or a shipped sample.
+
+    from labkit.data import load_mnist
+    data = load_mnist()            # LABKIT_DATA_DIR, else ~/.cache/labkit/mnist
+    data = load_mnist("/path/to/idx/files", download=False)
+
+Where the files come from, in order:
+1. IDX files (gzip or raw) already in the directory, either flat or in torchvision's
+   ``MNIST/raw/`` layout: compute nodes without internet use files staged by hand.
+2. ``torchvision.datasets.MNIST(download=True)`` into that directory, under an inter-process
+   lock, when the network allows.
+3. The real 3,000 + 1,000 digit sample that ships with labkit, with a loud notice that its
+   accuracy is not comparable with full MNIST.
+
+Every file is checked (IDX header against size, gzip CRC, and for the full dataset the MD5 of
+the official release). A bad file that labkit downloaded is moved aside and downloaded again;
+a bad file that someone staged is reported, never used, never deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Union
+
+import numpy as np
+
+from labkit.data.cache import data_dir as resolve_data_dir
+from labkit.data.cache import locked
+from labkit.data.idx import IdxError, content_md5, read_idx
+
+__all__ = ["MnistData", "load_mnist", "MnistDataError", "SAMPLE_DIR", "MEAN", "STD"]
+
+#: The tutorial's normalisation (torchvision.transforms.Normalize((0.1307,), (0.3081,))).
+MEAN, STD = 0.1307, 0.3081
+
+FILES = {
+    "train_images": "train-images-idx3-ubyte",
+    "train_labels": "train-labels-idx1-ubyte",
+    "test_images": "t10k-images-idx3-ubyte",
+    "test_labels": "t10k-labels-idx1-ubyte",
+}
+# MD5 of the uncompressed official files (gzip bytes differ between mirrors).
+OFFICIAL_MD5 = {
+    "train_images": "6bbc9ace898e44ae57da46a324031adb",
+    "train_labels": "a25bea736e30d166cdddb491f175f624",
+    "test_images": "2646ac647ad5339dbf082846283269ea",
+    "test_labels": "27ae3e4e09519cfbb04c329615203637",
+}
+FULL_COUNTS = {"train": 60000, "test": 10000}
+SAMPLE_DIR = Path(__file__).resolve().parent / "mnist_sample"
+
+
+class MnistDataError(RuntimeError):
+    """MNIST could not be loaded; the message names the file and says how to fix it."""
+
+    def _render_traceback_(self):
+        return ["MnistDataError: " + str(self)]
+
+
+@dataclass
+class MnistData:
+    """The four MNIST arrays (images uint8 N x 28 x 28, labels int64) and where they came from."""
+
+    train_images: np.ndarray
+    train_labels: np.ndarray
+    test_images: np.ndarray
+    test_labels: np.ndarray
+    source: str  # "full" or "sample"
+    location: str
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def comparable(self) -> bool:
+        """True when accuracy can be compared with the course's numbers (full MNIST)."""
+        return self.source == "full"
+
+    def describe(self) -> str:
+        return "MNIST ({}): {:,} training and {:,} test images from {}".format(
+            "full" if self.comparable else "labkit's shipped sample",
+            len(self.train_labels), len(self.test_labels), self.location)
+
+
+def _find(directory: Path) -> Optional[Dict[str, Path]]:
+    """The four files in ``directory`` or its torchvision layout, raw preferred over gzip."""
+    for folder in (directory, directory / "MNIST" / "raw", directory / "raw"):
+        found = {}
+        for key, name in FILES.items():
+            for candidate in (folder / name, folder / (name + ".gz")):
+                if candidate.is_file():
+                    found[key] = candidate
+                    break
+        if len(found) == len(FILES):
+            return found
+    return None
+
+
+def _read_all(files: Dict[str, Path], check_md5: bool) -> Dict[str, np.ndarray]:
+    arrays = {}
+    for key, path in files.items():
+        array, raw = read_idx(path)
+        split = key.split("_")[0]
+        if check_md5 and len(array) == FULL_COUNTS[split] and content_md5(raw) != OFFICIAL_MD5[key]:
+            raise IdxError("{}: the right size, but its content differs from the official MNIST release "
+                           "(MD5 mismatch): the file is corrupted".format(path))
+        arrays[key] = array
+    for split in ("train", "test"):
+        images, labels = arrays[split + "_images"], arrays[split + "_labels"]
+        if images.ndim != 3 or images.shape[1:] != (28, 28) or labels.ndim != 1 or len(images) != len(labels):
+            raise IdxError("{} / {}: shapes {} and {} are not MNIST images with one label each".format(
+                files[split + "_images"], files[split + "_labels"], images.shape, labels.shape))
+    return arrays
+
+
+def _download(directory: Path) -> None:
+    """torchvision's own download (mirrors, MD5 of the archives), into ``directory/MNIST/raw``."""
+    import socket
+
+    import torchvision
+
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(30)  # a blocked network must fail, not hang a notebook
+    try:
+        for train in (True, False):
+            torchvision.datasets.MNIST(str(directory), train=train, download=True)
+    finally:
+        socket.setdefaulttimeout(previous)
+
+
+def _set_aside(files: Dict[str, Path]) -> List[str]:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    moved = []
+    for path in files.values():
+        target = path.with_name(path.name + ".corrupt-" + stamp)
+        os.replace(path, target)
+        moved.append(str(target))
+    return moved
+
+
+def _as_data(arrays: Dict[str, np.ndarray], source: str, location: str, notes: List[str]) -> MnistData:
+    return MnistData(
+        train_images=np.ascontiguousarray(arrays["train_images"]),
+        train_labels=arrays["train_labels"].astype(np.int64),
+        test_images=np.ascontiguousarray(arrays["test_images"]),
+        test_labels=arrays["test_labels"].astype(np.int64),
+        source=source, location=location, notes=notes)
+
+
+def load_sample() -> MnistData:
+    files = _find(SAMPLE_DIR)
+    if files is None:  # pragma: no cover - a broken install
+        raise MnistDataError("labkit's MNIST sample is missing from {}; reinstall labkit".format(SAMPLE_DIR))
+    notice = ("NOTICE: full MNIST was not found and could not be downloaded, so this run uses labkit's "
+              "shipped sample of 3,000 training and 1,000 test digits. Its accuracy is NOT comparable "
+              "with the course's numbers on the full dataset. Stage the four MNIST IDX files in a "
+              "directory and pass it as data_dir (or set LABKIT_DATA_DIR) for a comparable run.")
+    return _as_data(_read_all(files, check_md5=False), "sample", str(SAMPLE_DIR), [notice])
+
+
+def load_mnist(data_dir: Optional[Union[str, os.PathLike]] = None, download: bool = True,
+               allow_sample: bool = True) -> MnistData:
+    """Load MNIST as the module docstring describes."""
+    directory = resolve_data_dir(data_dir, "mnist")
+    notes: List[str] = []
+    files = _find(directory) if directory.is_dir() else None
+    if files is not None:
+        try:
+            return _as_data(_read_all(files, check_md5=True), "full", str(directory), notes)
+        except IdxError as exc:
+            managed = all(p.parent == directory / "MNIST" / "raw" for p in files.values())
+            if not (managed and download):
+                raise MnistDataError(
+                    "{}\nThis file was staged by hand, so labkit leaves it as it is. Replace it with a good copy "
+                    "of the MNIST IDX file (gzip or raw), or point data_dir at another directory.".format(exc)) from None
+            with locked(directory):
+                if _find(directory) == files:  # another run may have repaired it meanwhile
+                    moved = _set_aside({k: p for k, p in files.items()})
+                    notes.append("Repaired the MNIST cache: {}. The bad files were kept as {}.".format(exc, ", ".join(moved)))
+            files = None
+    if download:
+        try:
+            with locked(directory):
+                if _find(directory) is None:
+                    _download(directory)
+            files = _find(directory)
+            if files is not None:
+                return _as_data(_read_all(files, check_md5=True), "full", str(directory), notes)
+        except IdxError as exc:
+            raise MnistDataError("{}\nThe download itself is damaged; delete {} and run again.".format(
+                exc, directory / "MNIST")) from None
+        except (OSError, RuntimeError) as exc:  # no network: torchvision raises RuntimeError
+            reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+            notes.append("Downloading MNIST into {} failed: {}".format(directory, reason[:300]))
+    if not allow_sample:
+        raise MnistDataError(
+            "MNIST was not found in {} and could not be downloaded. Stage the four IDX files "
+            "({}) there, gzip or raw, or pass data_dir.".format(directory, ", ".join(FILES.values())))
+    sample = load_sample()
+    sample.notes[:0] = notes
+    return sample

@@ -1,0 +1,1 @@
+"""One module per testbed: its exercises' parameter specs and how each runs there."""

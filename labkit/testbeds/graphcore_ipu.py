@@ -1,0 +1,109 @@
+"""The MNIST exercise's IPU backend: PopTorch, as the course's ``mnist_poptorch.py`` uses it.
+
+Verified only on the Graphcore testbed (PopTorch ships inside the Poplar SDK and cannot be
+installed elsewhere); here it is tested against a fake that speaks PopTorch's API. Kept thin:
+every call below is PopTorch's documented API, in the tutorial's order.
+
+    opts = poptorch.Options().deviceIterations(n); opts.outputMode(poptorch.OutputMode.All)
+    poptorch.DataLoader(opts, dataset, batch_size=..., shuffle=True, drop_last=True)
+    poptorch.trainingModel(model_with_loss, opts, optimizer=torch.optim.SGD(...))
+    training_model.detachFromDevice(); poptorch.inferenceModel(model, test_opts)
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from labkit.params import Config
+from labkit.progress import bar
+from labkit.testbeds import mnist_portable
+from labkit.testbeds.graphcore import MnistResult, finish_run, progress_callbacks
+from labkit.testbeds.mnist_portable import StepRecord, TrainHistory
+
+
+def _dataset(images: np.ndarray, labels: np.ndarray) -> torch.utils.data.TensorDataset:
+    x = torch.from_numpy(np.array(images, dtype=np.float32)).div_(255.0)
+    x = x.sub_(mnist_portable.MEAN).div_(mnist_portable.STD).unsqueeze(1)
+    return torch.utils.data.TensorDataset(x, torch.from_numpy(np.array(labels, dtype=np.int64)))
+
+
+def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.ndarray,
+        test_images: np.ndarray, test_labels: np.ndarray, say: Callable[[str], None]) -> MnistResult:
+    import poptorch
+
+    say("Training on an IPU with PopTorch {}.".format(getattr(poptorch, "__version__", "")))
+    model = mnist_portable.build_model(config.seed, torch.device("cpu"))
+    model = model.to(memory_format=torch.contiguous_format)
+    say(repr(model))
+
+    opts = poptorch.Options().deviceIterations(config.device_iterations)
+    opts.outputMode(poptorch.OutputMode.All)  # every micro-batch's loss and predictions come back
+    opts.randomSeed(config.seed)
+    train_loader = poptorch.DataLoader(opts, _dataset(train_images, train_labels),
+                                       batch_size=config.batch_size, shuffle=True, drop_last=True)
+    optimizer = torch.optim.SGD(model.model.parameters(), lr=config.learning_rate)
+    training_model = poptorch.trainingModel(model, opts, optimizer=optimizer)
+
+    # Compile explicitly so graph compilation is timed apart from training (a first epoch that
+    # includes it is the classic misreading of IPU speed).
+    first_x, first_y = next(iter(train_loader))
+    start = time.perf_counter()
+    training_model.compile(first_x, first_y)
+    compile_seconds = time.perf_counter() - start
+
+    steps_per_epoch = len(train_loader)
+    samples_per_step = config.batch_size * config.device_iterations
+    history = TrainHistory(steps_per_epoch=steps_per_epoch, samples_per_epoch=steps_per_epoch * samples_per_step)
+    on_step, on_epoch, close = progress_callbacks(config, steps_per_epoch, say)
+    step = 0
+    try:
+        for epoch in range(1, config.epochs + 1):
+            epoch_start = time.perf_counter()
+            for data, labels in train_loader:
+                step_start = time.perf_counter()
+                predictions, losses = training_model(data, labels)
+                with torch.no_grad():
+                    correct = (predictions.argmax(1) == labels[-predictions.size(0):]).float().mean().item()
+                    record = StepRecord(epoch, step + 1, torch.mean(losses).item(), 100.0 * correct)
+                step += 1
+                history.steady_seconds += time.perf_counter() - step_start
+                history.steady_samples += samples_per_step
+                history.steps.append(record)
+                on_step(record)
+            history.epoch_seconds.append(time.perf_counter() - epoch_start)
+            on_epoch(epoch, history.epoch_seconds[-1])
+    finally:
+        close()
+    training_model.copyWeightsToHost()
+    training_model.detachFromDevice()  # one IPU: release it before the inference model attaches
+
+    test_opts = poptorch.Options()
+    inference_model = poptorch.inferenceModel(model.model, test_opts)
+    test_loader = poptorch.DataLoader(test_opts, _dataset(test_images, test_labels),
+                                      batch_size=config.test_batch_size, shuffle=False, drop_last=True)
+    test_x, _ = next(iter(test_loader))
+    start = time.perf_counter()
+    inference_model.compile(test_x)
+    test_compile_seconds = time.perf_counter() - start
+    total, batches = 0.0, 0
+    start = time.perf_counter()
+    with torch.no_grad():
+        for data, labels in bar(test_loader, total=len(test_loader), desc="Testing", leave=False, unit="batch"):
+            output = inference_model(data)
+            total += (output.argmax(1) == labels).float().mean().item() * 100.0
+            batches += 1
+    test_seconds = time.perf_counter() - start
+    inference_model.detachFromDevice()
+    accuracy = total / batches
+    test_throughput = batches * config.test_batch_size / test_seconds
+    say("Graph compilation: {:.1f} s for training and {:.1f} s for inference, reported separately. Training "
+        "throughput: {:.0f} samples/s; test throughput: {:.0f} samples/s.".format(
+            compile_seconds, test_compile_seconds, history.throughput, test_throughput))
+    run = finish_run(config, "ipu", history, accuracy, test_throughput, "train_compile_time", compile_seconds,
+                     source="testbed", extra_env={"device": "ipu", "poptorch": getattr(poptorch, "__version__", None)})
+    run.add_metric("test_compile_time", round(test_compile_seconds, 4), "s")
+    return MnistResult(run=run, model=model.model, history=history)
