@@ -1,0 +1,182 @@
+"""labkit.bert: presets, synthetic batches, the loss, the training loop, and the modelzoo's rates."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+import torch
+
+from labkit import bert
+
+from tests.cerebras.conftest import LOGS
+
+
+def batches(seed, **kw):
+    kw.setdefault("num_batches", 3)
+    return list(bert.synthetic_batches(4, 32, 1024, seed=seed, **kw))
+
+
+def test_presets_have_the_documented_shapes():
+    large = bert.model_config("large", 128)
+    assert (large.num_hidden_layers, large.hidden_size, large.num_attention_heads, large.intermediate_size) == \
+        (24, 1024, 16, 4096)
+    assert large.vocab_size == bert.BERT_VOCAB_SIZE
+    tiny = bert.model_config("tiny", 128)
+    assert (tiny.num_hidden_layers, tiny.hidden_size, tiny.num_attention_heads) == (2, 128, 2)
+    with pytest.raises(ValueError, match="model_size='huge'.*large, base, mini, tiny, micro"):
+        bert.model_config("huge")
+
+
+def test_same_seed_same_weights_and_batches():
+    a, b = bert.build_model("micro", 32, seed=3), bert.build_model("micro", 32, seed=3)
+    c = bert.build_model("micro", 32, seed=4)
+    sa, sc = a.state_dict(), c.state_dict()
+    assert all(torch.equal(v, b.state_dict()[k]) for k, v in sa.items())
+    assert not all(torch.equal(v, sc[k]) for k, v in sa.items())
+    first, again, other = batches(1), batches(1), batches(2)
+    for x, y in zip(first, again):
+        assert all(torch.equal(x[k], y[k]) for k in x)
+    assert not torch.equal(first[0]["input_ids"], other[0]["input_ids"])
+
+
+def test_seeding_leaves_the_callers_random_state_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    bert.build_model("micro", 32, seed=0)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_batch_layout_is_cls_a_sep_b_sep_with_masked_lm_labels():
+    ids = bert._special_ids(1024)
+    for batch in bert.synthetic_batches(64, 32, 1024, seed=0, num_batches=2):
+        inputs, labels, types, mask = batch["input_ids"], batch["labels"], batch["token_type_ids"], batch["attention_mask"]
+        assert inputs.shape == labels.shape == types.shape == mask.shape == (64, 32)
+        assert set(batch["next_sentence_label"].tolist()) <= {0, 1}
+        for row in range(64):
+            real = int(mask[row].sum())
+            original = torch.where(labels[row] != -100, labels[row], inputs[row])[:real].tolist()
+            assert original[0] == ids["cls"] and original[-1] == ids["sep"] and original.count(ids["sep"]) == 2
+            assert inputs[row, real:].eq(ids["pad"]).all() and mask[row, :real].eq(1).all()
+            sep = original.index(ids["sep"])
+            assert types[row, :sep + 1].eq(0).all() and types[row, sep + 1:real].eq(1).all()
+            chosen = (labels[row] != -100).nonzero().flatten().tolist()
+            assert 1 <= len(chosen) <= round(32 * 0.15)
+            assert all(0 < p < real and p != sep and p != real - 1 for p in chosen)  # words only
+    # Of the chosen words, about 80% read [MASK] (BERT's 80/10/10 rule).
+    big = next(bert.synthetic_batches(512, 128, 1024, seed=5))
+    chosen = big["labels"] != -100
+    share = big["input_ids"][chosen].eq(ids["mask"]).float().mean().item()
+    assert 0.77 < share < 0.83
+
+
+def test_loss_matches_bert_for_pre_training_forward():
+    model = bert.build_model("micro", 32, seed=0).eval()
+    batch = batches(0)[0]
+    with torch.no_grad():
+        reference = model(**batch).loss
+        ours = bert.pretraining_loss(model, batch)
+    assert ours.item() == pytest.approx(reference.item(), rel=1e-5)
+
+
+def _losses(seed, data_seed=0):
+    model = bert.build_model("micro", 32, seed=seed)
+    data = bert.synthetic_batches(4, 32, model.config.vocab_size, seed=data_seed)
+    return bert.train(model, data, steps=4, log_steps=2, device="cpu", seed=seed, progress=False)
+
+
+def test_training_is_deterministic_per_seed():
+    first, again, other = _losses(0), _losses(0), _losses(1)
+    assert first.losses == again.losses and len(first.losses) == 4
+    assert first.losses != other.losses
+    assert [e.step for e in first.logs] == [2, 4]
+    assert first.total_samples == 16 and first.batch_size == 4
+
+
+def test_global_rate_is_samples_over_time_since_the_first_step():
+    result = _losses(0)
+    for entry in result.logs:
+        assert entry.global_rate * entry.elapsed == pytest.approx(entry.step * 4, rel=1e-6)
+    assert result.warmup_time == result.step_times[0]
+    assert sum(result.step_times) == pytest.approx(result.total_time, abs=0.05)
+
+
+def test_gradient_accumulation_gives_the_full_batch_gradient():
+    batch = next(bert.synthetic_batches(8, 32, 1024, seed=0, short_seq_prob=0.0))
+    grads = []
+    for micro in (None, 2):
+        model = bert.build_model("micro", 32, seed=0)
+        for module in model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+        loss = bert.train_step(model, batch, optimizer, "cpu", micro_batch_size=micro)
+        grads.append((loss.item(), torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])))
+    assert grads[0][0] == pytest.approx(grads[1][0], rel=1e-5)
+    assert torch.allclose(grads[0][1], grads[1][1], atol=1e-6)
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def reference_rates(batch, window_seconds, smoothing=0.4):
+    """Independent reference: GlobalRate = samples / seconds since start; Rate = smoothed window rate."""
+    out, total_s, total_n, previous = [], 0.0, 0, None
+    for steps, seconds in window_seconds:
+        total_s += seconds
+        total_n += steps * batch
+        current = steps * batch / seconds
+        previous = current if previous is None else (1 - smoothing) * current + smoothing * previous
+        out.append((previous, total_n / total_s))
+    return out
+
+
+def test_rate_tracker_against_a_reference_computation():
+    rng = random.Random(0)
+    windows = [(rng.randint(1, 50), rng.uniform(0.1, 30.0)) for _ in range(20)]
+    clock = FakeClock()
+    tracker = bert.RateTracker(clock=clock)
+    got = []
+    for steps, seconds in windows:
+        for _ in range(steps):
+            tracker.add(64)
+        clock.now += seconds
+        got.append((tracker.rate(), tracker.global_rate()))
+    expected = reference_rates(64, windows)
+    assert [x for pair in got for x in pair] == pytest.approx([x for pair in expected for x in pair], rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["student-kloiks-spring2024-bert-large-bs1024.log",
+                                  "student-sarora39-spring2024-bert-large-bs2048.log",
+                                  "student-xiaoruiDong-spring2024-bert-large-bs512.log",
+                                  "upstream-spring2024-bert-large-MSL128-sample-output.log"])
+def test_rate_tracker_reproduces_real_cs2_logs(name):
+    """Replay a CS-2 run's timing (window times from its GlobalRate column): our Rate is its Rate."""
+    path = LOGS / name
+    if not path.is_file():
+        pytest.skip("real Cerebras logs not found")
+    text = path.read_text()
+    batch = int(re.search(r"Effective batch size is (\d+)", text).group(1))
+    rows = [(int(s), float(r), float(g)) for s, r, g in
+            re.findall(r"Step=(\d+), Loss=[\d.]+, Rate=([\d.]+) samples/sec, GlobalRate=([\d.]+)", text)]
+    clock = FakeClock()
+    start = clock.now
+    tracker = bert.RateTracker(clock=clock)
+    done = 0
+    for step, rate, global_rate in rows:
+        tracker.add((step - done) * batch)
+        done = step
+        clock.now = start + step * batch / global_rate
+        assert tracker.rate() == pytest.approx(rate, abs=0.06)  # the log rounds to 2 decimals
+        assert tracker.global_rate() == pytest.approx(global_rate, abs=1e-6)
+    # A plain (unsmoothed) window rate would not reproduce the log: the smoothing is real.
+    plain = [(rows[i][0] - rows[i - 1][0]) * batch / (rows[i][0] * batch / rows[i][2] - rows[i - 1][0] * batch / rows[i - 1][2])
+             for i in range(1, len(rows))]
+    assert max(abs(p - r[1]) for p, r in zip(plain, rows[1:])) > 1.0
