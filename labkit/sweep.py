@@ -416,6 +416,7 @@ def run_parsl(tasks: Sequence[Mapping[str, Any]], config: Any, out: str,
     if getattr(config, "run_dir", "runinfo") == "runinfo":  # keep Parsl's logs with the sweep
         config.run_dir = os.path.join(os.path.abspath(out), "parsl")
     dfk = parsl.load(config)
+    log_files = _parsl_log_handlers(config.run_dir)
     try:
         app = parsl.python_app(_parsl_task, data_flow_kernel=dfk)
         futures = {app(dict(task)): task for task in tasks}
@@ -424,3 +425,20 @@ def run_parsl(tasks: Sequence[Mapping[str, Any]], config: Any, out: str,
     finally:
         dfk.cleanup()
         parsl.clear()
+        for logger, handler in log_files:  # Parsl detaches its parsl.log handler without closing it
+            logger.removeHandler(handler)
+            handler.close()
+
+
+def _parsl_log_handlers(run_dir: str) -> List[Tuple[Any, Any]]:
+    """(logger, handler) pairs writing files under this sweep's Parsl run directory."""
+    import logging
+
+    found = []
+    loggers = [logging.getLogger()] + [lg for lg in logging.root.manager.loggerDict.values()
+                                       if isinstance(lg, logging.Logger)]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if os.path.abspath(getattr(handler, "baseFilename", "/")).startswith(os.path.abspath(run_dir)):
+                found.append((logger, handler))
+    return found

@@ -43,6 +43,7 @@ run.add_metric("accuracy", accuracy, "%")
 run.add_metric("loss", loss)
 run.add_metric("cwd_has_spec", os.path.exists("demo_spec.py"))
 run.add_metric("visible_gpu", os.environ.get("CUDA_VISIBLE_DEVICES", "none"))
+run.add_metric("slurm_job", os.environ.get("SLURM_JOB_ID", "none"))
 record(run)
 '''
 
