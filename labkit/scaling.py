@@ -314,7 +314,7 @@ def as_run(frame, params: Dict[str, Any]):
 
 
 def plot_scaling(frame, title: str = "Data-parallel throughput"):
-    """Throughput against replicas, one line per platform and micro-batch size."""
+    """Throughput against replicas (left) and micro-batch size (right), one line per platform and setting."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -334,4 +334,6 @@ def plot_scaling(frame, title: str = "Data-parallel throughput"):
         ax.legend(fontsize="x-small")
     fig.suptitle(title)
     fig.tight_layout()
-    return fig
+    from labkit.plots import _show
+
+    return _show(fig)  # in a notebook: shown exactly once; elsewhere: the figure
