@@ -5,7 +5,8 @@
 N runs of a trivial notebook (a parameters cell with `seed`, a cell that records a Run), three ways,
 in this one process, one after another on the same machine:
 
-1. reference: N `papermill IN OUT -p seed K` commands run one after another (subprocess);
+1. reference: N `papermill IN OUT -p seed K` commands run one after another (subprocess),
+   and N `papermill.execute_notebook` calls in this process (no interpreter start-up per run);
 2. `labkit.sweep.run_sweep` with --repeats N and 1 worker;
 3. the same with 2 workers.
 
@@ -57,6 +58,13 @@ def main(n: int = 8) -> int:
                             "-p", "seed", str(k), "--no-progress-bar", "--log-level", "ERROR"],
                            check=True, env=env, cwd=str(folder), capture_output=True)
         plain = time.perf_counter() - start
+        import papermill
+
+        start = time.perf_counter()
+        for k in range(n):
+            papermill.execute_notebook(str(nb), str(folder / "api-{}.ipynb".format(k)), parameters={"seed": k},
+                                       progress_bar=False, cwd=str(folder))
+        in_process = time.perf_counter() - start
         timings = {}
         for workers in (1, 2):
             out = folder / "sweep-{}".format(workers)
@@ -67,13 +75,16 @@ def main(n: int = 8) -> int:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     print("N = {} trivial runs on {} CPU(s)".format(n, os.cpu_count()))
-    print("{:<44} {:>9} {:>9}".format("", "total s", "s / run"))
-    print("{:<44} {:>9.1f} {:>9.2f}".format("papermill CLI, one after another", plain, plain / n))
+    print("{:<50} {:>9} {:>9}".format("", "total s", "s / run"))
+    print("{:<50} {:>9.1f} {:>9.2f}".format("papermill CLI, one after another", plain, plain / n))
+    print("{:<50} {:>9.1f} {:>9.2f}".format("papermill API in this process, one after another", in_process, in_process / n))
     for workers in (1, 2):
-        print("{:<44} {:>9.1f} {:>9.2f}".format("labkit sweep, {} worker{}".format(workers, "s" if workers > 1 else ""),
+        print("{:<50} {:>9.1f} {:>9.2f}".format("labkit sweep, {} worker{}".format(workers, "s" if workers > 1 else ""),
                                               timings[workers], timings[workers] / n))
     print("labkit overhead per run vs papermill (1 worker): {:+.2f} s ({:+.0f} %)".format(
         (timings[1] - plain) / n, 100 * (timings[1] - plain) / plain))
+    print("labkit overhead per run vs papermill's API in-process (1 worker): {:+.2f} s ({:+.0f} %)".format(
+        (timings[1] - in_process) / n, 100 * (timings[1] - in_process) / in_process))
     print("parallel speed-up, 2 workers vs 1: {:.2f}x".format(timings[1] / timings[2]))
     return 0
 
