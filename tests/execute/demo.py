@@ -21,14 +21,31 @@ DEMO_SPEC = Spec(
     Param("seed", int, 0, min=0),
     Param("mode", str, "ok", choices=("ok", "error", "crash", "hang", "diverge")),
     Param("noise", float, 0.3, min=0),
+    Param("cache_dir", str, "", help="a shared 'dataset' cache to fill on first use ('' for none)"),
 )
 '''
 
-PARAMETERS = 'epochs = 3\nlearning_rate = 0.1\nseed = 0\nmode = "ok"\nnoise = 0.3\n'
+PARAMETERS = 'epochs = 3\nlearning_rate = 0.1\nseed = 0\nmode = "ok"\nnoise = 0.3\ncache_dir = ""\n'
 
 BODY = '''import os, random, time
 from labkit.results import Run, record
 rng = random.Random(config.seed)
+cache_ok = None
+if config.cache_dir:  # a 'download' into a shared cache, written in slow chunks, under labkit's lock
+    from labkit.data.cache import locked
+    data = os.path.join(config.cache_dir, "data.bin")
+    with locked(config.cache_dir):
+        if not os.path.exists(data):
+            with open(os.path.join(config.cache_dir, "downloads.log"), "a") as log:
+                log.write("downloaded by seed %d\\n" % config.seed)
+            with open(data, "wb") as f:
+                for chunk in range(20):
+                    f.write(bytes([chunk]) * 4096)
+                    f.flush()
+                    time.sleep(0.01)
+    with open(data, "rb") as f:
+        content = f.read()
+    cache_ok = content == b"".join(bytes([c]) * 4096 for c in range(20))
 if config.mode == "error":
     raise RuntimeError("asked to fail")
 if config.mode == "crash":
@@ -43,6 +60,7 @@ run.add_metric("accuracy", accuracy, "%")
 run.add_metric("loss", loss)
 run.add_metric("cwd_has_spec", os.path.exists("demo_spec.py"))
 run.add_metric("visible_gpu", os.environ.get("CUDA_VISIBLE_DEVICES", "none"))
+run.add_metric("cache_ok", cache_ok)
 run.add_metric("slurm_job", os.environ.get("SLURM_JOB_ID", "none"))
 record(run)
 '''
@@ -62,7 +80,8 @@ def make_demo(folder: Path, name: str = "demo.ipynb", with_spec: bool = True,
         check = "import demo_spec\nconfig = demo_spec.DEMO_SPEC.from_notebook(globals())"
     else:
         check = ("from labkit.params import Config\n"
-                 "config = Config(dict(epochs=epochs, learning_rate=learning_rate, seed=seed, mode=mode, noise=noise))")
+                 "config = Config(dict(epochs=epochs, learning_rate=learning_rate, seed=seed, mode=mode, noise=noise, "
+                 "cache_dir=cache_dir))")
     nb.cells = [nbformat.v4.new_markdown_cell("# Demo"), params, nbformat.v4.new_code_cell(check),
                 nbformat.v4.new_code_cell(BODY)]
     path = folder / name

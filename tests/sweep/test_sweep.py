@@ -86,9 +86,10 @@ def test_failures_are_rows_with_causes_and_a_restart_redoes_only_unfinished_runs
     assert sweep.run_sweep(plan, str(out), quiet=True)["ran"] == 0
 
 
-def test_eight_parallel_runs_each_pinned_to_one_gpu(tmp_path):
+def test_eight_parallel_runs_on_a_cold_cache_each_pinned_to_one_gpu(tmp_path):
     nb = make_demo(tmp_path / "nb")
-    plan = sweep.plan(str(nb), [], repeats=8)
+    cache = tmp_path / "cold-cache"
+    plan = sweep.plan(str(nb), [("cache_dir", str(cache))], repeats=8)
     done = sweep.run_sweep(plan, str(tmp_path / "out"), workers=8, gpus=["0", "1"], quiet=True)
     assert done["failed"] == 0
     table = results.collect(tmp_path / "out")
@@ -97,3 +98,6 @@ def test_eight_parallel_runs_each_pinned_to_one_gpu(tmp_path):
     # each kernel saw exactly the one device its worker holds
     assert set(table["visible_gpu"].astype(str)) <= {"0", "1"}
     assert (table["visible_gpu"].astype(str) == table["gpu"].astype(str)).all()
+    # eight runs met a cold cache at once: one filled it under labkit's lock, all read it whole
+    assert len((cache / "downloads.log").read_text().splitlines()) == 1
+    assert table["cache_ok"].astype(bool).all()
