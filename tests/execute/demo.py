@@ -42,7 +42,7 @@ if config.cache_dir:  # a 'download' into a shared cache, written in slow chunks
                 for chunk in range(20):
                     f.write(bytes([chunk]) * 4096)
                     f.flush()
-                    time.sleep(0.01)
+                    time.sleep(0.15)
     with open(data, "rb") as f:
         content = f.read()
     cache_ok = content == b"".join(bytes([c]) * 4096 for c in range(20))
