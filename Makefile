@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 
 lab: $(STAMP)
 	@mkdir -p runs
-	$(VENV)/bin/papermill --cwd notebooks/graphcore notebooks/graphcore/mnist.ipynb runs/graphcore-mnist.ipynb
+	$(VENV)/bin/labkit run notebooks/graphcore/mnist.ipynb runs/graphcore-mnist.ipynb
 	@echo "Executed notebook: runs/graphcore-mnist.ipynb"
 	@$(VENV)/bin/labkit results runs/graphcore-mnist.ipynb --lines "Accuracy on test set"
 

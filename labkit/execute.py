@@ -1,0 +1,400 @@
+"""Run one notebook with checked parameters: ``labkit run``.
+
+    labkit run notebooks/graphcore/mnist.ipynb runs/mnist.ipynb -p epochs 2 -p learning_rate 1
+    labkit run NOTEBOOK OUTPUT -y 'epochs: 2' --timeout 600      # YAML text (or -f FILE)
+
+Parameters are checked against the notebook's declared parameters *before* a kernel starts
+(papermill itself only warns about unknown names and never checks types, its issue #55):
+
+- a notebook whose metadata holds ``"labkit": {"spec": "module:ATTR"}`` is checked against
+  that :class:`labkit.params.Spec` (types, ranges, choices, cross-checks);
+- any other notebook is checked against the assignments of its ``parameters`` cell: names
+  and the types of their literal defaults.
+
+The kernel runs in the notebook's own directory (papermill runs it in the caller's). The
+exit status is 0 when the notebook ran to the end, 1 when it failed (the output notebook
+is written either way, with the error in it) and 2 when parameters were refused.
+
+Many runs at once never collide on ports (papermill #511): every kernel talks to its client
+over Unix-domain sockets in a private directory (ZeroMQ ``ipc`` transport), so there is no
+port to race for. Where ``ipc`` is unavailable (Windows) kernels start one at a time under
+a process-wide lock instead.
+
+From Python (what sweeps use)::
+
+    outcome = run_notebook("nb.ipynb", "out.ipynb", {"epochs": 2}, timeout=600)
+    outcome.status, outcome.error, outcome.duration
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import math
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from labkit.params import Param, ParameterError, Spec
+
+__all__ = ["NotebookParameters", "Outcome", "notebook_parameters", "run_notebook", "register", "main"]
+
+#: Outcome.status values.
+COMPLETE, ERROR, TIMEOUT, DEAD_KERNEL = "complete", "error", "timeout", "dead kernel"
+
+_LITERAL_TYPES = (bool, int, float, str, list)
+
+
+@dataclass
+class NotebookParameters:
+    """The parameters a notebook declares, read without starting a kernel.
+
+    ``spec`` checks the typed ones; ``free`` names (defaults that are not plain literals,
+    e.g. ``data_dir = None``) take any YAML value unchecked.
+    """
+
+    notebook: str
+    spec: Spec
+    origin: str
+    free: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def names(self) -> List[str]:
+        return list(self.spec.params) + list(self.free)
+
+    def describe(self) -> str:
+        text = "Parameters of {} ({}):\n{}".format(self.notebook, self.origin, self.spec.describe())
+        if self.free:
+            text += "\nunchecked (default is not a plain literal): " + ", ".join(
+                "{} = {}".format(k, v) for k, v in self.free.items())
+        return text
+
+    def _refuse(self, problems: Sequence[str]) -> ParameterError:
+        error = ParameterError(list(problems), self.spec.name)
+        error.args = (str(error) + "\n\n" + self.describe(),)
+        return error
+
+    def from_text(self, pairs: Mapping[str, str]) -> Dict[str, Any]:
+        """``-p NAME TEXT`` pairs -> typed values; ParameterError listing every problem."""
+        import yaml
+
+        declared = {k: v for k, v in pairs.items() if k not in self.free}
+        try:
+            values = self.spec.from_text(declared)
+        except ParameterError as exc:
+            raise self._refuse(exc.problems) from None
+        for name in pairs:
+            if name in self.free:
+                try:
+                    values[name] = yaml.safe_load(pairs[name])
+                except yaml.YAMLError:
+                    values[name] = pairs[name]
+        return values
+
+    def check(self, values: Mapping[str, Any]) -> Dict[str, Any]:
+        """Typed values (missing ones keep their defaults) -> the same names, converted.
+
+        The whole configuration is validated, so the spec's cross-checks apply too.
+        """
+        declared = {k: v for k, v in values.items() if k not in self.free}
+        try:
+            config = self.spec.validate(declared)
+        except ParameterError as exc:
+            raise self._refuse(exc.problems) from None
+        checked = {k: config[k] for k in declared}
+        checked.update({k: v for k, v in values.items() if k in self.free})
+        return checked
+
+    def defaults(self) -> Dict[str, Any]:
+        return self.spec.defaults()
+
+
+def _parameters_cell(nb: Any) -> Optional[Any]:
+    for cell in nb.cells:
+        if cell.get("cell_type") == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
+            return cell
+    return None
+
+
+def load_spec(reference: str, notebook_dir: str = "") -> Spec:
+    """Import ``module:ATTR``; the notebook's folder is searched too (where its kernel runs)."""
+    module_name, _, attr = reference.partition(":")
+    if not module_name or not attr:
+        raise ValueError("notebook metadata labkit.spec = {!r}: expected 'module:ATTR'".format(reference))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        if not notebook_dir:
+            raise
+        sys.path.insert(0, notebook_dir)
+        try:
+            module = importlib.import_module(module_name)
+        finally:
+            sys.path.remove(notebook_dir)
+    spec = getattr(module, attr, None)
+    if not isinstance(spec, Spec):
+        raise ValueError("notebook metadata labkit.spec = {!r}: {} is not a labkit.params.Spec".format(reference, attr))
+    return spec
+
+
+def notebook_parameters(path: str) -> NotebookParameters:
+    """Read a notebook's declared parameters (its spec, else its parameters cell)."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except FileNotFoundError:
+        raise FileNotFoundError("{}: no such notebook".format(path)) from None
+    reference = nb.metadata.get("labkit", {}).get("spec")
+    if reference:
+        spec = load_spec(reference, os.path.dirname(os.path.abspath(path)))
+        return NotebookParameters(path, spec, "declared by " + reference)
+    cell = _parameters_cell(nb)
+    if cell is None:
+        return NotebookParameters(path, Spec(os.path.basename(path)), "it has no cell tagged 'parameters'")
+    params, free = [], {}
+    try:
+        tree = ast.parse(cell.source)
+    except SyntaxError as exc:
+        raise ValueError("{}: the parameters cell is not valid Python ({})".format(path, exc)) from None
+    for node in tree.body:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if not isinstance(target, ast.Name) or node.value is None:
+                continue
+            try:
+                default = ast.literal_eval(node.value)
+            except ValueError:
+                default = None
+                free[target.id] = ast.get_source_segment(cell.source, node.value) or "?"
+                continue
+            if type(default) in _LITERAL_TYPES:
+                params.append(Param(target.id, type(default), default))
+            else:
+                free[target.id] = repr(default)
+    return NotebookParameters(path, Spec(os.path.basename(path), *params), "read from its parameters cell", free)
+
+
+@dataclass
+class Outcome:
+    """How one notebook run ended: status 'complete' | 'error' | 'timeout' | 'dead kernel'."""
+
+    status: str
+    error: str = ""
+    duration: float = 0.0
+    output: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == COMPLETE
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"status": self.status, "error": self.error, "duration": self.duration, "output": self.output}
+
+
+def _ipc_supported() -> bool:
+    return os.name == "posix"
+
+
+_START_LOCK = threading.Lock()
+
+
+def _kernel_manager_class():
+    """An AsyncKernelManager whose sockets live in a private directory (no ports to race for)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class PrivateSocketKernelManager(AsyncKernelManager):
+        """ZeroMQ ipc transport; the socket directory is unique to this kernel.
+
+        A short directory under the system temp dir keeps socket paths under the 104-byte
+        limit of macOS and Linux.
+        """
+
+        def __init__(self, **kwargs: Any):
+            super().__init__(**kwargs)
+            self._socket_dir = tempfile.mkdtemp(prefix="lk-", dir="/tmp" if os.path.isdir("/tmp") else None)
+            self.transport = "ipc"
+            self.ip = os.path.join(self._socket_dir, "k")
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            if not restart:
+                shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+        cleanup_resources = _async_cleanup_resources
+
+    return PrivateSocketKernelManager
+
+
+def _register_engine() -> str:
+    """Register papermill engine 'labkit': nbclient with our kernel manager, cwd and env."""
+    from papermill.clientwrap import PapermillNotebookClient
+    from papermill.engines import NBClientEngine, papermill_engines
+
+    class LabkitEngine(NBClientEngine):
+        @classmethod
+        def execute_managed_notebook(cls, nb_man, kernel_name, log_output=False, stdout_file=None,
+                                     stderr_file=None, start_timeout=60, execution_timeout=None,
+                                     kernel_cwd=None, kernel_env=None, **kwargs):
+            kwargs.pop("input_path", None)
+            kwargs.pop("timeout", None)
+            kwargs.pop("startup_timeout", None)
+            client = PapermillNotebookClient(
+                nb_man, timeout=execution_timeout, startup_timeout=start_timeout, kernel_name=kernel_name,
+                log_output=log_output, stdout_file=stdout_file, stderr_file=stderr_file,
+                kernel_manager_class=_kernel_manager_class() if _ipc_supported() else None, **kwargs)
+            if client.kernel_manager_class is None:  # pragma: no cover - Windows
+                from jupyter_client.manager import AsyncKernelManager
+                client.kernel_manager_class = AsyncKernelManager
+            start = {"cwd": kernel_cwd, "env": kernel_env}
+            if not _ipc_supported():  # pragma: no cover - tcp ports: start one kernel at a time
+                with _START_LOCK:
+                    return client.execute(**start)
+            return client.execute(**start)
+
+    if "labkit" not in papermill_engines._engines:
+        papermill_engines.register("labkit", LabkitEngine)
+    return "labkit"
+
+
+def _classify(exc: BaseException) -> Tuple[str, str]:
+    """(status, cause) for an exception out of papermill/nbclient."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, PapermillExecutionError):
+        cause = "{}: {}".format(exc.ename, exc.evalue).strip()
+        return ERROR, "cell {}: {}".format(exc.exec_count, cause) if exc.exec_count else cause
+    if isinstance(exc, CellTimeoutError):
+        return TIMEOUT, "a cell ran longer than the timeout ({})".format(str(exc).splitlines()[0] if str(exc) else "")
+    if isinstance(exc, DeadKernelError):
+        return DEAD_KERNEL, "the kernel died ({})".format(exc)
+    return ERROR, "{}: {}".format(type(exc).__name__, exc)
+
+
+def _close_thread_loop() -> None:
+    """Close the event loop jupyter_core made for a worker thread (it never closes it itself).
+
+    In the main thread the loop is reused by every later run, so it stays open.
+    """
+    if threading.current_thread() is threading.main_thread():
+        return
+    try:
+        from jupyter_core.utils import _loop
+    except ImportError:  # pragma: no cover - older jupyter_core keeps no per-thread loop
+        return
+    loop = _loop.get()
+    if loop is not None and not loop.is_running() and not loop.is_closed():
+        loop.close()
+        _loop.set(None)
+
+
+def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, Any]] = None,
+                 timeout: Optional[float] = None, cwd: Optional[str] = None,
+                 kernel_name: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+                 check: bool = True) -> Outcome:
+    """Execute ``notebook`` into ``output`` with ``parameters`` and say how it ended.
+
+    ``timeout`` limits each cell, in whole seconds (rounded up). ``cwd`` defaults to the notebook's folder.
+    ``env`` adds to (and overrides) this process's environment for the kernel. With
+    ``check`` the parameters are checked first (ParameterError, no kernel started).
+    Safe to call from several threads or processes at once. Never raises for a failing notebook: the failure is in the returned :class:`Outcome`
+    and in the output notebook.
+    """
+    import papermill
+
+    notebook = os.path.abspath(notebook)
+    parameters = dict(parameters or {})
+    if check:
+        parameters = notebook_parameters(notebook).check(parameters)
+    if cwd is None:
+        cwd = os.path.dirname(notebook)
+    kernel_env = dict(os.environ)
+    kernel_env.update(env or {})
+    engine = _register_engine()
+    os.makedirs(os.path.dirname(os.path.abspath(output)) or ".", exist_ok=True)
+    started = time.monotonic()
+    status, error = COMPLETE, ""
+    try:
+        papermill.execute_notebook(
+            notebook, output, parameters=parameters, engine_name=engine, kernel_name=kernel_name,
+            progress_bar=False, execution_timeout=int(math.ceil(timeout)) if timeout else None, kernel_cwd=os.path.abspath(cwd),
+            kernel_env=kernel_env,
+        )
+    except Exception as exc:  # every failure becomes an outcome; the notebook holds the details
+        status, error = _classify(exc)
+    finally:
+        _close_thread_loop()
+    return Outcome(status, error, time.monotonic() - started, os.path.abspath(output))
+
+
+def _read_yaml(text_or_path: str, what: str) -> Dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text_or_path)
+    except yaml.YAMLError as exc:
+        raise ParameterError(["{} is not valid YAML: {}".format(what, exc)]) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ParameterError(["{} must be a mapping of NAME: VALUE, not {}".format(what, type(data).__name__)])
+    return data
+
+
+def gather_parameters(declared: NotebookParameters, pairs: Sequence[Sequence[str]] = (),
+                      yaml_text: Optional[str] = None, yaml_file: Optional[str] = None) -> Dict[str, Any]:
+    """YAML file, then YAML text, then ``-p`` pairs (later wins), all checked."""
+    values: Dict[str, Any] = {}
+    if yaml_file:
+        try:
+            with open(yaml_file) as f:
+                values.update(_read_yaml(f.read(), yaml_file))
+        except OSError as exc:
+            raise ParameterError(["-f {}: cannot read it ({})".format(yaml_file, exc.strerror)]) from None
+    if yaml_text:
+        values.update(_read_yaml(yaml_text, "-y"))
+    values.update(declared.from_text(dict((name, text) for name, text in pairs)))
+    return declared.check(values)
+
+
+def register(sub: "argparse._SubParsersAction") -> None:
+    p = sub.add_parser("run", help="run one notebook with checked parameters",
+                       description=__doc__.split("\n\n")[1] if __doc__ else None,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("notebook", metavar="NOTEBOOK")
+    p.add_argument("output", metavar="OUTPUT", help="where the executed notebook is written")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="a parameter; the text is converted to the declared type")
+    p.add_argument("-y", "--yaml", metavar="YAML", help="parameters as YAML text, e.g. 'epochs: 2'")
+    p.add_argument("-f", "--parameters-file", metavar="FILE", help="parameters from a YAML file")
+    p.add_argument("--timeout", type=float, metavar="S", help="limit for each cell, in seconds")
+    p.add_argument("--cwd", metavar="DIR", help="kernel working directory (default: the notebook's folder)")
+    p.add_argument("--kernel", metavar="NAME", help="kernel name (default: the notebook's)")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        declared = notebook_parameters(args.notebook)
+        values = gather_parameters(declared, args.parameter, args.yaml, args.parameters_file)
+    except (ParameterError, FileNotFoundError, ValueError, ImportError) as exc:
+        print("labkit run: {}".format(exc), file=sys.stderr)
+        return 2
+    outcome = run_notebook(args.notebook, args.output, values, timeout=args.timeout, cwd=args.cwd,
+                           kernel_name=args.kernel, check=False)
+    if outcome.ok:
+        print("labkit run: {} complete in {:.1f} s -> {}".format(args.notebook, outcome.duration, args.output))
+        return 0
+    print("labkit run: {} {} after {:.1f} s: {}\nThe executed notebook, with the error, is {}".format(
+        args.notebook, "failed" if outcome.status == ERROR else "stopped: " + outcome.status,
+        outcome.duration, outcome.error, args.output), file=sys.stderr)
+    return 1

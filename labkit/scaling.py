@@ -1,0 +1,339 @@
+"""The course's scaling study: data-parallel training throughput over replicas and micro-batch sizes.
+
+    labkit run notebooks/comparison/ipu_vs_gpu.ipynb runs/scaling.ipynb -p replicas '[1, 2]'
+    from labkit import scaling
+    table = scaling.study([1, 2], [10, 128], epochs=2, images_per_epoch=2048, device="cpu")
+
+The model is a small CNN on synthetic 28x28 one-channel images (ten classes, each a
+noisy bright bar at its own row, so the loss really falls). Synthetic images are enough
+for throughput: speed does not depend on pixel values, and no dataset has to be shared
+between replicas. Throughput is images per second over the epochs after the first, so
+compilation (PopTorch), CUDA context creation and warm-up are left out.
+
+Replicas:
+- CPU: ``torch.distributed`` with gloo, one single-threaded process per replica (up to the CPU count);
+- CUDA: ``torch.distributed`` with NCCL, one process per GPU (up to the GPU count);
+- IPU: PopTorch's ``Options().replicationFactor(n)`` in one process (verified only against a
+  fake PopTorch speaking its API; run it on a Graphcore testbed to measure).
+Processes meet through a file (``init_method="file://..."``), not a TCP port, so studies
+running side by side cannot collide.
+
+A run whose loss becomes NaN/infinite or explodes (above 10x its first value) is marked
+``diverged`` and its speed is not reported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+__all__ = ["study", "measure", "load_reference", "plot_scaling", "display_table", "EXAMPLE_REFERENCE",
+           "REFERENCE_COLUMNS", "allowed_replicas", "diverged", "as_run"]
+
+#: Columns a CSV of results measured elsewhere must have (extra columns are kept).
+REFERENCE_COLUMNS = ("platform", "replicas", "micro_batch", "throughput")
+#: An example of such a CSV, measured with this notebook on labkit's 2-core CPU CI machine.
+EXAMPLE_REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference", "scaling_cpu_2core.csv")
+EXPLODE_FACTOR = 10.0
+
+
+def _model():
+    import torch.nn as nn
+
+    return nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(16 * 7 * 7, 10),
+    )
+
+
+def synthetic_images(count: int, seed: int):
+    """(images [count,1,28,28] float32, labels [count] int64): class c is a bar at row 2c+4."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, 10, (count,), generator=generator)
+    images = 0.3 * torch.randn(count, 1, 28, 28, generator=generator)
+    rows = (2 * labels + 4).tolist()
+    for i, row in enumerate(rows):
+        images[i, 0, row:row + 2, 4:24] += 1.0
+    return images, labels
+
+
+def diverged(losses: Sequence[float]) -> bool:
+    """NaN/infinite loss, or a loss above 10x the first one."""
+    if not losses:
+        return False
+    if any(not math.isfinite(v) for v in losses):
+        return True
+    return max(losses) > EXPLODE_FACTOR * max(losses[0], 1e-6) and max(losses) > 1.0
+
+
+def _epochs(step, images, labels, micro_batch: int, epochs: int, sync=None) -> Dict[str, Any]:
+    """Run ``epochs`` passes of ``step(x, y) -> loss``; time each epoch (between barriers)."""
+    steps = len(images) // micro_batch
+    times, losses = [], []
+    for _ in range(epochs):
+        if sync:
+            sync()
+        start = time.perf_counter()
+        for s in range(steps):
+            loss = step(images[s * micro_batch:(s + 1) * micro_batch], labels[s * micro_batch:(s + 1) * micro_batch])
+            losses.append(float(loss))
+            if not math.isfinite(losses[-1]):
+                break
+        if sync:
+            sync()
+        times.append(time.perf_counter() - start)
+    return {"epoch_times": times, "losses": losses, "steps": steps}
+
+
+def _torch_rank(rank: int, world: int, micro_batch: int, images_per_replica: int, epochs: int,
+                learning_rate: float, seed: int, use_cuda: bool, init_file: str, result_file: str,
+                threads: int) -> None:
+    """One replica: a process of a torch.distributed group (gloo on CPU, NCCL on GPUs)."""
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.set_num_threads(threads)
+    distributed = world > 1
+    device = torch.device("cuda", rank) if use_cuda else torch.device("cpu")
+    if distributed:
+        dist.init_process_group("nccl" if use_cuda else "gloo", init_method="file://" + init_file,
+                                rank=rank, world_size=world)
+    torch.manual_seed(seed)  # the same initial weights on every replica
+    model = _model().to(device)
+    trained = DistributedDataParallel(model, device_ids=[rank] if use_cuda else None) if distributed else model
+    optimizer = torch.optim.SGD(trained.parameters(), lr=learning_rate)
+    images, labels = synthetic_images(images_per_replica, seed + 1 + rank)  # each replica its own shard
+    images, labels = images.to(device), labels.to(device)
+
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(trained(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    def sync():
+        if use_cuda:
+            torch.cuda.synchronize(device)
+        if distributed:
+            dist.barrier()
+
+    outcome = _epochs(step, images, labels, micro_batch, epochs, sync)
+    if rank == 0:
+        with open(result_file, "w") as f:
+            json.dump(outcome, f)
+    if distributed:
+        dist.destroy_process_group()
+
+
+def _measure_torch(replicas: int, micro_batch: int, images_per_epoch: int, epochs: int,
+                   learning_rate: float, seed: int, use_cuda: bool) -> Dict[str, Any]:
+    import torch.multiprocessing as mp
+
+    # a CPU replica is one core, as an IPU replica is one IPU: one thread each. (Letting one
+    # replica use every core measures torch's intra-op threading, which on a small CNN and a
+    # busy machine mostly measures contention.)
+    threads = 1
+    with tempfile.TemporaryDirectory(prefix="labkit-scaling-") as folder:
+        init_file = os.path.join(folder, "rendezvous")
+        result_file = os.path.join(folder, "rank0.json")
+        args = (replicas, micro_batch, images_per_epoch // replicas, epochs, learning_rate, seed, use_cuda,
+                init_file, result_file, threads)
+        # a fresh process even for one replica: every configuration starts from the same state
+        mp.spawn(_torch_rank, args=args, nprocs=replicas, join=True)
+        with open(result_file) as f:
+            outcome = json.load(f)
+    outcome["images"] = outcome.pop("steps") * micro_batch * replicas
+    return outcome
+
+
+def _measure_ipu(replicas: int, micro_batch: int, images_per_epoch: int, epochs: int, learning_rate: float,
+                 seed: int, device_iterations: int = 1) -> Dict[str, Any]:
+    """PopTorch: one process, ``replicationFactor(replicas)``; the first epoch includes compilation."""
+    import poptorch
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class WithLoss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = _model()
+
+        def forward(self, x, y):
+            out = self.model(x)
+            return out, F.cross_entropy(out, y)
+
+    torch.manual_seed(seed)
+    opts = poptorch.Options().deviceIterations(device_iterations).replicationFactor(replicas)
+    opts.outputMode(poptorch.OutputMode.All)
+    images, labels = synthetic_images(images_per_epoch, seed + 1)
+    loader = poptorch.DataLoader(opts, torch.utils.data.TensorDataset(images, labels), batch_size=micro_batch,
+                                 shuffle=True, drop_last=True)
+    model = WithLoss()
+    training_model = poptorch.trainingModel(model, opts, optimizer=torch.optim.SGD(model.parameters(), lr=learning_rate))
+    times, losses, seen = [], [], 0
+    try:
+        for _ in range(epochs):
+            start, seen = time.perf_counter(), 0
+            for x, y in loader:
+                _, loss = training_model(x, y)
+                losses.append(float(loss.float().mean()))
+                seen += len(x)
+            times.append(time.perf_counter() - start)
+    finally:
+        training_model.detachFromDevice()
+    return {"epoch_times": times, "losses": losses, "images": seen}
+
+
+def allowed_replicas(requested: Sequence[int], device: str) -> List[int]:
+    """The replica counts this hardware can run: up to the CPU count (gloo) or GPU count (NCCL)."""
+    if device == "ipu":
+        return list(requested)
+    if device == "cuda":
+        import torch
+
+        limit = torch.cuda.device_count()
+    else:
+        limit = os.cpu_count() or 1
+    return [r for r in requested if r <= limit]
+
+
+def _resolve_device(device: str) -> str:
+    if device != "auto":
+        return device
+    from labkit.devices import cuda_available, module_available
+
+    if module_available("poptorch"):
+        import poptorch
+
+        if getattr(poptorch, "ipuHardwareIsAvailable", lambda: False)():
+            return "ipu"
+    return "cuda" if cuda_available() else "cpu"
+
+
+def measure(replicas: int, micro_batch: int, images_per_epoch: int = 5120, epochs: int = 2,
+            learning_rate: float = 0.01, seed: int = 0, device: str = "cpu") -> Dict[str, Any]:
+    """One configuration: a row with throughput (images/s, epochs after the first) and status."""
+    if epochs < 2:
+        raise ValueError("epochs = {}: the throughput is taken after the first epoch, so at least 2 are "
+                         "needed".format(epochs))
+    if device == "ipu":
+        outcome = _measure_ipu(replicas, micro_batch, images_per_epoch, epochs, learning_rate, seed)
+    else:
+        outcome = _measure_torch(replicas, micro_batch, images_per_epoch, epochs, learning_rate, seed,
+                                 use_cuda=(device == "cuda"))
+    times, losses = outcome["epoch_times"], outcome["losses"]
+    row: Dict[str, Any] = {"platform": "local " + device, "replicas": replicas, "micro_batch": micro_batch,
+                           "images_per_epoch": outcome["images"], "first_epoch_s": times[0],
+                           "final_loss": losses[-1] if losses else float("nan")}
+    if outcome["images"] == 0:
+        row.update(status="too few images", throughput=float("nan"))
+    elif diverged(losses):
+        row.update(status="diverged", throughput=float("nan"))  # a diverged run's speed is no result
+    else:
+        later = times[1:]
+        row.update(status="complete", throughput=outcome["images"] * len(later) / sum(later))
+    return row
+
+
+def study(replicas: Sequence[int], micro_batches: Sequence[int], images_per_epoch: int = 5120, epochs: int = 2,
+          learning_rate: float = 0.01, seed: int = 0, device: str = "auto"):
+    """Every (replicas, micro-batch) the hardware allows: a DataFrame, one row each."""
+    import pandas as pd
+
+    from labkit.progress import bar
+
+    device = _resolve_device(device)
+    usable = allowed_replicas(replicas, device)
+    skipped = [r for r in replicas if r not in usable]
+    if skipped:
+        print("Skipping replicas {}: this machine has room for at most {} ({}).".format(
+            skipped, max(usable) if usable else 0, "GPUs" if device == "cuda" else "CPU cores"))
+    configs = [(r, m) for r in usable for m in micro_batches]
+    rows = []
+    for r, m in bar(configs, desc="configurations", unit="config"):
+        rows.append(measure(r, m, images_per_epoch, epochs, learning_rate, seed, device))
+    return pd.DataFrame(rows)
+
+
+def load_reference(path: str):
+    """A CSV of results measured elsewhere (IPU, A100...): columns platform, replicas, micro_batch, throughput."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path)
+    except FileNotFoundError:
+        raise FileNotFoundError("reference_csv {}: no such file".format(path)) from None
+    missing = [c for c in REFERENCE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError("reference_csv {}: missing column(s) {}; it needs {}".format(
+            path, ", ".join(missing), ", ".join(REFERENCE_COLUMNS)))
+    if "status" not in frame.columns:
+        frame["status"] = "complete"
+    frame.loc[frame["status"] != "complete", "throughput"] = float("nan")
+    return frame
+
+
+def display_table(frame):
+    """Throughput as a pivot table (rows: platform and replicas; columns: micro-batch), 'N images/s'."""
+    def cell(value: float) -> str:
+        return "diverged/failed" if value != value else "{:.1f} images/s".format(value)
+
+    pivot = frame.pivot_table(index=["platform", "replicas"], columns="micro_batch", values="throughput",
+                              aggfunc="mean", dropna=False)
+    return pivot.apply(lambda column: column.map(cell))
+
+
+def as_run(frame, params: Dict[str, Any]):
+    """A labkit.results.Run of the local measurements: best throughput, counts, one series per micro-batch."""
+    from labkit.results import Run
+
+    complete = frame[frame["status"] == "complete"]
+    run = Run("comparison/ipu_vs_gpu", params=dict(params))
+    run.add_metric("best_throughput", float(complete["throughput"].max()) if len(complete) else float("nan"), "images/s")
+    run.add_metric("configurations", int(len(frame)))
+    run.add_metric("diverged", int((frame["status"] == "diverged").sum()))
+    for micro_batch, group in complete.groupby("micro_batch"):
+        group = group.sort_values("replicas")
+        run.add_series("throughput_mb{}".format(micro_batch), group["replicas"].tolist(), group["throughput"].tolist(),
+                       x_label="replicas")
+    if run.metrics["diverged"]:
+        run.notes.append("{} configuration(s) diverged (NaN or exploding loss); their speed is not reported."
+                         .format(run.metrics["diverged"]))
+    return run
+
+
+def plot_scaling(frame, title: str = "Data-parallel throughput"):
+    """Throughput against replicas (left) and micro-batch size (right), one line per platform and setting."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for (platform, micro_batch), group in frame.groupby(["platform", "micro_batch"]):
+        group = group.sort_values("replicas")
+        style = "-o" if str(platform).startswith("local") else "--s"
+        axes[0].plot(group["replicas"], group["throughput"], style, label="{}, mb {}".format(platform, micro_batch))
+    for (platform, replicas), group in frame.groupby(["platform", "replicas"]):
+        group = group.sort_values("micro_batch")
+        style = "-o" if str(platform).startswith("local") else "--s"
+        axes[1].plot(group["micro_batch"], group["throughput"], style, label="{}, {} repl.".format(platform, replicas))
+    axes[0].set_xlabel("replicas")
+    axes[1].set_xlabel("micro-batch size")
+    axes[1].set_xscale("log")
+    for ax in axes:
+        ax.set_ylabel("images/s")
+        ax.legend(fontsize="x-small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    from labkit.plots import _show
+
+    return _show(fig)  # in a notebook: shown exactly once; elsewhere: the figure

@@ -1,0 +1,35 @@
+"""Parameters of the IPU-vs-GPU scaling notebook (notebooks/comparison/ipu_vs_gpu.ipynb).
+
+    labkit run notebooks/comparison/ipu_vs_gpu.ipynb runs/scaling.ipynb -p replicas '[1, 2]' -p device cpu
+
+The work is in :mod:`labkit.scaling`.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from labkit.params import PATH, Param, Spec
+
+
+def _positive_ints(values: List[int]) -> Optional[str]:
+    if not values:
+        return "give at least one value"
+    bad = [v for v in values if v < 1]
+    return "every value must be >= 1 (got {})".format(bad) if bad else None
+
+
+SCALING_SPEC = Spec(
+    "comparison/ipu_vs_gpu",
+    Param("replicas", list, [1, 2, 4, 8, 16], "data-parallel replicas to try (those the hardware allows run)",
+          item_type=int, check=_positive_ints),
+    Param("micro_batch_sizes", list, [10, 128, 256, 512], "samples per replica per step", item_type=int,
+          check=_positive_ints),
+    Param("epochs", int, 2, "passes over the data; throughput is taken from the second on", min=2, max=100),
+    Param("images_per_epoch", int, 5120, "synthetic images per epoch, split over the replicas", min=1),
+    Param("learning_rate", float, 0.01, "SGD step size (a huge one shows a diverged run)", min=0, min_exclusive=True),
+    Param("device", str, "auto", "where replicas run", choices=("auto", "cpu", "cuda", "ipu")),
+    Param("seed", int, 0, "seeds the weights and the synthetic images", min=0),
+    Param("reference_csv", PATH, None, "CSV of throughput measured elsewhere (IPU, A100); None: labkit's example",
+          optional=True),
+)
