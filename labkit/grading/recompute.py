@@ -1,0 +1,69 @@
+"""Recompute a recorded run with trusted code, to catch records a notebook made up.
+
+A student's code runs in the same process as labkit, so it can call
+``labkit.results.record`` with any numbers, or monkeypatch labkit to do so. The grader's
+answer: a ``record`` check with ``recompute: module:function`` calls ``function(params)``
+(trusted code named by the instructor's rubric) on the parameters the record claims, in a
+fresh sandboxed process the notebook never touched, and the record counts only if the
+metric agrees. Run by the grader as
+
+    python -m labkit.grading.recompute labkit.grading.recompute:from_log < params.json
+
+The function gets the recorded parameters (untrusted data) and returns ``{metric: value}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import import_module
+from typing import Any, Callable, Dict, List, Optional
+
+__all__ = ["resolve", "run_sandboxed", "from_log"]
+
+
+def resolve(spec: str) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
+    module_name, _, attr = spec.partition(":")
+    return getattr(import_module(module_name), attr)
+
+
+def from_log(params: Dict[str, Any]) -> Dict[str, Any]:
+    """Metrics of the last run in the log named by ``params['log']`` (read by labkit.logs)."""
+    import labkit.logs
+
+    path = params.get("log")
+    if not isinstance(path, str):
+        raise ValueError("the record names no log file (params['log'])")
+    return dict(labkit.logs.read(path).run.metrics)
+
+
+def run_sandboxed(function: str, params: Dict[str, Any], workdir: str, conn_dir: str, limits: Any, level: str,
+                  uid: Optional[int], hidden: List[str]) -> Dict[str, Any]:
+    """``function(params)`` in the same sandbox as the kernel, with the cell time limit."""
+    from labkit.grading import sandbox
+
+    cmd = sandbox.sandbox_prefix(level, workdir, conn_dir, hidden) + sandbox.confine_command(limits, uid)
+    cmd += [sys.executable, "-m", "labkit.grading.recompute", function]
+    proc = subprocess.run(cmd, input=json.dumps(params).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=workdir, env=sandbox.kernel_environment(workdir), timeout=limits.cell_s or None)
+    if proc.returncode != 0:
+        tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["exit status {}".format(proc.returncode)]
+        raise RuntimeError(tail[0][:300])
+    return json.loads(proc.stdout.decode()[-100000:])
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    params = json.loads(sys.stdin.read(1 << 20))
+    metrics = resolve(argv[0])(params)
+    from labkit.results import _json_safe
+
+    sys.stdout.write(json.dumps(_json_safe(dict(metrics))))
+    return 0
+
+
+if __name__ == "__main__":
+    os.umask(0o077)
+    sys.exit(main())
