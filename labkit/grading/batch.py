@@ -213,7 +213,8 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
             _kill(item.proc)
             item.slot.release()
         signal.signal(signal.SIGTERM, previous_term)
-        shutil.rmtree(workroot, ignore_errors=True)
+        if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):
+            shutil.rmtree(workroot, ignore_errors=True)
         os.close(lock_fd)
     return {s.student: state.results[s.student] for s in subs if s.student in state.results}
 
@@ -224,14 +225,15 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 
 def _start(sub: Submission, key: str, workroot: str, counter: int, rubric_path: str, limits: sandbox.Limits,
            level: str, hidden: List[str], reproduce: bool) -> _Running:
-    slot = sandbox.acquire_slot()
+    slot = sandbox.acquire_slot(level)
     run_dir = os.path.join(workroot, "r{}".format(counter))  # short: ipc socket paths are limited to 107 bytes
     os.makedirs(run_dir, mode=0o711)
     result_path = os.path.join(run_dir, "result.json")
     job = {"student": sub.student, "key": key, "source": os.path.abspath(sub.source),
            "notebook": os.path.abspath(sub.notebook) if sub.notebook else "", "problem": sub.problem,
            "rubric": os.path.abspath(rubric_path), "run_dir": run_dir, "result": result_path,
-           "limits": limits.to_dict(), "level": level, "uid": slot.uid, "hidden": hidden, "reproduce": reproduce}
+           "limits": limits.to_dict(), "level": level, "uid": slot.uid,
+           "isolation": level + ("+uid" if slot.uid is not None else ""), "hidden": hidden, "reproduce": reproduce}
     job_path = os.path.join(run_dir, "job.json")
     with open(job_path, "w") as f:
         json.dump(job, f)
@@ -283,7 +285,8 @@ def _collect(item: _Running, timed_out: bool, limits: sandbox.Limits, level: str
     if executed and os.path.exists(executed):
         shutil.copyfile(executed, os.path.join(out_dir, "executed", item.sub.student + ".ipynb"))
     result.pop("trace", None)
-    shutil.rmtree(item.run_dir, ignore_errors=True)
+    if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):  # set it to inspect a run's kernel.log
+        shutil.rmtree(item.run_dir, ignore_errors=True)
     return result
 
 

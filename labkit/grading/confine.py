@@ -15,6 +15,7 @@ import-light: it runs before every kernel.
 from __future__ import annotations
 
 import argparse
+import ctypes  # imported before the uid switch: the interpreter's files may be unreadable after it
 import os
 import resource
 import sys
@@ -34,8 +35,6 @@ def _set_limit(which: int, value: Optional[int]) -> None:
 
 def _no_new_privs() -> None:
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: nothing to set
@@ -67,6 +66,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         os.setresgid(gid, gid, gid)
         os.setresuid(args.uid, args.uid, args.uid)
     _no_new_privs()
+    # ipykernel exits when its parent pid changes; inside a PID namespace the grader's pid
+    # means nothing, and the sandbox already ends the kernel with its grader.
+    os.environ.pop("JPY_PARENT_PID", None)
     try:
         os.execvp(command[0], command)
     except OSError as exc:

@@ -28,12 +28,13 @@ import os
 import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["Limits", "Slot", "LEVELS", "best_level", "describe_levels", "kernel_environment",
            "confine_command", "sandbox_prefix", "kill_uid", "acquire_slot"]
@@ -151,6 +152,37 @@ def _needed_paths() -> List[str]:
     return [os.path.realpath(p) for p in paths]
 
 
+def _unreachable(paths: Sequence[str]) -> List[Tuple[str, str]]:
+    """(closed folder, its child on the way) for each needed path another uid cannot reach.
+
+    On this kind of machine Python often lives under /root (mode 0700): a kernel running as an
+    unprivileged uid could not even start. bwrap covers the closed folder with an empty tmpfs
+    and binds back only the child that leads to the interpreter.
+    """
+    found: List[Tuple[str, str]] = []
+    for path in paths:
+        parts = path.strip(os.sep).split(os.sep)
+        for depth in range(1, len(parts)):
+            folder = os.sep + os.sep.join(parts[:depth])
+            try:
+                mode = os.stat(folder).st_mode
+            except OSError:
+                break
+            if not mode & stat.S_IXOTH:
+                pair = (folder, os.path.join(folder, parts[depth]))
+                if pair not in found:
+                    found.append(pair)
+                break
+    return found
+
+
+def uid_switch_possible(level: str) -> bool:
+    """Whether a kernel can run as another uid here (root, and the interpreter reachable)."""
+    if os.geteuid() != 0:
+        return False
+    return level == "bwrap" or not _unreachable(_needed_paths())
+
+
 def _is_ancestor(parent: str, child: str) -> bool:
     parent = parent.rstrip(os.sep) + os.sep
     return (child.rstrip(os.sep) + os.sep).startswith(parent)
@@ -173,6 +205,8 @@ def sandbox_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str
            "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
            "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/dev/shm"]
     needed = _needed_paths()
+    for closed, child in _unreachable(needed):
+        cmd += ["--tmpfs", closed, "--ro-bind", child, child]
     for path in hidden:
         real = os.path.realpath(path)
         if not os.path.exists(real) or real in ("/", "/tmp") or any(_is_ancestor(real, n) for n in needed):
@@ -181,7 +215,17 @@ def sandbox_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str
             cmd += ["--tmpfs", real]
         else:
             cmd += ["--ro-bind", "/dev/null", real]
+    covered = [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--tmpfs"]
+    made: List[str] = []
     for path in (workdir, conn_dir):
+        # Folders bwrap would create on the way inside an empty tmpfs get mode 0700 (root):
+        # make them passable, so the run's uid can reach its own folders.
+        parts = os.path.realpath(path).strip(os.sep).split(os.sep)
+        for depth in range(1, len(parts)):
+            folder = os.sep + os.sep.join(parts[:depth])
+            if folder not in made and any(_is_ancestor(top, folder) and top != folder for top in covered):
+                made.append(folder)
+                cmd += ["--perms", "0711", "--dir", folder]
         cmd += ["--bind", path, path]
     return cmd + ["--chdir", workdir, "--"]
 
@@ -214,9 +258,9 @@ def _uid_unused(uid: int) -> bool:
     return False
 
 
-def acquire_slot() -> Slot:
-    """Reserve an unused uid for one run (root), or run as ourselves (not root)."""
-    if os.geteuid() != 0:
+def acquire_slot(level: str = "bwrap") -> Slot:
+    """Reserve an unused uid for one run (root), or run as ourselves (not root, or no uid can run)."""
+    if not uid_switch_possible(level):
         return Slot(uid=None)
     os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
     for uid in range(UID_RANGE[0], UID_RANGE[1] + 1):
