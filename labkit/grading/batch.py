@@ -140,11 +140,27 @@ class _State:
         atomic_write(self.path, json.dumps({"version": STATE_VERSION, "results": self.results}, indent=1))
 
 
-def _limit_worker_memory() -> None:  # pragma: no cover - runs in the child before exec
-    # Soft limit only: the kernel's launcher may still set its own (higher) limit.
+_LIBC: Any = None
+
+
+def _prepare_worker() -> None:  # pragma: no cover - runs in the child between fork and exec
+    # Die with the batch (kill -9 of `labkit grade` must not leave workers grading for nobody).
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # Soft memory limit only: the kernel's launcher may still set its own (higher) limit.
     soft = 6 << 30
     _s, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+
+
+PR_SET_PDEATHSIG = 1
+try:
+    import ctypes
+
+    _LIBC = ctypes.CDLL(None)
+    _LIBC.prctl  # noqa: B018 - Linux only
+except (OSError, AttributeError):  # pragma: no cover - not Linux
+    _LIBC = None
 
 
 @dataclass
@@ -182,7 +198,8 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
     state.results = {n: r for n, r in state.results.items() if n in keys}
     pending = [s for s in subs if state.results.get(s.student, {}).get("key") != keys[s.student]]
     hidden = [os.path.abspath(submissions), os.path.abspath(out_dir), os.path.abspath(rubric_path)]
-    workroot = tempfile.mkdtemp(prefix="labkit-grade-")
+    _remove_stale_workroots()
+    workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
     os.chmod(workroot, 0o711)  # run uids may pass through to their own folder, not list the others
     hidden.append(workroot)
     running: List[_Running] = []
@@ -219,6 +236,26 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
     return {s.student: state.results[s.student] for s in subs if s.student in state.results}
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_workroots() -> None:
+    """Working folders of graders that were killed (their pid is in the name)."""
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        match = re.match(r"^labkit-grade-(\d+)-", name)
+        if match and not _pid_alive(int(match.group(1))):
+            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+    sandbox.remove_stale_cgroups(_pid_alive)
+
+
 def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt("labkit grade stopped by signal {}".format(signum))
 
@@ -226,6 +263,7 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 def _start(sub: Submission, key: str, workroot: str, counter: int, rubric_path: str, limits: sandbox.Limits,
            level: str, hidden: List[str], reproduce: bool) -> _Running:
     slot = sandbox.acquire_slot(level)
+    slot.cgroups = sandbox.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
     run_dir = os.path.join(workroot, "r{}".format(counter))  # short: ipc socket paths are limited to 107 bytes
     os.makedirs(run_dir, mode=0o711)
     result_path = os.path.join(run_dir, "result.json")
@@ -233,13 +271,14 @@ def _start(sub: Submission, key: str, workroot: str, counter: int, rubric_path: 
            "notebook": os.path.abspath(sub.notebook) if sub.notebook else "", "problem": sub.problem,
            "rubric": os.path.abspath(rubric_path), "run_dir": run_dir, "result": result_path,
            "limits": limits.to_dict(), "level": level, "uid": slot.uid,
-           "isolation": level + ("+uid" if slot.uid is not None else ""), "hidden": hidden, "reproduce": reproduce}
+           "cgroups": slot.cgroups,
+           "isolation": level + ("+uid" if slot.uid is not None else "") + ("+cgroup" if slot.cgroups else ""), "hidden": hidden, "reproduce": reproduce}
     job_path = os.path.join(run_dir, "job.json")
     with open(job_path, "w") as f:
         json.dump(job, f)
     log = open(os.path.join(run_dir, "worker.log"), "wb")
     proc = subprocess.Popen([sys.executable, "-m", "labkit.grading.runner", job_path], stdout=log, stderr=log,
-                            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_limit_worker_memory)
+                            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_prepare_worker)
     log.close()
     deadline = time.monotonic() + (limits.notebook_s or 1e9) + WORKER_GRACE_S
     return _Running(sub, key, proc, slot, run_dir, result_path, deadline)

@@ -2,13 +2,16 @@
 
 The grader puts this launcher between the sandbox (bubblewrap / unshare) and the kernel:
 
+    python -m labkit.grading.confine --cgroup /sys/fs/cgroup/pids/labkit-grade/r1 -- bwrap ... -- \
     python -m labkit.grading.confine --memory 2147483648 --nproc 64 --fsize 67108864 \
         --uid 61003 --gid 61003 -- python -m ipykernel_launcher -f kernel.json
 
 Limits are set with ``setrlimit`` so they hold for the kernel and every process it starts.
 ``RLIMIT_NPROC`` is not enforced for root, so when started as root the launcher switches to
 an unprivileged uid (one per concurrent run, so one fork bomb cannot starve a neighbour) and
-sets ``PR_SET_NO_NEW_PRIVS`` so no setuid program can climb back. This module must stay
+sets ``PR_SET_NO_NEW_PRIVS`` so no setuid program can climb back. ``--cgroup`` joins cgroups
+(made by the grader with a process and memory cap for the whole run) before the sandbox
+starts, since inside bubblewrap /sys is read-only. This module must stay
 import-light: it runs before every kernel.
 """
 
@@ -49,12 +52,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--cpu", type=int, help="RLIMIT_CPU in seconds")
     parser.add_argument("--uid", type=int, help="switch to this uid (needs root)")
     parser.add_argument("--gid", type=int, help="switch to this gid (needs root)")
+    parser.add_argument("--cgroup", action="append", default=[], metavar="DIR",
+                        help="join this cgroup (its cgroup.procs) first; may repeat")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command given after --")
 
+    for folder in args.cgroup:  # join before anything else: children inherit the cgroup
+        with open(os.path.join(folder, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
     _set_limit(resource.RLIMIT_AS, args.memory)
     _set_limit(resource.RLIMIT_FSIZE, args.fsize)
     _set_limit(resource.RLIMIT_CPU, args.cpu)

@@ -39,13 +39,11 @@ def from_log(params: Dict[str, Any]) -> Dict[str, Any]:
     return dict(labkit.logs.read(path).run.metrics)
 
 
-def run_sandboxed(function: str, params: Dict[str, Any], workdir: str, conn_dir: str, limits: Any, level: str,
-                  uid: Optional[int], hidden: List[str]) -> Dict[str, Any]:
-    """``function(params)`` in the same sandbox as the kernel, with the cell time limit."""
+def run_sandboxed(function: str, params: Dict[str, Any], workdir: str, prefix: List[str], limits: Any) -> Dict[str, Any]:
+    """``function(params)`` behind the kernel's launch ``prefix`` (same sandbox), with the cell time limit."""
     from labkit.grading import sandbox
 
-    cmd = sandbox.sandbox_prefix(level, workdir, conn_dir, hidden) + sandbox.confine_command(limits, uid)
-    cmd += [sys.executable, "-m", "labkit.grading.recompute", function]
+    cmd = list(prefix) + [sys.executable, "-m", "labkit.grading.recompute", function]
     proc = subprocess.run(cmd, input=json.dumps(params).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           cwd=workdir, env=sandbox.kernel_environment(workdir), timeout=limits.cell_s or None)
     if proc.returncode != 0:

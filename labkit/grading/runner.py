@@ -104,6 +104,13 @@ class ExecutionOutcome:
         self.dropped_bytes = dropped_bytes
 
 
+def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], limits: sandbox.Limits,
+                  uid: Optional[int], cgroups: List[str] = ()) -> List[str]:
+    """cgroups, then the namespace sandbox, then limits and the uid switch, then the command."""
+    return (sandbox.cgroup_command(cgroups) + sandbox.sandbox_prefix(level, workdir, conn_dir, hidden)
+            + sandbox.confine_command(limits, uid))
+
+
 def _first_error(nb: Any) -> Optional[str]:
     for index, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
@@ -113,13 +120,13 @@ def _first_error(nb: Any) -> Optional[str]:
 
 
 def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: sandbox.Limits, level: str,
-                      uid: Optional[int], hidden: List[str], log_path: str) -> ExecutionOutcome:
+                      uid: Optional[int], hidden: List[str], log_path: str, cgroups: List[str] = ()) -> ExecutionOutcome:
     """Execute ``nb`` in place (outputs already cleared) in a sandboxed kernel."""
     import zmq
 
     km = SandboxKernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(conn_dir, "k"),
                               connection_file=os.path.join(conn_dir, "kernel.json"))
-    km.launch_prefix = sandbox.sandbox_prefix(level, workdir, conn_dir, hidden) + sandbox.confine_command(limits, uid)
+    km.launch_prefix = launch_prefix(level, workdir, conn_dir, hidden, limits, uid, cgroups)
     km.run_uid = uid
     # One huge message (a gigabyte printed at once) is dropped by ZMQ instead of filling our memory.
     km.context.setsockopt(zmq.MAXMSGSIZE, max(limits.output_bytes, 1 << 20) * 4)
@@ -239,7 +246,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     os.chown(conn_dir, uid if uid is not None else -1, uid if uid is not None else -1)
 
     outcome = execute_sandboxed(nb, workdir, conn_dir, limits, job["level"], uid, job.get("hidden", []),
-                                os.path.join(grader_dir, "kernel.log"))
+                                os.path.join(grader_dir, "kernel.log"), job.get("cgroups", []))
     executed = os.path.join(grader_dir, "executed.ipynb")
     nbformat.write(nb, executed)
     fresh = _records(executed)
@@ -247,7 +254,8 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     def recompute(function: str, params: Dict[str, Any]) -> Dict[str, Any]:
         from labkit.grading.recompute import run_sandboxed
 
-        return run_sandboxed(function, params, workdir, conn_dir, limits, job["level"], uid, job.get("hidden", []))
+        prefix = launch_prefix(job["level"], workdir, conn_dir, job.get("hidden", []), limits, uid, job.get("cgroups", []))
+        return run_sandboxed(function, params, workdir, prefix, limits)
 
     evidence = Evidence(submitted, submitted_records, fresh, outcome.status, outcome.reason, outcome.error,
                         reproduce=job.get("reproduce", False), recompute=recompute)
@@ -268,6 +276,10 @@ def _finish(result: Dict[str, Any], rubric: Rubric, evidence: Evidence, job: Dic
     result["reason"] = outcome.reason
     result["error"] = outcome.error
     result["output_dropped_bytes"] = outcome.dropped_bytes
+    if outcome.dropped_bytes:
+        result["reason"] = (result["reason"] + "; " if result["reason"] else "") + \
+            "{:.0f} MB of output beyond the {:.0f} MB limit was dropped".format(
+                outcome.dropped_bytes / 1e6, float(job["limits"].get("output_bytes", 0)) / 1e6)
     result["checks"] = [c.to_dict() for c in rubric.grade(evidence)]
     result["total"] = round(sum(c["score"] for c in result["checks"]), 3)
     result["max_total"] = round(sum(c["points"] for c in result["checks"] if not c.get("skipped")), 3)

@@ -12,6 +12,8 @@ Isolation levels, strongest first (the gradebook reports the one in force for ea
   hidden, and only the run's own folder writable; plus everything below.
 - ``unshare``: ``unshare --net --pid --fork --kill-child``: no network, own PID namespace;
   other submissions are protected only by file permissions; plus everything below.
+- ``+cgroup`` (any level, where this grader may make cgroups, v1 or v2): one cap on the
+  processes (``pids.max``) and memory of the whole run, which holds even without a uid switch.
 - ``rlimits``: resource limits (address space, processes, file size, no core dumps), a
   scrubbed environment and, when the grader runs as root, a private unprivileged uid per
   concurrent run (``RLIMIT_NPROC`` is not enforced for root). Always in force.
@@ -34,7 +36,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["Limits", "Slot", "LEVELS", "best_level", "describe_levels", "kernel_environment",
            "confine_command", "sandbox_prefix", "kill_uid", "acquire_slot"]
@@ -230,6 +232,122 @@ def sandbox_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str
     return cmd + ["--chdir", workdir, "--"]
 
 
+# -- cgroups: one process and memory cap for the whole run ---------------------------------------
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def _cgroup_parents() -> Dict[str, str]:
+    """controller -> the folder under which this grader may make cgroups (v1 or v2), if writable."""
+    if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")):  # v2: one unified tree
+        own = _own_cgroup("")
+        folder = os.path.join(CGROUP_ROOT, own.lstrip("/"))
+        return {"unified": folder} if os.access(folder, os.W_OK) else {}
+    found = {}
+    for controller in ("pids", "memory"):
+        folder = os.path.join(CGROUP_ROOT, controller, _own_cgroup(controller).lstrip("/"))
+        if os.path.isdir(folder) and os.access(folder, os.W_OK):
+            found[controller] = folder
+    return found
+
+
+def _own_cgroup(controller: str) -> str:
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _id, names, path = line.rstrip("\n").split(":", 2)
+                if (controller == "" and names == "") or controller in names.split(","):
+                    return path
+    except OSError:
+        pass
+    return "/"
+
+
+def make_cgroups(name: str, limits: Limits) -> List[str]:
+    """Cgroups capping the run's processes (pids.max) and memory; [] where none can be made."""
+    made = []
+    for controller, parent in _cgroup_parents().items():
+        folder = os.path.join(parent, "labkit-grade", name)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            if controller in ("pids", "unified") and limits.nproc:
+                _write(os.path.join(folder, "pids.max"), str(int(limits.nproc)))
+            if controller == "memory" and limits.memory_bytes:
+                _write(os.path.join(folder, "memory.limit_in_bytes"), str(int(limits.memory_bytes)))
+                _write_optional(os.path.join(folder, "memory.memsw.limit_in_bytes"), str(int(limits.memory_bytes)))
+            if controller == "unified" and limits.memory_bytes:
+                _write(os.path.join(folder, "memory.max"), str(int(limits.memory_bytes)))
+                _write_optional(os.path.join(folder, "memory.swap.max"), "0")
+        except OSError:
+            remove_cgroups([folder])
+            continue
+        made.append(folder)
+    return made
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _write_optional(path: str, text: str) -> None:
+    try:
+        _write(path, text)
+    except OSError:
+        pass
+
+
+def _cgroup_pids(folder: str) -> List[int]:
+    try:
+        with open(os.path.join(folder, "cgroup.procs")) as f:
+            return [int(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def remove_cgroups(folders: Sequence[str]) -> None:
+    """Kill whatever is left in the run's cgroups, then remove them."""
+    for folder in folders:
+        for _ in range(100):
+            pids = _cgroup_pids(folder)
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.02)
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+
+
+def remove_stale_cgroups(alive: Any) -> None:
+    """Cgroups left by a grader that was killed (named <pid>-r<n>): empty and remove them."""
+    for parent in _cgroup_parents().values():
+        folder = os.path.join(parent, "labkit-grade")
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            pid = name.split("-", 1)[0]
+            if pid.isdigit() and not alive(int(pid)) and os.path.isdir(os.path.join(folder, name)):
+                remove_cgroups([os.path.join(folder, name)])
+
+
+def cgroup_command(folders: Sequence[str]) -> List[str]:
+    """The first stage of a kernel launch: join the run's cgroups (before any sandbox)."""
+    if not folders:
+        return []
+    cmd = [sys.executable, "-m", "labkit.grading.confine"]
+    for folder in folders:
+        cmd += ["--cgroup", folder]
+    return cmd + ["--"]
+
+
 # -- one private uid per concurrent run -------------------------------------------------------
 
 @dataclass
@@ -238,12 +356,14 @@ class Slot:
 
     uid: Optional[int]
     lock_fd: Optional[int] = None
+    cgroups: List[str] = field(default_factory=list)
     _released: bool = field(default=False, repr=False)
 
     def release(self) -> None:
         if self._released:
             return
         self._released = True
+        remove_cgroups(self.cgroups)
         if self.uid is not None:
             kill_uid(self.uid)
         if self.lock_fd is not None:
