@@ -248,7 +248,6 @@ def answer_text(nb: Any, heading: str) -> Optional[str]:
     """The markdown written under ``heading`` (until the next heading or code cell), or None."""
     wanted = heading.strip().lstrip("#").strip().lower()
     collecting = False
-    level = 7
     parts: List[str] = []
     for cell in getattr(nb, "cells", []) or []:
         if cell.get("cell_type") != "markdown":
@@ -257,11 +256,10 @@ def answer_text(nb: Any, heading: str) -> Optional[str]:
             continue
         for line in str(cell.get("source", "")).splitlines():
             match = _HEADING.match(line)
-            if match and collecting and len(match.group(1)) <= level:
+            if match and collecting:  # any heading ends the answer
                 return "\n".join(parts).strip()
             if match and not collecting and match.group(2).strip().lower().startswith(wanted):
                 collecting = True
-                level = len(match.group(1))
                 continue
             if collecting and not match:
                 parts.append(line)
