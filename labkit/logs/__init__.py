@@ -1,0 +1,204 @@
+"""Read real testbed logs into labkit run records, with the usual misreadings pointed out.
+
+    import labkit.logs
+    report = labkit.logs.read("slurm-43717.out")      # or the log's text; format detected
+    report.runs            # one labkit.results.Run per run found in the file
+    report.run             # the last run (error if none)
+    report.run_for("sambanova/bert_large")           # the last run of one exercise
+    report.notes           # what could not be read, where the real log lives
+    labkit.logs.record(report)                     # record in the notebook, beside local runs
+    labkit.logs.table([report, other_report])      # pandas DataFrame, one row per run
+
+    labkit logs parse FILE... [--json] [--format graphcore|cerebras|sambanova|groq|keras]
+
+Formats: Graphcore PopTorch MNIST and BERT, Cerebras modelzoo ``run.py CSX``, SambaNova
+compile and training logs (and ``slurm-<id>.out`` pointers), GroqFlow's cpu/groq table, and
+Keras progress lines. See docs/logs.md. Each reader was checked against real logs from the
+course (tests/logs); none could be checked against a vendor SDK here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Union
+
+from labkit.logs import detect as _detect
+from labkit.logs.base import LineReader, dedupe_notes
+from labkit.logs.text import BinaryLogError, iter_lines, open_source
+from labkit.results import Run
+
+__all__ = ["read", "LogReport", "NoRunError", "record", "table", "FORMATS", "reader_for"]
+
+FORMATS = _detect.FORMATS
+
+#: At most this many "could not read line N" notes per file (a mangled file has thousands).
+_MAX_LINE_ERRORS = 5
+
+
+class NoRunError(LookupError):
+    """The log held no run (a pointer file, an empty or unreadable file)."""
+
+
+@dataclass
+class LogReport:
+    """What :func:`read` found in one log."""
+
+    path: Optional[str]
+    format: Optional[str]
+    runs: List[Run] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    pointers: List[str] = field(default_factory=list)  # where the real log lives (SambaNova)
+
+    @property
+    def run(self) -> Run:
+        """The last run in the file; :class:`NoRunError` (saying why) when there is none."""
+        if not self.runs:
+            why = " ".join(self.notes) if self.notes else "no run was recognised in it."
+            raise NoRunError("{}: no run found ({}). {}".format(self.path or "<text>", self.format or "format unknown", why))
+        return self.runs[-1]
+
+    def run_for(self, exercise: str) -> Run:
+        """The last run of ``exercise`` ("graphcore/mnist", or just "graphcore"); NoRunError if none."""
+        found = [r for r in self.runs if r.exercise == exercise or r.exercise.split("/")[0] == exercise]
+        if not found:
+            have = ", ".join(sorted({r.exercise for r in self.runs})) or "no runs"
+            raise NoRunError("{}: no {} run in this log (it holds {}).".format(self.path or "<text>", exercise, have))
+        return found[-1]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"path": self.path, "format": self.format, "runs": [r.to_dict() for r in self.runs],
+                "notes": list(self.notes), "pointers": list(self.pointers)}
+
+
+def reader_for(fmt: str, name: str = "<text>") -> LineReader:
+    """A fresh reader for format ``fmt``."""
+    if fmt == "graphcore":
+        from labkit.logs.graphcore import GraphcoreReader as cls
+    elif fmt == "cerebras":
+        from labkit.logs.cerebras import CerebrasReader as cls
+    elif fmt == "sambanova":
+        from labkit.logs.sambanova import SambaNovaReader as cls
+    elif fmt == "groq":
+        from labkit.logs.groq import GroqReader as cls
+    elif fmt == "keras":
+        from labkit.logs.keras import KerasReader as cls
+    else:
+        raise ValueError("format: {!r} is not a log format labkit reads; use one of {} or None to detect it".format(
+            fmt, ", ".join(FORMATS)))
+    return cls(name)
+
+
+def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[str] = None,
+         follow: bool = True) -> LogReport:
+    """Read one log (a path, its text or its bytes) into a :class:`LogReport`.
+
+    ``format`` is one of :data:`FORMATS`, or None to detect it. ``follow``: a Slurm
+    ``slurm-<id>.out`` that only says ``Using DIR/BertLarge.out for output`` is followed to
+    that file when it can be found next to the Slurm file.
+
+    Never raises on the content of a log (empty, binary, truncated, mangled): what could not
+    be read is in ``report.notes``. Raises ``FileNotFoundError`` / ``OSError`` when the file
+    cannot be opened and ``ValueError`` for an unknown ``format``.
+    """
+    if format is not None and format not in FORMATS:
+        reader_for(format)  # raises the ValueError that names the allowed formats
+    try:
+        source = open_source(path_or_text)
+    except BinaryLogError as exc:
+        path = os.fspath(path_or_text) if isinstance(path_or_text, (str, os.PathLike)) else None
+        return LogReport(path, format, notes=["{}: nothing was read.".format(exc)])
+    with source:
+        path = source.path
+        if format is None:
+            format = _detect.detect(iter_lines(source.stream), source.name)
+            source.stream.seek(0)
+        if format is None:
+            empty = not any(line for line in iter_lines(source.stream))
+            why = "the file is empty" if empty else \
+                "no Graphcore, Cerebras, SambaNova, Groq or Keras output was recognised in it"
+            return LogReport(path, None, notes=["Nothing read: {}.".format(why)])
+        reader = reader_for(format, source.name if path is None else path)
+        errors = 0
+        notes: List[str] = []
+        for number, line in enumerate(iter_lines(source.stream), 1):
+            try:
+                reader.feed(line)
+            except Exception as exc:  # a reader bug must not lose the rest of the file
+                errors += 1
+                if errors <= _MAX_LINE_ERRORS:
+                    notes.append("Line {} could not be read ({}: {}).".format(number, type(exc).__name__, exc))
+        try:
+            runs = reader.finish()
+        except Exception as exc:  # pragma: no cover - defensive, like above
+            runs = list(reader.runs)
+            notes.append("The end of the log could not be read ({}: {}).".format(type(exc).__name__, exc))
+    if errors > _MAX_LINE_ERRORS:
+        notes.append("{} more lines could not be read.".format(errors - _MAX_LINE_ERRORS))
+    report = LogReport(path, format, runs=list(runs), notes=reader.notes + notes, pointers=list(reader.pointers))
+    if not report.runs and not report.notes:
+        report.notes.append("No run was recognised in this {} log.".format(format))
+    if follow and path is not None and report.pointers and not report.runs:
+        _follow(report, path)
+    for run in report.runs:
+        run.notes[:] = dedupe_notes(run.notes)
+        run.environment.setdefault("log", os.path.basename(path) if path else "<text>")
+        run.environment.setdefault("log_format", format)
+    return report
+
+
+def _follow(report: LogReport, slurm_path: str) -> None:
+    """Read the training log a ``slurm-<id>.out`` points to, when a copy can be found here."""
+    here = os.path.dirname(os.path.abspath(slurm_path))
+    for pointer in report.pointers:
+        parts = pointer.replace("\\", "/").split("/")
+        candidates = [pointer, os.path.join(here, *parts[-2:]), os.path.join(here, parts[-1])]
+        for candidate in candidates:
+            if os.path.isfile(candidate) and os.path.abspath(candidate) != os.path.abspath(slurm_path):
+                followed = read(candidate, follow=False)
+                for run in followed.runs:
+                    run.notes.insert(0, "Read from {}, the job's output file named in {} (the Slurm file holds "
+                                        "only that pointer).".format(candidate, os.path.basename(slurm_path)))
+                report.runs.extend(followed.runs)
+                report.notes.append("Followed the pointer to {}.".format(candidate))
+                break
+        else:
+            continue
+        break
+
+
+def _runs_of(items: Any) -> List[Run]:
+    if isinstance(items, LogReport):
+        return list(items.runs)
+    if isinstance(items, Run):
+        return [items]
+    runs: List[Run] = []
+    for item in items:
+        runs.extend(_runs_of(item))
+    return runs
+
+
+def record(report: Union[LogReport, Run, Iterable[Any]], name: str = "log_run") -> List[Dict[str, Any]]:
+    """Record every run of ``report`` in the executing notebook with :func:`labkit.results.record`.
+
+    Names are ``name`` for a single run, ``name_1``, ``name_2``... for several, so that
+    ``labkit.results.collect`` tabulates them beside runs made locally.
+    """
+    from labkit import results
+
+    runs = _runs_of(report)
+    if len(runs) == 1:
+        return [results.record(runs[0], name=name)]
+    return [results.record(run, name="{}_{}".format(name, i)) for i, run in enumerate(runs, 1)]
+
+
+def table(runs: Union[LogReport, Run, Iterable[Any]]):
+    """A pandas DataFrame, one row per run: exercise, source, status, params, metrics, log file."""
+    import pandas as pd
+
+    rows = []
+    for run in _runs_of(runs):
+        row = {"log": run.environment.get("log")}
+        row.update(run.flat())
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,81 @@
+"""``labkit logs parse FILE... [--json] [--format F]``: read testbed logs from the shell.
+
+    labkit logs parse slurm-43717.out BertLarge.out
+    labkit logs parse --json cerebras/*.log > runs.jsonl
+
+Prints a short summary per file (format, runs, key metrics with units, notes), or with
+``--json`` one JSON object per file (``LogReport.to_dict()``). Exits 1 only when a file cannot
+be opened at all; an unreadable or empty log is reported, not an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, List, TextIO
+
+__all__ = ["register", "main", "summary"]
+
+#: Metrics shown first in the human summary, when a run has them.
+_KEY_METRICS = ("accuracy", "throughput", "global_rate", "samples_per_s", "train_seconds", "e2e_train_time",
+                "training_sequences_per_second", "final_loss", "compile_s", "duration_s", "groq_e2e_ips",
+                "cpu_e2e_ips", "groq_onchip_ips", "seconds_per_epoch", "steady_epoch_s", "training_time_s", "loss")
+
+
+def register(sub: "argparse._SubParsersAction") -> None:
+    from labkit.logs import FORMATS
+
+    logs = sub.add_parser("logs", help="read testbed logs into run records")
+    logs_sub = logs.add_subparsers(dest="logs_command", metavar="ACTION")
+    logs_sub.required = True
+    parse = logs_sub.add_parser("parse", help="read each FILE and print what it holds")
+    parse.add_argument("files", nargs="+", metavar="FILE", help="log files (a path per run log)")
+    parse.add_argument("--json", action="store_true", help="one JSON object per file instead of a summary")
+    parse.add_argument("--format", choices=FORMATS, default=None, help="skip detection and read as this format")
+    parse.set_defaults(func=lambda args: main(args.files, as_json=args.json, fmt=args.format))
+
+
+def _value(value: Any, unit: str) -> str:
+    if isinstance(value, float):
+        text = "{:.4g}".format(value) if abs(value) < 1e4 else "{:,.1f}".format(value)
+    else:
+        text = str(value)
+    return text + (" " + unit if unit and not unit.startswith("tokens/s (") else (" tokens/s" if unit else ""))
+
+
+def summary(report: Any) -> str:
+    """A few readable lines about one :class:`labkit.logs.LogReport`."""
+    lines = ["{}: {} format, {} run{}".format(report.path or "<text>", report.format or "unknown",
+                                               len(report.runs), "" if len(report.runs) == 1 else "s")]
+    for i, run in enumerate(report.runs, 1):
+        params = ", ".join("{}={}".format(k, v) for k, v in run.params.items())
+        lines.append("  run {}: {} [{}]{}".format(i, run.exercise, run.status, " " + params if params else ""))
+        shown = [k for k in _KEY_METRICS if k in run.metrics]
+        shown += [k for k in run.metrics if k not in shown][: max(0, 6 - len(shown))]
+        for key in shown:
+            lines.append("    {} = {}".format(key, _value(run.metrics[key], run.units.get(key, ""))))
+        for note in run.notes:
+            lines.append("    note: {}".format(note))
+    for note in report.notes:
+        lines.append("  note: {}".format(note))
+    return "\n".join(lines)
+
+
+def main(files: List[str], as_json: bool = False, fmt: Any = None, out: TextIO = None) -> int:
+    from labkit.logs import read
+
+    out = out or sys.stdout
+    status = 0
+    for path in files:
+        try:
+            report = read(path, format=fmt)
+        except (OSError, ValueError) as exc:
+            print("labkit logs parse: {}".format(exc), file=sys.stderr)
+            status = 1
+            continue
+        if as_json:
+            print(json.dumps(report.to_dict()), file=out)
+        else:
+            print(summary(report), file=out)
+    return status

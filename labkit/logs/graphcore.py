@@ -1,0 +1,374 @@
+"""Graphcore logs: PopTorch MNIST (``mnist_poptorch.py``) and BERT pre-training (``run_pretraining.py``).
+
+    import labkit.logs
+    report = labkit.logs.read("mnist.log", format="graphcore")
+
+MNIST output is tqdm bars: an outer ``Epochs: k/N [elapsed<left, s/it]`` bar, an inner bar
+per epoch (``Loss: 2.2986 | Accuracy: 16.50% : 3/150 [...]`` when the script shows them),
+``Graph compilation: 100/100 [mm:ss<...]`` bars (first for training, after the epochs for
+inference), the model printout and ``Accuracy on test set: 98.59%``, often glued to a bar
+fragment. PopTorch warnings (``[poptorch:cpp] [warning]``, ``PL:POPLIN ... W:``) land in the
+middle of bars. Several runs share a file when a student ran the script twice; a run starts at
+an ``srun: job N`` line or at a fresh ``Epochs: 0/N`` bar after a finished run.
+
+BERT (``run_pretraining.py --config demo_tiny_128``) prints ``Compiled/Loaded model in T secs``,
+a bar per step ``Step: 149 / 149 - ... total loss: 7.389 ... throughput: 749.6 samples/sec``
+and a ``Training Metrics`` block (global batch size, device iterations, steps, training time).
+
+Verified only against real logs from the course (tests/logs, ../shared/fixtures/testbed-logs);
+no Graphcore SDK runs here.
+"""
+
+from __future__ import annotations
+
+import re
+from statistics import median
+from typing import Dict, List, Optional
+
+from labkit.logs.base import NUMBER, LineReader, clock_seconds, is_bad_loss, new_run, number, params_from_filename
+from labkit.results import Run
+
+__all__ = ["GraphcoreReader"]
+
+_SRUN_JOB = re.compile(r"srun: job (\d+) (?:queued|has been allocated)")
+_SRUN_IPUS = re.compile(r"srun\b.*--ipus[= ](\d+)")
+# One tqdm bar: "| 3/150 [00:01<02:51" (the rest of the bar varies).
+_BAR = re.compile(r"(\d+)/(\d+) \[((?:\d+:)?\d+:\d+)(?:<|\])")
+_EPOCHS = re.compile(r"Epochs:\s*\d+%.*?(\d+)/(\d+) \[((?:\d+:)?\d+:\d+)")
+_COMPILE = re.compile(r"Graph compilation:\s*100%.*?100/100 \[((?:\d+:)?\d+:\d+)")
+_ACCURACY = re.compile(r"Accuracy on test set:\s*(" + NUMBER + r")\s*%")
+_LOSS = re.compile(r"Loss:\s*(" + NUMBER + r")\s*\|\s*Accuracy:\s*(" + NUMBER + r")\s*%")
+
+_BERT_CONFIG = re.compile(r"(?:Using config:|--config[= ])\s*(\S+)")
+_BERT_COMPILED = re.compile(r"Compiled/Loaded model in (" + NUMBER + r") secs")
+_BERT_STEP = re.compile(r"Step:\s*(\d+)\s*/\s*(\d+)\s*-.*?total loss:\s*(" + NUMBER + r")")
+_BERT_FIELD = re.compile(r"(mlm_loss|nsp_loss|mlm_acc|nsp_acc):\s*(" + NUMBER + r")")
+_BERT_THROUGHPUT = re.compile(r"throughput:\s*(" + NUMBER + r")\s*samples/sec")
+_BERT_METRIC = re.compile(r"^(global_batch_size|device_iterations|training_steps|replication_factor|"
+                          r"gradient_accumulation|micro_batch_size):\s*(\d+)\s*$")
+_BERT_TIME = re.compile(r"Training time:\s*(" + NUMBER + r")\s*secs")
+
+#: Below this test accuracy a 10-class MNIST model has not learnt anything.
+_CHANCE_ACCURACY = 15.0
+
+FIRST_EPOCH_NOTE = ("The first epoch includes PopTorch graph compilation (the training executable is "
+                    "compiled on the first step): compare steady-state epochs, not the first one or the "
+                    "average over all epochs.")
+
+
+class _Mnist:
+    """State of one PopTorch MNIST run."""
+
+    def __init__(self) -> None:
+        self.run = new_run("graphcore/mnist")
+        self.job: Optional[int] = None
+        self.epochs_total: Optional[int] = None
+        self.epoch_elapsed: Dict[int, int] = {}  # epochs done -> elapsed seconds
+        self.epochs_done = False
+        self.compile_s: List[int] = []
+        self.train_compile_s: Optional[int] = None
+        self.infer_compile_s: Optional[int] = None
+        self.steps_per_epoch: Optional[int] = None
+        self.test_steps: Optional[int] = None
+        self.losses: List[float] = []
+        self.batch_accuracies: List[float] = []
+        self.last_pair: Optional[tuple] = None
+        self.accuracy: Optional[float] = None
+        self.seen_anything = False
+
+
+class GraphcoreReader(LineReader):
+    format = "graphcore"
+
+    def __init__(self, name: str = "<text>") -> None:
+        super().__init__(name)
+        self.mnist: Optional[_Mnist] = None
+        self.bert: Optional[Run] = None
+        self.bert_steps: List[int] = []
+        self.bert_losses: List[float] = []
+        self.ipus: Optional[int] = None
+        self.pending_job: Optional[int] = None
+
+    # -- dispatch ----------------------------------------------------------------------
+    def feed(self, line: str) -> None:
+        if not line:
+            return
+        if "srun" in line:
+            self._srun(line)
+        if self.bert is not None or "run_pretraining" in line or "Compiled/Loaded model" in line \
+                or "Using config:" in line:
+            self._bert(line)
+            return  # a BERT log's compilation bars are not MNIST's
+        self._mnist(line)
+
+    def _srun(self, line: str) -> None:
+        m = _SRUN_IPUS.search(line)
+        if m:
+            self.ipus = int(m.group(1))
+        m = _SRUN_JOB.search(line)
+        if not m:
+            return
+        job = int(m.group(1))
+        self.pending_job = job
+        current = self.mnist
+        if current is not None and current.job == job:
+            return
+        if current is not None and current.job is None and not current.seen_anything:
+            current.job = job
+            return
+        # A new srun job: a new run (the previous one ends here, finished or not).
+        if self.bert is not None:
+            self.bert.params.setdefault("job_id", job)
+            return
+        self._close_mnist()
+        self.mnist = _Mnist()
+        self.mnist.job = job
+
+    # -- MNIST -------------------------------------------------------------------------
+    def _current(self) -> _Mnist:
+        if self.mnist is None:
+            self.mnist = _Mnist()
+        return self.mnist
+
+    def _mnist(self, line: str) -> None:
+        if "Epochs" in line:
+            m = _EPOCHS.search(line)
+            if m:
+                done, total, elapsed = int(m.group(1)), int(m.group(2)), clock_seconds(m.group(3))
+                cur = self._current()
+                if cur.accuracy is not None or (cur.epochs_done and done < total):
+                    # A fresh Epochs bar after a finished run: the next run in the file.
+                    self._close_mnist()
+                    cur = self._current()
+                cur.seen_anything = True
+                cur.epochs_total = total
+                if elapsed is not None:
+                    cur.epoch_elapsed[done] = elapsed
+                if done == total:
+                    cur.epochs_done = True
+                # Other bars glued onto the Epochs bar (the inner step bar).
+                rest = line[m.end():]
+                for bar in _BAR.finditer(rest):
+                    self._inner_bar(cur, int(bar.group(2)))
+                return
+        if "Graph compilation" in line:
+            m = _COMPILE.search(line)
+            if m:
+                cur = self._current()
+                cur.seen_anything = True
+                seconds = clock_seconds(m.group(1))
+                if seconds is not None:
+                    # Before the epochs finish it is the training graph, after them inference.
+                    if cur.epochs_done:
+                        cur.infer_compile_s = seconds
+                    else:
+                        cur.train_compile_s = seconds
+            return
+        if "Accuracy on test set" in line:
+            m = _ACCURACY.search(line)
+            if m:
+                cur = self._current()
+                cur.accuracy = number(m.group(1))
+                cur.seen_anything = True
+            return
+        if "Loss:" in line:
+            m = _LOSS.search(line)
+            if m:
+                cur = self._current()
+                pair = (m.group(1), m.group(2))
+                if pair != cur.last_pair:  # tqdm redraws the same postfix several times
+                    cur.last_pair = pair
+                    cur.losses.append(float(m.group(1)))
+                    cur.batch_accuracies.append(float(m.group(2)))
+                if self._wants_bar(cur):
+                    for bar in _BAR.finditer(line, m.end()):
+                        self._inner_bar(cur, int(bar.group(2)))
+                return
+        cur = self.mnist
+        if cur is not None and cur.epochs_total is not None and self._wants_bar(cur) and "/" in line:
+            for bar in _BAR.finditer(line):
+                self._inner_bar(cur, int(bar.group(2)))
+
+    @staticmethod
+    def _wants_bar(cur: _Mnist) -> bool:
+        # Step counts come from the first inner bars seen; later redraws add nothing.
+        return cur.test_steps is None if cur.epochs_done else cur.steps_per_epoch is None
+
+    def _inner_bar(self, cur: _Mnist, total: int) -> None:
+        if total == cur.epochs_total or total == 100 and cur.steps_per_epoch != 100:
+            return  # the Epochs bar itself, or a Graph compilation bar fragment
+        if not cur.epochs_done:
+            cur.steps_per_epoch = total
+        elif cur.test_steps is None:
+            cur.test_steps = total
+
+    def _close_mnist(self) -> None:
+        cur = self.mnist
+        self.mnist = None
+        if cur is None or not cur.seen_anything:
+            return
+        run = cur.run
+        if cur.job is not None:
+            run.params["job_id"] = cur.job
+        if self.ipus is not None:
+            run.params["ipus"] = self.ipus
+        if cur.epochs_total is not None:
+            run.params["epochs"] = cur.epochs_total
+        if cur.steps_per_epoch is not None:
+            run.params["steps_per_epoch"] = cur.steps_per_epoch
+        if cur.test_steps is not None:
+            run.params["test_steps"] = cur.test_steps
+        guessed = params_from_filename(self.name)
+        from_name = []
+        for key, value in guessed.items():
+            if key not in run.params:
+                run.params[key] = value
+                from_name.append("{}={}".format(key, value))
+            elif run.params[key] != value:
+                run.notes.append("The file name suggests {}={} but the log shows {}={}; the log wins.".format(
+                    key, value, key, run.params[key]))
+        if from_name:
+            run.notes.append("Read from the file name only, not from the log: {}.".format(", ".join(from_name)))
+        if cur.accuracy is not None:
+            run.add_metric("accuracy", cur.accuracy, "%")
+        if cur.train_compile_s is not None:
+            run.add_metric("compile_train_s", cur.train_compile_s, "s")
+        if cur.infer_compile_s is not None:
+            run.add_metric("compile_inference_s", cur.infer_compile_s, "s")
+        self._epoch_times(cur)
+        if cur.losses:
+            steps = list(range(1, len(cur.losses) + 1))
+            run.add_series("loss", steps, cur.losses, x_label="logged step")
+            run.add_series("batch_accuracy", steps, cur.batch_accuracies, x_label="logged step")
+            run.add_metric("final_batch_loss", cur.losses[-1])
+        # Status.
+        finished = cur.epochs_done and cur.accuracy is not None
+        bad = [x for x in cur.losses if is_bad_loss(x)]
+        if bad:
+            run.status = "diverged"
+            run.notes.append("The loss became NaN or infinite: the run diverged.")
+        elif cur.accuracy is not None and cur.accuracy < _CHANCE_ACCURACY:
+            run.status = "diverged"
+            run.notes.append("Test accuracy {}% is at chance level for 10 classes: the model did not learn "
+                             "(a learning rate too high makes training diverge).".format(cur.accuracy))
+        elif finished:
+            run.status = "complete"
+        else:
+            missing = []
+            if cur.epochs_total is None:
+                missing.append("no Epochs progress bar")
+            elif not cur.epochs_done:
+                missing.append("the Epochs bar never reached {0}/{0}".format(cur.epochs_total))
+            if cur.accuracy is None:
+                missing.append("no 'Accuracy on test set' line")
+            run.notes.append("The log is cut short: {}.".format("; ".join(missing)))
+        if cur.train_compile_s == 0 and cur.epochs_total:
+            run.notes.append("Graph compilation shows [00:00]: the executable was most likely loaded from PopTorch's "
+                             "executable cache, so this run's first epoch is not slowed by compilation as a fresh "
+                             "run's is; compare it with runs that compiled with care.")
+        self.runs.append(run)
+
+    def _epoch_times(self, cur: _Mnist) -> None:
+        run = cur.run
+        if not cur.epoch_elapsed:
+            return
+        done = sorted(k for k in cur.epoch_elapsed if k > 0)
+        if not done:
+            return
+        last = done[-1]
+        total_s = cur.epoch_elapsed[last]
+        run.add_metric("train_time_s", total_s, "s")
+        run.add_metric("seconds_per_epoch", round(total_s / last, 3), "s")
+        # Per-epoch times where consecutive epochs were drawn (tqdm clocks have 1 s steps).
+        xs, ys = [], []
+        prev_k, prev_t = 0, cur.epoch_elapsed.get(0, 0)
+        for k in done:
+            if k == prev_k + 1:
+                xs.append(k)
+                ys.append(cur.epoch_elapsed[k] - prev_t)
+            prev_k, prev_t = k, cur.epoch_elapsed[k]
+        if xs:
+            run.add_series("epoch_time_s", xs, ys, x_label="epoch")
+        if xs and xs[0] == 1 and len(xs) >= 3:
+            steady = median(ys[1:])
+            run.add_metric("first_epoch_s", ys[0], "s")
+            run.add_metric("steady_epoch_s", steady, "s")
+            if steady > 0:
+                run.add_metric("first_epoch_ratio", round(ys[0] / steady, 2))
+            if cur.train_compile_s:
+                run.notes.append("Here the first epoch took {} s = about {} s of steady training + {} s of graph "
+                                 "compilation.".format(ys[0], steady, cur.train_compile_s))
+        if last > 1 and cur.train_compile_s != 0:
+            run.notes.append(FIRST_EPOCH_NOTE)
+
+    # -- BERT --------------------------------------------------------------------------
+    def _bert(self, line: str) -> bool:
+        """Handle a BERT line; False when the line is not BERT's."""
+        if self.bert is None:
+            self.bert = new_run("graphcore/bert")
+        run = self.bert
+        m = _BERT_CONFIG.search(line)
+        if m:
+            run.params["config"] = m.group(1)
+            return True
+        m = _BERT_COMPILED.search(line)
+        if m:
+            run.add_metric("compile_s", number(m.group(1)), "s")
+            return True
+        if "Step:" in line:
+            m = _BERT_STEP.search(line)
+            if m:
+                step = int(m.group(1))
+                loss = number(m.group(3))
+                if not self.bert_steps or step != self.bert_steps[-1]:
+                    self.bert_steps.append(step)
+                    self.bert_losses.append(loss)
+                else:
+                    self.bert_losses[-1] = loss
+                run.add_metric("last_step", step)
+                run.add_metric("total_loss", loss)
+                for name, value in _BERT_FIELD.findall(line):
+                    run.add_metric(name, number(value))
+                t = _BERT_THROUGHPUT.search(line)
+                if t:
+                    run.add_metric("throughput", number(t.group(1)), "samples/s")
+                return True
+        m = _BERT_METRIC.match(line)
+        if m:
+            run.params[m.group(1)] = int(m.group(2))
+            if m.group(1) == "global_batch_size":
+                run.params["batch_size"] = int(m.group(2))
+            return True
+        m = _BERT_TIME.search(line)
+        if m:
+            run.add_metric("training_time_s", number(m.group(1)), "s")
+            return True
+        return False
+
+    def _close_bert(self) -> None:
+        run = self.bert
+        self.bert = None
+        if run is None or (not run.metrics and not run.params):
+            return
+        if self.ipus is not None:
+            run.params["ipus"] = self.ipus
+        if self.pending_job is not None:
+            run.params.setdefault("job_id", self.pending_job)
+        if self.bert_steps:
+            run.add_series("loss", self.bert_steps, self.bert_losses)
+        if "training_time_s" in run.metrics:
+            run.status = "complete"
+        else:
+            run.notes.append("No 'Training time' line: the log is cut short or training failed.")
+        if any(is_bad_loss(x) for x in self.bert_losses):
+            run.status = "diverged"
+            run.notes.append("The loss became NaN: the run diverged.")
+        if "compile_s" in run.metrics:
+            run.notes.append("'Compiled/Loaded model in {} secs' is compilation (or loading from the cache), "
+                             "not training; the throughput and 'Training time' exclude it.".format(run.metrics["compile_s"]))
+        self.runs.append(run)
+
+    def finish(self) -> List[Run]:
+        self._close_mnist()
+        self._close_bert()
+        return self.runs

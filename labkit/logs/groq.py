@@ -1,0 +1,171 @@
+"""GroqFlow proof-point logs (``bert_tiny.py``, ``minilmv2.py``): the cpu/groq result table.
+
+    import labkit.logs
+    report = labkit.logs.read("bert_tiny.out", format="groq")
+
+Each run ends with a table whose columns are Source, Accuracy (BERT-tiny on SST-2) or
+Spearman Rank Correlation Coefficient (MiniLM on STS-B), end-to-end latency (ms), end-to-end
+IPS, on-chip latency (ms) and on-chip IPS, one row per source (``cpu``, ``groq``). Before it,
+GroqFlow says whether it built the model (``Building "bert_tiny"`` ... ``Woohoo! Saved to``) or
+loaded it (``Build "bert_test" ... found in cache``). Every table is one run; a build that never
+reached its table is reported as an incomplete run.
+
+Verified only against real logs from the course; GroqFlow cannot run here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional
+
+from labkit.logs.base import LineReader, new_run, number
+from labkit.results import Run
+
+__all__ = ["GroqReader"]
+
+_BUILDING = re.compile(r'Building "([^"]+)"')
+_CACHED = re.compile(r'Build "([^"]+)".*found in cache')
+_SAVED = re.compile(r"Saved to \S*?([\w.-]+)\s*$")
+_SCRIPT = re.compile(r"python3?\s+(\S+\.py)")
+
+_COLUMNS = {
+    "source": "source",
+    "accuracy": "accuracy",
+    "spearman rank correlation coefficient": "spearman",
+    "end-to-end latency (ms)": "e2e_latency_ms",
+    "end-to-end ips": "e2e_ips",
+    "on-chip latency (ms)": "onchip_latency_ms",
+    "on-chip ips": "onchip_ips",
+}
+_UNITS = {"accuracy": "%", "spearman": "", "e2e_latency_ms": "ms", "e2e_ips": "inferences/s",
+          "onchip_latency_ms": "ms", "onchip_ips": "inferences/s"}
+
+COMPILE_INPUT_NOTE = ("GroqFlow measured the groq end-to-end latency and IPS on the inputs given at compile time "
+                      "('No inputs received for benchmark'), not over the dataset; the cpu row times the PyTorch "
+                      "loop over the dataset. The two rows do not measure the same thing.")
+ONCHIP_NOTE = ("On-chip latency excludes moving data between host and GroqChip; end-to-end includes it: quote "
+               "end-to-end when comparing with the CPU.")
+
+
+class _State:
+    def __init__(self) -> None:
+        self.build: Optional[str] = None
+        self.cached: Optional[bool] = None
+        self.script: Optional[str] = None
+        self.compile_inputs = False
+        self.header: Optional[List[str]] = None
+        self.rows: Dict[str, Dict[str, Optional[float]]] = {}
+        self.anything = False
+
+
+class GroqReader(LineReader):
+    format = "groq"
+
+    def __init__(self, name: str = "<text>") -> None:
+        super().__init__(name)
+        self.state = _State()
+
+    def feed(self, line: str) -> None:
+        if not line:
+            return
+        st = self.state
+        if line[0] == "|":
+            self._table_row(st, line)
+            return
+        if line[0] == "+" and line.startswith("+--"):
+            if st.rows and st.header is not None and "groq" in st.rows and "cpu" in st.rows:
+                self._close(complete=True)  # bottom border after both rows
+            return
+        if st.header is not None and st.rows:
+            # Any other line after a table's rows: that table is over.
+            self._close(complete=True)
+            st = self.state
+        if "python" in line and ".py" in line:
+            m = _SCRIPT.search(line)
+            if m:
+                if st.anything:
+                    self._close(complete=False)
+                    st = self.state
+                st.script = m.group(1).rsplit("/", 1)[-1]
+                st.anything = True
+            return
+        if "Building" in line:
+            m = _BUILDING.search(line)
+            if m and not line.startswith("Building wheel") and "(pyproject" not in line:
+                if st.anything and st.build and st.build != m.group(1):
+                    self._close(complete=False)
+                    st = self.state
+                st.build = m.group(1)
+                st.cached = False
+                st.anything = True
+            return
+        if "found in cache" in line:
+            m = _CACHED.search(line)
+            if m:
+                if st.build and st.build != m.group(1) and st.anything:
+                    self._close(complete=False)
+                    st = self.state
+                st.build = m.group(1)
+                st.cached = True
+                st.anything = True
+            return
+        if "No inputs received for benchmark" in line:
+            st.compile_inputs = True
+            st.anything = True
+
+    def _table_row(self, st: _State, line: str) -> None:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not cells:
+            return
+        if cells[0].lower() == "source":
+            if st.rows:
+                self._close(complete=True)
+                st = self.state
+            st.header = [_COLUMNS.get(c.lower(), re.sub(r"\W+", "_", c.lower()).strip("_")) for c in cells]
+            st.anything = True
+            return
+        if st.header is None or len(cells) != len(st.header):
+            return
+        row: Dict[str, Optional[float]] = {}
+        for key, cell in zip(st.header[1:], cells[1:]):
+            row[key] = None if cell in ("--", "", "-") else number(cell)
+        st.rows[cells[0].lower()] = row
+
+    def _close(self, complete: bool) -> None:
+        st = self.state
+        self.state = _State()
+        if not st.anything:
+            return
+        name = " ".join(x for x in (st.build, st.script) if x) or self.name
+        minilm = (st.header is not None and "spearman" in st.header) or "minilm" in name.lower()
+        run = new_run("groq/minilm" if minilm else "groq/bert_tiny")
+        if st.build:
+            run.params["build_name"] = st.build
+        if st.script:
+            run.params["script"] = st.script
+        if st.cached is not None:
+            run.add_metric("build_cached", st.cached)
+        for source, row in sorted(st.rows.items()):
+            for key, value in row.items():
+                if value is not None:
+                    run.add_metric("{}_{}".format(source, key), value, _UNITS.get(key, ""))
+        if complete and st.rows:
+            run.status = "complete"
+            if st.compile_inputs or "groq" in st.rows:
+                run.notes.append(COMPILE_INPUT_NOTE)
+            if "groq" in st.rows and st.rows["groq"].get("onchip_ips"):
+                run.notes.append(ONCHIP_NOTE)
+            cpu, groq = st.rows.get("cpu", {}), st.rows.get("groq", {})
+            if cpu.get("e2e_ips") and groq.get("e2e_ips"):
+                run.add_metric("groq_vs_cpu_e2e_speedup", round(groq["e2e_ips"] / cpu["e2e_ips"], 2), "x")
+        else:
+            run.notes.append("No result table: the run was cut short before GroqFlow printed it.")
+        if st.cached:
+            run.notes.append("The build was loaded from GroqFlow's cache (~/.cache/groqflow), so no compile time "
+                             "is included anywhere in this run.")
+        self.runs.append(run)
+
+    def finish(self) -> List[Run]:
+        st = self.state
+        self._close(complete=bool(st.rows and st.header))
+        return self.runs
