@@ -30,13 +30,20 @@ def resolve(spec: str) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
 
 
 def from_log(params: Dict[str, Any]) -> Dict[str, Any]:
-    """Metrics of the last run in the log named by ``params['log']`` (read by labkit.logs)."""
+    """Metrics of run ``params['log_run']`` (default: the last) in the log ``params['log']``.
+
+    The path is relative to the notebook's folder, as the notebook recorded it.
+    """
     import labkit.logs
 
     path = params.get("log")
     if not isinstance(path, str):
         raise ValueError("the record names no log file (params['log'])")
-    return dict(labkit.logs.read(path).run.metrics)
+    runs = labkit.logs.read(path).runs
+    index = params.get("log_run", -1)
+    if not runs or not isinstance(index, int) or not -len(runs) <= index < len(runs):
+        raise ValueError("{} holds no run number {}".format(os.path.basename(path), index))
+    return dict(runs[index].metrics)
 
 
 def run_sandboxed(function: str, params: Dict[str, Any], workdir: str, prefix: List[str], limits: Any) -> Dict[str, Any]:
