@@ -219,7 +219,7 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
                 if item.proc.poll() is None and not timed_out:
                     continue
                 running.remove(item)
-                result = _collect(item, timed_out, limits, level, out_dir, rubric)
+                result = _collect(item, timed_out, limits, level, out_dir, rubric, reproduce)
                 state.results[item.sub.student] = result
                 state.save()
                 _write_outputs(out_dir, rubric, state, subs, result)
@@ -296,7 +296,7 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def _collect(item: _Running, timed_out: bool, limits: sandbox.Limits, level: str, out_dir: str,
-             rubric: Any) -> Dict[str, Any]:
+             rubric: Any, reproduce: bool) -> Dict[str, Any]:
     if timed_out:
         _kill(item.proc)
     item.slot.release()  # kills anything the run's uid left behind
@@ -316,7 +316,7 @@ def _collect(item: _Running, timed_out: bool, limits: sandbox.Limits, level: str
         why = "the grader stopped this run after {:g} s".format((limits.notebook_s or 0) + WORKER_GRACE_S) if timed_out \
             else "the grading process failed (exit status {}){}".format(item.proc.returncode, ": " + tail if tail else "")
         status = "timeout" if timed_out else "grader error"
-        checks = [c.to_dict() for c in rubric.grade(Evidence(None, {}, {}, status, why))]
+        checks = [c.to_dict() for c in rubric.grade(Evidence(None, {}, {}, status, why, reproduce=reproduce))]
         result = {"student": item.sub.student, "key": item.key, "isolation": level, "status": status, "reason": why,
                   "checks": checks, "total": 0,
                   "max_total": round(sum(c["points"] for c in checks if not c.get("skipped")), 3)}

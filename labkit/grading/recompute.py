@@ -9,7 +9,9 @@ metric agrees. Run by the grader as
 
     python -m labkit.grading.recompute labkit.grading.recompute:from_log < params.json
 
-The function gets the recorded parameters (untrusted data) and returns ``{metric: value}``.
+The function gets the recorded parameters (untrusted data) and returns ``{metric: value}``,
+or ``{"params": ..., "metrics": ...}`` when it can also tell which parameters really ran
+(then a record's parameters must match too).
 """
 
 from __future__ import annotations
@@ -43,11 +45,15 @@ def from_log(params: Dict[str, Any]) -> Dict[str, Any]:
     index = params.get("log_run", -1)
     if not runs or not isinstance(index, int) or not -len(runs) <= index < len(runs):
         raise ValueError("{} holds no run number {}".format(os.path.basename(path), index))
-    return dict(runs[index].metrics)
+    return {"params": dict(runs[index].params), "metrics": dict(runs[index].metrics)}
 
 
-def run_sandboxed(function: str, params: Dict[str, Any], workdir: str, prefix: List[str], limits: Any) -> Dict[str, Any]:
-    """``function(params)`` behind the kernel's launch ``prefix`` (same sandbox), with the cell time limit."""
+def run_sandboxed(function: str, params: List[Dict[str, Any]], workdir: str, prefix: List[str],
+                  limits: Any) -> List[Dict[str, Any]]:
+    """``function(p)`` for each ``p`` behind the kernel's launch ``prefix`` (same sandbox), in one process.
+
+    Returns one ``{"ok": result}`` or ``{"error": text}`` per parameter set.
+    """
     from labkit.grading import sandbox
 
     cmd = list(prefix) + [sys.executable, "-m", "labkit.grading.recompute", function]
@@ -56,16 +62,24 @@ def run_sandboxed(function: str, params: Dict[str, Any], workdir: str, prefix: L
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["exit status {}".format(proc.returncode)]
         raise RuntimeError(tail[0][:300])
-    return json.loads(proc.stdout.decode()[-100000:])
+    answers = json.loads(proc.stdout.decode()[-(4 << 20):])
+    if not isinstance(answers, list) or len(answers) != len(params):
+        raise RuntimeError("the recompute process gave {} answers for {} records".format(len(answers), len(params)))
+    return answers
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    params = json.loads(sys.stdin.read(1 << 20))
-    metrics = resolve(argv[0])(params)
     from labkit.results import _json_safe
 
-    sys.stdout.write(json.dumps(_json_safe(dict(metrics))))
+    function = resolve(argv[0])
+    answers = []
+    for params in json.loads(sys.stdin.read(4 << 20)):
+        try:
+            answers.append({"ok": _json_safe(dict(function(params)))})
+        except Exception as exc:  # one bad record must not hide the others
+            answers.append({"error": "{}: {}".format(type(exc).__name__, str(exc)[:200])})
+    sys.stdout.write(json.dumps(answers))
     return 0
 
 

@@ -61,7 +61,8 @@ class Evidence:
     ``submitted``: the notebook as handed in (for written answers); ``submitted_records``:
     records in its outputs (only the reproduce check reads them); ``fresh``: records of the
     grader's execution; ``status``: ok, error, timeout, kernel died, failed, unreadable.
-    ``recompute(function, params)`` runs a trusted recompute function in the sandbox.
+    ``recompute(function, [params, ...])`` runs a trusted recompute function on each set of
+    recorded parameters in one sandboxed process; the answers land in ``trusted``.
     """
 
     submitted: Any
@@ -71,8 +72,9 @@ class Evidence:
     reason: str = ""
     error: Optional[str] = None
     reproduce: bool = False
-    recompute: Optional[Callable[[str, Dict[str, Any]], Dict[str, Any]]] = None
+    recompute: Optional[Callable[[str, List[Dict[str, Any]]], List[Dict[str, Any]]]] = None
     template: Any = None
+    trusted: Dict[Tuple[str, str], Dict[str, Any]] = field(default_factory=dict)
 
     def fresh_runs(self) -> List[Tuple[str, Run]]:
         return _runs(self.fresh)
@@ -171,39 +173,83 @@ def grade_record(check: Check, evidence: Evidence) -> CheckResult:
     runs = [(n, r) for n, r in _select(check, evidence) if metric in r.metrics]
     if not runs:
         return check.result(0, "no run of {} recorded the metric '{}' when the grader ran the notebook".format(_what(check), metric))
+    inside = [(n, r) for n, r in runs if _in_range(r.metrics[metric], low, high)]
+    outside = [(n, r) for n, r in runs if not _in_range(r.metrics[metric], low, high)]
     problems = []
-    best_partial = 0.0
-    for name, run in runs:
-        value = run.metrics[metric]
+    for name, run in inside:  # full credit: the first run in range that the grader can confirm
+        problem = _verify(check, evidence, run, [metric])
+        if problem is None:
+            return check.result(1, "record '{}': {} = {} is within {}".format(name, metric, _fmt(run.metrics[metric]), _range(low, high)))
+        problems.append("record '{}': {}".format(name, problem))
+    for name, run in outside:  # partial credit: present, confirmed, but outside the range
+        problem = _verify(check, evidence, run, [metric])
+        if problem is None:
+            problems.append("record '{}': {} = {} is outside {}".format(name, metric, _fmt(run.metrics[metric]), _range(low, high)))
+            return check.result(float(check.options.get("partial", 0)), "; ".join(problems[-3:]))
+        problems.append("record '{}': {}".format(name, problem))
+    return check.result(0, "; ".join(problems[:3]))
+
+
+def _in_range(value: Any, low: Any, high: Any) -> bool:
+    return isinstance(value, _NUMBER) and not isinstance(value, bool) and math.isfinite(float(value)) and \
+        (low is None or value >= low) and (high is None or value <= high)
+
+
+def _key(params: Dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(params, sort_keys=True, default=str)
+
+
+def prefetch_trusted(checks: List["Check"], evidence: Evidence) -> None:
+    """Recompute, in one sandboxed process per function, every run a recompute check may look at."""
+    wanted: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    for check in checks:
         function = check.options.get("recompute")
         if function:
-            problem = _verify(check, evidence, function, run, metric)
-            if problem:
-                problems.append(problem)
-                continue
-        in_range = isinstance(value, _NUMBER) and not isinstance(value, bool) and math.isfinite(float(value)) and \
-            (low is None or value >= low) and (high is None or value <= high)
-        if in_range:
-            return check.result(1, "record '{}': {} = {} is within {}".format(name, metric, _fmt(value), _range(low, high)))
-        best_partial = max(best_partial, float(check.options.get("partial", 0)))
-        problems.append("record '{}': {} = {} is outside {}".format(name, metric, _fmt(value), _range(low, high)))
-    return check.result(best_partial, "; ".join(problems))
+            for _name, run in _select(check, evidence):
+                wanted.setdefault(function, {})[_key(run.params)] = dict(run.params)
+    for function, by_key in wanted.items():
+        todo = [k for k in by_key if (function, k) not in evidence.trusted]
+        if not todo:
+            continue
+        if evidence.recompute is None:
+            answers: List[Dict[str, Any]] = [{"error": "the grader cannot recompute records here"}] * len(todo)
+        else:
+            try:
+                answers = evidence.recompute(function, [by_key[k] for k in todo])
+            except Exception as exc:
+                answers = [{"error": "recomputation failed: {}".format(str(exc)[:200])}] * len(todo)
+        for k, answer in zip(todo, answers):
+            evidence.trusted[(function, k)] = answer
 
 
-def _verify(check: Check, evidence: Evidence, function: str, run: Run, metric: str) -> Optional[str]:
-    """Recompute ``run`` with trusted code from its parameters; a problem text when it differs."""
-    if evidence.recompute is None:
-        return "the grader could not recompute this record"
-    try:
-        trusted = evidence.recompute(function, dict(run.params))
-    except Exception as exc:
-        return "the grader could not recompute the record from its parameters ({})".format(str(exc)[:200])
-    if metric not in trusted:
-        return "the grader's recomputation gives no '{}'".format(metric)
+def _verify(check: Check, evidence: Evidence, run: Run, metrics: Optional[List[str]] = None) -> Optional[str]:
+    """None when trusted code, given the run's recorded parameters, agrees with the record.
+
+    Checks without ``recompute`` trust the record. The recompute function returns metrics,
+    or ``{"params": ..., "metrics": ...}`` whose params must match the record's too.
+    """
+    function = check.options.get("recompute")
+    if not function:
+        return None
+    prefetch_trusted([check], evidence)
+    answer = evidence.trusted.get((function, _key(run.params)), {"error": "not recomputed"})
+    if "error" in answer:
+        return "the grader could not recompute it from its parameters ({})".format(answer["error"])
+    trusted = answer.get("ok", {})
+    t_metrics = trusted.get("metrics", trusted) if isinstance(trusted.get("metrics"), dict) else trusted
+    t_params = trusted.get("params", {}) if isinstance(trusted.get("params"), dict) else {}
     tolerance = float(check.options.get("tolerance", 1e-6))
-    if not _close(run.metrics[metric], trusted[metric], tolerance):
-        return "recorded {} = {} but the grader recomputed {} from the recorded parameters".format(
-            metric, _fmt(run.metrics[metric]), _fmt(trusted[metric]))
+    for name, value in t_params.items():
+        if name in run.params and not _same(run.params[name], value):
+            return "recorded {} = {} but the grader read {}".format(name, _fmt(run.params[name]), _fmt(value))
+    for metric in (metrics if metrics is not None else [m for m in run.metrics if m in t_metrics]):
+        if metric not in t_metrics:
+            return "the grader's recomputation gives no '{}'".format(metric)
+        if not _close(run.metrics[metric], t_metrics[metric], tolerance):
+            return "recorded {} = {} but the grader recomputed {} from the recorded parameters".format(
+                metric, _fmt(run.metrics[metric]), _fmt(t_metrics[metric]))
     return None
 
 
@@ -225,8 +271,13 @@ def grade_runs(check: Check, evidence: Evidence) -> CheckResult:
     parameter = check.options["parameter"]
     needed = int(check.options.get("at_least", 2))
     values: List[Any] = []
-    for _name, run in _select(check, evidence):
+    rejected: List[str] = []
+    for name, run in _select(check, evidence):
         if parameter in run.params and not any(_same(run.params[parameter], v) for v in values):
+            problem = _verify(check, evidence, run)
+            if problem:
+                rejected.append("record '{}' not counted: {}".format(name, problem))
+                continue
             values.append(run.params[parameter])
     shown = ", ".join(_fmt(v) for v in values) or "none"
     reason = "{} distinct value(s) of {} tried in runs of {} ({}); {} needed".format(
@@ -237,6 +288,8 @@ def grade_runs(check: Check, evidence: Evidence) -> CheckResult:
         if not any(_same(default, v) for v in values):
             fraction = min(fraction, (needed - 1) / float(needed))
             reason += "; the default {} is not among them".format(_fmt(default))
+    if rejected:
+        reason += "; " + "; ".join(rejected[:3])
     return check.result(fraction, reason)
 
 
@@ -345,7 +398,7 @@ CHECK_TYPES: Dict[str, Tuple[Callable[[Check, Evidence], CheckResult], Dict[str,
                {"exercise": str, "where": dict, "min": _NUMBER, "max": _NUMBER, "partial": _NUMBER,
                 "recompute": str, "tolerance": _NUMBER}),
     "runs": (grade_runs, {"exercise": str, "parameter": str},
-             {"at_least": int, "default": object, "where": dict}),
+             {"at_least": int, "default": object, "where": dict, "recompute": str, "tolerance": _NUMBER}),
     "answer": (grade_answer, {"heading": str}, {"min_words": int, "template_text": str, "partial": bool}),
     "reproduce": (grade_reproduce, {}, {"exercise": str, "where": dict, "tolerance": _NUMBER, "metrics": list}),
     "no_error": (grade_no_error, {}, {}),
@@ -370,6 +423,10 @@ class Rubric:
             import nbformat
 
             evidence.template = nbformat.read(self.template_path, as_version=4)
+        try:
+            prefetch_trusted(self.checks, evidence)
+        except Exception:  # noqa: S110 - each check reports its own recomputation problem
+            pass
         out = []
         for check in self.checks:
             try:

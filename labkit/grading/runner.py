@@ -228,7 +228,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
         submitted = nbformat.read(local_nb, as_version=4)
     except Exception as exc:
         outcome = ExecutionOutcome("unreadable", "the submission could not be read: {}".format(str(exc)[:300]))
-        evidence = Evidence(None, {}, {}, outcome.status, outcome.reason, None)
+        evidence = Evidence(None, {}, {}, outcome.status, outcome.reason, None, reproduce=job.get("reproduce", False))
         return _finish(result, rubric, evidence, job, started, outcome)
 
     # The student's outputs go aside (grader-only folder) for the reproduce check, then vanish.
@@ -251,7 +251,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     nbformat.write(nb, executed)
     fresh = _records(executed)
 
-    def recompute(function: str, params: Dict[str, Any]) -> Dict[str, Any]:
+    def recompute(function: str, params: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         from labkit.grading.recompute import run_sandboxed
 
         prefix = launch_prefix(job["level"], workdir, conn_dir, job.get("hidden", []), limits, uid, job.get("cgroups", []))
