@@ -27,6 +27,7 @@ from labkit.grading import sandbox  # noqa: E402
 from labkit.grading.batch import grade_class  # noqa: E402
 from tests.grading import classroom  # noqa: E402
 
+NBGRADER = shutil.which("nbgrader") or os.path.join(os.path.dirname(sys.executable), "nbgrader")
 LIMITS = sandbox.Limits(notebook_s=60, cell_s=10, memory_bytes=2 << 30, nproc=64, fsize_bytes=16 << 20)
 
 
@@ -42,7 +43,7 @@ def time_nbgrader(subs: Path, root: Path) -> float:
     (course / "source" / "hw").mkdir(parents=True)
     shutil.copy(str(classroom.HOMEWORK), str(course / "source" / "hw" / "ai_testbeds.ipynb"))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    run = lambda *args: subprocess.run(["nbgrader"] + list(args) + ["--CourseDirectory.root=" + str(course)],  # noqa: E731
+    run = lambda *args: subprocess.run([NBGRADER] + list(args) + ["--CourseDirectory.root=" + str(course)],  # noqa: E731
                                        env=env, cwd=str(course), capture_output=True, text=True)
     made = run("generate_assignment", "hw", "--force", "--create")
     if made.returncode != 0:
@@ -71,7 +72,7 @@ def main() -> int:
         print("labkit grade, 1 worker : {:6.2f} s/submission ({:.1f} s)".format(one / n, one))
         print("labkit grade, 2 workers: {:6.2f} s/submission ({:.1f} s), speed-up x{:.2f}".format(two / n, two, one / two))
         if args.nbgrader:
-            if shutil.which("nbgrader") is None:
+            if not os.path.exists(NBGRADER):
                 print("nbgrader: not installed")
             else:
                 t = time_nbgrader(subs, root)
