@@ -42,7 +42,8 @@ def time_nbgrader(subs: Path, root: Path) -> float:
     course = root / "course"
     (course / "source" / "hw").mkdir(parents=True)
     shutil.copy(str(classroom.HOMEWORK), str(course / "source" / "hw" / "ai_testbeds.ipynb"))
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT),  # nbgrader runs `alembic` from PATH
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     run = lambda *args: subprocess.run([NBGRADER] + list(args) + ["--CourseDirectory.root=" + str(course)],  # noqa: E731
                                        env=env, cwd=str(course), capture_output=True, text=True)
     made = run("generate_assignment", "hw", "--force", "--create")
@@ -61,11 +62,16 @@ def time_nbgrader(subs: Path, root: Path) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nbgrader", action="store_true", help="also time nbgrader autograde")
+    parser.add_argument("--nbgrader-only", action="store_true", help="time only nbgrader autograde")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="grade-bench-"))
     try:
         subs = root / "submissions"
         n = len(classroom.build_class(subs))
+        if args.nbgrader_only:
+            t = time_nbgrader(subs, root)
+            print("nbgrader autograde     : {:6.2f} s/submission ({:.1f} s)".format(t / n, t))
+            return 0
         one = time_labkit(subs, root / "out1", 1)
         two = time_labkit(subs, root / "out2", 2)
         print("isolation: {}, {} submissions".format(sandbox.best_level(), n))
