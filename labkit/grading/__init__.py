@@ -1,0 +1,9 @@
+"""Batch grading of homework notebooks: rubric, sandboxed execution, gradebook, feedback.
+
+    labkit grade SUBMISSIONS --rubric FILE --out DIR [--workers N] [--timeout S] [--memory GB] [--reproduce]
+
+See docs/grading.md. Modules: ``rubric`` (the YAML format and its checks), ``sandbox`` and
+``confine`` (isolation levels and limits), ``runner`` (one submission in a fresh sandboxed
+kernel), ``batch`` (a class, in parallel, resumable), ``gradebook``, ``feedback``, ``cli``.
+Kept import-light: ``confine`` runs before every student kernel.
+"""

@@ -1,0 +1,338 @@
+"""Grade a class: find the submissions, run them in parallel sandboxed workers, keep a state.
+
+    from labkit.grading.batch import grade_class
+    grade_class("submissions/", "homework.rubric.yml", "grades/", workers=2)
+
+(or ``labkit grade submissions/ --rubric homework.rubric.yml --out grades/``).
+
+Each submission is graded by its own worker process (``python -m labkit.grading.runner``)
+under its own unprivileged uid, so a submission that crashes, hangs or attacks its grader
+costs only its own grade. After each one finishes the state file
+``DIR/.labkit-grade/state.json`` and ``DIR/gradebook.csv`` are rewritten atomically. A result
+is keyed by a hash of the submission's files, the rubric (and its template) and the limits:
+a grader killed and started again skips what is already graded, regrades what changed, and
+never writes a student twice.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional
+
+from labkit.grading import sandbox
+from labkit.grading.feedback import feedback_html
+from labkit.grading.gradebook import atomic_write, write_gradebook
+from labkit.grading.rubric import Evidence, load_rubric
+
+__all__ = ["Submission", "find_submissions", "grade_class", "STATE_VERSION"]
+
+STATE_VERSION = 1
+#: Grace the worker gets beyond the notebook limit (kernel start, recompute, writing) before
+#: the batch kills it.
+WORKER_GRACE_S = 90.0
+
+
+@dataclass
+class Submission:
+    student: str
+    source: str  # the notebook, or the student's folder
+    notebook: str  # the notebook to execute ("" when none was found)
+    problem: str = ""
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@-]", "_", name).strip(".") or "student"
+
+
+def find_submissions(folder: str, preferred: Optional[str] = None) -> List[Submission]:
+    """``folder/<student>.ipynb`` or ``folder/<student>/<notebook>.ipynb`` (one per student)."""
+    if not os.path.isdir(folder):
+        raise FileNotFoundError("SUBMISSIONS: {} is not a folder of notebooks or of student folders".format(folder))
+    found: List[Submission] = []
+    for entry in sorted(os.listdir(folder)):
+        path = os.path.join(folder, entry)
+        if entry.startswith(".") or os.path.islink(path):
+            continue
+        if os.path.isfile(path) and entry.endswith(".ipynb"):
+            found.append(Submission(_safe_name(entry[:-len(".ipynb")]), path, path))
+        elif os.path.isdir(path):
+            notebooks = sorted(f for f in os.listdir(path) if f.endswith(".ipynb") and not f.startswith("."))
+            if preferred in notebooks:
+                notebooks = [preferred]
+            if len(notebooks) == 1:
+                found.append(Submission(_safe_name(entry), path, os.path.join(path, notebooks[0])))
+            else:
+                problem = "no notebook in the folder" if not notebooks else \
+                    "several notebooks ({}); expected one".format(", ".join(notebooks))
+                found.append(Submission(_safe_name(entry), path, "", problem))
+    names = [s.student for s in found]
+    for name in set(n for n in names if names.count(n) > 1):
+        raise ValueError("SUBMISSIONS: two submissions are both named '{}' (a notebook and a folder?)".format(name))
+    return found
+
+
+def _hash_files(digest: Any, path: str) -> None:
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(root, name)
+            digest.update(os.path.relpath(full, path).encode() + b"\0")
+            _hash_files(digest, full)
+
+
+def submission_key(sub: Submission, rubric_path: str, template_path: Optional[str], options: Dict[str, Any]) -> str:
+    """hash(submission files + rubric + template + grading options)."""
+    digest = hashlib.sha256()
+    for path in (rubric_path, template_path):
+        if path:
+            _hash_files(digest, path)
+    digest.update(json.dumps(options, sort_keys=True).encode())
+    digest.update((sub.notebook and os.path.relpath(sub.notebook, sub.source) or "").encode() + sub.problem.encode())
+    _hash_files(digest, sub.source)
+    return digest.hexdigest()
+
+
+class _State:
+    """``DIR/.labkit-grade/state.json``: student -> last result; written atomically."""
+
+    def __init__(self, out_dir: str):
+        self.folder = os.path.join(out_dir, ".labkit-grade")
+        os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        self.path = os.path.join(self.folder, "state.json")
+        self.results: Dict[str, Dict[str, Any]] = {}
+        if os.path.exists(self.path):
+            try:
+                with open(self.path) as f:
+                    data = json.load(f)
+                if data.get("version") == STATE_VERSION:
+                    self.results = data.get("results", {})
+            except ValueError:  # unreadable state: grade again, losing nothing but time
+                self.results = {}
+
+    def lock(self) -> int:
+        fd = os.open(os.path.join(self.folder, "lock"), os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise RuntimeError("another `labkit grade` is writing to {}; wait for it or stop it".format(
+                os.path.dirname(self.folder))) from None
+        return fd
+
+    def save(self) -> None:
+        atomic_write(self.path, json.dumps({"version": STATE_VERSION, "results": self.results}, indent=1))
+
+
+_LIBC: Any = None
+
+
+def _prepare_worker() -> None:  # pragma: no cover - runs in the child between fork and exec
+    # Die with the batch (kill -9 of `labkit grade` must not leave workers grading for nobody).
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # Soft memory limit only: the kernel's launcher may still set its own (higher) limit.
+    soft = 6 << 30
+    _s, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+
+
+PR_SET_PDEATHSIG = 1
+try:
+    import ctypes
+
+    _LIBC = ctypes.CDLL(None)
+    _LIBC.prctl  # noqa: B018 - Linux only
+except (OSError, AttributeError):  # pragma: no cover - not Linux
+    _LIBC = None
+
+
+@dataclass
+class _Running:
+    sub: Submission
+    key: str
+    proc: subprocess.Popen
+    slot: sandbox.Slot
+    run_dir: str
+    result_path: str
+    deadline: float
+
+
+def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int = 1,
+                limits: Optional[sandbox.Limits] = None, reproduce: bool = False, level: Optional[str] = None,
+                progress: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Dict[str, Any]]:
+    """Grade every submission not yet graded with this rubric; return student -> result."""
+    rubric = load_rubric(rubric_path)  # a bad rubric stops here, before any notebook runs
+    limits = limits or sandbox.Limits()
+    level = level or sandbox.best_level()
+    if level not in sandbox.LEVELS:
+        raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(sandbox.LEVELS)))
+    if not sandbox.level_available(level):
+        raise RuntimeError("isolation level {!r} does not work on this machine".format(level))
+    preferred = os.path.basename(rubric.template_path) if rubric.template_path else None
+    subs = find_submissions(submissions, preferred)
+    os.makedirs(out_dir, exist_ok=True)
+    for sub_dir in ("feedback", "executed"):
+        os.makedirs(os.path.join(out_dir, sub_dir), exist_ok=True)
+    state = _State(out_dir)
+    lock_fd = state.lock()
+    options = {"limits": limits.to_dict(), "reproduce": reproduce, "level": level}
+    keys = {s.student: submission_key(s, rubric_path, rubric.template_path, options) for s in subs}
+    # Forget students who are no longer in SUBMISSIONS; keep finished results whose key matches.
+    state.results = {n: r for n, r in state.results.items() if n in keys}
+    pending = [s for s in subs if state.results.get(s.student, {}).get("key") != keys[s.student]]
+    hidden = [os.path.abspath(submissions), os.path.abspath(out_dir), os.path.abspath(rubric_path)]
+    _remove_stale_workroots()
+    workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
+    os.chmod(workroot, 0o711)  # run uids may pass through to their own folder, not list the others
+    hidden.append(workroot)
+    running: List[_Running] = []
+    counter = 0
+    _write_outputs(out_dir, rubric, state, subs)
+    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        while pending or running:
+            while pending and len(running) < max(1, workers):
+                sub = pending.pop(0)
+                counter += 1
+                running.append(_start(sub, keys[sub.student], workroot, counter, rubric_path, limits, level, hidden,
+                                      reproduce))
+            time.sleep(0.1)
+            for item in list(running):
+                timed_out = time.monotonic() > item.deadline
+                if item.proc.poll() is None and not timed_out:
+                    continue
+                running.remove(item)
+                result = _collect(item, timed_out, limits, level, out_dir, rubric, reproduce)
+                state.results[item.sub.student] = result
+                state.save()
+                _write_outputs(out_dir, rubric, state, subs, result)
+                if progress is not None:
+                    progress(result)
+    finally:
+        for item in running:  # interrupted: stop what runs; the state keeps what finished
+            _kill(item.proc)
+            item.slot.release()
+        signal.signal(signal.SIGTERM, previous_term)
+        if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):
+            shutil.rmtree(workroot, ignore_errors=True)
+        os.close(lock_fd)
+    return {s.student: state.results[s.student] for s in subs if s.student in state.results}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_workroots() -> None:
+    """Working folders of graders that were killed (their pid is in the name)."""
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        match = re.match(r"^labkit-grade-(\d+)-", name)
+        if match and not _pid_alive(int(match.group(1))):
+            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+    sandbox.remove_stale_cgroups(_pid_alive)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt("labkit grade stopped by signal {}".format(signum))
+
+
+def _start(sub: Submission, key: str, workroot: str, counter: int, rubric_path: str, limits: sandbox.Limits,
+           level: str, hidden: List[str], reproduce: bool) -> _Running:
+    slot = sandbox.acquire_slot(level)
+    slot.cgroups = sandbox.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
+    run_dir = os.path.join(workroot, "r{}".format(counter))  # short: ipc socket paths are limited to 107 bytes
+    os.makedirs(run_dir, mode=0o711)
+    result_path = os.path.join(run_dir, "result.json")
+    job = {"student": sub.student, "key": key, "source": os.path.abspath(sub.source),
+           "notebook": os.path.abspath(sub.notebook) if sub.notebook else "", "problem": sub.problem,
+           "rubric": os.path.abspath(rubric_path), "run_dir": run_dir, "result": result_path,
+           "limits": limits.to_dict(), "level": level, "uid": slot.uid,
+           "cgroups": slot.cgroups,
+           "isolation": level + ("+uid" if slot.uid is not None else "") + ("+cgroup" if slot.cgroups else ""), "hidden": hidden, "reproduce": reproduce}
+    job_path = os.path.join(run_dir, "job.json")
+    with open(job_path, "w") as f:
+        json.dump(job, f)
+    log = open(os.path.join(run_dir, "worker.log"), "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "labkit.grading.runner", job_path], stdout=log, stderr=log,
+                            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_prepare_worker)
+    log.close()
+    deadline = time.monotonic() + (limits.notebook_s or 1e9) + WORKER_GRACE_S
+    return _Running(sub, key, proc, slot, run_dir, result_path, deadline)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        pass
+
+
+def _collect(item: _Running, timed_out: bool, limits: sandbox.Limits, level: str, out_dir: str,
+             rubric: Any, reproduce: bool) -> Dict[str, Any]:
+    if timed_out:
+        _kill(item.proc)
+    item.slot.release()  # kills anything the run's uid left behind
+    result: Dict[str, Any]
+    try:
+        with open(item.result_path) as f:
+            result = json.load(f)
+    except (OSError, ValueError):
+        tail = ""
+        try:
+            with open(os.path.join(item.run_dir, "worker.log"), "rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - 2000))
+                tail = f.read().decode(errors="replace").strip().splitlines()[-1:][0] if f else ""
+        except (OSError, IndexError):
+            pass
+        why = "the grader stopped this run after {:g} s".format((limits.notebook_s or 0) + WORKER_GRACE_S) if timed_out \
+            else "the grading process failed (exit status {}){}".format(item.proc.returncode, ": " + tail if tail else "")
+        status = "timeout" if timed_out else "grader error"
+        checks = [c.to_dict() for c in rubric.grade(Evidence(None, {}, {}, status, why, reproduce=reproduce))]
+        result = {"student": item.sub.student, "key": item.key, "isolation": level, "status": status, "reason": why,
+                  "checks": checks, "total": 0,
+                  "max_total": round(sum(c["points"] for c in checks if not c.get("skipped")), 3)}
+    executed = result.pop("executed", None)
+    if executed and os.path.exists(executed):
+        shutil.copyfile(executed, os.path.join(out_dir, "executed", item.sub.student + ".ipynb"))
+    result.pop("trace", None)
+    if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):  # set it to inspect a run's kernel.log
+        shutil.rmtree(item.run_dir, ignore_errors=True)
+    return result
+
+
+def _write_outputs(out_dir: str, rubric: Any, state: _State, subs: List[Submission],
+                   new: Optional[Dict[str, Any]] = None) -> None:
+    names = set(s.student for s in subs)
+    done = [r for n, r in state.results.items() if n in names]
+    write_gradebook(os.path.join(out_dir, "gradebook.csv"), rubric.names, done)
+    for result in [new] if new is not None else done:
+        atomic_write(os.path.join(out_dir, "feedback", result["student"] + ".html"), feedback_html(result, rubric.title))

@@ -1,0 +1,82 @@
+"""``labkit grade``: grade a class's homework notebooks into a gradebook.
+
+    labkit grade submissions/ --rubric notebooks/homework/ai_testbeds.rubric.yml --out grades/ \
+        --workers 2 --timeout 600 --memory 4 --reproduce
+
+SUBMISSIONS is a folder of notebooks (``alice.ipynb``) or of student folders
+(``alice/ai_testbeds.ipynb`` plus any files the notebook reads). Writes
+``DIR/gradebook.csv``, ``DIR/feedback/<student>.html`` and ``DIR/executed/<student>.ipynb``.
+Run it again after an interruption: finished grades are kept, the rest are done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Dict
+
+__all__ = ["register", "run"]
+
+
+def _positive(kind: Any, what: str) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("{}: {!r} is not a number".format(what, text)) from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError("{}: must be > 0, got {}".format(what, text))
+        return value
+    return parse
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("grade", help="batch-grade homework notebooks in a sandbox",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("submissions", metavar="SUBMISSIONS", help="folder of notebooks or of student folders")
+    parser.add_argument("--rubric", required=True, metavar="FILE", help="the YAML rubric (docs/grading.md)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="where the gradebook and feedback go")
+    parser.add_argument("--workers", type=_positive(int, "--workers"), default=1, metavar="N",
+                        help="submissions graded at once (default 1)")
+    parser.add_argument("--timeout", type=_positive(float, "--timeout"), default=600.0, metavar="S",
+                        help="wall-clock seconds per notebook (default 600)")
+    parser.add_argument("--cell-timeout", type=_positive(float, "--cell-timeout"), default=None, metavar="S",
+                        help="wall-clock seconds per cell (default: min(120, --timeout))")
+    parser.add_argument("--memory", type=_positive(float, "--memory"), default=4.0, metavar="GB",
+                        help="address-space limit of the kernel and each of its processes (default 4)")
+    parser.add_argument("--processes", type=_positive(int, "--processes"), default=128, metavar="N",
+                        help="processes and threads a kernel may have (default 128)")
+    parser.add_argument("--file-size", type=_positive(float, "--file-size"), default=64.0, metavar="MB",
+                        help="largest file a kernel may write (default 64)")
+    parser.add_argument("--isolation", choices=("bwrap", "unshare", "rlimits"), default=None,
+                        help="sandbox level (default: the strongest that works here)")
+    parser.add_argument("--reproduce", action="store_true",
+                        help="grade the rubric's reproduce checks (compare re-executed records with the submitted ones)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from labkit.grading import sandbox
+    from labkit.grading.batch import grade_class
+    from labkit.grading.rubric import RubricError
+
+    limits = sandbox.Limits(notebook_s=args.timeout, cell_s=args.cell_timeout or min(120.0, args.timeout),
+                            memory_bytes=int(args.memory * (1 << 30)), nproc=args.processes,
+                            fsize_bytes=int(args.file_size * (1 << 20)))
+
+    def show(result: Dict[str, Any]) -> None:
+        print("{:<24} {:>6g} / {:<6g} {:<12} {}".format(result["student"], result.get("total", 0),
+                                                         result.get("max_total", 0), result.get("status", ""),
+                                                         result.get("isolation", "")), flush=True)
+
+    try:
+        results = grade_class(args.submissions, args.rubric, args.out, workers=args.workers, limits=limits,
+                              reproduce=args.reproduce, level=args.isolation, progress=show)
+    except (RubricError, FileNotFoundError, ValueError, RuntimeError) as exc:
+        print("labkit grade: {}".format(exc), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("labkit grade: interrupted; run the same command again to finish the batch", file=sys.stderr)
+        return 130
+    print("{} graded; gradebook: {}/gradebook.csv".format(len(results), args.out.rstrip("/")))
+    return 0

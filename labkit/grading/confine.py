@@ -1,0 +1,89 @@
+"""Apply resource limits, drop privileges, then exec a command (the student's kernel).
+
+The grader puts this launcher between the sandbox (bubblewrap / unshare) and the kernel:
+
+    python -m labkit.grading.confine --cgroup /sys/fs/cgroup/pids/labkit-grade/r1 -- bwrap ... -- \
+    python -m labkit.grading.confine --memory 2147483648 --nproc 64 --fsize 67108864 \
+        --uid 61003 --gid 61003 -- python -m ipykernel_launcher -f kernel.json
+
+Limits are set with ``setrlimit`` so they hold for the kernel and every process it starts.
+``RLIMIT_NPROC`` is not enforced for root, so when started as root the launcher switches to
+an unprivileged uid (one per concurrent run, so one fork bomb cannot starve a neighbour) and
+sets ``PR_SET_NO_NEW_PRIVS`` so no setuid program can climb back. ``--cgroup`` joins cgroups
+(made by the grader with a process and memory cap for the whole run) before the sandbox
+starts, since inside bubblewrap /sys is read-only. This module must stay
+import-light: it runs before every kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes  # imported before the uid switch: the interpreter's files may be unreadable after it
+import os
+import resource
+import sys
+from typing import List, Optional
+
+PR_SET_NO_NEW_PRIVS = 38
+
+
+def _set_limit(which: int, value: Optional[int]) -> None:
+    if value is None or value <= 0:
+        return
+    soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY and value > hard:
+        value = hard
+    resource.setrlimit(which, (value, value))
+
+
+def _no_new_privs() -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: nothing to set
+        pass
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labkit.grading.confine")
+    parser.add_argument("--memory", type=int, help="RLIMIT_AS in bytes")
+    parser.add_argument("--nproc", type=int, help="RLIMIT_NPROC (processes and threads of the uid)")
+    parser.add_argument("--fsize", type=int, help="RLIMIT_FSIZE in bytes (largest file written)")
+    parser.add_argument("--cpu", type=int, help="RLIMIT_CPU in seconds")
+    parser.add_argument("--uid", type=int, help="switch to this uid (needs root)")
+    parser.add_argument("--gid", type=int, help="switch to this gid (needs root)")
+    parser.add_argument("--cgroup", action="append", default=[], metavar="DIR",
+                        help="join this cgroup (its cgroup.procs) first; may repeat")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command given after --")
+
+    for folder in args.cgroup:  # join before anything else: children inherit the cgroup
+        with open(os.path.join(folder, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    _set_limit(resource.RLIMIT_AS, args.memory)
+    _set_limit(resource.RLIMIT_FSIZE, args.fsize)
+    _set_limit(resource.RLIMIT_CPU, args.cpu)
+    _set_limit(resource.RLIMIT_NPROC, args.nproc)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core dumps of a crashed kernel
+    if args.uid is not None and os.geteuid() == 0:
+        gid = args.gid if args.gid is not None else args.uid
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(args.uid, args.uid, args.uid)
+    _no_new_privs()
+    # ipykernel exits when its parent pid changes; inside a PID namespace the grader's pid
+    # means nothing, and the sandbox already ends the kernel with its grader.
+    os.environ.pop("JPY_PARENT_PID", None)
+    try:
+        os.execvp(command[0], command)
+    except OSError as exc:
+        print("labkit confine: cannot start {}: {}".format(command[0], exc), file=sys.stderr)
+        return 127
+    return 0  # pragma: no cover - exec does not return
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,307 @@
+"""Execute one submission in a sandboxed fresh kernel and grade what that execution recorded.
+
+The batch grader (``labkit.grading.batch``) starts one of these per submission, in its own
+process, so a submission that brings down its grading process costs only its own grade:
+
+    python -m labkit.grading.runner JOB.json        # writes the job's result.json
+
+Steps: copy the submission into a private working folder owned by the run's uid; keep the
+student's outputs aside (read only by the ``reproduce`` check); clear every output; execute
+in a fresh kernel launched inside the sandbox (``labkit.grading.sandbox``) with per-cell and
+per-notebook time limits and a cap on the outputs kept; read the records of *that* execution;
+apply the rubric. Outputs typed into the submitted notebook never reach a grade.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+import time
+import traceback
+from typing import Any, Dict, List, Optional
+
+# jsonschema's optional IRI format checker imports rfc3987_syntax, which compiles a grammar
+# for about 4 s on import; notebook validation never uses that format. Every worker pays for
+# the import, so it is skipped here (jsonschema then leaves that one format unchecked).
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+import nbformat  # noqa: E402
+from jupyter_client.manager import AsyncKernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+from labkit import results
+from labkit.grading import sandbox
+from labkit.grading.rubric import Evidence, Rubric, load_rubric
+
+__all__ = ["run_job", "execute_sandboxed", "ExecutionOutcome"]
+
+_TRUNCATION_NOTE = "[labkit grade: output beyond {} bytes was dropped]\n"
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """A kernel launched as ``<sandbox prefix> <confine limits> python -m ipykernel_launcher``.
+
+    The notebook's own kernelspec is ignored: a submission cannot choose what runs it.
+    """
+
+    launch_prefix: List[str] = []
+    run_uid: Optional[int] = None
+
+    def format_kernel_cmd(self, extra_arguments: Optional[List[str]] = None) -> List[str]:
+        return list(self.launch_prefix) + [
+            sys.executable, "-m", "ipykernel_launcher", "-f", os.path.realpath(self.connection_file),
+            "--HistoryManager.enabled=False",
+        ]
+
+    def write_connection_file(self, **kwargs: Any) -> None:
+        super().write_connection_file(**kwargs)
+        if self.run_uid is not None:  # the kernel reads it after dropping to the run's uid
+            os.chown(self.connection_file, self.run_uid, self.run_uid)
+
+
+class GradingClient(NotebookClient):
+    """nbclient that keeps at most ``output_limit`` bytes of outputs (records always kept)."""
+
+    output_limit = 8 << 20
+    record_limit = 1 << 20
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.kept_bytes = 0
+        self.record_bytes = 0
+        self.dropped_bytes = 0
+        self._noted_cells: set = set()
+
+    def output(self, outs: List[Any], msg: Dict[str, Any], display_id: Optional[str], cell_index: int) -> Any:
+        content = msg.get("content", {})
+        data = content.get("data", {}) or {}
+        size = len(content.get("text", "") or "") + sum(len(str(v)) for v in data.values())
+        if results.SCRAP_MIME in data and self.record_bytes + size <= self.record_limit:
+            self.record_bytes += size
+            return super().output(outs, msg, display_id, cell_index)
+        if self.kept_bytes + size > self.output_limit:
+            self.dropped_bytes += size
+            if cell_index not in self._noted_cells:
+                self._noted_cells.add(cell_index)
+                outs.append(nbformat.v4.new_output("stream", name="stderr",
+                                                   text=_TRUNCATION_NOTE.format(self.output_limit)))
+            return None
+        self.kept_bytes += size
+        return super().output(outs, msg, display_id, cell_index)
+
+
+class ExecutionOutcome:
+    """How the grader's execution went: ``status`` is ok, error, timeout, kernel died, failed."""
+
+    def __init__(self, status: str, reason: str = "", error: Optional[str] = None, dropped_bytes: int = 0):
+        self.status = status
+        self.reason = reason
+        self.error = error
+        self.dropped_bytes = dropped_bytes
+
+
+def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], limits: sandbox.Limits,
+                  uid: Optional[int], cgroups: List[str] = ()) -> List[str]:
+    """cgroups, then the namespace sandbox, then limits and the uid switch, then the command."""
+    return (sandbox.cgroup_command(cgroups) + sandbox.sandbox_prefix(level, workdir, conn_dir, hidden)
+            + sandbox.confine_command(limits, uid))
+
+
+def _first_error(nb: Any) -> Optional[str]:
+    for index, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("output_type") == "error":
+                return "cell {}: {}: {}".format(index + 1, out.get("ename", "Error"), str(out.get("evalue", ""))[:300])
+    return None
+
+
+def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: sandbox.Limits, level: str,
+                      uid: Optional[int], hidden: List[str], log_path: str, cgroups: List[str] = ()) -> ExecutionOutcome:
+    """Execute ``nb`` in place (outputs already cleared) in a sandboxed kernel."""
+    import zmq
+
+    km = SandboxKernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(conn_dir, "k"),
+                              connection_file=os.path.join(conn_dir, "kernel.json"))
+    km.launch_prefix = launch_prefix(level, workdir, conn_dir, hidden, limits, uid, cgroups)
+    km.run_uid = uid
+    # One huge message (a gigabyte printed at once) is dropped by ZMQ instead of filling our memory.
+    km.context.setsockopt(zmq.MAXMSGSIZE, max(limits.output_bytes, 1 << 20) * 4)
+    deadline = time.monotonic() + (limits.notebook_s or 1e9)
+
+    def cell_timeout(cell: Any) -> int:
+        left = deadline - time.monotonic()
+        return int(max(1, min(limits.cell_s or 1e9, left)))
+
+    client = GradingClient(nb, km=km, timeout_func=cell_timeout, allow_errors=True, interrupt_on_timeout=False,
+                           startup_timeout=60, kernel_name="python3", record_timing=False,
+                           resources={"metadata": {"path": workdir}})
+    client.output_limit = limits.output_bytes
+    env = sandbox.kernel_environment(workdir)
+
+    async def run() -> ExecutionOutcome:
+        log = open(log_path, "ab")
+        try:
+            await client.async_execute(env=env, stdout=log, stderr=log)
+            return ExecutionOutcome("ok")
+        except CellTimeoutError:
+            if deadline - time.monotonic() <= 1.5:
+                return ExecutionOutcome("timeout", "the notebook ran past its time limit of {:g} s".format(limits.notebook_s))
+            return ExecutionOutcome("timeout", "a cell ran past the per-cell time limit of {:g} s".format(limits.cell_s))
+        except DeadKernelError:
+            return ExecutionOutcome("kernel died", "the kernel died (os._exit, a crash, or a limit reached)")
+        except Exception as exc:  # kernel failed to start, or nbclient failed: this run only
+            return ExecutionOutcome("failed", "execution failed: {}: {}".format(type(exc).__name__, exc))
+        finally:
+            try:
+                await km.shutdown_kernel(now=True)
+            except Exception:  # already dead
+                pass
+            log.close()
+
+    outcome = asyncio.run(run())
+    outcome.error = _first_error(nb)
+    outcome.dropped_bytes = client.dropped_bytes
+    if outcome.status == "ok" and outcome.error:
+        outcome.status = "error"
+        outcome.reason = "a cell raised an error ({})".format(outcome.error)
+    return outcome
+
+
+def _copy_submission(source: str, workdir: str, max_bytes: int) -> str:
+    """Copy a notebook (or a student folder) into ``workdir``; return the notebook's new path."""
+    total = 0
+    if os.path.isdir(source):
+        for root, _dirs, files in os.walk(source):
+            for name in files:
+                total += os.path.getsize(os.path.join(root, name))
+        if total > max_bytes:
+            raise ValueError("the submission is {} bytes, over the {} byte limit".format(total, max_bytes))
+        for name in os.listdir(source):
+            src = os.path.join(source, name)
+            dst = os.path.join(workdir, name)
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, symlinks=True)
+            elif not os.path.islink(src):
+                shutil.copy2(src, dst)
+        return ""
+    if os.path.getsize(source) > max_bytes:
+        raise ValueError("the notebook is {} bytes, over the {} byte limit".format(os.path.getsize(source), max_bytes))
+    dst = os.path.join(workdir, os.path.basename(source))
+    shutil.copy2(source, dst)
+    return dst
+
+
+def _chown_tree(path: str, uid: Optional[int]) -> None:
+    if uid is None:
+        return
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.lchown(os.path.join(root, name), uid, uid)
+    os.chown(path, uid, uid)
+
+
+def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
+    """Grade one submission described by ``job`` (see ``labkit.grading.batch``); return the result."""
+    started = time.monotonic()
+    run_dir = job["run_dir"]
+    workdir = os.path.join(run_dir, "work")
+    conn_dir = os.path.join(run_dir, "conn")
+    grader_dir = os.path.join(run_dir, "grader")
+    for path, mode in ((workdir, 0o700), (conn_dir, 0o700), (grader_dir, 0o700)):
+        os.makedirs(path, mode=mode, exist_ok=True)
+    os.makedirs(os.path.join(workdir, ".tmp", "matplotlib"), exist_ok=True)
+    rubric: Rubric = load_rubric(job["rubric"])
+    limits = sandbox.Limits(**job["limits"])
+    uid = job.get("uid")
+    result: Dict[str, Any] = {"student": job["student"], "key": job["key"], "isolation": job.get("isolation", job["level"])}
+
+    notebook_path = job["notebook"]
+    try:
+        if job.get("problem"):
+            raise ValueError(job["problem"])
+        copied = _copy_submission(job["source"], workdir, limits.submission_bytes)
+        local_nb = copied or os.path.join(workdir, os.path.relpath(notebook_path, job["source"]))
+        submitted = nbformat.read(local_nb, as_version=4)
+    except Exception as exc:
+        outcome = ExecutionOutcome("unreadable", "the submission could not be read: {}".format(str(exc)[:300]))
+        evidence = Evidence(None, {}, {}, outcome.status, outcome.reason, None, reproduce=job.get("reproduce", False))
+        return _finish(result, rubric, evidence, job, started, outcome)
+
+    # The student's outputs go aside (grader-only folder) for the reproduce check, then vanish.
+    submitted_copy = os.path.join(grader_dir, "submitted.ipynb")
+    nbformat.write(submitted, submitted_copy)
+    submitted_records = _records(submitted_copy)
+    nb = nbformat.from_dict(json.loads(json.dumps(submitted)))
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nb.metadata.pop("widgets", None)
+    nbformat.write(nb, local_nb)  # the kernel's working copy has no outputs to read either
+    _chown_tree(workdir, uid)
+    os.chown(conn_dir, uid if uid is not None else -1, uid if uid is not None else -1)
+
+    outcome = execute_sandboxed(nb, workdir, conn_dir, limits, job["level"], uid, job.get("hidden", []),
+                                os.path.join(grader_dir, "kernel.log"), job.get("cgroups", []))
+    executed = os.path.join(grader_dir, "executed.ipynb")
+    nbformat.write(nb, executed)
+    fresh = _records(executed)
+
+    def recompute(function: str, params: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        from labkit.grading.recompute import run_sandboxed
+
+        prefix = launch_prefix(job["level"], workdir, conn_dir, job.get("hidden", []), limits, uid, job.get("cgroups", []))
+        return run_sandboxed(function, params, workdir, prefix, limits)
+
+    evidence = Evidence(submitted, submitted_records, fresh, outcome.status, outcome.reason, outcome.error,
+                        reproduce=job.get("reproduce", False), recompute=recompute)
+    result["executed"] = executed
+    return _finish(result, rubric, evidence, job, started, outcome)
+
+
+def _records(path: str) -> Dict[str, Any]:
+    try:
+        return results.read(path).records
+    except (OSError, ValueError):
+        return {}
+
+
+def _finish(result: Dict[str, Any], rubric: Rubric, evidence: Evidence, job: Dict[str, Any], started: float,
+            outcome: ExecutionOutcome) -> Dict[str, Any]:
+    result["status"] = outcome.status
+    result["reason"] = outcome.reason
+    result["error"] = outcome.error
+    result["output_dropped_bytes"] = outcome.dropped_bytes
+    if outcome.dropped_bytes:
+        result["reason"] = (result["reason"] + "; " if result["reason"] else "") + \
+            "{:.0f} MB of output beyond the {:.0f} MB limit was dropped".format(
+                outcome.dropped_bytes / 1e6, float(job["limits"].get("output_bytes", 0)) / 1e6)
+    result["checks"] = [c.to_dict() for c in rubric.grade(evidence)]
+    result["total"] = round(sum(c["score"] for c in result["checks"]), 3)
+    result["max_total"] = round(sum(c["points"] for c in result["checks"] if not c.get("skipped")), 3)
+    result["seconds"] = round(time.monotonic() - started, 2)
+    return result
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    with open(argv[0]) as f:
+        job = json.load(f)
+    try:
+        result = run_job(job)
+    except Exception as exc:  # the grader's own failure, reported for this submission only
+        result = {"student": job["student"], "key": job["key"], "isolation": job.get("isolation", job["level"]), "status": "grader error",
+                  "reason": "{}: {}".format(type(exc).__name__, exc), "trace": traceback.format_exc()[-4000:]}
+    tmp = job["result"] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f)
+    os.replace(tmp, job["result"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,435 @@
+"""Where and how a student's kernel runs: limits, a private uid, namespaces when allowed.
+
+    from labkit.grading import sandbox
+    sandbox.best_level()          # 'bwrap', 'unshare' or 'rlimits' on this machine
+    sandbox.describe_levels()     # what each level gives (docs/grading.md has the table)
+
+Isolation levels, strongest first (the gradebook reports the one in force for each run):
+
+- ``bwrap``: bubblewrap namespaces: no network (only a private loopback), own PID namespace
+  (everything the kernel started dies with it), a read-only view of the machine with the
+  submissions folder, the output folder, the rubric and the other runs' working folders
+  hidden, and only the run's own folder writable; plus everything below.
+- ``unshare``: ``unshare --net --pid --fork --kill-child``: no network, own PID namespace;
+  other submissions are protected only by file permissions; plus everything below.
+- ``+cgroup`` (any level, where this grader may make cgroups, v1 or v2): one cap on the
+  processes (``pids.max``) and memory of the whole run, which holds even without a uid switch.
+- ``rlimits``: resource limits (address space, processes, file size, no core dumps), a
+  scrubbed environment and, when the grader runs as root, a private unprivileged uid per
+  concurrent run (``RLIMIT_NPROC`` is not enforced for root). Always in force.
+
+The kernel talks to the grader over ZMQ ``ipc`` sockets (files in the run's connection
+folder), which work across a network namespace and never collide on ports.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import pwd
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+__all__ = ["Limits", "Slot", "LEVELS", "best_level", "describe_levels", "kernel_environment",
+           "confine_command", "sandbox_prefix", "kill_uid", "acquire_slot"]
+
+LEVELS = ("bwrap", "unshare", "rlimits")
+
+#: Unprivileged uids the grader runs kernels as (one per concurrent run); chosen among uids
+#: with no /etc/passwd entry so no real account is ever signalled.
+UID_RANGE = (61000, 61999)
+LOCK_DIR = os.path.join(tempfile.gettempdir(), "labkit-grader-locks")
+
+# Environment variables the kernel keeps from the grader; everything else (tokens, the
+# grader's own settings, SSH agents, cloud credentials) is dropped.
+_KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "LABKIT_DATA_DIR", "TZ")
+
+
+@dataclass
+class Limits:
+    """Limits for one submission (``None`` or 0: no limit)."""
+
+    notebook_s: float = 600.0  # wall clock for the whole notebook
+    cell_s: float = 120.0  # wall clock per cell
+    memory_bytes: int = 4 << 30  # RLIMIT_AS of the kernel and of each of its children
+    nproc: int = 128  # processes + threads of the run's uid
+    fsize_bytes: int = 64 << 20  # largest file the kernel may write
+    output_bytes: int = 8 << 20  # outputs the grader keeps per notebook; the rest is dropped
+    submission_bytes: int = 50 << 20  # largest submission (notebook + files) copied in
+
+    def to_dict(self) -> Dict[str, float]:
+        return dict(self.__dict__)
+
+
+def describe_levels() -> Dict[str, str]:
+    return {
+        "bwrap": "no network, own PID namespace, other submissions/gradebook/rubric hidden, read-only system; plus rlimits",
+        "unshare": "no network, own PID namespace; other files protected by permissions only; plus rlimits",
+        "rlimits": "memory/process/file-size limits, scrubbed environment, private uid when run as root",
+    }
+
+
+def _works(cmd: Sequence[str]) -> bool:
+    try:
+        return subprocess.run(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+_PROBED: Dict[str, bool] = {}
+
+
+def level_available(level: str) -> bool:
+    """Whether ``level`` works on this machine (probed once per process)."""
+    if level not in _PROBED:
+        if level == "bwrap":
+            _PROBED[level] = shutil.which("bwrap") is not None and _works(
+                ["bwrap", "--unshare-net", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/",
+                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true"])
+        elif level == "unshare":
+            _PROBED[level] = shutil.which("unshare") is not None and _works(
+                ["unshare", "--net", "--pid", "--fork", "--kill-child", "true"])
+        else:
+            _PROBED[level] = True
+    return _PROBED[level]
+
+
+def best_level() -> str:
+    for level in LEVELS:
+        if level_available(level):
+            return level
+    return "rlimits"  # pragma: no cover - rlimits is always available
+
+
+def kernel_environment(workdir: str, extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The kernel's environment: a short allow-list from the grader's, the rest fresh."""
+    env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
+    env.setdefault("PATH", os.defpath)
+    env.update({
+        "HOME": workdir,
+        "TMPDIR": os.path.join(workdir, ".tmp"),
+        "MPLCONFIGDIR": os.path.join(workdir, ".tmp", "matplotlib"),
+        "MPLBACKEND": "Agg",
+        "LABKIT_PROGRESS": "text",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MALLOC_ARENA_MAX": "2",  # glibc reserves 64 MB of address space per arena otherwise
+        "OMP_NUM_THREADS": "1",
+        "JPY_SESSION_NAME": "",
+    })
+    env.update(extra or {})
+    return env
+
+
+def confine_command(limits: Limits, uid: Optional[int]) -> List[str]:
+    """``python -m labkit.grading.confine ... --`` for these limits."""
+    cmd = [sys.executable, "-m", "labkit.grading.confine"]
+    if limits.memory_bytes:
+        cmd += ["--memory", str(int(limits.memory_bytes))]
+    if limits.nproc:
+        cmd += ["--nproc", str(int(limits.nproc))]
+    if limits.fsize_bytes:
+        cmd += ["--fsize", str(int(limits.fsize_bytes))]
+    if uid is not None:
+        cmd += ["--uid", str(uid), "--gid", str(uid)]
+    return cmd + ["--"]
+
+
+def _needed_paths() -> List[str]:
+    """Paths the kernel must still see (the interpreter and labkit): never hidden."""
+    paths = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    data = os.environ.get("LABKIT_DATA_DIR")
+    if data:
+        paths.append(data)
+    return [os.path.realpath(p) for p in paths]
+
+
+def _unreachable(paths: Sequence[str]) -> List[Tuple[str, str]]:
+    """(closed folder, its child on the way) for each needed path another uid cannot reach.
+
+    On this kind of machine Python often lives under /root (mode 0700): a kernel running as an
+    unprivileged uid could not even start. bwrap covers the closed folder with an empty tmpfs
+    and binds back only the child that leads to the interpreter.
+    """
+    found: List[Tuple[str, str]] = []
+    for path in paths:
+        parts = path.strip(os.sep).split(os.sep)
+        for depth in range(1, len(parts)):
+            folder = os.sep + os.sep.join(parts[:depth])
+            try:
+                mode = os.stat(folder).st_mode
+            except OSError:
+                break
+            if not mode & stat.S_IXOTH:
+                pair = (folder, os.path.join(folder, parts[depth]))
+                if pair not in found:
+                    found.append(pair)
+                break
+    return found
+
+
+def uid_switch_possible(level: str) -> bool:
+    """Whether a kernel can run as another uid here (root, and the interpreter reachable)."""
+    if os.geteuid() != 0:
+        return False
+    return level == "bwrap" or not _unreachable(_needed_paths())
+
+
+def _is_ancestor(parent: str, child: str) -> bool:
+    parent = parent.rstrip(os.sep) + os.sep
+    return (child.rstrip(os.sep) + os.sep).startswith(parent)
+
+
+def sandbox_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str] = ()) -> List[str]:
+    """The command that wraps the kernel for ``level`` (empty for ``rlimits``).
+
+    ``hidden`` are paths (files or folders) the kernel must not see at the ``bwrap`` level:
+    the submissions folder, the output folder, the rubric. A path that holds the interpreter
+    or labkit itself cannot be hidden and is skipped.
+    """
+    if level == "rlimits":
+        return []
+    if level == "unshare":
+        return ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    if level != "bwrap":
+        raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(LEVELS)))
+    cmd = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+           "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+           "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/dev/shm"]
+    needed = _needed_paths()
+    for closed, child in _unreachable(needed):
+        cmd += ["--tmpfs", closed, "--ro-bind", child, child]
+    for path in hidden:
+        real = os.path.realpath(path)
+        if not os.path.exists(real) or real in ("/", "/tmp") or any(_is_ancestor(real, n) for n in needed):
+            continue
+        if os.path.isdir(real):
+            cmd += ["--tmpfs", real]
+        else:
+            cmd += ["--ro-bind", "/dev/null", real]
+    covered = [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--tmpfs"]
+    made: List[str] = []
+    for path in (workdir, conn_dir):
+        # Folders bwrap would create on the way inside an empty tmpfs get mode 0700 (root):
+        # make them passable, so the run's uid can reach its own folders.
+        parts = os.path.realpath(path).strip(os.sep).split(os.sep)
+        for depth in range(1, len(parts)):
+            folder = os.sep + os.sep.join(parts[:depth])
+            if folder not in made and any(_is_ancestor(top, folder) and top != folder for top in covered):
+                made.append(folder)
+                cmd += ["--perms", "0711", "--dir", folder]
+        cmd += ["--bind", path, path]
+    return cmd + ["--chdir", workdir, "--"]
+
+
+# -- cgroups: one process and memory cap for the whole run ---------------------------------------
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def _cgroup_parents() -> Dict[str, str]:
+    """controller -> the folder under which this grader may make cgroups (v1 or v2), if writable."""
+    if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")):  # v2: one unified tree
+        own = _own_cgroup("")
+        folder = os.path.join(CGROUP_ROOT, own.lstrip("/"))
+        return {"unified": folder} if os.access(folder, os.W_OK) else {}
+    found = {}
+    for controller in ("pids", "memory"):
+        folder = os.path.join(CGROUP_ROOT, controller, _own_cgroup(controller).lstrip("/"))
+        if os.path.isdir(folder) and os.access(folder, os.W_OK):
+            found[controller] = folder
+    return found
+
+
+def _own_cgroup(controller: str) -> str:
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _id, names, path = line.rstrip("\n").split(":", 2)
+                if (controller == "" and names == "") or controller in names.split(","):
+                    return path
+    except OSError:
+        pass
+    return "/"
+
+
+def make_cgroups(name: str, limits: Limits) -> List[str]:
+    """Cgroups capping the run's processes (pids.max) and memory; [] where none can be made."""
+    made = []
+    for controller, parent in _cgroup_parents().items():
+        folder = os.path.join(parent, "labkit-grade", name)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            if controller in ("pids", "unified") and limits.nproc:
+                _write(os.path.join(folder, "pids.max"), str(int(limits.nproc)))
+            if controller == "memory" and limits.memory_bytes:
+                _write(os.path.join(folder, "memory.limit_in_bytes"), str(int(limits.memory_bytes)))
+                _write_optional(os.path.join(folder, "memory.memsw.limit_in_bytes"), str(int(limits.memory_bytes)))
+            if controller == "unified" and limits.memory_bytes:
+                _write(os.path.join(folder, "memory.max"), str(int(limits.memory_bytes)))
+                _write_optional(os.path.join(folder, "memory.swap.max"), "0")
+        except OSError:
+            remove_cgroups([folder])
+            continue
+        made.append(folder)
+    return made
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _write_optional(path: str, text: str) -> None:
+    try:
+        _write(path, text)
+    except OSError:
+        pass
+
+
+def _cgroup_pids(folder: str) -> List[int]:
+    try:
+        with open(os.path.join(folder, "cgroup.procs")) as f:
+            return [int(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def remove_cgroups(folders: Sequence[str]) -> None:
+    """Kill whatever is left in the run's cgroups, then remove them."""
+    for folder in folders:
+        for _ in range(100):
+            pids = _cgroup_pids(folder)
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.02)
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+
+
+def remove_stale_cgroups(alive: Any) -> None:
+    """Cgroups left by a grader that was killed (named <pid>-r<n>): empty and remove them."""
+    for parent in _cgroup_parents().values():
+        folder = os.path.join(parent, "labkit-grade")
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            pid = name.split("-", 1)[0]
+            if pid.isdigit() and not alive(int(pid)) and os.path.isdir(os.path.join(folder, name)):
+                remove_cgroups([os.path.join(folder, name)])
+
+
+def cgroup_command(folders: Sequence[str]) -> List[str]:
+    """The first stage of a kernel launch: join the run's cgroups (before any sandbox)."""
+    if not folders:
+        return []
+    cmd = [sys.executable, "-m", "labkit.grading.confine"]
+    for folder in folders:
+        cmd += ["--cgroup", folder]
+    return cmd + ["--"]
+
+
+# -- one private uid per concurrent run -------------------------------------------------------
+
+@dataclass
+class Slot:
+    """A uid reserved (by an flock) for one run; ``uid`` is None when not running as root."""
+
+    uid: Optional[int]
+    lock_fd: Optional[int] = None
+    cgroups: List[str] = field(default_factory=list)
+    _released: bool = field(default=False, repr=False)
+
+    def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        remove_cgroups(self.cgroups)
+        if self.uid is not None:
+            kill_uid(self.uid)
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+
+
+def _uid_unused(uid: int) -> bool:
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return True
+    return False
+
+
+def acquire_slot(level: str = "bwrap") -> Slot:
+    """Reserve an unused uid for one run (root), or run as ourselves (not root, or no uid can run)."""
+    if not uid_switch_possible(level):
+        return Slot(uid=None)
+    os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
+    for uid in range(UID_RANGE[0], UID_RANGE[1] + 1):
+        if not _uid_unused(uid):
+            continue
+        fd = os.open(os.path.join(LOCK_DIR, "uid-{}.lock".format(uid)), os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EACCES):
+                continue
+            raise
+        kill_uid(uid)  # leftovers of a grader that was killed
+        return Slot(uid=uid, lock_fd=fd)
+    raise RuntimeError("no free grading uid in {}-{}: too many concurrent runs".format(*UID_RANGE))
+
+
+def _pids_of_uid(uid: int) -> List[int]:
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat("/proc/" + name).st_uid == uid:
+                pids.append(int(name))
+        except OSError:
+            continue
+    return pids
+
+
+def kill_uid(uid: int, rounds: int = 50) -> None:
+    """SIGKILL every process of ``uid`` (a sandbox uid, never a real account).
+
+    A child that becomes ``uid`` and calls ``kill(-1, SIGKILL)`` reaches every process of that
+    uid at once, which a fork bomb cannot outrun; /proc confirms nothing is left.
+    """
+    if os.geteuid() != 0 or not (UID_RANGE[0] <= uid <= UID_RANGE[1]):
+        return
+    for _ in range(rounds):
+        if not _pids_of_uid(uid):
+            return
+        pid = os.fork()
+        if pid == 0:  # child: no Python-level work beyond these calls
+            try:
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        time.sleep(0.05)
