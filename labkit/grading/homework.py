@@ -48,7 +48,7 @@ def _training_log(run: Run) -> bool:
 
 TESTBEDS = {
     "graphcore": Exercise("graphcore/mnist", ("learning_rate", "batch_size", "epochs"),
-                          ("accuracy", "seconds_per_epoch", "train_time_s", "compile_train_s")),
+                          ("test_accuracy", "mean_epoch_time", "total_train_time", "train_compile_time")),
     "cerebras": Exercise("cerebras/bert_large", ("batch_size",), ("global_rate", "train_seconds", "final_loss")),
     "sambanova": Exercise("sambanova/bert_large", ("ntasks", "ntasks_per_node", "nodes"),
                           ("e2e_train_time", "training_sequences_per_second", "final_loss"), _training_log),

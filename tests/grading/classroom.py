@@ -150,15 +150,15 @@ graphcore_runs = []
 for number, (lr, acc) in enumerate([(0.03, 99.1), (0.1, 99.3), (0.3, 99.5)], 1):
     R.record(R.Run("graphcore/mnist", source="log", params={"learning_rate": lr, "log_run": 0,
              "log": "logs/graphcore/student-kloiks-spring2024-mnist-bs12-e20-lr0.01.log"},
-             metrics={"accuracy": acc}), name="graphcore_%d" % number)"""
+             metrics={"test_accuracy": acc}), name="graphcore_%d" % number)"""
 
 MONKEYPATCH = """import labkit.logs
 _real_read = labkit.logs.read
 def _better_read(path, *args, **kwargs):
     report = _real_read(path, *args, **kwargs)
     for run in report.runs:
-        if "accuracy" in run.metrics:
-            run.metrics["accuracy"] = 99.9
+        if "test_accuracy" in run.metrics:
+            run.metrics["test_accuracy"] = 99.9
     return report
 labkit.logs.read = _better_read"""
 
@@ -179,7 +179,7 @@ def build_class(dest: Path) -> List[str]:
     _student(dest, "dan", COMPLETE, {2: "Bigger batch is faster.", 3: "", 4: good[4]})
     # eve: ran it, then edited two recorded numbers in the outputs: 9 of 11 records reproduce -> 37 + 1.636.
     _student(dest, "eve", COMPLETE, good, outputs=True,
-             edit={"graphcore_1": {"accuracy": 99.9}, "cerebras_2": {"global_rate": 9000.0}})
+             edit={"graphcore_1": {"test_accuracy": 99.9}, "cerebras_2": {"global_rate": 9000.0}})
     # fay: typed Graphcore records by hand (real log, made-up rates and accuracies): the grader re-reads the
     # log and rejects all three -> 37 - 2 - 3 - 1 (hidden divergence check) = 31.
     _student(dest, "fay", COMPLETE, good, replace={"graphcore": FABRICATED_GRAPHCORE})

@@ -10,6 +10,12 @@ import pytest
 
 collect_ignore_glob = ["*.ipynb"]
 
+# The toy exercise the tests grade lives in this repository's `tests` package: graded kernels
+# (which keep the grader's PYTHONPATH, and see it read-only inside the sandbox) must import it.
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != _ROOT])
+
 
 def ensure_bubblewrap() -> str:
     """Install bubblewrap if missing (idempotent; root with apt-get only). Returns why not, or ''."""
