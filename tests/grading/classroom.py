@@ -113,7 +113,7 @@ def _with_outputs(nb, folder: Path, edit: Optional[Dict[str, Dict[str, float]]] 
             for number, run in enumerate(runs, 1):
                 name = "{}_{}".format(testbed, number)
                 run.metrics.update((edit or {}).get(name, {}))
-                payload = results.record(run, name=name)
+                payload = results.scrap(run, name=name)
                 outputs.append(new_output("display_data", data={results.SCRAP_MIME: payload},
                                           metadata={"scrapbook": {"name": name, "data": True, "display": False}}))
             cell.outputs = outputs
