@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 import sys
 
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -108,7 +108,6 @@ class MnistResult:
     run: Run
     model: Any = None
     history: Any = None
-    messages: List[str] = field(default_factory=list)
 
     @property
     def test_accuracy(self) -> float:
