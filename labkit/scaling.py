@@ -29,7 +29,7 @@ import math
 import os
 import tempfile
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Sequence
 
 __all__ = ["study", "measure", "load_reference", "plot_scaling", "display_table", "EXAMPLE_REFERENCE",
            "REFERENCE_COLUMNS", "allowed_replicas", "diverged", "as_run"]

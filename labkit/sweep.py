@@ -26,9 +26,7 @@ import os
 import queue
 import re
 import subprocess
-import sys
 import tempfile
-import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple

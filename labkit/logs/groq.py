@@ -65,6 +65,15 @@ class GroqReader(LineReader):
         super().__init__(name)
         self.state = _State()
 
+    def _start_build(self, build: str, cached: bool) -> None:
+        """A build begins (fresh or from GroqFlow's cache); another build's name starts a new run."""
+        if self.state.anything and self.state.build and self.state.build != build:
+            self._close(complete=False)
+        st = self.state
+        st.build = build
+        st.cached = cached
+        st.anything = True
+
     def feed(self, line: str) -> None:
         if not line:
             return
@@ -92,22 +101,12 @@ class GroqReader(LineReader):
         if "Building" in line:
             m = _BUILDING.search(line)
             if m and not line.startswith("Building wheel") and "(pyproject" not in line:
-                if st.anything and st.build and st.build != m.group(1):
-                    self._close(complete=False)
-                    st = self.state
-                st.build = m.group(1)
-                st.cached = False
-                st.anything = True
+                self._start_build(m.group(1), cached=False)
             return
         if "found in cache" in line:
             m = _CACHED.search(line)
             if m:
-                if st.build and st.build != m.group(1) and st.anything:
-                    self._close(complete=False)
-                    st = self.state
-                st.build = m.group(1)
-                st.cached = True
-                st.anything = True
+                self._start_build(m.group(1), cached=True)
             return
         if "No inputs received for benchmark" in line:
             st.compile_inputs = True

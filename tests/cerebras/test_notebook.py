@@ -7,7 +7,6 @@ from pathlib import Path
 
 import nbformat
 import papermill
-import pytest
 
 from labkit import results
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from labkit.data import mnist as mnist_module
 from labkit.data.mnist import FILES, MnistDataError, load_mnist
 
 

@@ -11,7 +11,6 @@ import os
 import socket
 import threading
 
-import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
