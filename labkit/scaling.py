@@ -2,10 +2,11 @@
 
     labkit run notebooks/comparison/ipu_vs_gpu.ipynb runs/scaling.ipynb -p replicas '[1, 2]'
     from labkit import scaling
-    table = scaling.study([1, 2], [10, 128], epochs=2, images_per_epoch=2048, device="cpu")
+    table = scaling.study([1, 2], [10, 128], epochs=2, images_per_epoch=2048, device="cpu", model="small")
 
-The model is a small CNN on synthetic 28x28 one-channel images (ten classes, each a
-noisy bright bar at its own row, so the loss really falls). Synthetic images are enough
+The model (:mod:`labkit.scaling_models`) is either ``"representative"``, a CNN with the published
+study's parameter counts (8.9 M, half of them frozen), or ``"small"``, on synthetic 28x28
+one-channel images (ten classes, each a noisy bright bar at its own row). Synthetic images are enough
 for throughput: speed does not depend on pixel values, and no dataset has to be shared
 between replicas. Throughput is images per second over the epochs after the first, so
 compilation (PopTorch), CUDA context creation and warm-up are left out.
@@ -18,37 +19,42 @@ Replicas:
 Processes meet through a file (``init_method="file://..."``), not a TCP port, so studies
 running side by side cannot collide.
 
-A run whose loss becomes NaN/infinite or explodes (above 10x its first value) is marked
-``diverged`` and its speed is not reported.
+Every run records its losses. One whose loss becomes NaN/infinite or explodes is marked
+``diverged`` by labkit's one rule (:func:`labkit.divergence.loss_divergence`), with the reason in
+``note`` (``diverged: loss nan``), as the published reference rows are; its speed is still measured
+and shown, but it is not the speed of a useful training.
+
+The default reference is the published study (:data:`PUBLISHED_REFERENCE`, Mk2 IPU-POD16 and A100;
+see ``labkit/reference/README.md``); speed-up and efficiency are in :mod:`labkit.scaling_report`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 import time
 from typing import Any, Dict, List, Sequence
 
+from labkit.divergence import loss_divergence
+from labkit.scaling_models import build as build_model
+
 __all__ = ["study", "measure", "load_reference", "plot_scaling", "display_table", "EXAMPLE_REFERENCE",
-           "REFERENCE_COLUMNS", "allowed_replicas", "diverged", "as_run"]
+           "PUBLISHED_REFERENCE", "PUBLISHED_PROVENANCE", "REFERENCE_COLUMNS", "allowed_replicas", "diverged",
+           "as_run"]
 
 #: Columns a CSV of results measured elsewhere must have (extra columns are kept).
 REFERENCE_COLUMNS = ("platform", "replicas", "micro_batch", "throughput")
-#: An example of such a CSV, measured with this notebook on labkit's 2-core CPU CI machine.
-EXAMPLE_REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference", "scaling_cpu_2core.csv")
-EXPLODE_FACTOR = 10.0
-
-
-def _model():
-    import torch.nn as nn
-
-    return nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(16 * 7 * 7, 10),
-    )
+_REFERENCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference")
+#: The default reference: the course study's published table (Mk2 IPU-POD16 and A100), with statuses.
+PUBLISHED_REFERENCE = os.path.join(_REFERENCE_DIR, "scaling_pod16_a100.csv")
+#: Where :data:`PUBLISHED_REFERENCE` comes from (labkit/reference/README.md says more).
+PUBLISHED_PROVENANCE = ("the course's IPU-vs-GPU comparison study, as published: its representative model "
+                        "(8,922,155 parameters, 4,409,808 of them frozen) trained with Keras for 3 epochs of "
+                        "70,000 images, the 2nd epoch timed, on a Graphcore Mk2 IPU-POD16 and on A100 GPUs; "
+                        "statuses and notes from the runs' training logs")
+#: An example CSV in the same format, measured with this notebook on labkit's 2-core CI machine.
+EXAMPLE_REFERENCE = os.path.join(_REFERENCE_DIR, "scaling_cpu_2core.csv")
 
 
 def synthetic_images(count: int, seed: int):
@@ -65,12 +71,8 @@ def synthetic_images(count: int, seed: int):
 
 
 def diverged(losses: Sequence[float]) -> bool:
-    """NaN/infinite loss, or a loss above 10x the first one."""
-    if not losses:
-        return False
-    if any(not math.isfinite(v) for v in losses):
-        return True
-    return max(losses) > EXPLODE_FACTOR * max(losses[0], 1e-6) and max(losses) > 1.0
+    """True when labkit's one rule (:func:`labkit.divergence.loss_divergence`) calls ``losses`` diverged."""
+    return loss_divergence(losses) is not None
 
 
 def _epochs(step, images, labels, micro_batch: int, epochs: int, sync=None) -> Dict[str, Any]:
@@ -83,9 +85,7 @@ def _epochs(step, images, labels, micro_batch: int, epochs: int, sync=None) -> D
         start = time.perf_counter()
         for s in range(steps):
             loss = step(images[s * micro_batch:(s + 1) * micro_batch], labels[s * micro_batch:(s + 1) * micro_batch])
-            losses.append(float(loss))
-            if not math.isfinite(losses[-1]):
-                break
+            losses.append(float(loss))  # a NaN loss goes on, as in the study: its speed is still measured
         if sync:
             sync()
         times.append(time.perf_counter() - start)
@@ -94,7 +94,7 @@ def _epochs(step, images, labels, micro_batch: int, epochs: int, sync=None) -> D
 
 def _torch_rank(rank: int, world: int, micro_batch: int, images_per_replica: int, epochs: int,
                 learning_rate: float, seed: int, use_cuda: bool, init_file: str, result_file: str,
-                threads: int) -> None:
+                threads: int, model_name: str) -> None:
     """One replica: a process of a torch.distributed group (gloo on CPU, NCCL on GPUs)."""
     import torch
     import torch.distributed as dist
@@ -108,9 +108,10 @@ def _torch_rank(rank: int, world: int, micro_batch: int, images_per_replica: int
         dist.init_process_group("nccl" if use_cuda else "gloo", init_method="file://" + init_file,
                                 rank=rank, world_size=world)
     torch.manual_seed(seed)  # the same initial weights on every replica
-    model = _model().to(device)
+    model = build_model(model_name).to(device)
     trained = DistributedDataParallel(model, device_ids=[rank] if use_cuda else None) if distributed else model
-    optimizer = torch.optim.SGD(trained.parameters(), lr=learning_rate)
+    # frozen parameters are neither updated nor exchanged (DDP reduces only those needing gradients)
+    optimizer = torch.optim.SGD([p for p in trained.parameters() if p.requires_grad], lr=learning_rate)
     images, labels = synthetic_images(images_per_replica, seed + 1 + rank)  # each replica its own shard
     images, labels = images.to(device), labels.to(device)
 
@@ -136,7 +137,7 @@ def _torch_rank(rank: int, world: int, micro_batch: int, images_per_replica: int
 
 
 def _measure_torch(replicas: int, micro_batch: int, images_per_epoch: int, epochs: int,
-                   learning_rate: float, seed: int, use_cuda: bool) -> Dict[str, Any]:
+                   learning_rate: float, seed: int, use_cuda: bool, model: str) -> Dict[str, Any]:
     import torch.multiprocessing as mp
 
     # a CPU replica is one core, as an IPU replica is one IPU: one thread each. (Letting one
@@ -147,7 +148,7 @@ def _measure_torch(replicas: int, micro_batch: int, images_per_epoch: int, epoch
         init_file = os.path.join(folder, "rendezvous")
         result_file = os.path.join(folder, "rank0.json")
         args = (replicas, micro_batch, images_per_epoch // replicas, epochs, learning_rate, seed, use_cuda,
-                init_file, result_file, threads)
+                init_file, result_file, threads, model)
         # a fresh process even for one replica: every configuration starts from the same state
         mp.spawn(_torch_rank, args=args, nprocs=replicas, join=True)
         with open(result_file) as f:
@@ -157,7 +158,7 @@ def _measure_torch(replicas: int, micro_batch: int, images_per_epoch: int, epoch
 
 
 def _measure_ipu(replicas: int, micro_batch: int, images_per_epoch: int, epochs: int, learning_rate: float,
-                 seed: int, device_iterations: int = 1) -> Dict[str, Any]:
+                 seed: int, model_name: str, device_iterations: int = 1) -> Dict[str, Any]:
     """PopTorch: one process, ``replicationFactor(replicas)``; the first epoch includes compilation."""
     import poptorch
     import torch
@@ -167,7 +168,7 @@ def _measure_ipu(replicas: int, micro_batch: int, images_per_epoch: int, epochs:
     class WithLoss(nn.Module):
         def __init__(self):
             super().__init__()
-            self.model = _model()
+            self.model = build_model(model_name)
 
         def forward(self, x, y):
             out = self.model(x)
@@ -180,7 +181,8 @@ def _measure_ipu(replicas: int, micro_batch: int, images_per_epoch: int, epochs:
     loader = poptorch.DataLoader(opts, torch.utils.data.TensorDataset(images, labels), batch_size=micro_batch,
                                  shuffle=True, drop_last=True)
     model = WithLoss()
-    training_model = poptorch.trainingModel(model, opts, optimizer=torch.optim.SGD(model.parameters(), lr=learning_rate))
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    training_model = poptorch.trainingModel(model, opts, optimizer=torch.optim.SGD(trainable, lr=learning_rate))
     times, losses, seen = [], [], 0
     try:
         for _ in range(epochs):
@@ -221,38 +223,49 @@ def _resolve_device(device: str) -> str:
     return "cuda" if cuda_available() else "cpu"
 
 
-def measure(replicas: int, micro_batch: int, images_per_epoch: int = 5120, epochs: int = 2,
-            learning_rate: float = 0.01, seed: int = 0, device: str = "cpu") -> Dict[str, Any]:
-    """One configuration: a row with throughput (images/s, epochs after the first) and status."""
+def measure(replicas: int, micro_batch: int, images_per_epoch: int = 2048, epochs: int = 2,
+            learning_rate: float = 0.01, seed: int = 0, device: str = "cpu",
+            model: str = "representative") -> Dict[str, Any]:
+    """One configuration: a row with throughput (images/s, epochs after the first), losses and status.
+
+    ``status`` is ``complete``, ``diverged`` (``note`` says why: ``diverged: loss nan``...; the
+    throughput is still given, as in the published table) or ``too few images``.
+    """
     if epochs < 2:
         raise ValueError("epochs = {}: the throughput is taken after the first epoch, so at least 2 are "
                          "needed".format(epochs))
     if device == "ipu":
-        outcome = _measure_ipu(replicas, micro_batch, images_per_epoch, epochs, learning_rate, seed)
+        outcome = _measure_ipu(replicas, micro_batch, images_per_epoch, epochs, learning_rate, seed, model)
     else:
         outcome = _measure_torch(replicas, micro_batch, images_per_epoch, epochs, learning_rate, seed,
-                                 use_cuda=(device == "cuda"))
+                                 use_cuda=(device == "cuda"), model=model)
     times, losses = outcome["epoch_times"], outcome["losses"]
-    row: Dict[str, Any] = {"platform": "local " + device, "replicas": replicas, "micro_batch": micro_batch,
-                           "images_per_epoch": outcome["images"], "first_epoch_s": times[0],
-                           "final_loss": losses[-1] if losses else float("nan")}
+    row: Dict[str, Any] = {"platform": "local " + device, "model": model, "replicas": replicas,
+                           "micro_batch": micro_batch, "images_per_epoch": outcome["images"],
+                           "first_epoch_s": times[0], "final_loss": losses[-1] if losses else float("nan"),
+                           "losses": list(losses)}
     if outcome["images"] == 0:
-        row.update(status="too few images", throughput=float("nan"))
-    elif diverged(losses):
-        row.update(status="diverged", throughput=float("nan"))  # a diverged run's speed is no result
+        row.update(status="too few images", throughput=float("nan"), epoch_s=float("nan"),
+                   note="fewer images per replica than one micro-batch")
+        return row
+    later = times[1:]
+    row.update(epoch_s=sum(later) / len(later), throughput=outcome["images"] * len(later) / sum(later))
+    reason = loss_divergence(losses)
+    if reason:  # measured, but not the speed of a useful training
+        row.update(status="diverged", note="diverged: " + reason)
     else:
-        later = times[1:]
-        row.update(status="complete", throughput=outcome["images"] * len(later) / sum(later))
+        row.update(status="complete", note="")
     return row
 
 
-def study(replicas: Sequence[int], micro_batches: Sequence[int], images_per_epoch: int = 5120, epochs: int = 2,
-          learning_rate: float = 0.01, seed: int = 0, device: str = "auto"):
+def study(replicas: Sequence[int], micro_batches: Sequence[int], images_per_epoch: int = 2048, epochs: int = 2,
+          learning_rate: float = 0.01, seed: int = 0, device: str = "auto", model: str = "representative"):
     """Every (replicas, micro-batch) the hardware allows: a DataFrame, one row each."""
     import pandas as pd
 
     from labkit.progress import bar
 
+    build_model(model)  # an unknown name fails now, not in a spawned process
     device = _resolve_device(device)
     usable = allowed_replicas(replicas, device)
     skipped = [r for r in replicas if r not in usable]
@@ -262,54 +275,93 @@ def study(replicas: Sequence[int], micro_batches: Sequence[int], images_per_epoc
     configs = [(r, m) for r in usable for m in micro_batches]
     rows = []
     for r, m in bar(configs, desc="configurations", unit="config"):
-        rows.append(measure(r, m, images_per_epoch, epochs, learning_rate, seed, device))
+        rows.append(measure(r, m, images_per_epoch, epochs, learning_rate, seed, device, model))
     return pd.DataFrame(rows)
 
 
 def load_reference(path: str):
-    """A CSV of results measured elsewhere (IPU, A100...): columns platform, replicas, micro_batch, throughput."""
+    """A CSV of results measured elsewhere: columns platform, replicas, micro_batch, throughput (images/s).
+
+    Optional ``status`` (``complete`` when absent; ``diverged`` rows keep their measured speed and
+    are marked in tables and plots) and ``note``; other columns are kept. The default is
+    :data:`PUBLISHED_REFERENCE`, the course study's published IPU-POD16 and A100 table.
+    """
     import pandas as pd
 
     try:
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(path, keep_default_na=False, na_values=["", "nan", "NaN"])
     except FileNotFoundError:
         raise FileNotFoundError("reference_csv {}: no such file".format(path)) from None
     missing = [c for c in REFERENCE_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError("reference_csv {}: missing column(s) {}; it needs {}".format(
             path, ", ".join(missing), ", ".join(REFERENCE_COLUMNS)))
-    if "status" not in frame.columns:
-        frame["status"] = "complete"
-    frame.loc[frame["status"] != "complete", "throughput"] = float("nan")
+    for column in ("replicas", "micro_batch"):
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = [i + 2 for i, v in enumerate(values) if not (v == v and v >= 1 and float(v).is_integer())]
+        if bad:
+            raise ValueError("reference_csv {}: column {} must hold whole numbers >= 1; line(s) {} do not".format(
+                path, column, ", ".join(str(b) for b in bad)))
+        frame[column] = values.astype(int)
+    throughput = pd.to_numeric(frame["throughput"], errors="coerce")
+    bad = [i + 2 for i, (raw, v) in enumerate(zip(frame["throughput"], throughput))
+           if (v != v and raw == raw) or v < 0]
+    if bad:
+        raise ValueError("reference_csv {}: column throughput must hold images/s (a number >= 0, or empty for "
+                         "a failed run); line(s) {} do not".format(path, ", ".join(str(b) for b in bad)))
+    frame["throughput"] = throughput.astype(float)
+    frame["status"] = frame["status"].fillna("complete") if "status" in frame.columns else "complete"
+    frame["note"] = frame["note"].fillna("") if "note" in frame.columns else ""
     return frame
 
 
 def display_table(frame):
-    """Throughput as a pivot table (rows: platform and replicas; columns: micro-batch), 'N images/s'."""
-    def cell(value: float) -> str:
-        return "diverged/failed" if value != value else "{:.1f} images/s".format(value)
+    """Throughput as a pivot table (rows: platform and replicas; columns: micro-batch), 'N images/s'.
 
-    pivot = frame.pivot_table(index=["platform", "replicas"], columns="micro_batch", values="throughput",
-                              aggfunc="mean", dropna=False)
-    return pivot.apply(lambda column: column.map(cell))
+    A diverged configuration shows its speed followed by ``(diverged)``; a failed one ``failed``.
+    """
+    marked = frame.assign(_cell=[
+        "failed" if value != value else "{:.1f} images/s{}".format(value, " (diverged)" if status == "diverged" else "")
+        for value, status in zip(frame["throughput"], frame["status"])])
+    pivot = marked.pivot_table(index=["platform", "replicas"], columns="micro_batch", values="_cell",
+                               aggfunc="first")
+    return pivot.fillna("")
 
 
 def as_run(frame, params: Dict[str, Any]):
-    """A labkit.results.Run of the local measurements: best throughput, counts, one series per micro-batch."""
-    from labkit.results import Run
+    """A labkit.results.Run of the local measurements.
 
+    Metrics: best throughput of the runs that trained, counts. Series: throughput and speed-up
+    against replicas per micro-batch, and each configuration's losses (``loss_r2_mb10``: 2
+    replicas, micro-batch 10), so a diverged run can be seen, not only counted.
+    """
+    from labkit.results import Run
+    from labkit.scaling_report import with_speedup
+
+    frame = with_speedup(frame)
     complete = frame[frame["status"] == "complete"]
+    measured = frame[frame["throughput"] == frame["throughput"]]
     run = Run("comparison/ipu_vs_gpu", params=dict(params))
     run.add_metric("best_throughput", float(complete["throughput"].max()) if len(complete) else float("nan"), "images/s")
     run.add_metric("configurations", int(len(frame)))
     run.add_metric("diverged", int((frame["status"] == "diverged").sum()))
-    for micro_batch, group in complete.groupby("micro_batch"):
+    for micro_batch, group in measured.groupby("micro_batch"):
         group = group.sort_values("replicas")
         run.add_series("throughput_mb{}".format(micro_batch), group["replicas"].tolist(), group["throughput"].tolist(),
                        x_label="replicas")
-    if run.metrics["diverged"]:
-        run.notes.append("{} configuration(s) diverged (NaN or exploding loss); their speed is not reported."
-                         .format(run.metrics["diverged"]))
+        run.add_series("throughput_speedup_mb{}".format(micro_batch), group["replicas"].tolist(),
+                       group["speedup"].tolist(), x_label="replicas")
+    for row in frame.itertuples():
+        losses = list(getattr(row, "losses", None) or [])
+        if losses:
+            run.add_series("loss_r{}_mb{}".format(row.replicas, row.micro_batch), list(range(1, len(losses) + 1)),
+                           losses)
+    bad = frame[frame["status"] == "diverged"]
+    if len(bad):
+        run.notes.append("{} configuration(s) diverged ({}); their speed was measured, but not of a useful "
+                         "training.".format(len(bad), "; ".join(
+                             "{} replica(s), micro-batch {}: {}".format(r.replicas, r.micro_batch, r.note)
+                             for r in bad.itertuples())))
     return run
 
 

@@ -1,0 +1,142 @@
+"""Compare like with like in the scaling study: speed-up and scaling efficiency, as a table and a plot.
+
+    from labkit import scaling, scaling_report
+    reference = scaling.load_reference(scaling.PUBLISHED_REFERENCE)
+    scaling_report.speedup_table(reference)      # IPU 16 replicas: 7.29x, 46 % of ideal
+    scaling_report.plot_speedup(reference)
+
+Absolute images/s of a laptop CPU and of an IPU-POD16 say little about each other; how each
+grows with replicas does. **Speed-up** is a row's throughput divided by the throughput of the same
+platform (and model) with 1 replica at the same micro-batch; **efficiency** is speed-up divided by
+replicas (100 % is ideal, linear scaling). A row with no 1-replica partner has neither.
+Diverged rows (``status == "diverged"``) keep their numbers but are marked: hollow in the plot and
+named in its legend. Used by notebooks/comparison/ipu_vs_gpu.ipynb.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import List
+
+__all__ = ["with_speedup", "speedup_table", "plot_speedup", "REFERENCE_MODEL"]
+
+#: What the ``model`` column says for reference rows, which carry none.
+REFERENCE_MODEL = "the study's"
+
+
+def _series_key(frame):
+    """platform + model: a local study of the small model does not share a baseline with the representative."""
+    if "model" not in frame.columns:
+        return frame["platform"].astype(str) + " | " + REFERENCE_MODEL
+    return frame["platform"].astype(str) + " | " + frame["model"].fillna(REFERENCE_MODEL).astype(str)
+
+
+def with_speedup(frame):
+    """A copy of ``frame`` with ``speedup`` and ``efficiency`` columns (NaN without a 1-replica baseline)."""
+    import pandas as pd
+
+    out = frame.copy().reset_index(drop=True)
+    key = _series_key(out)
+    base = out[out["replicas"] == 1].assign(_key=key[out["replicas"] == 1])
+    baseline = base.groupby(["_key", "micro_batch"])["throughput"].first()
+    index = pd.MultiIndex.from_arrays([key, out["micro_batch"]])
+    out["speedup"] = out["throughput"].to_numpy() / baseline.reindex(index).to_numpy()
+    out["efficiency"] = out["speedup"] / out["replicas"]
+    return out
+
+
+def speedup_table(frame):
+    """One row per configuration, local and reference side by side: time, throughput, speed-up,
+    efficiency, status and note, formatted for reading (``7.29×``, ``46 % of ideal``)."""
+    import pandas as pd
+
+    data = with_speedup(frame)
+    if "model" not in data.columns:
+        data["model"] = REFERENCE_MODEL
+    data["model"] = data["model"].fillna(REFERENCE_MODEL)
+    for column, default in (("epoch_s", float("nan")), ("note", ""), ("status", "complete")):
+        if column not in data.columns:
+            data[column] = default
+        data[column] = data[column].fillna(default)
+    order = {platform: i for i, platform in enumerate(pd.unique(data["platform"]))}
+    data = data.assign(_order=data["platform"].map(order)).sort_values(
+        ["_order", "model", "micro_batch", "replicas"], kind="stable")
+
+    def number(value: float, text: str) -> str:
+        return "" if value != value else text.format(value)
+
+    table = pd.DataFrame({
+        "platform": data["platform"], "model": data["model"], "replicas": data["replicas"],
+        "micro-batch": data["micro_batch"],
+        "timed epoch": [number(v, "{:.1f} s") for v in data["epoch_s"]],
+        "throughput": [number(v, "{:.0f} images/s") for v in data["throughput"]],
+        "speed-up": [number(v, "{:.2f}×") for v in data["speedup"]],
+        "efficiency": [number(100 * v, "{:.0f} % of ideal") for v in data["efficiency"]],
+        "status": data["status"], "note": data["note"],
+    })
+    return table.reset_index(drop=True)
+
+
+def _diverged_replicas(group) -> List[int]:
+    return [int(r) for r in group.loc[group["status"] == "diverged", "replicas"]]
+
+
+def plot_speedup(frame, title: str = "Speed-up over 1 replica (same platform, same micro-batch)"):
+    """Speed-up against replicas, log-log, with the ideal line; local lines solid, reference dashed;
+    diverged points hollow and named in the legend; the largest replica count labelled with its
+    speed-up and efficiency."""
+    import matplotlib.pyplot as plt
+
+    data = with_speedup(frame)
+    data = data[data["speedup"] == data["speedup"]]
+    if "status" not in data.columns:
+        data = data.assign(status="complete")
+    fig, ax = plt.subplots(figsize=(8, 5.2))
+    top = max([2] + [int(r) for r in data["replicas"]])
+    ax.plot([1, top], [1, top], color="0.6", linewidth=1, label="ideal: speed-up = replicas")
+    labelled: List[tuple] = []  # (replicas, speed-up) already labelled: no two labels on top of each other
+    markers = iter("osD^vP*Xh<>p" * 4)
+    colors = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 4)
+    for (key, micro_batch), group in data.groupby([_series_key(data), "micro_batch"], sort=False):
+        group = group.sort_values("replicas")
+        platform, model = key.split(" | ", 1)
+        local = platform.startswith("local")
+        color, marker = next(colors), next(markers)
+        label = "{}{}, micro-batch {}".format(platform, " ({} model)".format(model) if local else "", micro_batch)
+        bad = _diverged_replicas(group)
+        if bad:
+            label += " — diverged at {} replica{}".format(", ".join(str(b) for b in bad), "" if bad == [1] else "s")
+        trained = [i for i, status in enumerate(group["status"]) if status != "diverged"]
+        # the line and its legend entry: filled markers where the run trained (all hollow if none did)
+        ax.plot(group["replicas"], group["speedup"], "-" if local else "--", color=color, linewidth=1.5 if local else 1,
+                label=label, marker=marker, markersize=7, markeredgecolor=color, markeredgewidth=1.5,
+                markerfacecolor=color if trained else "white", markevery=trained or None)
+        hollow = group[group["status"] == "diverged"]
+        ax.plot(hollow["replicas"], hollow["speedup"], linestyle="none", marker=marker, markersize=7,
+                markerfacecolor="white", markeredgecolor=color, markeredgewidth=1.5)
+        last = group.iloc[-1]
+        close = any(x == last["replicas"] and abs(math.log2(y / last["speedup"])) < 0.1 for x, y in labelled)
+        if last["replicas"] > 1 and not close:
+            labelled.append((last["replicas"], last["speedup"]))
+            ax.annotate("{:.2f}× ({:.0f} %)".format(last["speedup"], 100 * last["efficiency"]),
+                        (last["replicas"], last["speedup"]), textcoords="offset points", xytext=(6, -3),
+                        fontsize="x-small", color=color)
+    ax.plot([], [], linestyle="none", marker="o", markerfacecolor="white", markeredgecolor="0.3",
+            label="hollow: diverged (loss NaN or exploded)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ticks = [2 ** i for i in range(0, top.bit_length() + (0 if top & (top - 1) == 0 else 1))]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(["{}×".format(t) for t in ticks])
+    ax.set_xlabel("replicas")
+    ax.set_ylabel("speed-up over 1 replica")
+    ax.set_title(title, fontsize="medium")
+    ax.grid(True, which="major", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, labels, fontsize="x-small", loc="upper left", framealpha=0.9)
+    fig.tight_layout()
+    from labkit.plots import _show
+
+    return _show(fig)  # in a notebook: shown exactly once; elsewhere: the figure
