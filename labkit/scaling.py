@@ -31,6 +31,8 @@ import tempfile
 import time
 from typing import Any, Dict, List, Sequence
 
+from labkit.divergence import is_diverged
+
 __all__ = ["study", "measure", "load_reference", "plot_scaling", "display_table", "EXAMPLE_REFERENCE",
            "REFERENCE_COLUMNS", "allowed_replicas", "diverged", "as_run"]
 
@@ -38,7 +40,6 @@ __all__ = ["study", "measure", "load_reference", "plot_scaling", "display_table"
 REFERENCE_COLUMNS = ("platform", "replicas", "micro_batch", "throughput")
 #: An example of such a CSV, measured with this notebook on labkit's 2-core CPU CI machine.
 EXAMPLE_REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference", "scaling_cpu_2core.csv")
-EXPLODE_FACTOR = 10.0
 
 
 def _model():
@@ -65,12 +66,8 @@ def synthetic_images(count: int, seed: int):
 
 
 def diverged(losses: Sequence[float]) -> bool:
-    """NaN/infinite loss, or a loss above 10x the first one."""
-    if not losses:
-        return False
-    if any(not math.isfinite(v) for v in losses):
-        return True
-    return max(losses) > EXPLODE_FACTOR * max(losses[0], 1e-6) and max(losses) > 1.0
+    """NaN/infinite loss, or a loss above 10x the first one: the one rule, :func:`labkit.divergence.is_diverged`."""
+    return is_diverged(losses)
 
 
 def _epochs(step, images, labels, micro_batch: int, epochs: int, sync=None) -> Dict[str, Any]:

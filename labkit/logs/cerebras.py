@@ -20,7 +20,8 @@ import re
 from datetime import datetime
 from typing import Dict, List, Optional
 
-from labkit.logs.base import NUMBER, LineReader, is_bad_loss, new_run, number, parse_stamp, stamp_text
+from labkit.divergence import divergence_note, loss_divergence
+from labkit.logs.base import NUMBER, LineReader, new_run, number, parse_stamp, stamp_text
 from labkit.results import Run
 
 __all__ = ["CerebrasReader"]
@@ -221,9 +222,9 @@ class CerebrasReader(LineReader):
         if st.checkpoints:
             run.environment["checkpoints"] = st.checkpoints
         self._phases(st)
-        if any(is_bad_loss(x) for x in st.losses):
+        if loss_divergence(st.losses):
             run.status = "diverged"
-            run.notes.append("The loss became NaN or infinite: the run diverged.")
+            run.notes.append(divergence_note(st.losses, where="logged step"))
         elif st.completed:
             run.status = "complete"
         elif st.failed:

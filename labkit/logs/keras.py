@@ -22,6 +22,7 @@ import re
 from statistics import median
 from typing import Dict, List, Optional
 
+from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, new_run, number, params_from_filename
 from labkit.results import Run
 
@@ -139,15 +140,15 @@ class KerasReader(LineReader):
         if st.training_time is not None:
             run.add_metric("training_time_s", st.training_time, "s")
         losses = [row["loss"] for row in st.rows if "loss" in row]
-        bad = [x for x in losses if not math.isfinite(x)]
-        finite = [x for x in losses if math.isfinite(x)]
-        if bad:
+        reason = loss_divergence(losses)
+        if reason in ("loss nan", "loss inf"):
+            bad = [x for x in losses if not math.isfinite(x)]
             run.status = "diverged"
             run.notes.append("The loss became {} at epoch {}: the run diverged; its later numbers mean nothing.".format(
                 bad[0], st.epoch_ids[[i for i, row in enumerate(st.rows) if "loss" in row][losses.index(bad[0])]]))
-        elif len(finite) >= 2 and finite[0] > 0 and max(finite) > 10 * finite[0]:
+        elif reason:
             run.status = "diverged"
-            run.notes.append("The loss grew from {} to {}: the run is exploding (diverged).".format(finite[0], max(finite)))
+            run.notes.append(divergence_note(losses, where="epoch"))
         elif st.epochs_total is not None and st.epoch_ids and st.epoch_ids[-1] >= st.epochs_total:
             run.status = "complete"
         elif st.epochs_total is None and st.rows:

@@ -27,7 +27,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional
 
-from labkit.logs.base import NUMBER, LineReader, is_bad_loss, new_run
+from labkit.divergence import divergence_note, loss_divergence
+from labkit.logs.base import NUMBER, LineReader, new_run
 from labkit.results import Run
 
 __all__ = ["SambaNovaReader"]
@@ -342,10 +343,10 @@ class SambaNovaReader(LineReader):
         for key in ("e2e_train_time", "training_sequences_per_second", "final_loss", "training_samples_per_second"):
             if key in e2e:
                 run.add_metric(key, e2e[key], units[key])
-        bad = [x for x in cur.losses if is_bad_loss(x)]
-        if bad or ("final_loss" in e2e and is_bad_loss(e2e["final_loss"])):
+        losses = list(cur.losses) + ([e2e["final_loss"]] if isinstance(e2e.get("final_loss"), float) else [])
+        if loss_divergence(losses):
             run.status = "diverged"
-            run.notes.append("The loss became NaN or infinite: the run diverged.")
+            run.notes.append(divergence_note(losses, where="logged value"))
         elif "e2e_train_time" in e2e:
             run.status = "complete"
         elif cur.traceback:
