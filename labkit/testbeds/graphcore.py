@@ -30,9 +30,11 @@ from labkit.params import PATH, Config, Param, Spec, existing_file, usable_direc
 from labkit.progress import bar, style
 from labkit.results import Run
 
-__all__ = ["MNIST_SPEC", "MnistResult", "run_mnist", "choose_device", "model_summary", "POPTORCH_HELP"]
+__all__ = ["MNIST_SPEC", "PRIMARY_METRICS", "MnistResult", "run_mnist", "choose_device", "model_summary", "POPTORCH_HELP"]
 
 EXERCISE = "graphcore/mnist"
+#: What a sweep's summary leads with: test accuracy, steady training throughput, steady epoch time.
+PRIMARY_METRICS = ("test_accuracy", "train_throughput", "epoch_time")
 
 
 def _fits_one_step(config: Config):

@@ -27,6 +27,7 @@ def test_mnist_sweep_two_seeds_in_parallel_on_a_cold_cache(tmp_path, capsys):
     assert sorted(table["seed"]) == [0, 1]
     assert table["test_accuracy"].between(0, 100).all()
     summary = (out / "summary.md").read_text()
-    assert "## test_accuracy" in summary and "| 1 | 400 | 100 | cpu |" in summary
+    assert "## test_accuracy (%) — primary" in summary
+    assert "same in every run: epochs = 1, max_train_samples = 400, max_test_samples = 100, device = cpu" in summary
     # the cache is intact: no half-written download left beside the lock
     assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix in (".tmp", ".part")]
