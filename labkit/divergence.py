@@ -93,11 +93,11 @@ def loss_trend(losses: Sequence[float]) -> str:
     """Was the loss still moving at the end? ``"falling"``, ``"rising"`` or ``"no clear trend"``.
 
     A least-squares line through the last half of the values (all of them when there are fewer
-    than 8); the trend is "falling"/"rising" only when the slope is at least twice its standard
+    than 16); the trend is "falling"/"rising" only when the slope is at least twice its standard
     error, so step-to-step noise is not read as learning. Non-finite values are ignored.
     """
     values = [float(v) for v in losses if math.isfinite(float(v))]
-    if len(values) >= 8:
+    if len(values) >= 16:
         values = values[len(values) // 2:]
     n = len(values)
     if n < 3:

@@ -28,10 +28,13 @@ from typing import Optional, Sequence
 from labkit.divergence import TREND_FALLING, divergence_note, loss_divergence, loss_trend
 from labkit.results import Run
 
-__all__ = ["judge", "near_chance_note", "NEAR_CHANCE_ACCURACY", "UNIFORM_LOSS", "SATURATED_MARGIN"]
+__all__ = ["judge", "near_chance_note", "NEAR_CHANCE_ACCURACY", "UNIFORM_LOSS", "SATURATED_MARGIN",
+           "TUTORIAL_LEARNING_RATE"]
 
 #: Below this test accuracy (%) a 10-class model is "near chance" (chance is 10 %).
 NEAR_CHANCE_ACCURACY = 20.0
+#: ``mnist_poptorch.py``'s default learning rate: the line between "low" and "high" in the notes.
+TUTORIAL_LEARNING_RATE = 0.03
 #: The double-softmax loss of a uniform output: ln 10.
 UNIFORM_LOSS = math.log(10.0)
 #: A late loss (mean of the last half) this far above ln 10 means saturated outputs: near the
@@ -55,19 +58,34 @@ def near_chance_note(accuracy: float, losses: Sequence[float], updates: Optional
     made = "{} weight update{}".format(updates, "" if updates == 1 else "s") if updates else "its updates"
     rate = " at learning rate {:g}".format(learning_rate) if learning_rate is not None else ""
     if not losses:
-        parts.append("The log shows no loss values, so whether it saturated or learns slowly cannot be told; "
-                     "try both more epochs and a lower learning rate.")
+        parts.append("The log shows no loss values, so whether it saturated (a high learning rate: lower it) or "
+                     "learns slowly (a low one: more epochs or a higher rate) cannot be told from it.")
         return " ".join(parts)
-    where = "still falling" if trend == TREND_FALLING else ("rising" if trend == "rising" else "not clearly falling")
-    parts.append("After {}{} the loss is {:.4f} and {} at the end.".format(made, rate, late, where))
+    early = [v for v in losses[:max(1, len(losses) // 4)] if math.isfinite(v)]
+    start = sum(early) / len(early) if early else float("nan")
+    parts.append("After {}{} the loss went from {:.4f} to {:.4f} (means of the first quarter and the last half of "
+                 "the logged values) and is {} at the end.".format(
+                     made, rate, start, late,
+                     "still falling" if trend == TREND_FALLING else ("rising" if trend == "rising" else "not clearly falling")))
     if late > UNIFORM_LOSS + SATURATED_MARGIN:
-        parts.append("That is above ln 10 = 2.303, the loss of a uniform guess: the outputs are confidently wrong. "
-                     "The tutorial's softmax before CrossEntropyLoss saturates at high learning rates and then "
-                     "has almost no gradient, so more epochs will not help: lower the learning rate.")
+        parts.append("That is above ln 10 = 2.303, the loss of a uniform guess: the outputs are saturated on wrong "
+                     "classes. The tutorial's softmax before CrossEntropyLoss saturates at high learning rates and "
+                     "then has almost no gradient, so more epochs will not help: lower the learning rate.")
+    elif trend == TREND_FALLING:
+        parts.append("That is at or below ln 10 = 2.303 (a uniform guess) and still falling: the outputs have not "
+                     "saturated and the network is still learning, slowly. More epochs or a higher learning rate "
+                     "should help (a low rate learns slowly; one far above the tutorial's {:g} risks saturating)."
+                     .format(TUTORIAL_LEARNING_RATE))
     else:
-        parts.append("That is at or below ln 10 = 2.303, the loss of a uniform guess: the outputs have not "
-                     "saturated, the network is learning slowly. A low learning rate needs more updates: "
-                     "more epochs (or more samples), or a higher learning rate, may help.")
+        parts.append("That is about ln 10 = 2.303, the loss of a uniform guess: the outputs have barely moved from "
+                     "where they started and have not saturated (a saturated run sits above ln 10).")
+        if learning_rate is None or learning_rate <= TUTORIAL_LEARNING_RATE:
+            parts.append("This is how a low learning rate looks: it learns slowly. More epochs or a higher learning "
+                         "rate should help.")
+        else:
+            parts.append("At a rate above the tutorial's {:g} this is not slow learning: the loss wobbles without "
+                         "settling. More epochs will show whether it learns or saturates (a loss above ln 10: then "
+                         "lower the learning rate).".format(TUTORIAL_LEARNING_RATE))
     return " ".join(parts)
 
 

@@ -69,7 +69,8 @@ def test_trend_needs_more_than_noise():
     assert loss_trend([2.3028, 2.3024, 2.3019, 2.3029, 2.3016, 2.3028]) == divergence.TREND_FLAT
     assert loss_trend([2.3]) == divergence.TREND_FLAT
     # the last half decides: a run that fell early and then stalled is not "still falling"
-    assert loss_trend([2.3, 2.0, 1.8, 1.7, 1.62, 1.64, 1.61, 1.63, 1.62, 1.63]) == divergence.TREND_FLAT
+    fell_then_stalled = [2.3, 2.0, 1.8, 1.7, 1.66, 1.63, 1.62, 1.62] + [1.62, 1.64, 1.61, 1.63, 1.62, 1.63, 1.61, 1.63]
+    assert loss_trend(fell_then_stalled) == divergence.TREND_FLAT
 
 
 @pytest.mark.parametrize("losses", [[2.3, 2.1], [2.3, float("nan")], [2.3, 5.0, 40.0], [0.01, 0.5], []])
