@@ -226,12 +226,16 @@ def _share_line(frame) -> Optional[str]:
                      if str(w) not in ("", "nan") and str(t) not in ("", "nan")})
     if not shares:
         return None
-    from labkit.sweep_share import cores
-
     text = ", ".join("{} worker{} at once with {} thread{} each".format(w, "s" if w > 1 else "", t, "s" if t > 1 else "")
                      for w, t in shares)
     return ("- worker share: {} (on {} cores): **timings are per worker share** (what one run does with its "
-            "threads while the others run), not the whole machine's speed".format(text, cores()))
+            "threads while the others run), not the whole machine's speed".format(text, _cores()))
+
+
+def _cores() -> int:
+    from labkit.sweep_share import cores
+
+    return cores()
 
 
 def _contention_line(frame) -> Optional[str]:
@@ -244,10 +248,16 @@ def _contention_line(frame) -> Optional[str]:
         min(loads), max(loads)) if loads else "load average not measured on this OS"
     if hit.empty:
         return "- contention: none ({}); timings are comparable".format(measured)
-    causes = sorted({str(c) for c in hit["contention"]})
-    return ("- contention: **{} of {} runs have contended timings** ({}; {}). Their timing metrics are marked "
-            "`timing_contended` in results.csv and get no \"real difference\" verdict; accuracy and loss are "
-            "not affected and are compared as usual".format(len(hit), len(frame), " / ".join(causes), measured))
+    kinds = []
+    for cause in hit["contention"]:
+        for part in str(cause).split("; "):
+            kind = "a busy machine" if part.startswith("busy machine") else part
+            if kind not in kinds:
+                kinds.append(kind)
+    return ("- contention: **{} of {} runs have contended timings** ({}; {}, on {} cores). Their timing metrics are "
+            "marked `timing_contended` in results.csv and get no \"real difference\" verdict; accuracy and loss "
+            "are not affected and are compared as usual".format(len(hit), len(frame), ", ".join(kinds), measured,
+                                                                  _cores()))
 
 
 def summary_markdown(out: str) -> str:

@@ -37,6 +37,8 @@ _SRUN_IPUS = re.compile(r"srun\b.*--ipus[= ](\d+)")
 # One tqdm bar: "| 3/150 [00:01<02:51" (the rest of the bar varies).
 _BAR = re.compile(r"(\d+)/(\d+) \[((?:\d+:)?\d+:\d+)(?:<|\])")
 _EPOCHS = re.compile(r"Epochs:\s*\d+%.*?(\d+)/(\d+) \[((?:\d+:)?\d+:\d+)")
+# The rate tqdm prints after the clock: "12.31s/it" (seconds per epoch) or "1.23it/s".
+_EPOCH_RATE = re.compile(r"\]?,?\s*(" + NUMBER + r")\s*(s/it|it/s)\]")
 _COMPILE = re.compile(r"Graph compilation:\s*100%.*?100/100 \[((?:\d+:)?\d+:\d+)")
 _ACCURACY = re.compile(r"Accuracy on test set:\s*(" + NUMBER + r")\s*%")
 _LOSS = re.compile(r"Loss:\s*(" + NUMBER + r")\s*\|\s*Accuracy:\s*(" + NUMBER + r")\s*%")
@@ -53,6 +55,11 @@ _BERT_TIME = re.compile(r"Training time:\s*(" + NUMBER + r")\s*secs")
 FIRST_EPOCH_NOTE = ("The first epoch includes PopTorch graph compilation (the training executable is "
                     "compiled on the first step): compare steady-state epochs, not the first one or the "
                     "average over all epochs.")
+
+
+def _clock_text(seconds: int) -> str:
+    return "{:02d}:{:02d}".format(seconds // 60, seconds % 60) if seconds < 3600 else \
+        "{}:{:02d}:{:02d}".format(seconds // 3600, seconds % 3600 // 60, seconds % 60)
 
 
 class _Mnist:
@@ -74,6 +81,7 @@ class _Mnist:
         self.last_pair: Optional[tuple] = None
         self.accuracy: Optional[float] = None
         self.seen_anything = False
+        self.seconds_per_epoch: Optional[float] = None  # tqdm's "12.31s/it" on the Epochs bar
 
 
 class GraphcoreReader(LineReader):
@@ -143,6 +151,11 @@ class GraphcoreReader(LineReader):
                 cur.epochs_total = total
                 if elapsed is not None:
                     cur.epoch_elapsed[done] = elapsed
+                rate = _EPOCH_RATE.search(line, m.end())
+                if rate and done > 0:
+                    value = number(rate.group(1))
+                    if value:
+                        cur.seconds_per_epoch = value if rate.group(2) == "s/it" else 1.0 / value
                 if done == total:
                     cur.epochs_done = True
                 # Other bars glued onto the Epochs bar (the inner step bar).
@@ -252,7 +265,11 @@ class GraphcoreReader(LineReader):
                 missing.append("the Epochs bar never reached {0}/{0}".format(cur.epochs_total))
             if cur.accuracy is None:
                 missing.append("no 'Accuracy on test set' line")
-            run.notes.append("The log is cut short: {}.".format("; ".join(missing)))
+            if cur.epochs_done and cur.accuracy is None and not cur.losses and cur.train_compile_s is None:
+                run.notes.append("Only the Epochs progress bar was given: it tells how long training took, not how "
+                                 "well the model learned (that is the 'Accuracy on test set' line).")
+            else:
+                run.notes.append("The log is cut short: {}.".format("; ".join(missing)))
         judge(run, learning_rate=run.params.get("learning_rate"), losses=cur.losses, where="logged step")
         if cur.train_compile_s == 0 and cur.epochs_total:
             run.notes.append("Graph compilation shows [00:00]: the executable was most likely loaded from PopTorch's "
@@ -270,7 +287,19 @@ class GraphcoreReader(LineReader):
         last = done[-1]
         total_s = cur.epoch_elapsed[last]
         run.add_metric("total_train_time", total_s, "s")
-        run.add_metric("mean_epoch_time", round(total_s / last, 3), "s")
+        by_clock = round(total_s / last, 3)
+        if cur.seconds_per_epoch is not None and abs(cur.seconds_per_epoch - by_clock) <= 1.0 / last + 0.01 * by_clock:
+            # tqdm's s/it has 4 significant digits; its mm:ss clock has 1 s steps. Take the precise one.
+            run.add_metric("mean_epoch_time", cur.seconds_per_epoch, "s")
+            run.notes.append("mean_epoch_time {} s is tqdm's s/it figure on the Epochs bar, the most precise time the "
+                             "log prints (the elapsed clock {} / {} epochs gives {} s, to 1 s steps).".format(
+                                 cur.seconds_per_epoch, _clock_text(total_s), last, by_clock))
+        else:
+            run.add_metric("mean_epoch_time", by_clock, "s")
+            run.notes.append("mean_epoch_time {} s is the elapsed clock {} / {} epochs{}.".format(
+                by_clock, _clock_text(total_s), last,
+                " (tqdm's s/it, {} s, is a moving average of the last epochs and disagrees, so it was not used)".format(
+                    cur.seconds_per_epoch) if cur.seconds_per_epoch is not None else ""))
         # Per-epoch times where consecutive epochs were drawn (tqdm clocks have 1 s steps).
         xs, ys = [], []
         prev_k, prev_t = 0, cur.epoch_elapsed.get(0, 0)

@@ -335,7 +335,7 @@ class SambaNovaReader(LineReader):
         p = run.params
         if cur.steps:
             run.add_series("loss", cur.steps, cur.losses)
-        if cur.ranks:
+        if cur.ranks and cur.steps:  # the e2e line's process id alone is not a rank that trained
             run.add_metric("ranks_seen", len(cur.ranks))
         e2e = cur.e2e
         units = {"e2e_train_time": "s", "training_sequences_per_second": "tokens/s (logged as sequences/s)",
@@ -383,7 +383,11 @@ class SambaNovaReader(LineReader):
                                  "one node.".format(p["nodes"]))
         if cur.duration is not None:
             run.add_metric("duration_s", cur.duration, "s")
-        if not cur.compile_start and cur.compile_end is None:
+        if not cur.steps and set(run.params) <= {"log_kind"} and cur.e2e:
+            run.notes.append("Only the e2e summary line was given: ntasks, batch size, steps and whether the model "
+                             "was compiled are not in it. e2e_train_time is the whole training time, not the time "
+                             "per step or per sequence.")
+        elif not cur.compile_start and cur.compile_end is None:
             run.add_metric("compile_skipped", True)
             run.notes.append("The log starts at RUN: compilation was skipped because the compiled PEF existed.")
 
