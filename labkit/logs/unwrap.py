@@ -52,7 +52,7 @@ def unwrap(lines: Iterable[str]) -> Iterator[str]:
     held: Optional[str] = None
     for line in lines:
         if held is not None and _joins(held, line):
-            held = held + " " + line
+            held = held + ("" if held.endswith("=") else " ") + line  # "Loss=" + "nan": as printed, no blank
             continue
         if held is not None:
             yield held
