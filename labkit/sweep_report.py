@@ -399,8 +399,8 @@ def write_plots(out: str) -> List[str]:
                     rx = [shift(positions[v] if text else float(v)) for v in chosen[name]]
                     ry = [float(v) for v in chosen[metric]]
                     if rx:
-                        ax.scatter(rx, ry, s=16, alpha=0.7, color=line[0].get_color(),
-                                   marker="x" if flag else ".",
+                        ax.scatter(rx, ry, s=14, alpha=0.6, color=line[0].get_color(),
+                                   marker="x" if flag else "o",
                                    label=("each run, timing contended" if flag else "each run") if index == 0 else None)
             if log:
                 ax.set_xscale("log")
