@@ -31,7 +31,6 @@ is the true figure (the same without ``max_seq_length``).
 from __future__ import annotations
 
 import datetime
-import math
 import os
 import queue as queue_module
 import re
