@@ -18,11 +18,11 @@ Why 10 (checked by tests/test_divergence.py on every real log in ../shared/fixtu
 - the worst real run there, the student MNIST run at learning rate 3 (sarora39, 10.10 % test
   accuracy), peaks at 2.40 from a start of 2.28, a factor of 1.05: its outputs saturated
   (see the MNIST notes) but its loss never ran away, so by this rule it did not diverge;
-- a loss that does run away grows geometrically (the exploded runs of the IPU-vs-GPU study,
-  ``labkit.scaling``, reach 1e3 and more within an epoch), so any factor between about 2 and
-  1e3 separates the two; 10 leaves room for a noisy start, and with cross-entropy it cannot
-  be reached by a bounded loss such as the tutorial's double softmax (at most ln(9 + e) =
-  2.46 from a start of 2.30).
+- no real course log has a runaway loss, so the upper side is not calibrated on one: a loss
+  that runs away under SGD typically grows by orders of magnitude before it turns inf or NaN
+  (then the NaN rule catches it anyway). 10 leaves a wide margin over the noisiest healthy
+  start, and a bounded loss such as the tutorial's double softmax (at most ln(9 + e) = 2.46
+  from a start of 2.30) can never reach it: saturation is not divergence.
 """
 import math
 from typing import Iterable, Optional, Sequence
