@@ -14,7 +14,9 @@ the arguments; an ``--out`` from a different sweep is refused. Tables and plots 
 by :mod:`labkit.sweep_report`.
 
 Parallel runs never collide: kernels use private sockets (see :mod:`labkit.execute`), and
-with GPUs present each worker's kernels see one GPU (``CUDA_VISIBLE_DEVICES``).
+with GPUs present each worker's kernels see one GPU (``CUDA_VISIBLE_DEVICES``). Each worker's
+kernels get ``cores // workers`` threads, and each run's row says whether its timings were
+contended (:mod:`labkit.sweep_share`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from labkit import sweep_share
 from labkit.execute import NotebookParameters, notebook_parameters, run_notebook
 from labkit.params import ParameterError
 
@@ -223,8 +226,10 @@ def execute_task(task: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
 
     final = task["output"]
     running = final[: -len(".ipynb")] + ".running.ipynb"
+    load_before = sweep_share.load_average()
     outcome = run_notebook(task["notebook"], running, task["parameters"], timeout=task.get("timeout"),
                            env=env, check=False)
+    load_after = sweep_share.load_average()
     if os.path.exists(running):
         os.replace(running, final)
     row: Dict[str, Any] = {"run": task["key"]}
@@ -237,9 +242,12 @@ def execute_task(task: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
         recorded, status, error = {}, "error", str(exc)
     runs = {name: results.Run.from_dict(data) for name, data in recorded.items()
             if isinstance(data, dict) and "exercise" in data and "metrics" in data}
+    units: Dict[str, str] = {}
     for name, run in runs.items():
         for metric, value in run.metrics.items():
             metrics[metric if len(runs) == 1 else "{}.{}".format(name, metric)] = value
+            if metric in run.units:
+                units[metric if len(runs) == 1 else "{}.{}".format(name, metric)] = run.units[metric]
         if status == "complete" and run.status != "complete":
             status = run.status
             error = error or "the run recorded status {!r}".format(run.status)
@@ -249,6 +257,14 @@ def execute_task(task: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
     row.update({"status": status, "error": error, "duration": round(outcome.duration, 3),
                 "notebook": os.path.join(RUNS, os.path.basename(final)),
                 "gpu": (env or {}).get("CUDA_VISIBLE_DEVICES", "")})
+    part = sweep_share.recorded_share(env or {})
+    contended, why = sweep_share.contention(part, load_before, load_after)
+    row.update({"exercise": ",".join(sorted({r.exercise for r in runs.values()})),
+                "threads": part["threads"] if part else "", "workers": part["workers"] if part else "",
+                "load_before": load_before, "load_after": load_after,
+                "timing_contended": contended, "contention": why, "units": units,
+                # what the run's verdict says (near chance, diverged): summary.md quotes it
+                "verdict_notes": [n for r in runs.values() for n in r.notes if "near chance" in n or "diverge" in n]})
     if "KeyboardInterrupt" in error:  # the sweep was interrupted, not the run: redo it next time
         row["status"] = "interrupted"
         return row
@@ -279,15 +295,21 @@ def visible_gpus() -> List[str]:
 # work from inside a notebook, where process pools are awkward.
 
 def run_local(tasks: Sequence[Mapping[str, Any]], workers: int, gpus: Sequence[str],
-              on_row: Callable[[Dict[str, Any]], None]) -> None:
+              on_row: Callable[[Dict[str, Any]], None], share_workers: Optional[int] = None) -> None:
+    """Run ``tasks`` on ``workers`` threads; each worker's kernels get the thread share of
+    ``share_workers`` (default ``workers``) workers, so a resumed sweep keeps its first share."""
     slots: "queue.Queue[Optional[str]]" = queue.Queue()
     for i in range(workers):
         slots.put(gpus[i % len(gpus)] if gpus else None)
+    threads = sweep_share.share_env(share_workers or workers)  # cores // workers each, set before the kernel imports torch
 
     def work(task: Mapping[str, Any]) -> Dict[str, Any]:
         gpu = slots.get()  # one GPU per worker: its kernels see only that device
         try:
-            return execute_task(task, env={"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else None)
+            env = dict(threads)
+            if gpu is not None:
+                env["CUDA_VISIBLE_DEVICES"] = gpu
+            return execute_task(task, env=env)
         finally:
             slots.put(gpu)
 
@@ -323,7 +345,9 @@ def run_sweep(sweep: SweepPlan, out: str, workers: int = 1, executor: str = "loc
               retry_failed: bool = False, quiet: bool = False) -> Dict[str, Any]:
     """Run what is left of ``sweep`` into ``out``, then write results.csv, summary.md, plots.
 
-    Returns {"ran": n, "skipped": n, "total": n, "failed": n}.
+    Returns {"ran": n, "skipped": n, "total": n, "failed": n} about this call (``failed``: runs
+    this call made that did not complete) and, about the whole folder whoever ran it (the same
+    on a first and a resumed run), {"finished": n, "complete": n, "not_complete": n}.
     """
     from labkit import sweep_report
     from labkit.progress import bar
@@ -357,14 +381,16 @@ def run_sweep(sweep: SweepPlan, out: str, workers: int = 1, executor: str = "loc
 
     try:
         if todo and executor == "local":
-            run_local(todo, min(workers, len(todo)), gpus, on_row)
+            run_local(todo, min(workers, len(todo)), gpus, on_row, share_workers=workers)
         elif todo:
             run_parsl(todo, config, out, on_row)
     finally:
         if progress is not None:
             progress.close()
         sweep_report.write_reports(out)  # also after an interruption: what is done is reported
-    return {"ran": len(todo), "skipped": len(finished), "total": len(tasks), "failed": failed[0]}
+    result = {"ran": len(todo), "skipped": len(finished), "total": len(tasks), "failed": failed[0]}
+    result.update(sweep_report.counts(out))
+    return result
 
 
 def _read_row(path: str) -> Dict[str, Any]:

@@ -51,6 +51,7 @@ def main(args: argparse.Namespace) -> int:
               "finish the sweep.".format(args.out), file=sys.stderr)
         return 130
     print(sweep_report.main(args.out))
-    print("labkit sweep: {ran} run now, {skipped} already done, {failed} not complete; tables in {out}".format(
-        out=args.out, **summary))
-    return 0 if summary["failed"] == 0 else 1
+    # The counts are of the folder, so a resumed sweep says the same as one run in one go.
+    print("labkit sweep: {finished} of {total} runs finished, {complete} complete, {not_complete} not complete "
+          "({ran} run now, {skipped} already done); tables in {out}".format(out=args.out, **summary))
+    return 0 if summary["not_complete"] == 0 and summary["finished"] == summary["total"] else 1

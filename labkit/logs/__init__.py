@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 from labkit.logs import detect as _detect
 from labkit.logs.base import LineReader, dedupe_notes
 from labkit.logs.text import BinaryLogError, iter_lines, open_source
+from labkit.logs.unwrap import unwrap
 from labkit.results import Run
 
 __all__ = ["read", "LogReport", "NoRunError", "record", "table", "FORMATS", "reader_for"]
@@ -111,7 +112,7 @@ def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[s
     with source:
         path = source.path
         if format is None:
-            format = _detect.detect(iter_lines(source.stream), source.name)
+            format = _detect.detect(unwrap(iter_lines(source.stream)), source.name)
             source.stream.seek(0)
         if format is None:
             empty = not any(line for line in iter_lines(source.stream))
@@ -121,7 +122,7 @@ def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[s
         reader = reader_for(format, source.name if path is None else path)
         errors = 0
         notes: List[str] = []
-        for number, line in enumerate(iter_lines(source.stream), 1):
+        for number, line in enumerate(unwrap(iter_lines(source.stream)), 1):
             try:
                 reader.feed(line)
             except Exception as exc:  # a reader bug must not lose the rest of the file

@@ -20,7 +20,8 @@ import re
 from datetime import datetime
 from typing import Dict, List, Optional
 
-from labkit.logs.base import NUMBER, LineReader, is_bad_loss, new_run, number, parse_stamp, stamp_text
+from labkit.divergence import divergence_note, loss_divergence
+from labkit.logs.base import NUMBER, LineReader, new_run, number, parse_stamp, stamp_text
 from labkit.results import Run
 
 __all__ = ["CerebrasReader"]
@@ -74,6 +75,7 @@ class _State:
         self.device: Optional[str] = None
         self.compile_search = False
         self.started = False
+        self.summary_only = False  # only the "Processed N sample(s) in T seconds." line was given
 
 
 class CerebrasReader(LineReader):
@@ -132,6 +134,8 @@ class CerebrasReader(LineReader):
             if m:
                 st.run.add_metric("samples", int(m.group(1)), "samples")
                 st.run.add_metric("train_seconds", number(m.group(2)), "s")
+                st.started = True  # a summary line pasted on its own is a run too
+                st.summary_only = not st.steps and not st.run.params
         if "Training completed successfully" in line:
             st.completed = True
             stamp = parse_stamp(raw_stamp)
@@ -215,17 +219,26 @@ class CerebrasReader(LineReader):
             per_s = run.metrics["samples"] / run.metrics["train_seconds"]
             run.add_metric("samples_per_s", round(per_s, 2), "samples/s")
             run.notes.append(
-                "Processed {} samples in {} s: more samples in more seconds is not a slowdown. Compare runs by "
-                "samples/s ({:.1f} overall here; last GlobalRate {} samples/s), not by seconds.".format(
-                    run.metrics["samples"], run.metrics["train_seconds"], per_s, run.metrics.get("global_rate", "n/a")))
+                "Processed {} samples in {} s: samples/s = {} / {} = {:.1f}. {} s is the whole training time, not "
+                "the time per sample; more samples in more seconds is not a slowdown. Compare runs by samples/s "
+                "({:.1f} overall here{}), not by seconds.".format(
+                    run.metrics["samples"], run.metrics["train_seconds"], run.metrics["samples"],
+                    run.metrics["train_seconds"], per_s, run.metrics["train_seconds"], per_s,
+                    "; last GlobalRate {} samples/s".format(run.metrics["global_rate"]) if "global_rate" in run.metrics
+                    else ""))
         if st.checkpoints:
             run.environment["checkpoints"] = st.checkpoints
         self._phases(st)
-        if any(is_bad_loss(x) for x in st.losses):
+        if loss_divergence(st.losses):
             run.status = "diverged"
-            run.notes.append("The loss became NaN or infinite: the run diverged.")
+            run.notes.append(divergence_note(st.losses, where="logged step"))
         elif st.completed:
             run.status = "complete"
+        elif st.summary_only and not st.failed:
+            # The modelzoo prints this line only once training has ended.
+            run.status = "complete"
+            run.notes.append("Only the summary line was given: the model, batch size, steps and loss are not in it, "
+                             "so this run cannot be checked beyond its samples/s.")
         elif st.failed:
             run.status = "failed"
             run.notes.append("The run failed: {}".format(st.failed))
@@ -256,7 +269,7 @@ class CerebrasReader(LineReader):
         if "run_start" in marks and end is not None:
             run.add_metric("run_wall_s", (end - marks["run_start"]).total_seconds(), "s")
         first, last = parse_stamp(st.first), parse_stamp(st.last)
-        if first is not None and last is not None:
+        if first is not None and last is not None and last > first:  # one time stamp is no duration
             run.add_metric("wall_s", (last - first).total_seconds(), "s")
         queued = sum(st.queue_s.values())
         if queued >= 30:

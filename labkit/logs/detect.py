@@ -37,6 +37,12 @@ _SIGNS: Dict[str, Tuple[Tuple[str, int], ...]] = {
 }
 
 _KERAS_BAR = re.compile(r"\d+/\d+ \[[=>.]+\] - ")
+# Single summary lines a student pastes on their own (one is enough to say which format it is).
+_LINE_SIGNS = (
+    ("cerebras", re.compile(r"Processed \d+ sample\(s\) in"), 6),
+    ("groq", re.compile(r"^\|\s*(?:cpu|groq)\s*\|", re.MULTILINE), 8),
+    ("graphcore", re.compile(r"Epochs:\s*\d+%.*?\d+/\d+ \["), 4),
+)
 
 _NAME_HINTS = (("graphcore", "graphcore"), ("poptorch", "graphcore"), ("mnist", "graphcore"), ("cerebras", "cerebras"),
                ("sambanova", "sambanova"), ("bertlarge", "sambanova"), ("slurm-", "sambanova"), ("groq", "groq"),
@@ -60,6 +66,8 @@ def scores(lines: Iterable[str]) -> Dict[str, int]:
         found[fmt] = sum(min(text.count(sign), 20) * weight for sign, weight in signs)
     if "] - " in text:
         found["keras"] += min(len(_KERAS_BAR.findall(text)), 20) * 6
+    for fmt, pattern, weight in _LINE_SIGNS:
+        found[fmt] += min(len(pattern.findall(text)), 20) * weight
     return found
 
 

@@ -37,6 +37,8 @@ _COLUMNS = {
     "on-chip latency (ms)": "onchip_latency_ms",
     "on-chip ips": "onchip_ips",
 }
+#: The columns of GroqFlow's table, in order (the second is Accuracy or the Spearman coefficient).
+_USUAL_ORDER = ("source", "accuracy", "e2e_latency_ms", "e2e_ips", "onchip_latency_ms", "onchip_ips")
 _UNITS = {"accuracy": "%", "spearman": "", "e2e_latency_ms": "ms", "e2e_ips": "inferences/s",
           "onchip_latency_ms": "ms", "onchip_ips": "inferences/s"}
 
@@ -56,6 +58,7 @@ class _State:
         self.header: Optional[List[str]] = None
         self.rows: Dict[str, Dict[str, Optional[float]]] = {}
         self.anything = False
+        self.headerless = False
 
 
 class GroqReader(LineReader):
@@ -82,7 +85,7 @@ class GroqReader(LineReader):
             self._table_row(st, line)
             return
         if line[0] == "+" and line.startswith("+--"):
-            if st.rows and st.header is not None and "groq" in st.rows and "cpu" in st.rows:
+            if st.rows and st.header is not None and ("groq" in st.rows and "cpu" in st.rows or st.headerless):
                 self._close(complete=True)  # bottom border after both rows
             return
         if st.header is not None and st.rows:
@@ -123,6 +126,12 @@ class GroqReader(LineReader):
             st.header = [_COLUMNS.get(c.lower(), re.sub(r"\W+", "_", c.lower()).strip("_")) for c in cells]
             st.anything = True
             return
+        if st.header is None and len(cells) == len(_USUAL_ORDER) and cells[0].lower() in ("cpu", "groq"):
+            # A row pasted without its header: GroqFlow's columns always come in this order.
+            minilm = "%" not in cells[1]
+            st.header = ["source", "spearman" if minilm else "accuracy"] + list(_USUAL_ORDER[2:])
+            st.headerless = True
+            st.anything = True
         if st.header is None or len(cells) != len(st.header):
             return
         row: Dict[str, Optional[float]] = {}
@@ -148,6 +157,14 @@ class GroqReader(LineReader):
             for key, value in row.items():
                 if value is not None:
                     run.add_metric("{}_{}".format(source, key), value, _UNITS.get(key, ""))
+        if st.headerless:
+            run.notes.append("Read from table row(s) without their header: the columns were taken in GroqFlow's "
+                             "order (Source, {}, end-to-end latency (ms), end-to-end IPS, on-chip latency (ms), "
+                             "on-chip IPS). IPS is inferences per second; latency is per inference.".format(
+                                 "Spearman coefficient" if minilm else "Accuracy"))
+            if len(st.rows) == 1:
+                run.notes.append("Only the {} row was given, so there is no CPU-vs-GroqChip comparison in it.".format(
+                    next(iter(st.rows))))
         if complete and st.rows:
             run.status = "complete"
             if st.compile_inputs or "groq" in st.rows:

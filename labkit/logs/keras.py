@@ -22,13 +22,15 @@ import re
 from statistics import median
 from typing import Dict, List, Optional
 
+from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, new_run, number, params_from_filename
 from labkit.results import Run
 
 __all__ = ["KerasReader"]
 
 _EPOCH = re.compile(r"^Epoch (\d+)/(\d+)\s*$")
-_DONE = re.compile(r"^(\d+)/(\d+) (?:\[[=>.]*\] )?- (\d+(?:\.\d+)?)(ms|s|min|h)\b(?: (\d+(?:\.\d+)?)(us|ms|s)/step)?(.*)$")
+# (A blank may sit between a number and its unit when a wrapped copy was joined back.)
+_DONE = re.compile(r"^(\d+)/(\d+) (?:\[[=>.]*\] )?- (\d+(?:\.\d+)?) ?(ms|s|min|h)\b(?: (\d+(?:\.\d+)?) ?(us|ms|s)/step)?(.*)$")
 _PAIR = re.compile(r"(\w+): (" + NUMBER + r")(?=\s|$)")
 _TIME = re.compile(r"training[ _]time\s*[:=]\s*(" + NUMBER + r")\s*(s|sec|secs|seconds|ms|min)?", re.IGNORECASE)
 
@@ -50,6 +52,7 @@ class _State:
         self.training_time: Optional[float] = None
         self.device: Optional[str] = None
         self.anything = False
+        self.header_cut: Optional[int] = None  # the first "Epoch k/N" seen, when earlier epochs had none
 
 
 class KerasReader(LineReader):
@@ -71,7 +74,11 @@ class KerasReader(LineReader):
             m = _EPOCH.match(line)
             if m:
                 epoch, total = int(m.group(1)), int(m.group(2))
-                if st.rows and (epoch <= (st.epoch or 0) or total != st.epochs_total):
+                if st.rows and st.epoch is None and st.epochs_total is None and epoch == len(st.rows) + 1:
+                    # The log starts after its first header (cut off when copied): the epochs
+                    # read so far are this run's first ones, not another run.
+                    st.header_cut = epoch
+                elif st.rows and (epoch <= (st.epoch or 0) or total != st.epochs_total):
                     self._close()
                     st = self.state
                 st.epoch, st.epochs_total = epoch, total
@@ -116,6 +123,13 @@ class KerasReader(LineReader):
             run.params.update(guessed)
             run.notes.append("Read from the file name only, not from the log: {}.".format(
                 ", ".join("{}={}".format(k, v) for k, v in guessed.items())))
+        if st.header_cut:
+            before = st.header_cut - 1
+            run.notes.append("The log starts after its first 'Epoch 1/{}' header (cut off when copied): the {} "
+                             "before 'Epoch {}/{}' {} of the same run, not another run.".format(
+                                 st.epochs_total, "progress line" if before == 1 else "{} progress lines".format(before),
+                                 st.header_cut, st.epochs_total,
+                                 "is its epoch 1" if before == 1 else "are its epochs 1 to {}".format(before)))
         keys: List[str] = []
         for row in st.rows:
             for key in row:
@@ -139,15 +153,15 @@ class KerasReader(LineReader):
         if st.training_time is not None:
             run.add_metric("training_time_s", st.training_time, "s")
         losses = [row["loss"] for row in st.rows if "loss" in row]
-        bad = [x for x in losses if not math.isfinite(x)]
-        finite = [x for x in losses if math.isfinite(x)]
-        if bad:
+        reason = loss_divergence(losses)
+        if reason in ("loss nan", "loss inf"):
+            bad = [x for x in losses if not math.isfinite(x)]
             run.status = "diverged"
             run.notes.append("The loss became {} at epoch {}: the run diverged; its later numbers mean nothing.".format(
                 bad[0], st.epoch_ids[[i for i, row in enumerate(st.rows) if "loss" in row][losses.index(bad[0])]]))
-        elif len(finite) >= 2 and finite[0] > 0 and max(finite) > 10 * finite[0]:
+        elif reason:
             run.status = "diverged"
-            run.notes.append("The loss grew from {} to {}: the run is exploding (diverged).".format(finite[0], max(finite)))
+            run.notes.append(divergence_note(losses, where="epoch"))
         elif st.epochs_total is not None and st.epoch_ids and st.epoch_ids[-1] >= st.epochs_total:
             run.status = "complete"
         elif st.epochs_total is None and st.rows:

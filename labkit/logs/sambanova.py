@@ -27,7 +27,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional
 
-from labkit.logs.base import NUMBER, LineReader, is_bad_loss, new_run
+from labkit.divergence import divergence_note, loss_divergence
+from labkit.logs.base import NUMBER, LineReader, new_run
 from labkit.results import Run
 
 __all__ = ["SambaNovaReader"]
@@ -334,7 +335,7 @@ class SambaNovaReader(LineReader):
         p = run.params
         if cur.steps:
             run.add_series("loss", cur.steps, cur.losses)
-        if cur.ranks:
+        if cur.ranks and cur.steps:  # the e2e line's process id alone is not a rank that trained
             run.add_metric("ranks_seen", len(cur.ranks))
         e2e = cur.e2e
         units = {"e2e_train_time": "s", "training_sequences_per_second": "tokens/s (logged as sequences/s)",
@@ -342,10 +343,10 @@ class SambaNovaReader(LineReader):
         for key in ("e2e_train_time", "training_sequences_per_second", "final_loss", "training_samples_per_second"):
             if key in e2e:
                 run.add_metric(key, e2e[key], units[key])
-        bad = [x for x in cur.losses if is_bad_loss(x)]
-        if bad or ("final_loss" in e2e and is_bad_loss(e2e["final_loss"])):
+        losses = list(cur.losses) + ([e2e["final_loss"]] if isinstance(e2e.get("final_loss"), float) else [])
+        if loss_divergence(losses):
             run.status = "diverged"
-            run.notes.append("The loss became NaN or infinite: the run diverged.")
+            run.notes.append(divergence_note(losses, where="logged value"))
         elif "e2e_train_time" in e2e:
             run.status = "complete"
         elif cur.traceback:
@@ -382,7 +383,11 @@ class SambaNovaReader(LineReader):
                                  "one node.".format(p["nodes"]))
         if cur.duration is not None:
             run.add_metric("duration_s", cur.duration, "s")
-        if not cur.compile_start and cur.compile_end is None:
+        if not cur.steps and set(run.params) <= {"log_kind"} and cur.e2e:
+            run.notes.append("Only the e2e summary line was given: ntasks, batch size, steps and whether the model "
+                             "was compiled are not in it. e2e_train_time is the whole training time, not the time "
+                             "per step or per sequence.")
+        elif not cur.compile_start and cur.compile_end is None:
             run.add_metric("compile_skipped", True)
             run.notes.append("The log starts at RUN: compilation was skipped because the compiled PEF existed.")
 

@@ -41,6 +41,7 @@ from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labkit import bert, devices
+from labkit.divergence import divergence_note, loss_divergence
 from labkit.params import PATH, Config, Param, ParameterError, Spec
 from labkit.results import Run
 
@@ -610,10 +611,9 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     run = Run(exercise=EXERCISE, source="portable", params=config.to_dict())
     run.params["batch_size"] = batch_size
     run.params["device"] = str(device)
-    if not completed:
+    if loss_divergence(result.losses):  # bert.train stops early only on a non-finite loss
         run.status = "diverged"
-        run.notes.append("The loss became NaN or infinite at step {}: the run diverged. Lower learning_rate.".format(
-            len(result.losses)))
+        run.notes.append(divergence_note(result.losses, where="step", advice="Lower learning_rate."))
     _add_metrics(run, result)
     run.add_series("loss", list(range(1, len(result.losses) + 1)), result.losses)
     run.add_series("rate", [e.step for e in result.logs], [e.rate for e in result.logs])

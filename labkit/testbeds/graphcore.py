@@ -18,7 +18,6 @@ Graphcore's Poplar SDK), and is tested here against a fake that speaks the same 
 
 from __future__ import annotations
 
-import math
 import sys
 
 from dataclasses import dataclass
@@ -31,9 +30,11 @@ from labkit.params import PATH, Config, Param, Spec, existing_file, usable_direc
 from labkit.progress import bar, style
 from labkit.results import Run
 
-__all__ = ["MNIST_SPEC", "MnistResult", "run_mnist", "choose_device", "model_summary", "POPTORCH_HELP"]
+__all__ = ["MNIST_SPEC", "PRIMARY_METRICS", "MnistResult", "run_mnist", "choose_device", "model_summary", "POPTORCH_HELP"]
 
 EXERCISE = "graphcore/mnist"
+#: What a sweep's summary leads with: test accuracy, steady training throughput, steady epoch time.
+PRIMARY_METRICS = ("test_accuracy", "train_throughput", "epoch_time")
 
 
 def _fits_one_step(config: Config):
@@ -177,17 +178,13 @@ def run_mnist(config: Config, verbose: bool = True) -> MnistResult:
 
 
 def _judge(run: Run) -> None:
-    """Mark a run that did not learn, with the reason, instead of reporting its speed as a result."""
-    losses = run.series.get("loss", {}).get("y", [])
-    if any(not math.isfinite(v) for v in losses):
-        run.status = "diverged"
-        run.notes.append("The loss became NaN or infinite: the run diverged. Lower the learning rate.")
-    elif run.metrics.get("test_accuracy", 100.0) < 20.0:
-        run.status = "diverged"
-        run.notes.append(
-            "Test accuracy {:.2f}% is near chance (10%): the network did not learn. With the tutorial's "
-            "softmax before CrossEntropyLoss, a learning rate this high saturates the outputs and the "
-            "gradients vanish. Lower the learning rate.".format(run.metrics["test_accuracy"]))
+    """Diverged by the one rule (labkit.divergence), or complete with a note when near chance."""
+    from labkit.testbeds.mnist_verdict import judge
+
+    steps, per_step, epochs = (run.metrics.get("steps_per_epoch"), run.params.get("device_iterations"),
+                               run.params.get("epochs"))
+    updates = steps * per_step * epochs if all(isinstance(v, int) for v in (steps, per_step, epochs)) else None
+    judge(run, updates=updates, learning_rate=run.params.get("learning_rate"), where="step")
 
 
 def finish_run(config: Config, device: Any, history: Any, test_accuracy: float, test_throughput: float,

@@ -31,7 +31,6 @@ is the true figure (the same without ``max_seq_length``).
 from __future__ import annotations
 
 import datetime
-import math
 import os
 import queue as queue_module
 import re
@@ -46,6 +45,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from labkit import jobs
+from labkit.divergence import divergence_note, loss_divergence
 from labkit.params import PATH, Config, Param, ParameterError, Spec
 from labkit.results import Run
 
@@ -389,9 +389,9 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
         run_.status = "failed"
         run_.notes.append("The ranks' weights differ after training: the gradient all-reduce did not keep the "
                           "replicas identical.")
-    if losses and not all(math.isfinite(x) for x in losses):
+    if loss_divergence(losses):
         run_.status = "diverged"
-        run_.notes.append("The loss became NaN or infinite: the run diverged.")
+        run_.notes.append(divergence_note(losses, where="step"))
     run_.add_series("loss", steps_done, losses)
     run_.notes.append(TOKENS_NOTE.format(sequences))
     run_.notes.append("Portable run: {} {} process{} ({} backend) on this machine stand in for the testbed's "

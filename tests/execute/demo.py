@@ -62,6 +62,8 @@ run.add_metric("cwd_has_spec", os.path.exists("demo_spec.py"))
 run.add_metric("visible_gpu", os.environ.get("CUDA_VISIBLE_DEVICES", "none"))
 run.add_metric("cache_ok", cache_ok)
 run.add_metric("slurm_job", os.environ.get("SLURM_JOB_ID", "none"))
+run.add_metric("throughput", 1000 + 50 * config.epochs + rng.gauss(0, 10 * config.noise), "samples/s")
+run.add_metric("omp_threads", os.environ.get("OMP_NUM_THREADS", "unset"))
 record(run)
 '''
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labkit import cli, results
+from labkit import cli, results, sweep_share
 
 ROOT = Path(__file__).resolve().parents[2]
 MNIST = ROOT / "notebooks" / "graphcore" / "mnist.ipynb"
@@ -26,7 +26,15 @@ def test_mnist_sweep_two_seeds_in_parallel_on_a_cold_cache(tmp_path, capsys):
     assert list(table["status"]) == ["complete", "complete"]
     assert sorted(table["seed"]) == [0, 1]
     assert table["test_accuracy"].between(0, 100).all()
+    # torch in each kernel started with the worker's share of the cores, and the record says so
+    share = sweep_share.share(2)
+    for notebook in table["notebook"]:
+        environment = results.read(out / notebook).runs[0].environment
+        assert environment["torch_threads"] == share["threads"]
+        assert environment["sweep_share"] == "{threads} of {cores} cores (2 workers at once)".format(**share)
     summary = (out / "summary.md").read_text()
-    assert "## test_accuracy" in summary and "| 1 | 400 | 100 | cpu |" in summary
+    assert "**timings are per worker share**" in summary
+    assert "## test_accuracy (%) — primary" in summary
+    assert "same in every run: epochs = 1, max_train_samples = 400, max_test_samples = 100, device = cpu" in summary
     # the cache is intact: no half-written download left beside the lock
     assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix in (".tmp", ".part")]

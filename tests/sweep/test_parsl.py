@@ -30,7 +30,7 @@ def test_parsl_local_provider_runs_the_sweep(tmp_path, worker_path):
     plan = sweep.plan(str(nb), [("epochs", "3,4")], repeats=1)
     done = sweep.run_sweep(plan, str(out), executor="parsl", parsl_config=str(ROOT / "docs" / "parsl" / "local.py"),
                            quiet=True)
-    assert done == {"ran": 2, "skipped": 0, "total": 2, "failed": 0}
+    assert done == {"ran": 2, "skipped": 0, "total": 2, "failed": 0, "finished": 2, "complete": 2, "not_complete": 0}
     table = results.collect(out)
     assert list(table["status"]) == ["complete", "complete"] and list(table["epochs"]) == [3, 4]
     assert (out / "parsl").is_dir()  # Parsl's run directory is kept with the sweep, not in the cwd

@@ -57,7 +57,7 @@ def test_failures_are_rows_with_causes_and_a_restart_redoes_only_unfinished_runs
     out = tmp_path / "out"
     plan = sweep.plan(str(nb), [("mode", "ok,error,crash,hang,diverge")], repeats=1, timeout=2)
     first = sweep.run_sweep(plan, str(out), workers=2, quiet=True)
-    assert first == {"ran": 5, "skipped": 0, "total": 5, "failed": 4}
+    assert first == {"ran": 5, "skipped": 0, "total": 5, "failed": 4, "finished": 5, "complete": 1, "not_complete": 4}
     table = results.collect(out).set_index("mode")
     assert table.loc["ok", "status"] == "complete"
     assert table.loc["error", "status"] == "error" and "RuntimeError: asked to fail" in table.loc["error", "error"]
@@ -73,7 +73,8 @@ def test_failures_are_rows_with_causes_and_a_restart_redoes_only_unfinished_runs
     (out / "runs" / "mode=ok__seed=0.running.ipynb").write_text("{half a notebook")
     again = sweep.run_sweep(sweep.plan(str(nb), [("mode", "ok,error,crash,hang,diverge")], repeats=1, timeout=2),
                             str(out), workers=2, quiet=True)
-    assert again == {"ran": 1, "skipped": 4, "total": 5, "failed": 0}
+    # this call ran one run; the folder's counts are the same as after the first call
+    assert again == {"ran": 1, "skipped": 4, "total": 5, "failed": 0, "finished": 5, "complete": 1, "not_complete": 4}
     for name, mtime in rows.items():
         if name != ok_row.name:
             assert (out / "runs" / name).stat().st_mtime_ns == mtime  # finished runs untouched

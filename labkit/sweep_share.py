@@ -1,0 +1,87 @@
+"""Each sweep worker's share of the machine, and whether its runs' timings were contended.
+
+    labkit sweep NOTEBOOK ... --workers 2      # on 2 cores: each run gets 1 thread
+
+Runs that execute at once on one machine fight for its cores. So each worker gets
+``threads = cores // workers`` (at least 1), set in its kernels' environment *before* torch
+starts (``OMP_NUM_THREADS`` and friends are read when torch is imported; a notebook cannot
+change them for itself later), and one GPU each where there are GPUs (``labkit.sweep``).
+The share is recorded in every run's environment (:func:`labkit.devices.environment` reads
+``LABKIT_SWEEP_*``), and ``summary.md`` says that timings are per worker share.
+
+Timings are still contended when the shares overlap: more workers than cores (a share
+cannot be less than one thread), or a machine busy with other work. The second is seen
+from the 1-minute load average measured just before and just after each run: above
+``cores + LOAD_SLACK`` more tasks wanted a core than there were cores, so some waited and
+the run's times include that wait. Such runs keep their accuracy and loss (contention
+changes when things happen, not what is computed) but their timing metrics are marked
+contended and kept out of the "real difference" verdicts (``labkit.sweep_report``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, Mapping, Optional, Tuple
+
+__all__ = ["share", "share_env", "recorded_share", "cores", "load_average", "contention", "LOAD_SLACK", "THREAD_VARIABLES"]
+
+#: Runnable tasks above the core count that still count as "not busy": the sweep's own
+#: process and the kernels' I/O threads wake now and then.
+LOAD_SLACK = 0.5
+
+#: Thread-pool sizes read by torch (OpenMP), MKL, OpenBLAS and numexpr when they start.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def cores() -> int:
+    """The cores this process may use (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def share(workers: int, cpu_cores: Optional[int] = None) -> Dict[str, int]:
+    """{"workers", "cores", "threads"}: each worker's threads = cores // workers, at least 1."""
+    cpu_cores = cores() if cpu_cores is None else cpu_cores
+    return {"workers": workers, "cores": cpu_cores, "threads": max(1, cpu_cores // workers)}
+
+
+def share_env(workers: int, cpu_cores: Optional[int] = None) -> Dict[str, str]:
+    """Environment for one worker's kernels: the thread limits and the share, for the record."""
+    part = share(workers, cpu_cores)
+    env = {name: str(part["threads"]) for name in THREAD_VARIABLES}
+    env.update({"LABKIT_SWEEP_WORKERS": str(part["workers"]), "LABKIT_SWEEP_CORES": str(part["cores"]),
+                "LABKIT_SWEEP_THREADS": str(part["threads"])})
+    return env
+
+
+def recorded_share(environ: Mapping[str, str]) -> Optional[Dict[str, int]]:
+    """The share a sweep gave this process (from its environment), or None outside a sweep."""
+    try:
+        return {"workers": int(environ["LABKIT_SWEEP_WORKERS"]), "cores": int(environ["LABKIT_SWEEP_CORES"]),
+                "threads": int(environ["LABKIT_SWEEP_THREADS"])}
+    except (KeyError, ValueError):
+        return None
+
+
+def load_average() -> Optional[float]:
+    """The 1-minute load average, or None where the OS does not give one (Windows)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def contention(part: Optional[Mapping[str, int]], load_before: Optional[float], load_after: Optional[float],
+               cpu_cores: Optional[int] = None) -> Tuple[bool, str]:
+    """(contended, why) for one run, from its worker share and the load around it."""
+    cpu_cores = (part or {}).get("cores") or (cores() if cpu_cores is None else cpu_cores)
+    reasons = []
+    if part and part["workers"] * part["threads"] > part["cores"]:
+        reasons.append("{} workers x {} thread(s) on {} cores".format(part["workers"], part["threads"], part["cores"]))
+    loads = [v for v in (load_before, load_after) if v is not None]
+    if loads and max(loads) > cpu_cores + LOAD_SLACK:
+        reasons.append("busy machine: load average {} before, {} after, on {} cores".format(
+            "n/a" if load_before is None else load_before, "n/a" if load_after is None else load_after, cpu_cores))
+    return bool(reasons), "; ".join(reasons)
