@@ -106,9 +106,16 @@ class ExecutionOutcome:
 
 def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], limits: sandbox.Limits,
                   uid: Optional[int], cgroups: List[str] = ()) -> List[str]:
-    """cgroups, then the namespace sandbox, then limits and the uid switch, then the command."""
-    return (sandbox.cgroup_command(cgroups) + sandbox.sandbox_prefix(level, workdir, conn_dir, hidden)
-            + sandbox.confine_command(limits, uid))
+    """cgroups, then the namespace sandbox, then limits and the uid switch, then the command.
+
+    Every stage dies with the one before it, and the first with this process (which itself
+    dies with the batch), so a grader killed with SIGKILL takes its kernels along.
+    """
+    parent = os.getpid()
+    outer = sandbox.cgroup_command(cgroups, parent, always=(level == "unshare"))
+    middle = sandbox.sandbox_prefix(level, workdir, conn_dir, hidden)
+    first = not outer and not middle
+    return outer + middle + sandbox.confine_command(limits, uid, parent if first else None)
 
 
 def _first_error(nb: Any) -> Optional[str]:
