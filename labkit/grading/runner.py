@@ -35,6 +35,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from labkit import results
 from labkit.grading import sandbox
+from labkit.grading.duplicates import record_fingerprints
 from labkit.grading.rubric import Evidence, Rubric, load_rubric
 
 __all__ = ["run_job", "execute_sandboxed", "ExecutionOutcome"]
@@ -74,7 +75,15 @@ class GradingClient(NotebookClient):
         self.kept_bytes = 0
         self.record_bytes = 0
         self.dropped_bytes = 0
+        self.cells_s = 0.0  # time spent running cells, for the grader's overhead (benchmarks/)
         self._noted_cells: set = set()
+
+    async def async_execute_cell(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        try:
+            return await super().async_execute_cell(*args, **kwargs)
+        finally:
+            self.cells_s += time.monotonic() - started
 
     def output(self, outs: List[Any], msg: Dict[str, Any], display_id: Optional[str], cell_index: int) -> Any:
         content = msg.get("content", {})
@@ -97,7 +106,9 @@ class GradingClient(NotebookClient):
 class ExecutionOutcome:
     """How the grader's execution went: ``status`` is ok, error, timeout, kernel died, failed."""
 
-    def __init__(self, status: str, reason: str = "", error: Optional[str] = None, dropped_bytes: int = 0):
+    def __init__(self, status: str, reason: str = "", error: Optional[str] = None, dropped_bytes: int = 0,
+                 cells_s: float = 0.0):
+        self.cells_s = cells_s
         self.status = status
         self.reason = reason
         self.error = error
@@ -172,6 +183,7 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: sandbox.Limi
     outcome = asyncio.run(run())
     outcome.error = _first_error(nb)
     outcome.dropped_bytes = client.dropped_bytes
+    outcome.cells_s = client.cells_s
     if outcome.status == "ok" and outcome.error:
         outcome.status = "error"
         outcome.reason = "a cell raised an error ({})".format(outcome.error)
@@ -242,6 +254,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     submitted_copy = os.path.join(grader_dir, "submitted.ipynb")
     nbformat.write(submitted, submitted_copy)
     submitted_records = _records(submitted_copy)
+    result["record_fingerprints"] = record_fingerprints(submitted_records)
     nb = nbformat.from_dict(json.loads(json.dumps(submitted)))
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -291,6 +304,7 @@ def _finish(result: Dict[str, Any], rubric: Rubric, evidence: Evidence, job: Dic
     result["total"] = round(sum(c["score"] for c in result["checks"]), 3)
     result["max_total"] = round(sum(c["points"] for c in result["checks"] if not c.get("skipped")), 3)
     result["seconds"] = round(time.monotonic() - started, 2)
+    result["cells_s"] = round(outcome.cells_s, 3)
     return result
 
 

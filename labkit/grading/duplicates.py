@@ -1,0 +1,122 @@
+"""Duplicate evidence: the same log, record, sweep or notebook handed in by two students.
+
+    from labkit.grading.duplicates import file_fingerprints, record_fingerprints, find_duplicates
+    result["fingerprints"] = file_fingerprints("submissions/alice", handout="notebooks/homework")
+    flags = find_duplicates(results)     # student -> ["log logs/x.log: same file as ben", ...]
+
+A fingerprint is the SHA-256 of a handed-in file's bytes, or of a submitted record that holds
+measured timings (two honest runs never time the same to the last digit; a deterministic
+accuracy alone proves nothing, so a record without timings is not fingerprinted). Files equal
+to a file the instructor handed out (the rubric template's folder) and empty files are not
+fingerprints either. Duplicates are flagged in the gradebook (``duplicate_evidence``) and the
+feedback, never penalised: the instructor decides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
+
+__all__ = ["file_fingerprints", "record_fingerprints", "find_duplicates", "handout_hashes"]
+
+#: Files larger than this are fingerprinted by their first and last MiB and their size.
+_WHOLE = 64 << 20
+
+
+def _sha(path: str) -> str:
+    digest = hashlib.sha256()
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        if size <= _WHOLE:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        else:
+            digest.update(f.read(1 << 20))
+            f.seek(-(1 << 20), 2)
+            digest.update(f.read(1 << 20) + str(size).encode())
+    return digest.hexdigest()
+
+
+def _files(path: str) -> Iterable[str]:
+    if os.path.isfile(path):
+        yield path
+        return
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
+        for name in sorted(files):
+            full = os.path.join(root, name)
+            if os.path.isfile(full) and not os.path.islink(full):
+                yield full
+
+
+def handout_hashes(folder: Optional[str]) -> Set[str]:
+    """Hashes of the files the instructor handed out (the template's folder): never duplicates."""
+    if not folder or not os.path.isdir(folder):
+        return set()
+    return {_sha(p) for p in _files(folder) if os.path.getsize(p) > 0}
+
+
+def _kind(relpath: str) -> str:
+    name = os.path.basename(relpath)
+    if name == "results.csv" or name == "sweep.json":
+        return "sweep"
+    if name.endswith((".log", ".out", ".err")) or "logs" in relpath.split(os.sep)[:-1]:
+        return "log"
+    if name.endswith(".ipynb"):
+        return "notebook"
+    return "file"
+
+
+def file_fingerprints(source: str, handout: Iterable[str] = ()) -> Dict[str, str]:
+    """sha256 -> "<kind> <path in the submission>" for every non-empty handed-in file."""
+    skip = set(handout)
+    found: Dict[str, str] = {}
+    base = source if os.path.isdir(source) else os.path.dirname(source)
+    for path in _files(source):
+        try:
+            if os.path.getsize(path) == 0:
+                continue
+            sha = _sha(path)
+        except OSError:
+            continue
+        if sha not in skip:
+            rel = os.path.relpath(path, base)
+            found.setdefault(sha, "{} {}".format(_kind(rel), rel))
+    return found
+
+
+def record_fingerprints(records: Mapping[str, Any]) -> Dict[str, str]:
+    """sha256 -> "record <name>" for submitted records that hold measured timings."""
+    found: Dict[str, str] = {}
+    for name, record in records.items():
+        data = record.to_dict() if hasattr(record, "to_dict") else record
+        if not isinstance(data, dict) or not (data.get("series") or _has_timing(data)):
+            continue
+        text = json.dumps(data, sort_keys=True, default=str)
+        found.setdefault(hashlib.sha256(text.encode()).hexdigest(), "record {}".format(name))
+    return found
+
+
+def _has_timing(data: Mapping[str, Any]) -> bool:
+    units = data.get("units") or {}
+    return any(str(u).strip() in ("s", "ms", "samples/s", "seq/s", "images/s", "tokens/s") or "/s" in str(u)
+               for u in units.values())
+
+
+def find_duplicates(results: Iterable[Mapping[str, Any]]) -> Dict[str, List[str]]:
+    """student -> sorted notes "log logs/a.log: same as ben, cleo" for every shared fingerprint."""
+    owners: Dict[str, Dict[str, str]] = {}
+    for result in results:
+        for key in ("fingerprints", "record_fingerprints"):
+            for sha, what in (result.get(key) or {}).items():
+                owners.setdefault(sha, {}).setdefault(result["student"], what)
+    flags: Dict[str, List[str]] = {}
+    for by_student in owners.values():
+        if len(by_student) < 2:
+            continue
+        for student, what in by_student.items():
+            others = sorted(s for s in by_student if s != student)
+            flags.setdefault(student, []).append("{}: same as {}".format(what, ", ".join(others)))
+    return {student: sorted(notes) for student, notes in flags.items()}
