@@ -75,6 +75,7 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
             item.slot.release()
         shutil.rmtree(workroot, ignore_errors=True)
     result["host"] = host
+    result["slurm_job"] = os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID") or ""
     return result
 
 
