@@ -265,6 +265,8 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     _chown_tree(workdir, uid)
     os.chown(conn_dir, uid if uid is not None else -1, uid if uid is not None else -1)
 
+    result["phases"] = {"prepare_s": round(time.monotonic() - started, 3)}
+    executing = time.monotonic()
     outcome = execute_sandboxed(nb, workdir, conn_dir, limits, job["level"], uid, job.get("hidden", []),
                                 os.path.join(grader_dir, "kernel.log"), job.get("cgroups", []))
     executed = os.path.join(grader_dir, "executed.ipynb")
@@ -277,6 +279,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
         prefix = launch_prefix(job["level"], workdir, conn_dir, job.get("hidden", []), limits, uid, job.get("cgroups", []))
         return run_sandboxed(function, params, workdir, prefix, limits)
 
+    result["phases"]["execute_s"] = round(time.monotonic() - executing, 3)  # kernel start + cells + shutdown
     evidence = Evidence(submitted, submitted_records, fresh, outcome.status, outcome.reason, outcome.error,
                         reproduce=job.get("reproduce", False), recompute=recompute)
     result["executed"] = executed
@@ -300,7 +303,9 @@ def _finish(result: Dict[str, Any], rubric: Rubric, evidence: Evidence, job: Dic
         result["reason"] = (result["reason"] + "; " if result["reason"] else "") + \
             "{:.0f} MB of output beyond the {:.0f} MB limit was dropped".format(
                 outcome.dropped_bytes / 1e6, float(job["limits"].get("output_bytes", 0)) / 1e6)
-    result["checks"] = [c.to_dict() for c in rubric.grade(evidence)]
+    grading = time.monotonic()
+    result["checks"] = [c.to_dict() for c in rubric.grade(evidence)]  # recomputation included
+    result.setdefault("phases", {})["grade_s"] = round(time.monotonic() - grading, 3)
     result["total"] = round(sum(c["score"] for c in result["checks"]), 3)
     result["max_total"] = round(sum(c["points"] for c in result["checks"] if not c.get("skipped")), 3)
     result["seconds"] = round(time.monotonic() - started, 2)
