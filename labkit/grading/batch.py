@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labkit.grading import sandbox
-from labkit.grading.duplicates import file_fingerprints, find_duplicates, handout_hashes
+from labkit.grading.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
+from labkit.grading.duplicates import groups as duplicate_groups
 from labkit.grading.feedback import feedback_html
 from labkit.grading.gradebook import atomic_write, write_gradebook
 from labkit.grading.lms import LMS_FORMATS, canvas_csv
@@ -430,7 +431,8 @@ class _Outputs:
         changed = set(n for n in set(flags) | set(self.flags) if flags.get(n) != self.flags.get(n))
         self.flags = flags
         # flags are derived from all results each time: shown, never stored in the state
-        done = [dict(r, duplicates=flags.get(r["student"], [])) for r in done]
+        done = [dict(r, duplicates=[what for what, _ in flags.get(r["student"], [])],
+                     duplicate_note=gradebook_note(flags.get(r["student"], []))) for r in done]
         write_gradebook(os.path.join(self.out_dir, "gradebook.csv"), self.rubric.names, done)
         if new is not None:
             changed.add(new["student"])
@@ -438,7 +440,8 @@ class _Outputs:
             atomic_write(os.path.join(self.out_dir, "feedback", result["student"] + ".html"),
                          feedback_html(result, self.rubric.title))
         atomic_write(os.path.join(self.out_dir, "summary.md"),
-                     summary_markdown(class_summary(done, self.rubric.names), len(done), self.rubric.title))
+                     summary_markdown(class_summary(done, self.rubric.names), len(done), self.rubric.title,
+                                      duplicate_groups(done)))
         if self.lms == "canvas":
             possible = max([r.get("max_total", 0) for r in done] or [0])
             atomic_write(os.path.join(self.out_dir, "canvas.csv"), canvas_csv(done, self.assignment, possible))

@@ -2,14 +2,16 @@
 
     from labkit.grading.duplicates import file_fingerprints, record_fingerprints, find_duplicates
     result["fingerprints"] = file_fingerprints("submissions/alice", handout="notebooks/homework")
-    flags = find_duplicates(results)     # student -> ["log logs/x.log: same file as ben", ...]
+    flags = find_duplicates(results)     # student -> [("log logs/x.log", ["ben"]), ...]
 
 A fingerprint is the SHA-256 of a handed-in file's bytes, or of a submitted record that holds
 measured timings (two honest runs never time the same to the last digit; a deterministic
 accuracy alone proves nothing, so a record without timings is not fingerprinted). Files equal
 to a file the instructor handed out (the rubric template's folder) and empty files are not
-fingerprints either. Duplicates are flagged in the gradebook (``duplicate_evidence``) and the
-feedback, never penalised: the instructor decides.
+fingerprints either. Records read from a log (``params['log']``) are not: their log is. Duplicates
+are flagged in the gradebook (``duplicate_evidence``: who shares how many of what), the class
+summary (every shared piece and its students) and the feedback (which files, not who else),
+never penalised: the instructor decides.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
+from collections import Counter
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-__all__ = ["file_fingerprints", "record_fingerprints", "find_duplicates", "handout_hashes"]
+__all__ = ["file_fingerprints", "record_fingerprints", "find_duplicates", "handout_hashes", "gradebook_note", "groups"]
 
 #: Files larger than this are fingerprinted by their first and last MiB and their size.
 _WHOLE = 64 << 20
@@ -94,6 +97,8 @@ def record_fingerprints(records: Mapping[str, Any]) -> Dict[str, str]:
         data = record.to_dict() if hasattr(record, "to_dict") else record
         if not isinstance(data, dict) or not (data.get("series") or _has_timing(data)):
             continue
+        if (data.get("params") or {}).get("log"):  # read from a log: the log file is the evidence
+            continue
         text = json.dumps(data, sort_keys=True, default=str)
         found.setdefault(hashlib.sha256(text.encode()).hexdigest(), "record {}".format(name))
     return found
@@ -105,18 +110,39 @@ def _has_timing(data: Mapping[str, Any]) -> bool:
                for u in units.values())
 
 
-def find_duplicates(results: Iterable[Mapping[str, Any]]) -> Dict[str, List[str]]:
-    """student -> sorted notes "log logs/a.log: same as ben, cleo" for every shared fingerprint."""
+def find_duplicates(results: Iterable[Mapping[str, Any]]) -> Dict[str, List[Tuple[str, List[str]]]]:
+    """student -> sorted [(what, [other students])] for every fingerprint shared with another student."""
     owners: Dict[str, Dict[str, str]] = {}
     for result in results:
         for key in ("fingerprints", "record_fingerprints"):
             for sha, what in (result.get(key) or {}).items():
                 owners.setdefault(sha, {}).setdefault(result["student"], what)
-    flags: Dict[str, List[str]] = {}
+    flags: Dict[str, List[Tuple[str, List[str]]]] = {}
     for by_student in owners.values():
         if len(by_student) < 2:
             continue
         for student, what in by_student.items():
-            others = sorted(s for s in by_student if s != student)
-            flags.setdefault(student, []).append("{}: same as {}".format(what, ", ".join(others)))
-    return {student: sorted(notes) for student, notes in flags.items()}
+            flags.setdefault(student, []).append((what, sorted(s for s in by_student if s != student)))
+    return {student: sorted(items) for student, items in flags.items()}
+
+
+def gradebook_note(items: Sequence[Tuple[str, List[str]]]) -> str:
+    """One short cell: "ben: 11 logs; kim: 1 notebook" (per other student, what was shared)."""
+    by_other: Dict[str, Counter] = {}
+    for what, others in items:
+        for other in others:
+            by_other.setdefault(other, Counter())[what.split(" ", 1)[0]] += 1
+    return "; ".join("{}: {}".format(other, ", ".join("{} {}{}".format(n, kind, "s" if n > 1 else "")
+                                                      for kind, n in sorted(kinds.items())))
+                     for other, kinds in sorted(by_other.items()))
+
+
+def groups(results: Iterable[Mapping[str, Any]]) -> List[Tuple[str, List[str]]]:
+    """[(what, [students])] for each piece of evidence more than one student handed in."""
+    owners: Dict[str, Dict[str, str]] = {}
+    for result in results:
+        for key in ("fingerprints", "record_fingerprints"):
+            for sha, what in (result.get(key) or {}).items():
+                owners.setdefault(sha, {}).setdefault(result["student"], what)
+    found = [(sorted(set(by.values()))[0], sorted(by)) for by in owners.values() if len(by) > 1]
+    return sorted(found, key=lambda g: (-len(g[1]), g[0]))

@@ -73,7 +73,7 @@ def write_gradebook(path: str, check_names: Sequence[str], results: Iterable[Dic
             row.append("" if check is None or check.get("skipped") else _score(check["score"]))
         row += [_score(result.get("total", 0)), _score(result.get("max_total", 0)), result.get("status", ""),
                 result.get("isolation", ""), (result.get("reason") or "").replace("\n", " ")[:300],
-                "; ".join(result.get("duplicates") or [])]
+                result.get("duplicate_note", "")]
         writer.writerow(row)
     atomic_write(path, out.getvalue())
 

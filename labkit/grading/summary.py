@@ -7,7 +7,8 @@
 For each check: its points, how many students were graded on it, the mean, how many got
 full, partial and no credit, the distribution of points (``score:count``), and the commonest
 reason it was not passed (reasons that differ only in their numbers count as one; one real
-example is shown), with how many students it concerns.
+example is shown), with how many students it concerns; then every piece of evidence (file or
+record) that more than one student handed in, with their names.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter
-from typing import Any, Dict, Iterable, List, Mapping, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
 
 __all__ = ["class_summary", "summary_markdown"]
 
@@ -64,7 +65,8 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def summary_markdown(rows: Sequence[Mapping[str, Any]], students: int, title: str = "Class summary") -> str:
+def summary_markdown(rows: Sequence[Mapping[str, Any]], students: int, title: str = "Class summary",
+                     duplicates: Sequence[Tuple[str, List[str]]] = ()) -> str:
     lines = ["# {} ({} students)".format(title, students), "",
              "| check | points | graded | mean | full / partial / none | points: students | commonest failure (students) |",
              "|---|---|---|---|---|---|---|"]
@@ -78,4 +80,7 @@ def summary_markdown(rows: Sequence[Mapping[str, Any]], students: int, title: st
         lines.append("| {} | {} | {} | {} | {} / {} / {} | {} | {} |".format(
             row["check"], _fmt(row["points"]), row["graded"], _fmt(row["mean"]), row["full"], row["partial"],
             row["zero"], dist, failure))
+    if duplicates:  # flagged for the instructor to look at; no points are taken
+        lines += ["", "## Evidence handed in by more than one student ({})".format(len(duplicates)), ""]
+        lines += ["- {}: {}".format(what, ", ".join(names)) for what, names in duplicates]
     return "\n".join(lines) + "\n"

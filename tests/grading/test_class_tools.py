@@ -13,7 +13,7 @@ import pytest
 
 from labkit.grading import sandbox
 from labkit.grading.batch import grade_class
-from labkit.grading.duplicates import find_duplicates, record_fingerprints
+from labkit.grading.duplicates import find_duplicates, gradebook_note, record_fingerprints
 from labkit.grading.gradebook import read_gradebook
 from tests.grading import notebooks as N
 from tests.grading.test_batch import labkit
@@ -76,14 +76,16 @@ def test_class_summary_gives_distribution_and_commonest_failure(graded):
 
 def test_duplicate_evidence_is_flagged_not_penalised(graded):
     rows = {r["student"]: r for r in read_gradebook(str(graded["out"] / "gradebook.csv"))}
-    assert rows["alice"]["duplicate_evidence"] == "log logs/run.log: same as bruno"
-    assert rows["bruno"]["duplicate_evidence"] == "log logs/run.log: same as alice"
+    assert rows["alice"]["duplicate_evidence"] == "bruno: 1 log"
+    assert rows["bruno"]["duplicate_evidence"] == "alice: 1 log"
     assert rows["carla"]["duplicate_evidence"] == ""  # the handed-out rate.txt is everyone's: not evidence
     assert rows["alice"]["total"] == rows["bruno"]["total"] == "9"
     html = (graded["out"] / "feedback" / "alice.html").read_text()
     assert "Handed in by another student too" in html and "log logs/run.log" in html
     assert "bruno" not in html  # a student is not told who else handed it in
     assert "Handed in by another" not in (graded["out"] / "feedback" / "carla.html").read_text()
+    summary = (graded["out"] / "summary.md").read_text()
+    assert "## Evidence handed in by more than one student (1)\n\n- log logs/run.log: alice, bruno\n" in summary
 
 
 def test_record_fingerprints_only_for_measured_timings():
@@ -93,8 +95,12 @@ def test_record_fingerprints_only_for_measured_timings():
     a = {"student": "a", "record_fingerprints": record_fingerprints({"run_1": timed, "run_2": untimed})}
     b = {"student": "b", "record_fingerprints": record_fingerprints({"mine": dict(timed), "x": untimed})}
     c = {"student": "c", "record_fingerprints": record_fingerprints({"mine": dict(timed, metrics={"epoch_time": 3.2})})}
+    from_log = dict(timed, params={"lr": 0.03, "log": "logs/graphcore/x.log"})  # the log is the evidence
     assert list(a["record_fingerprints"].values()) == ["record run_1"]
-    assert find_duplicates([a, b, c]) == {"a": ["record run_1: same as b"], "b": ["record mine: same as a"]}
+    assert record_fingerprints({"r": from_log}) == {}
+    assert find_duplicates([a, b, c]) == {"a": [("record run_1", ["b"])], "b": [("record mine", ["a"])]}
+    assert gradebook_note([("log a.log", ["b", "c"]), ("log b.log", ["b"]), ("record r", ["c"])]) == \
+        "b: 2 logs; c: 1 log, 1 record"
 
 
 def test_only_regrades_one_student_and_keeps_the_others(graded):
