@@ -11,7 +11,8 @@ rubric (recomputation included) by 1 local worker, 2 local workers and Parsl
 wall time against the ideal (submissions x notebook time / workers, the notebook time being
 what the cells took inside the grader's own kernel), and labkit's own time per submission
 beyond executing the cells (worker start, sandbox, kernel start, recomputation, grading),
-medians with their range over the repeats.
+medians with their range over the repeats; and, as the reference measured in the same session,
+the time the same notebook takes run plainly (nbclient, a fresh kernel, no sandbox, no grading).
 
 --classroom: the 13-student class of tests/grading/classroom.py (real homework, real testbed logs),
 grades it with 1 and then 2 workers (sandbox, recomputation and --reproduce included) and
@@ -103,6 +104,17 @@ def grade_once(subs: Path, out: Path, executor: str, workers: int) -> dict:
             "cells": statistics.median(cells), "overhead": statistics.median(overhead)}
 
 
+def bare_execution_s(notebook: Path) -> float:
+    """The same notebook run the plain way (nbclient, fresh unsandboxed kernel, no grading): the reference."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    started = time.perf_counter()
+    NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(notebook.parent)}}).execute()
+    return time.perf_counter() - started
+
+
 def portable_class(students: int, repeats: int, steps: int) -> None:
     root = Path(tempfile.mkdtemp(prefix="grade-bench-"))
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
@@ -111,7 +123,9 @@ def portable_class(students: int, repeats: int, steps: int) -> None:
         subs = root / "submissions"
         build_portable_class(subs, students, steps)
         runs = {label: [] for label, _e, _w in MODES}
+        bare = []
         for repeat in range(repeats):  # interleaved: a noisy minute hits every mode alike
+            bare += [bare_execution_s(subs / "student{:02d}.ipynb".format(i)) for i in range(3)]
             for label, executor, workers in MODES:
                 m = grade_once(subs, root / "out-{}-{}-{}".format(executor, workers, repeat), executor, workers)
                 runs[label].append(m)
@@ -127,6 +141,8 @@ def portable_class(students: int, repeats: int, steps: int) -> None:
                 return "{:.2f} [{:.2f}-{:.2f}]".format(statistics.median(values), min(values), max(values))
             print("| {} | {} | x{} | {} | {} |".format(label, cell("per_sub"), cell(None, True), cell("cells"),
                                                       cell("overhead")))
+        print("reference: the same notebook run plainly (nbclient, fresh kernel, no sandbox, no grading): "
+              "{:.2f} s [{:.2f}-{:.2f}] over {} runs".format(statistics.median(bare), min(bare), max(bare), len(bare)))
     finally:
         shutil.rmtree(str(root), ignore_errors=True)
 

@@ -2,8 +2,8 @@
 
 The grader puts this launcher between the sandbox (bubblewrap / unshare) and the kernel:
 
-    python -m labkit.grading.confine --cgroup /sys/fs/cgroup/pids/labkit-grade/r1 -- bwrap ... -- \
-    python -m labkit.grading.confine --memory 2147483648 --nproc 64 --fsize 67108864 \
+    python -I -S labkit/grading/confine.py --die-with-parent --cgroup /sys/fs/cgroup/pids/labkit-grade/r1 -- bwrap ... -- \
+    python -I -S labkit/grading/confine.py --memory 2147483648 --nproc 64 --fsize 67108864 --cpu 690 --die-with-parent \
         --uid 61003 --gid 61003 -- python -m ipykernel_launcher -f kernel.json
 
 Limits are set with ``setrlimit`` so they hold for the kernel and every process it starts.
