@@ -247,8 +247,9 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
             from labkit.grading.parsl_executor import run_parsl
 
             jobs = [_job(s, keys[s.student], rubric_path, limits, level, hidden, reproduce) for s in pending]
-            run_parsl(jobs, config, out_dir, lambda job, result: finished(
-                next(s for s in pending if s.student == job["student"]), _store_executed(result, out_dir)))
+            by_name = {s.student: s for s in pending}
+            run_parsl(jobs, config, out_dir,
+                      lambda job, result: finished(by_name[job["student"]], _store_executed(result, out_dir)))
         else:
             _run_local(pending, keys, rubric_path, rubric, limits, level, hidden, reproduce, workers, out_dir,
                        finished)
