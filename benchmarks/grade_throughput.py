@@ -1,8 +1,20 @@
-"""Seconds per submission for `labkit grade` with 1 and 2 workers on the realistic class.
+"""Seconds per submission for `labkit grade`: a class of 40, 1 and 2 local workers and Parsl.
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/grade_throughput.py [--nbgrader]
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/grade_throughput.py                 # class of 40
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/grade_throughput.py --repeats 3 --students 40
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/grade_throughput.py --classroom [--nbgrader]
 
-Builds the 13-student class of tests/grading/classroom.py (real homework, real testbed logs),
+Default: a generated class of 40 (tests/grading/notebooks.py) whose notebooks record portable
+runs of the toy exercise, one of them about a second of computation, graded with the toy
+rubric (recomputation included) by 1 local worker, 2 local workers and Parsl
+(docs/parsl/local.py, 2 workers), repeats interleaved. For each: seconds per submission, the
+wall time against the ideal (submissions x notebook time / workers, the notebook time being
+what the cells took inside the grader's own kernel), and labkit's own time per submission
+beyond executing the cells (worker start, sandbox, kernel start, recomputation, grading),
+medians with their range over the repeats; and, as the reference measured in the same session,
+the time the same notebook takes run plainly (nbclient, a fresh kernel, no sandbox, no grading).
+
+--classroom: the 13-student class of tests/grading/classroom.py (real homework, real testbed logs),
 grades it with 1 and then 2 workers (sandbox, recomputation and --reproduce included) and
 prints seconds per submission and the 2-worker speed-up as a ratio against the 1-worker run
 in the same process. With --nbgrader (if nbgrader is installed) it also times
@@ -14,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,11 +72,93 @@ def time_nbgrader(subs: Path, root: Path) -> float:
     return elapsed
 
 
+TOY_RUBRIC = ROOT / "tests" / "grading" / "rubric_toy.yml"
+MODES = (("1 local worker", "local", 1), ("2 local workers", "local", 2), ("Parsl, 2 workers", "parsl", 2))
+
+
+def build_portable_class(dest: Path, students: int, steps: int) -> None:
+    """``students`` notebooks: the default and a changed run, plus one longer portable run each."""
+    from nbformat.v4 import new_code_cell
+
+    from tests.grading import notebooks as N
+
+    dest.mkdir(parents=True)
+    for i in range(students):
+        heavy = new_code_cell("labkit.results.record(toy.run(steps={}, rate=0.6), name='long_run')".format(steps + i))
+        N.write(N.homework(extra=[heavy]), dest / "student{:02d}.ipynb".format(i))
+
+
+def grade_once(subs: Path, out: Path, executor: str, workers: int) -> dict:
+    limits = sandbox.Limits(notebook_s=120, cell_s=60, memory_bytes=2 << 30, nproc=64, fsize_bytes=16 << 20)
+    os.environ["LABKIT_PARSL_WORKERS"] = str(workers)
+    started = time.perf_counter()
+    results = grade_class(str(subs), str(TOY_RUBRIC), str(out), workers=workers, limits=limits, executor=executor,
+                          parsl_config=str(ROOT / "docs" / "parsl" / "local.py") if executor == "parsl" else None)
+    wall = time.perf_counter() - started
+    bad = [n for n, r in results.items() if r.get("status") != "ok" or r.get("total") != 9]
+    if bad:
+        raise RuntimeError("not every submission graded 9/9: {}".format(bad))
+    cells = [r["cells_s"] for r in results.values()]
+    overhead = [r["graded_s"] - r["cells_s"] for r in results.values()]
+    return {"wall": wall, "per_sub": wall / len(results), "ideal": sum(cells) / workers,
+            "cells": statistics.median(cells), "overhead": statistics.median(overhead)}
+
+
+def bare_execution_s(notebook: Path) -> float:
+    """The same notebook run the plain way (nbclient, fresh unsandboxed kernel, no grading): the reference."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    started = time.perf_counter()
+    NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(notebook.parent)}}).execute()
+    return time.perf_counter() - started
+
+
+def portable_class(students: int, repeats: int, steps: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="grade-bench-"))
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    try:
+        subs = root / "submissions"
+        build_portable_class(subs, students, steps)
+        runs = {label: [] for label, _e, _w in MODES}
+        bare = []
+        for repeat in range(repeats):  # interleaved: a noisy minute hits every mode alike
+            bare += [bare_execution_s(subs / "student{:02d}.ipynb".format(i)) for i in range(3)]
+            for label, executor, workers in MODES:
+                m = grade_once(subs, root / "out-{}-{}-{}".format(executor, workers, repeat), executor, workers)
+                runs[label].append(m)
+                print("  repeat {} {:<17}: {:6.2f} s/submission, wall/ideal x{:.2f}, labkit {:.2f} s/submission".format(
+                    repeat + 1, label, m["per_sub"], m["wall"] / m["ideal"], m["overhead"]), flush=True)
+        print("isolation: {}, {} submissions, {} repeats (shared 2-core machine: medians [min-max])".format(
+            sandbox.best_level(), students, repeats))
+        print("| executor | s / submission | wall / ideal | notebook (cells) s | labkit's own s / submission |")
+        print("|---|---|---|---|---|")
+        for label, ms in runs.items():
+            def cell(key, ratio=False):
+                values = [m["wall"] / m["ideal"] for m in ms] if ratio else [m[key] for m in ms]
+                return "{:.2f} [{:.2f}-{:.2f}]".format(statistics.median(values), min(values), max(values))
+            print("| {} | {} | x{} | {} | {} |".format(label, cell("per_sub"), cell(None, True), cell("cells"),
+                                                      cell("overhead")))
+        print("reference: the same notebook run plainly (nbclient, fresh kernel, no sandbox, no grading): "
+              "{:.2f} s [{:.2f}-{:.2f}] over {} runs".format(statistics.median(bare), min(bare), max(bare), len(bare)))
+    finally:
+        shutil.rmtree(str(root), ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--classroom", action="store_true", help="the 13-student class of real logs instead")
+    parser.add_argument("--students", type=int, default=40, help="size of the generated class (default 40)")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (default 3)")
+    parser.add_argument("--steps", type=int, default=3_000_000, help="length of each notebook's long run")
     parser.add_argument("--nbgrader", action="store_true", help="also time nbgrader autograde")
     parser.add_argument("--nbgrader-only", action="store_true", help="time only nbgrader autograde")
     args = parser.parse_args()
+    if not args.classroom and not args.nbgrader_only:
+        portable_class(args.students, args.repeats, args.steps)
+        return 0
     root = Path(tempfile.mkdtemp(prefix="grade-bench-"))
     try:
         subs = root / "submissions"

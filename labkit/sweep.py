@@ -21,6 +21,7 @@ contended (:mod:`labkit.sweep_share`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -31,7 +32,7 @@ import subprocess
 import tempfile
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from labkit import sweep_share
 from labkit.execute import NotebookParameters, notebook_parameters, run_notebook
@@ -432,26 +433,38 @@ def _parsl_task(task: Mapping[str, Any]) -> Dict[str, Any]:
     return execute_task(task, env={"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else None)
 
 
-def run_parsl(tasks: Sequence[Mapping[str, Any]], config: Any, out: str,
-              on_row: Callable[[Dict[str, Any]], None]) -> None:
+@contextlib.contextmanager
+def parsl_session(config: Any, out: str) -> Iterator[Any]:
+    """Load ``config`` (its logs kept under ``out/parsl``), yield the DataFlowKernel, clean up.
+
+    Shared by ``labkit sweep`` and ``labkit grade --executor parsl``.
+    """
     import parsl
-    from concurrent.futures import as_completed
 
     if getattr(config, "run_dir", "runinfo") == "runinfo":  # keep Parsl's logs with the sweep
         config.run_dir = os.path.join(os.path.abspath(out), "parsl")
     dfk = parsl.load(config)
     log_files = _parsl_log_handlers(config.run_dir)
     try:
-        app = parsl.python_app(_parsl_task, data_flow_kernel=dfk)
-        futures = {app(dict(task)): task for task in tasks}
-        for future in as_completed(list(futures)):
-            on_row(_row_of(future, futures[future]))
+        yield dfk
     finally:
         dfk.cleanup()
         parsl.clear()
         for logger, handler in log_files:  # Parsl detaches its parsl.log handler without closing it
             logger.removeHandler(handler)
             handler.close()
+
+
+def run_parsl(tasks: Sequence[Mapping[str, Any]], config: Any, out: str,
+              on_row: Callable[[Dict[str, Any]], None]) -> None:
+    import parsl
+    from concurrent.futures import as_completed
+
+    with parsl_session(config, out) as dfk:
+        app = parsl.python_app(_parsl_task, data_flow_kernel=dfk)
+        futures = {app(dict(task)): task for task in tasks}
+        for future in as_completed(list(futures)):
+            on_row(_row_of(future, futures[future]))
 
 
 def _parsl_log_handlers(run_dir: str) -> List[Tuple[Any, Any]]:

@@ -29,11 +29,15 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labkit.grading import sandbox
+from labkit.grading.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
+from labkit.grading.duplicates import groups as duplicate_groups
 from labkit.grading.feedback import feedback_html
 from labkit.grading.gradebook import atomic_write, write_gradebook
+from labkit.grading.lms import LMS_FORMATS, canvas_csv
+from labkit.grading.summary import class_summary, summary_markdown
 from labkit.grading.rubric import Evidence, load_rubric
 
 __all__ = ["Submission", "find_submissions", "grade_class", "STATE_VERSION"]
@@ -172,21 +176,45 @@ class _Running:
     run_dir: str
     result_path: str
     deadline: float
+    started: float
 
 
 def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int = 1,
                 limits: Optional[sandbox.Limits] = None, reproduce: bool = False, level: Optional[str] = None,
-                progress: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Dict[str, Any]]:
-    """Grade every submission not yet graded with this rubric; return student -> result."""
+                progress: Optional[Callable[[Dict[str, Any]], None]] = None, only: Optional[Sequence[str]] = None,
+                lms: Optional[str] = None, assignment: Optional[str] = None, executor: str = "local",
+                parsl_config: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
+    """Grade every submission not yet graded with this rubric; return student -> result.
+
+    ``only``: regrade just these students (even if already graded), keep everyone else's
+    result as it is. ``lms="canvas"``: also write ``out_dir/canvas.csv`` (column ``assignment``,
+    default the rubric's title). ``executor="parsl"`` with ``parsl_config`` (a Parsl config file
+    as for sweeps, docs/parsl/): each submission is graded on whatever node Parsl gives it, in
+    its own sandbox; this process alone writes the state, gradebook and feedback.
+    """
     rubric = load_rubric(rubric_path)  # a bad rubric stops here, before any notebook runs
     limits = limits or sandbox.Limits()
+    if executor not in ("local", "parsl"):
+        raise ValueError("--executor {}: must be 'local' or 'parsl'".format(executor))
+    if lms is not None and lms not in LMS_FORMATS:
+        raise ValueError("--lms {}: must be one of {}".format(lms, ", ".join(LMS_FORMATS)))
+    config = None
+    if executor == "parsl":
+        from labkit.grading.parsl_executor import load_config
+
+        config = load_config(parsl_config)
     level = level or sandbox.best_level()
     if level not in sandbox.LEVELS:
         raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(sandbox.LEVELS)))
-    if not sandbox.level_available(level):
+    if executor == "local" and not sandbox.level_available(level):
         raise RuntimeError("isolation level {!r} does not work on this machine".format(level))
     preferred = os.path.basename(rubric.template_path) if rubric.template_path else None
     subs = find_submissions(submissions, preferred)
+    if only:
+        unknown = sorted(set(only) - set(s.student for s in subs))
+        if unknown:
+            raise ValueError("--only {}: no such submission in {}; the submissions are: {}".format(
+                ", ".join(unknown), submissions, ", ".join(s.student for s in subs) or "none"))
     os.makedirs(out_dir, exist_ok=True)
     for sub_dir in ("feedback", "executed"):
         os.makedirs(os.path.join(out_dir, sub_dir), exist_ok=True)
@@ -196,35 +224,76 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
     keys = {s.student: submission_key(s, rubric_path, rubric.template_path, options) for s in subs}
     # Forget students who are no longer in SUBMISSIONS; keep finished results whose key matches.
     state.results = {n: r for n, r in state.results.items() if n in keys}
-    pending = [s for s in subs if state.results.get(s.student, {}).get("key") != keys[s.student]]
+    if only:
+        pending = [s for s in subs if s.student in set(only)]
+    else:
+        pending = [s for s in subs if state.results.get(s.student, {}).get("key") != keys[s.student]]
     hidden = [os.path.abspath(submissions), os.path.abspath(out_dir), os.path.abspath(rubric_path)]
+    handout = handout_hashes(os.path.dirname(rubric.template_path) if rubric.template_path else None)
+    outputs = _Outputs(out_dir, rubric, subs, lms, assignment)
+    outputs.write(state)
+
+    def finished(sub: Submission, result: Dict[str, Any]) -> None:
+        if sub.source and os.path.exists(sub.source):
+            result["fingerprints"] = file_fingerprints(sub.source, handout)
+        state.results[sub.student] = result
+        state.save()
+        outputs.write(state, result)
+        if progress is not None:
+            progress(result)
+
+    try:
+        if executor == "parsl":
+            from labkit.grading.parsl_executor import run_parsl
+
+            jobs = [_job(s, keys[s.student], rubric_path, limits, level, hidden, reproduce) for s in pending]
+            by_name = {s.student: s for s in pending}
+            run_parsl(jobs, config, out_dir,
+                      lambda job, result: finished(by_name[job["student"]], _store_executed(result, out_dir)))
+        else:
+            _run_local(pending, keys, rubric_path, rubric, limits, level, hidden, reproduce, workers, out_dir,
+                       finished)
+    finally:
+        os.close(lock_fd)
+    return {s.student: state.results[s.student] for s in subs if s.student in state.results}
+
+
+def _job(sub: Submission, key: str, rubric_path: str, limits: sandbox.Limits, level: str, hidden: List[str],
+         reproduce: bool) -> Dict[str, Any]:
+    """What a worker needs to grade ``sub`` (plain data: it may travel to another node)."""
+    return {"student": sub.student, "key": key, "source": os.path.abspath(sub.source),
+            "notebook": os.path.abspath(sub.notebook) if sub.notebook else "", "problem": sub.problem,
+            "rubric": os.path.abspath(rubric_path), "limits": limits.to_dict(), "level": level,
+            "hidden": list(hidden), "reproduce": reproduce}
+
+
+def _run_local(pending: List[Submission], keys: Dict[str, str], rubric_path: str, rubric: Any,
+               limits: sandbox.Limits, level: str, hidden: List[str], reproduce: bool, workers: int, out_dir: str,
+               finished: Callable[[Submission, Dict[str, Any]], None]) -> None:
+    """Grade ``pending`` here, ``workers`` at a time, each in its own worker process."""
+    pending = list(pending)
     _remove_stale_workroots()
     workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
     os.chmod(workroot, 0o711)  # run uids may pass through to their own folder, not list the others
-    hidden.append(workroot)
     running: List[_Running] = []
     counter = 0
-    _write_outputs(out_dir, rubric, state, subs)
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         while pending or running:
             while pending and len(running) < max(1, workers):
                 sub = pending.pop(0)
                 counter += 1
-                running.append(_start(sub, keys[sub.student], workroot, counter, rubric_path, limits, level, hidden,
-                                      reproduce))
+                running.append(_start(_job(sub, keys[sub.student], rubric_path, limits, level, hidden, reproduce),
+                                      sub, workroot, counter))
             time.sleep(0.1)
             for item in list(running):
                 timed_out = time.monotonic() > item.deadline
                 if item.proc.poll() is None and not timed_out:
                     continue
                 running.remove(item)
-                result = _collect(item, timed_out, limits, level, out_dir, rubric, reproduce)
-                state.results[item.sub.student] = result
-                state.save()
-                _write_outputs(out_dir, rubric, state, subs, result)
-                if progress is not None:
-                    progress(result)
+                result = _store_executed(_collect(item, timed_out, limits, level, rubric, reproduce), out_dir)
+                _remove_run(item)
+                finished(item.sub, result)
     finally:
         for item in running:  # interrupted: stop what runs; the state keeps what finished
             _kill(item.proc)
@@ -232,8 +301,6 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
         signal.signal(signal.SIGTERM, previous_term)
         if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):
             shutil.rmtree(workroot, ignore_errors=True)
-        os.close(lock_fd)
-    return {s.student: state.results[s.student] for s in subs if s.student in state.results}
 
 
 def _pid_alive(pid: int) -> bool:
@@ -260,19 +327,18 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt("labkit grade stopped by signal {}".format(signum))
 
 
-def _start(sub: Submission, key: str, workroot: str, counter: int, rubric_path: str, limits: sandbox.Limits,
-           level: str, hidden: List[str], reproduce: bool) -> _Running:
+def _start(job: Dict[str, Any], sub: Submission, workroot: str, counter: int) -> _Running:
+    """Start the worker process that grades ``job`` (see runner.py) in ``workroot/r<counter>``."""
+    limits = sandbox.Limits(**job["limits"])
+    level = job["level"]
     slot = sandbox.acquire_slot(level)
     slot.cgroups = sandbox.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
     run_dir = os.path.join(workroot, "r{}".format(counter))  # short: ipc socket paths are limited to 107 bytes
     os.makedirs(run_dir, mode=0o711)
     result_path = os.path.join(run_dir, "result.json")
-    job = {"student": sub.student, "key": key, "source": os.path.abspath(sub.source),
-           "notebook": os.path.abspath(sub.notebook) if sub.notebook else "", "problem": sub.problem,
-           "rubric": os.path.abspath(rubric_path), "run_dir": run_dir, "result": result_path,
-           "limits": limits.to_dict(), "level": level, "uid": slot.uid,
-           "cgroups": slot.cgroups,
-           "isolation": level + ("+uid" if slot.uid is not None else "") + ("+cgroup" if slot.cgroups else ""), "hidden": hidden, "reproduce": reproduce}
+    job = dict(job, run_dir=run_dir, result=result_path, uid=slot.uid, cgroups=slot.cgroups,
+               hidden=list(job["hidden"]) + [workroot],
+               isolation=level + ("+uid" if slot.uid is not None else "") + ("+cgroup" if slot.cgroups else ""))
     job_path = os.path.join(run_dir, "job.json")
     with open(job_path, "w") as f:
         json.dump(job, f)
@@ -281,7 +347,7 @@ def _start(sub: Submission, key: str, workroot: str, counter: int, rubric_path: 
                             stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_prepare_worker)
     log.close()
     deadline = time.monotonic() + (limits.notebook_s or 1e9) + WORKER_GRACE_S
-    return _Running(sub, key, proc, slot, run_dir, result_path, deadline)
+    return _Running(sub, job["key"], proc, slot, run_dir, result_path, deadline, time.monotonic())
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -295,8 +361,9 @@ def _kill(proc: subprocess.Popen) -> None:
         pass
 
 
-def _collect(item: _Running, timed_out: bool, limits: sandbox.Limits, level: str, out_dir: str,
+def _collect(item: _Running, timed_out: bool, limits: sandbox.Limits, level: str,
              rubric: Any, reproduce: bool) -> Dict[str, Any]:
+    """The worker's result (its ``executed`` notebook still in the run folder), or why there is none."""
     if timed_out:
         _kill(item.proc)
     item.slot.release()  # kills anything the run's uid left behind
@@ -315,24 +382,67 @@ def _collect(item: _Running, timed_out: bool, limits: sandbox.Limits, level: str
             pass
         why = "the grader stopped this run after {:g} s".format((limits.notebook_s or 0) + WORKER_GRACE_S) if timed_out \
             else "the grading process failed (exit status {}){}".format(item.proc.returncode, ": " + tail if tail else "")
-        status = "timeout" if timed_out else "grader error"
-        checks = [c.to_dict() for c in rubric.grade(Evidence(None, {}, {}, status, why, reproduce=reproduce))]
-        result = {"student": item.sub.student, "key": item.key, "isolation": level, "status": status, "reason": why,
-                  "checks": checks, "total": 0,
-                  "max_total": round(sum(c["points"] for c in checks if not c.get("skipped")), 3)}
-    executed = result.pop("executed", None)
-    if executed and os.path.exists(executed):
-        shutil.copyfile(executed, os.path.join(out_dir, "executed", item.sub.student + ".ipynb"))
+        result = failed_result(item.sub.student, item.key, level, "timeout" if timed_out else "grader error", why,
+                               rubric, reproduce)
     result.pop("trace", None)
-    if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):  # set it to inspect a run's kernel.log
-        shutil.rmtree(item.run_dir, ignore_errors=True)
+    result["graded_s"] = round(time.monotonic() - item.started, 3)
     return result
 
 
-def _write_outputs(out_dir: str, rubric: Any, state: _State, subs: List[Submission],
-                   new: Optional[Dict[str, Any]] = None) -> None:
-    names = set(s.student for s in subs)
-    done = [r for n, r in state.results.items() if n in names]
-    write_gradebook(os.path.join(out_dir, "gradebook.csv"), rubric.names, done)
-    for result in [new] if new is not None else done:
-        atomic_write(os.path.join(out_dir, "feedback", result["student"] + ".html"), feedback_html(result, rubric.title))
+def failed_result(student: str, key: str, level: str, status: str, why: str, rubric: Any,
+                  reproduce: bool) -> Dict[str, Any]:
+    """The result of a submission whose grading produced nothing: every check scored on ``why``."""
+    checks = [c.to_dict() for c in rubric.grade(Evidence(None, {}, {}, status, why, reproduce=reproduce))]
+    return {"student": student, "key": key, "isolation": level, "status": status, "reason": why,
+            "checks": checks, "total": 0, "max_total": round(sum(c["points"] for c in checks if not c.get("skipped")), 3)}
+
+
+def _remove_run(item: _Running) -> None:
+    if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):  # set it to inspect a run's kernel.log
+        shutil.rmtree(item.run_dir, ignore_errors=True)
+
+
+def _store_executed(result: Dict[str, Any], out_dir: str) -> Dict[str, Any]:
+    """Move the executed notebook (a path here, or its text from a remote worker) to ``DIR/executed``."""
+    target = os.path.join(out_dir, "executed", result["student"] + ".ipynb")
+    executed = result.pop("executed", None)
+    text = result.pop("executed_text", None)
+    if executed and os.path.exists(executed):
+        shutil.copyfile(executed, target)
+    elif text is not None:
+        atomic_write(target, text)
+    return result
+
+
+class _Outputs:
+    """Everything derived from the state: gradebook, feedback, summary, LMS export."""
+
+    def __init__(self, out_dir: str, rubric: Any, subs: List[Submission], lms: Optional[str],
+                 assignment: Optional[str]):
+        self.out_dir = out_dir
+        self.rubric = rubric
+        self.names = set(s.student for s in subs)
+        self.lms = lms
+        self.assignment = assignment or rubric.title
+        self.flags: Dict[str, List[str]] = {}
+
+    def write(self, state: _State, new: Optional[Dict[str, Any]] = None) -> None:
+        done = [r for n, r in state.results.items() if n in self.names]
+        flags = find_duplicates(done)
+        changed = set(n for n in set(flags) | set(self.flags) if flags.get(n) != self.flags.get(n))
+        self.flags = flags
+        # flags are derived from all results each time: shown, never stored in the state
+        done = [dict(r, duplicates=[what for what, _ in flags.get(r["student"], [])],
+                     duplicate_note=gradebook_note(flags.get(r["student"], []))) for r in done]
+        write_gradebook(os.path.join(self.out_dir, "gradebook.csv"), self.rubric.names, done)
+        if new is not None:
+            changed.add(new["student"])
+        for result in done if new is None else [r for r in done if r["student"] in changed]:
+            atomic_write(os.path.join(self.out_dir, "feedback", result["student"] + ".html"),
+                         feedback_html(result, self.rubric.title))
+        atomic_write(os.path.join(self.out_dir, "summary.md"),
+                     summary_markdown(class_summary(done, self.rubric.names), len(done), self.rubric.title,
+                                      duplicate_groups(done)))
+        if self.lms == "canvas":
+            possible = max([r.get("max_total", 0) for r in done] or [0])
+            atomic_write(os.path.join(self.out_dir, "canvas.csv"), canvas_csv(done, self.assignment, possible))

@@ -7,6 +7,13 @@ SUBMISSIONS is a folder of notebooks (``alice.ipynb``) or of student folders
 (``alice/ai_testbeds.ipynb`` plus any files the notebook reads). Writes
 ``DIR/gradebook.csv``, ``DIR/feedback/<student>.html`` and ``DIR/executed/<student>.ipynb``.
 Run it again after an interruption: finished grades are kept, the rest are done.
+
+    labkit grade submissions/ --rubric R.yml --out grades/ --executor parsl --config docs/parsl/slurm_testbed.py
+    labkit grade submissions/ --rubric R.yml --out grades/ --only alice        # regrade one student
+    labkit grade submissions/ --rubric R.yml --out grades/ --lms canvas        # + grades/canvas.csv
+
+Also writes ``DIR/summary.md`` (per check: points distribution, commonest failure) and flags
+evidence two students both handed in (gradebook column ``duplicate_evidence``).
 """
 
 from __future__ import annotations
@@ -50,6 +57,16 @@ def register(subparsers: Any) -> None:
                         help="largest file a kernel may write (default 64)")
     parser.add_argument("--isolation", choices=("bwrap", "unshare", "rlimits"), default=None,
                         help="sandbox level (default: the strongest that works here)")
+    parser.add_argument("--executor", choices=("local", "parsl"), default="local",
+                        help="local worker processes (default) or Parsl (needs --config)")
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="Parsl config file, as for sweeps (docs/parsl/local.py, slurm_testbed.py, polaris_pbs.py)")
+    parser.add_argument("--only", action="append", default=None, metavar="NAME",
+                        help="regrade only this student (repeat for several); the others' results are kept")
+    parser.add_argument("--lms", choices=("canvas",), default=None,
+                        help="also write DIR/canvas.csv for Canvas's Gradebook import (docs/grading.md)")
+    parser.add_argument("--assignment", metavar="NAME", default=None,
+                        help="the assignment column's name in the LMS file (default: the rubric's title)")
     parser.add_argument("--reproduce", action="store_true",
                         help="grade the rubric's reproduce checks (compare re-executed records with the submitted ones)")
     parser.set_defaults(func=run)
@@ -65,18 +82,24 @@ def run(args: argparse.Namespace) -> int:
                             fsize_bytes=int(args.file_size * (1 << 20)))
 
     def show(result: Dict[str, Any]) -> None:
-        print("{:<24} {:>6g} / {:<6g} {:<12} {}".format(result["student"], result.get("total", 0),
-                                                         result.get("max_total", 0), result.get("status", ""),
-                                                         result.get("isolation", "")), flush=True)
+        print("{:<24} {:>6g} / {:<6g} {:<12} {}{}".format(result["student"], result.get("total", 0),
+                                                           result.get("max_total", 0), result.get("status", ""),
+                                                           result.get("isolation", ""),
+                                                           " on " + result["host"] if result.get("host") else ""),
+              flush=True)
 
     try:
         results = grade_class(args.submissions, args.rubric, args.out, workers=args.workers, limits=limits,
-                              reproduce=args.reproduce, level=args.isolation, progress=show)
+                              reproduce=args.reproduce, level=args.isolation, progress=show, only=args.only,
+                              lms=args.lms, assignment=args.assignment, executor=args.executor,
+                              parsl_config=args.config)
     except (RubricError, FileNotFoundError, ValueError, RuntimeError) as exc:
         print("labkit grade: {}".format(exc), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("labkit grade: interrupted; run the same command again to finish the batch", file=sys.stderr)
         return 130
-    print("{} graded; gradebook: {}/gradebook.csv".format(len(results), args.out.rstrip("/")))
+    out = args.out.rstrip("/")
+    print("{} graded; gradebook: {}/gradebook.csv, summary: {}/summary.md{}".format(
+        len(results), out, out, ", Canvas: {}/canvas.csv".format(out) if args.lms == "canvas" else ""))
     return 0

@@ -2,14 +2,16 @@
 
 The grader puts this launcher between the sandbox (bubblewrap / unshare) and the kernel:
 
-    python -m labkit.grading.confine --cgroup /sys/fs/cgroup/pids/labkit-grade/r1 -- bwrap ... -- \
-    python -m labkit.grading.confine --memory 2147483648 --nproc 64 --fsize 67108864 \
+    python -I -S labkit/grading/confine.py --die-with-parent --cgroup /sys/fs/cgroup/pids/labkit-grade/r1 -- bwrap ... -- \
+    python -I -S labkit/grading/confine.py --memory 2147483648 --nproc 64 --fsize 67108864 --cpu 690 --die-with-parent \
         --uid 61003 --gid 61003 -- python -m ipykernel_launcher -f kernel.json
 
 Limits are set with ``setrlimit`` so they hold for the kernel and every process it starts.
 ``RLIMIT_NPROC`` is not enforced for root, so when started as root the launcher switches to
 an unprivileged uid (one per concurrent run, so one fork bomb cannot starve a neighbour) and
-sets ``PR_SET_NO_NEW_PRIVS`` so no setuid program can climb back. ``--cgroup`` joins cgroups
+sets ``PR_SET_NO_NEW_PRIVS`` so no setuid program can climb back. ``--die-with-parent`` makes the launcher (and the kernel it becomes) die with whatever started
+it, so a grader killed with SIGKILL leaves no kernel running at any isolation level; the CPU-time
+limit (``--cpu``, a little above the notebook's time limit) is the backstop. ``--cgroup`` joins cgroups
 (made by the grader with a process and memory cap for the whole run) before the sandbox
 starts, since inside bubblewrap /sys is read-only. This module must stay
 import-light: it runs before every kernel.
@@ -25,6 +27,8 @@ import sys
 from typing import List, Optional
 
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
+SIGKILL = 9
 
 
 def _set_limit(which: int, value: Optional[int]) -> None:
@@ -44,6 +48,22 @@ def _no_new_privs() -> None:
         pass
 
 
+def _die_with_parent(parent: Optional[int]) -> None:
+    """SIGKILL this process (and so the kernel it becomes) when its parent dies.
+
+    The setting survives ``exec`` but the kernel clears it on a uid switch, so it is set last.
+    ``parent`` (the pid that started us, when known) closes the race of a parent that died
+    before the call: we would then be an orphan already and must not start the kernel.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return
+    if parent is not None and os.getppid() != parent:
+        os._exit(137)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labkit.grading.confine")
     parser.add_argument("--memory", type=int, help="RLIMIT_AS in bytes")
@@ -54,6 +74,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--gid", type=int, help="switch to this gid (needs root)")
     parser.add_argument("--cgroup", action="append", default=[], metavar="DIR",
                         help="join this cgroup (its cgroup.procs) first; may repeat")
+    parser.add_argument("--die-with-parent", action="store_true",
+                        help="SIGKILL this process when its parent dies (PR_SET_PDEATHSIG), after the uid switch")
+    parser.add_argument("--parent", type=int, help="with --die-with-parent: the pid expected as parent")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -74,6 +97,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         os.setresgid(gid, gid, gid)
         os.setresuid(args.uid, args.uid, args.uid)
     _no_new_privs()
+    if args.die_with_parent:
+        _die_with_parent(args.parent)
     # ipykernel exits when its parent pid changes; inside a PID namespace the grader's pid
     # means nothing, and the sandbox already ends the kernel with its grader.
     os.environ.pop("JPY_PARENT_PID", None)

@@ -40,6 +40,9 @@ def feedback_html(result: Dict[str, Any], title: str = "Homework feedback") -> s
     run = "Execution: {}".format(escape(result.get("status", "")))
     if result.get("reason"):
         run += " ({})".format(escape(result["reason"]))
+    if result.get("duplicates"):  # flagged for a person to look at; the points above are unchanged
+        run += ("</p><p class='fail'>Handed in by another student too (not penalised; your instructor will look): "
+                + "; ".join(escape(d) for d in result["duplicates"]))  # what, never who else
     return (
         "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{title}: {student}</title><style>{style}</style>"
         "</head><body><h1>{title}</h1><p>Student: <b>{student}</b></p><p>Total: <b>{total:g} / {max:g}</b></p>"

@@ -5,7 +5,8 @@
 
 Columns: ``student``, one per rubric check (points earned), ``total``, ``max``, ``status``
 (how the grader's execution went), ``isolation`` (the sandbox level in force for that run)
-and ``reason``. Plain CSV with a header row and numbers in the score columns, which is what
+and ``reason``, then ``duplicate_evidence`` (files or records this student handed in that another
+student handed in too, flagged for the instructor, not penalised). Plain CSV with a header row and numbers in the score columns, which is what
 Canvas, Moodle and Blackboard grade imports map column by column.
 """
 
@@ -20,6 +21,8 @@ from typing import Any, Dict, Iterable, List, Sequence
 __all__ = ["write_gradebook", "read_gradebook", "atomic_write", "columns"]
 
 TRAILING = ("total", "max", "status", "isolation", "reason")
+#: Flags for the instructor, after the grading columns (labkit.grading.duplicates).
+FLAGS = ("duplicate_evidence",)
 
 
 def atomic_write(path: str, text: str) -> None:
@@ -48,7 +51,7 @@ def atomic_write(path: str, text: str) -> None:
 
 
 def columns(check_names: Sequence[str]) -> List[str]:
-    return ["student"] + list(check_names) + list(TRAILING)
+    return ["student"] + list(check_names) + list(TRAILING) + list(FLAGS)
 
 
 def _score(value: Any) -> str:
@@ -69,7 +72,8 @@ def write_gradebook(path: str, check_names: Sequence[str], results: Iterable[Dic
             check = by_name.get(name)
             row.append("" if check is None or check.get("skipped") else _score(check["score"]))
         row += [_score(result.get("total", 0)), _score(result.get("max_total", 0)), result.get("status", ""),
-                result.get("isolation", ""), (result.get("reason") or "").replace("\n", " ")[:300]]
+                result.get("isolation", ""), (result.get("reason") or "").replace("\n", " ")[:300],
+                result.get("duplicate_note", "")]
         writer.writerow(row)
     atomic_write(path, out.getvalue())
 

@@ -35,6 +35,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from labkit import results
 from labkit.grading import sandbox
+from labkit.grading.duplicates import record_fingerprints
 from labkit.grading.rubric import Evidence, Rubric, load_rubric
 
 __all__ = ["run_job", "execute_sandboxed", "ExecutionOutcome"]
@@ -74,7 +75,15 @@ class GradingClient(NotebookClient):
         self.kept_bytes = 0
         self.record_bytes = 0
         self.dropped_bytes = 0
+        self.cells_s = 0.0  # time spent running cells, for the grader's overhead (benchmarks/)
         self._noted_cells: set = set()
+
+    async def async_execute_cell(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        try:
+            return await super().async_execute_cell(*args, **kwargs)
+        finally:
+            self.cells_s += time.monotonic() - started
 
     def output(self, outs: List[Any], msg: Dict[str, Any], display_id: Optional[str], cell_index: int) -> Any:
         content = msg.get("content", {})
@@ -97,7 +106,9 @@ class GradingClient(NotebookClient):
 class ExecutionOutcome:
     """How the grader's execution went: ``status`` is ok, error, timeout, kernel died, failed."""
 
-    def __init__(self, status: str, reason: str = "", error: Optional[str] = None, dropped_bytes: int = 0):
+    def __init__(self, status: str, reason: str = "", error: Optional[str] = None, dropped_bytes: int = 0,
+                 cells_s: float = 0.0):
+        self.cells_s = cells_s
         self.status = status
         self.reason = reason
         self.error = error
@@ -106,9 +117,16 @@ class ExecutionOutcome:
 
 def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], limits: sandbox.Limits,
                   uid: Optional[int], cgroups: List[str] = ()) -> List[str]:
-    """cgroups, then the namespace sandbox, then limits and the uid switch, then the command."""
-    return (sandbox.cgroup_command(cgroups) + sandbox.sandbox_prefix(level, workdir, conn_dir, hidden)
-            + sandbox.confine_command(limits, uid))
+    """cgroups, then the namespace sandbox, then limits and the uid switch, then the command.
+
+    Every stage dies with the one before it, and the first with this process (which itself
+    dies with the batch), so a grader killed with SIGKILL takes its kernels along.
+    """
+    parent = os.getpid()
+    outer = sandbox.cgroup_command(cgroups, parent, always=(level == "unshare"))
+    middle = sandbox.sandbox_prefix(level, workdir, conn_dir, hidden)
+    first = not outer and not middle
+    return outer + middle + sandbox.confine_command(limits, uid, parent if first else None)
 
 
 def _first_error(nb: Any) -> Optional[str]:
@@ -165,6 +183,7 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: sandbox.Limi
     outcome = asyncio.run(run())
     outcome.error = _first_error(nb)
     outcome.dropped_bytes = client.dropped_bytes
+    outcome.cells_s = client.cells_s
     if outcome.status == "ok" and outcome.error:
         outcome.status = "error"
         outcome.reason = "a cell raised an error ({})".format(outcome.error)
@@ -235,6 +254,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     submitted_copy = os.path.join(grader_dir, "submitted.ipynb")
     nbformat.write(submitted, submitted_copy)
     submitted_records = _records(submitted_copy)
+    result["record_fingerprints"] = record_fingerprints(submitted_records)
     nb = nbformat.from_dict(json.loads(json.dumps(submitted)))
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -245,6 +265,8 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     _chown_tree(workdir, uid)
     os.chown(conn_dir, uid if uid is not None else -1, uid if uid is not None else -1)
 
+    result["phases"] = {"prepare_s": round(time.monotonic() - started, 3)}
+    executing = time.monotonic()
     outcome = execute_sandboxed(nb, workdir, conn_dir, limits, job["level"], uid, job.get("hidden", []),
                                 os.path.join(grader_dir, "kernel.log"), job.get("cgroups", []))
     executed = os.path.join(grader_dir, "executed.ipynb")
@@ -257,6 +279,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
         prefix = launch_prefix(job["level"], workdir, conn_dir, job.get("hidden", []), limits, uid, job.get("cgroups", []))
         return run_sandboxed(function, params, workdir, prefix, limits)
 
+    result["phases"]["execute_s"] = round(time.monotonic() - executing, 3)  # kernel start + cells + shutdown
     evidence = Evidence(submitted, submitted_records, fresh, outcome.status, outcome.reason, outcome.error,
                         reproduce=job.get("reproduce", False), recompute=recompute)
     result["executed"] = executed
@@ -280,10 +303,13 @@ def _finish(result: Dict[str, Any], rubric: Rubric, evidence: Evidence, job: Dic
         result["reason"] = (result["reason"] + "; " if result["reason"] else "") + \
             "{:.0f} MB of output beyond the {:.0f} MB limit was dropped".format(
                 outcome.dropped_bytes / 1e6, float(job["limits"].get("output_bytes", 0)) / 1e6)
-    result["checks"] = [c.to_dict() for c in rubric.grade(evidence)]
+    grading = time.monotonic()
+    result["checks"] = [c.to_dict() for c in rubric.grade(evidence)]  # recomputation included
+    result.setdefault("phases", {})["grade_s"] = round(time.monotonic() - grading, 3)
     result["total"] = round(sum(c["score"] for c in result["checks"]), 3)
     result["max_total"] = round(sum(c["points"] for c in result["checks"] if not c.get("skipped")), 3)
     result["seconds"] = round(time.monotonic() - started, 2)
+    result["cells_s"] = round(outcome.cells_s, 3)
     return result
 
 

@@ -14,9 +14,15 @@ Isolation levels, strongest first (the gradebook reports the one in force for ea
   other submissions are protected only by file permissions; plus everything below.
 - ``+cgroup`` (any level, where this grader may make cgroups, v1 or v2): one cap on the
   processes (``pids.max``) and memory of the whole run, which holds even without a uid switch.
-- ``rlimits``: resource limits (address space, processes, file size, no core dumps), a
+- ``rlimits``: resource limits (address space, processes, file size, CPU time a little above
+  the notebook's limit, no core dumps), a
   scrubbed environment and, when the grader runs as root, a private unprivileged uid per
   concurrent run (``RLIMIT_NPROC`` is not enforced for root). Always in force.
+
+At every level the kernel dies with its grader: each launcher stage sets
+``PR_SET_PDEATHSIG`` (``labkit.grading.confine --die-with-parent``), bubblewrap runs with
+``--die-with-parent`` and ``unshare`` with ``--kill-child``; ``kill -9`` of ``labkit grade``
+leaves no student process running (tests/grading/test_killed.py).
 
 The kernel talks to the grader over ZMQ ``ipc`` sockets (files in the run's connection
 folder), which work across a network namespace and never collide on ports.
@@ -39,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["Limits", "Slot", "LEVELS", "best_level", "describe_levels", "kernel_environment",
-           "confine_command", "sandbox_prefix", "kill_uid", "acquire_slot"]
+           "confine_command", "cpu_limit_s", "sandbox_prefix", "kill_uid", "acquire_slot"]
 
 LEVELS = ("bwrap", "unshare", "rlimits")
 
@@ -130,17 +136,38 @@ def kernel_environment(workdir: str, extra: Optional[Dict[str, str]] = None) -> 
     return env
 
 
-def confine_command(limits: Limits, uid: Optional[int]) -> List[str]:
-    """``python -m labkit.grading.confine ... --`` for these limits."""
-    cmd = [sys.executable, "-m", "labkit.grading.confine"]
+#: The launcher runs as a script with ``-I -S`` (no site, no environment): it imports only the
+#: standard library, and skipping site (the editable install's finder) saves a share of every start.
+CONFINE = [sys.executable, "-I", "-S", os.path.join(os.path.dirname(os.path.abspath(__file__)), "confine.py")]
+
+
+def cpu_limit_s(limits: Limits) -> int:
+    """CPU seconds a kernel may use: a little above the notebook's wall-clock limit (0: none).
+
+    The backstop for a kernel whose grader vanished without taking it along: a loop burns
+    one CPU second per second, so it dies shortly after the notebook would have timed out.
+    """
+    if not limits.notebook_s:
+        return 0
+    return int(limits.notebook_s * 1.1 + 30)
+
+
+def confine_command(limits: Limits, uid: Optional[int], parent: Optional[int] = None) -> List[str]:
+    """``python -I -S .../confine.py ... --`` for these limits (dies with its parent)."""
+    cmd = list(CONFINE)
     if limits.memory_bytes:
         cmd += ["--memory", str(int(limits.memory_bytes))]
     if limits.nproc:
         cmd += ["--nproc", str(int(limits.nproc))]
     if limits.fsize_bytes:
         cmd += ["--fsize", str(int(limits.fsize_bytes))]
+    if cpu_limit_s(limits):
+        cmd += ["--cpu", str(cpu_limit_s(limits))]
     if uid is not None:
         cmd += ["--uid", str(uid), "--gid", str(uid)]
+    cmd += ["--die-with-parent"]
+    if parent is not None:
+        cmd += ["--parent", str(parent)]
     return cmd + ["--"]
 
 
@@ -338,11 +365,17 @@ def remove_stale_cgroups(alive: Any) -> None:
                 remove_cgroups([os.path.join(folder, name)])
 
 
-def cgroup_command(folders: Sequence[str]) -> List[str]:
-    """The first stage of a kernel launch: join the run's cgroups (before any sandbox)."""
-    if not folders:
+def cgroup_command(folders: Sequence[str], parent: Optional[int] = None, always: bool = False) -> List[str]:
+    """The first stage of a kernel launch: die with the grader, join the run's cgroups.
+
+    Empty when there are no cgroups to join, unless ``always`` (the ``unshare`` level needs
+    this stage: ``unshare`` itself would otherwise outlive a grader killed with SIGKILL).
+    """
+    if not folders and not always:
         return []
-    cmd = [sys.executable, "-m", "labkit.grading.confine"]
+    cmd = CONFINE + ["--die-with-parent"]
+    if parent is not None:
+        cmd += ["--parent", str(parent)]
     for folder in folders:
         cmd += ["--cgroup", folder]
     return cmd + ["--"]

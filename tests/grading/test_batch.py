@@ -59,7 +59,10 @@ def test_killed_grader_resumes_without_losing_duplicating_or_regrading(tmp_path)
     before = state(out)
     assert 2 <= len(before) < 4, before.keys()
     rows = read_gradebook(str(out / "gradebook.csv"))  # whole, never half-written
-    assert sorted(r["student"] for r in rows) == sorted(before)
+    # the state is saved first (a grade is never lost), then the gradebook: a kill between the two
+    # leaves the gradebook one row behind until the next run rewrites it
+    in_book = set(r["student"] for r in rows)
+    assert in_book <= set(before) and len(before) - len(in_book) <= 1, (sorted(in_book), sorted(before))
 
     second = labkit(str(subs), "--rubric", RUBRIC, "--out", str(out), "--timeout", "30", "--memory", "1.5")
     stdout, stderr = second.communicate(timeout=180)

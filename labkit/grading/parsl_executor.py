@@ -1,0 +1,105 @@
+"""``labkit grade --executor parsl --config FILE``: each submission graded on a Parsl worker.
+
+    labkit grade submissions/ --rubric hw.rubric.yml --out grades/ --executor parsl \
+        --config docs/parsl/slurm_testbed.py
+
+The same Parsl config files as ``labkit sweep`` (docs/parsl/). A Parsl task grades one
+submission on whatever node it lands on, exactly as the local executor does: a private
+working folder on that node's local disk, a uid and cgroups reserved there, the worker
+process (``python -m labkit.grading.runner``) with its sandboxed kernel, the same time limits.
+It returns the result and the executed notebook's text; only the ``labkit grade`` process
+writes the state, gradebook and feedback, so a batch stays resumable as with local workers.
+
+SUBMISSIONS and the rubric must be on a file system the nodes share (home or project). A node
+where the requested isolation level does not work grades nothing: the submission gets a
+``grader error`` naming the node, never a weaker sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import time
+from concurrent.futures import as_completed
+from typing import Any, Callable, Dict, List, Optional
+
+__all__ = ["load_config", "run_parsl", "grade_on_worker"]
+
+
+def load_config(path: Optional[str]) -> Any:
+    """The ``config`` of a Parsl config file; errors name ``--config`` (as for sweeps)."""
+    from labkit.sweep import SweepError, _load_parsl_config
+
+    if not path:
+        raise ValueError("--executor parsl needs --config FILE, a Python file defining `config` "
+                         "(ready ones: docs/parsl/local.py, slurm_testbed.py, polaris_pbs.py)")
+    try:
+        return _load_parsl_config(path)
+    except SweepError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
+    """Runs on a Parsl worker: grade one submission there and return its result."""
+    from labkit.grading import batch, sandbox
+    from labkit.grading.rubric import load_rubric
+
+    host = socket.gethostname()
+    rubric = load_rubric(job["rubric"])
+    if not sandbox.level_available(job["level"]):
+        result = batch.failed_result(job["student"], job["key"], job["level"], "grader error",
+                                     "isolation level {!r} does not work on node {}; nothing was run".format(
+                                         job["level"], host), rubric, job["reproduce"])
+        result["host"] = host
+        return result
+    batch._remove_stale_workroots()
+    workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
+    os.chmod(workroot, 0o711)
+    sub = batch.Submission(job["student"], job["source"], job["notebook"], job["problem"])
+    item = None
+    try:
+        item = batch._start(job, sub, workroot, 1)
+        while item.proc.poll() is None and time.monotonic() <= item.deadline:
+            time.sleep(0.1)
+        limits = sandbox.Limits(**job["limits"])
+        result = batch._collect(item, item.proc.poll() is None, limits, job["level"], rubric, job["reproduce"])
+        executed = result.pop("executed", None)
+        if executed and os.path.exists(executed):
+            with open(executed, encoding="utf-8") as f:
+                result["executed_text"] = f.read()
+    finally:
+        if item is not None and item.proc.poll() is None:  # the task itself was cancelled
+            batch._kill(item.proc)
+            item.slot.release()
+        shutil.rmtree(workroot, ignore_errors=True)
+    result["host"] = host
+    result["slurm_job"] = os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID") or ""
+    return result
+
+
+def run_parsl(jobs: List[Dict[str, Any]], config: Any, out_dir: str,
+              on_result: Callable[[Dict[str, Any], Dict[str, Any]], None]) -> None:
+    """Submit every job through Parsl; call ``on_result(job, result)`` here as each finishes."""
+    import parsl
+
+    from labkit.grading.rubric import load_rubric
+    from labkit.sweep import parsl_session
+
+    if not jobs:
+        return
+    with parsl_session(config, out_dir) as dfk:
+        app = parsl.python_app(grade_on_worker, data_flow_kernel=dfk)
+        futures = {app(dict(job)): job for job in jobs}
+        for future in as_completed(list(futures)):
+            job = futures[future]
+            try:
+                result = future.result()
+            except Exception as exc:  # the Parsl task itself failed (worker lost, node gone)
+                from labkit.grading.batch import failed_result
+
+                result = failed_result(job["student"], job["key"], job["level"], "grader error",
+                                       "the Parsl task failed: {}: {}".format(type(exc).__name__, str(exc)[:300]),
+                                       load_rubric(job["rubric"]), job["reproduce"])
+            on_result(job, result)
