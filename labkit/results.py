@@ -23,8 +23,9 @@ __all__ = ["Run", "record", "read", "read_runs", "collect", "compare_records", "
 SCRAP_MIME = "application/scrapbook.scrap.json+json"
 RECORD_VERSION = 1
 
-#: Run.status values.
-STATUSES = ("complete", "incomplete", "failed", "diverged")
+#: Run.status values. "interrupted": stopped by the student (Kernel -> Interrupt); its metrics
+#: cover only the steps before the stop, and sweeps, summaries and grading never count it as complete.
+STATUSES = ("complete", "incomplete", "failed", "diverged", "interrupted")
 
 
 @dataclass
@@ -80,11 +81,20 @@ class Run:
         import pandas as pd
 
         rows = []
+        if self.status == "interrupted":  # say so above the numbers: they cover only part of the run
+            rows.append({"metric": "status", "value": "interrupted: partial run ({})".format(self.interruption())})
         for name, value in self.metrics.items():
             unit = self.units.get(name, "")
             text = "{:.2f}".format(value) if isinstance(value, float) else str(value)
             rows.append({"metric": name, "value": text + unit if unit == "%" else (text + " " + unit).strip()})
         return pd.DataFrame(rows, columns=["metric", "value"]).set_index("metric")
+
+    def interruption(self) -> str:
+        """Where an interrupted run stopped ("epoch 2/10, step 40/150"), from its first note."""
+        for note in self.notes:
+            if note.startswith("Interrupted at ") or note.startswith("Interrupted before "):
+                return note[len("Interrupted "):].split(":", 1)[0]
+        return "stopped early"
 
     def flat(self) -> Dict[str, Any]:
         """One row for a table: exercise, source, status, params and metrics side by side."""

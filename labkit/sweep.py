@@ -249,7 +249,8 @@ def execute_task(task: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
     row.update({"status": status, "error": error, "duration": round(outcome.duration, 3),
                 "notebook": os.path.join(RUNS, os.path.basename(final)),
                 "gpu": (env or {}).get("CUDA_VISIBLE_DEVICES", "")})
-    if "KeyboardInterrupt" in error:  # the sweep was interrupted, not the run: redo it next time
+    # the sweep was interrupted (Ctrl+C reaches its kernels too), not the run: redo it next time
+    if "KeyboardInterrupt" in error or status == "interrupted":
         row["status"] = "interrupted"
         return row
     write_atomic(task["row"], json.dumps(results._json_safe(row)) + "\n")
