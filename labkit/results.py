@@ -81,20 +81,23 @@ class Run:
         import pandas as pd
 
         rows = []
-        if self.status == "interrupted":  # say so above the numbers: they cover only part of the run
-            rows.append({"metric": "status", "value": "interrupted: partial run ({})".format(self.interruption())})
+        if self.partial():  # say so above the numbers: they cover only part of the run
+            rows.append({"metric": "status", "value": self.partial()})
         for name, value in self.metrics.items():
             unit = self.units.get(name, "")
             text = "{:.2f}".format(value) if isinstance(value, float) else str(value)
             rows.append({"metric": name, "value": text + unit if unit == "%" else (text + " " + unit).strip()})
         return pd.DataFrame(rows, columns=["metric", "value"]).set_index("metric")
 
-    def interruption(self) -> str:
-        """Where an interrupted run stopped ("epoch 2/10, step 40/150"), from its first note."""
+    def partial(self) -> str:
+        """For an interrupted run, what tables and plots show beside it: ``interrupted: partial run
+        (at epoch 2/10, step 40/150)``; for any other run, ""."""
+        if self.status != "interrupted":
+            return ""
         for note in self.notes:
-            if note.startswith("Interrupted at ") or note.startswith("Interrupted before "):
-                return note[len("Interrupted "):].split(":", 1)[0]
-        return "stopped early"
+            if note.startswith("Interrupted "):
+                return "interrupted: partial run ({})".format(note[len("Interrupted "):].split(":", 1)[0])
+        return "interrupted: partial run"
 
     def flat(self) -> Dict[str, Any]:
         """One row for a table: exercise, source, status, params and metrics side by side."""
