@@ -34,7 +34,7 @@ def training_curves(run: Run, title: Optional[str] = None):
             for boundary in range(int(per_epoch), int(max(series["x"])), int(per_epoch)):
                 ax.axvline(boundary + 0.5, color="grey", lw=0.5, ls=":")
     fig.suptitle((title or "{} ({}, {})".format(run.exercise, run.source, run.params.get("device", "")))
-                 + ("\n" + run.partial() if run.partial() else ""))
+                 + run.partial_title())
     fig.tight_layout()
     return _show(fig)
 

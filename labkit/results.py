@@ -16,7 +16,7 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = ["Run", "record", "read", "read_runs", "collect", "compare_records", "SCRAP_MIME", "NotebookResults"]
 
@@ -81,8 +81,8 @@ class Run:
         import pandas as pd
 
         rows = []
-        if self.partial():  # say so above the numbers: they cover only part of the run
-            rows.append({"metric": "status", "value": self.partial()})
+        for name, text in self.partial_rows():  # above the numbers: they cover only part of the run
+            rows.append({"metric": name, "value": text})
         for name, value in self.metrics.items():
             unit = self.units.get(name, "")
             text = "{:.2f}".format(value) if isinstance(value, float) else str(value)
@@ -90,14 +90,27 @@ class Run:
         return pd.DataFrame(rows, columns=["metric", "value"]).set_index("metric")
 
     def partial(self) -> str:
-        """For an interrupted run, what tables and plots show beside it: ``interrupted: partial run
-        (at epoch 2/10, step 40/150)``; for any other run, ""."""
-        if self.status != "interrupted":
+        """"interrupted: partial run" for an interrupted run (stopped by the student), else ""."""
+        return "interrupted: partial run" if self.status == "interrupted" else ""
+
+    def stopped_at(self) -> str:
+        """Where an interrupted run stopped ("epoch 2/10, step 40/150"), from its note; else ""."""
+        for note in self.notes if self.status == "interrupted" else []:
+            if note.startswith("Interrupted at "):
+                return note[len("Interrupted at "):].split(":", 1)[0]
+        return ""
+
+    def partial_rows(self) -> List[Tuple[str, str]]:
+        """(metric, value) rows that a metrics table shows first for an interrupted run."""
+        if not self.partial():
+            return []
+        return [("status", self.partial())] + ([("stopped at", self.stopped_at())] if self.stopped_at() else [])
+
+    def partial_title(self) -> str:
+        """A plot title's second line for an interrupted run, else ""."""
+        if not self.partial():
             return ""
-        for note in self.notes:
-            if note.startswith("Interrupted "):
-                return "interrupted: partial run ({})".format(note[len("Interrupted "):].split(":", 1)[0])
-        return "interrupted: partial run"
+        return "\n" + self.partial() + (", stopped at " + self.stopped_at() if self.stopped_at() else "")
 
     def flat(self) -> Dict[str, Any]:
         """One row for a table: exercise, source, status, params and metrics side by side."""

@@ -73,7 +73,11 @@ class Student:
 
     def __enter__(self) -> "Student":
         self.km = KernelManager(kernel_name="python3")
-        self.km.start_kernel(cwd=self.cwd, env=dict(os.environ))
+        env = dict(os.environ)
+        # One torch thread: on a machine shared by several test runs, two spinning OpenMP threads
+        # per kernel make a step 20x slower; what is tested here does not depend on threads.
+        env.setdefault("OMP_NUM_THREADS", "1")
+        self.km.start_kernel(cwd=self.cwd, env=env)
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=120)
@@ -147,7 +151,7 @@ class Student:
 
     def value(self, expression: str) -> Any:
         """``expression`` evaluated in the kernel, read back with ast.literal_eval."""
-        out = self.execute("print(repr({}))".format(expression))
+        out = self.execute("print(repr(({})))".format(expression))
         assert not out.errors, out.shown
         return ast.literal_eval(out.text.strip())
 

@@ -759,8 +759,7 @@ def metrics_table(run: Run):
 
     rows = [{"metric": name, "value": run.metrics[name], "unit": run.units.get(name, "")}
             for name in SHOWN_METRICS if name in run.metrics]
-    if run.partial():
-        rows.insert(0, {"metric": "status", "value": run.partial(), "unit": ""})
+    rows[:0] = [{"metric": name, "value": text, "unit": ""} for name, text in run.partial_rows()]
     return pd.DataFrame(rows, columns=["metric", "value", "unit"], dtype=object)  # object: counts stay ints
 
 
@@ -816,7 +815,7 @@ def plot_loss(run: Run):
     ax.set_xlabel("step")
     ax.set_ylabel("loss (masked LM + next sentence)")
     ax.set_title("{} run, batch size {}".format(run.source, run.params.get("batch_size"))
-                 + ("\n" + run.partial() if run.partial() else ""))
+                 + run.partial_title())
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     return _show_once(fig)

@@ -861,8 +861,8 @@ def metrics_table(run_: Run):
 
     rows = [{"metric": name, "value": _fmt(value, run_.units.get(name, "")), "meaning": _MEANINGS.get(name, "")}
             for name, value in run_.metrics.items() if name in _MEANINGS]
-    if run_.partial():
-        rows.insert(0, {"metric": "status", "value": run_.partial(), "meaning": "stopped by an interrupt"})
+    rows[:0] = [{"metric": name, "value": text, "meaning": "the run was stopped by an interrupt"}
+                for name, text in run_.partial_rows()]
     return pd.DataFrame(rows).set_index("metric")
 
 
@@ -889,7 +889,7 @@ def plot_loss(run_: Run, ax=None):
     ax.set_xlabel("step")
     ax.set_ylabel("loss (MLM + NSP)")
     ax.set_title("{} run, ntasks={}".format(run_.source, run_.params.get("ntasks"))
-                 + ("\n" + run_.partial() if run_.partial() else ""))
+                 + run_.partial_title())
     return ax
 
 
