@@ -250,7 +250,7 @@ def execute_task(task: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
                 "notebook": os.path.join(RUNS, os.path.basename(final)),
                 "gpu": (env or {}).get("CUDA_VISIBLE_DEVICES", "")})
     # the sweep was interrupted (Ctrl+C reaches its kernels too), not the run: redo it next time
-    if "KeyboardInterrupt" in error or status == "interrupted":
+    if "KeyboardInterrupt" in error or "Interrupted:" in error or status == "interrupted":
         row["status"] = "interrupted"
         return row
     write_atomic(task["row"], json.dumps(results._json_safe(row)) + "\n")
