@@ -124,17 +124,24 @@ class Student:
 
     # --- the kernel ----------------------------------------------------------------
     def execute(self, source: str, timeout: float = 600, interrupt_when: Optional[str] = None,
-                interrupts: int = 1) -> Outputs:
+                interrupts: int = 1, interrupt_after: Optional[float] = None) -> Outputs:
         """Run ``source``; with ``interrupt_when``, press Kernel -> Interrupt (``interrupts`` times)
-        as soon as that text has been printed."""
+        as soon as that text has been printed; with ``interrupt_after``, that many seconds in."""
         msg_id = self.kc.execute(source)
         outputs = Outputs()
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         sent = 0
         while True:
+            if interrupt_after is not None and not sent and time.monotonic() - start >= interrupt_after:
+                self.km.interrupt_kernel()
+                sent = 1
+            wait = deadline - time.monotonic() if sent or interrupt_after is None else 0.05
             try:
-                msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+                msg = self.kc.get_iopub_msg(timeout=max(0.05, wait))
             except queue.Empty:
+                if time.monotonic() < deadline:
+                    continue
                 raise AssertionError("the cell did not finish in {} s:\n{}".format(timeout, source)) from None
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue

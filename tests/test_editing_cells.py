@@ -162,3 +162,24 @@ def test_running_the_cells_again_keeps_memory_and_leaves_no_process(key, tmp_pat
 
 #: How much a kernel may grow over two repeats of a run (measured growth: see the commit).
 BOUND_MB = 64
+
+
+def test_interrupting_the_scaling_study_keeps_the_configurations_measured_and_no_replica(tmp_path):
+    with student("comparison/ipu_vs_gpu", tmp_path) as s:
+        s.run_through("scaling.study(")
+        ran = s.execute(s.cell("scaling.study("), interrupt_when="configurations")  # the bar appears
+        assert not ran.errors, ran.shown
+        stopped = re.findall(r"^interrupted at configuration (\d)/4$", ran.text, re.M)
+        assert len(stopped) == 1, ran.text
+        assert s.value("len(local)") == int(stopped[0])
+        assert s.leftover_children() == []
+        recorded = s.run_cell("results.record(scaling.as_run")
+        assert recorded.messages[0]["content"]["data"]["application/scrapbook.scrap.json+json"]["data"]["status"] == "interrupted"
+
+
+def test_interrupting_a_groq_evaluation_shows_one_line(tmp_path):
+    with student("groq/bert_tiny", tmp_path, num_samples=None) as s:  # the whole set: long enough to stop
+        s.run_through("groq.evaluate(config")
+        ran = s.execute(s.cell("groq.evaluate(config"), interrupt_after=1.0)
+        assert only_line(ran) == "interrupted: evaluate stopped before it had a result to show"
+        assert s.leftover_children() == []
