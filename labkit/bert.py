@@ -358,6 +358,7 @@ class TrainResult:
     total_time: float = 0.0
     warmup_time: float = 0.0
     setup_time: float = 0.0
+    interrupted: str = ""  # "interrupted at step 40/1000" when an interrupt ended it early
 
     @property
     def global_rate(self) -> float:
@@ -386,7 +387,7 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
           device: Any = "cpu", learning_rate: float = 1e-4, optimizer: Any = None,
           micro_batch_size: Optional[int] = None, seed: Optional[int] = None,
           on_log: Optional[Callable[[LogEntry], None]] = None, progress: Any = True,
-          desc: str = "train") -> TrainResult:
+          desc: str = "train", stop: Any = None) -> TrainResult:
     """Train ``model`` for ``steps`` steps of ``batches`` and measure it.
 
     Every ``log_steps`` steps (and at the last step) ``on_log(LogEntry)`` is called with the
@@ -394,7 +395,9 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
     :func:`labkit.progress.bar`, False for none, or a bar of your own (anything with
     ``update(n)``), e.g. to print log lines above it with its ``write``. Returns a :class:`TrainResult`
     with every step's loss and time. A non-finite loss stops the run early (the result
-    then has fewer steps than asked; check ``len(result.losses)``).
+    then has fewer steps than asked; check ``len(result.losses)``). ``stop``: a
+    :class:`labkit.interrupts.StopRequest`; an interrupt then ends the run at the next step and
+    ``result.interrupted`` says where (without it an interrupt propagates).
     """
     import torch
 
@@ -445,8 +448,20 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
                 pbar.update(1)
             if result.losses and not math.isfinite(result.losses[-1]):
                 break
+            if stop is not None and stop.requested and step < steps:
+                break
+    except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
+        if stop is None or not stop.interrupted_by(exc):
+            raise
     finally:
         if own_bar and pbar is not None:
             pbar.close()
     result.total_time = tracker.elapsed()
+    if pending:  # losses of the steps before an interrupt, not read yet
+        _sync(device)
+        result.losses.extend(float(x) for x in torch.stack(pending).cpu().tolist())
+    if stop is not None and stop.requested and len(result.losses) < steps:
+        from labkit.interrupts import where
+
+        result.interrupted = where(step=len(result.losses), steps=steps) if result.losses else where()
     return result

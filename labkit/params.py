@@ -19,7 +19,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-__all__ = ["Param", "Spec", "Config", "ParameterError", "PATH", "injected_names", "existing_file", "usable_directory"]
+__all__ = ["Param", "Spec", "Config", "ParameterError", "StaleConfigError", "check_current", "PATH", "injected_names",
+           "existing_file", "usable_directory"]
 
 #: Declared type for a filesystem path given as text.
 PATH = "path"
@@ -45,6 +46,22 @@ class ParameterError(ValueError):
 
     def _render_traceback_(self) -> List[str]:  # IPython hook: show the message alone
         return ["ParameterError: " + str(self)]
+
+
+class StaleConfigError(ParameterError):
+    """The notebook's parameters changed since its config was built (a cell edited and run alone).
+
+    Shown in Jupyter as its one sentence, e.g. ``learning_rate is 0.5 in the notebook but 0.03 in
+    config: run the config cell again (or Run All)``.
+    """
+
+    def __init__(self, differences: Sequence[str], spec_name: str = ""):
+        ValueError.__init__(self, ", and ".join(differences) + ": run the config cell again (or Run All)")
+        self.problems = list(differences)
+        self.spec_name = spec_name
+
+    def _render_traceback_(self) -> List[str]:
+        return [str(self)]
 
 
 @dataclass(frozen=True)
@@ -182,24 +199,45 @@ def _did_you_mean(word: str, candidates: Iterable[str]) -> str:
     return " (did you mean {!r}?)".format(close[0]) if close else ""
 
 
+_IMMUTABLE = (int, float, str, bool, type(None))
+
+
 class Config(Mapping[str, Any]):
-    """The checked parameters of one run, read-only, readable as ``config.epochs``."""
+    """The checked parameters of one run, read-only, readable as ``config.epochs``.
+
+    A config built by :meth:`Spec.from_notebook` keeps the notebook's namespace, and every
+    read of a value first checks that the notebook still holds what the config holds (see
+    :func:`check_current`): a parameters cell edited and run alone must not leave a run using
+    values the notebook no longer shows.
+    """
 
     def __init__(self, values: Mapping[str, Any], spec_name: str = ""):
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "spec_name", spec_name)
+        object.__setattr__(self, "_notebook", None)  # (spec, namespace, {name: object as built})
+
+    def _link(self, spec: "Spec", namespace: Mapping[str, Any]) -> "Config":
+        seen = {p.name: namespace[p.name] for p in spec if p.name in namespace}
+        object.__setattr__(self, "_notebook", (spec, namespace, seen))
+        return self
 
     def __getattr__(self, name: str) -> Any:
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError("no parameter named {!r}".format(name)) from None
+        values = object.__getattribute__(self, "_values")
+        if name not in values:
+            raise AttributeError("no parameter named {!r}".format(name))
+        check_current(self)
+        return values[name]
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a Config is read-only; pass new values as notebook parameters")
 
     def __getitem__(self, name: str) -> Any:
-        return self._values[name]
+        value = self._values[name]
+        check_current(self)
+        return value
+
+    def __reduce__(self):  # copies and pickles (sweeps, workers) leave the notebook behind
+        return (Config, (self._values, self.spec_name))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
@@ -217,7 +255,50 @@ class Config(Mapping[str, Any]):
         return Config(values, self.spec_name)
 
     def to_dict(self) -> Dict[str, Any]:
+        check_current(self)
         return dict(self._values)
+
+
+def check_current(config: Config) -> None:
+    """Raise :class:`StaleConfigError` when the notebook no longer shows what ``config`` holds.
+
+    Only a config built by :meth:`Spec.from_notebook` is checked, against the current values of
+    its parameter names in that notebook's namespace: a changed value, a deleted name, or a new
+    value that would not validate. Papermill, ``labkit run``/``sweep``/``grade`` and Run All
+    execute the cells in order, so for them the check always passes. A re-bound but equal value
+    passes too. Cheap: an unchanged name costs one dictionary look-up.
+    """
+    linked = object.__getattribute__(config, "_notebook")
+    if linked is None:
+        return
+    spec, namespace, seen = linked
+    values = object.__getattribute__(config, "_values")
+    differences = []
+    for p in spec:
+        present = p.name in namespace
+        if present and p.name in seen:
+            now = namespace[p.name]
+            if now is seen[p.name] and isinstance(now, _IMMUTABLE):
+                continue
+        elif not present and p.name not in seen:
+            continue
+        held = values.get(p.name)
+        if not present:
+            differences.append("{} was deleted from the notebook but is {!r} in config".format(p.name, held))
+            continue
+        now = namespace[p.name]
+        try:
+            converted = p.convert(now)
+        except ValueError as exc:
+            differences.append("{} is {!r} in the notebook, which is not allowed ({}; allowed: {}), but {!r} in "
+                               "config".format(p.name, now, exc, p.allowed(), held))
+            continue
+        if converted != held or type(converted) is not type(held):
+            differences.append("{} is {!r} in the notebook but {!r} in config".format(p.name, now, held))
+        else:
+            seen[p.name] = now  # the same value bound again: remember it for the fast path
+    if differences:
+        raise StaleConfigError(differences, spec.name)
 
 
 #: A check over several parameters: returns (parameter name, problem) or None.
@@ -308,13 +389,16 @@ class Spec:
     def from_notebook(self, namespace: Mapping[str, Any]) -> Config:
         """Validate the parameters as a notebook's globals hold them.
 
+        The config keeps ``namespace``: reading it later refuses (:class:`StaleConfigError`) when
+        a parameter has been changed since, so a run never uses values the notebook no longer shows.
+
         Names papermill injected that this spec does not declare are reported too: they are
         read from the injected cell in the kernel's input history, so a student's own
         variables in JupyterLab are never mistaken for parameters.
         """
         values = {p.name: namespace.get(p.name, p.default) for p in self}
         history = namespace.get("In") or []
-        return self.validate(values, unknown=injected_names(history))
+        return self.validate(values, unknown=injected_names(history))._link(self, namespace)
 
 
 def injected_names(history: Sequence[str]) -> List[str]:

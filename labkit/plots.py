@@ -33,7 +33,8 @@ def training_curves(run: Run, title: Optional[str] = None):
         if per_epoch and series["x"]:
             for boundary in range(int(per_epoch), int(max(series["x"])), int(per_epoch)):
                 ax.axvline(boundary + 0.5, color="grey", lw=0.5, ls=":")
-    fig.suptitle(title or "{} ({}, {})".format(run.exercise, run.source, run.params.get("device", "")))
+    fig.suptitle((title or "{} ({}, {})".format(run.exercise, run.source, run.params.get("device", "")))
+                 + run.partial_title())
     fig.tight_layout()
     return _show(fig)
 

@@ -16,15 +16,16 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = ["Run", "record", "read", "read_runs", "collect", "compare_records", "SCRAP_MIME", "NotebookResults"]
 
 SCRAP_MIME = "application/scrapbook.scrap.json+json"
 RECORD_VERSION = 1
 
-#: Run.status values.
-STATUSES = ("complete", "incomplete", "failed", "diverged")
+#: Run.status values. "interrupted": stopped by the student (Kernel -> Interrupt); its metrics
+#: cover only the steps before the stop, and sweeps, summaries and grading never count it as complete.
+STATUSES = ("complete", "incomplete", "failed", "diverged", "interrupted")
 
 
 @dataclass
@@ -80,11 +81,36 @@ class Run:
         import pandas as pd
 
         rows = []
+        for name, text in self.partial_rows():  # above the numbers: they cover only part of the run
+            rows.append({"metric": name, "value": text})
         for name, value in self.metrics.items():
             unit = self.units.get(name, "")
             text = "{:.2f}".format(value) if isinstance(value, float) else str(value)
             rows.append({"metric": name, "value": text + unit if unit == "%" else (text + " " + unit).strip()})
         return pd.DataFrame(rows, columns=["metric", "value"]).set_index("metric")
+
+    def partial(self) -> str:
+        """"interrupted: partial run" for an interrupted run (stopped by the student), else ""."""
+        return "interrupted: partial run" if self.status == "interrupted" else ""
+
+    def stopped_at(self) -> str:
+        """Where an interrupted run stopped ("epoch 2/10, step 40/150"), from its note; else ""."""
+        for note in self.notes if self.status == "interrupted" else []:
+            if note.startswith("Interrupted at "):
+                return note[len("Interrupted at "):].split(":", 1)[0]
+        return ""
+
+    def partial_rows(self) -> List[Tuple[str, str]]:
+        """(metric, value) rows that a metrics table shows first for an interrupted run."""
+        if not self.partial():
+            return []
+        return [("status", self.partial())] + ([("stopped at", self.stopped_at())] if self.stopped_at() else [])
+
+    def partial_title(self) -> str:
+        """A plot title's second line for an interrupted run, else ""."""
+        if not self.partial():
+            return ""
+        return "\n" + self.partial() + (", stopped at " + self.stopped_at() if self.stopped_at() else "")
 
     def flat(self) -> Dict[str, Any]:
         """One row for a table: exercise, source, status, params and metrics side by side."""

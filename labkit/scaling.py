@@ -101,6 +101,9 @@ def _torch_rank(rank: int, world: int, micro_batch: int, images_per_replica: int
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel
 
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Kernel -> Interrupt reaches replicas too; the parent decides
     torch.set_num_threads(threads)
     distributed = world > 1
     device = torch.device("cuda", rank) if use_cuda else torch.device("cpu")
@@ -150,7 +153,15 @@ def _measure_torch(replicas: int, micro_batch: int, images_per_epoch: int, epoch
         args = (replicas, micro_batch, images_per_epoch // replicas, epochs, learning_rate, seed, use_cuda,
                 init_file, result_file, threads, model)
         # a fresh process even for one replica: every configuration starts from the same state
-        mp.spawn(_torch_rank, args=args, nprocs=replicas, join=True)
+        context = mp.spawn(_torch_rank, args=args, nprocs=replicas, join=False)
+        try:
+            while not context.join():
+                pass
+        except KeyboardInterrupt:  # a second interrupt: stop the replicas now, leave no process behind
+            for process in context.processes:
+                process.terminate()
+                process.join(5)
+            raise
         with open(result_file) as f:
             outcome = json.load(f)
     outcome["images"] = outcome.pop("steps") * micro_batch * replicas
@@ -274,9 +285,23 @@ def study(replicas: Sequence[int], micro_batches: Sequence[int], images_per_epoc
             skipped, max(usable) if usable else 0, "GPUs" if device == "cuda" else "CPU cores"))
     configs = [(r, m) for r in usable for m in micro_batches]
     rows = []
-    for r, m in bar(configs, desc="configurations", unit="config"):
-        rows.append(measure(r, m, images_per_epoch, epochs, learning_rate, seed, device, model))
-    return pd.DataFrame(rows)
+    from labkit import interrupts
+
+    # An interrupt lets the configuration in progress finish, then ends the study with the rows so far.
+    with interrupts.graceful() as stop:
+        try:
+            for r, m in bar(configs, desc="configurations", unit="config"):
+                rows.append(measure(r, m, images_per_epoch, epochs, learning_rate, seed, device, model))
+                if stop.requested and len(rows) < len(configs):
+                    break
+        except KeyboardInterrupt as exc:  # a second interrupt: the configuration in progress is dropped
+            if not stop.interrupted_by(exc):
+                raise
+    frame = pd.DataFrame(rows)
+    if stop.requested and len(rows) < len(configs):
+        frame.attrs["interrupted"] = interrupts.where(step=len(rows), steps=len(configs), unit="configuration")
+        print(frame.attrs["interrupted"])
+    return frame
 
 
 def load_reference(path: str):
@@ -342,6 +367,9 @@ def as_run(frame, params: Dict[str, Any]):
     complete = frame[frame["status"] == "complete"]
     measured = frame[frame["throughput"] == frame["throughput"]]
     run = Run("comparison/ipu_vs_gpu", params=dict(params))
+    if frame.attrs.get("interrupted"):  # scaling.study stopped by the student: the configurations so far
+        run.status = "interrupted"
+        run.notes.append("Interrupted at {}: a partial study.".format(frame.attrs["interrupted"][len("interrupted at "):]))
     run.add_metric("best_throughput", float(complete["throughput"].max()) if len(complete) else float("nan"), "images/s")
     run.add_metric("configurations", int(len(frame)))
     run.add_metric("diverged", int((frame["status"] == "diverged").sum()))

@@ -266,7 +266,8 @@ def execute_task(task: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
                 "timing_contended": contended, "contention": why, "units": units,
                 # what the run's verdict says (near chance, diverged): summary.md quotes it
                 "verdict_notes": [n for r in runs.values() for n in r.notes if "near chance" in n or "diverge" in n]})
-    if "KeyboardInterrupt" in error:  # the sweep was interrupted, not the run: redo it next time
+    # the sweep was interrupted (Ctrl+C reaches its kernels too), not the run: redo it next time
+    if "KeyboardInterrupt" in error or "Interrupted:" in error or status == "interrupted":
         row["status"] = "interrupted"
         return row
     write_atomic(task["row"], json.dumps(results._json_safe(row)) + "\n")

@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 MODULES = ["labkit.params", "labkit.results", "labkit.devices", "labkit.progress", "labkit.data",
-           "labkit.plots", "labkit.testbeds.graphcore"]
+           "labkit.plots", "labkit.testbeds.graphcore", "labkit.interrupts"]
 
 
 @pytest.mark.parametrize("name", MODULES)

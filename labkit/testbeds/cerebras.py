@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from labkit import bert, devices
+from labkit import bert, devices, interrupts
 from labkit.divergence import divergence_note, loss_divergence
+from labkit.interrupts import run_step
 from labkit.params import PATH, Config, Param, ParameterError, Spec
 from labkit.results import Run
 
@@ -594,12 +595,15 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
             emit(train_line(device_label, entry.step, entry.loss, entry.rate, entry.global_rate), above_bar)
 
         try:
-            result = bert.train(model, batches, config.max_steps, config.log_steps, device,
-                                learning_rate=config.learning_rate, micro_batch_size=config.micro_batch_size,
-                                seed=config.seed, on_log=on_log, progress=pbar or False)
+            with interrupts.graceful() as stop:
+                result = bert.train(model, batches, config.max_steps, config.log_steps, device,
+                                    learning_rate=config.learning_rate, micro_batch_size=config.micro_batch_size,
+                                    seed=config.seed, on_log=on_log, progress=pbar or False, stop=stop)
         finally:
             if pbar is not None:
                 pbar.close()
+        if result.interrupted:
+            echo(result.interrupted)
         completed = len(result.losses) == config.max_steps
         if completed:
             emit(_info("Training completed successfully!"))
@@ -611,7 +615,11 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     run = Run(exercise=EXERCISE, source="portable", params=config.to_dict())
     run.params["batch_size"] = batch_size
     run.params["device"] = str(device)
-    if loss_divergence(result.losses):  # bert.train stops early only on a non-finite loss
+    if result.interrupted:  # stopped by the student: what was measured so far
+        run.status = "interrupted"
+        run.notes.append(result.interrupted[0].upper() + result.interrupted[1:] + ": a partial run; its metrics "
+                         "cover only the steps before the interrupt.")
+    elif loss_divergence(result.losses):  # bert.train stops early only on a non-finite loss
         run.status = "diverged"
         run.notes.append(divergence_note(result.losses, where="step", advice="Lower learning_rate."))
     _add_metrics(run, result)
@@ -653,6 +661,7 @@ def _add_metrics(run: Run, result: bert.TrainResult) -> None:
 # The whole exercise, and the homework's comparison.
 
 
+@run_step
 def run_bert(config: Config, chosen: Optional[Plan] = None, workdir: str = ".", log_path: Optional[str] = None) -> Run:
     """Run the exercise as ``config`` says (see :func:`plan`) and return its record."""
     chosen = chosen or plan(config)
@@ -666,6 +675,7 @@ def run_bert(config: Config, chosen: Optional[Plan] = None, workdir: str = ".", 
     return run_portable(config, chosen.device, log_path=log_path)
 
 
+@run_step
 def compare(config: Config, chosen: Optional[Plan] = None, runs: Sequence[Run] = (), workdir: str = ".") -> List[Run]:
     """The homework's runs: ``runs`` already made, the ``compare_logs`` read, and one run per
     ``compare_batch_sizes`` entry trained here (on the CS-2 or the portable path); a batch size
@@ -684,6 +694,8 @@ def compare(config: Config, chosen: Optional[Plan] = None, runs: Sequence[Run] =
                 found.append(run_modelzoo(config.replace(batch_size=size), chosen.stack, workdir))
             else:
                 found.append(run_portable(config.replace(batch_size=size), chosen.device))
+            if found[-1].status == "interrupted":  # the student stopped it: no more runs
+                break
     return found
 
 
@@ -695,7 +707,7 @@ def comparison_table(runs: Sequence[Run]):
     for run in runs:
         m = standardize(run).metrics
         rows.append({
-            "source": run.source,
+            "source": run.source + (" (interrupted: partial)" if run.partial() else ""),
             "device": run.environment.get("device", run.params.get("device", "")),
             "batch_size": run.params.get("batch_size"),
             "samples_per_sec": m.get("samples_per_sec"),
@@ -747,6 +759,7 @@ def metrics_table(run: Run):
 
     rows = [{"metric": name, "value": run.metrics[name], "unit": run.units.get(name, "")}
             for name in SHOWN_METRICS if name in run.metrics]
+    rows[:0] = [{"metric": name, "value": text, "unit": ""} for name, text in run.partial_rows()]
     return pd.DataFrame(rows, columns=["metric", "value", "unit"], dtype=object)  # object: counts stay ints
 
 
@@ -801,7 +814,8 @@ def plot_loss(run: Run):
         ax.plot(series["x"], series["y"], "-", marker="o" if len(series["x"]) <= 20 else None)
     ax.set_xlabel("step")
     ax.set_ylabel("loss (masked LM + next sentence)")
-    ax.set_title("{} run, batch size {}".format(run.source, run.params.get("batch_size")))
+    ax.set_title("{} run, batch size {}".format(run.source, run.params.get("batch_size"))
+                 + run.partial_title())
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     return _show_once(fig)

@@ -26,6 +26,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from labkit import devices
+from labkit.interrupts import run_step
 from labkit.params import PATH, Config, Param, Spec, existing_file, usable_directory
 from labkit.progress import bar, style
 from labkit.results import Run
@@ -139,8 +140,13 @@ def _limit(images: np.ndarray, labels: np.ndarray, limit: Optional[int]):
     return (images, labels) if limit is None else (images[:limit], labels[:limit])
 
 
+@run_step
 def run_mnist(config: Config, verbose: bool = True) -> MnistResult:
-    """Train and test the tutorial's network as ``config`` says, or read ``config.log_path``."""
+    """Train and test the tutorial's network as ``config`` says, or read ``config.log_path``.
+
+    An interrupt (Kernel -> Interrupt) ends training at the next step and returns the partial
+    run, status ``interrupted``.
+    """
     if config.log_path:
         return _from_log(config)
     from labkit.data import load_mnist
@@ -171,9 +177,13 @@ def run_mnist(config: Config, verbose: bool = True) -> MnistResult:
     run.params.update({"data_source": data.source, "train_samples": int(len(train_labels)),
                        "test_samples": int(len(test_labels))})
     _judge(run)
-    say("Accuracy on test set: {:0.2f}%".format(result.test_accuracy))
+    if run.status == "interrupted":
+        say(result.history.interrupted)
+    else:
+        say("Accuracy on test set: {:0.2f}%".format(result.test_accuracy))
     for note in run.notes[len(notes):]:
-        say("Note: " + note)
+        if not note.startswith("Interrupted "):  # said above, in one line
+            say("Note: " + note)
     return result
 
 
@@ -187,28 +197,38 @@ def _judge(run: Run) -> None:
     judge(run, updates=updates, learning_rate=run.params.get("learning_rate"), where="step")
 
 
-def finish_run(config: Config, device: Any, history: Any, test_accuracy: float, test_throughput: float,
+def finish_run(config: Config, device: Any, history: Any, test_accuracy: Optional[float], test_throughput: float,
                warmup_key: str, warmup_seconds: float, source: str, extra_env: Optional[Dict[str, Any]] = None) -> Run:
-    """The record both backends produce, so their runs sit in one table."""
+    """The record both backends produce, so their runs sit in one table (``test_accuracy`` None:
+    no test pass, as after an interrupt)."""
     run = Run(exercise=EXERCISE, source=source, params=config.to_dict())
     run.params["device"] = str(device)
     run.params["requested_device"] = config.device
+    run.environment = devices.environment(None if device == "ipu" else device, extra_env)
+    if getattr(history, "interrupted", ""):  # stopped by the student: what was measured so far
+        run.status = "interrupted"
+        run.notes.append(history.interrupted[0].upper() + history.interrupted[1:] + ": a partial run; its "
+                         "metrics cover only the steps before the interrupt, and there was no test pass.")
+        if not history.steps:
+            return run
     last_epoch = [s for s in history.steps if s.epoch == history.steps[-1].epoch]
     steady_epoch = history.samples_per_epoch / history.throughput if history.throughput > 0 else float("nan")
-    run.add_metric("test_accuracy", round(test_accuracy, 4), "%")
+    if test_accuracy is not None:
+        run.add_metric("test_accuracy", round(test_accuracy, 4), "%")
     run.add_metric("final_loss", round(history.steps[-1].loss, 6))
     run.add_metric("train_accuracy", round(sum(s.accuracy for s in last_epoch) / len(last_epoch), 4), "%")
     run.add_metric("train_throughput", round(history.throughput, 2), "samples/s")
-    run.add_metric("test_throughput", round(test_throughput, 2), "samples/s")
+    if test_accuracy is not None:
+        run.add_metric("test_throughput", round(test_throughput, 2), "samples/s")
     run.add_metric(warmup_key, round(warmup_seconds, 4), "s")
     run.add_metric("epoch_time", round(steady_epoch, 4), "s")
-    run.add_metric("first_epoch_time", round(history.epoch_seconds[0], 4), "s")
-    run.add_metric("total_train_time", round(sum(history.epoch_seconds), 4), "s")
+    if history.epoch_seconds:
+        run.add_metric("first_epoch_time", round(history.epoch_seconds[0], 4), "s")
+        run.add_metric("total_train_time", round(sum(history.epoch_seconds), 4), "s")
     run.add_metric("steps_per_epoch", history.steps_per_epoch)
     run.add_series("loss", [s.step for s in history.steps], [s.loss for s in history.steps])
     run.add_series("accuracy", [s.step for s in history.steps], [s.accuracy for s in history.steps])
     run.add_series("epoch_time", list(range(1, len(history.epoch_seconds) + 1)), history.epoch_seconds, x_label="epoch")
-    run.environment = devices.environment(None if device == "ipu" else device, extra_env)
     return run
 
 

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from labkit import interrupts
 from labkit.params import Config
 from labkit.progress import bar
 from labkit.testbeds import mnist_portable
@@ -61,25 +62,42 @@ def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.
     on_step, on_epoch, close = progress_callbacks(config, steps_per_epoch, say)
     step = 0
     try:
-        for epoch in range(1, config.epochs + 1):
-            epoch_start = time.perf_counter()
-            for data, labels in train_loader:
-                step_start = time.perf_counter()
-                predictions, losses = training_model(data, labels)
-                with torch.no_grad():
-                    correct = (predictions.argmax(1) == labels[-predictions.size(0):]).float().mean().item()
-                    record = StepRecord(epoch, step + 1, torch.mean(losses).item(), 100.0 * correct)
-                step += 1
-                history.steady_seconds += time.perf_counter() - step_start
-                history.steady_samples += samples_per_step
-                history.steps.append(record)
-                on_step(record)
-            history.epoch_seconds.append(time.perf_counter() - epoch_start)
-            on_epoch(epoch, history.epoch_seconds[-1])
+        with interrupts.graceful() as stop:
+            try:
+                for epoch in range(1, config.epochs + 1):
+                    epoch_start = time.perf_counter()
+                    for data, labels in train_loader:
+                        step_start = time.perf_counter()
+                        predictions, losses = training_model(data, labels)
+                        with torch.no_grad():
+                            correct = (predictions.argmax(1) == labels[-predictions.size(0):]).float().mean().item()
+                            record = StepRecord(epoch, step + 1, torch.mean(losses).item(), 100.0 * correct)
+                        step += 1
+                        history.steady_seconds += time.perf_counter() - step_start
+                        history.steady_samples += samples_per_step
+                        history.steps.append(record)
+                        on_step(record)
+                        if stop.requested and step % steps_per_epoch:
+                            break
+                    if step % steps_per_epoch == 0:
+                        history.epoch_seconds.append(time.perf_counter() - epoch_start)
+                        on_epoch(epoch, history.epoch_seconds[-1])
+                    if stop.requested:
+                        break
+            except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
+                if not stop.interrupted_by(exc):
+                    raise
     finally:
         close()
     training_model.copyWeightsToHost()
     training_model.detachFromDevice()  # one IPU: release it before the inference model attaches
+    if stop.requested:  # the student asked to stop: no test pass, the partial run as measured
+        last = history.steps[-1] if history.steps else None
+        history.interrupted = interrupts.where(last.epoch, config.epochs, (last.step - 1) % steps_per_epoch + 1,
+                                               steps_per_epoch) if last else interrupts.where()
+        run = finish_run(config, "ipu", history, None, float("nan"), "train_compile_time", compile_seconds,
+                         source="testbed", extra_env={"device": "ipu", "poptorch": getattr(poptorch, "__version__", None)})
+        return MnistResult(run=run, model=model.model, history=history)
 
     test_opts = poptorch.Options()
     inference_model = poptorch.inferenceModel(model.model, test_opts)

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from labkit import devices
+from labkit import devices, interrupts
 from labkit.params import Config
 from labkit.progress import bar
 from labkit.testbeds import mnist_portable
@@ -27,12 +27,17 @@ def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.
     steps_per_epoch = len(train_labels) // (config.batch_size * config.device_iterations)
     on_step, on_epoch, close = progress_callbacks(config, steps_per_epoch, say)
     try:
-        history = mnist_portable.train(
-            model, x_train, y_train, epochs=config.epochs, batch_size=config.batch_size,
-            device_iterations=config.device_iterations, learning_rate=config.learning_rate,
-            seed=config.seed, on_step=on_step, on_epoch=on_epoch)
+        with interrupts.graceful() as stop:
+            history = mnist_portable.train(
+                model, x_train, y_train, epochs=config.epochs, batch_size=config.batch_size,
+                device_iterations=config.device_iterations, learning_rate=config.learning_rate,
+                seed=config.seed, on_step=on_step, on_epoch=on_epoch, stop=stop)
     finally:
         close()
+    if history.interrupted:  # the student asked to stop: no test pass, the partial run as measured
+        run = finish_run(config, device, history, None, float("nan"), "warmup_time", history.warmup_seconds,
+                         source="portable")
+        return MnistResult(run=run, model=model.model, history=history)
     test_bar = bar(total=len(y_test) // config.test_batch_size, desc="Testing", leave=False, unit="batch")
     try:
         accuracy, test_throughput = mnist_portable.evaluate(

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from labkit.interrupts import run_step
 from labkit.params import Config, Param, ParameterError, PATH, Spec
 
 __all__ = ["BERT_TINY_SPEC", "load_model", "load_data", "build", "evaluate", "custom", "shape_lesson",
@@ -126,6 +127,7 @@ def _parameter_error(problem: str) -> ParameterError:
     return ParameterError([problem], EXERCISE)
 
 
+@run_step
 def load_model(config: Config):
     """The model and tokenizer (hub, local directory or offline copy); prints what was used."""
     from labkit import groq_models
@@ -150,6 +152,7 @@ def load_data(config: Config, loaded: Any):
     return data
 
 
+@run_step
 def build(config: Config, loaded: Any) -> Dict[str, Any]:
     """One engine per backend, built for the compile-time shape (batch_size, max_seq_length).
 
@@ -324,6 +327,7 @@ def _compare(task: str, reference: Sequence[Any], other: Sequence[Any], ref_out:
     return indices, largest
 
 
+@run_step
 def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], repetitions: int = 100) -> GroqResult:
     """Run the evaluation set on every engine; time the dataset loop and the compile-time inputs.
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 import torch
 
+from labkit import interrupts
 from labkit.data.mnist import MEAN, STD
 from labkit.models.mnist_cnn import Network, TrainingModelWithLoss
 
@@ -42,6 +43,7 @@ class TrainHistory:
     steady_samples: int = 0
     steps_per_epoch: int = 0
     samples_per_epoch: int = 0
+    interrupted: str = ""  # "interrupted at epoch 2/10, step 40/150" when an interrupt ended it early
 
     @property
     def throughput(self) -> float:
@@ -71,8 +73,13 @@ def build_model(seed: int, device: torch.device) -> TrainingModelWithLoss:
 def train(model: TrainingModelWithLoss, images: torch.Tensor, labels: torch.Tensor, *, epochs: int,
           batch_size: int, device_iterations: int, learning_rate: float, seed: int,
           on_step: Optional[Callable[[StepRecord], None]] = None,
-          on_epoch: Optional[Callable[[int, float], None]] = None) -> TrainHistory:
-    """Train in place; return per-step losses and accuracies and the timings."""
+          on_epoch: Optional[Callable[[int, float], None]] = None, stop: Any = None) -> TrainHistory:
+    """Train in place; return per-step losses and accuracies and the timings.
+
+    ``stop``: a :class:`labkit.interrupts.StopRequest`; when it is requested (an interrupt),
+    training ends at the next step boundary and ``history.interrupted`` says where. Without it
+    an interrupt propagates as ``KeyboardInterrupt``.
+    """
     samples_per_step = batch_size * device_iterations
     steps_per_epoch = len(labels) // samples_per_step
     history = TrainHistory(steps_per_epoch=steps_per_epoch, samples_per_epoch=steps_per_epoch * samples_per_step)
@@ -82,6 +89,23 @@ def train(model: TrainingModelWithLoss, images: torch.Tensor, labels: torch.Tens
     params = [p for p in model.model.parameters() if p.requires_grad]
     shuffle = torch.Generator().manual_seed(seed)
     model.train()
+    try:
+        _epochs(model, images, labels, params, shuffle, history, epochs, batch_size, device_iterations,
+                learning_rate, on_step, on_epoch, stop)
+    except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
+        if stop is None or not stop.interrupted_by(exc):
+            raise
+    if stop is not None and stop.requested:
+        last = history.steps[-1] if history.steps else None
+        history.interrupted = interrupts.where(last.epoch, epochs, (last.step - 1) % steps_per_epoch + 1,
+                                               steps_per_epoch) if last else interrupts.where()
+    return history
+
+
+def _epochs(model, images, labels, params, shuffle, history, epochs, batch_size, device_iterations,
+            learning_rate, on_step, on_epoch, stop) -> None:
+    samples_per_step = batch_size * device_iterations
+    steps_per_epoch = history.steps_per_epoch
     step = 0
     for epoch in range(1, epochs + 1):
         epoch_start = time.perf_counter()
@@ -116,10 +140,13 @@ def train(model: TrainingModelWithLoss, images: torch.Tensor, labels: torch.Tens
             history.steps.append(record)
             if on_step is not None:
                 on_step(record)
+            if stop is not None and stop.requested and len(history.steps) % steps_per_epoch:
+                return  # an interrupt: end at this step boundary (an epoch's end is reported below)
         history.epoch_seconds.append(time.perf_counter() - epoch_start)
         if on_epoch is not None:
             on_epoch(epoch, history.epoch_seconds[-1])
-    return history
+        if stop is not None and stop.requested:
+            return
 
 
 def evaluate(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int,

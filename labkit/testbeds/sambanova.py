@@ -44,8 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from labkit import jobs
+from labkit import interrupts, jobs
 from labkit.divergence import divergence_note, loss_divergence
+from labkit.interrupts import run_step
 from labkit.params import PATH, Config, Param, ParameterError, Spec
 from labkit.results import Run
 
@@ -191,6 +192,7 @@ def resolve_target(config: Config, setup: SambaFlow = SambaFlow()) -> str:
     return target
 
 
+@run_step
 def run(config: Config, setup: SambaFlow = SambaFlow(), **options: Any) -> Run:
     """Run the exercise where ``config.target`` says (see the module docstring)."""
     target = resolve_target(config, setup)
@@ -336,8 +338,10 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     result: Optional[Dict[str, Any]] = None
     failure: Optional[str] = None
     deadline = time.monotonic() + timeout
+    stop = interrupts.graceful()  # the ranks ignore interrupts: this process stops them
     try:
-        while result is None and failure is None:
+        stop.__enter__()
+        while result is None and failure is None and not stop.requested:
             try:
                 kind, *payload = messages.get(timeout=0.5)
             except queue_module.Empty:
@@ -360,11 +364,15 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
                 result = payload[0]
             elif kind == "error":
                 failure = "rank {} failed:\n{}".format(payload[0], payload[1])
+    except KeyboardInterrupt as exc:
+        if not stop.interrupted_by(exc):
+            raise
     finally:
+        stop.__exit__()
         if progress is not None:
             progress.close()
         for proc in procs:
-            proc.join(timeout=30 if failure is None else 2)
+            proc.join(timeout=0 if stop.requested else 30 if failure is None else 2)
             if proc.is_alive():
                 proc.terminate()
                 proc.join(5)
@@ -372,7 +380,8 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
         del store
     if failure is not None:
         raise RuntimeError("The portable data-parallel run failed: " + failure)
-    assert result is not None
+    if result is None:  # interrupted: the steps rank 0 reported, without the end-to-end time
+        return _interrupted_run(config, ranks, steps_done, losses, show)
     e2e = result["e2e_train_time"]
     run_ = Run(EXERCISE, source="portable", status="complete")
     run_.params.update(config.to_dict())
@@ -400,6 +409,22 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
                           threads, "s" if threads > 1 else ""))
     run_.notes.extend(notes)
     run_.environment = devices.environment(torch.device(device_kind), {"backend": result["backend"], "ranks": ranks})
+    return run_
+
+
+def _interrupted_run(config: Config, ranks: int, steps_done: List[int], losses: List[float], show: bool) -> Run:
+    line = interrupts.where(step=steps_done[-1], steps=config.steps) if steps_done else interrupts.where()
+    if show:
+        print(line)
+    run_ = Run(EXERCISE, source="portable", status="interrupted")
+    run_.params.update(config.to_dict())
+    run_.params["ntasks"] = ranks
+    run_.notes.append(line[0].upper() + line[1:] + ": a partial run; the ranks were stopped, so there is no "
+                      "end-to-end time or throughput.")
+    if losses:
+        run_.add_metric("final_loss", losses[-1])
+    run_.add_metric("steps", len(steps_done))
+    run_.add_series("loss", steps_done, losses)
     return run_
 
 
@@ -451,9 +476,12 @@ class _AllReduceOptimizer:
 def _rank_main(rank: int, world: int, port: int, settings: Dict[str, Any], device_kind: str, threads: int,
                messages: Any) -> None:
     """One rank of the portable run (a spawned process)."""
+    import signal
+
     import torch
     import torch.distributed as dist
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Kernel -> Interrupt reaches the ranks too; the parent decides
     try:
         torch.set_num_threads(threads)
         if device_kind == "cuda":
@@ -692,6 +720,10 @@ def run_testbed(config: Config, setup: SambaFlow = SambaFlow(), poll: float = 5.
             if progress is not None:
                 progress.set_description("job {} {}".format(job.job_id, status.state), refresh=False)
                 progress.update(_steps_in(expected_log) - progress.n)
+    except KeyboardInterrupt:  # a batch job outlives the notebook: say how to stop it or read it later
+        raise interrupts.Interrupted(
+            "interrupted: stopped following job {0}, which keeps running (`scancel {0}` stops it; its log will be "
+            "{1}, readable with log_path)".format(job.job_id, expected_log)) from None
     finally:
         if progress is not None:
             progress.close()
@@ -829,6 +861,8 @@ def metrics_table(run_: Run):
 
     rows = [{"metric": name, "value": _fmt(value, run_.units.get(name, "")), "meaning": _MEANINGS.get(name, "")}
             for name, value in run_.metrics.items() if name in _MEANINGS]
+    rows[:0] = [{"metric": name, "value": text, "meaning": "the run was stopped by an interrupt"}
+                for name, text in run_.partial_rows()]
     return pd.DataFrame(rows).set_index("metric")
 
 
@@ -854,7 +888,8 @@ def plot_loss(run_: Run, ax=None):
         ax.plot(series["x"], series["y"], marker="." if len(series["x"]) < 50 else None)
     ax.set_xlabel("step")
     ax.set_ylabel("loss (MLM + NSP)")
-    ax.set_title("{} run, ntasks={}".format(run_.source, run_.params.get("ntasks")))
+    ax.set_title("{} run, ntasks={}".format(run_.source, run_.params.get("ntasks"))
+                 + run_.partial_title())
     return ax
 
 
@@ -867,5 +902,7 @@ def homework_runs(config: Config, first: Run, setup: SambaFlow = SambaFlow(), sh
         changed = config.replace(ntasks=n, log_path=None,
                                  target="testbed" if target == "testbed" else "portable")
         runs.append(run(changed, setup=setup, show=show))
+        if runs[-1].status == "interrupted":  # the student stopped it: no more runs
+            break
     runs.extend(read_log(os.path.expanduser(p)) for p in config.compare_logs)
     return runs
