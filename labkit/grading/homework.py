@@ -67,8 +67,8 @@ TESTBEDS = {
         "graphcore/mnist", ("learning_rate", "batch_size", "epochs"),
         ("test_accuracy", "epoch_time", "mean_epoch_time", "total_train_time", "train_compile_time"),
         ("test_accuracy",),
-        "labkit sweep notebooks/graphcore/mnist.ipynb -p learning_rate 0.01,0.03,3 -p epochs 1 "
-        "-p max_train_samples 6000 -p max_test_samples 1000 -p device cpu --out runs/graphcore",
+        "labkit sweep notebooks/graphcore/mnist.ipynb -p learning_rate 0.03,0.3,3 -p epochs 1 "
+        "-p max_train_samples 4000 -p max_test_samples 1000 -p device cpu --out runs/graphcore",
         "`mnist_poptorch.py` (or the lab book's notebook with `device ipu`) on a Graphcore IPU node"),
     "cerebras": Exercise(
         "cerebras/bert_large", ("batch_size",), ("global_rate", "train_seconds", "final_loss"), ("global_rate",),

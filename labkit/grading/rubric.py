@@ -354,7 +354,7 @@ def grade_runs(check: Check, evidence: Evidence) -> CheckResult:
         key = _parameter_of(check, run)
         if key is None:
             continue
-        value = run.params[key] if isinstance(parameter, str) else "{}={}".format(key, _fmt(run.params[key]))
+        value = run.params[key] if isinstance(parameter, str) else "{}={}".format(key, run.params[key])
         if any(_same(value, v) for v, _r in counted):
             continue
         problem = _verify(check, evidence, run)
@@ -372,7 +372,8 @@ def grade_runs(check: Check, evidence: Evidence) -> CheckResult:
     values = [v for v, _r in counted]
     testbed_values = [v for v, r in counted if not is_portable(r)]
     fraction = max(fraction_of(testbed_values), min(fraction_of(values), check.portable_cap()))
-    shown = ", ".join("{} ({})".format(_fmt(v), where_it_ran(r)) for v, r in counted) or "none"
+    shown = ", ".join("{} ({})".format(_fmt(v) if isinstance(parameter, str) else v, where_it_ran(r))
+                      for v, r in counted) or "none"
     what = parameter if isinstance(parameter, str) else " or ".join(parameter)
     reason = "{} distinct value(s) of {} tried in runs of {}: {}; {} needed".format(
         len(values), what, _what(check), shown, needed)
