@@ -124,6 +124,8 @@ def _row_problems(row: Mapping[str, str], run: Run) -> List[str]:
     for key, text in row.items():
         if key in _FIXED or key is None or text == "":
             continue
+        if key.startswith(MAIN_RECORD + "."):  # a notebook with several records: "run.global_rate"
+            key = key[len(MAIN_RECORD) + 1:]
         if key in run.params:
             wanted: Any = run.params[key]
         elif key in run.metrics:

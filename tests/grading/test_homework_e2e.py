@@ -139,3 +139,93 @@ def test_a_student_with_nothing_is_told_what_to_run_and_sees_no_empty_figure(gra
     for testbed in ("graphcore", "cerebras", "sambanova", "groq"):
         assert "--out runs/{}".format(testbed) in text or "runs/{}/".format(testbed) in text
         assert "logs/{}/".format(testbed) in text
+
+
+RERUN_RUBRIC = """title: re-run
+checks:
+  - name: reruns
+    type: rerun
+    points: 2
+    exercise: "sambanova/*"
+  - name: clean
+    type: no_error
+    points: 1
+"""
+
+
+def _edit_sweep_consistently(folder: Path, metric: str, factor: float) -> None:
+    """Change ``metric`` in every run notebook's record AND in results.csv: the files agree, the numbers are made up."""
+    import csv
+
+    import nbformat
+
+    from labkit.results import SCRAP_MIME
+
+    changed = {}
+    for path in sorted((folder / "runs").glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        for cell in nb.cells:
+            for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+                payload = output.get("data", {}).get(SCRAP_MIME)
+                if payload and payload.get("name") == "run":
+                    payload["data"]["metrics"][metric] *= factor
+                    changed["runs/" + path.name] = payload["data"]["metrics"][metric]
+        nbformat.write(nb, str(path))
+    table = folder / "results.csv"
+    with open(str(table), newline="") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        row[metric] = repr(changed[row["notebook"]])
+    with open(str(table), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_reproduce_re_runs_a_portable_run_and_catches_consistent_edits(lab, tmp_path, strongest_level):
+    from labkit.grading import evidence
+
+    subs = tmp_path / "submissions"
+    portable_student.hand_in(subs, "pia", runs=lab)
+    tam = portable_student.hand_in(subs, "tam", runs=lab)
+    _edit_sweep_consistently(tam / "runs" / "sambanova", "final_loss", 0.9)
+    # The edit is consistent: the trusted re-reading alone cannot see it...
+    edited = sorted((tam / "runs" / "sambanova" / "runs").glob("*.ipynb"))[0]
+    assert evidence.trusted_record({"evidence": str(edited)})["metrics"]["final_loss"] > 0
+    rubric = tmp_path / "rerun.yml"
+    rubric.write_text(RERUN_RUBRIC)
+    results = grade_class(str(subs), str(rubric), str(tmp_path / "out"), workers=2, limits=LIMITS, reproduce=True)
+    pia, tam_result = _checks(results["pia"])["reruns"], _checks(results["tam"])["reruns"]
+    assert pia["passed"], pia["reason"]
+    assert "sambanova/bert_large: runs/sambanova/runs/ntasks=1" in pia["reason"]
+    assert "with the lab book's notebook agrees (timings skipped)" in pia["reason"]
+    # ...re-running the smallest run does.
+    assert tam_result["score"] == 0
+    assert "re-running runs/sambanova/runs/ntasks=1" in tam_result["reason"]
+    assert "metric final_loss: expected" in tam_result["reason"]
+
+
+def test_a_sweep_whose_results_csv_disagrees_with_its_notebooks_does_not_count(lab, tmp_path, capsys):
+    import csv
+    import shutil
+
+    from labkit.grading import evidence, homework
+
+    folder = tmp_path / "runs" / "sambanova"
+    shutil.copytree(str(lab / "sambanova"), str(folder))
+    table = folder / "results.csv"
+    with open(str(table), newline="") as f:
+        rows = list(csv.DictReader(f))
+    rows[1]["e2e_train_time"] = "0.5"
+    with open(str(table), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    found = evidence.sweep_runs(str(folder))
+    assert [run is not None for _path, run, _problem in found] == [True, False, True]
+    assert "e2e_train_time = 0.5 in results.csv but" in found[1][2]
+    with pytest.raises(evidence.EvidenceError, match="disagrees with the run's notebook"):
+        evidence.trusted_record({"evidence": found[1][0]})
+    runs = homework.runs_from_lab_book(str(tmp_path / "runs"), "sambanova")
+    assert [r.params["ntasks"] for r in runs] == [1, 3]
+    assert "not counted: " in capsys.readouterr().out
