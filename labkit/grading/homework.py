@@ -80,7 +80,7 @@ TESTBEDS = {
         ("e2e_train_time", "training_sequences_per_second", "final_loss"), ("training_sequences_per_second",),
         "labkit sweep notebooks/sambanova/bert_large.ipynb -p ntasks 1,2,4 -p ntasks_per_node 4 -p model_size micro "
         "-p batch_size 8 -p steps 40 -p max_seq_length 32 -p target portable -p device cpu --out runs/sambanova",
-        "the course's BERT-Large Slurm script (`sbatch --ntasks N ...`) on the SN30"),
+        "the course's BERT-Large Slurm script (`sbatch --ntasks N ...`) on the SN30", keep=_training_log),
     "groq": Exercise(
         "groq/bert_tiny", ("build_name", "max_seq_length"),
         ("groq_accuracy", "cpu_accuracy", "groq_e2e_latency_ms", "cpu_e2e_latency_ms", "cpu_e2e_ips", "build_cached"),
