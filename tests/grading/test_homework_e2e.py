@@ -6,10 +6,14 @@ rubric gives full marks, and every run says "portable: CPU". tess hands in the r
 of ../shared/fixtures/testbed-logs and gets full marks too, her runs labelled IPU, CS-2, SN30 and
 GroqChip. A rubric that asks `evidence: testbed` refuses pia's runs, saying why; fab edits her
 portable records in the homework's kernel and the grader's trusted re-reading rejects them.
+
+The portable runs take a few minutes on a quiet 2-core machine; to grade again without remaking
+them, point LABKIT_TEST_PORTABLE_RUNS at a runs/ folder made by portable_student.make_runs.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -32,6 +36,9 @@ homework.record_runs("graphcore", graphcore_runs)"""
 def lab(tmp_path_factory):
     if not classroom.fixtures_dir().is_dir():
         pytest.skip("real testbed logs not found at {} (set LABKIT_SHARED)".format(classroom.fixtures_dir()))
+    reuse = os.environ.get("LABKIT_TEST_PORTABLE_RUNS")  # runs/ made earlier by portable_student.make_runs
+    if reuse:
+        return Path(reuse)
     return portable_student.make_runs(tmp_path_factory.mktemp("lab"))
 
 
