@@ -179,8 +179,9 @@ def _select(check: Check, evidence: Evidence, records: Optional[Dict[str, Any]] 
     pattern = check.options.get("exercise")
     where = check.options.get("where") or {}
     chosen = []
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern or [])
     for name, run in runs:
-        if pattern and not fnmatch.fnmatch(run.exercise, pattern):
+        if patterns and not any(fnmatch.fnmatch(run.exercise, p) for p in patterns):
             continue
         if any(not _same(run.params.get(k), v) for k, v in where.items()):
             continue
@@ -204,7 +205,8 @@ def _close(a: Any, b: Any, tolerance: float) -> bool:
 
 
 def _what(check: Check) -> str:
-    text = check.options.get("exercise") or "any exercise"
+    pattern = check.options.get("exercise")
+    text = (pattern if isinstance(pattern, str) else ", ".join(pattern)) if pattern else "any exercise"
     where = check.options.get("where")
     if where:
         text += " with " + ", ".join("{}={}".format(k, v) for k, v in where.items())
@@ -539,7 +541,7 @@ CHECK_TYPES: Dict[str, Tuple[Callable[[Check, Evidence], CheckResult], Dict[str,
               "evidence": str, "portable_points": _NUMBER}),
     "answer": (grade_answer, {"heading": str}, {"min_words": int, "template_text": str, "partial": bool}),
     "reproduce": (grade_reproduce, {}, {"exercise": str, "where": dict, "tolerance": _NUMBER, "metrics": list}),
-    "rerun": (grade_rerun, {}, {"exercise": str, "where": dict, "max_seconds": _NUMBER, "tolerance": _NUMBER}),
+    "rerun": (grade_rerun, {}, {"exercise": (str, list), "where": dict, "max_seconds": _NUMBER, "tolerance": _NUMBER}),
     "no_error": (grade_no_error, {}, {}),
 }
 EVIDENCE_KINDS = ("any", "testbed")
@@ -672,7 +674,7 @@ def load_rubric(path: str) -> Rubric:
         if "portable_points" in item and item.get("evidence") == "testbed":
             raise fail(item.key_lines["portable_points"], "check '{}': portable_points has no effect with evidence: "
                                                           "testbed (portable runs earn nothing)".format(name))
-        for key in ("parameter", "metric"):
+        for key in ("parameter", "metric", "exercise"):
             if isinstance(item.get(key), list) and (not item[key] or not all(isinstance(p, str) for p in item[key])):
                 raise fail(item.key_lines[key], "check '{}': {} is a name or a non-empty list of names".format(name, key))
         if "recompute" in item and ":" not in item["recompute"]:
