@@ -105,8 +105,6 @@ def test_the_executed_homework_labels_portable_runs(graded):
                      for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "ran the exercise's portable stand-in, not the GroqChip" in text
     assert "portable: CPU" in text
-    figures = sum(1 for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {}))
-    assert figures == 4
 
 
 def test_a_testbed_only_rubric_refuses_portable_runs_and_says_why(graded):
@@ -128,24 +126,28 @@ def test_records_edited_in_the_kernel_are_rejected_by_re_reading_the_notebooks(g
     assert checks["cerebras_batch_sizes"]["passed"]  # the other sections were not touched
 
 
-def test_a_student_with_nothing_is_told_what_to_run_and_sees_no_empty_figure(graded):
+def _run_as_the_student(folder: Path):
+    """The hand-in executed as the student runs it (JupyterLab's inline plots, not the grader's sandbox)."""
     import nbformat
 
-    nb = nbformat.read(str(graded["out"] / "executed" / "tess.ipynb"), as_version=4)
-    assert nb is not None
-    jon = Path(graded["out"]).parent / "nothing"
     from labkit.execute import run_notebook
 
-    portable_student.hand_in(jon.parent, jon.name)
-    outcome = run_notebook(str(jon / "ai_testbeds.ipynb"), str(jon / "out.ipynb"), cwd=str(jon))
+    outcome = run_notebook(str(folder / "ai_testbeds.ipynb"), str(folder / "out.ipynb"), cwd=str(folder))
     assert outcome.status == "complete", outcome.error
-    done = nbformat.read(str(jon / "out.ipynb"), as_version=4)
+    done = nbformat.read(str(folder / "out.ipynb"), as_version=4)
     outputs = [o for c in done.cells if c.cell_type == "code" for o in c.outputs]
-    assert not [o for o in outputs if "image/png" in o.get("data", {})]
-    text = "".join(o.get("text", "") for o in outputs)
+    return [o for o in outputs if "image/png" in o.get("data", {})], "".join(o.get("text", "") for o in outputs)
+
+
+def test_the_student_sees_one_plot_per_testbed_or_what_to_run_and_no_empty_figure(lab, tmp_path):
+    figures, text = _run_as_the_student(portable_student.hand_in(tmp_path, "pia", runs=lab))
+    assert len(figures) == 4
+    assert "No runs of" not in text
+    figures, text = _run_as_the_student(portable_student.hand_in(tmp_path, "nothing"))
+    assert figures == []
     for testbed in ("graphcore", "cerebras", "sambanova", "groq"):
-        assert "--out runs/{}".format(testbed) in text or "runs/{}/".format(testbed) in text
-        assert "logs/{}/".format(testbed) in text
+        assert "No runs of {}/".format(testbed) in text
+        assert "runs/{}".format(testbed) in text and "logs/{}/".format(testbed) in text
 
 
 RERUN_RUBRIC = """title: re-run
@@ -204,11 +206,11 @@ def test_reproduce_re_runs_a_portable_run_and_catches_consistent_edits(lab, tmp_
     results = grade_class(str(subs), str(rubric), str(tmp_path / "out"), workers=2, limits=LIMITS, reproduce=True)
     pia, tam_result = _checks(results["pia"])["reruns"], _checks(results["tam"])["reruns"]
     assert pia["passed"], pia["reason"]
-    assert "sambanova/bert_large: runs/sambanova/runs/ntasks=1" in pia["reason"]
+    assert "sambanova/bert_large: runs/sambanova/runs/ntasks=" in pia["reason"]
     assert "with the lab book's notebook agrees (timings skipped)" in pia["reason"]
     # ...re-running the smallest run does.
     assert tam_result["score"] == 0
-    assert "re-running runs/sambanova/runs/ntasks=1" in tam_result["reason"]
+    assert "re-running runs/sambanova/runs/ntasks=" in tam_result["reason"]
     assert "metric final_loss: expected" in tam_result["reason"]
 
 
