@@ -155,7 +155,7 @@ checks:
   - name: reruns
     type: rerun
     points: 2
-    exercise: "sambanova/*"
+    exercise: "cerebras/*"
   - name: clean
     type: no_error
     points: 1
@@ -197,20 +197,20 @@ def test_reproduce_re_runs_a_portable_run_and_catches_consistent_edits(lab, tmp_
     subs = tmp_path / "submissions"
     portable_student.hand_in(subs, "pia", runs=lab)
     tam = portable_student.hand_in(subs, "tam", runs=lab)
-    _edit_sweep_consistently(tam / "runs" / "sambanova", "final_loss", 0.9)
+    _edit_sweep_consistently(tam / "runs" / "cerebras", "final_loss", 0.9)
     # The edit is consistent: the trusted re-reading alone cannot see it...
-    edited = sorted((tam / "runs" / "sambanova" / "runs").glob("*.ipynb"))[0]
+    edited = sorted((tam / "runs" / "cerebras" / "runs").glob("*.ipynb"))[0]
     assert evidence.trusted_record({"evidence": str(edited)})["metrics"]["final_loss"] > 0
     rubric = tmp_path / "rerun.yml"
     rubric.write_text(RERUN_RUBRIC)
     results = grade_class(str(subs), str(rubric), str(tmp_path / "out"), workers=2, limits=LIMITS, reproduce=True)
     pia, tam_result = _checks(results["pia"])["reruns"], _checks(results["tam"])["reruns"]
     assert pia["passed"], pia["reason"]
-    assert "sambanova/bert_large: runs/sambanova/runs/ntasks=" in pia["reason"]
+    assert "cerebras/bert_large: runs/cerebras/runs/batch_size=" in pia["reason"]
     assert "with the lab book's notebook agrees (timings skipped)" in pia["reason"]
     # ...re-running the smallest run does.
     assert tam_result["score"] == 0
-    assert "re-running runs/sambanova/runs/ntasks=" in tam_result["reason"]
+    assert "re-running runs/cerebras/runs/batch_size=" in tam_result["reason"]
     assert "metric final_loss: expected" in tam_result["reason"]
 
 
