@@ -220,7 +220,9 @@ def _kernel_manager_class():
 
         def __init__(self, **kwargs: Any):
             super().__init__(**kwargs)
-            self._socket_dir = tempfile.mkdtemp(prefix="lk-", dir="/tmp" if os.path.isdir("/tmp") else None)
+            # $TMPDIR where /tmp is not writable (the grader's sandbox, which re-runs notebooks)
+            writable = os.access("/tmp", os.W_OK | os.X_OK)
+            self._socket_dir = tempfile.mkdtemp(prefix="lk-", dir="/tmp" if writable else None)
             self.transport = "ipc"
             self.ip = os.path.join(self._socket_dir, "k")
 

@@ -3,9 +3,11 @@
     from labkit.grading.feedback import feedback_html
     html = feedback_html(result)     # result: one entry of the grader's state
 
-Each check shows its points and, for visible checks, why it passed or failed. A check the
-rubric marks ``hidden: true`` shows only its name, points and pass/fail: never its
-reason, thresholds or description, so feedback does not give the hidden tests away.
+Each check shows its points, where the runs it counted ran, and, for visible checks, why it
+passed or failed. A check the rubric marks ``hidden: true`` shows only its name, points and
+pass/fail: never its reason, thresholds or description, so feedback does not give the hidden
+tests away. A table lists every run the grader's execution recorded and where it ran; portable
+runs are marked as models of the exercise, not measurements of the testbed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,19 @@ HIDDEN_REASON = "hidden check: details are withheld"
 
 _STYLE = ("body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse;width:100%}"
           "td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top}"
-          ".pass{color:#185c18}.fail{color:#9b1c1c}.skip{color:#666}")
+          ".pass{color:#185c18}.fail{color:#9b1c1c}.skip{color:#666}.portable{background:#fff6d6}")
+
+
+def _runs_table(result: Dict[str, Any]) -> str:
+    runs = result.get("runs") or []
+    if not runs:
+        return "<p>Runs graded: none was recorded when the grader ran your notebook.</p>"
+    rows = "".join("<tr{}><td>{}</td><td>{}</td><td><b>{}</b>{}</td></tr>".format(
+        " class='portable'" if r["where"].startswith("portable") else "", escape(r["name"]), escape(r["exercise"]),
+        escape(r["where"]), " (a model of the exercise, not a measurement of the testbed)"
+        if r["where"].startswith("portable") else "") for r in runs)
+    return ("<h2>Runs graded</h2><table><tr><th>Record</th><th>Exercise</th><th>Where it ran</th></tr>{}</table>"
+            .format(rows))
 
 
 def feedback_html(result: Dict[str, Any], title: str = "Homework feedback") -> str:
@@ -35,8 +49,10 @@ def feedback_html(result: Dict[str, Any], title: str = "Homework feedback") -> s
             why, what = HIDDEN_REASON, ""
         else:
             why, what = check.get("reason", ""), check.get("description", "")
-        rows.append("<tr class='{}'><td>{}</td><td>{}</td><td>{:g} / {:g}</td><td>{}</td><td>{}</td></tr>".format(
-            css, escape(check["name"]), escape(what), check.get("score", 0), check.get("points", 0), state, escape(why)))
+        where = "" if check.get("hidden") else check.get("where", "")
+        rows.append("<tr class='{}'><td>{}</td><td>{}</td><td>{:g} / {:g}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
+            css, escape(check["name"]), escape(what), check.get("score", 0), check.get("points", 0), state,
+            escape(where), escape(why)))
     run = "Execution: {}".format(escape(result.get("status", "")))
     if result.get("reason"):
         run += " ({})".format(escape(result["reason"]))
@@ -47,7 +63,8 @@ def feedback_html(result: Dict[str, Any], title: str = "Homework feedback") -> s
         "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{title}: {student}</title><style>{style}</style>"
         "</head><body><h1>{title}</h1><p>Student: <b>{student}</b></p><p>Total: <b>{total:g} / {max:g}</b></p>"
         "<p>{run}</p><p>Sandbox: {iso}</p><table><tr><th>Check</th><th>What</th><th>Points</th><th>Result</th>"
-        "<th>Why</th></tr>{rows}</table><p>Only results recorded when the grader re-ran your notebook count; "
+        "<th>Where it ran</th><th>Why</th></tr>{rows}</table>{runs}<p>Only results recorded when the grader re-ran your notebook count; "
         "outputs saved in the file you handed in are not graded.</p></body></html>\n"
     ).format(title=escape(title), student=escape(result["student"]), style=_STYLE, total=result.get("total", 0),
-             max=result.get("max_total", 0), run=run, iso=escape(result.get("isolation", "")), rows="".join(rows))
+             max=result.get("max_total", 0), run=run, iso=escape(result.get("isolation", "")), rows="".join(rows),
+             runs=_runs_table(result))

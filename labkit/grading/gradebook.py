@@ -4,9 +4,11 @@
     write_gradebook("out/gradebook.csv", rubric.names, results)   # atomic: never half-written
 
 Columns: ``student``, one per rubric check (points earned), ``total``, ``max``, ``status``
-(how the grader's execution went), ``isolation`` (the sandbox level in force for that run)
-and ``reason``, then ``duplicate_evidence`` (files or records this student handed in that another
-student handed in too, flagged for the instructor, not penalised). Plain CSV with a header row and numbers in the score columns, which is what
+(how the grader's execution went), ``where`` (where the graded runs ran: ``IPU``, ``CS-2``,
+``SN30``, ``GroqChip``, ``portable: CPU``, ``portable: GPU``), ``isolation`` (the sandbox level in force
+for that run) and ``reason``, then ``duplicate_evidence`` (files or records this student handed in
+that another student handed in too, flagged for the instructor, not penalised). Plain CSV with a
+header row and numbers in the score columns, which is what
 Canvas, Moodle and Blackboard grade imports map column by column.
 """
 
@@ -20,7 +22,7 @@ from typing import Any, Dict, Iterable, List, Sequence
 
 __all__ = ["write_gradebook", "read_gradebook", "atomic_write", "columns"]
 
-TRAILING = ("total", "max", "status", "isolation", "reason")
+TRAILING = ("total", "max", "status", "where", "isolation", "reason")
 #: Flags for the instructor, after the grading columns (labkit.grading.duplicates).
 FLAGS = ("duplicate_evidence",)
 
@@ -72,8 +74,8 @@ def write_gradebook(path: str, check_names: Sequence[str], results: Iterable[Dic
             check = by_name.get(name)
             row.append("" if check is None or check.get("skipped") else _score(check["score"]))
         row += [_score(result.get("total", 0)), _score(result.get("max_total", 0)), result.get("status", ""),
-                result.get("isolation", ""), (result.get("reason") or "").replace("\n", " ")[:300],
-                result.get("duplicate_note", "")]
+                result.get("where", ""), result.get("isolation", ""),
+                (result.get("reason") or "").replace("\n", " ")[:300], result.get("duplicate_note", "")]
         writer.writerow(row)
     atomic_write(path, out.getvalue())
 

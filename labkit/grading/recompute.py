@@ -7,7 +7,11 @@ answer: a ``record`` check with ``recompute: module:function`` calls ``function(
 fresh sandboxed process the notebook never touched, and the record counts only if the
 metric agrees. Run by the grader as
 
-    python -m labkit.grading.recompute labkit.grading.recompute:from_log < params.json
+    python -m labkit.grading.recompute labkit.grading.recompute:from_evidence < params.json
+
+``from_evidence`` reads again whatever the record came from: a testbed log (``params['log']``,
+``from_log``) or an executed lab-book notebook, alone or in a sweep folder
+(``params['evidence']``, :func:`labkit.grading.evidence.trusted_record`).
 
 The function gets the recorded parameters (untrusted data) and returns ``{metric: value}``,
 or ``{"params": ..., "metrics": ...}`` when it can also tell which parameters really ran
@@ -23,7 +27,7 @@ import sys
 from importlib import import_module
 from typing import Any, Callable, Dict, List, Optional
 
-__all__ = ["resolve", "run_sandboxed", "from_log"]
+__all__ = ["resolve", "run_sandboxed", "from_log", "from_evidence"]
 
 
 def resolve(spec: str) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
@@ -48,17 +52,29 @@ def from_log(params: Dict[str, Any]) -> Dict[str, Any]:
     return {"params": dict(runs[index].params), "metrics": dict(runs[index].metrics)}
 
 
+def from_evidence(params: Dict[str, Any]) -> Dict[str, Any]:
+    """The trusted params and metrics of a record read from a log, a notebook or a sweep run."""
+    if "log" in params:
+        return from_log(params)
+    from labkit.grading.evidence import trusted_record
+
+    if "evidence" in params:
+        return trusted_record(params)
+    raise ValueError("the record names neither a log (params['log']) nor a notebook (params['evidence'])")
+
+
 def run_sandboxed(function: str, params: List[Dict[str, Any]], workdir: str, prefix: List[str],
-                  limits: Any) -> List[Dict[str, Any]]:
+                  limits: Any, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
     """``function(p)`` for each ``p`` behind the kernel's launch ``prefix`` (same sandbox), in one process.
 
-    Returns one ``{"ok": result}`` or ``{"error": text}`` per parameter set.
+    Returns one ``{"ok": result}`` or ``{"error": text}`` per parameter set. ``timeout``
+    (seconds) replaces the per-cell limit, for functions that re-run notebooks.
     """
     from labkit.grading import sandbox
 
     cmd = list(prefix) + [sys.executable, "-m", "labkit.grading.recompute", function]
     proc = subprocess.run(cmd, input=json.dumps(params).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          cwd=workdir, env=sandbox.kernel_environment(workdir), timeout=limits.cell_s or None)
+                          cwd=workdir, env=sandbox.kernel_environment(workdir), timeout=timeout or limits.cell_s or None)
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["exit status {}".format(proc.returncode)]
         raise RuntimeError(tail[0][:300])

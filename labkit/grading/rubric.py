@@ -7,8 +7,13 @@
 The format is documented in docs/grading.md. Every check has ``name``, ``type`` and
 ``points`` and may have ``description`` (shown to students) and ``hidden: true`` (feedback
 then says only whether it passed). Check types: ``record``, ``runs``, ``answer``,
-``reproduce``, ``no_error``. Checks read only the records of the grader's own execution
+``reproduce``, ``rerun``, ``no_error``. Checks read only the records of the grader's own execution
 (``Evidence.fresh``); the student's submitted outputs are read by ``reproduce`` alone.
+
+``record`` and ``runs`` checks say what evidence counts: ``evidence: any`` (default) takes
+testbed and portable runs alike, ``evidence: testbed`` refuses portable runs with a reason
+that says so, and ``portable_points`` caps what portable runs alone can earn. Every reason
+names where each run it cites ran (:func:`labkit.grading.where.where_it_ran`).
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import yaml
 
+from labkit.grading.where import is_portable, where_it_ran
 from labkit.results import Run
 
-__all__ = ["Rubric", "Check", "CheckResult", "Evidence", "RubricError", "load_rubric", "answer_text", "CHECK_TYPES"]
+__all__ = ["Rubric", "Check", "CheckResult", "Evidence", "RubricError", "load_rubric", "answer_text", "CHECK_TYPES",
+           "EVIDENCE_KINDS"]
 
 
 class RubricError(ValueError):
@@ -72,7 +79,7 @@ class Evidence:
     reason: str = ""
     error: Optional[str] = None
     reproduce: bool = False
-    recompute: Optional[Callable[[str, List[Dict[str, Any]]], List[Dict[str, Any]]]] = None
+    recompute: Optional[Callable[..., List[Dict[str, Any]]]] = None  # (function, params, timeout=None)
     template: Any = None
     trusted: Dict[Tuple[str, str], Dict[str, Any]] = field(default_factory=dict)
 
@@ -101,6 +108,7 @@ class CheckResult:
     description: str = ""
     hidden: bool = False
     skipped: bool = False
+    where: str = ""  # where the runs that earned the score ran, e.g. "IPU" or "portable: CPU"
 
     def to_dict(self) -> Dict[str, Any]:
         return dict(self.__dict__)
@@ -124,10 +132,46 @@ class Check:
     options: Dict[str, Any] = field(default_factory=dict)
     line: int = 0
 
-    def result(self, fraction: float, reason: str, skipped: bool = False) -> CheckResult:
+    def result(self, fraction: float, reason: str, skipped: bool = False, where: str = "") -> CheckResult:
         fraction = min(1.0, max(0.0, fraction))
         return CheckResult(self.name, self.points, round(self.points * fraction, 3), fraction >= 1.0, reason,
-                           self.description, self.hidden, skipped)
+                           self.description, self.hidden, skipped, where)
+
+    @property
+    def testbed_only(self) -> bool:
+        return self.options.get("evidence", "any") == "testbed"
+
+    def portable_cap(self) -> float:
+        """The fraction of the points that portable runs alone can earn."""
+        if self.testbed_only:
+            return 0.0
+        cap = self.options.get("portable_points")
+        return 1.0 if cap is None or self.points <= 0 else min(1.0, float(cap) / self.points)
+
+
+def _split_evidence(check: Check, runs: List[Tuple[str, Run]]) -> Tuple[List[Tuple[str, Run]], str]:
+    """The runs the check may count, testbed runs first, and a sentence about the portable runs it refuses."""
+    testbed = [(n, r) for n, r in runs if not is_portable(r)]
+    portable = [(n, r) for n, r in runs if is_portable(r)]
+    if check.testbed_only and portable:
+        names = ", ".join("'{}' ({})".format(n, where_it_ran(r)) for n, r in portable[:3])
+        return testbed, ("{} portable run(s) not counted ({}): this check asks for testbed evidence "
+                         "(evidence: testbed); a portable run models the exercise, it does not measure the "
+                         "testbed. Hand in a testbed log, or a lab-book notebook run on the testbed".format(
+                             len(portable), names))
+    return testbed + portable, ""
+
+
+def _label(name: str, run: Run) -> str:
+    return "record '{}' ({})".format(name, where_it_ran(run))
+
+
+def _wheres(runs: List[Run]) -> str:
+    seen: List[str] = []
+    for run in runs:
+        if where_it_ran(run) not in seen:
+            seen.append(where_it_ran(run))
+    return ", ".join(seen)
 
 
 def _select(check: Check, evidence: Evidence, records: Optional[Dict[str, Any]] = None) -> List[Tuple[str, Run]]:
@@ -135,8 +179,9 @@ def _select(check: Check, evidence: Evidence, records: Optional[Dict[str, Any]] 
     pattern = check.options.get("exercise")
     where = check.options.get("where") or {}
     chosen = []
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern or [])
     for name, run in runs:
-        if pattern and not fnmatch.fnmatch(run.exercise, pattern):
+        if patterns and not any(fnmatch.fnmatch(run.exercise, p) for p in patterns):
             continue
         if any(not _same(run.params.get(k), v) for k, v in where.items()):
             continue
@@ -160,33 +205,58 @@ def _close(a: Any, b: Any, tolerance: float) -> bool:
 
 
 def _what(check: Check) -> str:
-    text = check.options.get("exercise") or "any exercise"
+    pattern = check.options.get("exercise")
+    text = (pattern if isinstance(pattern, str) else ", ".join(pattern)) if pattern else "any exercise"
     where = check.options.get("where")
     if where:
         text += " with " + ", ".join("{}={}".format(k, v) for k, v in where.items())
     return text
 
 
+def _metric_of(check: Check, run: Run) -> Optional[str]:
+    """The first of the check's metrics this run recorded (``metric`` may list alternatives, e.g.
+    the GroqChip's accuracy and the CPU's, for testbed and portable runs)."""
+    names = check.options["metric"]
+    for name in ([names] if isinstance(names, str) else names):
+        if name in run.metrics:
+            return name
+    return None
+
+
 def grade_record(check: Check, evidence: Evidence) -> CheckResult:
-    metric = check.options["metric"]
     low, high = check.options.get("min"), check.options.get("max")
-    runs = [(n, r) for n, r in _select(check, evidence) if metric in r.metrics]
+    shown_metric = check.options["metric"] if isinstance(check.options["metric"], str) else \
+        " or ".join(check.options["metric"])
+    runs, refused = _split_evidence(check, [(n, r) for n, r in _select(check, evidence) if _metric_of(check, r)])
     if not runs:
-        return check.result(0, "no run of {} recorded the metric '{}' when the grader ran the notebook".format(_what(check), metric))
-    inside = [(n, r) for n, r in runs if _in_range(r.metrics[metric], low, high)]
-    outside = [(n, r) for n, r in runs if not _in_range(r.metrics[metric], low, high)]
-    problems = []
+        return check.result(0, refused or "no run of {} recorded the metric '{}' when the grader ran the notebook".format(
+            _what(check), shown_metric))
+    metric_of = {id(r): _metric_of(check, r) for _n, r in runs}
+    inside = [(n, r) for n, r in runs if _in_range(r.metrics[metric_of[id(r)]], low, high)]
+    outside = [(n, r) for n, r in runs if not _in_range(r.metrics[metric_of[id(r)]], low, high)]
+    problems = [refused] if refused else []
     for name, run in inside:  # full credit: the first run in range that the grader can confirm
+        metric = metric_of[id(run)]
         problem = _verify(check, evidence, run, [metric])
         if problem is None:
-            return check.result(1, "record '{}': {} = {} is within {}".format(name, metric, _fmt(run.metrics[metric]), _range(low, high)))
-        problems.append("record '{}': {}".format(name, problem))
+            reason = "{}: {} = {} is within {}".format(_label(name, run), metric, _fmt(run.metrics[metric]), _range(low, high))
+            fraction = 1.0
+            if is_portable(run) and check.portable_cap() < 1.0:
+                fraction = check.portable_cap()
+                reason += "; a portable run earns {:g} of the {:g} points (portable_points)".format(
+                    check.options.get("portable_points", 0), check.points)
+            return check.result(fraction, "; ".join([reason] + problems), where=where_it_ran(run))
+        problems.append("{}: {}".format(_label(name, run), problem))
     for name, run in outside:  # partial credit: present, confirmed, but outside the range
+        metric = metric_of[id(run)]
         problem = _verify(check, evidence, run, [metric])
         if problem is None:
-            problems.append("record '{}': {} = {} is outside {}".format(name, metric, _fmt(run.metrics[metric]), _range(low, high)))
-            return check.result(float(check.options.get("partial", 0)), "; ".join(problems[-3:]))
-        problems.append("record '{}': {}".format(name, problem))
+            problems.append("{}: {} = {} is outside {}".format(_label(name, run), metric, _fmt(run.metrics[metric]), _range(low, high)))
+            fraction = float(check.options.get("partial", 0))
+            if is_portable(run):
+                fraction = min(fraction, check.portable_cap())
+            return check.result(fraction, "; ".join(problems[-3:]), where=where_it_ran(run))
+        problems.append("{}: {}".format(_label(name, run), problem))
     return check.result(0, "; ".join(problems[:3]))
 
 
@@ -267,30 +337,58 @@ def _range(low: Any, high: Any) -> str:
     return "any value"
 
 
+def _parameter_of(check: Check, run: Run) -> Optional[str]:
+    """The first of the check's parameters this run has (``parameter`` may list alternatives)."""
+    names = check.options["parameter"]
+    for name in ([names] if isinstance(names, str) else names):
+        if name in run.params:
+            return name
+    return None
+
+
 def grade_runs(check: Check, evidence: Evidence) -> CheckResult:
     parameter = check.options["parameter"]
     needed = int(check.options.get("at_least", 2))
-    values: List[Any] = []
+    runs, refused = _split_evidence(check, _select(check, evidence))
+    counted: List[Tuple[Any, Run]] = []  # (value, run), testbed runs first
     rejected: List[str] = []
-    for name, run in _select(check, evidence):
-        if parameter in run.params and not any(_same(run.params[parameter], v) for v in values):
-            problem = _verify(check, evidence, run)
-            if problem:
-                rejected.append("record '{}' not counted: {}".format(name, problem))
-                continue
-            values.append(run.params[parameter])
-    shown = ", ".join(_fmt(v) for v in values) or "none"
-    reason = "{} distinct value(s) of {} tried in runs of {} ({}); {} needed".format(
-        len(values), parameter, _what(check), shown, needed)
-    fraction = min(len(values), needed) / float(needed)
-    if "default" in check.options:
-        default = check.options["default"]
-        if not any(_same(default, v) for v in values):
+    for name, run in runs:
+        key = _parameter_of(check, run)
+        if key is None:
+            continue
+        value = run.params[key] if isinstance(parameter, str) else "{}={}".format(key, run.params[key])
+        if any(_same(value, v) for v, _r in counted):
+            continue
+        problem = _verify(check, evidence, run)
+        if problem:
+            rejected.append("{} not counted: {}".format(_label(name, run), problem))
+            continue
+        counted.append((value, run))
+
+    def fraction_of(values: List[Any]) -> float:
+        fraction = min(len(values), needed) / float(needed)
+        if "default" in check.options and not any(_same(check.options["default"], v) for v in values):
             fraction = min(fraction, (needed - 1) / float(needed))
-            reason += "; the default {} is not among them".format(_fmt(default))
+        return fraction
+
+    values = [v for v, _r in counted]
+    testbed_values = [v for v, r in counted if not is_portable(r)]
+    fraction = max(fraction_of(testbed_values), min(fraction_of(values), check.portable_cap()))
+    shown = ", ".join("{} ({})".format(_fmt(v) if isinstance(parameter, str) else v, where_it_ran(r))
+                      for v, r in counted) or "none"
+    what = parameter if isinstance(parameter, str) else " or ".join(parameter)
+    reason = "{} distinct value(s) of {} tried in runs of {}: {}; {} needed".format(
+        len(values), what, _what(check), shown, needed)
+    if "default" in check.options and not any(_same(check.options["default"], v) for v in values):
+        reason += "; the default {} is not among them".format(_fmt(check.options["default"]))
+    if fraction < fraction_of(values):
+        reason += "; portable runs earn at most {:g} of the {:g} points (portable_points)".format(
+            check.options.get("portable_points", 0), check.points)
+    if refused:
+        reason += "; " + refused
     if rejected:
         reason += "; " + "; ".join(rejected[:3])
-    return check.result(fraction, reason)
+    return check.result(fraction, reason, where=_wheres([r for _v, r in counted]))
 
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -386,6 +484,47 @@ def _params_match(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
     return all(k in b and _same(a[k], b[k]) for k in a)
 
 
+RERUN_FUNCTION = "labkit.grading.evidence:rerun_smallest"
+
+
+def grade_rerun(check: Check, evidence: Evidence) -> CheckResult:
+    """Re-run one portable CPU run per exercise with the lab book's notebook; compare the records."""
+    if not evidence.reproduce:
+        return check.result(0, "not checked (run `labkit grade --reproduce` to re-run one portable run per exercise)",
+                            skipped=True)
+    groups: Dict[str, List[Dict[str, Any]]] = {}
+    for _name, run in _select(check, evidence):
+        if is_portable(run) and isinstance(run.params.get("evidence"), str):
+            groups.setdefault(run.exercise, []).append(dict(run.params))
+    if not groups:
+        return check.result(0, "no portable run of {} handed in: nothing to re-run (testbed logs and notebooks are "
+                               "read again instead)".format(_what(check)), skipped=True)
+    max_seconds = float(check.options.get("max_seconds", 300))
+    asks = [{"candidates": c, "max_seconds": max_seconds, "tolerance": float(check.options.get("tolerance", 1e-6))}
+            for c in groups.values()]
+    if evidence.recompute is None:
+        return check.result(0, "the grader cannot re-run notebooks here")
+    try:
+        answers = evidence.recompute(RERUN_FUNCTION, asks, timeout=max_seconds * len(asks) + 120)
+    except Exception as exc:
+        return check.result(0, "the re-run failed: {}".format(str(exc)[:300]))
+    good, lines = 0, []
+    for exercise, answer in zip(groups, answers):
+        if "error" in answer:
+            lines.append("{}: not re-run ({})".format(exercise, answer["error"]))
+            continue
+        done = answer.get("ok", {})
+        problems = done.get("problems") or []
+        if problems:
+            lines.append("{}: re-running {} gave a different record: {}".format(
+                exercise, done.get("notebook"), "; ".join(problems[:3])))
+        else:
+            good += 1
+            lines.append("{}: {} re-run in {} s with the lab book's notebook agrees (timings skipped)".format(
+                exercise, done.get("notebook"), done.get("seconds")))
+    return check.result(good / float(len(groups)), "; ".join(lines), where="portable: CPU")
+
+
 def grade_no_error(check: Check, evidence: Evidence) -> CheckResult:
     if evidence.status == "ok":
         return check.result(1, "every cell ran without an error")
@@ -394,15 +533,18 @@ def grade_no_error(check: Check, evidence: Evidence) -> CheckResult:
 
 # type -> (grader, required fields, optional fields with their types)
 CHECK_TYPES: Dict[str, Tuple[Callable[[Check, Evidence], CheckResult], Dict[str, Any], Dict[str, Any]]] = {
-    "record": (grade_record, {"metric": str},
+    "record": (grade_record, {"metric": (str, list)},
                {"exercise": str, "where": dict, "min": _NUMBER, "max": _NUMBER, "partial": _NUMBER,
-                "recompute": str, "tolerance": _NUMBER}),
-    "runs": (grade_runs, {"exercise": str, "parameter": str},
-             {"at_least": int, "default": object, "where": dict, "recompute": str, "tolerance": _NUMBER}),
+                "recompute": str, "tolerance": _NUMBER, "evidence": str, "portable_points": _NUMBER}),
+    "runs": (grade_runs, {"exercise": str, "parameter": (str, list)},
+             {"at_least": int, "default": object, "where": dict, "recompute": str, "tolerance": _NUMBER,
+              "evidence": str, "portable_points": _NUMBER}),
     "answer": (grade_answer, {"heading": str}, {"min_words": int, "template_text": str, "partial": bool}),
     "reproduce": (grade_reproduce, {}, {"exercise": str, "where": dict, "tolerance": _NUMBER, "metrics": list}),
+    "rerun": (grade_rerun, {}, {"exercise": (str, list), "where": dict, "max_seconds": _NUMBER, "tolerance": _NUMBER}),
     "no_error": (grade_no_error, {}, {}),
 }
+EVIDENCE_KINDS = ("any", "testbed")
 
 _TOP = {"title": str, "template": str, "checks": list, "description": str}
 
@@ -437,6 +579,8 @@ class Rubric:
 
 
 def _type_name(kind: Any) -> str:
+    if kind == (str, list):
+        return "a name or a list of names"
     if isinstance(kind, tuple):
         return "a number"
     return {str: "text", bool: "true or false", int: "a whole number", dict: "a mapping", list: "a list",
@@ -520,6 +664,19 @@ def load_rubric(path: str) -> Rubric:
             raise fail(item.key_lines["partial"], "check '{}': partial is a fraction of the points, in [0, 1]".format(name))
         if "at_least" in item and item["at_least"] < 1:
             raise fail(item.key_lines["at_least"], "check '{}': at_least must be >= 1".format(name))
+        if "evidence" in item and item["evidence"] not in EVIDENCE_KINDS:
+            raise fail(item.key_lines["evidence"], "check '{}': evidence {!r}: allowed: {} (any: testbed and portable "
+                                                   "runs; testbed: testbed runs only)".format(
+                                                       name, item["evidence"], ", ".join(EVIDENCE_KINDS)))
+        if "portable_points" in item and not 0 <= item["portable_points"] <= item["points"]:
+            raise fail(item.key_lines["portable_points"], "check '{}': portable_points must be between 0 and the "
+                                                          "check's points ({})".format(name, item["points"]))
+        if "portable_points" in item and item.get("evidence") == "testbed":
+            raise fail(item.key_lines["portable_points"], "check '{}': portable_points has no effect with evidence: "
+                                                          "testbed (portable runs earn nothing)".format(name))
+        for key in ("parameter", "metric", "exercise"):
+            if isinstance(item.get(key), list) and (not item[key] or not all(isinstance(p, str) for p in item[key])):
+                raise fail(item.key_lines[key], "check '{}': {} is a name or a non-empty list of names".format(name, key))
         if "recompute" in item and ":" not in item["recompute"]:
             raise fail(item.key_lines["recompute"], "check '{}': recompute is 'module:function'".format(name))
         options = {k: (dict(v) if isinstance(v, dict) else v) for k, v in item.items() if k not in COMMON}

@@ -37,6 +37,7 @@ from labkit import results
 from labkit.grading import sandbox
 from labkit.grading.duplicates import record_fingerprints
 from labkit.grading.rubric import Evidence, Rubric, load_rubric
+from labkit.grading.where import where_it_ran
 
 __all__ = ["run_job", "execute_sandboxed", "ExecutionOutcome"]
 
@@ -273,11 +274,11 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     nbformat.write(nb, executed)
     fresh = _records(executed)
 
-    def recompute(function: str, params: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    def recompute(function: str, params: List[Dict[str, Any]], timeout: Optional[float] = None) -> List[Dict[str, Any]]:
         from labkit.grading.recompute import run_sandboxed
 
         prefix = launch_prefix(job["level"], workdir, conn_dir, job.get("hidden", []), limits, uid, job.get("cgroups", []))
-        return run_sandboxed(function, params, workdir, prefix, limits)
+        return run_sandboxed(function, params, workdir, prefix, limits, timeout=timeout)
 
     result["phases"]["execute_s"] = round(time.monotonic() - executing, 3)  # kernel start + cells + shutdown
     evidence = Evidence(submitted, submitted_records, fresh, outcome.status, outcome.reason, outcome.error,
@@ -306,6 +307,10 @@ def _finish(result: Dict[str, Any], rubric: Rubric, evidence: Evidence, job: Dic
     grading = time.monotonic()
     result["checks"] = [c.to_dict() for c in rubric.grade(evidence)]  # recomputation included
     result.setdefault("phases", {})["grade_s"] = round(time.monotonic() - grading, 3)
+    # Where each graded run ran, for the feedback page and the gradebook's "where" column.
+    result["runs"] = [{"name": name, "exercise": run.exercise, "where": where_it_ran(run)}
+                      for name, run in evidence.fresh_runs()]
+    result["where"] = ", ".join(sorted({r["where"] for r in result["runs"]}))
     result["total"] = round(sum(c["score"] for c in result["checks"]), 3)
     result["max_total"] = round(sum(c["points"] for c in result["checks"] if not c.get("skipped")), 3)
     result["seconds"] = round(time.monotonic() - started, 2)

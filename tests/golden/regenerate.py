@@ -5,7 +5,10 @@
 
 Each entry of tests/golden/golden.yml is executed with papermill at its small parameters,
 with the same environment `make test` gives nbval (text progress bars, MNIST from
-LABKIT_DATA_DIR), into tests/golden/<key>.ipynb.
+LABKIT_DATA_DIR), into tests/golden/<key>.ipynb. An entry with ``portable_runs: true`` (the
+homework) first makes, beside its golden copy, the runs a student without a testbed account
+hands in (``tests/grading/portable_student.py``: the lab book's notebooks, portably, at tiny
+sizes, into ``runs/<testbed>/``), so the golden homework is filled from portable runs.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+
+import shutil
 
 import papermill
 import yaml
@@ -40,6 +45,13 @@ def main(keys) -> int:
         source = ROOT / entry["notebook"]
         target = HERE / (key + ".ipynb")
         target.parent.mkdir(parents=True, exist_ok=True)
+        if entry.get("portable_runs"):
+            sys.path.insert(0, str(ROOT))
+            from tests.grading import portable_student
+
+            shutil.rmtree(str(target.parent / "runs"), ignore_errors=True)
+            print("golden: portable runs -> {}".format((target.parent / "runs").relative_to(ROOT)))
+            portable_student.make_runs(target.parent)
         print("golden: {} -> {}".format(source.relative_to(ROOT), target.relative_to(ROOT)))
         papermill.execute_notebook(
             str(source), str(target), parameters=entry.get("parameters") or {},

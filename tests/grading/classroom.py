@@ -88,7 +88,7 @@ def _answer_cells(nb) -> Dict[int, int]:
 
 def _section_cell(nb, testbed: str) -> int:
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and 'runs_from_logs(config.logs_dir, "{}")'.format(testbed) in cell.source:
+        if cell.cell_type == "code" and 'runs_for(config, "{}")'.format(testbed) in cell.source:
             return index
     raise LookupError(testbed)
 
@@ -108,7 +108,7 @@ def _with_outputs(nb, folder: Path, edit: Optional[Dict[str, Dict[str, float]]] 
     with _cwd(folder):
         for testbed in homework.TESTBEDS:
             cell = nb.cells[_section_cell(nb, testbed)]
-            runs = homework.runs_from_logs("logs", testbed, verbose=False)
+            runs = homework.runs_for(homework.HOMEWORK_SPEC.from_notebook({}), testbed, verbose=False)
             outputs = []
             for number, run in enumerate(runs, 1):
                 name = "{}_{}".format(testbed, number)
@@ -137,7 +137,7 @@ def _student(dest: Path, name: str, logs: List[str], answers: Dict[int, str], ou
     for testbed, source in (replace or {}).items():
         nb.cells[_section_cell(nb, testbed)].source = source
     for testbed, source in (after_testbed or {}).items():
-        nb.cells.insert(_section_cell(nb, testbed) + 2, new_code_cell(source))
+        nb.cells.insert(_section_cell(nb, testbed) + 1, new_code_cell(source))
     if before:
         nb.cells.insert(3, new_code_cell(before))
     if outputs:

@@ -34,7 +34,7 @@ def test_the_toy_rubric_loads_with_every_check_type():
        - name: a
          type: recordz
          points: 1
-     """, 3, ["unknown check type 'recordz'", "record, runs, answer, reproduce, no_error"]),
+     """, 3, ["unknown check type 'recordz'", "record, runs, answer, reproduce, rerun, no_error"]),
     ("""\
      checks:
        - name: a

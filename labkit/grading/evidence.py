@@ -1,0 +1,252 @@
+"""Trusted reading of lab-book notebooks and sweep folders handed in as homework evidence.
+
+    from labkit.grading import evidence
+    run, problems = evidence.notebook_run("runs/groq/seq64.ipynb")     # an executed lab-book notebook
+    rows = evidence.sweep_runs("runs/graphcore")                        # a `labkit sweep --out` folder
+
+Besides testbed logs, the homework accepts the lab book's own notebooks executed by
+``labkit run`` or ``labkit sweep``, on the testbed (the vendor path) or portably. A notebook's
+evidence is its main record, ``run``, read with :func:`labkit.results.read`, and it counts only
+when:
+
+- the notebook is a lab-book notebook of a homework exercise (its ``labkit.spec`` metadata);
+- it ran to the end (no error output, no papermill exception);
+- the parameters papermill injected are the ones the record says ran;
+- for a sweep, the row of ``results.csv`` that names the notebook holds the record's
+  parameters and metrics.
+
+The grader calls :func:`trusted_record` (through ``labkit.grading.recompute:from_evidence``) in
+a fresh sandboxed process, so a homework kernel that edits what it read, or replaces these
+functions, changes nothing. What a file says can still be edited by hand, consistently: that
+is what ``labkit grade --reproduce`` answers, by re-running one portable run per exercise
+with the lab book's own notebook (:func:`rerun_smallest`) and comparing the records with
+:func:`labkit.results.compare_records`, the golden notebooks' tolerances.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import tempfile
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from labkit import results
+from labkit.results import Run
+
+__all__ = ["SPECS", "MAIN_RECORD", "MANIFEST_NAME", "EvidenceError", "notebook_run", "sweep_runs", "trusted_record",
+           "lab_book_notebook", "rerun_smallest"]
+
+#: The lab-book notebooks the homework accepts, by exercise: the spec in their metadata.
+SPECS = {
+    "graphcore/mnist": "labkit.testbeds.graphcore:MNIST_SPEC",
+    "cerebras/bert_large": "labkit.testbeds.cerebras:BERT_SPEC",
+    "sambanova/bert_large": "labkit.testbeds.sambanova:BERT_SPEC",
+    "groq/bert_tiny": "labkit.testbeds.groq:BERT_TINY_SPEC",
+}
+#: The name every lab-book notebook records its run under.
+MAIN_RECORD = "run"
+_RESULTS_CSV = "results.csv"
+MANIFEST_NAME = "sweep.json"  # a folder holding it is a `labkit sweep --out` folder
+_FIXED = ("run", "status", "error", "duration", "notebook", "gpu")
+
+
+class EvidenceError(ValueError):
+    """A notebook or sweep folder that cannot count as evidence; the message says why."""
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+        a, b = float(a), float(b)
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+def _exercise_of(nb: Any) -> Optional[str]:
+    spec = (nb.metadata.get("labkit") or {}).get("spec")
+    for exercise, name in SPECS.items():
+        if spec == name:
+            return exercise
+    return None
+
+
+def notebook_run(path: str) -> Tuple[Run, Dict[str, Any]]:
+    """The main record of an executed lab-book notebook, and the notebook's papermill facts.
+
+    Raises :class:`EvidenceError` naming the file and what is wrong with it.
+    """
+    import nbformat
+
+    name = os.fspath(path)
+    try:
+        nb = nbformat.read(name, as_version=4)
+    except FileNotFoundError:
+        raise EvidenceError("{}: no such notebook".format(name)) from None
+    except Exception as exc:
+        raise EvidenceError("{}: not a readable notebook ({})".format(name, str(exc)[:200])) from None
+    exercise = _exercise_of(nb)
+    if exercise is None:
+        raise EvidenceError("{}: not an executed lab-book notebook of a homework exercise (its metadata names no "
+                            "labkit spec among {})".format(name, ", ".join(SPECS)))
+    read = results.read(name)
+    if read.error:
+        raise EvidenceError("{}: the notebook did not run to the end ({})".format(name, read.error[:200]))
+    data = read.records.get(MAIN_RECORD)
+    if not isinstance(data, dict) or "metrics" not in data:
+        raise EvidenceError("{}: no '{}' record: was the notebook executed (labkit run / labkit sweep)?".format(
+            name, MAIN_RECORD))
+    run = Run.from_dict(data)
+    if run.exercise != exercise:
+        raise EvidenceError("{}: the record is of {} but the notebook is the {} exercise".format(name, run.exercise, exercise))
+    papermill = nb.metadata.get("papermill") or {}
+    for key, value in (papermill.get("parameters") or {}).items():
+        if key in run.params and not _same(run.params[key], value) and key != "device":
+            raise EvidenceError("{}: the notebook ran with {} = {!r} but its record says {!r}".format(
+                name, key, value, run.params[key]))
+    facts = {"duration": papermill.get("duration"), "parameters": dict(papermill.get("parameters") or {}),
+             "exercise": exercise}
+    return run, facts
+
+
+def _number(text: str) -> Any:
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _row_problems(row: Mapping[str, str], run: Run) -> List[str]:
+    problems = []
+    for key, text in row.items():
+        if key in _FIXED or key is None or text == "":
+            continue
+        if key.startswith(MAIN_RECORD + "."):  # a notebook with several records: "run.global_rate"
+            key = key[len(MAIN_RECORD) + 1:]
+        if key in run.params:
+            wanted: Any = run.params[key]
+        elif key in run.metrics:
+            wanted = run.metrics[key]
+        else:
+            continue
+        value = _number(text)
+        if isinstance(wanted, bool) or isinstance(value, bool) or not isinstance(value, float):
+            ok = str(wanted) == str(value) if not isinstance(wanted, bool) else value is wanted
+        else:
+            ok = isinstance(wanted, (int, float)) and _same(float(wanted), value)
+        if not ok:
+            problems.append("{} = {} in {} but {!r} in the notebook".format(key, text, _RESULTS_CSV, wanted))
+    return problems
+
+
+def sweep_runs(folder: str) -> List[Tuple[str, Optional[Run], str]]:
+    """Every run of a sweep folder, as ``(notebook path, Run or None, problem)``, in results.csv order.
+
+    A run counts (its ``Run`` is given) when its row in results.csv agrees with the notebook's
+    record; otherwise ``problem`` says what differs, or why the run does not count (it failed).
+    """
+    folder = os.fspath(folder)
+    table = os.path.join(folder, _RESULTS_CSV)
+    if not os.path.isfile(table):
+        raise EvidenceError("{}: no {} (is the sweep finished? run the same `labkit sweep` command again)".format(
+            folder, _RESULTS_CSV))
+    with open(table, newline="") as f:
+        rows = list(csv.DictReader(f))
+    found: List[Tuple[str, Optional[Run], str]] = []
+    for row in rows:
+        notebook = os.path.join(folder, row.get("notebook") or "")
+        if row.get("status") not in ("complete", "diverged"):
+            found.append((notebook, None, "the run did not complete ({}: {})".format(row.get("status"), (row.get("error") or "")[:120])))
+            continue
+        try:
+            run, _facts = notebook_run(notebook)
+        except EvidenceError as exc:
+            found.append((notebook, None, str(exc)))
+            continue
+        problems = _row_problems(row, run)
+        found.append((notebook, None, "{} disagrees with the run's notebook: {}".format(table, "; ".join(problems[:3])))
+                     if problems else (notebook, run, ""))
+    return found
+
+
+def _sweep_folder(notebook: str) -> Optional[str]:
+    """The sweep folder holding ``notebook`` (``OUT/runs/NAME.ipynb``), if it is one."""
+    runs_dir = os.path.dirname(os.path.abspath(notebook))
+    out = os.path.dirname(runs_dir)
+    return out if os.path.basename(runs_dir) == "runs" and os.path.isfile(os.path.join(out, MANIFEST_NAME)) else None
+
+
+def trusted_record(params: Mapping[str, Any]) -> Dict[str, Any]:
+    """``{"params", "metrics"}`` of the notebook ``params['evidence']``, read with the checks above.
+
+    For a notebook inside a sweep folder, its results.csv row must agree too.
+    """
+    path = params.get("evidence")
+    if not isinstance(path, str):
+        raise EvidenceError("the record names no evidence notebook (params['evidence'])")
+    run, _facts = notebook_run(path)
+    sweep = _sweep_folder(path)
+    if sweep is not None:
+        mine = os.path.abspath(path)
+        for notebook, swept, problem in sweep_runs(sweep):
+            if os.path.abspath(notebook) == mine and problem:
+                raise EvidenceError(problem)
+    return {"params": dict(run.params), "metrics": dict(run.metrics)}
+
+
+def lab_book_notebook(exercise: str) -> str:
+    """The lab book's own notebook for ``exercise``, beside the installed labkit package."""
+    import labkit
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(labkit.__file__)))
+    path = os.path.join(root, "notebooks", exercise + ".ipynb")
+    if exercise not in SPECS or not os.path.isfile(path):
+        raise EvidenceError("the lab book's notebook for {} is not at {} (labkit must be installed from its "
+                            "repository, `pip install -e .`, to re-run portable runs)".format(exercise, path))
+    return path
+
+
+def rerun_smallest(params: Mapping[str, Any]) -> Dict[str, Any]:
+    """Re-run the shortest of ``params['candidates']`` (records' params) with the lab book's notebook.
+
+    Only portable CPU runs are candidates (a GPU or a testbed cannot be re-run here, and their
+    numbers would not compare). Returns ``{"notebook", "seconds", "problems"}``: problems is
+    empty when :func:`labkit.results.compare_records` finds the records equal within the
+    golden tolerances (timings are skipped).
+    """
+    from labkit.execute import run_notebook
+    from labkit.grading.where import PORTABLE_CPU, where_it_ran
+
+    limit = float(params.get("max_seconds", 300))
+    chosen = None
+    skipped: List[str] = []
+    for candidate in params.get("candidates") or []:
+        try:
+            run, facts = notebook_run(candidate.get("evidence"))
+        except EvidenceError as exc:
+            skipped.append(str(exc))
+            continue
+        seconds = facts["duration"] if isinstance(facts["duration"], (int, float)) else float("inf")
+        if where_it_ran(run) != PORTABLE_CPU or seconds > limit:
+            continue
+        if chosen is None or seconds < chosen[2]:
+            chosen = (candidate["evidence"], run, seconds, facts)
+    if chosen is None:
+        raise EvidenceError("no portable CPU run that took at most {:g} s to re-run{}".format(
+            limit, " ({})".format(skipped[0]) if skipped else ""))
+    path, run, _seconds, facts = chosen
+    with tempfile.TemporaryDirectory(prefix="labkit-rerun-") as tmp:
+        out = os.path.join(tmp, "rerun.ipynb")
+        outcome = run_notebook(lab_book_notebook(facts["exercise"]), out, facts["parameters"], cwd=tmp, check=False)
+        if outcome.status != "complete":
+            return {"notebook": path, "seconds": outcome.duration,
+                    "problems": ["the re-run ended with {}: {}".format(outcome.status, (outcome.error or "")[:200])]}
+        again = results.read(out).records.get(MAIN_RECORD)
+    if not isinstance(again, dict):
+        return {"notebook": path, "seconds": outcome.duration, "problems": ["the re-run recorded no run"]}
+    rtol = float(params.get("tolerance", 1e-6))
+    return {"notebook": path, "seconds": round(outcome.duration, 2),
+            "problems": results.compare_records(run.to_dict(), again, rtol=rtol)}

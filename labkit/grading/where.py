@@ -1,0 +1,48 @@
+"""Where a run ran, in the words every table, plot, feedback page and gradebook row uses.
+
+    from labkit.grading.where import where_it_ran
+    where_it_ran(run)          # "IPU", "CS-2", "SN30", "GroqChip", "portable: CPU" or "portable: GPU"
+
+A run read from a testbed log, or made through the vendor's stack (``Run.source`` "log" or
+"testbed"), is a measurement of the testbed and is labelled with its hardware. Any other run
+is labelled ``portable: CPU`` or ``portable: GPU``: a model of the exercise on a stand-in
+device, not a measurement of the testbed. The one function below decides it, from the run's
+``source``, its ``environment['device']`` and its ``params['device']``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Union
+
+from labkit.results import Run
+
+__all__ = ["where_it_ran", "is_portable", "HARDWARE", "PORTABLE_CPU", "PORTABLE_GPU"]
+
+#: The testbed's hardware, by the first part of the exercise name.
+HARDWARE = {"graphcore": "IPU", "cerebras": "CS-2", "sambanova": "SN30", "groq": "GroqChip", "comparison": "IPU"}
+PORTABLE_CPU = "portable: CPU"
+PORTABLE_GPU = "portable: GPU"
+_GPU_DEVICES = ("cuda", "mps", "gpu", "rocm", "xpu")
+
+
+def _as_run(run: Union[Run, Mapping[str, Any]]) -> Run:
+    return run if isinstance(run, Run) else Run.from_dict(run)
+
+
+def where_it_ran(run: Union[Run, Mapping[str, Any]]) -> str:
+    """The label of ``run`` (a :class:`Run` or its recorded dict); see the module docstring."""
+    run = _as_run(run)
+    testbed = run.exercise.split("/")[0]
+    device = str(run.environment.get("device") or run.params.get("device") or "").lower()
+    if run.source in ("log", "testbed"):
+        return HARDWARE.get(testbed, testbed)
+    if device.startswith("ipu"):  # the scaling study's IPU path records source "portable"
+        return "IPU"
+    # GroqFlow's host backends name their device in the metric names (cuda_accuracy, ...)
+    on_gpu = device.startswith(_GPU_DEVICES) or any(m.startswith("cuda_") for m in run.metrics)
+    return PORTABLE_GPU if on_gpu else PORTABLE_CPU
+
+
+def is_portable(run: Union[Run, Mapping[str, Any]]) -> bool:
+    """True for a run that models the exercise on a stand-in device rather than measuring the testbed."""
+    return where_it_ran(run).startswith("portable")
