@@ -141,16 +141,18 @@ def kind(number: Number) -> str:
 
 def spread(expected: str, actual: str) -> List[Tuple[str, str, str, float]]:
     """Every number of ``actual`` that differs from the golden ``expected``, as
-    ``(kind, golden text, actual text, difference)`` (relative for kind "relative", absolute
-    otherwise): what tests/golden/spread.py tabulates to set the tolerances. Empty when the
-    texts differ apart from their numbers."""
+    ``(kind, golden text, actual text, difference)``: the difference beyond one unit in the last
+    printed digit (what the tolerance must cover), relative for kind "relative", absolute
+    otherwise. What tests/golden/spread.py tabulates to set the tolerances. Empty when the texts
+    differ apart from their numbers."""
     if expected == actual or skeleton(expected) != skeleton(actual):
         return []
     found = []
     for want, got in zip(numbers(expected), numbers(actual)):
         if want.value != got.value:
             which = kind(want)
-            diff = abs(want.value - got.value)
+            rounding = 0.0 if which == "integer" else max(want.unit_in_last_place, got.unit_in_last_place)
+            diff = max(0.0, abs(want.value - got.value) - rounding)
             found.append((which, want.text, got.text, diff / abs(want.value) if which == "relative" else diff))
     return found
 
