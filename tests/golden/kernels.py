@@ -3,6 +3,7 @@
     make test-kernels                                   # what `make test` runs
     .venv/bin/python tests/golden/kernels.py            # the same
     .venv/bin/python tests/golden/kernels.py --list     # the passes it would run, and why
+    .venv/bin/python tests/golden/kernels.py --capability default --threads 1 tests/golden/groq/bert_tiny.ipynb
     .venv/bin/python tests/golden/kernels.py --spread-log /tmp/spread.jsonl   # also log every
                                                         # number that moved (tests/golden/spread.py)
 
@@ -103,12 +104,18 @@ def run_pass(python: str, env: Dict[str, str], label: str, notebooks: List[str])
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="print the passes and exit")
+    parser.add_argument("--capability", help="run only the passes of this capability (default, avx2, ...)")
+    parser.add_argument("--threads", type=int, help="run only the passes with this many threads")
     parser.add_argument("--spread-log", help="append every number that differs from its golden value here")
     parser.add_argument("notebooks", nargs="*", help="golden notebooks to replay (default: all of tests/golden)")
     args = parser.parse_args(argv)
     python = sys.executable
     best = best_capability(python)
-    plan = passes(best)
+    plan = [(c, t, e) for c, t, e in passes(best)
+            if args.capability in (None, c) and args.threads in (None, t)]
+    if not plan:
+        parser.error("no pass matches --capability {} --threads {}; passes here: {}".format(
+            args.capability, args.threads, passes(best)))
     print("test-kernels: best CPU capability here: {}; passes: {}".format(best, ", ".join(
         "{}/{} thread{}/{} cache".format(c, t, "s" if t > 1 else "", "empty" if e else "warm") for c, t, e in plan)))
     if args.list:

@@ -55,7 +55,8 @@ FRACTION_ATOL = 0.01
 RTOL = 0.01
 
 # A number on its own: not part of a word or identifier (layer1, cu130, 387ffc18), nor of a
-# version string (2.14.1), but "_" around it is sanitize.cfg's padding; with thousands separators (60,000) and an optional percent sign.
+# version string (2.14.1), though "_" beside it is sanitize.cfg's padding; with thousands
+# separators (60,000) and an optional percent sign.
 _NUMBER = re.compile(
     r"(?<![^\W_])(?<!\.)(?P<value>-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![^\W_]|\.\d)"
     r"(?P<percent>\s?%)?")
