@@ -14,7 +14,7 @@ export LABKIT_DATA_DIR := $(SHARED_MNIST)
 endif
 endif
 
-.PHONY: lab test setup golden bench clean
+.PHONY: lab test test-kernels setup golden bench clean
 
 setup: $(STAMP)
 
@@ -33,9 +33,15 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/vermin --target=3.8- --no-tips --violations --eval-annotations labkit
-	@# pytest exits 5 when it collected no tests: say so instead of failing obscurely
+	@# pytest exits 5 when it collected no tests: a broken collection must never look green
 	$(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/sanitize.cfg -p no:cacheprovider; \
-	status=$$?; if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests: 0 passed, 0 failed"; exit 0; fi; exit $$status
+	status=$$?; if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; exit $$status
+	$(MAKE) --no-print-directory test-kernels
+
+# Every golden notebook again under PyTorch's baseline and best CPU kernels, 1 and 2 threads,
+# empty and warm labkit cache (tests/golden/kernels.py says which passes and why).
+test-kernels: $(STAMP)
+	$(PY) tests/golden/kernels.py
 
 golden: $(STAMP)
 	$(PY) tests/golden/regenerate.py
