@@ -46,7 +46,7 @@ EXERCISES = {
                                       ("learning_rate", 0.5, "0.01"),
                                       ("scaling.display_table(local)", "results.record(scaling.as_run"),
                                       rounds=2),  # every configuration spawns fresh processes: slow
-    "homework/ai_testbeds": Exercise("notebooks/homework/ai_testbeds.ipynb", 'runs_from_logs(config.logs_dir, "graphcore")',
+    "homework/ai_testbeds": Exercise("notebooks/homework/ai_testbeds.ipynb", 'homework.runs_for(config, "graphcore")',
                                      ("logs_dir", "other_logs", "'logs'"), parameters={"logs_dir": "logs"}),
 }
 
