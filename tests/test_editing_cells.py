@@ -44,7 +44,8 @@ EXERCISES = {
                                ("groq.plot_latency(result)", "groq.make_run(")),
     "comparison/ipu_vs_gpu": Exercise("notebooks/comparison/ipu_vs_gpu.ipynb", "scaling.study(",
                                       ("learning_rate", 0.5, "0.01"),
-                                      ("scaling.display_table(local)", "results.record(scaling.as_run"),
+                                      ("scaling.load_reference(", "pd.concat([local, reference]", "scaling_report.plot_speedup(both)",
+                                       "results.record(scaling.as_run"),
                                       rounds=2),  # every configuration spawns fresh processes: slow
     "homework/ai_testbeds": Exercise("notebooks/homework/ai_testbeds.ipynb", 'homework.runs_for(config, "graphcore")',
                                      ("logs_dir", "other_logs", "'logs'"), parameters={"logs_dir": "logs"}),
