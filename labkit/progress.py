@@ -86,6 +86,10 @@ def bar(iterable: Optional[Iterable[Any]] = None, total: Optional[int] = None, d
     chosen = style()
     if chosen == "widget":
         from tqdm.notebook import tqdm
+
+        # One redraw a second: each costs the kernel a few ms of messages, and the browser
+        # (often on the same cores as the kernel) a re-layout; tqdm's 0.1 s made both 10x busier.
+        kwargs.setdefault("mininterval", 1.0)
         return tqdm(iterable, total=total, desc=desc, leave=leave, unit=unit, **kwargs)
     from tqdm import tqdm
 

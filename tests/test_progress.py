@@ -60,3 +60,13 @@ def test_only_the_parent_program_counts_not_words_in_its_arguments(monkeypatch):
                      "jupyter nbconvert --execute nb.ipynb", "/x/python -m labkit.grading.confine --nproc 9 --"):
         monkeypatch.setattr(progress, "_parent_command", lambda: headless)
         assert progress.style() == "text", headless
+
+
+def test_widget_bars_redraw_once_a_second(monkeypatch):
+    pytest.importorskip("ipywidgets")
+    monkeypatch.setenv("LABKIT_PROGRESS", "widget")
+    bar = progress.bar(total=3, desc="x")
+    try:
+        assert bar.mininterval == 1.0
+    finally:
+        bar.close()
