@@ -100,12 +100,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--train", type=int, default=None, help="max_train_samples (default: all 60,000)")
+    parser.add_argument("--test", type=int, default=None, help="max_test_samples (default: all 10,000)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--timeout", type=float, default=1800)
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
-    parameters = {"epochs": args.epochs, "device": "cpu", "max_train_samples": args.train}
+    parameters = {"epochs": args.epochs, "device": "cpu", "max_train_samples": args.train,
+                  "max_test_samples": args.test}
     work = Path(tempfile.mkdtemp(prefix="labkit-lab-bench-"))
     (work / "root").mkdir()
     (work / "state").mkdir()

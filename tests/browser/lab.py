@@ -142,7 +142,10 @@ class NotebookPage:
         self.page, self.lab, self.path = page, lab, path
 
     def open(self, timeout: float = 180) -> "NotebookPage":
-        self.page.goto("{}/lab/tree/{}?token={}".format(self.lab.url, self.path, self.lab.token),
+        # A workspace of its own, reset: JupyterLab would otherwise reopen every notebook an
+        # earlier page had open, each with a kernel of its own.
+        self.page.goto("{}/lab/workspaces/{}/tree/{}?reset&token={}".format(
+            self.lab.url, uuid.uuid4().hex[:12], self.path, self.lab.token),
                        timeout=timeout * 1000 * SLOWDOWN)
         # The panel shows one empty placeholder cell until the file's cells arrive.
         cells = len(json.loads((self.lab.root / self.path).read_text())["cells"])
