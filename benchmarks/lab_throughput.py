@@ -80,11 +80,12 @@ def run_in_lab(lab: Lab, context, notebook: Path, metrics: Path, keep_page: bool
     page = context.new_page()
     try:
         view = NotebookPage(page, lab, str(notebook.relative_to(lab.root))).open()
+        view.activate()
         page.locator(".lm-MenuBar-item", has_text="Run").first.click()
         page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
-        # Every cell's execute request is with the kernel once each prompt shows [*].
+        # Training has started (the config cell ran) before the page goes away.
         page.wait_for_function("() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]"
-                               ".every(p => /\\[[*0-9]/.test(p.innerText))")
+                               ".filter(p => /\\[[0-9]/.test(p.innerText)).length >= 2", timeout=600000)
         if not keep_page:
             page.close()
         result = wait_for(metrics, timeout)

@@ -186,11 +186,21 @@ class NotebookPage:
             raise AssertionError("the parameters cell reads {!r} after typing {!r}".format(typed, source))
         self.page.keyboard.press("Escape")  # command mode, as after editing
 
+    def activate(self) -> None:
+        """Give the notebook focus, in command mode, as a click on its first cell's margin does."""
+        self.cell(0).click(position={"x": 3, "y": 3})
+        self.page.keyboard.press("Escape")
+
     def run_all(self, timeout: float) -> float:
         """*Run > Run All Cells* from the menu bar; waits until no cell is queued or running."""
         start = time.monotonic()
+        self.activate()
         self.page.locator(".lm-MenuBar-item", has_text="Run").first.click()
         self.page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+        # Run All acts on the notebook with focus; a page opened and not yet clicked has none.
+        self.page.wait_for_function(
+            "() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell "
+            ".jp-InputPrompt')].some(p => /\\[[*0-9]/.test(p.innerText))", timeout=120000 * SLOWDOWN)
         deadline = start + timeout * SLOWDOWN
         quiet = 0
         while time.monotonic() < deadline:
@@ -204,7 +214,7 @@ class NotebookPage:
         raise AssertionError("{}: still running after {:.0f} s".format(self.path, timeout * SLOWDOWN))
 
     def save(self, timeout: float = 60) -> None:
-        self.panel().locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
+        self.activate()
         self.page.keyboard.press("Control+s")
         # The tab loses its dirty mark when the file is written.
         self.page.wait_for_function(
