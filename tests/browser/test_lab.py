@@ -67,6 +67,9 @@ def _type_parameters(notebook, copy, changes):
 
 def _finish(notebook, lab, artifacts, case, label):
     try:
+        # The screenshot shows the message where a notebook stopped, else its last cells.
+        stops = notebook.panel().locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+        (stops.first if stops.count() else notebook.panel().locator(".jp-Cell").last).scroll_into_view_if_needed()
         notebook.page.screenshot(path=str(artifacts / "{}-{}.png".format(case.key.replace("/", "-"), label)))
     finally:
         notebook.page.close()
