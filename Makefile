@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-EXTRAS := bert,groq,cluster,lab,test
+EXTRAS := bert,groq,cluster,lab,test,book
 STAMP := $(VENV)/.labkit-installed
 # MNIST staged beside the checkout (the course machines and CI) is used unless one is chosen.
 SHARED_MNIST := $(wildcard $(abspath ../shared/data/mnist))
@@ -14,7 +14,7 @@ export LABKIT_DATA_DIR := $(SHARED_MNIST)
 endif
 endif
 
-.PHONY: lab test test-kernels setup golden bench clean
+.PHONY: lab test test-kernels setup golden bench clean setup-browser test-browser book
 
 setup: $(STAMP)
 
@@ -48,6 +48,21 @@ golden: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/mnist_train.py
+
+# The lab book in a real browser (tests/browser): Debian's chromium (apt-get, as root like the
+# course CI) and Playwright's Python API; Playwright's own browser download is not used.
+setup-browser: $(STAMP)
+	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; } \
+		|| { echo "make setup-browser: could not install chromium (apt-get needs root)"; exit 1; }
+	$(PY) -m pip install --quiet -e '.[browser]'
+
+test-browser: $(STAMP)
+	LABKIT_BROWSER_TESTS=1 $(PY) -m pytest tests/browser -p no:cacheprovider
+
+# The static site of the golden notebooks and docs/ (Sphinx + myst-nb) into build/book/.
+book: $(STAMP)
+	$(PY) docs/book/build.py build/book
+	@echo "The lab book: build/book/index.html"
 
 clean:
 	rm -rf runs .pytest_cache

@@ -320,6 +320,8 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
     if cwd is None:
         cwd = os.path.dirname(notebook)
     kernel_env = dict(os.environ)
+    # Nobody watches a kernel started here: text bars whatever the parent (a Parsl worker too).
+    kernel_env.setdefault("LABKIT_PROGRESS", "text")
     kernel_env.update(env or {})
     engine = _register_engine()
     os.makedirs(os.path.dirname(os.path.abspath(output)) or ".", exist_ok=True)

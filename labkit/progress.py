@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, List, Optional
 
 __all__ = ["bar", "style"]
 
@@ -41,6 +41,28 @@ def _parent_command() -> str:
             return ""
 
 
+def _programs(command: str) -> List[str]:
+    """The names of what a command line runs: its executable and, for an interpreter or the
+    ``jupyter`` launcher, the script, ``-m`` module or subcommand after it.
+
+    Only these count, not every word: a notebook folder under ``/tmp/pytest-of-me/`` or a
+    checkout called ``labkit`` must not make JupyterLab's kernel look like papermill's.
+    """
+    words = command.split()
+    names = []
+    for i, word in enumerate(words):
+        if i and word.startswith("-") and word != "-m":
+            continue  # an interpreter option such as -X, -u
+        name = os.path.basename(word)
+        for suffix in (".py", ".exe"):
+            name = name[:-len(suffix)] if name.endswith(suffix) else name
+        if word != "-m":
+            names.append(name.split(".")[0].replace("jupyter-", ""))
+        if not (name.startswith("python") or name == "jupyter" or word == "-m" or name.startswith("-X")):
+            break
+    return names
+
+
 def style() -> str:
     """'widget', 'text' or 'off'."""
     chosen = os.environ.get("LABKIT_PROGRESS", "").strip().lower()
@@ -49,8 +71,7 @@ def style() -> str:
     if chosen != "widget":
         if not _in_kernel():
             return "text"
-        parent = _parent_command()
-        if any(name in parent for name in _HEADLESS_PARENTS):
+        if any(name in _HEADLESS_PARENTS for name in _programs(_parent_command())):
             return "text"
     try:
         import ipywidgets  # noqa: F401  (the widget bar needs it)
@@ -65,6 +86,10 @@ def bar(iterable: Optional[Iterable[Any]] = None, total: Optional[int] = None, d
     chosen = style()
     if chosen == "widget":
         from tqdm.notebook import tqdm
+
+        # One redraw a second: each costs the kernel a few ms of messages, and the browser
+        # (often on the same cores as the kernel) a re-layout; tqdm's 0.1 s made both 10x busier.
+        kwargs.setdefault("mininterval", 1.0)
         return tqdm(iterable, total=total, desc=desc, leave=leave, unit=unit, **kwargs)
     from tqdm import tqdm
 

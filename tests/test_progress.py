@@ -43,3 +43,30 @@ def test_kernels_started_by_papermill_are_headless(monkeypatch):
     assert progress.style() == "text"
     monkeypatch.setattr(progress, "_parent_command", lambda: "/usr/bin/python /usr/bin/jupyter-lab")
     assert progress.style() == "widget"
+
+
+def test_only_the_parent_program_counts_not_words_in_its_arguments(monkeypatch):
+    # JupyterLab serving a folder under /tmp/pytest-of-me/, or from a checkout named labkit,
+    # is still a person watching (the browser test found text bars in JupyterLab this way).
+    pytest.importorskip("ipywidgets")
+    monkeypatch.delenv("LABKIT_PROGRESS", raising=False)
+    monkeypatch.setattr(progress, "_in_kernel", lambda: True)
+    for lab in ("/home/me/labkit/.venv/bin/python /home/me/labkit/.venv/bin/jupyter-lab",
+                "/usr/bin/python3 /usr/bin/jupyter-lab --ServerApp.root_dir=/tmp/pytest-of-me/pytest-3/lab0"):
+        monkeypatch.setattr(progress, "_parent_command", lambda: lab)
+        assert progress.style() == "widget", lab
+    for headless in ("/x/.venv/bin/python /x/.venv/bin/labkit run nb.ipynb out.ipynb",
+                     "/usr/bin/python3 -Xfrozen_modules=off -m pytest tests", "/x/bin/papermill in.ipynb out.ipynb",
+                     "jupyter nbconvert --execute nb.ipynb", "/x/python -m labkit.grading.confine --nproc 9 --"):
+        monkeypatch.setattr(progress, "_parent_command", lambda: headless)
+        assert progress.style() == "text", headless
+
+
+def test_widget_bars_redraw_once_a_second(monkeypatch):
+    pytest.importorskip("ipywidgets")
+    monkeypatch.setenv("LABKIT_PROGRESS", "widget")
+    bar = progress.bar(total=3, desc="x")
+    try:
+        assert bar.mininterval == 1.0
+    finally:
+        bar.close()

@@ -52,7 +52,7 @@ from labkit.results import Run
 
 __all__ = ["BERT_SPEC", "run", "run_portable", "run_testbed", "read_log", "slurm_request", "SambaFlow",
            "compile_script", "run_script", "sambanova_host", "resolve_target", "throughput_table",
-           "plot_throughput", "sequences_per_second", "tokens_per_second", "MODEL_SIZES"]
+           "plot_throughput", "sequences_per_second", "tokens_per_second", "MODEL_SIZES", "TooBigForMemory"]
 
 EXERCISE = "sambanova/bert_large"
 #: labkit.bert's presets (tests/sambanova checks they stay equal).
@@ -230,6 +230,14 @@ def sequences_per_second(ntasks: int, batch_size: int, steps: int, seconds: floa
     return ntasks * batch_size * steps / seconds
 
 
+class TooBigForMemory(ParameterError, MemoryError):
+    """The portable run would not fit in this machine's memory: the parameters must shrink.
+
+    A ParameterError, so Jupyter shows its one message and no traceback (a student's Run All
+    with the testbed's defaults ends here), and a MemoryError for code that catches that.
+    """
+
+
 def _memory_estimate(config: Config, ranks: int) -> Tuple[float, float]:
     """Bytes one rank needs (weights, gradients, AdamW state, activations) and for all ranks.
 
@@ -309,13 +317,14 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     available = _available_memory(device_kind)
     needed = per_rank if device_kind == "cuda" else total
     if needed > 0.9 * available:
-        raise MemoryError(
-            "The portable run of model_size={!r} with ntasks={}, batch_size={}, max_seq_length={} needs about "
-            "{:.1f} GB{} but {:.1f} GB is available here: nothing was run. Use a smaller model_size ('tiny' or "
-            "'micro'), a smaller batch_size or fewer ntasks; the full-size run is for the testbed "
+        raise TooBigForMemory([
+            "model_size={!r} with ntasks={}, batch_size={}, max_seq_length={}: the portable run needs about "
+            "{:.0f} GB{} but {:.1f} GB is available here, so nothing was run. Allowed here: something smaller, e.g. "
+            "model_size='micro', ntasks=2, ntasks_per_node=2, batch_size=4, steps=4, max_seq_length=32 "
+            "('tiny' or 'micro' with a small batch_size and fewer ntasks); the full-size run is for the testbed "
             "(target='testbed') or for reading its log (log_path=...).".format(
                 config.model_size, ranks, config.batch_size, config.max_seq_length, needed / 1e9,
-                " per GPU" if device_kind == "cuda" else " for all ranks", available / 1e9))
+                " per GPU" if device_kind == "cuda" else " for all ranks", available / 1e9)], EXERCISE)
     # Every rank gets the same threads whatever ntasks is (as every rank on the testbed gets its
     # own tiles): the cores shared among the node's task slots, so a sweep over ntasks measures
     # scaling, not thread counts.

@@ -76,8 +76,12 @@ def test_rank_zero_trains_like_a_single_process_on_the_first_step():
 
 def test_a_run_that_cannot_fit_in_memory_is_refused_before_anything_starts():
     config = sambanova.BERT_SPEC.validate({"target": "portable", "device": "cpu"})  # BERT-Large, 16 x 256
-    with pytest.raises(MemoryError, match="model_size='large' with ntasks=16.*nothing was run.*'tiny' or 'micro'"):
+    with pytest.raises(MemoryError, match="model_size='large' with ntasks=16.*nothing was run.*'tiny' or 'micro'") as caught:
         sambanova.run(config, show=False)
+    # A ParameterError too: Jupyter shows the one message a student needs, not a traceback.
+    assert isinstance(caught.value, ParameterError)
+    shown = caught.value._render_traceback_()
+    assert len(shown) == 1 and "Traceback" not in shown[0] and "model_size='micro'" in shown[0]
 
 
 def test_asking_for_gpus_that_are_not_there_is_an_error():

@@ -1,0 +1,238 @@
+"""JupyterLab from the project's .venv, driven by Debian's chromium through Playwright.
+
+    make setup-browser     # apt-get install chromium; pip install playwright into .venv
+    make test-browser      # LABKIT_BROWSER_TESTS=1 pytest tests/browser
+
+Everything here does what a student does: open a notebook, click into the parameters cell,
+select its text and type new values, pick *Run > Run All Cells*, wait, save. The assertions
+then read both what the browser shows (DOM) and what JupyterLab saved (the .ipynb).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+VENV_BIN = Path(sys.executable).parent
+#: Playwright's own browser build cannot be downloaded here: the system's chromium is used.
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage"]
+#: Everything a slow, shared 2-core machine needs is scaled by this (LABKIT_BROWSER_SLOWDOWN).
+SLOWDOWN = float(os.environ.get("LABKIT_BROWSER_SLOWDOWN", "1") or 1)
+
+# JupyterLab settings for a quiet, deterministic page: no news/update pop-ups, every cell kept
+# in the DOM (no virtual scrolling) so outputs can be inspected, no autosave racing our save.
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
+                                                                       "checkForUpdates": False},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+}
+
+
+def chromium() -> Optional[str]:
+    chosen = os.environ.get("LABKIT_CHROMIUM")
+    for path in ([chosen] if chosen else []) + list(CHROMIUM_CANDIDATES):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """A `jupyter lab` server on a free loopback port, serving ``root``."""
+
+    def __init__(self, root: Path, state: Path, env: Optional[Dict[str, str]] = None):
+        self.root, self.state = root, state
+        self.token = uuid.uuid4().hex
+        self.env = dict(os.environ if env is None else env)
+        # The suite's conftest forces text bars for papermill runs; a student's lab has no such setting.
+        self.env.pop("LABKIT_PROGRESS", None)
+        self.env["PATH"] = str(VENV_BIN) + os.pathsep + self.env.get("PATH", "")
+        settings = state / "settings"
+        for name, values in LAB_SETTINGS.items():
+            path = settings / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
+        self.env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
+        self.env["JUPYTERLAB_WORKSPACES_DIR"] = str(state / "workspaces")
+        self.env["JUPYTER_RUNTIME_DIR"] = str(state / "runtime")
+        self.process: Optional[subprocess.Popen] = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:{}".format(self.port)
+
+    def start(self, timeout: float = 180) -> "Lab":
+        for _attempt in range(3):  # a port taken between free_port() and the bind: try another
+            self.port = free_port()
+            with open(self.state / "jupyter-lab.log", "ab") as log:
+                self.process = self._popen(log)
+            deadline = time.monotonic() + timeout * SLOWDOWN
+            while time.monotonic() < deadline and self.process.poll() is None:
+                try:
+                    self.api("GET", "/api/status")
+                    return self
+                except OSError:
+                    time.sleep(0.5)
+            self.stop()
+        log_tail = (self.state / "jupyter-lab.log").read_text(errors="replace")[-2000:]
+        raise RuntimeError("jupyter lab did not start; its log ends:\n" + log_tail)
+
+    def _popen(self, log) -> subprocess.Popen:
+        return subprocess.Popen(
+            [str(VENV_BIN / "jupyter-lab"), "--no-browser", "--ServerApp.ip=127.0.0.1",
+             "--ServerApp.port={}".format(self.port), "--ServerApp.port_retries=0",
+             "--IdentityProvider.token={}".format(self.token), "--ServerApp.root_dir={}".format(self.root),
+             "--LabServerApp.open_browser=False"] + (["--allow-root"] if os.geteuid() == 0 else []),
+            cwd=str(self.root), env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def api(self, method: str, path: str):
+        request = urllib.request.Request(self.url + path, method=method,
+                                         headers={"Authorization": "token " + self.token})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels(self) -> None:
+        for kernel in self.api("GET", "/api/kernels") or []:
+            self.api("DELETE", "/api/kernels/" + kernel["id"])
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+        self.process = None
+
+
+def copy_notebooks(target: Path) -> None:
+    """The notebooks folder as a student's checkout has it (no executed outputs, no runs)."""
+    shutil.copytree(str(ROOT / "notebooks"), str(target),
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+
+
+# --- the page -------------------------------------------------------------------------------
+class NotebookPage:
+    """One open notebook in a Playwright page, operated through the UI."""
+
+    def __init__(self, page, lab: Lab, path: str):
+        self.page, self.lab, self.path = page, lab, path
+
+    def open(self, timeout: float = 180) -> "NotebookPage":
+        # A workspace of its own, reset: JupyterLab would otherwise reopen every notebook an
+        # earlier page had open, each with a kernel of its own.
+        self.page.goto("{}/lab/workspaces/{}/tree/{}?reset&token={}".format(
+            self.lab.url, uuid.uuid4().hex[:12], self.path, self.lab.token),
+                       timeout=timeout * 1000 * SLOWDOWN)
+        # The panel shows one empty placeholder cell until the file's cells arrive.
+        cells = len(json.loads((self.lab.root / self.path).read_text())["cells"])
+        self.page.wait_for_function(
+            "n => document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell').length === n",
+            arg=cells, timeout=timeout * 1000 * SLOWDOWN)
+        self.wait_kernel_idle(timeout)
+        return self
+
+    def panel(self):
+        return self.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").first
+
+    def wait_kernel_idle(self, timeout: float) -> None:
+        self.page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator"
+                                    "[data-status='idle']", timeout=timeout * 1000 * SLOWDOWN)
+
+    def cell(self, index: int):
+        return self.panel().locator(".jp-Notebook .jp-Cell").nth(index)
+
+    def editor_text(self, index: int) -> str:
+        lines = self.cell(index).locator(".cm-content .cm-line").all_inner_texts()
+        return "\n".join(line.replace("\u200b", "") for line in lines)
+
+    def type_into_cell(self, index: int, source: str) -> None:
+        """Click into the cell, select all its text and type ``source`` over it, key by key."""
+        editor = self.cell(index).locator(".cm-content")
+        editor.click()
+        self.page.keyboard.press("Control+a")
+        self.page.keyboard.press("Delete")
+        for number, line in enumerate(source.split("\n")):
+            if number:
+                self.page.keyboard.press("Enter")
+                self.page.keyboard.press("Shift+Home")  # drop any auto-indent the editor added
+                self.page.keyboard.press("Delete")
+            self.page.keyboard.type(line)
+        typed = self.editor_text(index)
+        if typed.strip() != source.strip():
+            raise AssertionError("the parameters cell reads {!r} after typing {!r}".format(typed, source))
+        self.page.keyboard.press("Escape")  # command mode, as after editing
+
+    def activate(self) -> None:
+        """Give the notebook focus, in command mode, as a click on its first cell's margin does."""
+        self.cell(0).click(position={"x": 3, "y": 3})
+        self.page.keyboard.press("Escape")
+
+    def run_all(self, timeout: float) -> float:
+        """*Run > Run All Cells* from the menu bar; waits until no cell is queued or running."""
+        start = time.monotonic()
+        self.activate()
+        self.page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+        self.page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+        # Run All acts on the notebook with focus; a page opened and not yet clicked has none.
+        self.page.wait_for_function(
+            "() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell "
+            ".jp-InputPrompt')].some(p => /\\[[*0-9]/.test(p.innerText))", timeout=120000 * SLOWDOWN)
+        deadline = start + timeout * SLOWDOWN
+        quiet = 0
+        while time.monotonic() < deadline:
+            prompts = self.panel().locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+            busy = any("*" in p for p in prompts)
+            ran = any(any(ch.isdigit() for ch in p) for p in prompts)
+            quiet = quiet + 1 if (ran and not busy) else 0
+            if quiet >= 3:
+                return time.monotonic() - start - 2
+            time.sleep(1)
+        raise AssertionError("{}: still running after {:.0f} s".format(self.path, timeout * SLOWDOWN))
+
+    def save(self, timeout: float = 60) -> None:
+        self.activate()
+        self.page.keyboard.press("Control+s")
+        # The tab loses its dirty mark when the file is written.
+        self.page.wait_for_function(
+            "() => !document.querySelector('.lm-TabBar-tab.jp-mod-current.jp-mod-dirty')",
+            timeout=timeout * 1000 * SLOWDOWN)
+
+    # What the browser shows --------------------------------------------------------------
+    def progress_bars(self) -> List[Dict[str, str]]:
+        return self.panel().locator(".jupyter-widgets .progress .progress-bar").evaluate_all(
+            "els => els.map(e => ({cls: e.className, width: e.style.width}))")
+
+    def images(self) -> List[Dict[str, float]]:
+        return self.panel().locator(".jp-OutputArea-output img").evaluate_all(
+            "els => els.map(e => ({w: e.naturalWidth, h: e.naturalHeight, shown: e.getBoundingClientRect().width}))")
+
+    def html_tables(self) -> int:
+        return self.panel().locator(".jp-OutputArea-output.jp-RenderedHTMLCommon table").count()
+
+    def error_texts(self) -> List[str]:
+        return self.panel().locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+                                    ).all_inner_texts()
