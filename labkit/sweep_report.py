@@ -178,9 +178,8 @@ def _configurations(manifest: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def _values(frame, grid: List[str], config: Dict[str, Any], metric: str) -> List[float]:
-    mask = frame.index == frame.index  # all True
-    for name in grid:
-        mask = mask & frame[name].map(lambda v, want=config[name]: _same(v, want))
+    # a plain list of bools: pandas warns on bool & str when a column of an empty frame has string dtype
+    mask = [all(_same(row[name], config[name]) for name in grid) for _, row in frame.iterrows()]
     return [float(v) for v in frame.loc[mask, metric] if v is not None and not _isnan(v)]
 
 
