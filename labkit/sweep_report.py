@@ -109,7 +109,7 @@ def primary_metrics(frame) -> List[str]:
 def _contended(frame):
     if "timing_contended" not in frame:
         return frame.index != frame.index  # all False
-    return frame["timing_contended"].map(lambda v: v is True or str(v).lower() == "true")
+    return frame["timing_contended"].map(lambda v: v is True or str(v).lower() == "true").astype(bool)
 
 
 def numeric_metrics(frame, manifest: Dict[str, Any]) -> List[str]:
@@ -391,7 +391,7 @@ def write_plots(out: str) -> List[str]:
                 # every run beside its mean (shifted a little to the right so both stay visible)
                 runs = complete
                 for o, k in zip(others, key):
-                    runs = runs[runs[o].map(lambda v, want=k: _same(v, want))]
+                    runs = runs[runs[o].map(lambda v, want=k: _same(v, want)).astype(bool)]
                 shift = (lambda x: x * 1.08) if log else (lambda x: x + 0.06 * _step(xs))
                 for flag in (False, True):
                     chosen = runs[_contended(runs) == flag] if timing else (runs if not flag else runs.iloc[0:0])
