@@ -182,6 +182,11 @@ def test_interrupting_the_scaling_study_keeps_the_configurations_measured_and_no
 def test_interrupting_a_groq_evaluation_shows_one_line(tmp_path):
     with student("groq/bert_tiny", tmp_path, num_samples=None) as s:  # the whole set: long enough to stop
         s.run_through("groq.evaluate(config")
-        ran = s.execute(s.cell("groq.evaluate(config"), interrupt_after=1.0)
+        # On an idle machine the 80 sentences take well under a second: slow each batch down (the
+        # real engines still run) so that the interrupt lands while the evaluation is in progress.
+        s.execute("import time, labkit.progress as _p\n_bar = _p.bar\n"
+                  "def _slow(it, *a, **k):\n    for x in _bar(it, *a, **k):\n        time.sleep(0.05)\n        yield x\n"
+                  "_p.bar = _slow")
+        ran = s.execute(s.cell("groq.evaluate(config"), interrupt_when="inference")
         assert only_line(ran) == "interrupted: evaluate stopped before it had a result to show"
         assert s.leftover_children() == []
