@@ -136,7 +136,7 @@ def test_interrupting_the_data_parallel_sambanova_run_stops_its_ranks(tmp_path):
         s.run_through("sambanova.run(config)")
         ran = s.execute(s.cell("sambanova.run(config)"), interrupt_when="rank")  # the bar: "2 ranks x 400 steps"
         assert not ran.errors, ran.shown
-        assert re.search(r"^interrupted at (step \d+/400|before the first step)$", ran.text, re.M), ran.text
+        assert re.search(r"^interrupted (at step \d+/400|before the first step)$", ran.text, re.M), ran.text
         assert s.value("run.status") == "interrupted"
         assert s.leftover_children() == []
 
