@@ -18,7 +18,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["Run", "record", "read", "read_runs", "collect", "compare_records", "SCRAP_MIME", "NotebookResults"]
+__all__ = ["Run", "record", "read", "read_runs", "collect", "compare_records", "same_value", "SCRAP_MIME",
+           "NotebookResults"]
 
 SCRAP_MIME = "application/scrapbook.scrap.json+json"
 RECORD_VERSION = 1
@@ -179,6 +180,8 @@ class NotebookResults:
     parameters: Dict[str, Any]
     records: Dict[str, Any]
     error: Optional[str] = None
+    #: the notebook's metadata (papermill's facts, labkit's spec), for readers that need more than records
+    metadata: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def runs(self) -> List[Run]:
@@ -217,7 +220,7 @@ def read(path: Union[str, os.PathLike]) -> NotebookResults:
     papermill = nb.metadata.get("papermill", {})
     if error is None and papermill.get("exception"):
         error = "execution failed"
-    return NotebookResults(path, dict(papermill.get("parameters", {})), records, error)
+    return NotebookResults(path, dict(papermill.get("parameters", {})), records, error, dict(nb.metadata))
 
 
 def read_runs(paths: Iterable[Union[str, os.PathLike]]) -> List[Run]:
@@ -351,6 +354,11 @@ def compare_records(expected: Mapping[str, Any], actual: Mapping[str, Any], rtol
         if other is None or not same(name, series.get("y"), other.get("y")):
             problems.append("series {}: differs".format(name))
     return problems
+
+
+def same_value(a: Any, b: Any, rtol: float = 1e-9, atol: float = 1e-12) -> bool:
+    """Equal, numbers within ``atol + rtol * |a|`` (1 and 1.0 alike, NaN equal to NaN), lists item by item."""
+    return _close(a, b, rtol, atol)
 
 
 def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:

@@ -26,13 +26,12 @@ with the lab book's own notebook (:func:`rerun_smallest`) and comparing the reco
 from __future__ import annotations
 
 import csv
-import math
 import os
 import tempfile
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from labkit import results
-from labkit.results import Run
+from labkit.results import Run, same_value
 
 __all__ = ["SPECS", "MAIN_RECORD", "MANIFEST_NAME", "EvidenceError", "notebook_run", "sweep_runs", "trusted_record",
            "lab_book_notebook", "rerun_smallest"]
@@ -55,17 +54,8 @@ class EvidenceError(ValueError):
     """A notebook or sweep folder that cannot count as evidence; the message says why."""
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
-        a, b = float(a), float(b)
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-    return a == b
-
-
-def _exercise_of(nb: Any) -> Optional[str]:
-    spec = (nb.metadata.get("labkit") or {}).get("spec")
+def _exercise_of(metadata: Mapping[str, Any]) -> Optional[str]:
+    spec = (metadata.get("labkit") or {}).get("spec")
     for exercise, name in SPECS.items():
         if spec == name:
             return exercise
@@ -77,20 +67,15 @@ def notebook_run(path: str) -> Tuple[Run, Dict[str, Any]]:
 
     Raises :class:`EvidenceError` naming the file and what is wrong with it.
     """
-    import nbformat
-
     name = os.fspath(path)
     try:
-        nb = nbformat.read(name, as_version=4)
-    except FileNotFoundError:
-        raise EvidenceError("{}: no such notebook".format(name)) from None
-    except Exception as exc:
-        raise EvidenceError("{}: not a readable notebook ({})".format(name, str(exc)[:200])) from None
-    exercise = _exercise_of(nb)
+        read = results.read(name)  # its errors name the file and what is wrong with it
+    except (FileNotFoundError, ValueError) as exc:
+        raise EvidenceError(str(exc)[:300]) from None
+    exercise = _exercise_of(read.metadata)
     if exercise is None:
         raise EvidenceError("{}: not an executed lab-book notebook of a homework exercise (its metadata names no "
                             "labkit spec among {})".format(name, ", ".join(SPECS)))
-    read = results.read(name)
     if read.error:
         raise EvidenceError("{}: the notebook did not run to the end ({})".format(name, read.error[:200]))
     data = read.records.get(MAIN_RECORD)
@@ -100,12 +85,12 @@ def notebook_run(path: str) -> Tuple[Run, Dict[str, Any]]:
     run = Run.from_dict(data)
     if run.exercise != exercise:
         raise EvidenceError("{}: the record is of {} but the notebook is the {} exercise".format(name, run.exercise, exercise))
-    papermill = nb.metadata.get("papermill") or {}
-    for key, value in (papermill.get("parameters") or {}).items():
-        if key in run.params and not _same(run.params[key], value) and key != "device":
+    papermill = read.metadata.get("papermill") or {}
+    for key, value in read.parameters.items():
+        if key in run.params and not same_value(run.params[key], value) and key != "device":
             raise EvidenceError("{}: the notebook ran with {} = {!r} but its record says {!r}".format(
                 name, key, value, run.params[key]))
-    facts = {"duration": papermill.get("duration"), "parameters": dict(papermill.get("parameters") or {}),
+    facts = {"duration": papermill.get("duration"), "parameters": dict(read.parameters),
              "exercise": exercise}
     return run, facts
 
@@ -136,7 +121,7 @@ def _row_problems(row: Mapping[str, str], run: Run) -> List[str]:
         if isinstance(wanted, bool) or isinstance(value, bool) or not isinstance(value, float):
             ok = str(wanted) == str(value) if not isinstance(wanted, bool) else value is wanted
         else:
-            ok = isinstance(wanted, (int, float)) and _same(float(wanted), value)
+            ok = isinstance(wanted, (int, float)) and same_value(float(wanted), value)
         if not ok:
             problems.append("{} = {} in {} but {!r} in the notebook".format(key, text, _RESULTS_CSV, wanted))
     return problems
