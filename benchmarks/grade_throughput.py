@@ -100,8 +100,11 @@ def grade_once(subs: Path, out: Path, executor: str, workers: int) -> dict:
         raise RuntimeError("not every submission graded 9/9: {}".format(bad))
     cells = [r["cells_s"] for r in results.values()]
     overhead = [r["graded_s"] - r["cells_s"] for r in results.values()]
+    # where the time goes per submission (runner.run_job records each phase)
+    phases = {name: statistics.median(r["phases"][name] for r in results.values() if name in r.get("phases", {}))
+              for name in ("prepare_s", "execute_s", "grade_s")}
     return {"wall": wall, "per_sub": wall / len(results), "ideal": sum(cells) / workers,
-            "cells": statistics.median(cells), "overhead": statistics.median(overhead)}
+            "cells": statistics.median(cells), "overhead": statistics.median(overhead), "phases": phases}
 
 
 def bare_execution_s(notebook: Path) -> float:
@@ -129,8 +132,10 @@ def portable_class(students: int, repeats: int, steps: int) -> None:
             for label, executor, workers in MODES:
                 m = grade_once(subs, root / "out-{}-{}-{}".format(executor, workers, repeat), executor, workers)
                 runs[label].append(m)
-                print("  repeat {} {:<17}: {:6.2f} s/submission, wall/ideal x{:.2f}, labkit {:.2f} s/submission".format(
-                    repeat + 1, label, m["per_sub"], m["wall"] / m["ideal"], m["overhead"]), flush=True)
+                print("  repeat {} {:<17}: {:6.2f} s/submission, wall/ideal x{:.2f}, labkit {:.2f} s/submission "
+                      "(median prepare {prepare_s:.2f} s, execute {execute_s:.2f} s, grade {grade_s:.2f} s)".format(
+                          repeat + 1, label, m["per_sub"], m["wall"] / m["ideal"], m["overhead"], **m["phases"]),
+                      flush=True)
         print("isolation: {}, {} submissions, {} repeats (shared 2-core machine: medians [min-max])".format(
             sandbox.best_level(), students, repeats))
         print("| executor | s / submission | wall / ideal | notebook (cells) s | labkit's own s / submission |")

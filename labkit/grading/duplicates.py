@@ -110,13 +110,19 @@ def _has_timing(data: Mapping[str, Any]) -> bool:
                for u in units.values())
 
 
-def find_duplicates(results: Iterable[Mapping[str, Any]]) -> Dict[str, List[Tuple[str, List[str]]]]:
-    """student -> sorted [(what, [other students])] for every fingerprint shared with another student."""
+def _owners(results: Iterable[Mapping[str, Any]]) -> Dict[str, Dict[str, str]]:
+    """fingerprint -> {student: what it is} over every result's file and record fingerprints."""
     owners: Dict[str, Dict[str, str]] = {}
     for result in results:
         for key in ("fingerprints", "record_fingerprints"):
             for sha, what in (result.get(key) or {}).items():
                 owners.setdefault(sha, {}).setdefault(result["student"], what)
+    return owners
+
+
+def find_duplicates(results: Iterable[Mapping[str, Any]]) -> Dict[str, List[Tuple[str, List[str]]]]:
+    """student -> sorted [(what, [other students])] for every fingerprint shared with another student."""
+    owners = _owners(results)
     flags: Dict[str, List[Tuple[str, List[str]]]] = {}
     for by_student in owners.values():
         if len(by_student) < 2:
@@ -139,10 +145,6 @@ def gradebook_note(items: Sequence[Tuple[str, List[str]]]) -> str:
 
 def groups(results: Iterable[Mapping[str, Any]]) -> List[Tuple[str, List[str]]]:
     """[(what, [students])] for each piece of evidence more than one student handed in."""
-    owners: Dict[str, Dict[str, str]] = {}
-    for result in results:
-        for key in ("fingerprints", "record_fingerprints"):
-            for sha, what in (result.get(key) or {}).items():
-                owners.setdefault(sha, {}).setdefault(result["student"], what)
+    owners = _owners(results)
     found = [(sorted(set(by.values()))[0], sorted(by)) for by in owners.values() if len(by) > 1]
     return sorted(found, key=lambda g: (-len(g[1]), g[0]))

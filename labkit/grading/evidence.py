@@ -30,10 +30,10 @@ import os
 import tempfile
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from labkit import results
+from labkit import results, sweep
 from labkit.results import Run, same_value
 
-__all__ = ["SPECS", "MAIN_RECORD", "MANIFEST_NAME", "EvidenceError", "notebook_run", "sweep_runs", "trusted_record",
+__all__ = ["SPECS", "MAIN_RECORD", "EvidenceError", "notebook_run", "sweep_runs", "trusted_record",
            "lab_book_notebook", "rerun_smallest"]
 
 #: The lab-book notebooks the homework accepts, by exercise: the spec in their metadata.
@@ -46,7 +46,6 @@ SPECS = {
 #: The name every lab-book notebook records its run under.
 MAIN_RECORD = "run"
 _RESULTS_CSV = "results.csv"
-MANIFEST_NAME = "sweep.json"  # a folder holding it is a `labkit sweep --out` folder
 _FIXED = ("run", "status", "error", "duration", "notebook", "gpu")
 
 
@@ -133,35 +132,50 @@ def sweep_runs(folder: str) -> List[Tuple[str, Optional[Run], str]]:
     A run counts (its ``Run`` is given) when its row in results.csv agrees with the notebook's
     record; otherwise ``problem`` says what differs, or why the run does not count (it failed).
     """
-    folder = os.fspath(folder)
-    table = os.path.join(folder, _RESULTS_CSV)
-    if not os.path.isfile(table):
-        raise EvidenceError("{}: no {} (is the sweep finished? run the same `labkit sweep` command again)".format(
-            folder, _RESULTS_CSV))
-    with open(table, newline="") as f:
-        rows = list(csv.DictReader(f))
+    table, rows = _sweep_table(folder)
     found: List[Tuple[str, Optional[Run], str]] = []
-    for row in rows:
-        notebook = os.path.join(folder, row.get("notebook") or "")
-        if row.get("status") not in ("complete", "diverged"):
-            found.append((notebook, None, "the run did not complete ({}: {})".format(row.get("status"), (row.get("error") or "")[:120])))
+    for notebook, row in rows:
+        if row.get("status") not in _COUNTED:
+            found.append((notebook, None, _not_counted(row)))
             continue
         try:
             run, _facts = notebook_run(notebook)
         except EvidenceError as exc:
             found.append((notebook, None, str(exc)))
             continue
-        problems = _row_problems(row, run)
-        found.append((notebook, None, "{} disagrees with the run's notebook: {}".format(table, "; ".join(problems[:3])))
-                     if problems else (notebook, run, ""))
+        problem = _disagreement(table, row, run)
+        found.append((notebook, None, problem) if problem else (notebook, run, ""))
     return found
+
+
+_COUNTED = ("complete", "diverged")  # a sweep row whose run counts as evidence
+
+
+def _sweep_table(folder: str) -> Tuple[str, List[Tuple[str, Dict[str, str]]]]:
+    """results.csv of a sweep folder, and its rows with the path of each run's notebook."""
+    folder = os.fspath(folder)
+    table = os.path.join(folder, _RESULTS_CSV)
+    if not os.path.isfile(table):
+        raise EvidenceError("{}: no {} (is the sweep finished? run the same `labkit sweep` command again)".format(
+            folder, _RESULTS_CSV))
+    with open(table, newline="") as f:
+        return table, [(os.path.join(folder, row.get("notebook") or ""), row) for row in csv.DictReader(f)]
+
+
+def _not_counted(row: Mapping[str, str]) -> str:
+    return "the run did not complete ({}: {})".format(row.get("status"), (row.get("error") or "")[:120])
+
+
+def _disagreement(table: str, row: Mapping[str, str], run: Run) -> str:
+    problems = _row_problems(row, run)
+    return "{} disagrees with the run's notebook: {}".format(table, "; ".join(problems[:3])) if problems else ""
 
 
 def _sweep_folder(notebook: str) -> Optional[str]:
     """The sweep folder holding ``notebook`` (``OUT/runs/NAME.ipynb``), if it is one."""
     runs_dir = os.path.dirname(os.path.abspath(notebook))
     out = os.path.dirname(runs_dir)
-    return out if os.path.basename(runs_dir) == "runs" and os.path.isfile(os.path.join(out, MANIFEST_NAME)) else None
+    return out if os.path.basename(runs_dir) == sweep.RUNS and sweep.is_sweep(out) else None
 
 
 def trusted_record(params: Mapping[str, Any]) -> Dict[str, Any]:
@@ -173,12 +187,15 @@ def trusted_record(params: Mapping[str, Any]) -> Dict[str, Any]:
     if not isinstance(path, str):
         raise EvidenceError("the record names no evidence notebook (params['evidence'])")
     run, _facts = notebook_run(path)
-    sweep = _sweep_folder(path)
-    if sweep is not None:
+    folder = _sweep_folder(path)
+    if folder is not None:  # its own row of results.csv must agree (the other runs are not read)
         mine = os.path.abspath(path)
-        for notebook, swept, problem in sweep_runs(sweep):
-            if os.path.abspath(notebook) == mine and problem:
-                raise EvidenceError(problem)
+        table, rows = _sweep_table(folder)
+        for notebook, row in rows:
+            if os.path.abspath(notebook) == mine:
+                problem = _disagreement(table, row, run) if row.get("status") in _COUNTED else _not_counted(row)
+                if problem:
+                    raise EvidenceError(problem)
     return {"params": dict(run.params), "metrics": dict(run.metrics)}
 
 

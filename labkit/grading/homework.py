@@ -128,6 +128,7 @@ def runs_from_lab_book(runs_dir: str, testbed: str, verbose: bool = True) -> Lis
     A run that cannot count (a failed run, a results.csv that disagrees with its notebook, a
     notebook of another exercise) is listed with the reason and left out.
     """
+    from labkit import sweep
     from labkit.grading import evidence
 
     exercise = _testbed(testbed)
@@ -137,7 +138,7 @@ def runs_from_lab_book(runs_dir: str, testbed: str, verbose: bool = True) -> Lis
     found: List[Tuple[str, Any, str]] = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        if evidence.MANIFEST_NAME in files:  # a sweep folder: its results.csv, checked against its notebooks
+        if sweep.MANIFEST in files:  # a sweep folder: its results.csv, checked against its notebooks
             dirs[:] = []
             try:
                 found.extend(evidence.sweep_runs(root))
