@@ -58,7 +58,7 @@ def _programs(command: str) -> List[str]:
             name = name[:-len(suffix)] if name.endswith(suffix) else name
         if word != "-m":
             names.append(name.split(".")[0].replace("jupyter-", ""))
-        if not (name.startswith("python") or name == "jupyter" or word == "-m" or name.startswith("-X")):
+        if not (name.startswith("python") or name == "jupyter" or word == "-m"):
             break
     return names
 

@@ -94,6 +94,15 @@ class Run:
         """"interrupted: partial run" for an interrupted run (stopped by the student), else ""."""
         return "interrupted: partial run" if self.status == "interrupted" else ""
 
+    def mark_interrupted(self, line: str, consequence: str) -> None:
+        """Status ``interrupted`` and the one note format :meth:`stopped_at` reads.
+
+        ``line`` is what :func:`labkit.interrupts.where` printed ("interrupted at epoch 2/10, step 40/150");
+        ``consequence`` says what the partial run lacks.
+        """
+        self.status = "interrupted"
+        self.notes.append("{}{}: a partial run; {}".format(line[:1].upper(), line[1:], consequence))
+
     def stopped_at(self) -> str:
         """Where an interrupted run stopped ("epoch 2/10, step 40/150"), from its note; else ""."""
         for note in self.notes if self.status == "interrupted" else []:

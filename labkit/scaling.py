@@ -37,7 +37,7 @@ import time
 from typing import Any, Dict, List, Sequence
 
 from labkit.divergence import loss_divergence
-from labkit.scaling_models import build as build_model
+from labkit.scaling_models import build as build_model, model_choice
 
 __all__ = ["study", "measure", "load_reference", "plot_scaling", "display_table", "EXAMPLE_REFERENCE",
            "PUBLISHED_REFERENCE", "PUBLISHED_PROVENANCE", "REFERENCE_COLUMNS", "allowed_replicas", "diverged",
@@ -276,7 +276,7 @@ def study(replicas: Sequence[int], micro_batches: Sequence[int], images_per_epoc
 
     from labkit.progress import bar
 
-    build_model(model)  # an unknown name fails now, not in a spawned process
+    model_choice(model)  # an unknown name fails now, not in a spawned process
     device = _resolve_device(device)
     usable = allowed_replicas(replicas, device)
     skipped = [r for r in replicas if r not in usable]
@@ -368,8 +368,7 @@ def as_run(frame, params: Dict[str, Any]):
     measured = frame[frame["throughput"] == frame["throughput"]]
     run = Run("comparison/ipu_vs_gpu", params=dict(params))
     if frame.attrs.get("interrupted"):  # scaling.study stopped by the student: the configurations so far
-        run.status = "interrupted"
-        run.notes.append("Interrupted at {}: a partial study.".format(frame.attrs["interrupted"][len("interrupted at "):]))
+        run.mark_interrupted(frame.attrs["interrupted"], "only the configurations measured before it are in the study.")
     run.add_metric("best_throughput", float(complete["throughput"].max()) if len(complete) else float("nan"), "images/s")
     run.add_metric("configurations", int(len(frame)))
     run.add_metric("diverged", int((frame["status"] == "diverged").sum()))

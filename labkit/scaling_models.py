@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Tuple
 
-__all__ = ["MODELS", "build", "parameter_counts"]
+__all__ = ["MODELS", "build", "model_choice", "parameter_counts"]
 
 #: Model names the ``model`` parameter accepts, with what each is.
 MODELS = {
@@ -64,13 +64,16 @@ def _representative():
 _BUILDERS = {"representative": _representative, "small": _small}
 
 
+def model_choice(name: str) -> str:
+    """``name`` when it names a model; else a ValueError listing the allowed names."""
+    if name not in _BUILDERS:
+        raise ValueError("model = {!r}: unknown; allowed: {}".format(name, ", ".join(repr(m) for m in MODELS)))
+    return name
+
+
 def build(name: str):
     """A fresh model (torch.nn.Module) by name; frozen parameters have ``requires_grad=False``."""
-    try:
-        builder = _BUILDERS[name]
-    except KeyError:
-        raise ValueError("model = {!r}: unknown; allowed: {}".format(name, ", ".join(repr(m) for m in MODELS))) from None
-    return builder()
+    return _BUILDERS[model_choice(name)]()
 
 
 def parameter_counts(model) -> Tuple[int, int, int]:

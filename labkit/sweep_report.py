@@ -178,8 +178,11 @@ def _configurations(manifest: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def _values(frame, grid: List[str], config: Dict[str, Any], metric: str) -> List[float]:
-    # a plain list of bools: pandas warns on bool & str when a column of an empty frame has string dtype
-    mask = [all(_same(row[name], config[name]) for name in grid) for _, row in frame.iterrows()]
+    # a plain list of bools (pandas warns on bool & str when a column of an empty frame has string
+    # dtype), built from the columns' values, not row by row: cheap for a large grid
+    columns = [frame[name].tolist() for name in grid]
+    mask = [all(_same(v, config[name]) for v, name in zip(values, grid)) for values in zip(*columns)] \
+        if grid else [True] * len(frame)
     return [float(v) for v in frame.loc[mask, metric] if v is not None and not _isnan(v)]
 
 

@@ -12,7 +12,6 @@ becomes a note.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from datetime import datetime
@@ -20,7 +19,7 @@ from typing import Any, Dict, List, Optional
 
 from labkit.results import Run
 
-__all__ = ["LineReader", "new_run", "number", "clock_seconds", "timestamp", "stamp_text", "parse_stamp", "is_bad_loss",
+__all__ = ["LineReader", "new_run", "number", "clock_seconds", "timestamp", "stamp_text", "parse_stamp",
            "params_from_filename",
            "NUMBER", "dedupe_notes"]
 
@@ -152,10 +151,6 @@ def params_from_filename(path_or_name: str) -> Dict[str, Any]:
                     pass
                 break
     return found
-
-
-def is_bad_loss(value: Any) -> bool:
-    return isinstance(value, float) and not math.isfinite(value)
 
 
 def dedupe_notes(notes: List[str]) -> List[str]:

@@ -28,7 +28,7 @@ from typing import Dict, List, Optional
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, clock_seconds, new_run, number, params_from_filename
 from labkit.results import Run
-from labkit.testbeds.mnist_verdict import judge
+from labkit.mnist_verdict import judge
 
 __all__ = ["GraphcoreReader"]
 

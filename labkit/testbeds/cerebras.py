@@ -616,9 +616,7 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     run.params["batch_size"] = batch_size
     run.params["device"] = str(device)
     if result.interrupted:  # stopped by the student: what was measured so far
-        run.status = "interrupted"
-        run.notes.append(result.interrupted[0].upper() + result.interrupted[1:] + ": a partial run; its metrics "
-                         "cover only the steps before the interrupt.")
+        run.mark_interrupted(result.interrupted, "its metrics cover only the steps before the interrupt.")
     elif loss_divergence(result.losses):  # bert.train stops early only on a non-finite loss
         run.status = "diverged"
         run.notes.append(divergence_note(result.losses, where="step", advice="Lower learning_rate."))

@@ -189,7 +189,7 @@ def run_mnist(config: Config, verbose: bool = True) -> MnistResult:
 
 def _judge(run: Run) -> None:
     """Diverged by the one rule (labkit.divergence), or complete with a note when near chance."""
-    from labkit.testbeds.mnist_verdict import judge
+    from labkit.mnist_verdict import judge
 
     steps, per_step, epochs = (run.metrics.get("steps_per_epoch"), run.params.get("device_iterations"),
                                run.params.get("epochs"))
@@ -206,9 +206,8 @@ def finish_run(config: Config, device: Any, history: Any, test_accuracy: Optiona
     run.params["requested_device"] = config.device
     run.environment = devices.environment(None if device == "ipu" else device, extra_env)
     if getattr(history, "interrupted", ""):  # stopped by the student: what was measured so far
-        run.status = "interrupted"
-        run.notes.append(history.interrupted[0].upper() + history.interrupted[1:] + ": a partial run; its "
-                         "metrics cover only the steps before the interrupt, and there was no test pass.")
+        run.mark_interrupted(history.interrupted, "its metrics cover only the steps before the interrupt, and there "
+                                                  "was no test pass.")
         if not history.steps:
             return run
     last_epoch = [s for s in history.steps if s.epoch == history.steps[-1].epoch]

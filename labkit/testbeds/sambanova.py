@@ -425,11 +425,10 @@ def _interrupted_run(config: Config, ranks: int, steps_done: List[int], losses: 
     line = interrupts.where(step=steps_done[-1], steps=config.steps) if steps_done else interrupts.where()
     if show:
         print(line)
-    run_ = Run(EXERCISE, source="portable", status="interrupted")
+    run_ = Run(EXERCISE, source="portable")
     run_.params.update(config.to_dict())
     run_.params["ntasks"] = ranks
-    run_.notes.append(line[0].upper() + line[1:] + ": a partial run; the ranks were stopped, so there is no "
-                      "end-to-end time or throughput.")
+    run_.mark_interrupted(line, "the ranks were stopped, so there is no end-to-end time or throughput.")
     if losses:
         run_.add_metric("final_loss", losses[-1])
     run_.add_metric("steps", len(steps_done))

@@ -3,7 +3,7 @@
 Used by ``labkit.testbeds.graphcore`` (a run made here) and ``labkit.logs.graphcore`` (a run
 read from a testbed log), so both say the same words:
 
-    from labkit.testbeds.mnist_verdict import judge
+    from labkit.mnist_verdict import judge
     judge(run, updates=300, learning_rate=0.01)   # sets run.status and appends run.notes
 
 Only the loss decides *diverged* (:mod:`labkit.divergence`: NaN, infinite, or more than 10x its
