@@ -77,7 +77,7 @@ def reader_for(fmt: str, name: str = "<text>") -> LineReader:
     if fmt == "graphcore":
         from labkit.logs.graphcore import GraphcoreReader as cls
     elif fmt == "cerebras":
-        from labkit.logs.cerebras import CerebrasReader as cls
+        from labkit.testbeds.cerebras.log import CerebrasReader as cls
     elif fmt == "sambanova":
         from labkit.logs.sambanova import SambaNovaReader as cls
     elif fmt == "groq":
