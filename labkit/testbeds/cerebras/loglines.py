@@ -1,0 +1,45 @@
+"""The modelzoo's log lines: written by the portable run, recognised while a CS-2 run streams.
+
+The portable run prints the same lines as ``run.py CSX``, so :mod:`labkit.logs` reads both alike::
+
+    2024-05-02 10:00:00,123 INFO:   | Train Device=CPU, Step=10, Loss=9.50000, Rate=20.00 samples/sec, GlobalRate=19.91 samples/sec
+    2024-05-02 10:00:09,456 INFO:   Processed 160 sample(s) in 8.04 seconds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Optional
+
+__all__ = ["train_line", "processed_line", "info_line", "step_of"]
+
+
+def _stamp() -> str:
+    now = datetime.now()
+    return now.strftime("%Y-%m-%d %H:%M:%S") + ",{:03d}".format(now.microsecond // 1000)
+
+
+def train_line(device: str, step: int, loss: float, rate: float, global_rate: float, stamp: Optional[str] = None) -> str:
+    """A modelzoo training log line (``| Train Device=CSX, Step=100, Loss=9.50000, Rate=..., GlobalRate=...``)."""
+    return "{} INFO:   | Train Device={}, Step={}, Loss={:.5f}, Rate={:.2f} samples/sec, GlobalRate={:.2f} samples/sec".format(
+        stamp or _stamp(), device, step, loss, rate, global_rate)
+
+
+def processed_line(samples: int, seconds: float, stamp: Optional[str] = None) -> str:
+    """The modelzoo's last line: ``Processed N sample(s) in T seconds.``"""
+    return "{} INFO:   Processed {} sample(s) in {} seconds.".format(stamp or _stamp(), samples, repr(float(seconds)))
+
+
+def info_line(text: str) -> str:
+    """``text`` as a modelzoo INFO line, stamped now."""
+    return "{} INFO:   {}".format(_stamp(), text)
+
+
+def step_of(line: str) -> Optional[int]:
+    """The step of a ``| Train Device=..., Step=N, ...`` line; None for any other line."""
+    if "Train Device=" not in line:
+        return None
+    try:
+        return int(line.split("Step=", 1)[1].split(",", 1)[0])
+    except (IndexError, ValueError):
+        return None

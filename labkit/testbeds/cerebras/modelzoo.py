@@ -1,0 +1,143 @@
+"""The CS-2 path: the modelzoo's params YAML, the course's ``python run.py CSX ...`` command, the run.
+
+    from labkit.testbeds import cerebras
+    cerebras.write_params_yaml(config, template, "params.yaml")
+    cerebras.modelzoo_command("params.yaml", "model_dir", "/home/me/R_2.3.0/modelzoo")
+    run = cerebras.run_modelzoo(config, cerebras.cerebras_stack())
+
+Verified only on the testbed; here it is tested against a fake ``run.py`` that prints the real
+log format (tests/cerebras/fake_run.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from datetime import datetime
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from labkit import bert
+from labkit.params import Config
+from labkit.results import Run
+from labkit.testbeds.cerebras.host import CerebrasStack, template_path
+from labkit.testbeds.cerebras.loglines import step_of
+from labkit.testbeds.cerebras.metrics import read_log
+from labkit.testbeds.cerebras.stream import echo_above, stream_command
+
+__all__ = ["write_params_yaml", "modelzoo_command", "run_modelzoo"]
+
+
+#: modelzoo ``model:`` keys for each preset (hidden_size, num_hidden_layers, num_heads, filter_size).
+def _modelzoo_model(model_size: str) -> Dict[str, int]:
+    preset = bert.MODEL_SIZES[model_size]
+    return {"hidden_size": preset["hidden_size"], "num_hidden_layers": preset["num_hidden_layers"],
+            "num_heads": preset["num_attention_heads"], "filter_size": preset["intermediate_size"]}
+
+
+def write_params_yaml(config: Config, template: str, out_path: str) -> Dict[str, Any]:
+    """Write the modelzoo params file for ``config``: ``template`` with the run's choices.
+
+    Sets ``train_input.batch_size`` (the effective batch, split over the CS-2s),
+    ``train_input.micro_batch_size`` when given (else the compiler searches one),
+    ``runconfig.max_steps``, ``log_steps``, ``checkpoint_steps`` (= max_steps: one checkpoint
+    at the end, as the course's runs save), ``seed``, and the model's size when it is not
+    "large". Everything else (data, vocabulary, optimizer) stays as the template says.
+    Returns the params written.
+    """
+    import yaml
+
+    with open(template) as f:
+        params = yaml.safe_load(f) or {}
+    train_input = params.setdefault("train_input", {})
+    train_input["batch_size"] = config.batch_size
+    if config.micro_batch_size is not None:
+        train_input["micro_batch_size"] = config.micro_batch_size
+    runconfig = params.setdefault("runconfig", {})
+    runconfig.update({"max_steps": config.max_steps, "log_steps": config.log_steps,
+                      "checkpoint_steps": config.max_steps, "seed": config.seed})
+    if config.model_size != "large":
+        params.setdefault("model", {}).update(_modelzoo_model(config.model_size))
+    with open(out_path, "w") as f:
+        yaml.safe_dump(params, f, sort_keys=False)
+    return params
+
+
+def modelzoo_command(params_path: str, model_dir: str, modelzoo_dir: str, python: Optional[str] = None,
+                     num_csx: int = 1, num_workers_per_csx: int = 1, mount_dirs: Sequence[str] = ("/home/", "/software/"),
+                     compile_dir: Optional[str] = None, job_label: str = "name=bert_pt",
+                     mode: str = "train") -> List[str]:
+    """The course's ``run.py CSX`` command, as an argument list (run it from BERT's folder).
+
+    The course types::
+
+        python run.py CSX --job_labels name=bert_pt --params configs/bert_large_MSL128_sampleds.yaml
+            --num_workers_per_csx=1 --mode train --model_dir $MODEL_DIR --mount_dirs /home/ /software/
+            --python_paths /home/$(whoami)/R_2.3.0/modelzoo/ --compile_dir $(whoami)
+
+    labkit adds ``--num_csx=1`` (the default, said out loud). ``--mount_dirs`` are the
+    folders the cluster's workers mount (the data set and your home); ``--python_paths``
+    lets them import the modelzoo; ``--compile_dir`` keeps your compiles apart from others'.
+    """
+    if num_csx < 1 or num_workers_per_csx < 1:
+        raise ValueError("num_csx and num_workers_per_csx must be at least 1")
+    if compile_dir is None:
+        compile_dir = _user()
+    return [python or sys.executable, "run.py", "CSX",
+            "--job_labels", job_label,
+            "--params", params_path,
+            "--num_csx={}".format(num_csx),
+            "--num_workers_per_csx={}".format(num_workers_per_csx),
+            "--mode", mode,
+            "--model_dir", model_dir,
+            "--mount_dirs", *mount_dirs,
+            "--python_paths", modelzoo_dir,
+            "--compile_dir", compile_dir]
+
+
+def _user() -> str:
+    try:
+        import getpass
+
+        return getpass.getuser()
+    except Exception:  # no user name in some containers
+        return "labkit"
+
+
+def run_modelzoo(config: Config, stack: CerebrasStack, workdir: str = ".", python: Optional[str] = None,
+                 echo: Callable[[str], None] = print) -> Run:
+    """Train on the CS-2: params file, ``run.py CSX``, live log, metrics read from the log."""
+    from labkit.progress import bar
+
+    template = template_path(config, stack)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    workdir = os.path.abspath(workdir)
+    os.makedirs(workdir, exist_ok=True)
+    params_path = os.path.join(workdir, "params_bert_{}_bs{}_{}.yaml".format(config.model_size, config.batch_size, stamp))
+    write_params_yaml(config, template, params_path)
+    model_dir = os.path.join(os.path.abspath(config.model_dir), "bs{}-{}".format(config.batch_size, stamp))
+    command = modelzoo_command(params_path, model_dir, stack.modelzoo_dir, python=python)
+    log_path = os.path.join(workdir, "cerebras-bert-bs{}-{}.log".format(config.batch_size, stamp))
+    echo("$ cd {} && {}".format(stack.bert_dir, " ".join(shlex.quote(c) for c in command)))
+    progress = bar(total=config.max_steps, desc="CS-2 steps", unit="step")
+    done = [0]
+
+    def on_line(line: str) -> None:
+        step = step_of(line)
+        if step is not None and step > done[0]:
+            progress.update(step - done[0])
+            done[0] = step
+
+    try:
+        status = stream_command(command, stack.bert_dir, log_path, echo=echo_above(progress, echo), on_line=on_line)
+    finally:
+        progress.close()
+    run = read_log(log_path, config)
+    run.source = "testbed"
+    run.environment.update({"log_path": log_path, "params_path": params_path, "command": command,
+                            "modelzoo_dir": stack.modelzoo_dir})
+    if status != 0 and run.status == "complete":
+        run.status = "failed"
+    if status != 0:
+        run.notes.append("run.py exited with status {}; the log is {}.".format(status, log_path))
+    return run

@@ -1,0 +1,113 @@
+"""The portable path: :mod:`labkit.bert` trains BERT on a torch device, printing the modelzoo's log lines.
+
+    from labkit.testbeds import cerebras
+    run = cerebras.run_portable(config, device, log_path="portable.log")
+
+The lines in ``log_path`` read with :mod:`labkit.logs` as a CS-2 log does.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable, List, Optional
+
+from labkit import bert, devices, interrupts
+from labkit.divergence import divergence_note, loss_divergence
+from labkit.params import Config
+from labkit.results import Run
+from labkit.testbeds.cerebras.loglines import info_line, processed_line, train_line
+from labkit.testbeds.cerebras.metrics import add_train_metrics
+from labkit.testbeds.cerebras.spec import EXERCISE
+from labkit.testbeds.cerebras.stream import echo_above
+
+__all__ = ["run_portable"]
+
+
+def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, log_path: Optional[str] = None,
+                 echo: Callable[[str], None] = print, progress: bool = True) -> Run:
+    """Train the portable BERT as ``config`` says, printing modelzoo-format log lines.
+
+    The lines also go to ``log_path`` when given, so ``labkit.logs`` reads this run as it
+    reads a CS-2 log. Returns the run's record; ``warmup_time`` (the first step: allocation,
+    kernel selection; the CS-2's compile has no portable analogue) and ``setup_time``
+    (building the model) are kept apart from the throughput figures' meaning, though the
+    first step counts in GlobalRate as it does in the modelzoo's.
+    """
+    import torch
+
+    from labkit.progress import bar
+
+    batch_size = batch_size or config.batch_size
+    lines: List[str] = []
+    log = open(log_path, "w") if log_path else None
+
+    def emit(text: str, out: Callable[[str], None] = echo) -> None:
+        lines.append(text)
+        if log is not None:
+            log.write(text + "\n")
+            log.flush()
+        out(text)
+
+    try:
+        setup_start = time.perf_counter()
+        model = bert.build_model(config.model_size, config.max_seq_length, config.seed)
+        setup_time = time.perf_counter() - setup_start
+        preset = bert.MODEL_SIZES[config.model_size]
+        emit(info_line("Initializing module BertForPreTraining (labkit portable, transformers): model_size={}, {} layers, "
+                   "hidden {}, {} heads, {:.1f}M parameters".format(config.model_size, preset["num_hidden_layers"],
+                                                                    preset["hidden_size"], preset["num_attention_heads"],
+                                                                    bert.count_parameters(model) / 1e6)))
+        emit(info_line("Effective batch size is {}.".format(batch_size)))
+        if config.micro_batch_size and config.micro_batch_size < batch_size:
+            emit(info_line("Gradient accumulation: {} micro-batches of {} per step.".format(
+                batch_size // config.micro_batch_size, config.micro_batch_size)))
+        batches = bert.synthetic_batches(batch_size, config.max_seq_length, model.config.vocab_size, seed=config.seed)
+        device_label = getattr(device, "type", str(device)).upper()
+        pbar = bar(total=config.max_steps, desc="batch {}".format(batch_size), unit="step") if progress else None
+        above_bar = echo_above(pbar, echo) if pbar is not None else echo
+
+        def on_log(entry: bert.LogEntry) -> None:
+            emit(train_line(device_label, entry.step, entry.loss, entry.rate, entry.global_rate), above_bar)
+
+        try:
+            with interrupts.graceful() as stop:
+                result = bert.train(model, batches, config.max_steps, config.log_steps, device,
+                                    learning_rate=config.learning_rate, micro_batch_size=config.micro_batch_size,
+                                    seed=config.seed, on_log=on_log, progress=pbar or False, stop=stop)
+        finally:
+            if pbar is not None:
+                pbar.close()
+        if result.interrupted:
+            echo(result.interrupted)
+        completed = len(result.losses) == config.max_steps
+        if completed:
+            emit(info_line("Training completed successfully!"))
+        emit(processed_line(result.total_samples, result.total_time))
+    finally:
+        if log is not None:
+            log.close()
+
+    run = Run(exercise=EXERCISE, source="portable", params=config.to_dict())
+    run.params["batch_size"] = batch_size
+    run.params["device"] = str(device)
+    if result.interrupted:  # stopped by the student: what was measured so far
+        run.mark_interrupted(result.interrupted, "its metrics cover only the steps before the interrupt.")
+    elif loss_divergence(result.losses):  # bert.train stops early only on a non-finite loss
+        run.status = "diverged"
+        run.notes.append(divergence_note(result.losses, where="step", advice="Lower learning_rate."))
+    add_train_metrics(run, result)
+    run.add_series("loss", list(range(1, len(result.losses) + 1)), result.losses)
+    run.add_series("rate", [e.step for e in result.logs], [e.rate for e in result.logs])
+    run.add_series("global_rate", [e.step for e in result.logs], [e.global_rate for e in result.logs])
+    run.add_metric("setup_time", round(setup_time, 4), "s")
+    run.add_metric("warmup_time", round(result.warmup_time, 4), "s")
+    run.environment = devices.environment(device, {"parameters": bert.count_parameters(model)})
+    if log_path:
+        run.environment["log_path"] = os.path.abspath(log_path)
+    run.notes.append("Portable run: {} on synthetic masked-LM + next-sentence batches, not the CS-2. Rate and "
+                     "GlobalRate follow the modelzoo's definitions.".format(device))
+    del model
+    if getattr(device, "type", "") == "cuda":
+        torch.cuda.empty_cache()
+    return run

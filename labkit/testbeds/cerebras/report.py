@@ -1,0 +1,158 @@
+"""The exercise's tables and plots: one run's metrics and loss, the homework's batch-size comparison.
+
+    from labkit.testbeds import cerebras
+    cerebras.show(cerebras.metrics_table(run))       # each number beside its unit
+    cerebras.plot_loss(run)
+    table = cerebras.comparison_table(runs)
+    cerebras.show(table); cerebras.plot_comparison(table)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Dict, Optional, Sequence
+
+from labkit.results import Run
+from labkit.testbeds.cerebras.metrics import standardize
+
+__all__ = ["comparison_table", "plot_comparison", "metrics_table", "plot_loss", "show",
+           "TABLE_UNITS", "SHOWN_METRICS"]
+
+
+def comparison_table(runs: Sequence[Run]):
+    """Throughput and time per sample against batch size, one row per run, sorted by source and batch."""
+    import pandas as pd
+
+    rows = []
+    for run in runs:
+        m = standardize(run).metrics
+        rows.append({
+            "source": run.source + (" (interrupted: partial)" if run.partial() else ""),
+            "device": run.environment.get("device", run.params.get("device", "")),
+            "batch_size": run.params.get("batch_size"),
+            "samples_per_sec": m.get("samples_per_sec"),
+            "time_per_sample_ms": None if m.get("time_per_sample") is None else 1000.0 * m["time_per_sample"],
+            "final_loss": m.get("final_loss"),
+            "total_samples": m.get("total_samples"),
+            "total_time_s": m.get("total_time"),
+            "log": os.path.basename(str(run.environment.get("log_path", ""))) if run.source == "log" else "",
+        })
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        frame = frame.sort_values(["source", "batch_size"], kind="stable").reset_index(drop=True)
+    return frame
+
+
+def plot_comparison(table: Any):
+    """Two panels: samples/s and ms per sample against batch size, one line per source."""
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for (source, device), group in table.groupby(["source", "device"], sort=True):
+        label = "{} ({})".format(source, device) if device else source
+        group = group.sort_values("batch_size")
+        left.plot(group["batch_size"], group["samples_per_sec"], "o-", label=label)
+        right.plot(group["batch_size"], group["time_per_sample_ms"], "o-", label=label)
+    for ax, title in ((left, "throughput (GlobalRate)"), (right, "time per sample")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch size")
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+    left.set_ylabel("samples / s")
+    right.set_ylabel("ms / sample")
+    left.legend(fontsize="small")
+    fig.tight_layout()
+    return _show_once(fig)
+
+
+#: Units of the comparison table's columns (for :func:`show`).
+TABLE_UNITS = {"samples_per_sec": "samples/s", "time_per_sample_ms": "ms", "total_time_s": "s"}
+
+#: The metrics :func:`metrics_table` shows, in this order.
+SHOWN_METRICS = ("samples_per_sec", "time_per_sample", "final_loss", "total_samples", "total_time", "steps",
+                 "warmup_time", "setup_time", "compile_time", "last_rate")
+
+
+def metrics_table(run: Run):
+    """The run's main metrics as a table: metric, value, unit."""
+    import pandas as pd
+
+    rows = [{"metric": name, "value": run.metrics[name], "unit": run.units.get(name, "")}
+            for name in SHOWN_METRICS if name in run.metrics]
+    rows[:0] = [{"metric": name, "value": text, "unit": ""} for name, text in run.partial_rows()]
+    return pd.DataFrame(rows, columns=["metric", "value", "unit"], dtype=object)  # object: counts stay ints
+
+
+_COUNT_COLUMNS = ("batch_size", "total_samples", "steps")
+
+
+def _cell(value: Any, unit: str = "", count: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if count and isinstance(value, float) and value.is_integer():
+        value = int(value)  # a pandas column with a gap turns counts into floats
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        text = str(value)
+    elif isinstance(value, int):
+        text = str(value)
+    elif unit in ("samples/s", "samples/sec"):
+        text = "{:.2f}".format(value)
+    elif unit in ("s", "ms"):
+        text = "{:.4f}".format(value)
+    else:
+        text = "{:.5f}".format(value)
+    return text + (" " + unit if unit and text else "")
+
+
+def show(table: Any, units: Optional[Dict[str, str]] = None):
+    """A table for the notebook, with each number next to its unit (``19.91 samples/s``).
+
+    A metrics table (metric, value, unit) shows value and unit together; any other table
+    takes its columns' units from ``units`` (the comparison table's by default).
+    """
+    from IPython.display import HTML
+
+    frame = table.copy()
+    if list(frame.columns) == ["metric", "value", "unit"]:
+        frame["value"] = [_cell(v, u) for v, u in zip(frame["value"], frame["unit"])]
+        frame = frame.drop(columns="unit").set_index("metric")
+    else:
+        units = TABLE_UNITS if units is None else units
+        for column in frame.columns:
+            count = column in _COUNT_COLUMNS
+            frame[column] = [_cell(v, units.get(column, ""), count) for v in frame[column]]
+    return HTML(frame.to_html())
+
+
+def plot_loss(run: Run):
+    """The training loss against the step (every step for a portable run, every log step for a log)."""
+    import matplotlib.pyplot as plt
+
+    series = run.series.get("loss")
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    if series:
+        ax.plot(series["x"], series["y"], "-", marker="o" if len(series["x"]) <= 20 else None)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (masked LM + next sentence)")
+    ax.set_title("{} run, batch size {}".format(run.source, run.params.get("batch_size"))
+                 + run.partial_title())
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return _show_once(fig)
+
+
+def _show_once(fig: Any):
+    """In a kernel, display ``fig`` now and close it: exactly one copy whatever the matplotlib
+    backend (the inline backend would show a still-open figure again at the end of the cell)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - IPython comes with every kernel
+        return fig
+    if get_ipython() is not None:
+        import matplotlib.pyplot as plt
+
+        display(fig)
+        plt.close(fig)
+    return fig

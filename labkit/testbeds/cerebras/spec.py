@@ -1,0 +1,104 @@
+"""The Cerebras BERT-Large exercise's parameters: :data:`BERT_SPEC`, its defaults and checks.
+
+    from labkit.testbeds.cerebras import BERT_SPEC
+    config = BERT_SPEC.validate({"model_size": "micro", "batch_size": 8, "max_steps": 20, "log_steps": 10})
+
+The notebook reads it with ``BERT_SPEC.from_notebook(globals())`` (metadata
+``labkit.testbeds.cerebras:BERT_SPEC``); docs/cerebras.md lists every parameter.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from labkit import bert
+from labkit.params import PATH, Config, Param, Spec
+
+__all__ = ["EXERCISE", "DEFAULT_TEMPLATE", "MAX_STEPS", "LONG_RUN_SECONDS", "BERT_SPEC", "CEREBRAS_HELP"]
+
+EXERCISE = "cerebras/bert_large"
+
+#: Where the ALCF course keeps its BERT-Large params file (copied into the modelzoo's configs/).
+DEFAULT_TEMPLATE = "/software/cerebras/dataset/bert_large/bert_large_MSL128_sampleds.yaml"
+
+#: Most steps one run may ask for: the course runs 1000; the modelzoo's full MSL128 phase 72000.
+MAX_STEPS = 100000
+
+#: A portable run estimated to take longer than this is refused unless allow_long_run=True.
+LONG_RUN_SECONDS = 2 * 3600
+
+
+def _existing_file(value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    if not os.path.exists(value):
+        return "no such file (relative paths start from {})".format(os.getcwd())
+    if not os.path.isfile(value):
+        return "not a file"
+    return None
+
+
+def _existing_files(values: Any) -> Optional[str]:
+    for value in values or []:
+        problem = _existing_file(os.path.expanduser(value))
+        if problem:
+            return "{!r}: {}".format(value, problem)
+    return None
+
+
+def _positive_ints(values: Any) -> Optional[str]:
+    bad = [v for v in values or [] if v < 1 or v > 65536]
+    return "batch sizes must be between 1 and 65536, not {}".format(bad) if bad else None
+
+
+def _log_within_steps(config: Config):
+    if config.log_steps > config.max_steps:
+        return ("log_steps", "more than max_steps = {}, so no step would be logged; allowed: 1 to {}".format(
+            config.max_steps, config.max_steps))
+    return None
+
+
+def _micro_batch_divides(config: Config):
+    micro = config.micro_batch_size
+    if micro is not None and (micro > config.batch_size or config.batch_size % micro):
+        return ("micro_batch_size", "must divide batch_size = {} (gradient accumulation runs batch_size / "
+                "micro_batch_size micro-batches per step)".format(config.batch_size))
+    return None
+
+
+BERT_SPEC = Spec(
+    EXERCISE,
+    Param("batch_size", int, 1024, "samples per optimizer step (the modelzoo's effective batch size)", min=1, max=65536),
+    Param("max_steps", int, 1000, "optimizer steps (runconfig.max_steps)", min=1, max=MAX_STEPS),
+    Param("log_steps", int, 100, "log every this many steps (runconfig.log_steps)", min=1, max=MAX_STEPS),
+    Param("max_seq_length", int, 128, "tokens per sequence (MSL)", min=8, max=512),
+    Param("model_size", str, "large", "BERT preset: large on the CS-2; base, mini, tiny, micro elsewhere",
+          choices=tuple(bert.MODEL_SIZES)),
+    Param("target", str, "auto", "CSX (the modelzoo on a CS-2), cuda, mps, cpu, or auto",
+          choices=("auto", "CSX", "cuda", "mps", "cpu")),
+    Param("seed", int, 0, "seeds weights, data and dropout (runconfig.seed)", min=0, max=2**31 - 1),
+    Param("log_path", PATH, None, "read this CS-2 log instead of training", optional=True, check=_existing_file),
+    Param("learning_rate", float, 1e-4, "AdamW learning rate (portable runs)", min=0, min_exclusive=True, max=1.0),
+    Param("micro_batch_size", int, None, "gradient-accumulation micro-batch; None lets the CS-2 compiler search",
+          optional=True, min=1, max=65536),
+    Param("compare_batch_sizes", list, [], "homework: also train at these batch sizes here", item_type=int,
+          check=_positive_ints),
+    Param("compare_logs", list, [], "homework: CS-2 logs to compare (e.g. runs at 512, 1024, 2048)",
+          item_type=PATH, check=_existing_files),
+    Param("modelzoo_dir", PATH, None, "modelzoo checkout (found under ~/R_*/modelzoo when None)", optional=True),
+    Param("params_template", PATH, None, "params YAML to start from (the course's, when None)", optional=True,
+          check=_existing_file),
+    Param("model_dir", str, "model_dir_bert_large_pytorch", "where run.py writes checkpoints; each run gets "
+          "a new subfolder, so checkpoint autoloading never resumes an old run"),
+    Param("allow_long_run", bool, False, "allow a portable run estimated to take over 2 hours"),
+    checks=[_log_within_steps, _micro_batch_divides],
+)
+
+CEREBRAS_HELP = (
+    "The Cerebras path runs the modelzoo's `python run.py CSX ...` on a Cerebras user node. It needs the "
+    "`cerebras_pytorch` package (the course: `python3.8 -m venv venv_cerebras_pt; pip install "
+    "cerebras_pytorch==<release>`) and a modelzoo checkout (`git clone https://github.com/Cerebras/modelzoo` "
+    "and `git checkout Release_<release>`; pass its path as modelzoo_dir, or keep it under ~/R_<release>/modelzoo). "
+    "Elsewhere use target='auto', 'cuda', 'mps' or 'cpu' (the portable BERT), or log_path to read a CS-2 log."
+)
