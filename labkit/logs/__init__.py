@@ -79,7 +79,7 @@ def reader_for(fmt: str, name: str = "<text>") -> LineReader:
     elif fmt == "cerebras":
         from labkit.testbeds.cerebras.log import CerebrasReader as cls
     elif fmt == "sambanova":
-        from labkit.logs.sambanova import SambaNovaReader as cls
+        from labkit.testbeds.sambanova.log import SambaNovaReader as cls
     elif fmt == "groq":
         from labkit.logs.groq import GroqReader as cls
     elif fmt == "keras":

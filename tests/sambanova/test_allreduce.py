@@ -7,14 +7,14 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from labkit.testbeds.sambanova import _AllReduceOptimizer, _process_context
+from labkit.testbeds.sambanova.launch import AllReduceOptimizer, process_context
 
 
 def _rank(rank, world, port, results):
     store = dist.TCPStore("127.0.0.1", port, is_master=False, timeout=datetime.timedelta(seconds=60))
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
     weight = torch.nn.Parameter(torch.zeros(3))
-    optimizer = _AllReduceOptimizer(torch.optim.SGD([weight], lr=1.0), world)
+    optimizer = AllReduceOptimizer(torch.optim.SGD([weight], lr=1.0), world)
     optimizer.zero_grad()
     (weight * torch.tensor([1.0, 2.0, 3.0]) * (rank + 1)).sum().backward()  # gradient (r+1) x [1, 2, 3]
     optimizer.step()
@@ -26,7 +26,7 @@ def test_each_step_uses_the_mean_of_the_ranks_gradients():
     world = 2
     store = dist.TCPStore("127.0.0.1", 0, world_size=None, is_master=True, wait_for_workers=False,
                           timeout=datetime.timedelta(seconds=60))
-    context = _process_context(mp)  # the same fork server the portable run uses
+    context = process_context(mp)  # the same fork server the portable run uses
     results = context.Queue()
     procs = [context.Process(target=_rank, args=(r, world, store.port, results)) for r in range(world)]
     for p in procs:

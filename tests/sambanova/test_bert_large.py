@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from labkit import bert
+from labkit import bert, jobs
 from labkit.devices import DeviceError
 from labkit.params import ParameterError
 from labkit.testbeds import sambanova
@@ -48,7 +48,7 @@ def test_bad_parameters_are_explained(values, words):
 
 def test_the_32_task_homework_variant_is_valid_on_two_nodes():
     config = sambanova.BERT_SPEC.validate({"ntasks": 32, "nodes": 2})
-    assert sambanova.slurm_request(config).problems(sambanova.jobs.SN30) == []
+    assert sambanova.slurm_request(config).problems(jobs.SN30) == []
 
 
 def test_portable_data_parallel_run_reports_sambanova_metrics():

@@ -1,0 +1,48 @@
+"""One run where ``target`` says (the testbed job, the portable ranks, or a log), and the
+homework's runs: one more per ``sweep_ntasks`` value plus the ``compare_logs``.
+
+    from labkit.testbeds import sambanova
+    run = sambanova.run(config)
+    runs = sambanova.homework_runs(config, run)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, List
+
+from labkit.interrupts import run_step
+from labkit.params import Config
+from labkit.results import Run
+from labkit.testbeds.sambanova.host import SambaFlow, resolve_target
+from labkit.testbeds.sambanova.portable import run_portable
+from labkit.testbeds.sambanova.testbed import read_log, run_testbed
+
+__all__ = ["run", "homework_runs"]
+
+
+@run_step
+def run(config: Config, setup: SambaFlow = SambaFlow(), **options: Any) -> Run:
+    """Run the exercise where ``config.target`` says (see labkit.testbeds.sambanova's docstring)."""
+    target = resolve_target(config, setup)
+    if target == "log":
+        return read_log(config.log_path, config)
+    if target == "testbed":
+        return run_testbed(config, setup=setup, **options)
+    return run_portable(config, **options)
+
+
+
+def homework_runs(config: Config, first: Run, setup: SambaFlow = SambaFlow(), show: bool = True) -> List[Run]:
+    """``first``, one more run per ``config.sweep_ntasks`` value (same target and parameters),
+    and the runs in ``config.compare_logs``."""
+    runs = [first]
+    target = first.source
+    for n in config.sweep_ntasks:
+        changed = config.replace(ntasks=n, log_path=None,
+                                 target="testbed" if target == "testbed" else "portable")
+        runs.append(run(changed, setup=setup, show=show))
+        if runs[-1].status == "interrupted":  # the student stopped it: no more runs
+            break
+    runs.extend(read_log(os.path.expanduser(p)) for p in config.compare_logs)
+    return runs

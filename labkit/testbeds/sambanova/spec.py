@@ -1,0 +1,113 @@
+"""The SambaNova BERT-Large exercise's parameters: the spec, its checks, and the sbatch request.
+
+    from labkit.testbeds.sambanova import BERT_SPEC
+    config = BERT_SPEC.validate({"ntasks": 2, "model_size": "micro", "steps": 5})
+    print(describe_request(config))      # the course's sbatch line for these parameters
+
+Every target checks the request against ALCF's SN30 nodes (labkit.jobs.SN30), so the portable
+run keeps the exercise's meaning.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional, Tuple
+
+from labkit import jobs
+from labkit.params import PATH, Config, Param, Spec
+
+__all__ = ["EXERCISE", "MODEL_SIZES", "TARGETS", "COURSE_LEARNING_RATE", "BERT_SPEC", "slurm_request",
+           "describe_request"]
+
+EXERCISE = "sambanova/bert_large"
+#: labkit.bert's presets (tests/sambanova checks they stay equal).
+MODEL_SIZES = ("large", "base", "mini", "tiny", "micro")
+TARGETS = ("auto", "testbed", "portable", "log")
+#: Learning rate of the course's BertLarge_run.sh.
+COURSE_LEARNING_RATE = 0.000175
+
+
+def _log_path_exists(value: Optional[str]) -> Optional[str]:
+    if value is not None and not os.path.exists(value):
+        return "no such file"
+    return None
+
+
+BERT_SPEC = Spec(
+    EXERCISE,
+    Param("ntasks", int, 16, min=1, max=4096, help="sbatch --ntasks: data-parallel ranks (SambaFlow processes)"),
+    Param("ntasks_per_node", int, 16, min=1, max=1024, help="sbatch --ntasks-per-node"),
+    Param("nodes", int, 1, min=1, max=64, help="sbatch --nodes"),
+    Param("cpus_per_task", int, 8, min=1, max=1024, help="sbatch --cpus-per-task"),
+    Param("rdus_per_node", int, 8, min=1, max=64, help="sbatch --gres=rdu:N (RDUs per node)"),
+    Param("num_tiles", int, 4, choices=(1, 2, 4, 8), help="SambaFlow compile --num-tiles: RDU tiles per rank"),
+    Param("batch_size", int, 256, min=1, max=65536, help="per-rank batch (-b)"),
+    Param("steps", int, 505, min=1, max=250000, help="--steps_this_run: steps every rank runs"),
+    Param("max_seq_length", int, 128, min=8, max=512, help="--max_seq_length"),
+    Param("model_size", str, "large", choices=MODEL_SIZES,
+          help="BERT preset; the testbed compiles 'large' only, the portable run takes any"),
+    Param("learning_rate", float, COURSE_LEARNING_RATE, min=0, min_exclusive=True, max=1.0),
+    Param("target", str, "auto", choices=TARGETS,
+          help="auto: log if log_path is given, the testbed on a SambaNova node, else portable"),
+    Param("device", str, "auto", choices=("auto", "cuda", "cpu"), help="portable run: GPUs (NCCL) or CPU (gloo)"),
+    Param("seed", int, 0, min=0, max=2 ** 31 - 1),
+    Param("log_path", PATH, None, optional=True, check=_log_path_exists,
+          help="a SambaNova training log (or slurm-<id>.out) to read instead of running"),
+    Param("work_dir", str, "~/BertLarge", help="testbed: where the PEF, scripts and logs go (the course's ~/BertLarge)"),
+    Param("sweep_ntasks", list, [], item_type=int, help="extra ntasks values to run for the homework plot"),
+    Param("compare_logs", list, [], item_type=str, help="testbed training logs to add to the homework plot"),
+    checks=[],
+)
+
+
+def slurm_request(config: Config, output: Optional[str] = None) -> jobs.SlurmRequest:
+    """The ``sbatch`` request of the course's BertLarge.sh, from the parameters."""
+    return jobs.SlurmRequest(ntasks=config.ntasks, ntasks_per_node=config.ntasks_per_node, nodes=config.nodes,
+                             cpus_per_task=config.cpus_per_task, gres="rdu:{}".format(config.rdus_per_node),
+                             tiles_per_task=config.num_tiles, output=output, job_name="BertLarge_run.sh")
+
+
+def _check_slurm_request(config: Config) -> Optional[Tuple[str, str]]:
+    """The job must fit ALCF's SN30 nodes (8 RDUs of 8 tiles, 128 CPUs), on any target: the
+    portable run keeps the exercise's meaning, so a request the testbed refuses is refused here."""
+    problems = slurm_request(config).problems(jobs.SN30)
+    if not problems:
+        return None
+    first = problems[0]
+    name = ("rdus_per_node" if "--gres=rdu" in first else "num_tiles" if "tiles" in first else
+            "cpus_per_task" if "CPUs" in first else "nodes" if first.startswith("--nodes") else "ntasks")
+    return name, "this sbatch request cannot run on an SN30 node: " + " ".join(problems)
+
+
+def _check_compare_logs(config: Config) -> Optional[Tuple[str, str]]:
+    missing = [p for p in config.compare_logs if not os.path.exists(os.path.expanduser(p))]
+    if missing:
+        return "compare_logs", "no such file: " + ", ".join(missing)
+    return None
+
+
+def _check_sweep(config: Config) -> Optional[Tuple[str, str]]:
+    bad = [n for n in config.sweep_ntasks if n < 1 or n > config.nodes * config.ntasks_per_node]
+    if bad:
+        return "sweep_ntasks", "{} outside 1..{} (nodes x ntasks_per_node)".format(bad, config.nodes * config.ntasks_per_node)
+    return None
+
+
+BERT_SPEC.checks.extend([_check_slurm_request, _check_compare_logs, _check_sweep])
+
+
+def describe_request(config: Config) -> str:
+    """The ``sbatch`` line of the course's BertLarge.sh for these parameters, and what it asks for."""
+    request = slurm_request(config)
+    return "\n".join([
+        "sbatch --ntasks {} --gres=rdu:{} --ntasks-per-node {} --nodes {} --cpus-per-task={} BertLarge_run.sh".format(
+            config.ntasks, config.rdus_per_node, config.ntasks_per_node, config.nodes, config.cpus_per_task),
+        "  {} task(s) on {} node(s), at most {} per node; {} CPUs per task".format(
+            config.ntasks, config.nodes, request.tasks_per_node(), config.cpus_per_task),
+        "  RDU tiles on a node: {} tasks x {} tiles = {} used, of {} RDUs x {} tiles = {} requested".format(
+            request.tasks_per_node(), config.num_tiles, (request.tasks_per_node() or 0) * config.num_tiles,
+            config.rdus_per_node, jobs.SN30.tiles_per_rdu, config.rdus_per_node * jobs.SN30.tiles_per_rdu),
+        "  fits an SN30 node: yes (labkit checked it against {} CPUs and {} RDUs per node)".format(
+            jobs.SN30.cpus_per_node, jobs.SN30.rdus_per_node),
+    ])
+
