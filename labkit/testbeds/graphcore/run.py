@@ -124,7 +124,7 @@ def model_summary():
     """The tutorial's network, layer by layer, as a table (the total is the last row)."""
     import pandas as pd
 
-    from labkit.models.mnist_cnn import Network, summary
+    from labkit.testbeds.graphcore.model import Network, summary
 
     rows = summary(Network())
     rows.append({"layer": "total", "type": "", "output shape": "", "parameters": sum(r["parameters"] for r in rows)})
@@ -168,9 +168,9 @@ def run_mnist(config: Config, verbose: bool = True) -> MnistResult:
         raise ValueError("The test set here has {} samples, fewer than test_batch_size = {}.".format(
             len(test_labels), config.test_batch_size))
     if device == "ipu":
-        from labkit.testbeds import graphcore_ipu as backend
+        from labkit.testbeds.graphcore import ipu as backend
     else:
-        from labkit.testbeds import graphcore_portable as backend
+        from labkit.testbeds.graphcore import portable as backend
     result = backend.run(config, device, train_images, train_labels, test_images, test_labels, say)
     run = result.run
     run.notes[:0] = notes
@@ -189,7 +189,7 @@ def run_mnist(config: Config, verbose: bool = True) -> MnistResult:
 
 def _judge(run: Run) -> None:
     """Diverged by the one rule (labkit.divergence), or complete with a note when near chance."""
-    from labkit.mnist_verdict import judge
+    from labkit.testbeds.graphcore.verdict import judge
 
     steps, per_step, epochs = (run.metrics.get("steps_per_epoch"), run.params.get("device_iterations"),
                                run.params.get("epochs"))
