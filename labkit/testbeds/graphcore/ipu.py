@@ -23,8 +23,11 @@ from labkit.params import Config
 from labkit.progress import bar
 from labkit.data.mnist import MEAN, STD
 from labkit.testbeds.graphcore import train as training
-from labkit.testbeds.graphcore.run import MnistResult, finish_run, progress_callbacks
+from labkit.testbeds.graphcore.progress_bars import progress_callbacks
+from labkit.testbeds.graphcore.result import MnistResult, finish_run
 from labkit.testbeds.graphcore.train import StepRecord, TrainHistory
+
+__all__ = ["run"]
 
 
 def _dataset(images: np.ndarray, labels: np.ndarray) -> torch.utils.data.TensorDataset:

@@ -11,7 +11,10 @@ from labkit import devices, interrupts
 from labkit.params import Config
 from labkit.progress import bar
 from labkit.testbeds.graphcore import train as training
-from labkit.testbeds.graphcore.run import MnistResult, finish_run, progress_callbacks
+from labkit.testbeds.graphcore.progress_bars import progress_callbacks
+from labkit.testbeds.graphcore.result import MnistResult, finish_run
+
+__all__ = ["run"]
 
 
 def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.ndarray,
