@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from labkit.data import load_mnist  # noqa: E402
-from labkit.models.mnist_cnn import Network, TrainingModelWithLoss  # noqa: E402
-from labkit.testbeds import mnist_portable  # noqa: E402
+from labkit.testbeds.graphcore.model import Network, TrainingModelWithLoss  # noqa: E402
+from labkit.testbeds.graphcore import train as training  # noqa: E402
 
 BATCH, ITERATIONS, LR, TEST_BATCH = 8, 50, 0.03, 80
 
@@ -81,12 +81,12 @@ def faithful_port(root: str, samples: int, seed: int):
 
 def labkit_path(data, samples: int, seed: int):
     device = torch.device("cpu")
-    model = mnist_portable.build_model(seed, device)
-    history = mnist_portable.train(
-        model, mnist_portable.to_tensor(data.train_images[:samples], device),
+    model = training.build_model(seed, device)
+    history = training.train(
+        model, training.to_tensor(data.train_images[:samples], device),
         torch.from_numpy(data.train_labels[:samples].copy()), epochs=1, batch_size=BATCH,
         device_iterations=ITERATIONS, learning_rate=LR, seed=seed)
-    accuracy, _ = mnist_portable.evaluate(model, mnist_portable.to_tensor(data.test_images, device),
+    accuracy, _ = training.evaluate(model, training.to_tensor(data.test_images, device),
                                           torch.from_numpy(data.test_labels.copy()), TEST_BATCH)
     return history.throughput, accuracy
 

@@ -9,7 +9,7 @@ A run diverged when its loss became NaN or infinite, or rose far above where it 
 (more than ``EXPLODE_FACTOR`` times the first finite loss, and above ``EXPLODE_FLOOR`` so that
 a loss wobbling near zero is not called an explosion). Nothing else is a divergence. In
 particular a run that merely ended near chance accuracy did *not* diverge: it is complete,
-and its exercise's notes say what is known (see ``labkit.mnist_verdict``).
+and its exercise's notes say what is known (see ``labkit.testbeds.graphcore.verdict``).
 
 Why 10 (checked by tests/test_divergence.py on every real log in ../shared/fixtures):
 

@@ -8,7 +8,7 @@ import torch
 
 from labkit import bert, interrupts
 from labkit.params import Param, Spec, StaleConfigError
-from labkit.testbeds import mnist_portable
+from labkit.testbeds.graphcore import train as training
 
 
 def test_first_interrupt_requests_a_stop_second_raises_and_the_handler_is_restored():
@@ -31,8 +31,8 @@ def test_where_reads_like_the_issue():
 def _mnist(stop, on_step):
     images = torch.randn(64, 1, 28, 28)
     labels = torch.randint(0, 10, (64,))
-    model = mnist_portable.build_model(0, torch.device("cpu"))
-    return mnist_portable.train(model, images, labels, epochs=3, batch_size=4, device_iterations=2, learning_rate=0.01,
+    model = training.build_model(0, torch.device("cpu"))
+    return training.train(model, images, labels, epochs=3, batch_size=4, device_iterations=2, learning_rate=0.01,
                                 seed=0, on_step=on_step, stop=stop)
 
 

@@ -75,7 +75,7 @@ class LogReport:
 def reader_for(fmt: str, name: str = "<text>") -> LineReader:
     """A fresh reader for format ``fmt``."""
     if fmt == "graphcore":
-        from labkit.logs.graphcore import GraphcoreReader as cls
+        from labkit.testbeds.graphcore.log import GraphcoreReader as cls
     elif fmt == "cerebras":
         from labkit.testbeds.cerebras.log import CerebrasReader as cls
     elif fmt == "sambanova":

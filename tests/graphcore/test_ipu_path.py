@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from labkit import devices
 from labkit.devices import DeviceError
 from labkit.testbeds import graphcore
 
@@ -25,7 +26,7 @@ def fake_poptorch(monkeypatch):
 
 
 def test_ipu_without_poptorch_says_how_to_get_it(monkeypatch):
-    monkeypatch.setattr(graphcore.devices, "module_available", lambda name: False)
+    monkeypatch.setattr(devices, "module_available", lambda name: False)
     with pytest.raises(DeviceError) as err:
         graphcore.choose_device("ipu")
     message = str(err.value)

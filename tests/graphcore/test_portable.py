@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from labkit.data import load_mnist
-from labkit.models.mnist_cnn import Network
-from labkit.testbeds import mnist_portable
+from labkit.testbeds.graphcore.model import Network
+from labkit.testbeds.graphcore import train as training
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +42,9 @@ def test_weights_equal_a_reference_loop_after_a_few_steps(mnist):
     # differently from the reference's, and more updates amplify that (torch 2.4: 8e-4 after 150).
     images, labels = mnist.train_images[:400], mnist.train_labels[:400]
     device = torch.device("cpu")
-    model = mnist_portable.build_model(7, device)
-    history = mnist_portable.train(
-        model, mnist_portable.to_tensor(images, device), torch.from_numpy(labels.copy()),
+    model = training.build_model(7, device)
+    history = training.train(
+        model, training.to_tensor(images, device), torch.from_numpy(labels.copy()),
         epochs=1, batch_size=8, device_iterations=25, learning_rate=0.05, seed=7)
     assert history.steps_per_epoch == 2 and len(history.steps) == 2
     expected = reference_weights(images, labels, steps=2, batch_size=8, device_iterations=25, lr=0.05, seed=7)
@@ -65,8 +65,8 @@ def test_last_incomplete_step_is_dropped():
     images = np.zeros((130, 28, 28), dtype=np.uint8)
     labels = np.zeros(130, dtype=np.int64)
     device = torch.device("cpu")
-    model = mnist_portable.build_model(0, device)
-    history = mnist_portable.train(model, mnist_portable.to_tensor(images, device), torch.from_numpy(labels),
+    model = training.build_model(0, device)
+    history = training.train(model, training.to_tensor(images, device), torch.from_numpy(labels),
                                    epochs=2, batch_size=4, device_iterations=8, learning_rate=0.01, seed=0)
     assert history.steps_per_epoch == 4 and history.samples_per_epoch == 128
     assert [s.epoch for s in history.steps] == [1] * 4 + [2] * 4
@@ -75,12 +75,12 @@ def test_last_incomplete_step_is_dropped():
 
 def test_test_accuracy_is_the_mean_of_per_batch_accuracies(mnist):
     device = torch.device("cpu")
-    model = mnist_portable.build_model(3, device)
+    model = training.build_model(3, device)
     images, labels = mnist.test_images[:250], mnist.test_labels[:250]
-    accuracy, throughput = mnist_portable.evaluate(model, mnist_portable.to_tensor(images, device),
+    accuracy, throughput = training.evaluate(model, training.to_tensor(images, device),
                                                    torch.from_numpy(labels.copy()), batch_size=80)
     network = model.model.eval()
-    x = mnist_portable.to_tensor(images, device)
+    x = training.to_tensor(images, device)
     per_batch = [(network(x[b * 80:(b + 1) * 80]).argmax(1).numpy() == labels[b * 80:(b + 1) * 80]).mean() * 100
                  for b in range(3)]  # 250 samples: three full batches, the last 10 dropped
     assert accuracy == pytest.approx(np.mean(per_batch))

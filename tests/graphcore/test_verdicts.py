@@ -18,7 +18,7 @@ import pytest
 
 from labkit.results import Run
 from labkit.testbeds import graphcore
-from labkit.mnist_verdict import judge
+from labkit.testbeds.graphcore.verdict import judge
 
 
 def _short_run(learning_rate: float):

@@ -21,7 +21,7 @@ import torch
 
 from labkit import interrupts
 from labkit.data.mnist import MEAN, STD
-from labkit.models.mnist_cnn import Network, TrainingModelWithLoss
+from labkit.testbeds.graphcore.model import Network, TrainingModelWithLoss
 
 __all__ = ["StepRecord", "TrainHistory", "to_tensor", "train", "evaluate", "build_model"]
 

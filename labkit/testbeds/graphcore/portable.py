@@ -10,25 +10,28 @@ import torch
 from labkit import devices, interrupts
 from labkit.params import Config
 from labkit.progress import bar
-from labkit.testbeds import mnist_portable
-from labkit.testbeds.graphcore import MnistResult, finish_run, progress_callbacks
+from labkit.testbeds.graphcore import train as training
+from labkit.testbeds.graphcore.progress_bars import progress_callbacks
+from labkit.testbeds.graphcore.result import MnistResult, finish_run
+
+__all__ = ["run"]
 
 
 def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.ndarray,
         test_images: np.ndarray, test_labels: np.ndarray, say: Callable[[str], None]) -> MnistResult:
     say("Training on {} ({}) with labkit's portable PyTorch path (an IPU run uses PopTorch).".format(
         device, devices.device_name(device)))
-    model = mnist_portable.build_model(config.seed, device)
+    model = training.build_model(config.seed, device)
     say(repr(model))
-    x_train = mnist_portable.to_tensor(train_images, device)
+    x_train = training.to_tensor(train_images, device)
     y_train = torch.from_numpy(train_labels).to(device)
-    x_test = mnist_portable.to_tensor(test_images, device)
+    x_test = training.to_tensor(test_images, device)
     y_test = torch.from_numpy(test_labels).to(device)
     steps_per_epoch = len(train_labels) // (config.batch_size * config.device_iterations)
     on_step, on_epoch, close = progress_callbacks(config, steps_per_epoch, say)
     try:
         with interrupts.graceful() as stop:
-            history = mnist_portable.train(
+            history = training.train(
                 model, x_train, y_train, epochs=config.epochs, batch_size=config.batch_size,
                 device_iterations=config.device_iterations, learning_rate=config.learning_rate,
                 seed=config.seed, on_step=on_step, on_epoch=on_epoch, stop=stop)
@@ -40,7 +43,7 @@ def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.
         return MnistResult(run=run, model=model.model, history=history)
     test_bar = bar(total=len(y_test) // config.test_batch_size, desc="Testing", leave=False, unit="batch")
     try:
-        accuracy, test_throughput = mnist_portable.evaluate(
+        accuracy, test_throughput = training.evaluate(
             model, x_test, y_test, config.test_batch_size, on_batch=lambda _acc: test_bar.update(1))
     finally:
         test_bar.close()

@@ -21,14 +21,18 @@ import torch
 from labkit import interrupts
 from labkit.params import Config
 from labkit.progress import bar
-from labkit.testbeds import mnist_portable
-from labkit.testbeds.graphcore import MnistResult, finish_run, progress_callbacks
-from labkit.testbeds.mnist_portable import StepRecord, TrainHistory
+from labkit.data.mnist import MEAN, STD
+from labkit.testbeds.graphcore import train as training
+from labkit.testbeds.graphcore.progress_bars import progress_callbacks
+from labkit.testbeds.graphcore.result import MnistResult, finish_run
+from labkit.testbeds.graphcore.train import StepRecord, TrainHistory
+
+__all__ = ["run"]
 
 
 def _dataset(images: np.ndarray, labels: np.ndarray) -> torch.utils.data.TensorDataset:
     x = torch.from_numpy(np.array(images, dtype=np.float32)).div_(255.0)
-    x = x.sub_(mnist_portable.MEAN).div_(mnist_portable.STD).unsqueeze(1)
+    x = x.sub_(MEAN).div_(STD).unsqueeze(1)
     return torch.utils.data.TensorDataset(x, torch.from_numpy(np.array(labels, dtype=np.int64)))
 
 
@@ -37,7 +41,7 @@ def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.
     import poptorch
 
     say("Training on an IPU with PopTorch {}.".format(getattr(poptorch, "__version__", "")))
-    model = mnist_portable.build_model(config.seed, torch.device("cpu"))
+    model = training.build_model(config.seed, torch.device("cpu"))
     model = model.to(memory_format=torch.contiguous_format)
     say(repr(model))
 

@@ -1,9 +1,9 @@
 """What an MNIST run's numbers say about it: diverged, or complete with the notes that apply.
 
-Used by ``labkit.testbeds.graphcore`` (a run made here) and ``labkit.logs.graphcore`` (a run
+Used by ``labkit.testbeds.graphcore`` (a run made here) and its log reader ``log.py`` (a run
 read from a testbed log), so both say the same words:
 
-    from labkit.mnist_verdict import judge
+    from labkit.testbeds.graphcore.verdict import judge
     judge(run, updates=300, learning_rate=0.01)   # sets run.status and appends run.notes
 
 Only the loss decides *diverged* (:mod:`labkit.divergence`: NaN, infinite, or more than 10x its

@@ -28,7 +28,7 @@ from typing import Dict, List, Optional
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, clock_seconds, new_run, number, params_from_filename
 from labkit.results import Run
-from labkit.mnist_verdict import judge
+from labkit.testbeds.graphcore.verdict import judge
 
 __all__ = ["GraphcoreReader"]
 
@@ -254,7 +254,7 @@ class GraphcoreReader(LineReader):
             run.add_series("batch_accuracy", steps, cur.batch_accuracies, x_label="logged step")
             run.add_metric("final_batch_loss", cur.losses[-1])
         # Status: complete when it ran to the end; diverged only by the one rule (labkit.divergence),
-        # never for a low accuracy alone (mnist_verdict notes a near-chance run instead).
+        # never for a low accuracy alone (verdict.judge notes a near-chance run instead).
         if cur.epochs_done and cur.accuracy is not None:
             run.status = "complete"
         else:

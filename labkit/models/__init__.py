@@ -1,1 +1,0 @@
-"""The networks the exercises train, kept identical to the course's own scripts."""

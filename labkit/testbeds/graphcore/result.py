@@ -1,0 +1,68 @@
+"""The record an MNIST run makes, the same from both backends, so their runs sit in one table.
+
+    run = finish_run(config, device, history, accuracy, test_throughput, "warmup_time", seconds, source="portable")
+    MnistResult(run=run, model=model, history=history)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+from labkit import devices
+from labkit.params import Config
+from labkit.results import Run
+from labkit.testbeds.graphcore.spec import EXERCISE
+
+__all__ = ["MnistResult", "finish_run"]
+
+
+@dataclass
+class MnistResult:
+    """A finished run: its record, and for a local run the trained model and step history."""
+
+    run: Run
+    model: Any = None
+    history: Any = None
+
+    @property
+    def test_accuracy(self) -> float:
+        return float(self.run.metrics.get("test_accuracy", float("nan")))
+
+    def table(self):
+        """The metrics as a table with units."""
+        return self.run.table()
+
+
+def finish_run(config: Config, device: Any, history: Any, test_accuracy: Optional[float], test_throughput: float,
+               warmup_key: str, warmup_seconds: float, source: str, extra_env: Optional[Dict[str, Any]] = None) -> Run:
+    """The record both backends produce, so their runs sit in one table (``test_accuracy`` None:
+    no test pass, as after an interrupt)."""
+    run = Run(exercise=EXERCISE, source=source, params=config.to_dict())
+    run.params["device"] = str(device)
+    run.params["requested_device"] = config.device
+    run.environment = devices.environment(None if device == "ipu" else device, extra_env)
+    if getattr(history, "interrupted", ""):  # stopped by the student: what was measured so far
+        run.mark_interrupted(history.interrupted, "its metrics cover only the steps before the interrupt, and there "
+                                                  "was no test pass.")
+        if not history.steps:
+            return run
+    last_epoch = [s for s in history.steps if s.epoch == history.steps[-1].epoch]
+    steady_epoch = history.samples_per_epoch / history.throughput if history.throughput > 0 else float("nan")
+    if test_accuracy is not None:
+        run.add_metric("test_accuracy", round(test_accuracy, 4), "%")
+    run.add_metric("final_loss", round(history.steps[-1].loss, 6))
+    run.add_metric("train_accuracy", round(sum(s.accuracy for s in last_epoch) / len(last_epoch), 4), "%")
+    run.add_metric("train_throughput", round(history.throughput, 2), "samples/s")
+    if test_accuracy is not None:
+        run.add_metric("test_throughput", round(test_throughput, 2), "samples/s")
+    run.add_metric(warmup_key, round(warmup_seconds, 4), "s")
+    run.add_metric("epoch_time", round(steady_epoch, 4), "s")
+    if history.epoch_seconds:
+        run.add_metric("first_epoch_time", round(history.epoch_seconds[0], 4), "s")
+        run.add_metric("total_train_time", round(sum(history.epoch_seconds), 4), "s")
+    run.add_metric("steps_per_epoch", history.steps_per_epoch)
+    run.add_series("loss", [s.step for s in history.steps], [s.loss for s in history.steps])
+    run.add_series("accuracy", [s.step for s in history.steps], [s.accuracy for s in history.steps])
+    run.add_series("epoch_time", list(range(1, len(history.epoch_seconds) + 1)), history.epoch_seconds, x_label="epoch")
+    return run
