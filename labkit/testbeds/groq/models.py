@@ -1,7 +1,7 @@
 """Load the Groq exercise's model: from the Hugging Face hub, a local directory, or offline.
 
-    from labkit import groq_models
-    loaded = groq_models.load("M-FAC/bert-tiny-finetuned-sst2", max_seq_length=128)
+    from labkit.testbeds.groq import models
+    loaded = models.load("M-FAC/bert-tiny-finetuned-sst2", max_seq_length=128)
     loaded.model, loaded.tokenizer, loaded.task      # "classification" or "similarity"
     print(loaded.describe())                          # what was used, and why
 
@@ -14,7 +14,7 @@ same whenever the hub answers (a quick probe, never a long hang). Without the hu
 - BERT-tiny SST-2 has no offline copy, so labkit builds a stand-in of the same shape
   (2 layers, hidden 128, 2 heads, the uncased BERT vocabulary), its word embeddings projected
   from MiniLM's, and fine-tunes it for a few seconds on labkit's 160 hand-written sentences
-  (``labkit/textsets``). It is cached under ``$LABKIT_CACHE_DIR`` (default ``~/.cache/labkit``)
+  (``labkit/testbeds/groq/textsets``). It is cached under ``$LABKIT_CACHE_DIR`` (default ``~/.cache/labkit``)
   and then loaded with ``from_pretrained`` like any other checkpoint.
 
 The notebook says which one ran, with a notice that offline scores are not comparable with the
@@ -353,7 +353,7 @@ def build_offline_bert_tiny(minilm_dir: Path, epochs: int = 10, seed: int = 0) -
     are MiniLM's projected onto their 128 main directions (PCA) and kept frozen, so words the
     160 training sentences never show still land near their synonyms.
     """
-    from labkit import textsets
+    from labkit.testbeds.groq import textsets
 
     key = "v{}-{}-e{}-s{}".format(_RECIPE_VERSION, textsets.fingerprint("sentiment_train.csv"), epochs, seed)
     target = cache_dir() / "models" / "{}-{}".format(OFFLINE_BERT_TINY, key)
@@ -397,7 +397,7 @@ def _train_offline_bert_tiny(minilm_dir: Path, out: Path, epochs: int, seed: int
     import transformers
     from safetensors.torch import load_file
 
-    from labkit import textsets
+    from labkit.testbeds.groq import textsets
 
     sentences, labels = textsets.sentiment("train")
     with _quiet_transformers():
@@ -451,5 +451,5 @@ def _train_offline_bert_tiny(minilm_dir: Path, out: Path, epochs: int, seed: int
         tokenizer.save_pretrained(str(out))
     (out / "README.md").write_text(
         "# {}\n\nlabkit's offline stand-in for M-FAC/bert-tiny-finetuned-sst2, built {} by "
-        "labkit.groq_models.build_offline_bert_tiny from labkit/textsets/sentiment_train.csv.\n".format(
+        "labkit.testbeds.groq.models.build_offline_bert_tiny from labkit/testbeds/groq/textsets/sentiment_train.csv.\n".format(
             OFFLINE_BERT_TINY, time.strftime("%Y-%m-%d")), encoding="utf-8")

@@ -1,8 +1,8 @@
 """Inference backends for the Groq exercise: PyTorch eager (CPU, CUDA), ONNX Runtime, GroqFlow.
 
-    from labkit import inference
-    names = inference.resolve_backends("auto")           # ["cpu", "onnxruntime", ...]
-    engine = inference.make("onnxruntime", loaded, dummy)  # exports (or reuses) a fixed-shape ONNX file
+    from labkit.testbeds.groq import backends
+    names = backends.resolve_backends("auto")            # ["cpu", "onnxruntime", ...]
+    engine = backends.make("onnxruntime", loaded, dummy)   # exports (or reuses) a fixed-shape ONNX file
     outputs, seconds = engine.run_dataset(batches)       # the dataset loop, timed as one wall time
     engine.benchmark(dummy, repetitions=100)             # seconds per inference on compile-time inputs
 
@@ -274,7 +274,7 @@ class OnnxEngine(Engine):
         import onnxruntime
         import torch
 
-        from labkit.groq_models import cache_dir
+        from labkit.testbeds.groq.models import cache_dir
 
         self.task = task
         shape = tuple(dummy["input_ids"].shape)

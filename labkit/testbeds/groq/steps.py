@@ -43,16 +43,16 @@ MAX_CUSTOM = 20
 
 
 def _check_model(value: str) -> Optional[str]:
-    from labkit import groq_models
+    from labkit.testbeds.groq import models
 
-    return groq_models.problem_with_model(value)
+    return models.problem_with_model(value)
 
 
 def _check_backends(value: str) -> Optional[str]:
-    from labkit import inference
+    from labkit.testbeds.groq import backends
 
     try:
-        inference.parse_backends(value)
+        backends.parse_backends(value)
     except ValueError as exc:
         return str(exc)
     return None
@@ -75,28 +75,28 @@ def _check_log(value: str) -> Optional[str]:
 
 
 def _cross_length(config: Config) -> Optional[Tuple[str, str]]:
-    from labkit import groq_models
+    from labkit.testbeds.groq import models
 
-    limit = groq_models.model_limit(config.model)
+    limit = models.model_limit(config.model)
     if limit is not None and config.max_seq_length > limit:
         return "max_seq_length", "{} accepts at most {} tokens (its max_position_embeddings)".format(config.model, limit)
     return None
 
 
 def _cross_custom(config: Config) -> Optional[Tuple[str, str]]:
-    from labkit import groq_models
+    from labkit.testbeds.groq import models
 
-    course = groq_models.COURSE_MODELS.get(config.model)
+    course = models.COURSE_MODELS.get(config.model)
     if config.custom_text is not None and course is not None and course.task == "similarity" and len(config.custom_text) < 2:
         return "custom_text", "sentence similarity compares sentences in pairs: give at least 2 sentences"
     return None
 
 
 def _cross_backends(config: Config) -> Optional[Tuple[str, str]]:
-    from labkit import inference
+    from labkit.testbeds.groq import backends
 
     try:
-        inference.resolve_backends(config.backends)
+        backends.resolve_backends(config.backends)
     except ValueError as exc:
         return "backends", str(exc)
     return None
@@ -130,11 +130,11 @@ def _parameter_error(problem: str) -> ParameterError:
 @run_step
 def load_model(config: Config):
     """The model and tokenizer (hub, local directory or offline copy); prints what was used."""
-    from labkit import groq_models
+    from labkit.testbeds.groq import models
 
     try:
-        loaded = groq_models.load(config.model, config.max_seq_length)
-    except groq_models.ModelUnavailable as exc:
+        loaded = models.load(config.model, config.max_seq_length)
+    except models.ModelUnavailable as exc:
         raise _parameter_error(str(exc)) from None
     except ValueError as exc:  # max_seq_length beyond the model's limit
         raise _parameter_error(str(exc)) from None
@@ -144,10 +144,10 @@ def load_model(config: Config):
 
 def load_data(config: Config, loaded: Any):
     """The evaluation set, tokenized to max_seq_length as the proof point does; prints its source."""
-    from labkit import groq_data, groq_models
+    from labkit.testbeds.groq import evalsets, models
 
-    reachable, _ = groq_models.hub_status()
-    data = groq_data.load(loaded.task, loaded.tokenizer, config.max_seq_length, config.num_samples, hub=reachable)
+    reachable, _ = models.hub_status()
+    data = evalsets.load(loaded.task, loaded.tokenizer, config.max_seq_length, config.num_samples, hub=reachable)
     print(data.describe())
     return data
 
@@ -161,13 +161,13 @@ def build(config: Config, loaded: Any) -> Dict[str, Any]:
     """
     import pandas as pd
 
-    from labkit import groq_data, inference
+    from labkit.testbeds.groq import backends, evalsets
 
-    names = inference.resolve_backends(config.backends)
-    dummy = groq_data.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
+    names = backends.resolve_backends(config.backends)
+    dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
     engines: Dict[str, Any] = {}
     for name in names:
-        engines[name] = inference.make(name, loaded.model, loaded.task, dummy, label=loaded.requested)
+        engines[name] = backends.make(name, loaded.model, loaded.task, dummy, label=loaded.requested)
     rows = []
     for name, engine in engines.items():
         info = engine.build
@@ -310,11 +310,11 @@ def _per_sample(outputs: Sequence[Any], rows_per_sample: int, count: int) -> Lis
 
 
 def _predictions(task: str, outputs: Sequence[Any], inputs: Sequence[Dict[str, Any]], labels: Dict[int, str]) -> List[Any]:
-    from labkit import groq_data
+    from labkit.testbeds.groq import evalsets
 
     if task == "classification":
         return [labels.get(int(o[0].argmax()), str(int(o[0].argmax()))) for o in outputs]
-    return [groq_data.pair_similarity(o, x["attention_mask"]) for o, x in zip(outputs, inputs)]
+    return [evalsets.pair_similarity(o, x["attention_mask"]) for o, x in zip(outputs, inputs)]
 
 
 def _compare(task: str, reference: Sequence[Any], other: Sequence[Any], ref_out: Sequence[Any],
@@ -337,10 +337,10 @@ def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], re
       after one warm-up (GroqFlow's benchmark() runs them 100 times on the chip).
     GroqFlow's table reports the dataset loop for the host rows and benchmark() for groq.
     """
-    from labkit import groq_data
+    from labkit.testbeds.groq import evalsets
 
     batches, filler = _batches(data.inputs, config.batch_size)
-    dummy = groq_data.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
+    dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
     rows_per_sample = 1 if loaded.task == "classification" else 2
     notes = []
     if filler:
@@ -376,7 +376,7 @@ def custom(config: Config, loaded: Any, engines: Dict[str, Any], repetitions: in
     """
     import pandas as pd
 
-    from labkit import groq_data
+    from labkit.testbeds.groq import evalsets
 
     if not config.custom_text:
         print("custom_text is None: set it to a list of your own sentences to run them here.")
@@ -384,14 +384,14 @@ def custom(config: Config, loaded: Any, engines: Dict[str, Any], repetitions: in
     items: List[Tuple[Any, Dict[str, Any], int]] = []
     if loaded.task == "classification":
         for sentence in config.custom_text:
-            encoded, _ = groq_data.encode_sentence(loaded.tokenizer, sentence, config.max_seq_length)
+            encoded, _ = evalsets.encode_sentence(loaded.tokenizer, sentence, config.max_seq_length)
             items.append((sentence, encoded, int(encoded["attention_mask"].sum())))
     else:
         if len(config.custom_text) < 2:
             print("sentence similarity compares sentences in pairs: give custom_text at least 2 sentences.")
             return None
         for first, second in combinations(config.custom_text, 2):
-            encoded = groq_data.encode_pair(loaded.tokenizer, first, second, config.max_seq_length)
+            encoded = evalsets.encode_pair(loaded.tokenizer, first, second, config.max_seq_length)
             if encoded is None:
                 print("skipped (longer than {} tokens): {} | {}".format(config.max_seq_length, first, second))
                 continue
@@ -415,7 +415,7 @@ def custom(config: Config, loaded: Any, engines: Dict[str, Any], repetitions: in
                 prediction: Any = label
                 shown = "{} ({:.2f})".format(label, float(probs.max()))
             else:
-                prediction = groq_data.pair_similarity(sample, encoded["attention_mask"])
+                prediction = evalsets.pair_similarity(sample, encoded["attention_mask"])
                 shown = "{:.4f}".format(prediction)
             if reference is None:
                 reference = prediction
@@ -431,10 +431,10 @@ def custom(config: Config, loaded: Any, engines: Dict[str, Any], repetitions: in
 def shape_lesson(config: Config, loaded: Any, engines: Dict[str, Any]) -> List[str]:
     """What happens when an input of another length meets each engine: eager PyTorch runs it,
     the fixed-shape ONNX session refuses it (as a GroqChip program would). Returns the lines shown."""
-    from labkit import groq_data
+    from labkit.testbeds.groq import evalsets
 
     other = config.max_seq_length // 2 if config.max_seq_length >= 4 else config.max_seq_length + 2
-    dummy = groq_data.dummy_inputs(loaded.task, other, config.batch_size)
+    dummy = evalsets.dummy_inputs(loaded.task, other, config.batch_size)
     lines = []
     for name, engine in engines.items():
         if name == "groq":
