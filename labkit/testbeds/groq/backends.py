@@ -274,7 +274,7 @@ class OnnxEngine(Engine):
         import onnxruntime
         import torch
 
-        from labkit.testbeds.groq.models import cache_dir
+        from labkit.testbeds.groq.sources import cache_dir
 
         self.task = task
         shape = tuple(dummy["input_ids"].shape)

@@ -66,9 +66,9 @@ def _cross_length(config: Config) -> Optional[Tuple[str, str]]:
 
 
 def _cross_custom(config: Config) -> Optional[Tuple[str, str]]:
-    from labkit.testbeds.groq import models
+    from labkit.testbeds.groq.sources import COURSE_MODELS
 
-    course = models.COURSE_MODELS.get(config.model)
+    course = COURSE_MODELS.get(config.model)
     if config.custom_text is not None and course is not None and course.task == "similarity" and len(config.custom_text) < 2:
         return "custom_text", "sentence similarity compares sentences in pairs: give at least 2 sentences"
     return None

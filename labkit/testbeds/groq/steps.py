@@ -25,11 +25,11 @@ def _parameter_error(problem: str) -> ParameterError:
 @run_step
 def load_model(config: Config):
     """The model and tokenizer (hub, local directory or offline copy); prints what was used."""
-    from labkit.testbeds.groq import models
+    from labkit.testbeds.groq import models, sources
 
     try:
         loaded = models.load(config.model, config.max_seq_length)
-    except models.ModelUnavailable as exc:
+    except sources.ModelUnavailable as exc:
         raise _parameter_error(str(exc)) from None
     except ValueError as exc:  # max_seq_length beyond the model's limit
         raise _parameter_error(str(exc)) from None
@@ -39,9 +39,9 @@ def load_model(config: Config):
 
 def load_data(config: Config, loaded: Any):
     """The evaluation set, tokenized to max_seq_length as the proof point does; prints its source."""
-    from labkit.testbeds.groq import evalsets, models
+    from labkit.testbeds.groq import evalsets, sources
 
-    reachable, _ = models.hub_status()
+    reachable, _ = sources.hub_status()
     data = evalsets.load(loaded.task, loaded.tokenizer, config.max_seq_length, config.num_samples, hub=reachable)
     print(data.describe())
     return data
