@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labkit.testbeds.groq import backends
+from labkit.testbeds.groq import backends, groqchip
 from labkit.testbeds import groq
 
 
@@ -16,7 +16,7 @@ def _config(tiny_dirs, **values):
 
 
 def test_groq_is_found_through_groqflows_chip_count(fake_groqflow):
-    assert backends.groq_chips()[0] == 1
+    assert groqchip.groq_chips()[0] == 1
     assert "groq" in backends.resolve_backends("auto")
 
 

@@ -22,7 +22,8 @@ Modules, one concern each: ``spec`` (parameters and checks), ``steps`` (load mod
 build, evaluate), ``result`` (GroqResult and its tables), ``custom_text`` (the student's own
 sentences, the fixed-shape lesson), ``report`` (run record, plot, tables from logs), ``models``
 (hub, local or offline model), ``evalsets`` (evaluation sets, tokenization, scores), ``backends``
-(eager, ONNX Runtime, CUDA, GroqFlow), ``textsets`` (the shipped sentence sets), ``log`` (the
+(which run here; ``engine``: eager CPU and CUDA, ``onnx_engine``: ONNX Runtime, ``groqchip``:
+GroqFlow), ``textsets`` (the shipped sentence sets), ``log`` (the
 GroqFlow log reader behind labkit.logs).
 """
 
