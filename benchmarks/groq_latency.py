@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from labkit import groq_data, groq_models, inference  # noqa: E402
+from labkit.testbeds.groq import backends, evalsets, models, sources  # noqa: E402
 
 PROOF_POINT_CPU_MS = {128: 2.29, 256: 4.15}
 
@@ -44,7 +44,7 @@ def measure(engine, inputs, reps: int, rounds: int) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=groq_models.BERT_TINY)
+    parser.add_argument("--model", default=sources.BERT_TINY)
     parser.add_argument("--lengths", default="128,256")
     parser.add_argument("--reps", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
@@ -56,24 +56,24 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    loaded = groq_models.load(args.model)
-    print("model: {} ({})".format(args.model, groq_models._short_source(loaded.used)))
+    loaded = models.load(args.model)
+    print("model: {} ({})".format(args.model, models.short_source(loaded.used)))
     print("host: {} | {} CPUs | torch {} ({} threads) | onnxruntime {}".format(
         platform.processor() or platform.machine(), os.cpu_count(), torch.__version__, torch.get_num_threads(),
         __import__("onnxruntime").__version__))
     print("{:>6} {:>12} {:>10} {:>12} {:>10} {:>8} {:>22}".format(
         "length", "eager ms", "eager IPS", "ORT ms", "ORT IPS", "ratio", "proof point cpu ms"))
     for length in [int(x) for x in args.lengths.split(",")]:
-        data = groq_data.load(loaded.task, loaded.tokenizer, length, hub=False)
-        dummy = groq_data.dummy_inputs(loaded.task, length)
-        eager = inference.make("cpu", loaded.model, loaded.task, dummy)
-        ort = inference.make("onnxruntime", loaded.model, loaded.task, dummy, label=loaded.requested,
+        data = evalsets.load(loaded.task, loaded.tokenizer, length, hub=False)
+        dummy = evalsets.dummy_inputs(loaded.task, length)
+        eager = backends.make("cpu", loaded.model, loaded.task, dummy)
+        ort = backends.make("onnxruntime", loaded.model, loaded.task, dummy, label=loaded.requested,
                              threads=args.threads)
         e = measure(eager, data.inputs, args.reps, args.rounds)
         o = measure(ort, data.inputs, args.reps, args.rounds)
         print("{:>6} {:>12.3f} {:>10.1f} {:>12.3f} {:>10.1f} {:>7.2f}x {:>22}".format(
             length, e * 1000, 1 / e, o * 1000, 1 / o, e / o,
-            PROOF_POINT_CPU_MS.get(length, "--") if args.model == groq_models.BERT_TINY else "--"))
+            PROOF_POINT_CPU_MS.get(length, "--") if args.model == sources.BERT_TINY else "--"))
     return 0
 
 

@@ -81,7 +81,7 @@ def reader_for(fmt: str, name: str = "<text>") -> LineReader:
     elif fmt == "sambanova":
         from labkit.testbeds.sambanova.log import SambaNovaReader as cls
     elif fmt == "groq":
-        from labkit.logs.groq import GroqReader as cls
+        from labkit.testbeds.groq.log import GroqReader as cls
     elif fmt == "keras":
         from labkit.logs.keras import KerasReader as cls
     else:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from labkit import groq_data, groq_models, textsets
+from labkit.testbeds.groq import evalsets, models, textsets
 
 
 def test_spearman_matches_scipy_with_ties():
@@ -15,46 +15,46 @@ def test_spearman_matches_scipy_with_ties():
     for _ in range(20):
         a = rng.integers(0, 6, size=30).astype(float)  # many ties, like STS scores
         b = a + rng.normal(0, 2, size=30)
-        assert groq_data.spearman(a, b) == pytest.approx(scipy_stats.spearmanr(a, b)[0], abs=1e-12)
+        assert evalsets.spearman(a, b) == pytest.approx(scipy_stats.spearmanr(a, b)[0], abs=1e-12)
 
 
 def test_sentence_is_zero_padded_with_a_boolean_mask(tiny_dirs):
-    loaded = groq_models.load(str(tiny_dirs["classifier"]))
-    inputs, cut = groq_data.encode_sentence(loaded.tokenizer, "a good film", 16)
+    loaded = models.load(str(tiny_dirs["classifier"]))
+    inputs, cut = evalsets.encode_sentence(loaded.tokenizer, "a good film", 16)
     ids = loaded.tokenizer.encode("a good film")
     assert not cut and inputs["input_ids"].shape == (1, 16) and inputs["attention_mask"].dtype == torch.bool
     assert inputs["input_ids"][0, :len(ids)].tolist() == ids and inputs["input_ids"][0, len(ids):].eq(0).all()
     assert inputs["attention_mask"].sum().item() == len(ids)
-    long_inputs, cut = groq_data.encode_sentence(loaded.tokenizer, "good " * 30, 16)
+    long_inputs, cut = evalsets.encode_sentence(loaded.tokenizer, "good " * 30, 16)
     assert cut and long_inputs["attention_mask"].all() and long_inputs["input_ids"][0, -1].item() == loaded.tokenizer.sep_token_id
 
 
 def test_pairs_longer_than_the_length_are_skipped_as_the_proof_point_does(tiny_dirs):
-    loaded = groq_models.load(str(tiny_dirs["encoder"]))
-    pair = groq_data.encode_pair(loaded.tokenizer, "a man plays guitar", "the cat sleeps", 12)
+    loaded = models.load(str(tiny_dirs["encoder"]))
+    pair = evalsets.encode_pair(loaded.tokenizer, "a man plays guitar", "the cat sleeps", 12)
     assert pair["input_ids"].shape == (2, 12) and set(pair) == {"input_ids", "token_type_ids", "attention_mask"}
-    assert groq_data.encode_pair(loaded.tokenizer, "the " * 20, "a cat", 12) is None
+    assert evalsets.encode_pair(loaded.tokenizer, "the " * 20, "a cat", 12) is None
 
 
 def test_offline_sets_are_named_and_flagged(tiny_dirs):
-    classifier = groq_models.load(str(tiny_dirs["classifier"]))
-    data = groq_data.load("classification", classifier.tokenizer, 32, num_samples=10, hub=False)
+    classifier = models.load(str(tiny_dirs["classifier"]))
+    data = evalsets.load("classification", classifier.tokenizer, 32, num_samples=10, hub=False)
     assert len(data) == 10 and data.offline and "hand-written" in data.name
     assert any("NOT comparable" in n and "77.47" in n for n in data.notes)
-    encoder = groq_models.load(str(tiny_dirs["encoder"]))
-    pairs = groq_data.load("similarity", encoder.tokenizer, 64, hub=False)
+    encoder = models.load(str(tiny_dirs["encoder"]))
+    pairs = evalsets.load("similarity", encoder.tokenizer, 64, hub=False)
     assert len(pairs) == len(textsets.sts_pairs()[0]) and pairs.labels.max() == 1.0
 
 
 def test_accuracy_and_similarity_scores(tiny_dirs):
-    encoder = groq_models.load(str(tiny_dirs["encoder"]))
-    data = groq_data.load("similarity", encoder.tokenizer, 64, num_samples=6, hub=False)
+    encoder = models.load(str(tiny_dirs["encoder"]))
+    data = evalsets.load("similarity", encoder.tokenizer, 64, num_samples=6, hub=False)
     hidden = [torch.randn(2, 64, 8) for _ in range(6)]
-    sims = [groq_data.pair_similarity(h, x["attention_mask"]) for h, x in zip(hidden, data.inputs)]
-    assert data.score(hidden) == pytest.approx(groq_data.spearman(data.labels, sims))
+    sims = [evalsets.pair_similarity(h, x["attention_mask"]) for h, x in zip(hidden, data.inputs)]
+    assert data.score(hidden) == pytest.approx(evalsets.spearman(data.labels, sims))
     same = torch.randn(1, 64, 8).repeat(2, 1, 1)
     mask = torch.ones(2, 64, dtype=torch.bool)
-    assert groq_data.pair_similarity(same, mask) == pytest.approx(1.0)
+    assert evalsets.pair_similarity(same, mask) == pytest.approx(1.0)
 
 
 def test_hub_sst_labels_are_binarised_like_the_proof_point(monkeypatch, tiny_dirs):
@@ -69,15 +69,15 @@ def test_hub_sst_labels_are_binarised_like_the_proof_point(monkeypatch, tiny_dir
         return split
 
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
-    loaded = groq_models.load(str(tiny_dirs["classifier"]))
-    data = groq_data.load("classification", loaded.tokenizer, 16)
+    loaded = models.load(str(tiny_dirs["classifier"]))
+    data = evalsets.load("classification", loaded.tokenizer, 16)
     assert calls == [("stanfordnlp/sst",)]
     assert data.labels.tolist() == [1, 0, 1] and not data.offline and "SST test split" in data.name
 
 
 def test_dummy_inputs_are_the_proof_points():
-    cls = groq_data.dummy_inputs("classification", 128)
+    cls = evalsets.dummy_inputs("classification", 128)
     assert list(cls) == ["input_ids", "attention_mask"] and cls["input_ids"].shape == (1, 128)
-    sim = groq_data.dummy_inputs("similarity", 128, batch_size=3)
+    sim = evalsets.dummy_inputs("similarity", 128, batch_size=3)
     assert list(sim) == ["input_ids", "token_type_ids", "attention_mask"] and sim["attention_mask"].shape == (6, 128)
     assert sim["attention_mask"].dtype == torch.bool and sim["input_ids"].eq(1).all()

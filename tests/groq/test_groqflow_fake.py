@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labkit import inference
+from labkit.testbeds.groq import backends, groqchip
 from labkit.testbeds import groq
 
 
@@ -16,15 +16,15 @@ def _config(tiny_dirs, **values):
 
 
 def test_groq_is_found_through_groqflows_chip_count(fake_groqflow):
-    assert inference.groq_chips()[0] == 1
-    assert "groq" in inference.resolve_backends("auto")
+    assert groqchip.groq_chips()[0] == 1
+    assert "groq" in backends.resolve_backends("auto")
 
 
 def test_no_groqchip_means_no_groq_backend(fake_groqflow, monkeypatch):
     monkeypatch.setenv("FAKE_GROQFLOW_LSPCI", "00:00.0 0200: 8086:1521\n")
-    assert "groq" not in inference.resolve_backends("auto")
+    assert "groq" not in backends.resolve_backends("auto")
     with pytest.raises(ValueError, match="'groq' is not available here: groqflow is installed but no GroqChip"):
-        inference.resolve_backends("groq")
+        backends.resolve_backends("groq")
 
 
 def test_the_proof_points_method_on_groq(fake_groqflow, tiny_dirs, capsys):
@@ -82,7 +82,7 @@ def test_a_wrong_shape_is_refused_by_the_groq_model(fake_groqflow, tiny_dirs):
     config = _config(tiny_dirs, backends="groq")
     loaded = groq.load_model(config)
     engines = groq.build(config, loaded)
-    from labkit import groq_data
+    from labkit.testbeds.groq import evalsets
 
     with pytest.raises(Exception, match="built for"):
-        engines["groq"](groq_data.dummy_inputs("classification", 8))
+        engines["groq"](evalsets.dummy_inputs("classification", 8))

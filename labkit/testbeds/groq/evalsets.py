@@ -1,7 +1,7 @@
 """The Groq exercise's evaluation data, tokenized the way GroqFlow's proof points do it.
 
-    from labkit import groq_data
-    data = groq_data.load("classification", tokenizer, max_seq_length=128, num_samples=None)
+    from labkit.testbeds.groq import evalsets
+    data = evalsets.load("classification", tokenizer, max_seq_length=128, num_samples=None)
     data.inputs[0]            # {"input_ids": (1, 128) long, "attention_mask": (1, 128) bool}
     data.score(predictions)   # accuracy, or Spearman correlation for sentence similarity
 
@@ -171,7 +171,7 @@ def _from_hub(sources: Sequence[Tuple[str, tuple, dict]]) -> Tuple[Any, str, Lis
 def load(task: str, tokenizer: Any, max_seq_length: int, num_samples: Optional[int] = None,
          hub: bool = True) -> EvalSet:
     """The evaluation set for ``task``; ``hub=False`` uses labkit's shipped sentences at once."""
-    from labkit import textsets
+    from labkit.testbeds.groq import textsets
 
     notes: List[str] = []
     raw = None

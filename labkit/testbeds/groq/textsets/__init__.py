@@ -1,6 +1,6 @@
 """Small hand-written text sets (CSV files beside this module) that ship with labkit (offline stand-ins for SST and STS-B).
 
-    from labkit import textsets
+    from labkit.testbeds.groq import textsets
     sentences, labels = textsets.sentiment("test")      # 80 sentences, 1 = positive
     pairs, scores = textsets.sts_pairs()                # 46 pairs, scores 0..5
 

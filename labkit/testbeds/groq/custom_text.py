@@ -1,0 +1,105 @@
+"""The student's own sentences (``custom_text``) on every backend, and what a fixed compiled
+shape means when an input of another length arrives.
+
+    groq.custom(config, loaded, engines)        # a table: prediction, agreement, latency
+    groq.shape_lesson(config, loaded, engines)  # one line per backend
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from itertools import combinations
+from typing import Any, Dict, List, Tuple
+
+from labkit.params import Config
+from labkit.testbeds.groq.result import format_ms
+from labkit.testbeds.groq.spec import SIMILARITY_TOLERANCE
+from labkit.testbeds.groq.steps import to_batches
+
+__all__ = ["custom", "shape_lesson"]
+
+
+def custom(config: Config, loaded: Any, engines: Dict[str, Any], repetitions: int = 5):
+    """The student's sentences on every backend: prediction (or pair similarity) and latency.
+
+    Each sentence is tokenized to max_seq_length, exactly like the evaluation data (the compiled
+    shape does not change with the sentence); latency is the median of ``repetitions`` runs of
+    that one input (one run on groq).
+    """
+    import pandas as pd
+
+    from labkit.testbeds.groq import evalsets
+
+    if not config.custom_text:
+        print("custom_text is None: set it to a list of your own sentences to run them here.")
+        return None
+    items: List[Tuple[Any, Dict[str, Any], int]] = []
+    if loaded.task == "classification":
+        for sentence in config.custom_text:
+            encoded, _ = evalsets.encode_sentence(loaded.tokenizer, sentence, config.max_seq_length)
+            items.append((sentence, encoded, int(encoded["attention_mask"].sum())))
+    else:
+        if len(config.custom_text) < 2:
+            print("sentence similarity compares sentences in pairs: give custom_text at least 2 sentences.")
+            return None
+        for first, second in combinations(config.custom_text, 2):
+            encoded = evalsets.encode_pair(loaded.tokenizer, first, second, config.max_seq_length)
+            if encoded is None:
+                print("skipped (longer than {} tokens): {} | {}".format(config.max_seq_length, first, second))
+                continue
+            items.append(((first, second), encoded, int(encoded["attention_mask"][0].sum() + encoded["attention_mask"][1].sum())))
+    rows = []
+    for text, encoded, real_tokens in items:
+        batch, _ = to_batches([encoded], config.batch_size)
+        reference = None
+        for name, engine in engines.items():
+            times = []
+            runs = 1 if name == "groq" else repetitions
+            for _ in range(runs):
+                start = time.perf_counter()
+                out = engine(batch[0])
+                times.append(time.perf_counter() - start)
+            rows_per_sample = 1 if loaded.task == "classification" else 2
+            sample = out[:rows_per_sample]
+            if loaded.task == "classification":
+                probs = sample[0].softmax(-1)
+                label = loaded.labels.get(int(probs.argmax()), str(int(probs.argmax())))
+                prediction: Any = label
+                shown = "{} ({:.2f})".format(label, float(probs.max()))
+            else:
+                prediction = evalsets.pair_similarity(sample, encoded["attention_mask"])
+                shown = "{:.4f}".format(prediction)
+            if reference is None:
+                reference = prediction
+            same = prediction == reference if loaded.task == "classification" else abs(prediction - reference) <= SIMILARITY_TOLERANCE
+            rows.append({"text": text if isinstance(text, str) else " | ".join(text), "backend": name,
+                         "prediction" if loaded.task == "classification" else "similarity": shown,
+                         "agrees with cpu": "yes" if same else "NO",
+                         "tokens used / compiled": "{} / {}".format(real_tokens, config.max_seq_length * rows_per_sample),
+                         "latency (ms)": format_ms(statistics.median(times))})
+    return pd.DataFrame(rows)
+
+
+def shape_lesson(config: Config, loaded: Any, engines: Dict[str, Any]) -> List[str]:
+    """What happens when an input of another length meets each engine: eager PyTorch runs it,
+    the fixed-shape ONNX session refuses it (as a GroqChip program would). Returns the lines shown."""
+    from labkit.testbeds.groq import evalsets
+
+    other = config.max_seq_length // 2 if config.max_seq_length >= 4 else config.max_seq_length + 2
+    dummy = evalsets.dummy_inputs(loaded.task, other, config.batch_size)
+    lines = []
+    for name, engine in engines.items():
+        if name == "groq":
+            lines.append("groq: compiled for {} tokens; a {}-token input needs a new groqit() build (GroqFlow "
+                         "rebuilds when it sees the new shape)".format(config.max_seq_length, other))
+            continue
+        try:
+            out = engine(dummy)
+            lines.append("{}: a {}-token input runs (output shape {})".format(name, other, tuple(out.shape)))
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            lines.append("{}: a {}-token input is refused: {}".format(name, other, first))
+    for line in lines:
+        print(line)
+    return lines

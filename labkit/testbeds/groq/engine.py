@@ -1,0 +1,108 @@
+"""What every inference backend of the Groq exercise is: an :class:`Engine` for one model at one
+input shape, what building it did (:class:`BuildInfo`), and PyTorch eager (:class:`TorchEngine`,
+the proof point's ``cpu`` row, and the same on a CUDA GPU).
+
+    engine = TorchEngine(loaded.model, loaded.task, "cpu")
+    outputs, seconds = engine.run_dataset(batches)   # the dataset loop, timed as one wall time
+    engine.benchmark(dummy, repetitions=100)         # seconds per inference on compile-time inputs
+
+Every engine returns the same thing for one input dict: the logits (classification) or the
+last hidden state (similarity), as a CPU float tensor, so predictions compare one to one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+__all__ = ["BackendError", "BuildInfo", "select_output", "Engine", "TorchEngine"]
+
+
+class BackendError(RuntimeError):
+    """A backend cannot run here; the message says why and what to do."""
+
+    def _render_traceback_(self) -> List[str]:
+        return ["BackendError: " + str(self)]
+
+
+@dataclass
+class BuildInfo:
+    """What preparing a backend did: exported, compiled, or reused a cached build."""
+
+    backend: str
+    input_shape: str
+    artifact: str
+    built_now: bool
+    seconds: float
+
+
+def select_output(output: Any, task: str) -> Any:
+    if isinstance(output, (tuple, list)):
+        output = output[0]
+    if hasattr(output, "logits") and task == "classification":
+        return output.logits
+    if hasattr(output, "last_hidden_state"):
+        return output.last_hidden_state
+    return output
+
+
+class Engine:
+    """One backend ready to run one model at one fixed input shape."""
+
+    name = "engine"
+    on_chip_latency_s: Optional[float] = None
+    build: Optional[BuildInfo] = None
+
+    def __call__(self, inputs: Dict[str, Any]) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def run_dataset(self, batches: Sequence[Dict[str, Any]], desc: str = "") -> Tuple[List[Any], float]:
+        """Outputs for every batch and the loop's wall time, as the proof point times its CPU row."""
+        from labkit import progress
+
+        outputs = []
+        start = time.perf_counter()
+        for inputs in progress.bar(batches, total=len(batches), desc=desc or self.name, unit="batch"):
+            outputs.append(self(inputs))
+        return outputs, time.perf_counter() - start
+
+    def benchmark(self, inputs: Dict[str, Any], repetitions: int = 100, budget_s: float = 10.0) -> float:
+        """Seconds per inference on the compile-time inputs (GroqFlow's benchmark() default:
+        100 repetitions of the inputs given to groqit); one untimed warm-up run first. On a slow
+        host it stops after ``budget_s`` seconds (at least 10 runs), so a 2-core laptop is not
+        kept busy for minutes."""
+        self(inputs)
+        done = 0
+        start = time.perf_counter()
+        while done < repetitions:
+            self(inputs)
+            done += 1
+            if done >= 10 and time.perf_counter() - start > budget_s:
+                break
+        return (time.perf_counter() - start) / done
+
+
+class TorchEngine(Engine):
+    """PyTorch eager: the proof point's ``cpu`` row, and the same on a CUDA GPU."""
+
+    def __init__(self, model: Any, task: str, device: str = "cpu"):
+        import copy
+
+        import torch
+
+        self.name = device
+        self.task = task
+        self.device = torch.device(device)
+        self.model = model if device == "cpu" else copy.deepcopy(model).to(self.device)
+        self.model.eval()
+        self.build = BuildInfo(device, "any (eager)", "none: PyTorch runs the model as written", False, 0.0)
+
+    def __call__(self, inputs: Dict[str, Any]) -> Any:
+        import torch
+
+        with torch.no_grad():
+            if self.device.type != "cpu":
+                inputs = {k: v.to(self.device) for k, v in inputs.items()}
+            out = select_output(self.model(**inputs), self.task)
+            return out.float().cpu()  # .cpu() waits for the GPU, so the timing is complete

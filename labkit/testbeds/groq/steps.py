@@ -1,0 +1,172 @@
+"""The Groq exercise's main steps, one notebook cell each: load the model and the data, build
+one engine per backend, evaluate them all on the same samples.
+
+    from labkit.testbeds import groq
+    loaded = groq.load_model(config); data = groq.load_data(config, loaded)
+    engines = groq.build(config, loaded); result = groq.evaluate(config, loaded, data, engines)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence, Tuple
+
+from labkit.interrupts import run_step
+from labkit.params import Config, ParameterError
+from labkit.testbeds.groq.result import GroqResult
+from labkit.testbeds.groq.spec import EXERCISE, SIMILARITY_TOLERANCE
+
+__all__ = ["load_model", "load_data", "build", "evaluate", "to_batches"]
+
+
+def _parameter_error(problem: str) -> ParameterError:
+    return ParameterError([problem], EXERCISE)
+
+
+@run_step
+def load_model(config: Config):
+    """The model and tokenizer (hub, local directory or offline copy); prints what was used."""
+    from labkit.testbeds.groq import models, sources
+
+    try:
+        loaded = models.load(config.model, config.max_seq_length)
+    except sources.ModelUnavailable as exc:
+        raise _parameter_error(str(exc)) from None
+    except ValueError as exc:  # max_seq_length beyond the model's limit
+        raise _parameter_error(str(exc)) from None
+    print(loaded.describe())
+    return loaded
+
+
+def load_data(config: Config, loaded: Any):
+    """The evaluation set, tokenized to max_seq_length as the proof point does; prints its source."""
+    from labkit.testbeds.groq import evalsets, sources
+
+    reachable, _ = sources.hub_status()
+    data = evalsets.load(loaded.task, loaded.tokenizer, config.max_seq_length, config.num_samples, hub=reachable)
+    print(data.describe())
+    return data
+
+
+@run_step
+def build(config: Config, loaded: Any) -> Dict[str, Any]:
+    """One engine per backend, built for the compile-time shape (batch_size, max_seq_length).
+
+    Shows what each backend had to build: nothing for eager PyTorch, an ONNX export (reused from
+    the cache when this model and shape were exported before), a GroqChip program.
+    """
+    import pandas as pd
+
+    from labkit.testbeds.groq import backends, evalsets
+
+    names = backends.resolve_backends(config.backends)
+    dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
+    engines: Dict[str, Any] = {}
+    for name in names:
+        engines[name] = backends.make(name, loaded.model, loaded.task, dummy, label=loaded.requested)
+    rows = []
+    for name, engine in engines.items():
+        info = engine.build
+        rows.append({"backend": name, "compiled input shape": info.input_shape,
+                     "build": "built now" if info.built_now else ("reused from cache" if name == "onnxruntime" else "none needed"),
+                     "what runs": _WHAT_RUNS.get(name, info.artifact)})
+    _display(pd.DataFrame(rows))
+    return engines
+
+
+_WHAT_RUNS = {"cpu": "the PyTorch model, eagerly", "cuda": "the PyTorch model, eagerly, on the GPU",
+              "onnxruntime": "a torch.onnx export (file: engines['onnxruntime'].build.artifact)",
+              "groq": "a GroqChip program built by groqit()"}
+
+
+def to_batches(inputs: Sequence[Dict[str, Any]], batch_size: int) -> Tuple[List[Dict[str, Any]], int]:
+    """Samples grouped batch_size at a time (the compiled shape is fixed, so the last batch is
+    filled up with copies of its last sample, whose outputs are dropped). Returns the batches
+    and the number of filler samples."""
+    import torch
+
+    batches, filler = [], 0
+    for start in range(0, len(inputs), batch_size):
+        group = list(inputs[start:start + batch_size])
+        filler += batch_size - len(group)
+        group += [group[-1]] * (batch_size - len(group))
+        batches.append(group[0] if batch_size == 1 else {k: torch.cat([g[k] for g in group]) for k in group[0]})
+    return batches, filler
+
+
+def _per_sample(outputs: Sequence[Any], rows_per_sample: int, count: int) -> List[Any]:
+    samples = []
+    for out in outputs:
+        for start in range(0, out.shape[0], rows_per_sample):
+            samples.append(out[start:start + rows_per_sample])
+    return samples[:count]
+
+
+def _predictions(task: str, outputs: Sequence[Any], inputs: Sequence[Dict[str, Any]], labels: Dict[int, str]) -> List[Any]:
+    from labkit.testbeds.groq import evalsets
+
+    if task == "classification":
+        return [labels.get(int(o[0].argmax()), str(int(o[0].argmax()))) for o in outputs]
+    return [evalsets.pair_similarity(o, x["attention_mask"]) for o, x in zip(outputs, inputs)]
+
+
+def _compare(task: str, reference: Sequence[Any], other: Sequence[Any], ref_out: Sequence[Any],
+             other_out: Sequence[Any]) -> Tuple[List[int], float]:
+    if task == "classification":
+        indices = [i for i, (a, b) in enumerate(zip(reference, other)) if a != b]
+    else:
+        indices = [i for i, (a, b) in enumerate(zip(reference, other)) if abs(a - b) > SIMILARITY_TOLERANCE]
+    largest = max(float((a - b).abs().max()) for a, b in zip(ref_out, other_out))
+    return indices, largest
+
+
+@run_step
+def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], repetitions: int = 100) -> GroqResult:
+    """Run the evaluation set on every engine; time the dataset loop and the compile-time inputs.
+
+    - dataset loop: one wall time around the whole loop over the samples (as the proof point
+      times its cpu row, progress bar included), divided by the number of batches;
+    - compile-time inputs: the all-ones inputs given at build time, ``repetitions`` times
+      after one warm-up (GroqFlow's benchmark() runs them 100 times on the chip).
+    GroqFlow's table reports the dataset loop for the host rows and benchmark() for groq.
+    """
+    from labkit.testbeds.groq import evalsets
+
+    batches, filler = to_batches(data.inputs, config.batch_size)
+    dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
+    rows_per_sample = 1 if loaded.task == "classification" else 2
+    notes = []
+    if filler:
+        notes.append("the last batch was filled up with {} copies of its last sample (fixed compiled shape); "
+                     "their outputs are not scored".format(filler))
+    outputs, scores, latency, predictions = {}, {}, {}, {}
+    for name, engine in engines.items():
+        raw, wall = engine.run_dataset(batches, desc="{} inference".format(name))
+        outputs[name] = _per_sample(raw, rows_per_sample, len(data))
+        scores[name] = data.score(outputs[name])
+        predictions[name] = _predictions(loaded.task, outputs[name], data.inputs, loaded.labels)
+        compile_inputs = engine.benchmark(dummy, repetitions)
+        loop = wall / len(batches)
+        on_chip = engine.on_chip_latency_s
+        latency[name] = {"loop": loop, "compile_inputs": compile_inputs, "on_chip": on_chip,
+                         "end_to_end": compile_inputs if name == "groq" else loop,
+                         "loop_ips": len(data) / wall}
+    disagreements, largest = {}, {}
+    for name in engines:
+        if name != "cpu":
+            disagreements[name], largest[name] = _compare(loaded.task, predictions["cpu"], predictions[name],
+                                                          outputs["cpu"], outputs[name])
+    return GroqResult(loaded.task, data.score_name, config.batch_size, len(data), scores, latency, predictions,
+                      disagreements, largest, list(data.texts), notes)
+
+
+def _display(obj: Any) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover
+        print(obj)
+        return
+    if get_ipython() is not None:
+        display(obj)
+    else:
+        print(obj)
