@@ -5,6 +5,8 @@ test_lab.py does not change. ``parameters`` are typed over the values in the par
 (golden.yml's small sizes by default); ``bad`` is one (name, source text) typed for the second
 pass; ``defaults`` says what *Run All* with the notebook untouched does on a 2-core machine:
 ``"runs"`` (and then it must run clean) or a list of words its single stop message contains.
+``evidence`` is a folder of the repository copied beside the notebook (what a student has made
+before opening it), and ``defaults_show`` what the defaults pass shows where it differs.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class Case:
     records: bool = True                   # the record cell stores at least one run
     timeout: float = 900                   # seconds for Run All with ``parameters``
     defaults_timeout: float = 1800         # seconds for Run All with the defaults
+    evidence: Optional[Tuple[str, str]] = None  # (folder of the repository, name beside the notebook)
+    defaults_show: Dict[str, Any] = field(default_factory=dict)  # plots/tables/records of the defaults pass
 
     @property
     def notebook(self) -> str:
@@ -56,10 +60,11 @@ CASES = [
          plots=2, tables=2),
     Case("comparison/ipu_vs_gpu", golden("comparison/ipu_vs_gpu"), bad=("epochs", "0"), defaults="runs",
          plots=1, tables=2),
-    # No evidence yet: what the homework shows a student before any run (plots and records come
-# with evidence; give it some in ``parameters`` once the homework accepts portable evidence).
-    Case("homework/ai_testbeds", golden("homework/ai_testbeds"), bad=("logs_dir", "5"), defaults="runs",
-         plots=0, tables=1, records=False),
+    # Typed: the portable runs of the golden homework (what a student without a testbed account
+    # hands in), one table and plot per testbed. Defaults: no runs yet, so words and no figure.
+    Case("homework/ai_testbeds", golden("homework/ai_testbeds", runs_dir="portable-runs"), bad=("logs_dir", "5"),
+         defaults="runs", plots=4, tables=4, evidence=("tests/golden/homework/runs", "portable-runs"),
+         defaults_show=dict(plots=0, tables=1, records=False)),
 ]
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import cases as catalogue
 from tests.browser import lab as lablib
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -46,7 +47,7 @@ def artifacts():
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
     base = tmp_path_factory.mktemp("lab")
-    lablib.copy_notebooks(base / "root")
+    lablib.copy_notebooks(base / "root", [(c.key, c.evidence) for c in catalogue.CASES if c.evidence])
     (base / "state").mkdir()
     server = lablib.Lab(base / "root", base / "state").start()
     yield server

@@ -21,7 +21,7 @@ import time
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -128,10 +128,13 @@ class Lab:
         self.process = None
 
 
-def copy_notebooks(target: Path) -> None:
-    """The notebooks folder as a student's checkout has it (no executed outputs, no runs)."""
+def copy_notebooks(target: Path, evidence: Sequence[Tuple[str, Tuple[str, str]]] = ()) -> None:
+    """The notebooks folder as a student's checkout has it (no executed outputs, no runs), plus
+    ``(key, (repository folder, name))`` evidence copied beside notebook ``key`` under ``name``."""
     shutil.copytree(str(ROOT / "notebooks"), str(target),
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    for key, (folder, name) in evidence:
+        shutil.copytree(str(ROOT / folder), str(target / key.rsplit("/", 1)[0] / name))
 
 
 # --- the page -------------------------------------------------------------------------------
@@ -194,6 +197,10 @@ class NotebookPage:
     def run_all(self, timeout: float) -> float:
         """*Run > Run All Cells* from the menu bar; waits until no cell is queued or running."""
         start = time.monotonic()
+        self.start_run_all()
+        return self.run_all_finished(timeout, start)
+
+    def start_run_all(self) -> None:
         self.activate()
         self.page.locator(".lm-MenuBar-item", has_text="Run").first.click()
         self.page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
@@ -201,6 +208,10 @@ class NotebookPage:
         self.page.wait_for_function(
             "() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell "
             ".jp-InputPrompt')].some(p => /\\[[*0-9]/.test(p.innerText))", timeout=120000 * SLOWDOWN)
+
+    def run_all_finished(self, timeout: float, start: Optional[float] = None) -> float:
+        """Wait until no cell is queued or running; seconds since ``start`` (default: now)."""
+        start = time.monotonic() if start is None else start
         deadline = start + timeout * SLOWDOWN
         quiet = 0
         while time.monotonic() < deadline:
@@ -212,6 +223,28 @@ class NotebookPage:
                 return time.monotonic() - start - 2
             time.sleep(1)
         raise AssertionError("{}: still running after {:.0f} s".format(self.path, timeout * SLOWDOWN))
+
+    def run_cell(self, index: int, timeout: float = 300) -> None:
+        """Select cell ``index`` (a click in its margin) and press Shift+Enter; wait until it ran."""
+        self.cell(index).click(position={"x": 3, "y": 3})
+        self.page.keyboard.press("Escape")
+        before = self.cell(index).locator(".jp-InputPrompt").inner_text()
+        self.page.keyboard.press("Shift+Enter")
+        # The prompt goes [*] and then takes a new number.
+        self.page.wait_for_function(
+            """([i, old]) => {
+                const cells = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell');
+                const text = cells[i].querySelector('.jp-InputPrompt').innerText;
+                return /[0-9]/.test(text) && !text.includes('*') && text !== old;
+            }""", arg=[index, before], timeout=timeout * 1000 * SLOWDOWN)
+
+    def interrupt(self) -> None:
+        """*Kernel > Interrupt Kernel* from the menu bar, as a student stops a long run."""
+        self.page.locator(".lm-MenuBar-item", has_text="Kernel").first.click()
+        self.page.locator(".lm-Menu-item[data-command='kernelmenu:interrupt']").click()
+
+    def output_text(self, index: int) -> str:
+        return "\n".join(self.cell(index).locator(".jp-OutputArea-output").all_inner_texts())
 
     def save(self, timeout: float = 60) -> None:
         self.activate()

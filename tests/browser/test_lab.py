@@ -10,6 +10,7 @@ goes to runs/browser/ (LABKIT_BROWSER_ARTIFACTS to choose another folder).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -160,7 +161,7 @@ def test_run_all_with_the_defaults_runs_or_says_what_to_change(case, lab, browse
         notebook.run_all(case.defaults_timeout)
         notebook.save()
         if case.defaults == "runs":
-            _assert_ran_clean(case, notebook, copy)
+            _assert_ran_clean(dataclasses.replace(case, **case.defaults_show), notebook, copy)
         else:
             _assert_one_stop(case, notebook, copy, case.defaults)
     finally:
