@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = ["Run", "record", "read", "read_runs", "collect", "compare_records", "same_value", "SCRAP_MIME",
-           "NotebookResults"]
+           "NotebookResults", "json_safe", "json_restore"]
 
 SCRAP_MIME = "application/scrapbook.scrap.json+json"
 RECORD_VERSION = 1
@@ -68,11 +68,11 @@ class Run:
     def to_dict(self) -> Dict[str, Any]:
         data = asdict(self)
         data["version"] = RECORD_VERSION
-        return _json_safe(data)
+        return json_safe(data)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Run":
-        data = _json_restore(dict(data))
+        data = json_restore(dict(data))
         data.pop("version", None)
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
@@ -130,34 +130,34 @@ class Run:
         return row
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """JSON has no NaN or infinity (a diverged loss has both): store them as text."""
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)  # 'nan', 'inf', '-inf'
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
-        return _json_safe(value.item())
+        return json_safe(value.item())
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     return value
 
 
-def _json_restore(value: Any) -> Any:
+def json_restore(value: Any) -> Any:
     if isinstance(value, str) and value in ("nan", "inf", "-inf"):
         return float(value)
     if isinstance(value, dict):
-        return {k: _json_restore(v) for k, v in value.items()}
+        return {k: json_restore(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_json_restore(v) for v in value]
+        return [json_restore(v) for v in value]
     return value
 
 
 def scrap(run: Union[Run, Mapping[str, Any]], name: str = "run") -> Dict[str, Any]:
     """The scrapbook payload that :func:`record` displays."""
-    data = run.to_dict() if isinstance(run, Run) else _json_safe(dict(run))
+    data = run.to_dict() if isinstance(run, Run) else json_safe(dict(run))
     return {"name": name, "data": data, "encoder": "json", "version": 1}
 
 
@@ -223,7 +223,7 @@ def read(path: Union[str, os.PathLike]) -> NotebookResults:
         for output in cell.get("outputs", []):
             payload = output.get("data", {}).get(SCRAP_MIME)
             if isinstance(payload, dict) and "name" in payload:
-                records[payload["name"]] = _json_restore(payload.get("data"))
+                records[payload["name"]] = json_restore(payload.get("data"))
             if output.get("output_type") == "error" and error is None:
                 error = "{}: {}".format(output.get("ename", "Error"), output.get("evalue", ""))
     papermill = nb.metadata.get("papermill", {})
@@ -339,7 +339,7 @@ def compare_records(expected: Mapping[str, Any], actual: Mapping[str, Any], rtol
             return _close(a, b, rtol, atol)
         if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
             return len(a) == len(b) and all(same(name, x, y) for x, y in zip(a, b))
-        return close(name, units.get(name), _json_restore(a), _json_restore(b))
+        return close(name, units.get(name), json_restore(a), json_restore(b))
 
     problems: List[str] = []
     for key in ("exercise", "source", "status", "params"):
@@ -373,7 +373,7 @@ def same_value(a: Any, b: Any, rtol: float = 1e-9, atol: float = 1e-12) -> bool:
 def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_close(x, y, rtol, atol) for x, y in zip(a, b))
-    a, b = _json_restore(a), _json_restore(b)  # "nan" as stored in JSON
+    a, b = json_restore(a), json_restore(b)  # "nan" as stored in JSON
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)

@@ -38,7 +38,7 @@ from labkit import sweep_share
 from labkit.execute import NotebookParameters, notebook_parameters, run_notebook
 from labkit.params import ParameterError
 
-__all__ = ["SweepError", "SweepPlan", "plan", "run_sweep", "is_sweep", "MANIFEST", "execute_task"]
+__all__ = ["SweepError", "SweepPlan", "plan", "run_sweep", "is_sweep", "MANIFEST", "execute_task", "load_parsl_config"]
 
 MANIFEST = "sweep.json"
 FORMAT = "labkit-sweep/1"
@@ -270,7 +270,7 @@ def execute_task(task: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
     if "KeyboardInterrupt" in error or "Interrupted:" in error or status == "interrupted":
         row["status"] = "interrupted"
         return row
-    write_atomic(task["row"], json.dumps(results._json_safe(row)) + "\n")
+    write_atomic(task["row"], json.dumps(results.json_safe(row)) + "\n")
     return row
 
 
@@ -361,7 +361,7 @@ def run_sweep(sweep: SweepPlan, out: str, workers: int = 1, executor: str = "loc
     if executor == "parsl" and not parsl_config:
         raise SweepError("--executor parsl needs --config FILE, a Python file defining `config` "
                          "(ready ones: docs/parsl/local.py, slurm_testbed.py, polaris_pbs.py)")
-    config = _load_parsl_config(parsl_config) if executor == "parsl" else None
+    config = load_parsl_config(parsl_config) if executor == "parsl" else None
     prepare_out(sweep, out)
     tasks = sweep.tasks(os.path.abspath(out))
     if retry_failed:
@@ -402,7 +402,7 @@ def _read_row(path: str) -> Dict[str, Any]:
 
 # -- Parsl executor: the same tasks, on whatever the Parsl config provides ---------------------
 
-def _load_parsl_config(path: Optional[str]):
+def load_parsl_config(path: Optional[str]):
     """The ``config`` object of a Parsl config file (a Python file)."""
     import importlib.util
 

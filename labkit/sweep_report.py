@@ -52,7 +52,7 @@ def table(out: str):
     """results.csv as a DataFrame: one row per finished run, in the sweep's order."""
     import pandas as pd
 
-    from labkit.results import _json_restore
+    from labkit.results import json_restore
 
     manifest = _manifest(out)
     rows = []
@@ -62,7 +62,7 @@ def table(out: str):
     notes: Dict[str, List[str]] = {}
     for name in names:
         with open(os.path.join(folder, name)) as f:
-            row = _json_restore(json.load(f))
+            row = json_restore(json.load(f))
         units.update(row.pop("units", None) or {})  # kept beside the table, not as a column
         verdicts = row.pop("verdict_notes", None)
         if verdicts:

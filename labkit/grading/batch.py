@@ -40,7 +40,8 @@ from labkit.grading.lms import LMS_FORMATS, canvas_csv
 from labkit.grading.summary import class_summary, summary_markdown
 from labkit.grading.rubric import Evidence, load_rubric
 
-__all__ = ["Submission", "find_submissions", "grade_class", "STATE_VERSION"]
+__all__ = ["Submission", "find_submissions", "grade_class", "STATE_VERSION",
+           "start_job", "collect_job", "kill_job", "remove_stale_workroots"]  # the last four: the Parsl executor
 
 STATE_VERSION = 1
 #: Grace the worker gets beyond the notebook limit (kernel start, recompute, writing) before
@@ -272,7 +273,7 @@ def _run_local(pending: List[Submission], keys: Dict[str, str], rubric_path: str
                finished: Callable[[Submission, Dict[str, Any]], None]) -> None:
     """Grade ``pending`` here, ``workers`` at a time, each in its own worker process."""
     pending = list(pending)
-    _remove_stale_workroots()
+    remove_stale_workroots()
     workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
     os.chmod(workroot, 0o711)  # run uids may pass through to their own folder, not list the others
     running: List[_Running] = []
@@ -283,7 +284,7 @@ def _run_local(pending: List[Submission], keys: Dict[str, str], rubric_path: str
             while pending and len(running) < max(1, workers):
                 sub = pending.pop(0)
                 counter += 1
-                running.append(_start(_job(sub, keys[sub.student], rubric_path, limits, level, hidden, reproduce),
+                running.append(start_job(_job(sub, keys[sub.student], rubric_path, limits, level, hidden, reproduce),
                                       sub, workroot, counter))
             time.sleep(0.1)
             for item in list(running):
@@ -291,12 +292,12 @@ def _run_local(pending: List[Submission], keys: Dict[str, str], rubric_path: str
                 if item.proc.poll() is None and not timed_out:
                     continue
                 running.remove(item)
-                result = _store_executed(_collect(item, timed_out, limits, level, rubric, reproduce), out_dir)
+                result = _store_executed(collect_job(item, timed_out, limits, level, rubric, reproduce), out_dir)
                 _remove_run(item)
                 finished(item.sub, result)
     finally:
         for item in running:  # interrupted: stop what runs; the state keeps what finished
-            _kill(item.proc)
+            kill_job(item.proc)
             item.slot.release()
         signal.signal(signal.SIGTERM, previous_term)
         if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):
@@ -313,7 +314,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _remove_stale_workroots() -> None:
+def remove_stale_workroots() -> None:
     """Working folders of graders that were killed (their pid is in the name)."""
     tmp = tempfile.gettempdir()
     for name in os.listdir(tmp):
@@ -327,7 +328,7 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt("labkit grade stopped by signal {}".format(signum))
 
 
-def _start(job: Dict[str, Any], sub: Submission, workroot: str, counter: int) -> _Running:
+def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int) -> _Running:
     """Start the worker process that grades ``job`` (see runner.py) in ``workroot/r<counter>``."""
     limits = sandbox.Limits(**job["limits"])
     level = job["level"]
@@ -350,7 +351,7 @@ def _start(job: Dict[str, Any], sub: Submission, workroot: str, counter: int) ->
     return _Running(sub, job["key"], proc, slot, run_dir, result_path, deadline, time.monotonic())
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def kill_job(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
@@ -361,11 +362,11 @@ def _kill(proc: subprocess.Popen) -> None:
         pass
 
 
-def _collect(item: _Running, timed_out: bool, limits: sandbox.Limits, level: str,
+def collect_job(item: _Running, timed_out: bool, limits: sandbox.Limits, level: str,
              rubric: Any, reproduce: bool) -> Dict[str, Any]:
     """The worker's result (its ``executed`` notebook still in the run folder), or why there is none."""
     if timed_out:
-        _kill(item.proc)
+        kill_job(item.proc)
     item.slot.release()  # kills anything the run's uid left behind
     result: Dict[str, Any]
     try:

@@ -30,13 +30,13 @@ __all__ = ["load_config", "run_parsl", "grade_on_worker"]
 
 def load_config(path: Optional[str]) -> Any:
     """The ``config`` of a Parsl config file; errors name ``--config`` (as for sweeps)."""
-    from labkit.sweep import SweepError, _load_parsl_config
+    from labkit.sweep import SweepError, load_parsl_config
 
     if not path:
         raise ValueError("--executor parsl needs --config FILE, a Python file defining `config` "
                          "(ready ones: docs/parsl/local.py, slurm_testbed.py, polaris_pbs.py)")
     try:
-        return _load_parsl_config(path)
+        return load_parsl_config(path)
     except SweepError as exc:
         raise ValueError(str(exc)) from None
 
@@ -54,24 +54,24 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
                                          job["level"], host), rubric, job["reproduce"])
         result["host"] = host
         return result
-    batch._remove_stale_workroots()
+    batch.remove_stale_workroots()
     workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
     os.chmod(workroot, 0o711)
     sub = batch.Submission(job["student"], job["source"], job["notebook"], job["problem"])
     item = None
     try:
-        item = batch._start(job, sub, workroot, 1)
+        item = batch.start_job(job, sub, workroot, 1)
         while item.proc.poll() is None and time.monotonic() <= item.deadline:
             time.sleep(0.1)
         limits = sandbox.Limits(**job["limits"])
-        result = batch._collect(item, item.proc.poll() is None, limits, job["level"], rubric, job["reproduce"])
+        result = batch.collect_job(item, item.proc.poll() is None, limits, job["level"], rubric, job["reproduce"])
         executed = result.pop("executed", None)
         if executed and os.path.exists(executed):
             with open(executed, encoding="utf-8") as f:
                 result["executed_text"] = f.read()
     finally:
         if item is not None and item.proc.poll() is None:  # the task itself was cancelled
-            batch._kill(item.proc)
+            batch.kill_job(item.proc)
             item.slot.release()
         shutil.rmtree(workroot, ignore_errors=True)
     result["host"] = host

@@ -86,13 +86,13 @@ def run_sandboxed(function: str, params: List[Dict[str, Any]], workdir: str, pre
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from labkit.results import _json_safe
+    from labkit.results import json_safe
 
     function = resolve(argv[0])
     answers = []
     for params in json.loads(sys.stdin.read(4 << 20)):
         try:
-            answers.append({"ok": _json_safe(dict(function(params)))})
+            answers.append({"ok": json_safe(dict(function(params)))})
         except Exception as exc:  # one bad record must not hide the others
             answers.append({"error": "{}: {}".format(type(exc).__name__, str(exc)[:200])})
     sys.stdout.write(json.dumps(answers))
