@@ -38,7 +38,8 @@ from labkit.grading.feedback import feedback_html
 from labkit.grading.gradebook import atomic_write, write_gradebook
 from labkit.grading.lms import LMS_FORMATS, canvas_csv
 from labkit.grading.summary import class_summary, summary_markdown
-from labkit.grading.rubric import Evidence, load_rubric
+from labkit.grading.checks import Evidence
+from labkit.grading.rubric import load_rubric
 
 __all__ = ["Submission", "find_submissions", "grade_class", "STATE_VERSION",
            "start_job", "collect_job", "kill_job", "remove_stale_workroots"]  # the last four: the Parsl executor

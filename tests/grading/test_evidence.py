@@ -15,7 +15,8 @@ import pytest
 
 import labkit.logs
 from labkit.grading import evidence
-from labkit.grading.rubric import Evidence, RubricError, load_rubric
+from labkit.grading.checks import Evidence
+from labkit.grading.rubric import RubricError, load_rubric
 from labkit.grading.where import where_it_ran
 from labkit.results import Run
 from tests.grading import classroom

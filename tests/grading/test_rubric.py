@@ -8,7 +8,9 @@ import textwrap
 import nbformat
 import pytest
 
-from labkit.grading.rubric import Evidence, RubricError, answer_text, load_rubric
+from labkit.grading.answer_checks import answer_text
+from labkit.grading.checks import Evidence
+from labkit.grading.rubric import RubricError, load_rubric
 from labkit.results import Run
 from tests.grading import notebooks as N
 

@@ -1,0 +1,175 @@
+"""What the rubric's checks share: the evidence a submission gave, a check, its result, and
+picking the runs a check looks at (by exercise and parameters) with the comparisons they need.
+
+    from labkit.grading.checks import Evidence
+    Evidence(submitted=nb, submitted_records={}, fresh=records, status="ok")
+
+The check types themselves are in :mod:`labkit.grading.record_checks` (records: ``record``,
+``runs``, ``reproduce``, ``rerun``) and :mod:`labkit.grading.answer_checks` (``answer``,
+``no_error``); :mod:`labkit.grading.rubric` reads the file that lists them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from labkit.grading.where import is_portable, where_it_ran
+from labkit.results import Run
+
+__all__ = ["Evidence", "CheckResult", "Check", "NUMBER", "runs_in", "split_evidence", "run_label", "wheres_of",
+           "select_runs", "same_value", "close_enough", "describe_selection", "fmt_value"]
+
+NUMBER = (int, float)
+
+
+@dataclass
+class Evidence:
+    """What a submission gave the grader.
+
+    ``submitted``: the notebook as handed in (for written answers); ``submitted_records``:
+    records in its outputs (only the reproduce check reads them); ``fresh``: records of the
+    grader's execution; ``status``: ok, error, timeout, kernel died, failed, unreadable.
+    ``recompute(function, [params, ...])`` runs a trusted recompute function on each set of
+    recorded parameters in one sandboxed process; the answers land in ``trusted``.
+    """
+
+    submitted: Any
+    submitted_records: Dict[str, Any]
+    fresh: Dict[str, Any]
+    status: str
+    reason: str = ""
+    error: Optional[str] = None
+    reproduce: bool = False
+    recompute: Optional[Callable[..., List[Dict[str, Any]]]] = None  # (function, params, timeout=None)
+    template: Any = None
+    trusted: Dict[Tuple[str, str], Dict[str, Any]] = field(default_factory=dict)
+
+    def fresh_runs(self) -> List[Tuple[str, Run]]:
+        return runs_in(self.fresh)
+
+
+def runs_in(records: Dict[str, Any]) -> List[Tuple[str, Run]]:
+    found = []
+    for name, data in records.items():
+        if isinstance(data, dict) and "exercise" in data and isinstance(data.get("metrics"), dict):
+            try:
+                found.append((name, Run.from_dict(data)))
+            except (TypeError, ValueError):
+                continue
+    return found
+
+
+@dataclass
+class CheckResult:
+    name: str
+    points: float
+    score: float
+    passed: bool
+    reason: str
+    description: str = ""
+    hidden: bool = False
+    skipped: bool = False
+    where: str = ""  # where the runs that earned the score ran, e.g. "IPU" or "portable: CPU"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Check:
+    """One rubric check; ``options`` holds the type's own fields (already validated)."""
+
+    name: str
+    type: str
+    points: float
+    description: str = ""
+    hidden: bool = False
+    options: Dict[str, Any] = field(default_factory=dict)
+    line: int = 0
+
+    def result(self, fraction: float, reason: str, skipped: bool = False, where: str = "") -> CheckResult:
+        fraction = min(1.0, max(0.0, fraction))
+        return CheckResult(self.name, self.points, round(self.points * fraction, 3), fraction >= 1.0, reason,
+                           self.description, self.hidden, skipped, where)
+
+    @property
+    def testbed_only(self) -> bool:
+        return self.options.get("evidence", "any") == "testbed"
+
+    def portable_cap(self) -> float:
+        """The fraction of the points that portable runs alone can earn."""
+        if self.testbed_only:
+            return 0.0
+        cap = self.options.get("portable_points")
+        return 1.0 if cap is None or self.points <= 0 else min(1.0, float(cap) / self.points)
+
+
+def split_evidence(check: Check, runs: List[Tuple[str, Run]]) -> Tuple[List[Tuple[str, Run]], str]:
+    """The runs the check may count, testbed runs first, and a sentence about the portable runs it refuses."""
+    testbed = [(n, r) for n, r in runs if not is_portable(r)]
+    portable = [(n, r) for n, r in runs if is_portable(r)]
+    if check.testbed_only and portable:
+        names = ", ".join("'{}' ({})".format(n, where_it_ran(r)) for n, r in portable[:3])
+        return testbed, ("{} portable run(s) not counted ({}): this check asks for testbed evidence "
+                         "(evidence: testbed); a portable run models the exercise, it does not measure the "
+                         "testbed. Hand in a testbed log, or a lab-book notebook run on the testbed".format(
+                             len(portable), names))
+    return testbed + portable, ""
+
+
+def run_label(name: str, run: Run) -> str:
+    return "record '{}' ({})".format(name, where_it_ran(run))
+
+
+def wheres_of(runs: List[Run]) -> str:
+    seen: List[str] = []
+    for run in runs:
+        if where_it_ran(run) not in seen:
+            seen.append(where_it_ran(run))
+    return ", ".join(seen)
+
+
+def select_runs(check: Check, evidence: Evidence, records: Optional[Dict[str, Any]] = None) -> List[Tuple[str, Run]]:
+    runs = runs_in(records) if records is not None else evidence.fresh_runs()
+    pattern = check.options.get("exercise")
+    where = check.options.get("where") or {}
+    chosen = []
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern or [])
+    for name, run in runs:
+        if patterns and not any(fnmatch.fnmatch(run.exercise, p) for p in patterns):
+            continue
+        if any(not same_value(run.params.get(k), v) for k, v in where.items()):
+            continue
+        chosen.append((name, run))
+    return chosen
+
+
+def same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, NUMBER) and isinstance(b, NUMBER) and not isinstance(a, bool) and not isinstance(b, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+def close_enough(a: Any, b: Any, tolerance: float) -> bool:
+    if isinstance(a, NUMBER) and isinstance(b, NUMBER):
+        a, b = float(a), float(b)
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return abs(a - b) <= tolerance * max(abs(a), abs(b)) + 1e-12
+    return a == b
+
+
+def describe_selection(check: Check) -> str:
+    pattern = check.options.get("exercise")
+    text = (pattern if isinstance(pattern, str) else ", ".join(pattern)) if pattern else "any exercise"
+    where = check.options.get("where")
+    if where:
+        text += " with " + ", ".join("{}={}".format(k, v) for k, v in where.items())
+    return text
+
+
+def fmt_value(value: Any) -> str:
+    return "{:.6g}".format(value) if isinstance(value, float) else repr(value)
