@@ -6,9 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from labkit import scaling, scaling_models
 from labkit.params import ParameterError
-from labkit.testbeds.comparison import SCALING_SPEC
+from labkit.testbeds.comparison import SCALING_SPEC, models as scaling_models, study as scaling
 
 
 def test_representative_model_has_the_studys_counts_and_its_frozen_half_stays_frozen():

@@ -1,11 +1,11 @@
 """The course's scaling study: data-parallel training throughput over replicas and micro-batch sizes.
 
     labkit run notebooks/comparison/ipu_vs_gpu.ipynb runs/scaling.ipynb -p replicas '[1, 2]'
-    from labkit import scaling
+    from labkit.testbeds.comparison import study as scaling
     table = scaling.study([1, 2], [10, 128], epochs=2, images_per_epoch=2048, device="cpu", model="small")
 
-The model (:mod:`labkit.scaling_models`) is either ``"representative"``, a CNN with the published
-study's parameter counts (8.9 M, half of them frozen), or ``"small"``, on synthetic 28x28
+The model (:mod:`labkit.testbeds.comparison.models`) is either ``"representative"``, a CNN with the
+published study's parameter counts (8.9 M, half of them frozen), or ``"small"``, on synthetic 28x28
 one-channel images (ten classes, each a noisy bright bar at its own row). Synthetic images are enough
 for throughput: speed does not depend on pixel values, and no dataset has to be shared
 between replicas. Throughput is images per second over the epochs after the first, so
@@ -25,7 +25,8 @@ Every run records its losses. One whose loss becomes NaN/infinite or explodes is
 and shown, but it is not the speed of a useful training.
 
 The default reference is the published study (:data:`PUBLISHED_REFERENCE`, Mk2 IPU-POD16 and A100;
-see ``labkit/reference/README.md``); speed-up and efficiency are in :mod:`labkit.scaling_report`.
+see ``reference/README.md`` beside this module); speed-up and efficiency are in
+:mod:`labkit.testbeds.comparison.report`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import time
 from typing import Any, Dict, List, Sequence
 
 from labkit.divergence import loss_divergence
-from labkit.scaling_models import build as build_model, model_choice
+from labkit.testbeds.comparison.models import build as build_model, model_choice
 
 __all__ = ["study", "measure", "load_reference", "plot_scaling", "display_table", "EXAMPLE_REFERENCE",
            "PUBLISHED_REFERENCE", "PUBLISHED_PROVENANCE", "REFERENCE_COLUMNS", "allowed_replicas", "diverged",
@@ -48,7 +49,7 @@ REFERENCE_COLUMNS = ("platform", "replicas", "micro_batch", "throughput")
 _REFERENCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference")
 #: The default reference: the course study's published table (Mk2 IPU-POD16 and A100), with statuses.
 PUBLISHED_REFERENCE = os.path.join(_REFERENCE_DIR, "scaling_pod16_a100.csv")
-#: Where :data:`PUBLISHED_REFERENCE` comes from (labkit/reference/README.md says more).
+#: Where :data:`PUBLISHED_REFERENCE` comes from (reference/README.md beside this module says more).
 PUBLISHED_PROVENANCE = ("the course's IPU-vs-GPU comparison study, as published: its representative model "
                         "(8,922,155 parameters, 4,409,808 of them frozen) trained with Keras for 3 epochs of "
                         "70,000 images, the 2nd epoch timed, on a Graphcore Mk2 IPU-POD16 and on A100 GPUs; "
@@ -361,7 +362,7 @@ def as_run(frame, params: Dict[str, Any]):
     replicas, micro-batch 10), so a diverged run can be seen, not only counted.
     """
     from labkit.results import Run
-    from labkit.scaling_report import with_speedup
+    from labkit.testbeds.comparison.report import with_speedup
 
     frame = with_speedup(frame)
     complete = frame[frame["status"] == "complete"]
