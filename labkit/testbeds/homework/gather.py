@@ -1,6 +1,6 @@
 """The module's homework (notebooks/homework/ai_testbeds.ipynb): gather your runs, compare them.
 
-    from labkit.grading import homework
+    from labkit.testbeds import homework
     runs = homework.runs_for(config, "graphcore")       # logs/graphcore/ and runs/graphcore/
     homework.record_runs("graphcore", runs)             # records graphcore_1, graphcore_2, ...
     homework.show("graphcore", runs)                    # table + plot, or what to run when there is nothing
@@ -13,11 +13,11 @@ Three kinds of evidence count for each testbed, all read by labkit:
   ``labkit.logs.read``; each record carries ``params['log']`` and ``params['log_run']``;
 - **lab-book notebooks** executed by ``labkit run`` or ``labkit sweep`` into ``runs/<testbed>/``,
   on the testbed (the vendor path) or **portably** (CPU or GPU stand-ins); each record carries
-  ``params['evidence']``, the executed notebook (see :mod:`labkit.grading.evidence`).
+  ``params['evidence']``, the executed notebook (see :mod:`labkit.testbeds.homework.evidence`).
 
 The grader reads each source again with trusted code (``labkit.grading.recompute:from_evidence``)
 and rejects a record whose numbers the source does not hold. Every table, plot and grade says
-where each run ran (:func:`labkit.grading.where.where_it_ran`): ``IPU``, ``CS-2``, ``SN30``,
+where each run ran (:func:`labkit.testbeds.homework.where.where_it_ran`): ``IPU``, ``CS-2``, ``SN30``,
 ``GroqChip``, or ``portable: CPU`` / ``portable: GPU``, a model of the exercise, not a
 measurement of the testbed.
 """
@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, List, Sequence, Tuple
 
-from labkit.grading.where import HARDWARE, is_portable, where_it_ran
+from labkit.testbeds.homework.where import HARDWARE, is_portable, where_it_ran
 from labkit.params import PATH, Param, Spec
 from labkit.results import Run, record
 
@@ -129,7 +129,7 @@ def runs_from_lab_book(runs_dir: str, testbed: str, verbose: bool = True) -> Lis
     notebook of another exercise) is listed with the reason and left out.
     """
     from labkit import sweep
-    from labkit.grading import evidence
+    from labkit.testbeds.homework import evidence
 
     exercise = _testbed(testbed)
     folder = os.path.join(os.fspath(runs_dir), testbed)
