@@ -13,7 +13,7 @@ then says only whether it passed). Check types: ``record``, ``runs``, ``answer``
 ``record`` and ``runs`` checks say what evidence counts: ``evidence: any`` (default) takes
 testbed and portable runs alike, ``evidence: testbed`` refuses portable runs with a reason
 that says so, and ``portable_points`` caps what portable runs alone can earn. Every reason
-names where each run it cites ran (:func:`labkit.grading.where.where_it_ran`).
+names where each run it cites ran (:func:`labkit.testbeds.homework.where.where_it_ran`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import yaml
 
-from labkit.grading.where import is_portable, where_it_ran
 from labkit.results import Run
+from labkit.testbeds.homework.where import is_portable, where_it_ran
 
 __all__ = ["Rubric", "Check", "CheckResult", "Evidence", "RubricError", "load_rubric", "answer_text", "CHECK_TYPES",
            "EVIDENCE_KINDS"]
@@ -484,7 +484,7 @@ def _params_match(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
     return all(k in b and _same(a[k], b[k]) for k in a)
 
 
-RERUN_FUNCTION = "labkit.grading.evidence:rerun_smallest"
+RERUN_FUNCTION = "labkit.testbeds.homework.evidence:rerun_smallest"
 
 
 def grade_rerun(check: Check, evidence: Evidence) -> CheckResult:

@@ -37,7 +37,7 @@ from labkit import results
 from labkit.grading import sandbox
 from labkit.grading.duplicates import record_fingerprints
 from labkit.grading.rubric import Evidence, Rubric, load_rubric
-from labkit.grading.where import where_it_ran
+from labkit.testbeds.homework.where import where_it_ran
 
 __all__ = ["run_job", "execute_sandboxed", "ExecutionOutcome"]
 

@@ -1,6 +1,6 @@
 """Trusted reading of lab-book notebooks and sweep folders handed in as homework evidence.
 
-    from labkit.grading import evidence
+    from labkit.testbeds.homework import evidence
     run, problems = evidence.notebook_run("runs/groq/seq64.ipynb")     # an executed lab-book notebook
     rows = evidence.sweep_runs("runs/graphcore")                        # a `labkit sweep --out` folder
 
@@ -220,7 +220,7 @@ def rerun_smallest(params: Mapping[str, Any]) -> Dict[str, Any]:
     golden tolerances (timings are skipped).
     """
     from labkit.execute import run_notebook
-    from labkit.grading.where import PORTABLE_CPU, where_it_ran
+    from labkit.testbeds.homework.where import PORTABLE_CPU, where_it_ran
 
     limit = float(params.get("max_seconds", 300))
     chosen = None

@@ -1,6 +1,6 @@
 """Compare like with like in the scaling study: speed-up and scaling efficiency, as a table and a plot.
 
-    from labkit import scaling, scaling_report
+    from labkit.testbeds.comparison import study as scaling, report as scaling_report
     reference = scaling.load_reference(scaling.PUBLISHED_REFERENCE)
     scaling_report.speedup_table(reference)      # IPU 16 replicas: 7.29x, 46 % of ideal
     scaling_report.plot_speedup(reference)
