@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import List
 
+from labkit.display import show
+
 __all__ = ["with_speedup", "speedup_table", "plot_speedup", "REFERENCE_MODEL"]
 
 #: What the ``model`` column says for reference rows, which carry none.
@@ -139,6 +141,5 @@ def plot_speedup(frame, title: str = "Speed-up over 1 replica (same platform, sa
     handles, labels = ax.get_legend_handles_labels()
     ax.legend(handles, labels, fontsize="x-small", loc="upper left", framealpha=0.9)
     fig.tight_layout()
-    from labkit.plots import _show
 
-    return _show(fig)  # in a notebook: shown exactly once; elsewhere: the figure
+    return show(fig)  # in a notebook: shown exactly once; elsewhere: the figure

@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Sequence
 
+from labkit.display import show
 from labkit.divergence import loss_divergence
 from labkit.testbeds.comparison.models import model_choice
 from labkit.testbeds.comparison.replicas import measure_ipu, measure_torch
@@ -264,6 +265,5 @@ def plot_scaling(frame, title: str = "Data-parallel throughput"):
         ax.legend(fontsize="x-small")
     fig.suptitle(title)
     fig.tight_layout()
-    from labkit.plots import _show
 
-    return _show(fig)  # in a notebook: shown exactly once; elsewhere: the figure
+    return show(fig)  # in a notebook: shown exactly once; elsewhere: the figure
