@@ -3,7 +3,7 @@
     labkit sweep NOTEBOOK -p epochs 4,10,14 -p learning_rate 0.01,0.03 --repeats 3 --out runs/NAME
         [--workers N] [--executor local|parsl --config FILE] [--timeout S] [--retry-failed]
 
-See labkit/sweep.py for what is run and docs/sweeps.md for the whole story.
+See labkit/sweep/ for what is run and docs/sweeps.md for the whole story.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def register(sub: "argparse._SubParsersAction") -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from labkit import sweep, sweep_report
+    from labkit import sweep
+    from labkit.sweep import report as sweep_report
 
     try:
         plan = sweep.plan(args.notebook, [tuple(pair) for pair in args.parameter], args.repeats, args.timeout)

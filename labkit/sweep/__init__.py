@@ -11,12 +11,12 @@ the notebook must declare ``seed``. Every run is executed into its own notebook 
 run has ended, which is what makes a sweep resumable: started again with the same
 arguments it skips runs that have a row and redoes the others. ``OUT/sweep.json`` holds
 the arguments; an ``--out`` from a different sweep is refused. Tables and plots are made
-by :mod:`labkit.sweep_report`.
+by :mod:`labkit.sweep.report`.
 
 Parallel runs never collide: kernels use private sockets (see :mod:`labkit.execute`), and
 with GPUs present each worker's kernels see one GPU (``CUDA_VISIBLE_DEVICES``). Each worker's
 kernels get ``cores // workers`` threads, and each run's row says whether its timings were
-contended (:mod:`labkit.sweep_share`).
+contended (:mod:`labkit.sweep.share`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from labkit import sweep_share
+from labkit.sweep import share as sweep_share
 from labkit.execute import NotebookParameters, notebook_parameters, run_notebook
 from labkit.params import ParameterError
 
@@ -351,7 +351,7 @@ def run_sweep(sweep: SweepPlan, out: str, workers: int = 1, executor: str = "loc
     this call made that did not complete) and, about the whole folder whoever ran it (the same
     on a first and a resumed run), {"finished": n, "complete": n, "not_complete": n}.
     """
-    from labkit import sweep_report
+    from labkit.sweep import report as sweep_report
     from labkit.progress import bar
 
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
