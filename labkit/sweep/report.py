@@ -32,7 +32,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from labkit.sweep import stats
-from labkit.sweep import MANIFEST, RUNS, write_atomic
+from labkit.sweep.planning import MANIFEST, RUNS, write_atomic
 
 __all__ = ["table", "summary_frame", "summary_markdown", "write_reports", "plot_files", "counts", "is_timing",
            "primary_metrics"]
