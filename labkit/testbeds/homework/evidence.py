@@ -31,6 +31,7 @@ import tempfile
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from labkit import results, sweep
+from labkit.sweep.planning import RUNS
 from labkit.results import Run, same_value
 
 __all__ = ["SPECS", "MAIN_RECORD", "EvidenceError", "notebook_run", "sweep_runs", "trusted_record",
@@ -175,7 +176,7 @@ def _sweep_folder(notebook: str) -> Optional[str]:
     """The sweep folder holding ``notebook`` (``OUT/runs/NAME.ipynb``), if it is one."""
     runs_dir = os.path.dirname(os.path.abspath(notebook))
     out = os.path.dirname(runs_dir)
-    return out if os.path.basename(runs_dir) == sweep.RUNS and sweep.is_sweep(out) else None
+    return out if os.path.basename(runs_dir) == RUNS and sweep.is_sweep(out) else None
 
 
 def trusted_record(params: Mapping[str, Any]) -> Dict[str, Any]:
