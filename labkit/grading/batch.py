@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from labkit.grading import sandbox
+from labkit.grading import cgroups, sandbox, uids
 from labkit.grading.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
 from labkit.grading.duplicates import groups as duplicate_groups
 from labkit.grading.feedback import feedback_html
@@ -173,7 +173,7 @@ class _Running:
     sub: Submission
     key: str
     proc: subprocess.Popen
-    slot: sandbox.Slot
+    slot: uids.Slot
     run_dir: str
     result_path: str
     deadline: float
@@ -321,7 +321,7 @@ def remove_stale_workroots() -> None:
         match = re.match(r"^labkit-grade-(\d+)-", name)
         if match and not _pid_alive(int(match.group(1))):
             shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
-    sandbox.remove_stale_cgroups(_pid_alive)
+    cgroups.remove_stale_cgroups(_pid_alive)
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
@@ -332,8 +332,8 @@ def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int)
     """Start the worker process that grades ``job`` (see runner.py) in ``workroot/r<counter>``."""
     limits = sandbox.Limits(**job["limits"])
     level = job["level"]
-    slot = sandbox.acquire_slot(level)
-    slot.cgroups = sandbox.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
+    slot = uids.acquire_slot(level)
+    slot.cgroups = cgroups.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
     run_dir = os.path.join(workroot, "r{}".format(counter))  # short: ipc socket paths are limited to 107 bytes
     os.makedirs(run_dir, mode=0o711)
     result_path = os.path.join(run_dir, "result.json")

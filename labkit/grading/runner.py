@@ -35,6 +35,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from labkit import results
 from labkit.grading import sandbox
+from labkit.grading.cgroups import cgroup_command
 from labkit.grading.duplicates import record_fingerprints
 from labkit.grading.rubric import Evidence, Rubric, load_rubric
 from labkit.testbeds.homework.where import where_it_ran
@@ -123,7 +124,7 @@ def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], li
     dies with the batch), so a grader killed with SIGKILL takes its kernels along.
     """
     parent = os.getpid()
-    outer = sandbox.cgroup_command(cgroups, parent, always=(level == "unshare"))
+    outer = cgroup_command(cgroups, parent, always=(level == "unshare"))
     middle = sandbox.sandbox_prefix(level, workdir, conn_dir, hidden)
     first = not outer and not middle
     return outer + middle + sandbox.confine_command(limits, uid, parent if first else None)

@@ -13,11 +13,13 @@ Isolation levels, strongest first (the gradebook reports the one in force for ea
 - ``unshare``: ``unshare --net --pid --fork --kill-child``: no network, own PID namespace;
   other submissions are protected only by file permissions; plus everything below.
 - ``+cgroup`` (any level, where this grader may make cgroups, v1 or v2): one cap on the
-  processes (``pids.max``) and memory of the whole run, which holds even without a uid switch.
+  processes (``pids.max``) and memory of the whole run, which holds even without a uid switch
+  (:mod:`labkit.grading.cgroups`).
 - ``rlimits``: resource limits (address space, processes, file size, CPU time a little above
   the notebook's limit, no core dumps), a
   scrubbed environment and, when the grader runs as root, a private unprivileged uid per
-  concurrent run (``RLIMIT_NPROC`` is not enforced for root). Always in force.
+  concurrent run (``RLIMIT_NPROC`` is not enforced for root; :mod:`labkit.grading.uids`).
+  Always in force.
 
 At every level the kernel dies with its grader: each launcher stage sets
 ``PR_SET_PDEATHSIG`` (``labkit.grading.confine --die-with-parent``), bubblewrap runs with
@@ -30,29 +32,18 @@ folder), which work across a network namespace and never collide on ports.
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
-import pwd
 import shutil
-import signal
 import stat
 import subprocess
 import sys
-import tempfile
-import time
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["Limits", "Slot", "LEVELS", "best_level", "describe_levels", "kernel_environment",
-           "confine_command", "cpu_limit_s", "sandbox_prefix", "kill_uid", "acquire_slot"]
+__all__ = ["Limits", "LEVELS", "CONFINE", "best_level", "level_available", "describe_levels", "kernel_environment",
+           "confine_command", "cpu_limit_s", "sandbox_prefix", "uid_switch_possible"]
 
 LEVELS = ("bwrap", "unshare", "rlimits")
-
-#: Unprivileged uids the grader runs kernels as (one per concurrent run); chosen among uids
-#: with no /etc/passwd entry so no real account is ever signalled.
-UID_RANGE = (61000, 61999)
-LOCK_DIR = os.path.join(tempfile.gettempdir(), "labkit-grader-locks")
 
 # Environment variables the kernel keeps from the grader; everything else (tokens, the
 # grader's own settings, SSH agents, cloud credentials) is dropped.
@@ -257,212 +248,3 @@ def sandbox_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str
                 cmd += ["--perms", "0711", "--dir", folder]
         cmd += ["--bind", path, path]
     return cmd + ["--chdir", workdir, "--"]
-
-
-# -- cgroups: one process and memory cap for the whole run ---------------------------------------
-
-CGROUP_ROOT = "/sys/fs/cgroup"
-
-
-def _cgroup_parents() -> Dict[str, str]:
-    """controller -> the folder under which this grader may make cgroups (v1 or v2), if writable."""
-    if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")):  # v2: one unified tree
-        own = _own_cgroup("")
-        folder = os.path.join(CGROUP_ROOT, own.lstrip("/"))
-        return {"unified": folder} if os.access(folder, os.W_OK) else {}
-    found = {}
-    for controller in ("pids", "memory"):
-        folder = os.path.join(CGROUP_ROOT, controller, _own_cgroup(controller).lstrip("/"))
-        if os.path.isdir(folder) and os.access(folder, os.W_OK):
-            found[controller] = folder
-    return found
-
-
-def _own_cgroup(controller: str) -> str:
-    try:
-        with open("/proc/self/cgroup") as f:
-            for line in f:
-                _id, names, path = line.rstrip("\n").split(":", 2)
-                if (controller == "" and names == "") or controller in names.split(","):
-                    return path
-    except OSError:
-        pass
-    return "/"
-
-
-def make_cgroups(name: str, limits: Limits) -> List[str]:
-    """Cgroups capping the run's processes (pids.max) and memory; [] where none can be made."""
-    made = []
-    for controller, parent in _cgroup_parents().items():
-        folder = os.path.join(parent, "labkit-grade", name)
-        try:
-            os.makedirs(folder, exist_ok=True)
-            if controller in ("pids", "unified") and limits.nproc:
-                _write(os.path.join(folder, "pids.max"), str(int(limits.nproc)))
-            if controller == "memory" and limits.memory_bytes:
-                _write(os.path.join(folder, "memory.limit_in_bytes"), str(int(limits.memory_bytes)))
-                _write_optional(os.path.join(folder, "memory.memsw.limit_in_bytes"), str(int(limits.memory_bytes)))
-            if controller == "unified" and limits.memory_bytes:
-                _write(os.path.join(folder, "memory.max"), str(int(limits.memory_bytes)))
-                _write_optional(os.path.join(folder, "memory.swap.max"), "0")
-        except OSError:
-            remove_cgroups([folder])
-            continue
-        made.append(folder)
-    return made
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def _write_optional(path: str, text: str) -> None:
-    try:
-        _write(path, text)
-    except OSError:
-        pass
-
-
-def _cgroup_pids(folder: str) -> List[int]:
-    try:
-        with open(os.path.join(folder, "cgroup.procs")) as f:
-            return [int(line) for line in f if line.strip()]
-    except (OSError, ValueError):
-        return []
-
-
-def remove_cgroups(folders: Sequence[str]) -> None:
-    """Kill whatever is left in the run's cgroups, then remove them."""
-    for folder in folders:
-        for _ in range(100):
-            pids = _cgroup_pids(folder)
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.02)
-        try:
-            os.rmdir(folder)
-        except OSError:
-            pass
-
-
-def remove_stale_cgroups(alive: Any) -> None:
-    """Cgroups left by a grader that was killed (named <pid>-r<n>): empty and remove them."""
-    for parent in _cgroup_parents().values():
-        folder = os.path.join(parent, "labkit-grade")
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for name in names:
-            pid = name.split("-", 1)[0]
-            if pid.isdigit() and not alive(int(pid)) and os.path.isdir(os.path.join(folder, name)):
-                remove_cgroups([os.path.join(folder, name)])
-
-
-def cgroup_command(folders: Sequence[str], parent: Optional[int] = None, always: bool = False) -> List[str]:
-    """The first stage of a kernel launch: die with the grader, join the run's cgroups.
-
-    Empty when there are no cgroups to join, unless ``always`` (the ``unshare`` level needs
-    this stage: ``unshare`` itself would otherwise outlive a grader killed with SIGKILL).
-    """
-    if not folders and not always:
-        return []
-    cmd = CONFINE + ["--die-with-parent"]
-    if parent is not None:
-        cmd += ["--parent", str(parent)]
-    for folder in folders:
-        cmd += ["--cgroup", folder]
-    return cmd + ["--"]
-
-
-# -- one private uid per concurrent run -------------------------------------------------------
-
-@dataclass
-class Slot:
-    """A uid reserved (by an flock) for one run; ``uid`` is None when not running as root."""
-
-    uid: Optional[int]
-    lock_fd: Optional[int] = None
-    cgroups: List[str] = field(default_factory=list)
-    _released: bool = field(default=False, repr=False)
-
-    def release(self) -> None:
-        if self._released:
-            return
-        self._released = True
-        remove_cgroups(self.cgroups)
-        if self.uid is not None:
-            kill_uid(self.uid)
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)
-
-
-def _uid_unused(uid: int) -> bool:
-    try:
-        pwd.getpwuid(uid)
-    except KeyError:
-        return True
-    return False
-
-
-def acquire_slot(level: str = "bwrap") -> Slot:
-    """Reserve an unused uid for one run (root), or run as ourselves (not root, or no uid can run)."""
-    if not uid_switch_possible(level):
-        return Slot(uid=None)
-    os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
-    for uid in range(UID_RANGE[0], UID_RANGE[1] + 1):
-        if not _uid_unused(uid):
-            continue
-        fd = os.open(os.path.join(LOCK_DIR, "uid-{}.lock".format(uid)), os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EACCES):
-                continue
-            raise
-        kill_uid(uid)  # leftovers of a grader that was killed
-        return Slot(uid=uid, lock_fd=fd)
-    raise RuntimeError("no free grading uid in {}-{}: too many concurrent runs".format(*UID_RANGE))
-
-
-def _pids_of_uid(uid: int) -> List[int]:
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if os.stat("/proc/" + name).st_uid == uid:
-                pids.append(int(name))
-        except OSError:
-            continue
-    return pids
-
-
-def kill_uid(uid: int, rounds: int = 50) -> None:
-    """SIGKILL every process of ``uid`` (a sandbox uid, never a real account).
-
-    A child that becomes ``uid`` and calls ``kill(-1, SIGKILL)`` reaches every process of that
-    uid at once, which a fork bomb cannot outrun; /proc confirms nothing is left.
-    """
-    if os.geteuid() != 0 or not (UID_RANGE[0] <= uid <= UID_RANGE[1]):
-        return
-    for _ in range(rounds):
-        if not _pids_of_uid(uid):
-            return
-        pid = os.fork()
-        if pid == 0:  # child: no Python-level work beyond these calls
-            try:
-                os.setresgid(uid, uid, uid)
-                os.setresuid(uid, uid, uid)
-                os.kill(-1, signal.SIGKILL)
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
-        time.sleep(0.05)

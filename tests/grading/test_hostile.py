@@ -14,7 +14,7 @@ import threading
 import pytest
 from nbformat.v4 import new_code_cell
 
-from labkit.grading import sandbox
+from labkit.grading import sandbox, uids
 from labkit.grading.batch import grade_class
 from labkit.grading.gradebook import read_gradebook
 from tests.grading import notebooks as N
@@ -159,8 +159,8 @@ def test_fork_bomb_hits_the_process_limit_and_leaves_nothing_behind(batch):
     assert result["status"] in ("error", "kernel died", "timeout"), result
     if result["status"] == "error":
         assert "BlockingIOError" in result["error"] or "Resource temporarily unavailable" in result["error"]
-    low, high = sandbox.UID_RANGE
-    leftovers = [pid for uid in range(low, low + 8) for pid in sandbox._pids_of_uid(uid)]
+    low, high = uids.UID_RANGE
+    leftovers = [pid for uid in range(low, low + 8) for pid in uids.pids_of_uid(uid)]
     assert leftovers == []
 
 
