@@ -23,7 +23,7 @@ COMMANDS = {
     "results": "labkit.results_cli",
     "logs": "labkit.logs.cli",
     "run": "labkit.execute",
-    "sweep": "labkit.sweep_cli",
+    "sweep": "labkit.sweep.cli",
     "grade": "labkit.grading.cli",
 }
 

@@ -123,7 +123,7 @@ def environment(device: Any = None, extra: Optional[Dict[str, Any]] = None) -> D
         env["device_name"] = device_name(device)
     if "torch" in sys.modules:
         env["torch_threads"] = sys.modules["torch"].get_num_threads()
-    from labkit.sweep_share import recorded_share
+    from labkit.sweep.share import recorded_share
 
     part = recorded_share(os.environ)
     if part:  # a sweep worker's share: its timings are per share, not the whole machine's

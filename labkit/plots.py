@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+from labkit.display import show
 from labkit.results import Run
 
 __all__ = ["training_curves", "metric_against"]
@@ -36,25 +37,7 @@ def training_curves(run: Run, title: Optional[str] = None):
     fig.suptitle((title or "{} ({}, {})".format(run.exercise, run.source, run.params.get("device", "")))
                  + run.partial_title())
     fig.tight_layout()
-    return _show(fig)
-
-
-def _show(fig):
-    """In a notebook, display ``fig`` once, now, close it and return None, so the cell shows
-    exactly one copy (the inline backend shows open figures again at cell end, and a returned
-    figure is shown once more). Elsewhere return the figure."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:  # pragma: no cover
-        return fig
-    if get_ipython() is None:
-        return fig
-    import matplotlib.pyplot as plt
-
-    display(fig)
-    plt.close(fig)
-    return None
+    return show(fig)
 
 
 def metric_against(table: Any, x: str, y: str, group: Optional[str] = None, ax: Any = None,
@@ -75,4 +58,4 @@ def metric_against(table: Any, x: str, y: str, group: Optional[str] = None, ax: 
     if group is not None:
         ax.legend()
     ax.grid(alpha=0.3)
-    return _show(ax.figure) and ax
+    return show(ax.figure) and ax

@@ -250,7 +250,7 @@ def collect(path: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]):
     import pandas as pd
 
     if isinstance(path, (str, os.PathLike)) and os.path.isfile(os.path.join(os.fspath(path), "sweep.json")):
-        from labkit import sweep_report
+        from labkit.sweep import report as sweep_report
 
         return sweep_report.table(os.fspath(path))
 

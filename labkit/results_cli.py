@@ -17,7 +17,7 @@ def main(paths, lines=None) -> int:
     plain = []
     for path in paths:
         if os.path.isfile(os.path.join(path, "sweep.json")):
-            from labkit import sweep_report
+            from labkit.sweep import report as sweep_report
 
             print(sweep_report.main(path))
         else:

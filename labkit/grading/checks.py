@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from labkit.grading.where import is_portable, where_it_ran
+from labkit.testbeds.homework.where import is_portable, where_it_ran
 from labkit.results import Run
 
 __all__ = ["Evidence", "CheckResult", "Check", "NUMBER", "runs_in", "split_evidence", "run_label", "wheres_of",

@@ -85,7 +85,7 @@ def run_parsl(jobs: List[Dict[str, Any]], config: Any, out_dir: str,
     import parsl
 
     from labkit.grading.rubric import load_rubric
-    from labkit.sweep import parsl_session
+    from labkit.sweep.parsl_executor import parsl_session
 
     if not jobs:
         return

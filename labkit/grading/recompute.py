@@ -11,7 +11,7 @@ metric agrees. Run by the grader as
 
 ``from_evidence`` reads again whatever the record came from: a testbed log (``params['log']``,
 ``from_log``) or an executed lab-book notebook, alone or in a sweep folder
-(``params['evidence']``, :func:`labkit.grading.evidence.trusted_record`).
+(``params['evidence']``, :func:`labkit.testbeds.homework.evidence.trusted_record`).
 
 The function gets the recorded parameters (untrusted data) and returns ``{metric: value}``,
 or ``{"params": ..., "metrics": ...}`` when it can also tell which parameters really ran
@@ -56,7 +56,7 @@ def from_evidence(params: Dict[str, Any]) -> Dict[str, Any]:
     """The trusted params and metrics of a record read from a log, a notebook or a sweep run."""
     if "log" in params:
         return from_log(params)
-    from labkit.grading.evidence import trusted_record
+    from labkit.testbeds.homework.evidence import trusted_record
 
     if "evidence" in params:
         return trusted_record(params)

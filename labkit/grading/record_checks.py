@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from labkit.grading.checks import (NUMBER, Check, CheckResult, Evidence, close_enough, describe_selection, fmt_value,
                                    run_label, same_value, select_runs, split_evidence, wheres_of)
 from labkit.grading.trusted import verify_run
-from labkit.grading.where import is_portable, where_it_ran
+from labkit.testbeds.homework.where import is_portable, where_it_ran
 from labkit.results import Run
 
 __all__ = ["grade_record", "grade_runs", "grade_reproduce", "grade_rerun", "RERUN_FUNCTION"]
@@ -167,7 +167,7 @@ def _params_match(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
     return all(k in b and same_value(a[k], b[k]) for k in a)
 
 
-RERUN_FUNCTION = "labkit.grading.evidence:rerun_smallest"
+RERUN_FUNCTION = "labkit.testbeds.homework.evidence:rerun_smallest"
 
 
 def grade_rerun(check: Check, evidence: Evidence) -> CheckResult:

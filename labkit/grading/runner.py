@@ -39,7 +39,7 @@ from labkit.grading.cgroups import cgroup_command
 from labkit.grading.duplicates import record_fingerprints
 from labkit.grading.checks import Evidence
 from labkit.grading.rubric import Rubric, load_rubric
-from labkit.grading.where import where_it_ran
+from labkit.testbeds.homework.where import where_it_ran
 
 __all__ = ["run_job", "execute_sandboxed", "ExecutionOutcome"]
 

@@ -6,9 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from labkit import scaling, scaling_models
 from labkit.params import ParameterError
-from labkit.testbeds.comparison import SCALING_SPEC
+from labkit.testbeds.comparison import SCALING_SPEC, models as scaling_models, replicas, study as scaling
 
 
 def test_representative_model_has_the_studys_counts_and_its_frozen_half_stays_frozen():
@@ -18,7 +17,7 @@ def test_representative_model_has_the_studys_counts_and_its_frozen_half_stays_fr
     frozen = {name: p.detach().clone() for name, p in model.named_parameters() if not p.requires_grad}
     trained = {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
     optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
-    images, labels = scaling.synthetic_images(16, seed=1)
+    images, labels = replicas.synthetic_images(16, seed=1)
     optimizer.zero_grad()
     F.cross_entropy(model(images), labels).backward()
     optimizer.step()

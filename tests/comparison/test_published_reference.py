@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from labkit import scaling, scaling_report
+from labkit.testbeds.comparison import report as scaling_report, study as scaling
 
 # The table as issue 17 publishes it: platform, replicas, micro-batch, 2nd epoch (s), images/s.
 PUBLISHED = """

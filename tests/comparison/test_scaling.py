@@ -1,4 +1,5 @@
-"""labkit.scaling: real torch.distributed (gloo) replicas here; PopTorch through a fake speaking its API."""
+"""labkit.testbeds.comparison.study: real torch.distributed (gloo) replicas here; PopTorch through a fake
+speaking its API."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from labkit import scaling
 from labkit.divergence import loss_divergence
+from labkit.testbeds.comparison import study as scaling
 
 FAKE = str(Path(__file__).resolve().parent / "fake")
 

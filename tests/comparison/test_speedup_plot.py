@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from labkit import scaling, scaling_report
+from labkit.testbeds.comparison import report as scaling_report, study as scaling
 
 
 def test_speedup_plot_draws_local_and_reference_with_diverged_runs_hollow():

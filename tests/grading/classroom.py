@@ -22,7 +22,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_output
 
 from labkit import results
-from labkit.grading import homework
+from labkit.testbeds import homework
 
 REPO = Path(__file__).resolve().parents[2]
 HOMEWORK = REPO / "notebooks" / "homework" / "ai_testbeds.ipynb"

@@ -24,7 +24,7 @@ from tests.grading import classroom
 
 REPO = classroom.REPO
 
-#: The homework's portable commands (labkit.grading.homework.TESTBEDS), made tiny for tests.
+#: The homework's portable commands (labkit.testbeds.homework.TESTBEDS), made tiny for tests.
 TINY_RUNS: Dict[str, List[List[str]]] = {
     "graphcore": [["sweep", "notebooks/graphcore/mnist.ipynb", "-p", "learning_rate", "0.03,0.3,3", "-p", "epochs", "1",
                    "-p", "max_train_samples", "1600", "-p", "max_test_samples", "400", "-p", "device", "cpu",

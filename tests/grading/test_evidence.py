@@ -14,11 +14,11 @@ import nbformat
 import pytest
 
 import labkit.logs
-from labkit.grading import evidence
 from labkit.grading.checks import Evidence
 from labkit.grading.rubric import RubricError, load_rubric
-from labkit.grading.where import where_it_ran
 from labkit.results import Run
+from labkit.testbeds.homework import evidence
+from labkit.testbeds.homework.where import where_it_ran
 from tests.grading import classroom
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -192,7 +192,7 @@ def _edit_sweep_consistently(folder: Path, metric: str, factor: float) -> None:
 
 
 def test_reproduce_re_runs_a_portable_run_and_catches_consistent_edits(lab, tmp_path, strongest_level):
-    from labkit.grading import evidence
+    from labkit.testbeds.homework import evidence
 
     subs = tmp_path / "submissions"
     portable_student.hand_in(subs, "pia", runs=lab)
@@ -218,7 +218,8 @@ def test_a_sweep_whose_results_csv_disagrees_with_its_notebooks_does_not_count(l
     import csv
     import shutil
 
-    from labkit.grading import evidence, homework
+    from labkit.testbeds import homework
+    from labkit.testbeds.homework import evidence
 
     folder = tmp_path / "runs" / "sambanova"
     shutil.copytree(str(lab / "sambanova"), str(folder))

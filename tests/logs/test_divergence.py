@@ -10,8 +10,9 @@ import math
 import pytest
 
 import labkit.logs
-from labkit import divergence, scaling
+from labkit import divergence
 from labkit.divergence import EXPLODE_FACTOR, divergence_note, is_diverged, loss_divergence, loss_trend
+from labkit.testbeds.comparison import study as scaling
 
 
 def test_nan_and_inf_are_divergence_whatever_comes_after():

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labkit import cli, results, sweep_share
+from labkit import cli, results
+from labkit.sweep import share as sweep_share
 
 ROOT = Path(__file__).resolve().parents[2]
 MNIST = ROOT / "notebooks" / "graphcore" / "mnist.ipynb"

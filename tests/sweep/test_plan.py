@@ -8,6 +8,7 @@ import os
 import pytest
 
 from labkit import sweep
+from labkit.sweep import planning
 from labkit.params import ParameterError
 from tests.execute.demo import make_demo
 
@@ -67,21 +68,21 @@ def test_bad_counts_and_missing_seed(nb, tmp_path):
 def test_out_from_a_different_sweep_is_refused_and_left_untouched(nb, tmp_path):
     out = tmp_path / "out"
     first = sweep.plan(nb, [("epochs", "4,5")], repeats=2)
-    sweep.prepare_out(first, str(out))
+    planning.prepare_out(first, str(out))
     (out / "runs" / "keep.json").write_text('{"precious": 1}')
     before = (out / "sweep.json").read_text()
     other = sweep.plan(nb, [("epochs", "4,6")], repeats=2)
     with pytest.raises(sweep.SweepError) as info:
-        sweep.prepare_out(other, str(out))
+        planning.prepare_out(other, str(out))
     assert "holds a different sweep" in str(info.value) and "grid" in str(info.value)
     assert (out / "sweep.json").read_text() == before
     assert (out / "runs" / "keep.json").read_text() == '{"precious": 1}'
-    sweep.prepare_out(sweep.plan(nb, [("epochs", "4,5")], repeats=2), str(out))  # same arguments: resumes
+    planning.prepare_out(sweep.plan(nb, [("epochs", "4,5")], repeats=2), str(out))  # same arguments: resumes
     # a folder that is not a sweep at all
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "thesis.tex").write_text("x")
     with pytest.raises(sweep.SweepError, match="is not a sweep folder"):
-        sweep.prepare_out(first, str(tmp_path / "notes"))
+        planning.prepare_out(first, str(tmp_path / "notes"))
     assert os.listdir(tmp_path / "notes") == ["thesis.tex"]
 
 
@@ -98,7 +99,7 @@ def test_cli_reports_bad_input_with_exit_2(nb, tmp_path, capsys):
 
 
 def test_run_key_is_a_safe_file_name():
-    key = sweep.run_key({"name": "a b/c", "rate": 0.5, "seed": 1})
+    key = planning.run_key({"name": "a b/c", "rate": 0.5, "seed": 1})
     assert key == "name=a_b_c__rate=0.5__seed=1"
-    long = sweep.run_key({"p{}".format(i): i for i in range(40)})
+    long = planning.run_key({"p{}".format(i): i for i in range(40)})
     assert len(long) <= 120 and json.dumps(long)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from labkit import cli, sweep, sweep_report, sweep_share
+from labkit import cli, sweep
+from labkit.sweep import report as sweep_report
+from labkit.sweep import share as sweep_share
 from tests.execute.demo import make_demo
 
 

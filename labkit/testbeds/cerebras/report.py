@@ -13,6 +13,7 @@ import math
 import os
 from typing import Any, Dict, Optional, Sequence
 
+from labkit.display import show as show_figure  # this module has its own show() for tables
 from labkit.results import Run
 from labkit.testbeds.cerebras.metrics import standardize
 
@@ -63,7 +64,7 @@ def plot_comparison(table: Any):
     right.set_ylabel("ms / sample")
     left.legend(fontsize="small")
     fig.tight_layout()
-    return _show_once(fig)
+    return show_figure(fig)
 
 
 #: Units of the comparison table's columns (for :func:`show`).
@@ -139,20 +140,4 @@ def plot_loss(run: Run):
                  + run.partial_title())
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    return _show_once(fig)
-
-
-def _show_once(fig: Any):
-    """In a kernel, display ``fig`` now and close it: exactly one copy whatever the matplotlib
-    backend (the inline backend would show a still-open figure again at the end of the cell)."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:  # pragma: no cover - IPython comes with every kernel
-        return fig
-    if get_ipython() is not None:
-        import matplotlib.pyplot as plt
-
-        display(fig)
-        plt.close(fig)
-    return fig
+    return show_figure(fig)

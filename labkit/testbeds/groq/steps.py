@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence, Tuple
 
+from labkit.display import in_kernel, show
 from labkit.interrupts import run_step
 from labkit.params import Config, ParameterError
 from labkit.testbeds.groq.result import GroqResult
@@ -69,7 +70,11 @@ def build(config: Config, loaded: Any) -> Dict[str, Any]:
         rows.append({"backend": name, "compiled input shape": info.input_shape,
                      "build": "built now" if info.built_now else ("reused from cache" if name == "onnxruntime" else "none needed"),
                      "what runs": _WHAT_RUNS.get(name, info.artifact)})
-    _display(pd.DataFrame(rows))
+    table = pd.DataFrame(rows)
+    if in_kernel():
+        show(table)
+    else:
+        print(table)
     return engines
 
 
@@ -157,16 +162,3 @@ def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], re
                                                           outputs["cpu"], outputs[name])
     return GroqResult(loaded.task, data.score_name, config.batch_size, len(data), scores, latency, predictions,
                       disagreements, largest, list(data.texts), notes)
-
-
-def _display(obj: Any) -> None:
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:  # pragma: no cover
-        print(obj)
-        return
-    if get_ipython() is not None:
-        display(obj)
-    else:
-        print(obj)

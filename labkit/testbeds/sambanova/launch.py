@@ -7,7 +7,7 @@
 
 The parent holds the rendezvous store and follows the ranks through a queue (a progress bar of
 rank 0's steps); the ranks ignore interrupts and the parent stops them. The scaling study
-(labkit.scaling) has a launcher of its own: the two are meant to become one.
+(labkit.testbeds.comparison.replicas) has a launcher of its own: the two are meant to become one.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A fake ``poptorch`` for tests: the subset of PopTorch's documented API that labkit.scaling uses.
+"""A fake ``poptorch`` for tests: the subset of PopTorch's documented API that labkit.testbeds.comparison.study uses.
 
 - ``Options()`` with chainable ``deviceIterations(n)``, ``replicationFactor(n)``, ``outputMode(mode)``;
 - ``OutputMode.All``;

@@ -2,7 +2,7 @@
 
     labkit run notebooks/comparison/ipu_vs_gpu.ipynb runs/scaling.ipynb -p replicas '[1, 2]' -p device cpu
 
-The work is in :mod:`labkit.scaling`.
+The work is in :mod:`labkit.testbeds.comparison.study`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from labkit.params import PATH, Param, Spec
-from labkit.scaling_models import MODELS
+from labkit.testbeds.comparison.models import MODELS
 
 
 def _positive_ints(values: List[int]) -> Optional[str]:
@@ -35,6 +35,6 @@ SCALING_SPEC = Spec(
     Param("device", str, "auto", "where replicas run", choices=("auto", "cpu", "cuda", "ipu")),
     Param("seed", int, 0, "seeds the weights and the synthetic images", min=0),
     Param("reference_csv", PATH, None, "CSV of throughput measured elsewhere; None: the published IPU-POD16 "
-          "and A100 table (labkit/reference/scaling_pod16_a100.csv)",
+          "and A100 table (labkit/testbeds/comparison/reference/scaling_pod16_a100.csv)",
           optional=True),
 )

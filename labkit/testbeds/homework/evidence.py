@@ -1,6 +1,6 @@
 """Trusted reading of lab-book notebooks and sweep folders handed in as homework evidence.
 
-    from labkit.grading import evidence
+    from labkit.testbeds.homework import evidence
     run, problems = evidence.notebook_run("runs/groq/seq64.ipynb")     # an executed lab-book notebook
     rows = evidence.sweep_runs("runs/graphcore")                        # a `labkit sweep --out` folder
 
@@ -31,6 +31,7 @@ import tempfile
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from labkit import results, sweep
+from labkit.sweep.planning import RUNS
 from labkit.results import Run, same_value
 
 __all__ = ["SPECS", "MAIN_RECORD", "EvidenceError", "notebook_run", "sweep_runs", "trusted_record",
@@ -175,7 +176,7 @@ def _sweep_folder(notebook: str) -> Optional[str]:
     """The sweep folder holding ``notebook`` (``OUT/runs/NAME.ipynb``), if it is one."""
     runs_dir = os.path.dirname(os.path.abspath(notebook))
     out = os.path.dirname(runs_dir)
-    return out if os.path.basename(runs_dir) == sweep.RUNS and sweep.is_sweep(out) else None
+    return out if os.path.basename(runs_dir) == RUNS and sweep.is_sweep(out) else None
 
 
 def trusted_record(params: Mapping[str, Any]) -> Dict[str, Any]:
@@ -220,7 +221,7 @@ def rerun_smallest(params: Mapping[str, Any]) -> Dict[str, Any]:
     golden tolerances (timings are skipped).
     """
     from labkit.execute import run_notebook
-    from labkit.grading.where import PORTABLE_CPU, where_it_ran
+    from labkit.testbeds.homework.where import PORTABLE_CPU, where_it_ran
 
     limit = float(params.get("max_seconds", 300))
     chosen = None

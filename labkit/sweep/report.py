@@ -2,19 +2,19 @@
 
     labkit results runs/NAME                      # prints summary.md again
     labkit.results.collect("runs/NAME")           # results.csv as a DataFrame, in a notebook
-    labkit.sweep_report.summary_frame("runs/NAME")  # one row per configuration and metric
+    labkit.sweep.report.summary_frame("runs/NAME")  # one row per configuration and metric
 
 The rows come from ``runs/*.json``, each written once its run ended, so the tables are
 rebuilt from what is actually done (also after an interrupted sweep).
 
-Statistics (see :mod:`labkit.stats`): per configuration the mean, the sample standard
+Statistics (see :mod:`labkit.sweep.stats`): per configuration the mean, the sample standard
 deviation and a 95 % confidence interval of the mean (Student t with n-1 degrees of
 freedom). A configuration's difference from the baseline is "within noise" when Welch's
 two-sided t-test (unequal variances) gives p >= 0.05. Only runs with status ``complete``
 enter the statistics; the others are listed with their cause.
 
 Timings (metrics with a time or speed unit or name, see :func:`labkit.results.is_unstable`)
-are per worker share (:mod:`labkit.sweep_share`). A run whose share overlapped another's, or
+are per worker share (:mod:`labkit.sweep.share`). A run whose share overlapped another's, or
 that ran on a busy machine, has ``timing_contended`` set in results.csv; a timing metric of a
 configuration with such a run (or whose baseline has one) gets no "real difference" verdict.
 
@@ -31,8 +31,8 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from labkit import stats
-from labkit.sweep import MANIFEST, RUNS, write_atomic
+from labkit.sweep import stats
+from labkit.sweep.planning import MANIFEST, RUNS, write_atomic
 
 __all__ = ["table", "summary_frame", "summary_markdown", "write_reports", "plot_files", "counts", "is_timing",
            "primary_metrics"]
@@ -235,7 +235,7 @@ def _share_line(frame) -> Optional[str]:
 
 
 def _cores() -> int:
-    from labkit.sweep_share import cores
+    from labkit.sweep.share import cores
 
     return cores()
 

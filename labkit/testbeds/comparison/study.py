@@ -1,17 +1,17 @@
 """The course's scaling study: data-parallel training throughput over replicas and micro-batch sizes.
 
     labkit run notebooks/comparison/ipu_vs_gpu.ipynb runs/scaling.ipynb -p replicas '[1, 2]'
-    from labkit import scaling
+    from labkit.testbeds.comparison import study as scaling
     table = scaling.study([1, 2], [10, 128], epochs=2, images_per_epoch=2048, device="cpu", model="small")
 
-The model (:mod:`labkit.scaling_models`) is either ``"representative"``, a CNN with the published
-study's parameter counts (8.9 M, half of them frozen), or ``"small"``, on synthetic 28x28
+The model (:mod:`labkit.testbeds.comparison.models`) is either ``"representative"``, a CNN with the
+published study's parameter counts (8.9 M, half of them frozen), or ``"small"``, on synthetic 28x28
 one-channel images (ten classes, each a noisy bright bar at its own row). Synthetic images are enough
 for throughput: speed does not depend on pixel values, and no dataset has to be shared
 between replicas. Throughput is images per second over the epochs after the first, so
 compilation (PopTorch), CUDA context creation and warm-up are left out.
 
-Replicas:
+Replicas (run by :mod:`labkit.testbeds.comparison.replicas`):
 - CPU: ``torch.distributed`` with gloo, one single-threaded process per replica (up to the CPU count);
 - CUDA: ``torch.distributed`` with NCCL, one process per GPU (up to the GPU count);
 - IPU: PopTorch's ``Options().replicationFactor(n)`` in one process (verified only against a
@@ -25,19 +25,19 @@ Every run records its losses. One whose loss becomes NaN/infinite or explodes is
 and shown, but it is not the speed of a useful training.
 
 The default reference is the published study (:data:`PUBLISHED_REFERENCE`, Mk2 IPU-POD16 and A100;
-see ``labkit/reference/README.md``); speed-up and efficiency are in :mod:`labkit.scaling_report`.
+see ``reference/README.md`` beside this module); speed-up and efficiency are in
+:mod:`labkit.testbeds.comparison.report`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
-import time
 from typing import Any, Dict, List, Sequence
 
+from labkit.display import show
 from labkit.divergence import loss_divergence
-from labkit.scaling_models import build as build_model, model_choice
+from labkit.testbeds.comparison.models import model_choice
+from labkit.testbeds.comparison.replicas import measure_ipu, measure_torch
 
 __all__ = ["study", "measure", "load_reference", "plot_scaling", "display_table", "EXAMPLE_REFERENCE",
            "PUBLISHED_REFERENCE", "PUBLISHED_PROVENANCE", "REFERENCE_COLUMNS", "allowed_replicas", "diverged",
@@ -48,7 +48,7 @@ REFERENCE_COLUMNS = ("platform", "replicas", "micro_batch", "throughput")
 _REFERENCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference")
 #: The default reference: the course study's published table (Mk2 IPU-POD16 and A100), with statuses.
 PUBLISHED_REFERENCE = os.path.join(_REFERENCE_DIR, "scaling_pod16_a100.csv")
-#: Where :data:`PUBLISHED_REFERENCE` comes from (labkit/reference/README.md says more).
+#: Where :data:`PUBLISHED_REFERENCE` comes from (reference/README.md beside this module says more).
 PUBLISHED_PROVENANCE = ("the course's IPU-vs-GPU comparison study, as published: its representative model "
                         "(8,922,155 parameters, 4,409,808 of them frozen) trained with Keras for 3 epochs of "
                         "70,000 images, the 2nd epoch timed, on a Graphcore Mk2 IPU-POD16 and on A100 GPUs; "
@@ -56,157 +56,9 @@ PUBLISHED_PROVENANCE = ("the course's IPU-vs-GPU comparison study, as published:
 #: An example CSV in the same format, measured with this notebook on labkit's 2-core CI machine.
 EXAMPLE_REFERENCE = os.path.join(_REFERENCE_DIR, "scaling_cpu_2core.csv")
 
-
-def synthetic_images(count: int, seed: int):
-    """(images [count,1,28,28] float32, labels [count] int64): class c is a bar at row 2c+4."""
-    import torch
-
-    generator = torch.Generator().manual_seed(seed)
-    labels = torch.randint(0, 10, (count,), generator=generator)
-    images = 0.3 * torch.randn(count, 1, 28, 28, generator=generator)
-    rows = (2 * labels + 4).tolist()
-    for i, row in enumerate(rows):
-        images[i, 0, row:row + 2, 4:24] += 1.0
-    return images, labels
-
-
 def diverged(losses: Sequence[float]) -> bool:
     """True when labkit's one rule (:func:`labkit.divergence.loss_divergence`) calls ``losses`` diverged."""
     return loss_divergence(losses) is not None
-
-
-def _epochs(step, images, labels, micro_batch: int, epochs: int, sync=None) -> Dict[str, Any]:
-    """Run ``epochs`` passes of ``step(x, y) -> loss``; time each epoch (between barriers)."""
-    steps = len(images) // micro_batch
-    times, losses = [], []
-    for _ in range(epochs):
-        if sync:
-            sync()
-        start = time.perf_counter()
-        for s in range(steps):
-            loss = step(images[s * micro_batch:(s + 1) * micro_batch], labels[s * micro_batch:(s + 1) * micro_batch])
-            losses.append(float(loss))  # a NaN loss goes on, as in the study: its speed is still measured
-        if sync:
-            sync()
-        times.append(time.perf_counter() - start)
-    return {"epoch_times": times, "losses": losses, "steps": steps}
-
-
-def _torch_rank(rank: int, world: int, micro_batch: int, images_per_replica: int, epochs: int,
-                learning_rate: float, seed: int, use_cuda: bool, init_file: str, result_file: str,
-                threads: int, model_name: str) -> None:
-    """One replica: a process of a torch.distributed group (gloo on CPU, NCCL on GPUs)."""
-    import torch
-    import torch.distributed as dist
-    import torch.nn.functional as F
-    from torch.nn.parallel import DistributedDataParallel
-
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Kernel -> Interrupt reaches replicas too; the parent decides
-    torch.set_num_threads(threads)
-    distributed = world > 1
-    device = torch.device("cuda", rank) if use_cuda else torch.device("cpu")
-    if distributed:
-        dist.init_process_group("nccl" if use_cuda else "gloo", init_method="file://" + init_file,
-                                rank=rank, world_size=world)
-    torch.manual_seed(seed)  # the same initial weights on every replica
-    model = build_model(model_name).to(device)
-    trained = DistributedDataParallel(model, device_ids=[rank] if use_cuda else None) if distributed else model
-    # frozen parameters are neither updated nor exchanged (DDP reduces only those needing gradients)
-    optimizer = torch.optim.SGD([p for p in trained.parameters() if p.requires_grad], lr=learning_rate)
-    images, labels = synthetic_images(images_per_replica, seed + 1 + rank)  # each replica its own shard
-    images, labels = images.to(device), labels.to(device)
-
-    def step(x, y):
-        optimizer.zero_grad()
-        loss = F.cross_entropy(trained(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss.item()
-
-    def sync():
-        if use_cuda:
-            torch.cuda.synchronize(device)
-        if distributed:
-            dist.barrier()
-
-    outcome = _epochs(step, images, labels, micro_batch, epochs, sync)
-    if rank == 0:
-        with open(result_file, "w") as f:
-            json.dump(outcome, f)
-    if distributed:
-        dist.destroy_process_group()
-
-
-def _measure_torch(replicas: int, micro_batch: int, images_per_epoch: int, epochs: int,
-                   learning_rate: float, seed: int, use_cuda: bool, model: str) -> Dict[str, Any]:
-    import torch.multiprocessing as mp
-
-    # a CPU replica is one core, as an IPU replica is one IPU: one thread each. (Letting one
-    # replica use every core measures torch's intra-op threading, which on a small CNN and a
-    # busy machine mostly measures contention.)
-    threads = 1
-    with tempfile.TemporaryDirectory(prefix="labkit-scaling-") as folder:
-        init_file = os.path.join(folder, "rendezvous")
-        result_file = os.path.join(folder, "rank0.json")
-        args = (replicas, micro_batch, images_per_epoch // replicas, epochs, learning_rate, seed, use_cuda,
-                init_file, result_file, threads, model)
-        # a fresh process even for one replica: every configuration starts from the same state
-        context = mp.spawn(_torch_rank, args=args, nprocs=replicas, join=False)
-        try:
-            while not context.join():
-                pass
-        except KeyboardInterrupt:  # a second interrupt: stop the replicas now, leave no process behind
-            for process in context.processes:
-                process.terminate()
-                process.join(5)
-            raise
-        with open(result_file) as f:
-            outcome = json.load(f)
-    outcome["images"] = outcome.pop("steps") * micro_batch * replicas
-    return outcome
-
-
-def _measure_ipu(replicas: int, micro_batch: int, images_per_epoch: int, epochs: int, learning_rate: float,
-                 seed: int, model_name: str, device_iterations: int = 1) -> Dict[str, Any]:
-    """PopTorch: one process, ``replicationFactor(replicas)``; the first epoch includes compilation."""
-    import poptorch
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-
-    class WithLoss(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = build_model(model_name)
-
-        def forward(self, x, y):
-            out = self.model(x)
-            return out, F.cross_entropy(out, y)
-
-    torch.manual_seed(seed)
-    opts = poptorch.Options().deviceIterations(device_iterations).replicationFactor(replicas)
-    opts.outputMode(poptorch.OutputMode.All)
-    images, labels = synthetic_images(images_per_epoch, seed + 1)
-    loader = poptorch.DataLoader(opts, torch.utils.data.TensorDataset(images, labels), batch_size=micro_batch,
-                                 shuffle=True, drop_last=True)
-    model = WithLoss()
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    training_model = poptorch.trainingModel(model, opts, optimizer=torch.optim.SGD(trainable, lr=learning_rate))
-    times, losses, seen = [], [], 0
-    try:
-        for _ in range(epochs):
-            start, seen = time.perf_counter(), 0
-            for x, y in loader:
-                _, loss = training_model(x, y)
-                losses.append(float(loss.float().mean()))
-                seen += len(x)
-            times.append(time.perf_counter() - start)
-    finally:
-        training_model.detachFromDevice()
-    return {"epoch_times": times, "losses": losses, "images": seen}
-
 
 def allowed_replicas(requested: Sequence[int], device: str) -> List[int]:
     """The replica counts this hardware can run: up to the CPU count (gloo) or GPU count (NCCL)."""
@@ -246,10 +98,10 @@ def measure(replicas: int, micro_batch: int, images_per_epoch: int = 2048, epoch
         raise ValueError("epochs = {}: the throughput is taken after the first epoch, so at least 2 are "
                          "needed".format(epochs))
     if device == "ipu":
-        outcome = _measure_ipu(replicas, micro_batch, images_per_epoch, epochs, learning_rate, seed, model)
+        outcome = measure_ipu(replicas, micro_batch, images_per_epoch, epochs, learning_rate, seed, model)
     else:
-        outcome = _measure_torch(replicas, micro_batch, images_per_epoch, epochs, learning_rate, seed,
-                                 use_cuda=(device == "cuda"), model=model)
+        outcome = measure_torch(replicas, micro_batch, images_per_epoch, epochs, learning_rate, seed,
+                                use_cuda=(device == "cuda"), model=model)
     times, losses = outcome["epoch_times"], outcome["losses"]
     row: Dict[str, Any] = {"platform": "local " + device, "model": model, "replicas": replicas,
                            "micro_batch": micro_batch, "images_per_epoch": outcome["images"],
@@ -361,7 +213,7 @@ def as_run(frame, params: Dict[str, Any]):
     replicas, micro-batch 10), so a diverged run can be seen, not only counted.
     """
     from labkit.results import Run
-    from labkit.scaling_report import with_speedup
+    from labkit.testbeds.comparison.report import with_speedup
 
     frame = with_speedup(frame)
     complete = frame[frame["status"] == "complete"]
@@ -413,6 +265,5 @@ def plot_scaling(frame, title: str = "Data-parallel throughput"):
         ax.legend(fontsize="x-small")
     fig.suptitle(title)
     fig.tight_layout()
-    from labkit.plots import _show
 
-    return _show(fig)  # in a notebook: shown exactly once; elsewhere: the figure
+    return show(fig)  # in a notebook: shown exactly once; elsewhere: the figure

@@ -1,6 +1,6 @@
 """Where a run ran, in the words every table, plot, feedback page and gradebook row uses.
 
-    from labkit.grading.where import where_it_ran
+    from labkit.testbeds.homework.where import where_it_ran
     where_it_ran(run)          # "IPU", "CS-2", "SN30", "GroqChip", "portable: CPU" or "portable: GPU"
 
 A run read from a testbed log, or made through the vendor's stack (``Run.source`` "log" or

@@ -3,7 +3,7 @@
     labkit sweep NOTEBOOK -p epochs 4,10,14 -p learning_rate 0.01,0.03 --repeats 3 --out runs/NAME
         [--workers N] [--executor local|parsl --config FILE] [--timeout S] [--retry-failed]
 
-See labkit/sweep.py for what is run and docs/sweeps.md for the whole story.
+See labkit/sweep/ for what is run and docs/sweeps.md for the whole story.
 """
 
 from __future__ import annotations
@@ -34,13 +34,15 @@ def register(sub: "argparse._SubParsersAction") -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from labkit import sweep, sweep_report
+    from labkit import sweep
+    from labkit.sweep import report
+    from labkit.sweep.run import visible_gpus
 
     try:
         plan = sweep.plan(args.notebook, [tuple(pair) for pair in args.parameter], args.repeats, args.timeout)
         workers = args.workers
         if workers is None:
-            workers = max(1, len(sweep.visible_gpus()))
+            workers = max(1, len(visible_gpus()))
         summary = sweep.run_sweep(plan, args.out, workers=workers, executor=args.executor,
                                   parsl_config=args.config, retry_failed=args.retry_failed)
     except (sweep.SweepError, ParameterError, FileNotFoundError, ImportError) as exc:
@@ -50,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
         print("labkit sweep: interrupted; finished runs are kept in {}. Run the same command again to "
               "finish the sweep.".format(args.out), file=sys.stderr)
         return 130
-    print(sweep_report.main(args.out))
+    print(report.main(args.out))
     # The counts are of the folder, so a resumed sweep says the same as one run in one go.
     print("labkit sweep: {finished} of {total} runs finished, {complete} complete, {not_complete} not complete "
           "({ran} run now, {skipped} already done); tables in {out}".format(out=args.out, **summary))

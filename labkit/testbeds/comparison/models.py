@@ -1,6 +1,6 @@
 """The models the scaling study trains (notebooks/comparison/ipu_vs_gpu.ipynb, parameter ``model``).
 
-    from labkit import scaling_models
+    from labkit.testbeds.comparison import models as scaling_models
     model = scaling_models.build("representative")
     scaling_models.parameter_counts(model)   # (8922155, 4512347, 4409808)
 

@@ -1,6 +1,6 @@
 """Compare like with like in the scaling study: speed-up and scaling efficiency, as a table and a plot.
 
-    from labkit import scaling, scaling_report
+    from labkit.testbeds.comparison import study as scaling, report as scaling_report
     reference = scaling.load_reference(scaling.PUBLISHED_REFERENCE)
     scaling_report.speedup_table(reference)      # IPU 16 replicas: 7.29x, 46 % of ideal
     scaling_report.plot_speedup(reference)
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 from typing import List
+
+from labkit.display import show
 
 __all__ = ["with_speedup", "speedup_table", "plot_speedup", "REFERENCE_MODEL"]
 
@@ -139,6 +141,5 @@ def plot_speedup(frame, title: str = "Speed-up over 1 replica (same platform, sa
     handles, labels = ax.get_legend_handles_labels()
     ax.legend(handles, labels, fontsize="x-small", loc="upper left", framealpha=0.9)
     fig.tight_layout()
-    from labkit.plots import _show
 
-    return _show(fig)  # in a notebook: shown exactly once; elsewhere: the figure
+    return show(fig)  # in a notebook: shown exactly once; elsewhere: the figure

@@ -1,0 +1,39 @@
+"""Showing a figure or a table in the notebook: one rule for every exercise.
+
+    from labkit.display import show
+    return show(fig)          # in a kernel: shown now, once; returns None. Elsewhere: returns fig.
+
+A figure shown this way is closed, so the inline backend does not show it a second time at the
+end of the cell, and nothing is returned that Jupyter would render again as the cell's value.
+Scripts and tests (no kernel) get the object back to inspect or save.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["show", "in_kernel"]
+
+
+def in_kernel() -> bool:
+    """True inside an IPython kernel (JupyterLab, papermill, nbval)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with every kernel
+        return False
+    return get_ipython() is not None
+
+
+def show(obj: Any) -> Any:
+    """In a kernel, display ``obj`` now (closing it if it is a matplotlib figure) and return None;
+    elsewhere return ``obj`` unchanged."""
+    if not in_kernel():
+        return obj
+    from IPython.display import display
+
+    display(obj)
+    if type(obj).__name__ == "Figure" and type(obj).__module__.startswith("matplotlib"):
+        import matplotlib.pyplot as plt
+
+        plt.close(obj)
+    return None

@@ -1,0 +1,216 @@
+"""What a sweep runs, and its folder: the checked grid x repeats and ``OUT/sweep.json``.
+
+    from labkit.sweep import plan
+    sweep = plan("notebooks/graphcore/mnist.ipynb", [("epochs", "4,10")], repeats=3)
+    sweep.tasks("runs/mnist-epochs")      # one task per configuration and seed
+
+``OUT/sweep.json`` (:data:`MANIFEST`) holds the arguments; each run's notebook and its row
+(``<run>.json``, written atomically once the run ended) live in ``OUT/runs/``. A restart with
+the same arguments resumes; an ``--out`` from a different sweep is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from labkit.execute import NotebookParameters, notebook_parameters
+from labkit.params import ParameterError
+
+__all__ = ["SweepError", "SweepPlan", "plan", "run_key", "is_sweep", "prepare_out", "write_atomic", "done_tasks",
+           "read_row", "MANIFEST", "FORMAT", "RUNS"]
+
+MANIFEST = "sweep.json"
+FORMAT = "labkit-sweep/1"
+RUNS = "runs"
+
+
+class SweepError(ValueError):
+    """The sweep's arguments are wrong, or its --out belongs to another sweep."""
+
+
+@dataclass
+class SweepPlan:
+    """What a sweep runs: the notebook, the grid (typed values), the repeats and their seeds."""
+
+    notebook: str
+    grid: Dict[str, List[Any]]
+    repeats: int
+    seeds: List[int]
+    timeout: Optional[float] = None
+    notebook_sha256: str = ""
+    baseline: Optional[Dict[str, Any]] = None
+    baseline_reason: str = ""
+
+    def configurations(self) -> List[Dict[str, Any]]:
+        names = list(self.grid)
+        return [dict(zip(names, values)) for values in itertools.product(*(self.grid[n] for n in names))]
+
+    def tasks(self, out: str) -> List[Dict[str, Any]]:
+        """One task per configuration and seed, in a fixed order (configuration, then seed)."""
+        tasks = []
+        for config in self.configurations():
+            for seed in self.seeds:
+                parameters = dict(config, seed=seed)
+                key = run_key(parameters)
+                tasks.append({
+                    "key": key, "notebook": self.notebook, "parameters": parameters,
+                    "output": os.path.join(out, RUNS, key + ".ipynb"),
+                    "row": os.path.join(out, RUNS, key + ".json"), "timeout": self.timeout,
+                })
+        return tasks
+
+    def identity(self) -> Dict[str, Any]:
+        """What must match for a restart to resume this sweep (workers and timeout may change)."""
+        return {"format": FORMAT, "notebook": self.notebook, "notebook_sha256": self.notebook_sha256,
+                "grid": self.grid, "repeats": self.repeats, "seeds": self.seeds}
+
+    def manifest(self) -> Dict[str, Any]:
+        data = self.identity()
+        data.update({"timeout": self.timeout, "baseline": self.baseline, "baseline_reason": self.baseline_reason,
+                     "varied": [n for n, v in self.grid.items() if len(v) > 1]})
+        return data
+
+
+def run_key(parameters: Mapping[str, Any]) -> str:
+    """A file name for one run: ``epochs=4__learning_rate=0.01__seed=1``."""
+    text = "__".join("{}={}".format(k, json.dumps(v) if not isinstance(v, str) else v) for k, v in parameters.items())
+    text = re.sub(r"[^A-Za-z0-9._=+-]", "_", text)
+    if len(text) > 120:  # long grids: keep a readable head and make it unique with a hash
+        text = text[:100] + "__" + hashlib.sha1(text.encode()).hexdigest()[:12]
+    return text
+
+
+def _split_values(text: str) -> List[str]:
+    return [v.strip() for v in text.split(",")] if text.strip() else []
+
+
+def plan(notebook: str, grid_text: Sequence[Tuple[str, str]], repeats: int = 1,
+         timeout: Optional[float] = None) -> SweepPlan:
+    """Check a sweep's arguments (every value of every parameter) before anything runs."""
+    if not os.path.isfile(notebook):
+        raise SweepError("{}: no such notebook".format(notebook))
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise SweepError("--repeats {}: must be a whole number >= 1 (each repeat is one run with its own seed)".format(repeats))
+    if timeout is not None and timeout <= 0:
+        raise SweepError("--timeout {}: must be a positive number of seconds".format(timeout))
+    declared = notebook_parameters(notebook)
+    if "seed" not in declared.names:
+        raise SweepError("{} declares no parameter 'seed', so its repeats cannot differ; add `seed = 0` to its "
+                         "parameters cell (and use it). Its parameters:\n{}".format(notebook, declared.describe()))
+    problems: List[str] = []
+    grid: Dict[str, List[Any]] = {}
+    for name, text in grid_text:
+        values = _split_values(text)
+        if name == "seed":
+            problems.append("-p seed {}: seeds are set by --repeats (default seed, +1, +2, ...), "
+                            "not by the grid".format(text))
+        elif name in grid:
+            problems.append("-p {} is given twice; give all its values once, comma-separated".format(name))
+        elif not values or any(v == "" for v in values):
+            problems.append("-p {} {!r}: an empty value; give one or more values separated by commas, "
+                            "e.g. -p {} 1,2".format(name, text, name))
+        else:
+            typed = []
+            for value in values:
+                try:
+                    typed.append(declared.from_text({name: value})[name])
+                except ParameterError as exc:
+                    problems.extend("-p {} {}: {}".format(name, text, p) for p in exc.problems)
+                    break
+            else:
+                if len(set(map(json.dumps, typed))) != len(typed):
+                    problems.append("-p {} {}: a value is repeated; use --repeats for repeats".format(name, text))
+                grid[name] = typed
+    if problems:
+        raise ParameterError(problems + ["", declared.describe()], declared.spec.name)
+    # every configuration as a whole (cross-checks between parameters)
+    defaults = declared.defaults()
+    base_seed = defaults.get("seed")
+    base_seed = base_seed if isinstance(base_seed, int) and not isinstance(base_seed, bool) else 0
+    seeds = [base_seed + r for r in range(repeats)]
+    result = SweepPlan(os.path.abspath(notebook), grid, repeats, seeds, timeout, _sha256(notebook))
+    for config in result.configurations():
+        declared.check(dict(config, seed=seeds[-1]))
+    result.baseline, result.baseline_reason = _baseline(result, declared)
+    return result
+
+
+def _baseline(sweep: SweepPlan, declared: NotebookParameters) -> Tuple[Dict[str, Any], str]:
+    defaults = declared.defaults()
+    configurations = sweep.configurations()
+    as_defaults = {n: defaults.get(n) for n in sweep.grid}
+    for config in configurations:
+        if all(_same(config[n], as_defaults[n]) for n in config):
+            return config, "the notebook's defaults"
+    return configurations[0], "the first configuration (the notebook's defaults are not in the grid)"
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, counting 1 and 1.0 as the same (a float parameter given as an int default)."""
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+    return float(a) == float(b) if numbers else a == b
+
+
+def _sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` so readers see the old file or the new one, never half."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(handle, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def is_sweep(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, MANIFEST))
+
+
+def prepare_out(sweep: SweepPlan, out: str) -> None:
+    """Create ``out`` for this sweep, or check it belongs to this sweep (resume)."""
+    manifest_path = os.path.join(out, MANIFEST)
+    if os.path.isfile(manifest_path):
+        try:
+            with open(manifest_path) as f:
+                existing = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise SweepError("{}: unreadable sweep manifest ({}); choose another --out".format(manifest_path, exc)) from None
+        mine = json.loads(json.dumps(sweep.identity()))
+        differences = [k for k in mine if existing.get(k) != mine[k]]
+        if differences:
+            lines = ["  {}: there {}, here {}".format(k, json.dumps(existing.get(k)), json.dumps(mine[k]))
+                     for k in differences]
+            raise SweepError("--out {} holds a different sweep; it is left untouched. Resume it with its own "
+                             "arguments, or choose another --out.\n{}".format(out, "\n".join(lines)))
+    elif os.path.isdir(out) and os.listdir(out):
+        raise SweepError("--out {} exists and is not a sweep folder (no {}); it is left untouched. "
+                         "Choose a new or empty folder.".format(out, MANIFEST))
+    os.makedirs(os.path.join(out, RUNS), exist_ok=True)
+    write_atomic(manifest_path, json.dumps(sweep.manifest(), indent=1) + "\n")
+
+
+def done_tasks(tasks: Iterable[Mapping[str, Any]]) -> List[str]:
+    return [t["key"] for t in tasks if os.path.isfile(t["row"])]
+
+
+def read_row(path: str) -> Dict[str, Any]:
+    with open(path) as f:
+        return json.load(f)

@@ -1,0 +1,13 @@
+"""The IPU-vs-GPU data-parallel scaling study (notebooks/comparison/ipu_vs_gpu.ipynb).
+
+    labkit run notebooks/comparison/ipu_vs_gpu.ipynb runs/scaling.ipynb -p replicas '[1, 2]' -p device cpu
+
+Modules: ``spec`` (the notebook's parameters), ``models`` (the CNNs trained: small, representative),
+``study`` (measuring throughput over replicas and micro-batch sizes, the reference tables),
+``report`` (speed-up tables and plots), ``reference/`` (the published IPU-POD16/A100 table and a
+2-core CPU example, with their provenance).
+"""
+
+from labkit.testbeds.comparison.spec import SCALING_SPEC
+
+__all__ = ["SCALING_SPEC"]

@@ -1,0 +1,116 @@
+"""Gather a student's homework runs (notebooks/homework/ai_testbeds.ipynb) from every source.
+
+    from labkit.testbeds import homework
+    runs = homework.runs_for(config, "graphcore")       # logs/graphcore/ and runs/graphcore/
+    homework.record_runs("graphcore", runs)             # records graphcore_1, graphcore_2, ...
+
+Three kinds of evidence count for each testbed, all read by labkit:
+
+- **testbed logs** in ``logs/<testbed>/`` (the vendors' scripts run on the testbed), read with
+  ``labkit.logs.read``; each record carries ``params['log']`` and ``params['log_run']``;
+- **lab-book notebooks** executed by ``labkit run`` or ``labkit sweep`` into ``runs/<testbed>/``,
+  on the testbed (the vendor path) or **portably** (CPU or GPU stand-ins); each record carries
+  ``params['evidence']``, the executed notebook (see :mod:`labkit.testbeds.homework.evidence`).
+
+The grader reads each source again with trusted code (``labkit.grading.recompute:from_evidence``)
+and rejects a record whose numbers the source does not hold. Every table, plot and grade says
+where each run ran (:func:`labkit.testbeds.homework.where.where_it_ran`): ``IPU``, ``CS-2``, ``SN30``,
+``GroqChip``, or ``portable: CPU`` / ``portable: GPU``, a model of the exercise, not a
+measurement of the testbed.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, List, Sequence, Tuple
+
+from labkit.results import Run, record
+from labkit.testbeds.homework.spec import exercise_for
+from labkit.testbeds.homework.where import where_it_ran
+
+__all__ = ["runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs"]
+
+
+def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True) -> List[Run]:
+    """Every run of the testbed's exercise in the logs under ``logs_dir/<testbed>/``, in file order."""
+    import labkit.logs
+
+    exercise = exercise_for(testbed)
+    folder = os.path.join(os.fspath(logs_dir), testbed)
+    if not os.path.isdir(folder):
+        return []
+    runs: List[Run] = []
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if name.startswith(".") or not os.path.isfile(path):
+            continue
+        report = labkit.logs.read(path)
+        for index, run in enumerate(report.runs):
+            if run.exercise != exercise.exercise or (exercise.keep is not None and not exercise.keep(run)):
+                continue
+            run.params["log"] = path  # where the grader reads it again
+            run.params["log_run"] = index
+            runs.append(run)
+    if verbose and runs:
+        print("{}: {} run(s) of {} from testbed logs in {}".format(testbed, len(runs), exercise.exercise, folder))
+    return runs
+
+
+def runs_from_lab_book(runs_dir: str, testbed: str, verbose: bool = True) -> List[Run]:
+    """Every run of the testbed's exercise in ``runs_dir/<testbed>/``: sweep folders and executed notebooks.
+
+    A run that cannot count (a failed run, a results.csv that disagrees with its notebook, a
+    notebook of another exercise) is listed with the reason and left out.
+    """
+    from labkit import sweep
+    from labkit.testbeds.homework import evidence
+
+    exercise = exercise_for(testbed)
+    folder = os.path.join(os.fspath(runs_dir), testbed)
+    if not os.path.isdir(folder):
+        return []
+    found: List[Tuple[str, Any, str]] = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if sweep.MANIFEST in files:  # a sweep folder: its results.csv, checked against its notebooks
+            dirs[:] = []
+            try:
+                found.extend(evidence.sweep_runs(root))
+            except evidence.EvidenceError as exc:
+                found.append((root, None, str(exc)))
+            continue
+        for name in sorted(f for f in files if f.endswith(".ipynb") and not f.startswith(".")):
+            path = os.path.join(root, name)
+            try:
+                found.append((path, evidence.notebook_run(path)[0], ""))
+            except evidence.EvidenceError as exc:
+                found.append((path, None, str(exc)))
+    runs: List[Run] = []
+    for path, run, problem in found:
+        if run is not None and run.exercise != exercise.exercise:
+            problem, run = "{}: a run of {}, not of {}".format(path, run.exercise, exercise.exercise), None
+        if run is None:
+            if verbose:
+                print("not counted: {}".format(problem))
+            continue
+        run.params["evidence"] = path  # where the grader reads it again
+        runs.append(run)
+    if verbose and runs:
+        print("{}: {} run(s) of {} from lab-book notebooks in {} ({})".format(
+            testbed, len(runs), exercise.exercise, folder, ", ".join(sorted({where_it_ran(r) for r in runs}))))
+    return runs
+
+
+def runs_for(config: Any, testbed: str, verbose: bool = True) -> List[Run]:
+    """The testbed's runs from every source: testbed logs first, then lab-book notebooks and sweeps."""
+    return runs_from_logs(config.logs_dir, testbed, verbose) + runs_from_lab_book(config.runs_dir, testbed, verbose)
+
+
+def record_runs(testbed: str, runs: Sequence[Run]) -> List[str]:
+    """Record each run in this notebook as ``<testbed>_1``, ``<testbed>_2``... and return the names."""
+    names = []
+    for number, run in enumerate(runs, 1):
+        name = "{}_{}".format(testbed, number)
+        record(run, name=name)
+        names.append(name)
+    return names

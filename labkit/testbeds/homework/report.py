@@ -1,0 +1,118 @@
+"""The homework's comparison of a testbed's runs: a table and a bar plot, each run labelled with where it ran.
+
+    from labkit.testbeds import homework
+    homework.show("graphcore", runs)                    # table + plot, or what to run when there is nothing
+    homework.comparison("graphcore", runs)              # the table alone: one row per run
+    homework.plot("graphcore", runs)                    # the plot alone (None without runs)
+
+Portable runs (``portable: CPU`` / ``portable: GPU``) model the exercise on a stand-in device:
+they are hatched in the plot and named in a warning, never passed off as the testbed's speed.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from labkit.results import Run
+from labkit.testbeds.homework.spec import Exercise, exercise_for
+from labkit.testbeds.homework.where import HARDWARE, is_portable, where_it_ran
+
+__all__ = ["comparison", "plot", "show", "nothing_yet"]
+
+
+def _source_name(run: Run) -> str:
+    path = run.params.get("log") or run.params.get("evidence") or ""
+    return os.path.basename(str(path))
+
+
+def comparison(testbed: str, runs: Sequence[Run]):
+    """A pandas DataFrame comparing the runs: where each ran, its file, changed parameters, key metrics, status."""
+    import pandas as pd
+
+    exercise = exercise_for(testbed)
+    rows = []
+    for number, run in enumerate(runs, 1):
+        row = {"run": "{}_{}".format(testbed, number), "where it ran": where_it_ran(run), "from": _source_name(run)}
+        row.update({p: run.params.get(p) for p in exercise.params})
+        row.update({m: run.metrics.get(m) for m in exercise.metrics})
+        row["status"] = run.status
+        rows.append(row)
+    columns = ["run", "where it ran", "from"] + list(exercise.params) + list(exercise.metrics) + ["status"]
+    table = pd.DataFrame(rows, columns=columns)
+    return table.dropna(axis=1, how="all") if rows else table
+
+
+def _bar_label(exercise: Exercise, number: int, run: Run) -> str:
+    changed = ", ".join("{}={}".format(p, run.params[p]) for p in exercise.params if p in run.params)
+    return "{}\n[{}]".format(changed or "run {}".format(number), where_it_ran(run))
+
+
+def plot(testbed: str, runs: Sequence[Run]):
+    """Bars of the testbed's key metric(s), one group per run, labelled with where it ran.
+
+    Portable runs are drawn hatched and named "portable: ..." in the legend. Without a run to
+    show it returns None: no empty figure.
+    """
+    import matplotlib.pyplot as plt
+
+    exercise = exercise_for(testbed)
+    metrics = [m for m in exercise.plotted if any(isinstance(r.metrics.get(m), (int, float)) for r in runs)]
+    shown = [r for r in runs if any(isinstance(r.metrics.get(m), (int, float)) for m in metrics)]
+    if not shown:
+        return None
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(shown) * len(metrics)), 3.4))
+    width = 0.8 / len(metrics)
+    colors = ["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
+    legend = {}
+    for m_index, metric in enumerate(metrics):
+        for r_index, run in enumerate(shown):
+            value = run.metrics.get(metric)
+            if not isinstance(value, (int, float)):
+                continue
+            portable = is_portable(run)
+            bar = ax.bar(r_index + (m_index - (len(metrics) - 1) / 2.0) * width, float(value), width,
+                         color=colors[m_index % len(colors)], alpha=0.55 if portable else 1.0,
+                         hatch="//" if portable else None, edgecolor="#333333")
+            key = "{} ({})".format(metric, "portable: a model, not the {}".format(HARDWARE.get(testbed, testbed))
+                                   if portable else "measured on the {}".format(where_it_ran(run)))
+            legend.setdefault(key, bar)
+    ax.set_xticks(range(len(shown)))
+    ax.set_xticklabels([_bar_label(exercise, i, r) for i, r in enumerate(shown, 1)], fontsize=8)
+    ax.set_ylabel(metrics[0] if len(metrics) == 1 else "value")
+    ax.set_title("{}: {} per run".format(exercise.exercise, ", ".join(metrics)))
+    ax.legend(list(legend.values()), list(legend), fontsize=7, loc="best")
+    fig.tight_layout()
+    plt.close(fig)  # the notebook shows the returned figure once
+    return fig
+
+
+def nothing_yet(testbed: str) -> str:
+    """What to run, and where to put it, for a testbed with no runs yet."""
+    exercise = exercise_for(testbed)
+    return ("No runs of {ex} yet, so there is nothing to compare. Either\n"
+            "  - portably, on a laptop or a GPU node (about five minutes on 2 cores), from the lab book's folder:\n"
+            "      {portable}\n"
+            "    and put runs/{tb}/ beside this notebook; or\n"
+            "  - on the testbed: run {testbed}, and copy the logs into logs/{tb}/ beside this notebook\n"
+            "    (or run the lab book's notebook there with `labkit sweep ... --out runs/{tb}`).\n"
+            "Then run this notebook again.").format(ex=exercise.exercise, portable=exercise.portable, tb=testbed,
+                                                    testbed=exercise.testbed)
+
+
+def show(testbed: str, runs: Sequence[Run]) -> None:
+    """The comparison table and plot, with a warning about portable runs; or, without runs, what to run."""
+    from IPython.display import display
+
+    if not runs:
+        print(nothing_yet(testbed))
+        return
+    display(comparison(testbed, runs))
+    portable = sorted({where_it_ran(r) for r in runs if is_portable(r)})
+    if portable:
+        print("Runs marked {} ran the exercise's portable stand-in, not the {}: they model the exercise (same model, "
+              "same parameters, same metrics); their times and speeds say nothing about the {}.".format(
+                  " and ".join(portable), HARDWARE.get(testbed, testbed), HARDWARE.get(testbed, testbed)))
+    fig = plot(testbed, runs)
+    if fig is not None:
+        display(fig)

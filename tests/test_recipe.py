@@ -1,0 +1,141 @@
+"""docs/architecture.md's "Adding a testbed exercise", followed in a temporary folder.
+
+A minimal exercise ("acme/classifier": a logistic regression on generated data) is written as
+the recipe says: a package with its spec, its run step and its report, and a notebook of the
+usual shape whose metadata names the spec. Then `labkit run` checks its parameters before a
+kernel starts, runs it with papermill, and the executed notebook records the run. If labkit's
+public API moves, the recipe (and this test) must move with it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from labkit import results
+
+FILES = {
+    "acme/__init__.py": '''
+        """The Acme exercise (the recipe's example): a classifier on generated data."""
+        from acme.report import metrics_table
+        from acme.run import run_classifier
+        from acme.spec import ACME_SPEC
+
+        __all__ = ["ACME_SPEC", "run_classifier", "metrics_table"]
+    ''',
+    "acme/spec.py": '''
+        from labkit.params import Param, Spec
+
+        __all__ = ["ACME_SPEC"]
+
+        ACME_SPEC = Spec(
+            "acme/classifier",
+            Param("epochs", int, 5, min=1, max=100, help="passes over the training set"),
+            Param("learning_rate", float, 0.5, min=0, min_exclusive=True, help="SGD step size"),
+            Param("seed", int, 0, help="seeds the data and the weights"),
+        )
+    ''',
+    "acme/run.py": '''
+        import time
+
+        from labkit import divergence, interrupts, progress
+        from labkit.results import Run
+
+        __all__ = ["run_classifier"]
+
+
+        @interrupts.run_step
+        def run_classifier(config):
+            import torch
+
+            torch.manual_seed(config.seed)
+            x = torch.randn(512, 2)
+            y = (x[:, 0] + x[:, 1] > 0).long()
+            model = torch.nn.Linear(2, 2)
+            optimizer = torch.optim.SGD(model.parameters(), lr=config.learning_rate)
+            run = Run("acme/classifier", source="portable", params=config.to_dict())
+            losses, started = [], time.perf_counter()
+            with interrupts.graceful() as stop:
+                for epoch in progress.bar(range(config.epochs), total=config.epochs, desc="Epochs"):
+                    if stop.requested:
+                        line = interrupts.where(epoch=epoch, epochs=config.epochs)
+                        print(line)
+                        run.mark_interrupted(line, "fewer epochs than asked")
+                        break
+                    loss = torch.nn.functional.cross_entropy(model(x), y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    losses.append(float(loss))
+            accuracy = 100.0 * float((model(x).argmax(1) == y).float().mean())
+            run.add_metric("train_accuracy", round(accuracy, 2), "%")
+            run.add_metric("final_loss", round(losses[-1], 4), "")
+            run.add_metric("train_time", time.perf_counter() - started, "s")
+            run.add_series("loss", list(range(1, len(losses) + 1)), losses, x_label="epoch")
+            if divergence.is_diverged(losses):
+                run.status = "diverged"
+            return run
+    ''',
+    "acme/report.py": '''
+        from labkit.display import show
+
+        __all__ = ["metrics_table"]
+
+
+        def metrics_table(run):
+            import pandas as pd
+
+            return show(pd.DataFrame({"value": run.metrics, "unit": run.units}))
+    ''',
+}
+
+CELLS = [
+    ("markdown", [], "# Acme: a classifier\\nThe recipe's example exercise."),
+    ("code", ["parameters"], "epochs = 5  # passes over the training set\\nlearning_rate = 0.5\\nseed = 0"),
+    ("code", [], "import acme\\nfrom labkit import results\\n\\nconfig = acme.ACME_SPEC.from_notebook(globals())"),
+    ("code", [], "run = acme.run_classifier(config)"),
+    ("code", [], "acme.metrics_table(run)"),
+    ("code", [], "results.record(run)"),
+]
+
+
+def _write_exercise(folder: Path) -> Path:
+    for name, text in FILES.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    cells = [{"cell_type": kind, "metadata": {"tags": tags} if tags else {}, "source": source.replace("\\n", "\n"),
+              **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+             for kind, tags, source in CELLS]
+    notebook = folder / "classifier.ipynb"
+    notebook.write_text(json.dumps({
+        "cells": cells, "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+                     "labkit": {"spec": "acme:ACME_SPEC"}}}))
+    return notebook
+
+
+def _labkit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "labkit", *args], cwd=str(cwd), capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_an_exercise_built_from_the_recipe_runs_through_labkit_run(tmp_path):
+    notebook = _write_exercise(tmp_path)
+    done = _labkit("run", str(notebook), str(tmp_path / "out.ipynb"), "-p", "epochs", "3", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = results.read(str(tmp_path / "out.ipynb")).runs
+    assert run.exercise == "acme/classifier" and run.status == "complete" and run.source == "portable"
+    assert run.params["epochs"] == 3 and len(run.series["loss"]["x"]) == 3
+    assert run.units["train_accuracy"] == "%" and 50 <= run.metrics["train_accuracy"] <= 100
+
+
+def test_its_parameters_are_checked_before_a_kernel_starts(tmp_path):
+    notebook = _write_exercise(tmp_path)
+    done = _labkit("run", str(notebook), str(tmp_path / "out.ipynb"), "-p", "epochs", "zero", cwd=tmp_path)
+    assert done.returncode != 0
+    assert "epochs" in done.stderr and "int" in done.stderr, done.stderr
+    assert not (tmp_path / "out.ipynb").exists()  # refused before papermill ran anything
