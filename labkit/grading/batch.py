@@ -31,11 +31,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from labkit.files import write_atomic
 from labkit.grading import cgroups, sandbox, uids
 from labkit.grading.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
 from labkit.grading.duplicates import groups as duplicate_groups
 from labkit.grading.feedback import feedback_html
-from labkit.grading.gradebook import atomic_write, write_gradebook
+from labkit.grading.gradebook import write_gradebook
 from labkit.grading.lms import LMS_FORMATS, canvas_csv
 from labkit.grading.summary import class_summary, summary_markdown
 from labkit.grading.checks import Evidence
@@ -143,7 +144,7 @@ class _State:
         return fd
 
     def save(self) -> None:
-        atomic_write(self.path, json.dumps({"version": STATE_VERSION, "results": self.results}, indent=1))
+        write_atomic(self.path, json.dumps({"version": STATE_VERSION, "results": self.results}, indent=1))
 
 
 _LIBC: Any = None
@@ -217,8 +218,7 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
         if unknown:
             raise ValueError("--only {}: no such submission in {}; the submissions are: {}".format(
                 ", ".join(unknown), submissions, ", ".join(s.student for s in subs) or "none"))
-    os.makedirs(out_dir, exist_ok=True)
-    for sub_dir in ("feedback", "executed"):
+    for sub_dir in ("feedback", "executed"):  # makes out_dir too
         os.makedirs(os.path.join(out_dir, sub_dir), exist_ok=True)
     state = _State(out_dir)
     lock_fd = state.lock()
@@ -412,7 +412,7 @@ def _store_executed(result: Dict[str, Any], out_dir: str) -> Dict[str, Any]:
     if executed and os.path.exists(executed):
         shutil.copyfile(executed, target)
     elif text is not None:
-        atomic_write(target, text)
+        write_atomic(target, text)
     return result
 
 
@@ -440,11 +440,11 @@ class _Outputs:
         if new is not None:
             changed.add(new["student"])
         for result in done if new is None else [r for r in done if r["student"] in changed]:
-            atomic_write(os.path.join(self.out_dir, "feedback", result["student"] + ".html"),
+            write_atomic(os.path.join(self.out_dir, "feedback", result["student"] + ".html"),
                          feedback_html(result, self.rubric.title))
-        atomic_write(os.path.join(self.out_dir, "summary.md"),
+        write_atomic(os.path.join(self.out_dir, "summary.md"),
                      summary_markdown(class_summary(done, self.rubric.names), len(done), self.rubric.title,
                                       duplicate_groups(done)))
         if self.lms == "canvas":
             possible = max([r.get("max_total", 0) for r in done] or [0])
-            atomic_write(os.path.join(self.out_dir, "canvas.csv"), canvas_csv(done, self.assignment, possible))
+            write_atomic(os.path.join(self.out_dir, "canvas.csv"), canvas_csv(done, self.assignment, possible))

@@ -16,40 +16,15 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from typing import Any, Dict, Iterable, List, Sequence
 
-__all__ = ["write_gradebook", "read_gradebook", "atomic_write", "columns"]
+from labkit.files import write_atomic
+
+__all__ = ["write_gradebook", "read_gradebook", "columns"]
 
 TRAILING = ("total", "max", "status", "where", "isolation", "reason")
 #: Flags for the instructor, after the grading columns (labkit.grading.duplicates).
 FLAGS = ("duplicate_evidence",)
-
-
-def atomic_write(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see the old file or the new one, never a mix."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    try:  # make the rename itself durable
-        dir_fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
 
 
 def columns(check_names: Sequence[str]) -> List[str]:
@@ -77,7 +52,7 @@ def write_gradebook(path: str, check_names: Sequence[str], results: Iterable[Dic
                 result.get("where", ""), result.get("isolation", ""),
                 (result.get("reason") or "").replace("\n", " ")[:300], result.get("duplicate_note", "")]
         writer.writerow(row)
-    atomic_write(path, out.getvalue())
+    write_atomic(path, out.getvalue())
 
 
 def read_gradebook(path: str) -> List[Dict[str, str]]:

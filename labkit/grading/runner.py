@@ -34,6 +34,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from labkit import results
+from labkit.files import write_atomic
 from labkit.grading import sandbox
 from labkit.grading.cgroups import cgroup_command
 from labkit.grading.duplicates import record_fingerprints
@@ -328,10 +329,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as exc:  # the grader's own failure, reported for this submission only
         result = {"student": job["student"], "key": job["key"], "isolation": job.get("isolation", job["level"]), "status": "grader error",
                   "reason": "{}: {}".format(type(exc).__name__, exc), "trace": traceback.format_exc()[-4000:]}
-    tmp = job["result"] + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f)
-    os.replace(tmp, job["result"])
+    write_atomic(job["result"], json.dumps(result))
     return 0
 
 

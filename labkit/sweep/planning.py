@@ -16,14 +16,14 @@ import itertools
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from labkit.execute import NotebookParameters, notebook_parameters
+from labkit.files import write_atomic
 from labkit.params import ParameterError
 
-__all__ = ["SweepError", "SweepPlan", "plan", "run_key", "is_sweep", "prepare_out", "write_atomic", "done_tasks",
+__all__ = ["SweepError", "SweepPlan", "plan", "run_key", "is_sweep", "prepare_out", "done_tasks",
            "read_row", "MANIFEST", "FORMAT", "RUNS"]
 
 MANIFEST = "sweep.json"
@@ -161,23 +161,6 @@ def _same(a: Any, b: Any) -> bool:
 def _sha256(path: str) -> str:
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see the old file or the new one, never half."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
-    try:
-        with os.fdopen(handle, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def is_sweep(path: str) -> bool:

@@ -31,8 +31,9 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
+from labkit.files import produce_atomic, write_atomic
 from labkit.sweep import stats
-from labkit.sweep.planning import MANIFEST, RUNS, write_atomic
+from labkit.sweep.planning import MANIFEST, RUNS
 
 __all__ = ["table", "summary_frame", "summary_markdown", "write_reports", "plot_files", "counts", "is_timing",
            "primary_metrics"]
@@ -415,8 +416,7 @@ def write_plots(out: str) -> List[str]:
             ax.legend(fontsize="small")
             fig.tight_layout()
             filename = "plot_{}_vs_{}.png".format(_safe(metric), _safe(name))
-            fig.savefig(os.path.join(out, ".tmp-" + filename))
-            os.replace(os.path.join(out, ".tmp-" + filename), os.path.join(out, filename))
+            produce_atomic(os.path.join(out, filename), fig.savefig)
             plt.close(fig)
             written.append(filename)
     for stale in set(plot_files(out)) - set(written):  # e.g. a metric that is now constant

@@ -13,8 +13,9 @@ from concurrent.futures import Future
 from typing import Any, Dict, Mapping, Optional
 
 from labkit.execute import run_notebook
+from labkit.files import replace_atomic, write_atomic
 from labkit.sweep import share
-from labkit.sweep.planning import RUNS, write_atomic
+from labkit.sweep.planning import RUNS
 
 __all__ = ["execute_task", "row_of"]
 
@@ -30,7 +31,7 @@ def execute_task(task: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
                            env=env, check=False)
     load_after = share.load_average()
     if os.path.exists(running):
-        os.replace(running, final)
+        replace_atomic(running, final)
     row: Dict[str, Any] = {"run": task["key"]}
     row.update(task["parameters"])
     status, error = outcome.status, outcome.error

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import os
 import time
 import warnings
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
+from labkit.files import produce_atomic
 from labkit.testbeds.groq.engine import BuildInfo, Engine, select_output
 
 __all__ = ["ONNX_OPSET", "OnnxEngine", "export_onnx", "model_fingerprint"]
@@ -79,13 +79,14 @@ def export_onnx(model: Any, task: str, inputs: Dict[str, Any], path: Path) -> No
                               "do_constant_folding": True}
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         kwargs["dynamo"] = False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial-{}".format(os.getpid()))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with torch.no_grad():
-            torch.onnx.export(wrapper, tuple(inputs[n] for n in names), str(partial), **kwargs)
-    os.replace(partial, path)
+
+    def export(partial: str) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.no_grad():
+                torch.onnx.export(wrapper, tuple(inputs[n] for n in names), partial, **kwargs)
+
+    produce_atomic(path, export)
 
 
 class OnnxEngine(Engine):

