@@ -1,8 +1,14 @@
-"""Where datasets live, and the lock that keeps concurrent runs from corrupting them.
+"""labkit's cache directory (one rule for everything it caches), where datasets live, and the
+lock that keeps concurrent runs from corrupting them.
 
-The cache directory is, in order: the ``data_dir`` parameter, ``$LABKIT_DATA_DIR``, then the
-user's cache directory (``$XDG_CACHE_HOME/labkit``, ``~/Library/Caches/labkit`` on macOS,
-``~/.cache/labkit`` elsewhere). d2l hard-codes ``../data``; a notebook run from another
+    from labkit.data.cache import cache_dir, data_dir
+    cache_dir()                # built models, ONNX exports, datasets: see the rule below
+    data_dir(None, "mnist")    # $LABKIT_DATA_DIR, else cache_dir() / "mnist"
+
+The cache directory, the first that applies: ``$LABKIT_CACHE_DIR``; ``$XDG_CACHE_HOME/labkit``;
+``~/Library/Caches/labkit`` on macOS; ``~/.cache/labkit``. A dataset is read from (and
+downloaded into) the ``data_dir`` parameter, else ``$LABKIT_DATA_DIR``, else
+``cache_dir() / <dataset>``. d2l hard-codes ``../data``; a notebook run from another
 directory, or by papermill, must find the same files.
 """
 
@@ -14,12 +20,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
-__all__ = ["data_dir", "locked"]
+__all__ = ["cache_dir", "data_dir", "locked", "CACHE_ENV_VAR", "ENV_VAR"]
 
 ENV_VAR = "LABKIT_DATA_DIR"
+CACHE_ENV_VAR = "LABKIT_CACHE_DIR"
 
 
-def user_cache_dir() -> Path:
+def cache_dir() -> Path:
+    """Where labkit keeps what it downloads or builds, by the rule in this module's docstring."""
+    if os.environ.get(CACHE_ENV_VAR):
+        return Path(os.environ[CACHE_ENV_VAR]).expanduser()
     if os.environ.get("XDG_CACHE_HOME"):
         return Path(os.environ["XDG_CACHE_HOME"]) / "labkit"
     if sys.platform == "darwin":
@@ -33,7 +43,7 @@ def data_dir(explicit: Optional[Union[str, os.PathLike]] = None, dataset: str = 
         return Path(explicit).expanduser()
     if os.environ.get(ENV_VAR):
         return Path(os.environ[ENV_VAR]).expanduser()
-    return user_cache_dir() / dataset if dataset else user_cache_dir()
+    return cache_dir() / dataset if dataset else cache_dir()
 
 
 @contextmanager

@@ -14,8 +14,9 @@ same whenever the hub answers (a quick probe, never a long hang). Without the hu
 - BERT-tiny SST-2 has no offline copy, so labkit builds a stand-in of the same shape
   (2 layers, hidden 128, 2 heads, the uncased BERT vocabulary), its word embeddings projected
   from MiniLM's, and fine-tunes it for a few seconds on labkit's 160 hand-written sentences
-  (``labkit/testbeds/groq/textsets``). It is cached under ``$LABKIT_CACHE_DIR`` (default ``~/.cache/labkit``)
-  and then loaded with ``from_pretrained`` like any other checkpoint.
+  (``labkit/testbeds/groq/textsets``). It is cached in labkit's cache directory
+  (``$LABKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/labkit`` or ``~/.cache/labkit``: the rule of
+  ``labkit.data.cache``) and then loaded with ``from_pretrained`` like any other checkpoint.
 
 The notebook says which one ran, with a notice that offline scores are not comparable with the
 course's numbers (77.47 % and 0.8203).
@@ -28,8 +29,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from labkit.data.cache import cache_dir
 from labkit.testbeds.groq.sources import (BERT_TINY, COURSE_MODELS, MINILM, OFFLINE_BERT_TINY, ModelUnavailable,
-                                          cache_dir, hub_cached, hub_status, minilm_package_dir, quiet_transformers)
+                                          hub_cached, hub_status, minilm_package_dir, quiet_transformers)
 from labkit.testbeds.groq.standin import offline_source
 
 __all__ = ["LoadedModel", "load", "offline_models", "model_limit", "problem_with_model", "short_source"]
@@ -130,7 +132,8 @@ class LoadedModel:
 
 
 def short_source(path: str) -> str:
-    """Where a model was read from, without machine-specific prefixes when it is a known place."""
+    """Where a model was read from, without machine-specific prefixes when it is a known place
+    (labkit's cache directory is written ``$LABKIT_CACHE_DIR``, whichever rule found it)."""
     cache = str(cache_dir())
     if path.startswith(cache):
         return "$LABKIT_CACHE_DIR" + path[len(cache):]

@@ -2,7 +2,7 @@
 shape (batch, max_seq_length), like GroqFlow's own first build stage, and run on the CPU.
 
     engine = OnnxEngine(loaded.model, loaded.task, dummy, label=loaded.requested)
-    engine.build.artifact        # the .onnx file under $LABKIT_CACHE_DIR/onnx
+    engine.build.artifact        # the .onnx file under onnx/ of labkit's cache directory
 
 Exports are cached by model contents and shape: a new ``max_seq_length`` or ``batch_size`` means
 a new export, the way a new shape means a new GroqChip program.
@@ -99,7 +99,7 @@ class OnnxEngine(Engine):
         import onnxruntime
         import torch
 
-        from labkit.testbeds.groq.sources import cache_dir
+        from labkit.data.cache import cache_dir
 
         self.task = task
         shape = tuple(dummy["input_ids"].shape)

