@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -336,7 +337,7 @@ def compare_records(expected: Mapping[str, Any], actual: Mapping[str, Any], rtol
 
     def same(name: str, a: Any, b: Any) -> bool:
         if close is None:
-            return _close(a, b, rtol, atol)
+            return same_value(a, b, rtol, atol)
         if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
             return len(a) == len(b) and all(same(name, x, y) for x, y in zip(a, b))
         return close(name, units.get(name), json_restore(a), json_restore(b))
@@ -366,16 +367,26 @@ def compare_records(expected: Mapping[str, Any], actual: Mapping[str, Any], rtol
 
 
 def same_value(a: Any, b: Any, rtol: float = 1e-9, atol: float = 1e-12) -> bool:
-    """Equal, numbers within ``atol + rtol * |a|`` (1 and 1.0 alike, NaN equal to NaN), lists item by item."""
-    return _close(a, b, rtol, atol)
+    """The one numeric closeness rule: numbers within ``atol + rtol * max(|a|, |b|)``.
 
-
-def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
+    Symmetric (the order of ``a`` and ``b`` never matters); 1 and 1.0 alike; NaN equal to NaN
+    and ``"nan"`` / ``"inf"`` as JSON stores them equal to the floats; numpy scalars are numbers,
+    booleans are not; lists and tuples item by item; anything else by ``==``. Records
+    (:func:`compare_records`), a rubric's ``where``, ``reproduce`` and ``recompute`` checks, and
+    the Groq exercise's "agrees with cpu" all use it, each with its own tolerance.
+    """
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_close(x, y, rtol, atol) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same_value(x, y, rtol, atol) for x, y in zip(a, b))
     a, b = json_restore(a), json_restore(b)  # "nan" as stored in JSON
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+    if _is_number(a) and _is_number(b):
+        a, b = float(a), float(b)
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
-        return abs(a - b) <= atol + rtol * abs(a)
-    return a == b
+        if math.isinf(a) or math.isinf(b):
+            return a == b
+        return abs(a - b) <= atol + rtol * max(abs(a), abs(b))
+    return bool(a == b)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)

@@ -87,3 +87,36 @@ def test_table_shows_units():
     table = make_run().table()
     assert table.loc["test_accuracy", "value"] == "97.50%"
     assert table.loc["train_throughput", "value"] == "1900.00 samples/s"
+
+
+def test_same_value_is_the_one_closeness_rule():
+    same = results.same_value
+    # symmetric: the order never matters, at the edge of the tolerance either
+    assert same(100.0, 101.0, rtol=0.01, atol=0) and same(101.0, 100.0, rtol=0.01, atol=0)
+    assert not same(100.0, 102.0, rtol=0.01, atol=0) and not same(102.0, 100.0, rtol=0.01, atol=0)
+    # defaults: 1e-9 relative, 1e-12 absolute; 1 and 1.0 alike
+    assert same(1, 1.0) and same(0.3, 0.1 + 0.2) and not same(1.0, 1.0 + 1e-6)
+    # an absolute tolerance alone (the Groq exercise's similarity scores)
+    assert same(0.80, 0.805, rtol=0, atol=0.01) and not same(0.80, 0.82, rtol=0, atol=0.01)
+    # NaN, infinities and JSON's spellings of them
+    assert same(float("nan"), "nan") and not same(float("nan"), 1.0)
+    assert same(math.inf, "inf") and not same(math.inf, 1e308) and not same(math.inf, -math.inf)
+    # numpy scalars are numbers; booleans, text and None compare by ==
+    numpy = pytest.importorskip("numpy")
+    assert same(numpy.float32(0.5), 0.5) and same(numpy.int64(3), 3.0)
+    assert same(True, True) and not same(True, False) and same("cpu", "cpu") and not same(None, 0)
+    # lists item by item
+    assert same([1, 2.0], (1.0, 2)) and not same([1, 2], [1, 2, 3]) and not same([1.0], [1.1])
+
+
+def test_compare_records_and_grading_use_the_same_rule():
+    from labkit.grading import checks, record_checks, trusted
+    from labkit.testbeds.groq import custom_text, steps
+
+    for module in (checks, record_checks, trusted, custom_text, steps):
+        assert module.same_value is results.same_value, module.__name__
+    run = Run("graphcore/mnist", "portable", "complete", {"epochs": 1}, {"test_accuracy": 90.0})
+    again = dict(run.to_dict(), metrics={"test_accuracy": 90.0 * (1 + 1e-5)})
+    assert compare_records(run.to_dict(), again, rtol=1e-4) == []
+    assert compare_records(run.to_dict(), again, rtol=1e-6) == [
+        "metric test_accuracy: expected 90.0, got {!r}".format(90.0 * (1 + 1e-5))]

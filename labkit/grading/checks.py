@@ -1,5 +1,6 @@
 """What the rubric's checks share: the evidence a submission gave, a check, its result, and
-picking the runs a check looks at (by exercise and parameters) with the comparisons they need.
+picking the runs a check looks at (by exercise and parameters; values compare by
+:func:`labkit.results.same_value`).
 
     from labkit.grading.checks import Evidence
     Evidence(submitted=nb, submitted_records={}, fresh=records, status="ok")
@@ -12,15 +13,14 @@ The check types themselves are in :mod:`labkit.grading.record_checks` (records: 
 from __future__ import annotations
 
 import fnmatch
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from labkit.testbeds.homework.where import is_portable, where_it_ran
-from labkit.results import Run
+from labkit.results import Run, same_value
 
 __all__ = ["Evidence", "CheckResult", "Check", "NUMBER", "runs_in", "split_evidence", "run_label", "wheres_of",
-           "select_runs", "same_value", "close_enough", "describe_selection", "fmt_value"]
+           "select_runs", "describe_selection", "fmt_value"]
 
 NUMBER = (int, float)
 
@@ -145,21 +145,6 @@ def select_runs(check: Check, evidence: Evidence, records: Optional[Dict[str, An
             continue
         chosen.append((name, run))
     return chosen
-
-
-def same_value(a: Any, b: Any) -> bool:
-    if isinstance(a, NUMBER) and isinstance(b, NUMBER) and not isinstance(a, bool) and not isinstance(b, bool):
-        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
-    return a == b
-
-
-def close_enough(a: Any, b: Any, tolerance: float) -> bool:
-    if isinstance(a, NUMBER) and isinstance(b, NUMBER):
-        a, b = float(a), float(b)
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return abs(a - b) <= tolerance * max(abs(a), abs(b)) + 1e-12
-    return a == b
 
 
 def describe_selection(check: Check) -> str:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
-from labkit.grading.checks import (NUMBER, Check, CheckResult, Evidence, close_enough, describe_selection, fmt_value,
-                                   run_label, same_value, select_runs, split_evidence, wheres_of)
+from labkit.grading.checks import (NUMBER, Check, CheckResult, Evidence, describe_selection, fmt_value, run_label,
+                                   select_runs, split_evidence, wheres_of)
 from labkit.grading.trusted import verify_run
 from labkit.testbeds.homework.where import is_portable, where_it_ran
-from labkit.results import Run
+from labkit.results import Run, same_value
 
 __all__ = ["grade_record", "grade_runs", "grade_reproduce", "grade_rerun", "RERUN_FUNCTION"]
 
@@ -150,7 +150,7 @@ def grade_reproduce(check: Check, evidence: Evidence) -> CheckResult:
             problems.append("record '{}' was not produced again".format(name))
             continue
         names = [m for m in run.metrics if only is None or m in only]
-        differing = [m for m in names if m not in again.metrics or not close_enough(run.metrics[m], again.metrics[m], tolerance)]
+        differing = [m for m in names if m not in again.metrics or not same_value(run.metrics[m], again.metrics[m], rtol=tolerance)]
         if differing or not _params_match(run.params, again.params):
             shown = ", ".join("{}: submitted {} vs {}".format(m, fmt_value(run.metrics[m]), fmt_value(again.metrics.get(m)))
                               for m in differing[:3]) or "parameters differ"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional
 
-from labkit.grading.checks import Check, Evidence, close_enough, fmt_value, same_value, select_runs
-from labkit.results import Run
+from labkit.grading.checks import Check, Evidence, fmt_value, select_runs
+from labkit.results import Run, same_value
 
 __all__ = ["prefetch_trusted", "verify_run"]
 
@@ -63,7 +63,7 @@ def verify_run(check: Check, evidence: Evidence, run: Run, metrics: Optional[Lis
     for metric in (metrics if metrics is not None else [m for m in run.metrics if m in t_metrics]):
         if metric not in t_metrics:
             return "the grader's recomputation gives no '{}'".format(metric)
-        if not close_enough(run.metrics[metric], t_metrics[metric], tolerance):
+        if not same_value(run.metrics[metric], t_metrics[metric], rtol=tolerance):
             return "recorded {} = {} but the grader recomputed {} from the recorded parameters".format(
                 metric, fmt_value(run.metrics[metric]), fmt_value(t_metrics[metric]))
     return None

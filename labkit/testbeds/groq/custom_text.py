@@ -13,6 +13,7 @@ from itertools import combinations
 from typing import Any, Dict, List, Tuple
 
 from labkit.params import Config
+from labkit.results import same_value
 from labkit.testbeds.groq.result import format_ms
 from labkit.testbeds.groq.spec import SIMILARITY_TOLERANCE
 from labkit.testbeds.groq.steps import to_batches
@@ -72,7 +73,7 @@ def custom(config: Config, loaded: Any, engines: Dict[str, Any], repetitions: in
                 shown = "{:.4f}".format(prediction)
             if reference is None:
                 reference = prediction
-            same = prediction == reference if loaded.task == "classification" else abs(prediction - reference) <= SIMILARITY_TOLERANCE
+            same = same_value(prediction, reference, rtol=0, atol=SIMILARITY_TOLERANCE)  # labels: equal
             rows.append({"text": text if isinstance(text, str) else " | ".join(text), "backend": name,
                          "prediction" if loaded.task == "classification" else "similarity": shown,
                          "agrees with cpu": "yes" if same else "NO",

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 from labkit.display import in_kernel, show
 from labkit.interrupts import run_step
 from labkit.params import Config, ParameterError
+from labkit.results import same_value
 from labkit.testbeds.groq.result import GroqResult
 from labkit.testbeds.groq.spec import EXERCISE, SIMILARITY_TOLERANCE
 
@@ -114,12 +115,11 @@ def _predictions(task: str, outputs: Sequence[Any], inputs: Sequence[Dict[str, A
     return [evalsets.pair_similarity(o, x["attention_mask"]) for o, x in zip(outputs, inputs)]
 
 
-def _compare(task: str, reference: Sequence[Any], other: Sequence[Any], ref_out: Sequence[Any],
+def _compare(reference: Sequence[Any], other: Sequence[Any], ref_out: Sequence[Any],
              other_out: Sequence[Any]) -> Tuple[List[int], float]:
-    if task == "classification":
-        indices = [i for i, (a, b) in enumerate(zip(reference, other)) if a != b]
-    else:
-        indices = [i for i, (a, b) in enumerate(zip(reference, other)) if abs(a - b) > SIMILARITY_TOLERANCE]
+    # labels must be equal; similarities within SIMILARITY_TOLERANCE
+    indices = [i for i, (a, b) in enumerate(zip(reference, other))
+               if not same_value(a, b, rtol=0, atol=SIMILARITY_TOLERANCE)]
     largest = max(float((a - b).abs().max()) for a, b in zip(ref_out, other_out))
     return indices, largest
 
@@ -158,7 +158,7 @@ def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], re
     disagreements, largest = {}, {}
     for name in engines:
         if name != "cpu":
-            disagreements[name], largest[name] = _compare(loaded.task, predictions["cpu"], predictions[name],
+            disagreements[name], largest[name] = _compare(predictions["cpu"], predictions[name],
                                                           outputs["cpu"], outputs[name])
     return GroqResult(loaded.task, data.score_name, config.batch_size, len(data), scores, latency, predictions,
                       disagreements, largest, list(data.texts), notes)
