@@ -97,6 +97,8 @@ class Param:
         """What values are allowed, in words."""
         if self.choices is not None:
             text = "one of " + ", ".join(repr(c) for c in self.choices)
+        elif hasattr(self.check, "allows"):
+            text = ("a list of paths, each " if self.type is list else "a path ") + getattr(self.check, "allows")
         else:
             text = "an " if self.type_name[0] in "aeiou" else "a "
             text += self.type_name.replace(" or None", "")
@@ -417,10 +419,14 @@ def injected_names(history: Sequence[str]) -> List[str]:
     return []
 
 
-def existing_file(value: str) -> Optional[str]:
-    """A ``Param.check`` for paths that must name a readable file (a log, a config)."""
+def existing_file(value: Any) -> Optional[str]:
+    """A ``Param.check`` for a path, or a list of paths, that must name a readable file (a log, a
+    config). Every exercise's path parameters use it, so a bad path reads the same everywhere."""
+    if isinstance(value, (list, tuple)):
+        return "; ".join("{!r}: {}".format(v, existing_file(v)) for v in value if existing_file(v)) or None
     if not os.path.exists(value):
-        return "no such file"
+        relative = "" if os.path.isabs(value) else " (relative paths start from {})".format(os.getcwd())
+        return "no such file" + relative
     if os.path.isdir(value):
         return "is a directory, not a file"
     if not os.access(value, os.R_OK):
@@ -436,3 +442,8 @@ def usable_directory(value: str) -> Optional[str]:
     if not os.path.isdir(parent):
         return "does not exist, and neither does its parent directory {}".format(parent)
     return None
+
+
+# what each allows, in words, for Param.allowed (and so for every error message)
+existing_file.allows = "naming a readable file"  # type: ignore[attr-defined]
+usable_directory.allows = "naming a directory that exists or can be created"  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ import contextlib
 import os
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from labkit.params import existing_file
 from labkit.sweep.planning import SweepError
 from labkit.sweep.task import row_of
 
@@ -23,9 +24,10 @@ def load_parsl_config(path: Optional[str]):
     """The ``config`` object of a Parsl config file (a Python file)."""
     import importlib.util
 
-    if not path or not os.path.isfile(path):
-        raise SweepError("--config {}: no such file; it must be a Python file defining `config`, a parsl Config "
-                         "(see docs/parsl/)".format(path))
+    problem = existing_file(path) if path else "no file given"
+    if problem:
+        raise SweepError("--config {}: {}; it must be a Python file defining `config`, a parsl Config "
+                         "(see docs/parsl/)".format(path, problem))
     try:
         from parsl.config import Config
     except ImportError:

@@ -1,6 +1,7 @@
 """labkit.params: declared types, ranges, unknown names, and messages that say what is allowed."""
 
 import math
+import os
 
 import pytest
 
@@ -108,3 +109,24 @@ def test_describe_lists_every_parameter():
     for p in SPEC:
         assert p.name in text
     assert "int or None" in text and math.isfinite(0.1)
+
+
+def test_every_exercises_path_parameters_fail_the_same_way(tmp_path, monkeypatch):
+    """A missing log reads the same in every exercise: the parameter, the value, what is allowed."""
+    from labkit.testbeds import cerebras, graphcore, groq, sambanova
+    from labkit.testbeds.comparison import SCALING_SPEC
+
+    monkeypatch.chdir(tmp_path)
+    for spec, name in ((graphcore.MNIST_SPEC, "log_path"), (cerebras.BERT_SPEC, "log_path"),
+                       (cerebras.BERT_SPEC, "params_template"), (sambanova.BERT_SPEC, "log_path"),
+                       (groq.BERT_TINY_SPEC, "log_path"), (SCALING_SPEC, "reference_csv")):
+        with pytest.raises(ParameterError) as caught:
+            spec.validate({name: "missing.log"})
+        assert "{} = 'missing.log': no such file (relative paths start from {}); allowed: a path naming a " \
+               "readable file, or None".format(name, tmp_path) in str(caught.value), spec.name
+    for spec in (cerebras.BERT_SPEC, sambanova.BERT_SPEC):
+        with pytest.raises(ParameterError) as caught:
+            spec.validate({"compare_logs": [str(tmp_path), "~/no-such.log"]})
+        assert "compare_logs = [{!r}, '~/no-such.log']: {!r}: is a directory, not a file; {!r}: no such file; " \
+               "allowed: a list of paths, each naming a readable file".format(
+                   str(tmp_path), str(tmp_path), os.path.expanduser("~/no-such.log")) in str(caught.value), spec.name

@@ -37,7 +37,7 @@ def test_model_sizes_are_labkit_berts_presets():
     ({"rdus_per_node": 4}, "16 tasks on one node x 4 RDU tiles each = 64 tiles, more than the 4 RDU(s)"),
     ({"num_tiles": 3}, "num_tiles = 3: not one of the choices"),
     ({"model_size": "huge"}, "model_size = 'huge': not one of the choices"),
-    ({"compare_logs": ["/no/such.log"]}, "compare_logs = ['/no/such.log']: no such file"),
+    ({"compare_logs": ["/no/such.log"]}, "compare_logs = ['/no/such.log']: '/no/such.log': no such file"),
     ({"sweep_ntasks": [0, 4]}, "sweep_ntasks = [0, 4]: [0] outside 1..16"),
 ])
 def test_bad_parameters_are_explained(values, words):

@@ -14,7 +14,7 @@ import os
 from typing import Optional
 
 from labkit import bert
-from labkit.params import Config
+from labkit.params import Config, existing_file
 from labkit.results import Run
 from labkit.testbeds.cerebras.spec import EXERCISE
 
@@ -49,8 +49,9 @@ def read_log(path: str, config: Optional[Config] = None) -> Run:
     """The run in a modelzoo log, with the exercise's metrics (see :func:`standardize`)."""
     import labkit.logs
 
-    if not os.path.isfile(path):
-        raise FileNotFoundError("log_path = {!r}: no such file".format(path))
+    problem = existing_file(path)
+    if problem:
+        raise FileNotFoundError("log_path = {!r}: {}".format(path, problem))
     report = labkit.logs.read(path, format="cerebras")
     run = standardize(report.run)
     run.exercise = EXERCISE

@@ -9,11 +9,10 @@ The notebook reads it with ``BERT_SPEC.from_notebook(globals())`` (metadata
 
 from __future__ import annotations
 
-import os
 from typing import Any, Optional
 
 from labkit import bert
-from labkit.params import PATH, Config, Param, Spec
+from labkit.params import PATH, Config, Param, Spec, existing_file
 
 __all__ = ["EXERCISE", "DEFAULT_TEMPLATE", "MAX_STEPS", "LONG_RUN_SECONDS", "BERT_SPEC", "CEREBRAS_HELP"]
 
@@ -27,24 +26,6 @@ MAX_STEPS = 100000
 
 #: A portable run estimated to take longer than this is refused unless allow_long_run=True.
 LONG_RUN_SECONDS = 2 * 3600
-
-
-def _existing_file(value: Any) -> Optional[str]:
-    if value is None:
-        return None
-    if not os.path.exists(value):
-        return "no such file (relative paths start from {})".format(os.getcwd())
-    if not os.path.isfile(value):
-        return "not a file"
-    return None
-
-
-def _existing_files(values: Any) -> Optional[str]:
-    for value in values or []:
-        problem = _existing_file(os.path.expanduser(value))
-        if problem:
-            return "{!r}: {}".format(value, problem)
-    return None
 
 
 def _positive_ints(values: Any) -> Optional[str]:
@@ -78,17 +59,17 @@ BERT_SPEC = Spec(
     Param("target", str, "auto", "CSX (the modelzoo on a CS-2), cuda, mps, cpu, or auto",
           choices=("auto", "CSX", "cuda", "mps", "cpu")),
     Param("seed", int, 0, "seeds weights, data and dropout (runconfig.seed)", min=0, max=2**31 - 1),
-    Param("log_path", PATH, None, "read this CS-2 log instead of training", optional=True, check=_existing_file),
+    Param("log_path", PATH, None, "read this CS-2 log instead of training", optional=True, check=existing_file),
     Param("learning_rate", float, 1e-4, "AdamW learning rate (portable runs)", min=0, min_exclusive=True, max=1.0),
     Param("micro_batch_size", int, None, "gradient-accumulation micro-batch; None lets the CS-2 compiler search",
           optional=True, min=1, max=65536),
     Param("compare_batch_sizes", list, [], "homework: also train at these batch sizes here", item_type=int,
           check=_positive_ints),
     Param("compare_logs", list, [], "homework: CS-2 logs to compare (e.g. runs at 512, 1024, 2048)",
-          item_type=PATH, check=_existing_files),
+          item_type=PATH, check=existing_file),
     Param("modelzoo_dir", PATH, None, "modelzoo checkout (found under ~/R_*/modelzoo when None)", optional=True),
     Param("params_template", PATH, None, "params YAML to start from (the course's, when None)", optional=True,
-          check=_existing_file),
+          check=existing_file),
     Param("model_dir", str, "model_dir_bert_large_pytorch", "where run.py writes checkpoints; each run gets "
           "a new subfolder, so checkpoint autoloading never resumes an old run"),
     Param("allow_long_run", bool, False, "allow a portable run estimated to take over 2 hours"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from labkit.params import PATH, Param, Spec
+from labkit.params import PATH, Param, Spec, existing_file
 from labkit.testbeds.comparison.models import MODELS
 
 
@@ -36,5 +36,5 @@ SCALING_SPEC = Spec(
     Param("seed", int, 0, "seeds the weights and the synthetic images", min=0),
     Param("reference_csv", PATH, None, "CSV of throughput measured elsewhere; None: the published IPU-POD16 "
           "and A100 table (labkit/testbeds/comparison/reference/scaling_pod16_a100.csv)",
-          optional=True),
+          optional=True, check=existing_file),
 )

@@ -36,6 +36,7 @@ from typing import Any, Dict, List, Sequence
 
 from labkit.display import show
 from labkit.divergence import loss_divergence
+from labkit.params import existing_file
 from labkit.testbeds.comparison.models import model_choice
 from labkit.testbeds.comparison.replicas import measure_ipu, measure_torch
 
@@ -165,10 +166,10 @@ def load_reference(path: str):
     """
     import pandas as pd
 
-    try:
-        frame = pd.read_csv(path, keep_default_na=False, na_values=["", "nan", "NaN"])
-    except FileNotFoundError:
-        raise FileNotFoundError("reference_csv {}: no such file".format(path)) from None
+    problem = existing_file(path)
+    if problem:
+        raise FileNotFoundError("reference_csv {}: {}".format(path, problem))
+    frame = pd.read_csv(path, keep_default_na=False, na_values=["", "nan", "NaN"])
     missing = [c for c in REFERENCE_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError("reference_csv {}: missing column(s) {}; it needs {}".format(

@@ -9,10 +9,9 @@ are checked against this machine (is the hub reachable, is there a GroqChip) bef
 
 from __future__ import annotations
 
-import os
 from typing import List, Optional, Tuple
 
-from labkit.params import Config, Param, PATH, Spec
+from labkit.params import Config, Param, PATH, Spec, existing_file
 
 __all__ = ["BERT_TINY_SPEC", "EXERCISE", "COLUMNS", "SIMILARITY_TOLERANCE", "MAX_CUSTOM"]
 
@@ -47,12 +46,6 @@ def _check_custom(value: List[str]) -> Optional[str]:
         return "{} sentences; at most {} are run".format(len(value), MAX_CUSTOM)
     if any(not s.strip() for s in value):
         return "an empty sentence in the list"
-    return None
-
-
-def _check_log(value: str) -> Optional[str]:
-    if not os.path.isfile(value):
-        return "no such file: {}".format(value)
     return None
 
 
@@ -96,6 +89,6 @@ BERT_TINY_SPEC = Spec(
           help="your own sentences, run on every backend"),
     Param("backends", str, "auto", check=_check_backends,
           help="'auto' or a comma list of cpu, onnxruntime, cuda, groq"),
-    Param("log_path", PATH, None, optional=True, check=_check_log, help="a GroqFlow log from the testbed to read"),
+    Param("log_path", PATH, None, optional=True, check=existing_file, help="a GroqFlow log from the testbed to read"),
     checks=[_cross_length, _cross_custom, _cross_backends],
 )

@@ -10,11 +10,10 @@ run keeps the exercise's meaning.
 
 from __future__ import annotations
 
-import os
 from typing import Optional, Tuple
 
 from labkit import jobs
-from labkit.params import PATH, Config, Param, Spec
+from labkit.params import PATH, Config, Param, Spec, existing_file
 
 __all__ = ["EXERCISE", "MODEL_SIZES", "TARGETS", "COURSE_LEARNING_RATE", "BERT_SPEC", "slurm_request",
            "describe_request"]
@@ -25,12 +24,6 @@ MODEL_SIZES = ("large", "base", "mini", "tiny", "micro")
 TARGETS = ("auto", "testbed", "portable", "log")
 #: Learning rate of the course's BertLarge_run.sh.
 COURSE_LEARNING_RATE = 0.000175
-
-
-def _log_path_exists(value: Optional[str]) -> Optional[str]:
-    if value is not None and not os.path.exists(value):
-        return "no such file"
-    return None
 
 
 BERT_SPEC = Spec(
@@ -51,11 +44,12 @@ BERT_SPEC = Spec(
           help="auto: log if log_path is given, the testbed on a SambaNova node, else portable"),
     Param("device", str, "auto", choices=("auto", "cuda", "cpu"), help="portable run: GPUs (NCCL) or CPU (gloo)"),
     Param("seed", int, 0, min=0, max=2 ** 31 - 1),
-    Param("log_path", PATH, None, optional=True, check=_log_path_exists,
+    Param("log_path", PATH, None, optional=True, check=existing_file,
           help="a SambaNova training log (or slurm-<id>.out) to read instead of running"),
     Param("work_dir", str, "~/BertLarge", help="testbed: where the PEF, scripts and logs go (the course's ~/BertLarge)"),
     Param("sweep_ntasks", list, [], item_type=int, help="extra ntasks values to run for the homework plot"),
-    Param("compare_logs", list, [], item_type=str, help="testbed training logs to add to the homework plot"),
+    Param("compare_logs", list, [], item_type=PATH, check=existing_file,
+          help="testbed training logs to add to the homework plot"),
     checks=[],
 )
 
@@ -79,13 +73,6 @@ def _check_slurm_request(config: Config) -> Optional[Tuple[str, str]]:
     return name, "this sbatch request cannot run on an SN30 node: " + " ".join(problems)
 
 
-def _check_compare_logs(config: Config) -> Optional[Tuple[str, str]]:
-    missing = [p for p in config.compare_logs if not os.path.exists(os.path.expanduser(p))]
-    if missing:
-        return "compare_logs", "no such file: " + ", ".join(missing)
-    return None
-
-
 def _check_sweep(config: Config) -> Optional[Tuple[str, str]]:
     bad = [n for n in config.sweep_ntasks if n < 1 or n > config.nodes * config.ntasks_per_node]
     if bad:
@@ -93,7 +80,7 @@ def _check_sweep(config: Config) -> Optional[Tuple[str, str]]:
     return None
 
 
-BERT_SPEC.checks.extend([_check_slurm_request, _check_compare_logs, _check_sweep])
+BERT_SPEC.checks.extend([_check_slurm_request, _check_sweep])
 
 
 def describe_request(config: Config) -> str:
