@@ -7,6 +7,7 @@
     jobs.sbatch_argv(request, "BertLarge_run.sh")
     job = jobs.submit(request, "run.sh")     # real sbatch; JobRejected carries Slurm's message
     status = jobs.follow(job)                # squeue / scontrol / sacct polling, progress bar
+    jobs.follow(job, reached=steps_in_log, total=1000)   # the bar counts what the job reached
     jobs.output_path(job)                    # where Slurm wrote the job's stdout
 
     # Graphcore: environment variables go BEFORE srun (after it they would be the program)

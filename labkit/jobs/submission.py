@@ -8,8 +8,9 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 
+from labkit.interrupts import Interrupted
 from labkit.jobs.request import ClusterLimits, SlurmRequest
 from labkit.jobs.scheduler import JobError, JobRejected, run_scheduler
 from labkit.jobs.scripts import batch_script, sbatch_argv
@@ -99,14 +100,25 @@ def job_status(job: Any) -> JobStatus:
     raise JobError("Slurm knows no job {} (ended too long ago, or never submitted)".format(job_id))
 
 
-def follow(job: Job, poll: float = 2.0, timeout: Optional[float] = None, show: bool = True) -> JobStatus:
-    """Wait for ``job`` to end, showing its state and elapsed time on a progress bar."""
+def follow(job: Job, poll: float = 2.0, timeout: Optional[float] = None, show: bool = True,
+           reached: Optional[Callable[[JobStatus], int]] = None, total: Optional[int] = None,
+           unit: str = "step", log_hint: str = "") -> JobStatus:
+    """Wait for ``job`` to end, showing its state and elapsed time on a progress bar.
+
+    ``reached(status)``, called after each poll, says how far the job has got (the training
+    steps its log shows, say): the bar then counts that, out of ``total`` ``unit``; without it
+    the bar counts polls. A batch job outlives the notebook, so an interrupt stops only the
+    following, and says so: ``scancel`` stops the job, and ``log_hint`` (e.g. where its log will
+    be) tells how to read it later.
+    """
     from labkit.progress import bar
 
     start = time.monotonic()
     status = job_status(job)
-    progress = bar(total=None, desc="job {} {}".format(job.job_id, status.state), unit="poll",
-                   bar_format="{desc} [{elapsed}]") if show else None
+    progress = None
+    if show:
+        shape = {"total": total, "unit": unit} if reached else {"unit": "poll", "bar_format": "{desc} [{elapsed}]"}
+        progress = bar(desc="job {} {}".format(job.job_id, status.state), **shape)
     try:
         while not status.finished:
             if timeout is not None and time.monotonic() - start > timeout:
@@ -115,12 +127,16 @@ def follow(job: Job, poll: float = 2.0, timeout: Optional[float] = None, show: b
             time.sleep(poll)
             previous = status.state
             status = job_status(job)
+            count = reached(status) if reached is not None else None
             if progress is not None:
-                progress.update(1)
+                progress.update(1 if count is None else count - progress.n)
                 if status.state != previous:
                     progress.set_description_str("job {} {}".format(job.job_id, status.state))
         if progress is not None:
             progress.set_description_str("job {} {}".format(job.job_id, status.state))
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted: stopped following job {0}, which keeps running (`scancel {0}` stops "
+                          "it{1})".format(job.job_id, "; " + log_hint if log_hint else "")) from None
     finally:
         if progress is not None:
             progress.close()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit import jobs
+from labkit import interrupts, jobs
 
 pytestmark = pytest.mark.usefixtures("slurm_cluster")
 
@@ -38,6 +38,37 @@ def test_a_failing_job_is_reported_failed_with_its_exit_code(tmp_path):
     status = jobs.follow(job, poll=0.3, timeout=60, show=False)
     assert (status.state, status.exit_code, status.succeeded) == ("FAILED", 3, False)
     assert Path(jobs.output_path(job)).read_text() == "before\n"  # default slurm-%j.out in the submit dir
+
+
+def test_follow_counts_what_the_job_reached(tmp_path):
+    progress = tmp_path / "steps.txt"
+    job = jobs.submit_script(jobs.SlurmRequest(ntasks=1), ["for i in 1 2 3; do echo $i >> {}; sleep 0.5; done".format(
+        progress)], str(tmp_path / "steps.sh"))
+    seen = []
+
+    def reached(status: jobs.JobStatus) -> int:
+        seen.append(status.state)
+        return len(progress.read_text().split()) if progress.exists() else 0
+
+    status = jobs.follow(job, poll=0.2, timeout=60, reached=reached, total=3)
+    assert status.succeeded and seen[-1] == "COMPLETED" and len(seen) >= 2
+    assert reached(status) == 3
+
+
+def test_an_interrupt_stops_following_not_the_job(tmp_path):
+    job = jobs.submit_script(jobs.SlurmRequest(ntasks=1), ["sleep 60"], str(tmp_path / "long.sh"))
+
+    def interrupted_while_polling(status: jobs.JobStatus) -> int:
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(interrupts.Interrupted) as caught:
+            jobs.follow(job, poll=0.2, timeout=60, reached=interrupted_while_polling, log_hint="its log: out.txt")
+        assert str(caught.value) == ("interrupted: stopped following job {0}, which keeps running (`scancel {0}` "
+                                     "stops it; its log: out.txt)".format(job.job_id))
+        assert not jobs.job_status(job).finished
+    finally:
+        subprocess.run(["scancel", job.job_id], check=False)
 
 
 def test_an_impossible_request_is_refused_by_slurm_itself(tmp_path, limits):

@@ -17,11 +17,10 @@ import re
 import shlex
 import socket
 import subprocess
-import time
 from pathlib import Path
 from typing import Optional, Union
 
-from labkit import interrupts, jobs
+from labkit import jobs
 from labkit.params import Config
 from labkit.results import Run
 from labkit.testbeds.sambanova.host import SambaFlow
@@ -74,37 +73,6 @@ def _steps_in(path: Optional[str]) -> int:
     return int(steps[-1]) if steps else 0
 
 
-def _follow_training(job: jobs.Job, steps: int, training_log: str, poll: float, timeout: float,
-                     show: bool) -> jobs.JobStatus:
-    """Wait for the training job to end, with a bar of the steps its log has reached.
-
-    labkit.jobs.follow waits the same way but counts polls; this bar counts training steps,
-    and an interrupt says how to stop the job, which outlives the notebook, or read it later.
-    """
-    from labkit.progress import bar
-
-    progress = bar(total=steps, desc="job {}".format(job.job_id), unit="step") if show else None
-    start = time.monotonic()
-    status = jobs.job_status(job)
-    try:
-        while not status.finished:
-            if time.monotonic() - start > timeout:
-                raise jobs.JobError("job {} still {} after {:.0f}s".format(job.job_id, status.state, timeout))
-            time.sleep(poll)
-            status = jobs.job_status(job)
-            if progress is not None:
-                progress.set_description("job {} {}".format(job.job_id, status.state), refresh=False)
-                progress.update(_steps_in(training_log) - progress.n)
-    except KeyboardInterrupt:  # a batch job outlives the notebook: say how to stop it or read it later
-        raise interrupts.Interrupted(
-            "interrupted: stopped following job {0}, which keeps running (`scancel {0}` stops it; its log will be "
-            "{1}, readable with log_path)".format(job.job_id, training_log)) from None
-    finally:
-        if progress is not None:
-            progress.close()
-    return status
-
-
 def run_testbed(config: Config, setup: SambaFlow = SambaFlow(), poll: float = 5.0, timeout: float = 6 * 3600,
                 show: bool = True) -> Run:
     """Compile (or reuse the PEF), submit the training job, follow it, read its log."""
@@ -139,7 +107,9 @@ def run_testbed(config: Config, setup: SambaFlow = SambaFlow(), poll: float = 5.
     if show:
         print("Submitted batch job {}: {}".format(job.job_id, shlex.join(job.argv)))
     expected_log = os.path.join(work_dir, stamp, "BertLarge.out")
-    status = _follow_training(job, config.steps, expected_log, poll, timeout, show)
+    # the bar counts the training steps the job's log has reached
+    status = jobs.follow(job, poll=poll, timeout=timeout, show=show, reached=lambda _status: _steps_in(expected_log),
+                         total=config.steps, log_hint="its log will be {}, readable with log_path".format(expected_log))
 
     slurm_out = jobs.output_path(job, status)
     training_log = _training_log(slurm_out) or expected_log
