@@ -44,7 +44,8 @@ def comparison(testbed: str, runs: Sequence[Run]):
 
 
 def _bar_label(exercise: Exercise, number: int, run: Run) -> str:
-    changed = ", ".join("{}={}".format(p, run.params[p]) for p in exercise.params if p in run.params)
+    # One parameter a line: three side by side ran into the next bar's label.
+    changed = "\n".join("{}={}".format(p, run.params[p]) for p in exercise.params if p in run.params)
     return "{}\n[{}]".format(changed or "run {}".format(number), where_it_ran(run))
 
 
@@ -61,7 +62,7 @@ def plot(testbed: str, runs: Sequence[Run]):
     shown = [r for r in runs if any(isinstance(r.metrics.get(m), (int, float)) for m in metrics)]
     if not shown:
         return None
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(shown) * len(metrics)), 3.4))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(shown) * len(metrics)), 4.2))
     width = 0.8 / len(metrics)
     colors = ["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
     legend = {}
@@ -79,9 +80,12 @@ def plot(testbed: str, runs: Sequence[Run]):
             legend.setdefault(key, bar)
     ax.set_xticks(range(len(shown)))
     ax.set_xticklabels([_bar_label(exercise, i, r) for i, r in enumerate(shown, 1)], fontsize=8)
-    ax.set_ylabel(metrics[0] if len(metrics) == 1 else "value")
+    unit = next((r.units.get(metrics[0]) for r in shown if r.units.get(metrics[0])), None)
+    ax.set_ylabel((metrics[0] + (" ({})".format(unit) if unit else "")) if len(metrics) == 1 else "value")
     ax.set_title("{}: {} per run".format(exercise.exercise, ", ".join(metrics)))
-    ax.legend(list(legend.values()), list(legend), fontsize=7, loc="best")
+    # Below the axes, never over a bar: "best" still covered the tallest bar in the browser test.
+    ax.legend(list(legend.values()), list(legend), fontsize=7, loc="upper center",
+              bbox_to_anchor=(0.5, -0.35), ncol=min(2, len(legend)), frameon=False)
     fig.tight_layout()
     plt.close(fig)  # the notebook shows the returned figure once
     return fig
