@@ -250,9 +250,9 @@ def collect(path: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]):
     import pandas as pd
 
     if isinstance(path, (str, os.PathLike)) and os.path.isfile(os.path.join(os.fspath(path), "sweep.json")):
-        from labkit.sweep import report as sweep_report
+        from labkit.sweep import tables as sweep_tables
 
-        return sweep_report.table(os.fspath(path))
+        return sweep_tables.table(os.fspath(path))
 
     rows = []
     for nb_path in _notebook_paths(path):

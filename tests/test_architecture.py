@@ -6,7 +6,7 @@
 - no private name (``_x``) of one labkit module used by another;
 - every name a notebook cell takes from labkit is in that module's ``__all__``, and every
   ``__all__`` name exists;
-- no module over 450 lines (but the few listed in NOT_YET_SPLIT, which may not grow).
+- no module over 450 lines.
 """
 
 from __future__ import annotations
@@ -175,14 +175,7 @@ def test_every_name_a_notebook_uses_is_public():
     assert not missing, missing
 
 
-#: Modules still over the limit, waiting for their split (issue 14), at their size when this was
-#: written: they may shrink, never grow; take a line out when its module is split.
-NOT_YET_SPLIT = {"labkit.sweep.report": 473}
-
-
 def test_no_module_is_over_the_size_limit():
     sizes = {m: len(p.read_text().splitlines()) for m, p in MODULES.items()}
-    over = {m: n for m, n in sizes.items() if n > MAX_LINES and n > NOT_YET_SPLIT.get(m, 0)}
+    over = {m: n for m, n in sizes.items() if n > MAX_LINES}
     assert not over, "modules over {} lines: {}".format(MAX_LINES, over)
-    split = [m for m in NOT_YET_SPLIT if sizes.get(m, 0) <= MAX_LINES]
-    assert not split, "{} now within {} lines: remove from NOT_YET_SPLIT".format(split, MAX_LINES)

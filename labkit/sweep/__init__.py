@@ -21,8 +21,9 @@ contended (:mod:`labkit.sweep.share`).
 The package, one module per concern: :mod:`~labkit.sweep.planning` (the checked grid x repeats
 and the sweep folder), :mod:`~labkit.sweep.task` (one run and its row), :mod:`~labkit.sweep.run`
 (local worker threads, resume), :mod:`~labkit.sweep.parsl_executor`, :mod:`~labkit.sweep.share`
-(each worker's thread share), :mod:`~labkit.sweep.report` (results.csv, summary.md, plots),
-:mod:`~labkit.sweep.stats` (confidence intervals, Welch's t-test) and :mod:`~labkit.sweep.cli`.
+(each worker's thread share), :mod:`~labkit.sweep.tables` (results.csv and the statistics per
+configuration), :mod:`~labkit.sweep.plots`, :mod:`~labkit.sweep.report` (summary.md, writing all
+three), :mod:`~labkit.sweep.stats` (confidence intervals, Welch's t-test) and :mod:`~labkit.sweep.cli`.
 """
 
 from labkit.sweep.parsl_executor import load_parsl_config
