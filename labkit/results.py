@@ -244,15 +244,10 @@ def collect(path: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]):
     """A pandas DataFrame with one row per recorded run.
 
     ``path`` is a notebook, a folder of executed notebooks (searched recursively), or a list
-    of notebooks. A sweep folder (``labkit sweep --out``) gives its results.csv table: one
-    row per run with parameters, seed, metrics, status, cause and duration.
+    of notebooks. (A sweep's own table, with each run's status, cause and duration, is
+    ``labkit.sweep.collect(out)``.)
     """
     import pandas as pd
-
-    if isinstance(path, (str, os.PathLike)) and os.path.isfile(os.path.join(os.fspath(path), "sweep.json")):
-        from labkit.sweep import tables as sweep_tables
-
-        return sweep_tables.table(os.fspath(path))
 
     rows = []
     for nb_path in _notebook_paths(path):

@@ -7,18 +7,16 @@
 from __future__ import annotations
 
 import argparse
-import os
 
-from labkit import results
+from labkit import results, sweep
+from labkit.sweep import report as sweep_report
 
 
 def main(paths, lines=None) -> int:
     status = 0
     plain = []
     for path in paths:
-        if os.path.isfile(os.path.join(path, "sweep.json")):
-            from labkit.sweep import report as sweep_report
-
+        if sweep.is_sweep(path):
             print(sweep_report.main(path))
         else:
             plain.append(path)

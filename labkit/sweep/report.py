@@ -1,7 +1,7 @@
 """A sweep's report: results.csv, summary.md and the plots, written together into the sweep folder.
 
     labkit results runs/NAME                      # prints summary.md again
-    labkit.results.collect("runs/NAME")           # results.csv as a DataFrame, in a notebook
+    labkit.sweep.collect("runs/NAME")             # results.csv as a DataFrame, in a notebook
 
 The numbers come from :mod:`labkit.sweep.tables` (results.csv, statistics per configuration),
 the figures from :mod:`labkit.sweep.plots`.

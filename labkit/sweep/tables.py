@@ -1,6 +1,6 @@
 """A sweep's numbers: results.csv as a DataFrame and the statistics per configuration and metric.
 
-    labkit.sweep.tables.table("runs/NAME")          # results.csv: one row per finished run
+    labkit.sweep.collect("runs/NAME")               # results.csv: one row per finished run
     labkit.sweep.tables.summary_frame("runs/NAME")  # one row per configuration and metric
 
 The rows come from ``runs/*.json``, each written once its run ended, so the tables are
@@ -26,12 +26,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Union
 
 from labkit.sweep import stats
-from labkit.sweep.planning import MANIFEST, RUNS
+from labkit.sweep.planning import MANIFEST, RUNS, SweepError, is_sweep
 
-__all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "table", "summary_frame", "is_timing", "numeric_metrics",
+__all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "collect", "table", "summary_frame", "is_timing", "numeric_metrics",
            "contended_mask", "configurations", "same", "isnan", "fmt", "constant_metrics", "with_unit"]
 
 #: The significance level of the "real difference" verdict.
@@ -79,6 +79,16 @@ def table(out: str):
     frame.attrs["units"] = units
     frame.attrs["notes"] = notes
     return frame
+
+
+def collect(out: Union[str, "os.PathLike[str]"]):
+    """A sweep folder's table (its results.csv) as a DataFrame: one row per finished run with its
+    parameters, seed, metrics, status, cause and duration, rebuilt from the runs done so far."""
+    out = os.fspath(out)
+    if not is_sweep(out):
+        raise SweepError("{} is not a sweep folder (it has no {}): give the --out of a `labkit sweep`; "
+                         "for executed notebooks use labkit.results.collect".format(out, MANIFEST))
+    return table(out)
 
 
 def is_timing(metric: str, units: Dict[str, str]) -> bool:
