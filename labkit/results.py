@@ -18,7 +18,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["Run", "record", "read", "read_runs", "collect", "compare_records", "same_value", "SCRAP_MIME",
+__all__ = ["Run", "record", "read", "collect", "compare_records", "same_value", "SCRAP_MIME",
            "NotebookResults", "json_safe", "json_restore"]
 
 SCRAP_MIME = "application/scrapbook.scrap.json+json"
@@ -230,14 +230,6 @@ def read(path: Union[str, os.PathLike]) -> NotebookResults:
     if error is None and papermill.get("exception"):
         error = "execution failed"
     return NotebookResults(path, dict(papermill.get("parameters", {})), records, error, dict(nb.metadata))
-
-
-def read_runs(paths: Iterable[Union[str, os.PathLike]]) -> List[Run]:
-    """Every :class:`Run` recorded in the given notebooks."""
-    runs: List[Run] = []
-    for path in paths:
-        runs.extend(read(path).runs)
-    return runs
 
 
 def collect(path: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]):
