@@ -12,14 +12,13 @@ but labkit does not depend on that unmaintained package.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["Run", "record", "read", "collect", "compare_records", "same_value", "SCRAP_MIME",
-           "NotebookResults", "json_safe", "json_restore"]
+__all__ = ["Run", "record", "read", "collect", "notebook_paths", "output_lines", "compare_records", "same_value",
+           "SCRAP_MIME", "NotebookResults", "json_safe", "json_restore"]
 
 SCRAP_MIME = "application/scrapbook.scrap.json+json"
 RECORD_VERSION = 1
@@ -242,7 +241,7 @@ def collect(path: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]):
     import pandas as pd
 
     rows = []
-    for nb_path in _notebook_paths(path):
+    for nb_path in notebook_paths(path):
         results = read(nb_path)
         for run in results.runs:
             row = {"notebook": os.fspath(nb_path)}
@@ -251,7 +250,8 @@ def collect(path: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]):
     return pd.DataFrame(rows)
 
 
-def _notebook_paths(path: Any) -> List[str]:
+def notebook_paths(path: Any) -> List[str]:
+    """The notebooks ``path`` names: itself, those under a folder (sorted, recursively), or a list's."""
     if isinstance(path, (str, os.PathLike)):
         path = os.fspath(path)
         if os.path.isdir(path):
@@ -277,23 +277,6 @@ def output_lines(path: Union[str, os.PathLike], containing: str) -> List[str]:
                 if containing in line:
                     found.append(line)
     return found
-
-
-def main(paths: Sequence[str], lines: Optional[str] = None) -> int:
-    """``labkit results PATH... [--lines TEXT]``: one JSON line per notebook, or the printed
-    lines that contain TEXT."""
-    status = 0
-    for nb_path in [p for path in paths for p in _notebook_paths(path)]:
-        try:
-            if lines is not None:
-                for line in output_lines(nb_path, lines):
-                    print("{}: {}".format(nb_path, line))
-                continue
-            print(json.dumps(read(nb_path).to_dict()))
-        except (OSError, ValueError) as exc:
-            print("labkit results: {}".format(exc), file=__import__("sys").stderr)
-            status = 1
-    return status
 
 
 #: Units whose values change from run to run on the same inputs (time and speed).

@@ -179,3 +179,32 @@ def test_no_module_is_over_the_size_limit():
     sizes = {m: len(p.read_text().splitlines()) for m, p in MODULES.items()}
     over = {m: n for m, n in sizes.items() if n > MAX_LINES}
     assert not over, "modules over {} lines: {}".format(MAX_LINES, over)
+
+
+def test_every_command_module_has_the_one_cli_layout():
+    """docs/architecture.md, CLI: cli.py in the command's package or <command>_cli.py; register + main."""
+    import argparse
+
+    from labkit import cli
+
+    parser = cli.build_parser()
+    choices = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    listed = {action.dest: action.help for action in choices._choices_actions}
+    problems = []
+    for command, name in cli.COMMANDS.items():
+        module = importlib.import_module(name)
+        if not (name.endswith(".cli") or name == "labkit.{}_cli".format(command)):
+            problems.append("{}: {} is neither a package's cli.py nor labkit/{}_cli.py".format(command, name, command))
+        if list(getattr(module, "__all__", [])) != ["register", "main"]:
+            problems.append("{}: __all__ is {}, not ['register', 'main']".format(name, getattr(module, "__all__", None)))
+        sub = choices.choices[command]
+        func = sub.get_default("func") or next(
+            (a.choices[c].get_default("func") for a in sub._actions if isinstance(a, argparse._SubParsersAction)
+             for c in a.choices), None)
+        if func is not module.main:
+            problems.append("{}: the parser's func is {}, not {}.main".format(command, func, name))
+        if not listed.get(command) or sub.description != module.__doc__:
+            problems.append("{}: needs a help line and its module docstring as description".format(command))
+        if "Exit status" not in (module.__doc__ or ""):
+            problems.append("{}: its docstring does not say its exit status".format(name))
+    assert not problems, problems
