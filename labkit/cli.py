@@ -6,8 +6,15 @@
     labkit sweep NOTEBOOK -p NAME V1,V2 ...    grids x repeats
     labkit grade SUBMISSIONS --rubric FILE     batch-grade homework
 
-Each subcommand lives in the module that does its work; that module's ``register`` adds
-its parser, so this file only lists them.
+Each subcommand has one CLI module, listed in ``COMMANDS``: ``cli.py`` in the package that does
+its work (``labkit/logs/cli.py``, ``labkit/sweep/cli.py``, ``labkit/grading/cli.py``), or
+``labkit/<command>_cli.py`` beside a one-module concern (``results_cli``, ``run_cli``). Every one
+has the same shape: a docstring with its usage and exit status, ``__all__ = ["register",
+"main"]``, ``register(subparsers)`` adding its parser (``help`` for this list, its docstring as
+the description) with ``func=main``, and ``main(args) -> int`` printing errors as
+``labkit COMMAND: ...`` on stderr. Exit status: 0 done; 1 it ran, but something it ran or read
+failed; 2 refused or stopped on an error before the work (arguments, parameters, rubric);
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -17,12 +24,14 @@ import importlib
 import sys
 from typing import List, Optional
 
+__all__ = ["COMMANDS", "build_parser", "main"]
+
 # subcommand -> module with register(subparsers); imported lazily so `labkit results` does
 # not pay for torch.
 COMMANDS = {
     "results": "labkit.results_cli",
     "logs": "labkit.logs.cli",
-    "run": "labkit.execute",
+    "run": "labkit.run_cli",
     "sweep": "labkit.sweep.cli",
     "grade": "labkit.grading.cli",
 }

@@ -10,7 +10,6 @@ import importlib
 import importlib.util
 import os
 import platform
-import shutil
 import sys
 from typing import Any, Dict, Optional
 
@@ -37,10 +36,6 @@ def module_available(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
-
-
-def command_available(name: str) -> bool:
-    return shutil.which(name) is not None
 
 
 def cuda_available() -> bool:

@@ -12,8 +12,7 @@ Parameters are checked against the notebook's declared parameters *before* a ker
   and the types of their literal defaults.
 
 The kernel runs in the notebook's own directory (papermill runs it in the caller's). The
-exit status is 0 when the notebook ran to the end, 1 when it failed (the output notebook
-is written either way, with the error in it) and 2 when parameters were refused.
+command itself (its arguments, exit status) is :mod:`labkit.run_cli`.
 
 Many runs at once never collide on ports (papermill #511): every kernel talks to its client
 over Unix-domain sockets in a private directory (ZeroMQ ``ipc`` transport), so there is no
@@ -28,7 +27,6 @@ From Python (what sweeps use)::
 
 from __future__ import annotations
 
-import argparse
 import ast
 import importlib
 import math
@@ -43,7 +41,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labkit.params import Param, ParameterError, Spec
 
-__all__ = ["NotebookParameters", "Outcome", "notebook_parameters", "run_notebook", "register", "main"]
+__all__ = ["NotebookParameters", "Outcome", "notebook_parameters", "gather_parameters", "run_notebook",
+           "COMPLETE", "ERROR", "TIMEOUT", "DEAD_KERNEL"]
 
 #: Outcome.status values.
 COMPLETE, ERROR, TIMEOUT, DEAD_KERNEL = "complete", "error", "timeout", "dead kernel"
@@ -368,37 +367,3 @@ def gather_parameters(declared: NotebookParameters, pairs: Sequence[Sequence[str
         values.update(_read_yaml(yaml_text, "-y"))
     values.update(declared.from_text(dict((name, text) for name, text in pairs)))
     return declared.check(values)
-
-
-def register(sub: "argparse._SubParsersAction") -> None:
-    p = sub.add_parser("run", help="run one notebook with checked parameters",
-                       description=__doc__.split("\n\n")[1] if __doc__ else None,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("notebook", metavar="NOTEBOOK")
-    p.add_argument("output", metavar="OUTPUT", help="where the executed notebook is written")
-    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="a parameter; the text is converted to the declared type")
-    p.add_argument("-y", "--yaml", metavar="YAML", help="parameters as YAML text, e.g. 'epochs: 2'")
-    p.add_argument("-f", "--parameters-file", metavar="FILE", help="parameters from a YAML file")
-    p.add_argument("--timeout", type=float, metavar="S", help="limit for each cell, in seconds")
-    p.add_argument("--cwd", metavar="DIR", help="kernel working directory (default: the notebook's folder)")
-    p.add_argument("--kernel", metavar="NAME", help="kernel name (default: the notebook's)")
-    p.set_defaults(func=main)
-
-
-def main(args: argparse.Namespace) -> int:
-    try:
-        declared = notebook_parameters(args.notebook)
-        values = gather_parameters(declared, args.parameter, args.yaml, args.parameters_file)
-    except (ParameterError, FileNotFoundError, ValueError, ImportError) as exc:
-        print("labkit run: {}".format(exc), file=sys.stderr)
-        return 2
-    outcome = run_notebook(args.notebook, args.output, values, timeout=args.timeout, cwd=args.cwd,
-                           kernel_name=args.kernel, check=False)
-    if outcome.ok:
-        print("labkit run: {} complete in {:.1f} s -> {}".format(args.notebook, outcome.duration, args.output))
-        return 0
-    print("labkit run: {} {} after {:.1f} s: {}\nThe executed notebook, with the error, is {}".format(
-        args.notebook, "failed" if outcome.status == ERROR else "stopped: " + outcome.status,
-        outcome.duration, outcome.error, args.output), file=sys.stderr)
-    return 1

@@ -1,4 +1,4 @@
-"""Plots that the exercises share: training curves, and a metric against a parameter.
+"""Plots that the exercises share: training curves.
 
     from labkit import plots
     plots.training_curves(result.run)
@@ -6,12 +6,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Optional
 
 from labkit.display import show
 from labkit.results import Run
 
-__all__ = ["training_curves", "metric_against"]
+__all__ = ["training_curves"]
 
 
 def training_curves(run: Run, title: Optional[str] = None):
@@ -38,24 +38,3 @@ def training_curves(run: Run, title: Optional[str] = None):
                  + run.partial_title())
     fig.tight_layout()
     return show(fig)
-
-
-def metric_against(table: Any, x: str, y: str, group: Optional[str] = None, ax: Any = None,
-                   xlog: bool = False, labels: Sequence[str] = ()):
-    """``y`` against ``x`` from a DataFrame (one line per ``group``), with points marked."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _fig, ax = plt.subplots(figsize=(6, 3.8))
-    groups = [(None, table)] if group is None else list(table.groupby(group))
-    for key, rows in groups:
-        rows = rows.sort_values(x)
-        ax.plot(rows[x], rows[y], marker="o", label=None if key is None else "{} = {}".format(group, key))
-    ax.set_xlabel(labels[0] if labels else x)
-    ax.set_ylabel(labels[1] if len(labels) > 1 else y)
-    if xlog:
-        ax.set_xscale("log", base=2)
-    if group is not None:
-        ax.legend()
-    ax.grid(alpha=0.3)
-    return show(ax.figure) and ax

@@ -12,15 +12,14 @@ but labkit does not depend on that unmaintained package.
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["Run", "record", "read", "read_runs", "collect", "compare_records", "same_value", "SCRAP_MIME",
-           "NotebookResults", "json_safe", "json_restore"]
+__all__ = ["Run", "record", "read", "collect", "notebook_paths", "output_lines", "compare_records", "same_value",
+           "SCRAP_MIME", "NotebookResults", "json_safe", "json_restore"]
 
 SCRAP_MIME = "application/scrapbook.scrap.json+json"
 RECORD_VERSION = 1
@@ -233,30 +232,17 @@ def read(path: Union[str, os.PathLike]) -> NotebookResults:
     return NotebookResults(path, dict(papermill.get("parameters", {})), records, error, dict(nb.metadata))
 
 
-def read_runs(paths: Iterable[Union[str, os.PathLike]]) -> List[Run]:
-    """Every :class:`Run` recorded in the given notebooks."""
-    runs: List[Run] = []
-    for path in paths:
-        runs.extend(read(path).runs)
-    return runs
-
-
 def collect(path: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]):
     """A pandas DataFrame with one row per recorded run.
 
     ``path`` is a notebook, a folder of executed notebooks (searched recursively), or a list
-    of notebooks. A sweep folder (``labkit sweep --out``) gives its results.csv table: one
-    row per run with parameters, seed, metrics, status, cause and duration.
+    of notebooks. (A sweep's own table, with each run's status, cause and duration, is
+    ``labkit.sweep.collect(out)``.)
     """
     import pandas as pd
 
-    if isinstance(path, (str, os.PathLike)) and os.path.isfile(os.path.join(os.fspath(path), "sweep.json")):
-        from labkit.sweep import report as sweep_report
-
-        return sweep_report.table(os.fspath(path))
-
     rows = []
-    for nb_path in _notebook_paths(path):
+    for nb_path in notebook_paths(path):
         results = read(nb_path)
         for run in results.runs:
             row = {"notebook": os.fspath(nb_path)}
@@ -265,7 +251,8 @@ def collect(path: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]):
     return pd.DataFrame(rows)
 
 
-def _notebook_paths(path: Any) -> List[str]:
+def notebook_paths(path: Any) -> List[str]:
+    """The notebooks ``path`` names: itself, those under a folder (sorted, recursively), or a list's."""
     if isinstance(path, (str, os.PathLike)):
         path = os.fspath(path)
         if os.path.isdir(path):
@@ -291,23 +278,6 @@ def output_lines(path: Union[str, os.PathLike], containing: str) -> List[str]:
                 if containing in line:
                     found.append(line)
     return found
-
-
-def main(paths: Sequence[str], lines: Optional[str] = None) -> int:
-    """``labkit results PATH... [--lines TEXT]``: one JSON line per notebook, or the printed
-    lines that contain TEXT."""
-    status = 0
-    for nb_path in [p for path in paths for p in _notebook_paths(path)]:
-        try:
-            if lines is not None:
-                for line in output_lines(nb_path, lines):
-                    print("{}: {}".format(nb_path, line))
-                continue
-            print(json.dumps(read(nb_path).to_dict()))
-        except (OSError, ValueError) as exc:
-            print("labkit results: {}".format(exc), file=__import__("sys").stderr)
-            status = 1
-    return status
 
 
 #: Units whose values change from run to run on the same inputs (time and speed).

@@ -6,7 +6,7 @@
 - no private name (``_x``) of one labkit module used by another;
 - every name a notebook cell takes from labkit is in that module's ``__all__``, and every
   ``__all__`` name exists;
-- no module over 450 lines (but the few listed in NOT_YET_SPLIT, which may not grow).
+- no module over 450 lines.
 """
 
 from __future__ import annotations
@@ -175,14 +175,36 @@ def test_every_name_a_notebook_uses_is_public():
     assert not missing, missing
 
 
-#: Modules still over the limit, waiting for their split (issue 14), at their size when this was
-#: written: they may shrink, never grow; take a line out when its module is split.
-NOT_YET_SPLIT = {"labkit.bert": 467, "labkit.sweep.report": 473}
-
-
 def test_no_module_is_over_the_size_limit():
     sizes = {m: len(p.read_text().splitlines()) for m, p in MODULES.items()}
-    over = {m: n for m, n in sizes.items() if n > MAX_LINES and n > NOT_YET_SPLIT.get(m, 0)}
+    over = {m: n for m, n in sizes.items() if n > MAX_LINES}
     assert not over, "modules over {} lines: {}".format(MAX_LINES, over)
-    split = [m for m in NOT_YET_SPLIT if sizes.get(m, 0) <= MAX_LINES]
-    assert not split, "{} now within {} lines: remove from NOT_YET_SPLIT".format(split, MAX_LINES)
+
+
+def test_every_command_module_has_the_one_cli_layout():
+    """docs/architecture.md, CLI: cli.py in the command's package or <command>_cli.py; register + main."""
+    import argparse
+
+    from labkit import cli
+
+    parser = cli.build_parser()
+    choices = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    listed = {action.dest: action.help for action in choices._choices_actions}
+    problems = []
+    for command, name in cli.COMMANDS.items():
+        module = importlib.import_module(name)
+        if not (name.endswith(".cli") or name == "labkit.{}_cli".format(command)):
+            problems.append("{}: {} is neither a package's cli.py nor labkit/{}_cli.py".format(command, name, command))
+        if list(getattr(module, "__all__", [])) != ["register", "main"]:
+            problems.append("{}: __all__ is {}, not ['register', 'main']".format(name, getattr(module, "__all__", None)))
+        sub = choices.choices[command]
+        func = sub.get_default("func") or next(
+            (a.choices[c].get_default("func") for a in sub._actions if isinstance(a, argparse._SubParsersAction)
+             for c in a.choices), None)
+        if func is not module.main:
+            problems.append("{}: the parser's func is {}, not {}.main".format(command, func, name))
+        if not listed.get(command) or sub.description != module.__doc__:
+            problems.append("{}: needs a help line and its module docstring as description".format(command))
+        if "Exit status" not in (module.__doc__ or ""):
+            problems.append("{}: its docstring does not say its exit status".format(name))
+    assert not problems, problems

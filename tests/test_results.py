@@ -69,6 +69,24 @@ def test_read_names_the_bad_file(tmp_path):
         results.read(tmp_path / "missing.ipynb")
 
 
+def test_labkit_results_prints_records_or_lines_and_exits_1_on_an_unreadable_notebook(tmp_path, capsys):
+    from labkit import cli
+
+    notebook_with(tmp_path, make_run())
+    assert cli.main(["results", str(tmp_path)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["records"]["run0"]["metrics"]["test_accuracy"] == 97.5
+    words = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print()")])
+    words.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="step 1\rtest accuracy 97.5 %\nloss 2\n")]
+    nbformat.write(words, str(tmp_path / "words.ipynb"))
+    assert cli.main(["results", str(tmp_path / "words.ipynb"), "--lines", "accuracy"]) == 0
+    assert capsys.readouterr().out == "{}: test accuracy 97.5 %\n".format(tmp_path / "words.ipynb")
+    (tmp_path / "bad.ipynb").write_text("{not json")
+    assert cli.main(["results", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert "labkit results:" in err and "bad.ipynb" in err and len(out.splitlines()) == 2  # the others still print
+
+
 def test_compare_skips_timings_and_tolerates_rounding():
     a = make_run().to_dict()
     b = make_run().to_dict()

@@ -13,7 +13,9 @@ Run it again after an interruption: finished grades are kept, the rest are done.
     labkit grade submissions/ --rubric R.yml --out grades/ --lms canvas        # + grades/canvas.csv
 
 Also writes ``DIR/summary.md`` (per check: points distribution, commonest failure) and flags
-evidence two students both handed in (gradebook column ``duplicate_evidence``).
+evidence two students both handed in (gradebook column ``duplicate_evidence``). Exit status: 0
+when the batch was graded (a student's failing notebook is a grade, not an error), 2 when it
+stopped on an error (the rubric, the folders, the options), 130 when interrupted (finished grades are kept).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import argparse
 import sys
 from typing import Any, Dict
 
-__all__ = ["register", "run"]
+__all__ = ["register", "main"]
 
 
 def _positive(kind: Any, what: str) -> Any:
@@ -37,7 +39,7 @@ def _positive(kind: Any, what: str) -> Any:
     return parse
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: "argparse._SubParsersAction") -> None:
     parser = subparsers.add_parser("grade", help="batch-grade homework notebooks in a sandbox",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submissions", metavar="SUBMISSIONS", help="folder of notebooks or of student folders")
@@ -69,10 +71,10 @@ def register(subparsers: Any) -> None:
                         help="the assignment column's name in the LMS file (default: the rubric's title)")
     parser.add_argument("--reproduce", action="store_true",
                         help="grade the rubric's reproduce checks (compare re-executed records with the submitted ones)")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=main)
 
 
-def run(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     from labkit.grading import sandbox
     from labkit.grading.batch import grade_class
     from labkit.grading.rubric import RubricError

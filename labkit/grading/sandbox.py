@@ -2,7 +2,6 @@
 
     from labkit.grading import sandbox
     sandbox.best_level()          # 'bwrap', 'unshare' or 'rlimits' on this machine
-    sandbox.describe_levels()     # what each level gives (docs/grading.md has the table)
 
 Isolation levels, strongest first (the gradebook reports the one in force for each run):
 
@@ -40,7 +39,7 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["Limits", "LEVELS", "CONFINE", "best_level", "level_available", "describe_levels", "kernel_environment",
+__all__ = ["Limits", "LEVELS", "CONFINE", "best_level", "level_available", "kernel_environment",
            "confine_command", "cpu_limit_s", "sandbox_prefix", "uid_switch_possible"]
 
 LEVELS = ("bwrap", "unshare", "rlimits")
@@ -64,14 +63,6 @@ class Limits:
 
     def to_dict(self) -> Dict[str, float]:
         return dict(self.__dict__)
-
-
-def describe_levels() -> Dict[str, str]:
-    return {
-        "bwrap": "no network, own PID namespace, other submissions/gradebook/rubric hidden, read-only system; plus rlimits",
-        "unshare": "no network, own PID namespace; other files protected by permissions only; plus rlimits",
-        "rlimits": "memory/process/file-size limits, scrubbed environment, private uid when run as root",
-    }
 
 
 def _works(cmd: Sequence[str]) -> bool:

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional
 
 from labkit.results import Run
 
-__all__ = ["LineReader", "new_run", "number", "clock_seconds", "timestamp", "stamp_text", "parse_stamp",
+__all__ = ["LineReader", "new_run", "number", "clock_seconds", "stamp_text", "parse_stamp",
            "params_from_filename",
            "NUMBER", "dedupe_notes"]
 
@@ -77,14 +77,6 @@ def clock_seconds(text: str) -> Optional[int]:
 
 
 _STAMP = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[,.](\d{1,6}))?")
-
-
-def timestamp(line: str) -> Optional[datetime]:
-    """The first ``2024-03-14 02:59:32,596`` style time stamp in ``line``."""
-    m = _STAMP.search(line)
-    if not m:
-        return None
-    return stamp_of(m)
 
 
 def stamp_text(line: str) -> Optional[str]:

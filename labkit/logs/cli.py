@@ -4,8 +4,9 @@
     labkit logs parse --json cerebras/*.log > runs.jsonl
 
 Prints a short summary per file (format, runs, key metrics with units, notes), or with
-``--json`` one JSON object per file (``LogReport.to_dict()``). Exits 1 only when a file cannot
-be opened at all; an unreadable or empty log is reported, not an error.
+``--json`` one JSON object per file (``LogReport.to_dict()``). Exit status: 0, or 1 when a file
+cannot be opened at all (the others are still read); an unreadable or empty log is reported,
+not an error.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, List, TextIO
+from typing import Any
 
-__all__ = ["register", "main", "summary"]
+__all__ = ["register", "main"]
 
 #: Metrics shown first in the human summary, when a run has them.
 _KEY_METRICS = ("accuracy", "throughput", "global_rate", "samples_per_s", "train_seconds", "e2e_train_time",
@@ -23,17 +24,18 @@ _KEY_METRICS = ("accuracy", "throughput", "global_rate", "samples_per_s", "train
                 "cpu_e2e_ips", "groq_onchip_ips", "test_accuracy", "mean_epoch_time", "epoch_time", "training_time_s", "loss")
 
 
-def register(sub: "argparse._SubParsersAction") -> None:
+def register(subparsers: "argparse._SubParsersAction") -> None:
     from labkit.logs import FORMATS
 
-    logs = sub.add_parser("logs", help="read testbed logs into run records")
+    logs = subparsers.add_parser("logs", help="read testbed logs into run records",
+                                 description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     logs_sub = logs.add_subparsers(dest="logs_command", metavar="ACTION")
     logs_sub.required = True
     parse = logs_sub.add_parser("parse", help="read each FILE and print what it holds")
     parse.add_argument("files", nargs="+", metavar="FILE", help="log files (a path per run log)")
     parse.add_argument("--json", action="store_true", help="one JSON object per file instead of a summary")
     parse.add_argument("--format", choices=FORMATS, default=None, help="skip detection and read as this format")
-    parse.set_defaults(func=lambda args: main(args.files, as_json=args.json, fmt=args.format))
+    parse.set_defaults(func=main)
 
 
 def _value(value: Any, unit: str) -> str:
@@ -44,7 +46,7 @@ def _value(value: Any, unit: str) -> str:
     return text + (" " + unit if unit and not unit.startswith("tokens/s (") else (" tokens/s" if unit else ""))
 
 
-def summary(report: Any) -> str:
+def _summary(report: Any) -> str:
     """A few readable lines about one :class:`labkit.logs.LogReport`."""
     lines = ["{}: {} format, {} run{}".format(report.path or "<text>", report.format or "unknown",
                                                len(report.runs), "" if len(report.runs) == 1 else "s")]
@@ -62,20 +64,16 @@ def summary(report: Any) -> str:
     return "\n".join(lines)
 
 
-def main(files: List[str], as_json: bool = False, fmt: Any = None, out: TextIO = None) -> int:
+def main(args: argparse.Namespace) -> int:
     from labkit.logs import read
 
-    out = out or sys.stdout
     status = 0
-    for path in files:
+    for path in args.files:
         try:
-            report = read(path, format=fmt)
+            report = read(path, format=args.format)
         except (OSError, ValueError) as exc:
             print("labkit logs parse: {}".format(exc), file=sys.stderr)
             status = 1
             continue
-        if as_json:
-            print(json.dumps(report.to_dict()), file=out)
-        else:
-            print(summary(report), file=out)
+        print(json.dumps(report.to_dict()) if args.json else _summary(report))
     return status

@@ -4,6 +4,7 @@
         --repeats 3 --out runs/mnist-lr --workers 2
     labkit sweep NOTEBOOK ... --executor parsl --config docs/parsl/slurm_testbed.py
     labkit results runs/mnist-lr                 # the summary again
+    labkit.sweep.collect("runs/mnist-lr")        # its table as a DataFrame, in a notebook
 
 Each repeat runs with a different ``seed`` (the notebook's default seed, +1, +2, ...), so
 the notebook must declare ``seed``. Every run is executed into its own notebook under
@@ -21,13 +22,15 @@ contended (:mod:`labkit.sweep.share`).
 The package, one module per concern: :mod:`~labkit.sweep.planning` (the checked grid x repeats
 and the sweep folder), :mod:`~labkit.sweep.task` (one run and its row), :mod:`~labkit.sweep.run`
 (local worker threads, resume), :mod:`~labkit.sweep.parsl_executor`, :mod:`~labkit.sweep.share`
-(each worker's thread share), :mod:`~labkit.sweep.report` (results.csv, summary.md, plots),
-:mod:`~labkit.sweep.stats` (confidence intervals, Welch's t-test) and :mod:`~labkit.sweep.cli`.
+(each worker's thread share), :mod:`~labkit.sweep.tables` (results.csv and the statistics per
+configuration), :mod:`~labkit.sweep.plots`, :mod:`~labkit.sweep.report` (summary.md, writing all
+three), :mod:`~labkit.sweep.stats` (confidence intervals, Welch's t-test) and :mod:`~labkit.sweep.cli`.
 """
 
 from labkit.sweep.parsl_executor import load_parsl_config
 from labkit.sweep.planning import MANIFEST, SweepError, SweepPlan, is_sweep, plan
 from labkit.sweep.run import run_sweep
+from labkit.sweep.tables import collect
 from labkit.sweep.task import execute_task
 
-__all__ = ["SweepError", "SweepPlan", "plan", "run_sweep", "is_sweep", "MANIFEST", "execute_task", "load_parsl_config"]
+__all__ = ["SweepError", "SweepPlan", "plan", "run_sweep", "is_sweep", "collect", "MANIFEST", "execute_task", "load_parsl_config"]

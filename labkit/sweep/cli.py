@@ -3,6 +3,12 @@
     labkit sweep NOTEBOOK -p epochs 4,10,14 -p learning_rate 0.01,0.03 --repeats 3 --out runs/NAME
         [--workers N] [--executor local|parsl --config FILE] [--timeout S] [--retry-failed]
 
+Runs NOTEBOOK for every combination of the -p values, --repeats times each (seeds: the
+notebook's default seed, +1, +2, ...). Resumable: run it again with the same arguments to
+finish an interrupted sweep. Exit status: 0 when every run is complete, 1 when some are not,
+2 when the sweep was refused (arguments, parameters, an --out of another sweep), 130 when
+interrupted (finished runs are kept).
+
 See labkit/sweep/ for what is run and docs/sweeps.md for the whole story.
 """
 
@@ -14,11 +20,12 @@ import sys
 from labkit.params import ParameterError
 
 
-def register(sub: "argparse._SubParsersAction") -> None:
-    p = sub.add_parser("sweep", help="run a notebook over a grid x repeats; tables, noise, plots",
-                       description="Run NOTEBOOK for every combination of the -p values, --repeats times each "
-                                   "(seeds: the notebook's default seed, +1, +2, ...). Resumable: run it again "
-                                   "with the same arguments to finish an interrupted sweep.")
+__all__ = ["register", "main"]
+
+
+def register(subparsers: "argparse._SubParsersAction") -> None:
+    p = subparsers.add_parser("sweep", help="run a notebook over a grid x repeats; tables, noise, plots",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("notebook", metavar="NOTEBOOK")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "V1,V2"),
                    help="a parameter and its comma-separated values")

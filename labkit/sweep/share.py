@@ -15,7 +15,7 @@ from the 1-minute load average measured just before and just after each run: abo
 ``cores + LOAD_SLACK`` more tasks wanted a core than there were cores, so some waited and
 the run's times include that wait. Such runs keep their accuracy and loss (contention
 changes when things happen, not what is computed) but their timing metrics are marked
-contended and kept out of the "real difference" verdicts (``labkit.sweep.report``).
+contended and kept out of the "real difference" verdicts (``labkit.sweep.tables``).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def test_seeding_leaves_the_callers_random_state_alone():
 
 
 def test_batch_layout_is_cls_a_sep_b_sep_with_masked_lm_labels():
-    ids = bert._special_ids(1024)
+    ids = bert.batches.special_ids(1024)
     for batch in bert.synthetic_batches(64, 32, 1024, seed=0, num_batches=2):
         inputs, labels, types, mask = batch["input_ids"], batch["labels"], batch["token_type_ids"], batch["attention_mask"]
         assert inputs.shape == labels.shape == types.shape == mask.shape == (64, 32)

@@ -68,7 +68,7 @@ def test_ipu_replication_goes_through_poptorch_replication_factor(monkeypatch):
     assert len(row["losses"]) == 2 * 8 and row["platform"] == "local ipu"
 
 
-def test_a_reference_csv_replaces_the_published_one_and_is_drawn_beside_local_results(tmp_path):
+def test_a_reference_csv_replaces_the_published_one_and_is_tabled_beside_local_results(tmp_path):
     good = tmp_path / "a100.csv"
     good.write_text("platform,replicas,micro_batch,throughput,status\nA100,1,128,5000,complete\nA100,2,128,9000,diverged\n")
     reference = scaling.load_reference(str(good))
@@ -79,11 +79,6 @@ def test_a_reference_csv_replaces_the_published_one_and_is_drawn_beside_local_re
     both = pd.concat([reference, example], ignore_index=True)
     text = scaling.display_table(both).to_string()
     assert "5000.0 images/s" in text and "9000.0 images/s (diverged)" in text
-    fig = scaling.plot_scaling(both)
-    assert len(fig.axes[0].lines) >= 2
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
 
 
 @pytest.mark.parametrize("text, expected", [

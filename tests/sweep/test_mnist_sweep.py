@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labkit import cli, results
+from labkit import cli, results, sweep
 from labkit.sweep import share as sweep_share
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ def test_mnist_sweep_two_seeds_in_parallel_on_a_cold_cache(tmp_path, capsys):
                        "-p", "max_test_samples", "100", "-p", "device", "cpu", "-p", "data_dir", str(cache),
                        "--repeats", "2", "--workers", "2", "--out", str(out)])
     assert status == 0, capsys.readouterr().err
-    table = results.collect(out)
+    table = sweep.collect(out)
     assert list(table["status"]) == ["complete", "complete"]
     assert sorted(table["seed"]) == [0, 1]
     assert table["test_accuracy"].between(0, 100).all()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit import results, sweep
+from labkit import sweep
 from tests.execute.demo import make_demo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ def test_parsl_local_provider_runs_the_sweep(tmp_path, worker_path):
     done = sweep.run_sweep(plan, str(out), executor="parsl", parsl_config=str(ROOT / "docs" / "parsl" / "local.py"),
                            quiet=True)
     assert done == {"ran": 2, "skipped": 0, "total": 2, "failed": 0, "finished": 2, "complete": 2, "not_complete": 0}
-    table = results.collect(out)
+    table = sweep.collect(out)
     assert list(table["status"]) == ["complete", "complete"] and list(table["epochs"]) == [3, 4]
     assert (out / "parsl").is_dir()  # Parsl's run directory is kept with the sweep, not in the cwd
 
@@ -65,8 +65,8 @@ def test_parsl_slurm_provider_on_a_real_slurm(tmp_path, worker_path, monkeypatch
     plan = sweep.plan(str(nb), [("epochs", "3,4")], repeats=1)
     done = sweep.run_sweep(plan, str(out), executor="parsl",
                            parsl_config=str(ROOT / "docs" / "parsl" / "slurm_testbed.py"), quiet=True)
-    assert done["failed"] == 0, results.collect(out)[["status", "error"]]
-    table = results.collect(out)
+    assert done["failed"] == 0, sweep.collect(out)[["status", "error"]]
+    table = sweep.collect(out)
     assert list(table["status"]) == ["complete", "complete"]
     # the kernels ran inside the Slurm job Parsl submitted
     assert (table["slurm_job"].astype(str) != "none").all()

@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 
 from labkit import cli, sweep
-from labkit.sweep import report as sweep_report
+from labkit.sweep import plots as sweep_plots
 from labkit.sweep import share as sweep_share
+from labkit.sweep import tables as sweep_tables
 from tests.execute.demo import make_demo
 
 
@@ -57,7 +58,7 @@ def test_a_quiet_sweep_gives_each_kernel_its_share_and_compares_timings(tmp_path
     assert (table["threads"] == threads).all() and (table["workers"] == 2).all()
     assert not table["timing_contended"].any() and table["load_before"].notna().all()
     assert "**timings are per worker share**" in summary and "- contention: none" in summary
-    throughput = sweep_report.summary_frame(str(out)).query("metric == 'throughput'")
+    throughput = sweep_tables.summary_frame(str(out)).query("metric == 'throughput'")
     assert set(throughput["verdict"]) <= {"baseline", "within noise", "real difference"}
     # constants are stated once: a metric equal in every run has no table of its own
     assert "equal in every complete run:" in summary and "omp_threads" in summary.split("## ")[0]
@@ -66,9 +67,9 @@ def test_a_quiet_sweep_gives_each_kernel_its_share_and_compares_timings(tmp_path
 def test_contended_timings_are_marked_and_kept_out_of_verdicts_but_accuracy_is_not(tmp_path, monkeypatch):
     out, table, summary = _sweep(tmp_path, monkeypatch, slack=-1e9)
     assert table["timing_contended"].all() and table["contention"].str.startswith("busy machine").all()
-    frame = sweep_report.summary_frame(str(out))
+    frame = sweep_tables.summary_frame(str(out))
     throughput = frame[(frame["metric"] == "throughput") & (frame["verdict"] != "baseline")]
-    assert set(throughput["verdict"]) == {sweep_report.CONTENDED_VERDICT}
+    assert set(throughput["verdict"]) == {sweep_tables.CONTENDED_VERDICT}
     assert (throughput["contended"] == 2).all()
     accuracy = frame[(frame["metric"] == "accuracy") & (frame["epochs"] == 6)]
     assert set(accuracy["verdict"]) == {"real difference"}  # 12 points apart: contention does not touch it
@@ -79,9 +80,9 @@ def test_contended_timings_are_marked_and_kept_out_of_verdicts_but_accuracy_is_n
 
 def test_plots_use_a_log_axis_for_a_decade_and_skip_constant_metrics(tmp_path, monkeypatch):
     out, _table, summary = _sweep(tmp_path, monkeypatch, slack=1e9)
-    assert sweep_report._log_axis([0.01, 0.1]) and not sweep_report._log_axis([0.01, 0.03])
-    assert not sweep_report._log_axis(["a", "b"])
-    plots = sweep_report.plot_files(str(out))
+    assert sweep_plots._log_axis([0.01, 0.1]) and not sweep_plots._log_axis([0.01, 0.03])
+    assert not sweep_plots._log_axis(["a", "b"])
+    plots = sweep_plots.plot_files(str(out))
     assert "plot_throughput_vs_learning_rate.png" in plots and "plot_accuracy_vs_epochs.png" in plots
     assert not [p for p in plots if "omp_threads" in p]
     assert "Plots: " + ", ".join(plots) in summary

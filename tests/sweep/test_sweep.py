@@ -39,8 +39,14 @@ def test_cli_sweep_writes_table_summary_and_plots(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["results", str(out)]) == 0
     assert capsys.readouterr().out.strip() == summary.strip()
-    collected = results.collect(out)
+    collected = sweep.collect(out)
     assert list(collected["accuracy"]) == pytest.approx(list(table["accuracy"]))
+
+
+def test_collect_refuses_a_folder_that_is_not_a_sweep(tmp_path):
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(sweep.SweepError, match="not a sweep folder.*labkit.results.collect"):
+        sweep.collect(tmp_path)
 
 
 def test_noise_alone_is_within_noise(tmp_path):
@@ -58,7 +64,7 @@ def test_failures_are_rows_with_causes_and_a_restart_redoes_only_unfinished_runs
     plan = sweep.plan(str(nb), [("mode", "ok,error,crash,hang,diverge")], repeats=1, timeout=2)
     first = sweep.run_sweep(plan, str(out), workers=2, quiet=True)
     assert first == {"ran": 5, "skipped": 0, "total": 5, "failed": 4, "finished": 5, "complete": 1, "not_complete": 4}
-    table = results.collect(out).set_index("mode")
+    table = sweep.collect(out).set_index("mode")
     assert table.loc["ok", "status"] == "complete"
     assert table.loc["error", "status"] == "error" and "RuntimeError: asked to fail" in table.loc["error", "error"]
     assert table.loc["crash", "status"] == "dead kernel"
@@ -91,7 +97,7 @@ def test_eight_parallel_runs_on_a_cold_cache_each_pinned_to_one_gpu(tmp_path):
     plan = sweep.plan(str(nb), [("cache_dir", str(cache))], repeats=8)
     done = sweep.run_sweep(plan, str(tmp_path / "out"), workers=8, gpus=["0", "1"], quiet=True)
     assert done["failed"] == 0
-    table = results.collect(tmp_path / "out")
+    table = sweep.collect(tmp_path / "out")
     assert list(table["status"]) == ["complete"] * 8
     assert sorted(table["seed"]) == list(range(8))
     # each kernel saw exactly the one device its worker holds

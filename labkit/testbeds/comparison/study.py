@@ -34,13 +34,12 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Sequence
 
-from labkit.display import show
 from labkit.divergence import loss_divergence
 from labkit.params import existing_file
 from labkit.testbeds.comparison.models import model_choice
 from labkit.testbeds.comparison.replicas import measure_ipu, measure_torch
 
-__all__ = ["study", "measure", "load_reference", "plot_scaling", "display_table", "EXAMPLE_REFERENCE",
+__all__ = ["study", "measure", "load_reference", "display_table", "EXAMPLE_REFERENCE",
            "PUBLISHED_REFERENCE", "PUBLISHED_PROVENANCE", "REFERENCE_COLUMNS", "allowed_replicas", "diverged",
            "as_run"]
 
@@ -243,28 +242,3 @@ def as_run(frame, params: Dict[str, Any]):
                              "{} replica(s), micro-batch {}: {}".format(r.replicas, r.micro_batch, r.note)
                              for r in bad.itertuples())))
     return run
-
-
-def plot_scaling(frame, title: str = "Data-parallel throughput"):
-    """Throughput against replicas (left) and micro-batch size (right), one line per platform and setting."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for (platform, micro_batch), group in frame.groupby(["platform", "micro_batch"]):
-        group = group.sort_values("replicas")
-        style = "-o" if str(platform).startswith("local") else "--s"
-        axes[0].plot(group["replicas"], group["throughput"], style, label="{}, mb {}".format(platform, micro_batch))
-    for (platform, replicas), group in frame.groupby(["platform", "replicas"]):
-        group = group.sort_values("micro_batch")
-        style = "-o" if str(platform).startswith("local") else "--s"
-        axes[1].plot(group["micro_batch"], group["throughput"], style, label="{}, {} repl.".format(platform, replicas))
-    axes[0].set_xlabel("replicas")
-    axes[1].set_xlabel("micro-batch size")
-    axes[1].set_xscale("log")
-    for ax in axes:
-        ax.set_ylabel("images/s")
-        ax.legend(fontsize="x-small")
-    fig.suptitle(title)
-    fig.tight_layout()
-
-    return show(fig)  # in a notebook: shown exactly once; elsewhere: the figure

@@ -30,8 +30,8 @@ GroqFlow log reader behind labkit.logs).
 from labkit.testbeds.groq.custom_text import custom, shape_lesson
 from labkit.testbeds.groq.report import log_table, make_run, plot_latency, table_from_runs
 from labkit.testbeds.groq.result import GroqResult
-from labkit.testbeds.groq.spec import BERT_TINY_SPEC, COLUMNS
+from labkit.testbeds.groq.spec import BERT_TINY_SPEC
 from labkit.testbeds.groq.steps import build, evaluate, load_data, load_model
 
 __all__ = ["BERT_TINY_SPEC", "load_model", "load_data", "build", "evaluate", "custom", "shape_lesson",
-           "make_run", "plot_latency", "log_table", "table_from_runs", "GroqResult", "COLUMNS"]
+           "make_run", "plot_latency", "log_table", "table_from_runs", "GroqResult"]

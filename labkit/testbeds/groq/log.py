@@ -25,7 +25,6 @@ __all__ = ["GroqReader"]
 
 _BUILDING = re.compile(r'Building "([^"]+)"')
 _CACHED = re.compile(r'Build "([^"]+)".*found in cache')
-_SAVED = re.compile(r"Saved to \S*?([\w.-]+)\s*$")
 _SCRIPT = re.compile(r"python3?\s+(\S+\.py)")
 
 _COLUMNS = {

@@ -13,11 +13,9 @@ from typing import List, Optional, Tuple
 
 from labkit.params import Config, Param, PATH, Spec, existing_file
 
-__all__ = ["BERT_TINY_SPEC", "EXERCISE", "COLUMNS", "SIMILARITY_TOLERANCE", "MAX_CUSTOM"]
+__all__ = ["BERT_TINY_SPEC", "EXERCISE", "SIMILARITY_TOLERANCE", "MAX_CUSTOM"]
 
 EXERCISE = "groq/bert_tiny"
-#: GroqFlow's table columns (demo_helpers.compute_performance); the score column depends on the task.
-COLUMNS = ("Source", "end-to-end latency (ms)", "end-to-end IPS", "on-chip latency (ms)", "on-chip IPS")
 #: Similarity scores further apart than this between a backend and the CPU count as a disagreement.
 SIMILARITY_TOLERANCE = 0.01
 MAX_CUSTOM = 20

@@ -1,0 +1,44 @@
+"""Portable BERT pre-training (masked LM + next sentence) for the Cerebras and SambaNova exercises.
+
+The testbeds train BERT-Large with their own stacks; this package trains the same model
+(Hugging Face ``transformers.BertForPreTraining``, random initialisation, no hub access) on
+CUDA, Apple MPS or CPU, so the exercises run and report the same metrics anywhere.
+
+    from labkit import bert
+    model = bert.build_model("tiny", max_seq_length=128, seed=0)
+    batches = bert.synthetic_batches(8, 128, model.config.vocab_size, seed=0)
+    result = bert.train(model, batches, steps=20, log_steps=10, device="cpu")
+    result.global_rate, result.losses[-1]
+
+Or one step at a time (the SambaNova data-parallel path drives its own loop):
+
+    optimizer = bert.make_optimizer(model, learning_rate=1e-4)
+    loss = bert.train_step(model, next(batches), optimizer, device)   # a detached tensor
+
+Modules, one concern each: ``presets`` (model sizes, config, seeded model), ``batches``
+(synthetic MLM/NSP batches), ``rates`` (the modelzoo's Rate and GlobalRate), ``training``
+(optimizer, loss, one step, the measured loop).
+"""
+
+from __future__ import annotations
+
+from labkit.bert.batches import synthetic_batches
+from labkit.bert.presets import BERT_VOCAB_SIZE, MODEL_SIZES, build_model, count_parameters, model_config
+from labkit.bert.rates import RateTracker
+from labkit.bert.training import LogEntry, TrainResult, make_optimizer, pretraining_loss, train, train_step
+
+__all__ = [
+    "MODEL_SIZES",
+    "BERT_VOCAB_SIZE",
+    "build_model",
+    "model_config",
+    "count_parameters",
+    "synthetic_batches",
+    "make_optimizer",
+    "pretraining_loss",
+    "train_step",
+    "train",
+    "RateTracker",
+    "LogEntry",
+    "TrainResult",
+]

@@ -1,0 +1,220 @@
+"""A sweep's numbers: results.csv as a DataFrame and the statistics per configuration and metric.
+
+    labkit.sweep.collect("runs/NAME")               # results.csv: one row per finished run
+    labkit.sweep.tables.summary_frame("runs/NAME")  # one row per configuration and metric
+
+The rows come from ``runs/*.json``, each written once its run ended, so the tables are
+rebuilt from what is actually done (also after an interrupted sweep).
+
+Statistics (see :mod:`labkit.sweep.stats`): per configuration the mean, the sample standard
+deviation and a 95 % confidence interval of the mean (Student t with n-1 degrees of
+freedom). A configuration's difference from the baseline is "within noise" when Welch's
+two-sided t-test (unequal variances) gives p >= 0.05. Only runs with status ``complete``
+enter the statistics; the others are listed with their cause.
+
+Timings (metrics with a time or speed unit or name, see :func:`labkit.results.is_unstable`)
+are per worker share (:mod:`labkit.sweep.share`). A run whose share overlapped another's, or
+that ran on a busy machine, has ``timing_contended`` set in results.csv; a timing metric of a
+configuration with such a run (or whose baseline has one) gets no "real difference" verdict.
+
+The helpers below the two tables (``same``, ``fmt``, ``constant_metrics``, ...) are shared by
+:mod:`labkit.sweep.report` (summary.md) and :mod:`labkit.sweep.plots`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, Dict, List, Union
+
+from labkit.sweep import stats
+from labkit.sweep.planning import MANIFEST, RUNS, SweepError, is_sweep
+
+__all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "collect", "table", "summary_frame", "is_timing", "numeric_metrics",
+           "contended_mask", "configurations", "same", "isnan", "fmt", "constant_metrics", "with_unit"]
+
+#: The significance level of the "real difference" verdict.
+ALPHA = 0.05
+_FIXED_COLUMNS = ("run", "status", "error", "duration", "notebook", "gpu", "exercise", "threads", "workers",
+                  "load_before", "load_after", "timing_contended", "contention", "units", "verdict_notes")
+CONTENDED_VERDICT = "timings contended: not compared"
+
+
+def read_manifest(out: str) -> Dict[str, Any]:
+    """The sweep's sweep.json: its notebook, grid, seeds, repeats and baseline."""
+    with open(os.path.join(out, MANIFEST)) as f:
+        return json.load(f)
+
+
+def table(out: str):
+    """results.csv as a DataFrame: one row per finished run, in the sweep's order."""
+    import pandas as pd
+
+    from labkit.results import json_restore
+
+    manifest = read_manifest(out)
+    rows = []
+    folder = os.path.join(out, RUNS)
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) if os.path.isdir(folder) else []
+    units: Dict[str, str] = {}
+    notes: Dict[str, List[str]] = {}
+    for name in names:
+        with open(os.path.join(folder, name)) as f:
+            row = json_restore(json.load(f))
+        units.update(row.pop("units", None) or {})  # kept beside the table, not as a column
+        verdicts = row.pop("verdict_notes", None)
+        if verdicts:
+            notes[row.get("run", name)] = verdicts
+        rows.append(row)
+    parameters = list(manifest["grid"]) + ["seed"]
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return pd.DataFrame(columns=parameters + ["status", "error", "duration"])
+    metrics = [c for c in frame.columns if c not in parameters and c not in _FIXED_COLUMNS]
+    tail = ("status", "error", "timing_contended", "contention", "threads", "workers", "load_before", "load_after",
+            "duration", "notebook", "gpu", "exercise", "run")
+    order = parameters + metrics + [c for c in tail if c in frame]
+    frame = frame[order].sort_values(parameters, kind="stable").reset_index(drop=True)
+    frame.attrs["units"] = units
+    frame.attrs["notes"] = notes
+    return frame
+
+
+def collect(out: Union[str, "os.PathLike[str]"]):
+    """A sweep folder's table (its results.csv) as a DataFrame: one row per finished run with its
+    parameters, seed, metrics, status, cause and duration, rebuilt from the runs done so far."""
+    out = os.fspath(out)
+    if not is_sweep(out):
+        raise SweepError("{} is not a sweep folder (it has no {}): give the --out of a `labkit sweep`; "
+                         "for executed notebooks use labkit.results.collect".format(out, MANIFEST))
+    return table(out)
+
+
+def is_timing(metric: str, units: Dict[str, str]) -> bool:
+    """A time or a speed: it depends on the machine's load, unlike accuracy and loss."""
+    from labkit.results import is_unstable
+
+    return is_unstable({"units": units}, metric)
+
+
+def contended_mask(frame):
+    """For each row, whether its timings were contended (``timing_contended`` true)."""
+    if "timing_contended" not in frame:
+        return frame.index != frame.index  # all False
+    return frame["timing_contended"].map(lambda v: v is True or str(v).lower() == "true").astype(bool)
+
+
+def numeric_metrics(frame, manifest: Dict[str, Any]) -> List[str]:
+    """The metric columns that hold numbers (not bools) in every complete run."""
+    import pandas as pd
+
+    parameters = set(manifest["grid"]) | {"seed"}
+    found = []
+    for column in frame.columns:
+        if column in parameters or column in _FIXED_COLUMNS:
+            continue
+        values = frame.loc[frame["status"] == "complete", column]
+        if values.empty or values.map(lambda v: isinstance(v, bool)).any():
+            continue
+        if pd.to_numeric(values, errors="coerce").notna().all():
+            found.append(column)
+    return found
+
+
+def summary_frame(out: str):
+    """One row per configuration and metric: n, mean, std, 95 % CI, p vs baseline, verdict."""
+    import pandas as pd
+
+    manifest = read_manifest(out)
+    frame = table(out)
+    grid = list(manifest["grid"])
+    baseline = manifest.get("baseline") or {}
+    rows = []
+    if frame.empty:
+        return pd.DataFrame(rows)
+    complete = frame[frame["status"] == "complete"]
+    contended = complete[contended_mask(complete)]
+    units = frame.attrs.get("units", {})
+    for metric in numeric_metrics(frame, manifest):
+        timing = is_timing(metric, units)
+        base_values = _values(complete, grid, baseline, metric)
+        base_contended = len(_values(contended, grid, baseline, metric)) if timing else 0
+        for config in configurations(manifest):
+            values = _values(complete, grid, config, metric)
+            mean, std, low, high = stats.mean_ci(values)
+            row: Dict[str, Any] = dict(config)
+            row.update({"metric": metric, "n": len(values), "mean": mean, "std": std, "ci_low": low, "ci_high": high,
+                        "timing": timing, "contended": len(_values(contended, grid, config, metric)) if timing else 0})
+            if config == baseline:
+                row.update({"diff": 0.0, "p": float("nan"), "verdict": "baseline"})
+            else:
+                _t, _df, p = stats.welch(values, base_values)
+                diff = mean - (sum(base_values) / len(base_values)) if base_values and values else float("nan")
+                if timing and (row["contended"] or base_contended):
+                    verdict = CONTENDED_VERDICT
+                elif p is None:
+                    verdict = "cannot tell (needs >= 2 complete runs here and in the baseline)"
+                elif p >= ALPHA:
+                    verdict = "within noise"
+                else:
+                    verdict = "real difference"
+                row.update({"diff": diff, "p": float("nan") if p is None else p, "verdict": verdict})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def configurations(manifest: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Every point of the grid, as {parameter: value}, in the grid's order."""
+    import itertools
+
+    names = list(manifest["grid"])
+    return [dict(zip(names, v)) for v in itertools.product(*(manifest["grid"][n] for n in names))]
+
+
+def _values(frame, grid: List[str], config: Dict[str, Any], metric: str) -> List[float]:
+    # a plain list of bools (pandas warns on bool & str when a column of an empty frame has string
+    # dtype), built from the columns' values, not row by row: cheap for a large grid
+    columns = [frame[name].tolist() for name in grid]
+    mask = [all(same(v, config[name]) for v, name in zip(values, grid)) for values in zip(*columns)] \
+        if grid else [True] * len(frame)
+    return [float(v) for v in frame.loc[mask, metric] if v is not None and not isnan(v)]
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal grid values: numbers compare as floats (4 and 4.0 are one value), a bool only as itself."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return float(a) == float(b)
+    return a == b
+
+
+def isnan(v: Any) -> bool:
+    """A float NaN (an empty cell); anything else is not."""
+    return isinstance(v, float) and math.isnan(v)
+
+
+def fmt(x: Any) -> str:
+    """A value as the summary writes it: 4 significant digits, "–" for NaN."""
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "–"
+        return "{:.4g}".format(x)
+    return str(x)
+
+
+def constant_metrics(frame, manifest: Dict[str, Any]) -> Dict[str, Any]:
+    """Metrics with one value over every complete run (stated once, not tabulated)."""
+    complete = frame[frame["status"] == "complete"] if not frame.empty else frame
+    found: Dict[str, Any] = {}
+    if len(complete) < 2:
+        return found
+    for metric in numeric_metrics(frame, manifest):
+        values = set(fmt(v) for v in complete[metric])
+        if len(values) == 1:
+            found[metric] = complete[metric].iloc[0]
+    return found
+
+
+def with_unit(metric: str, units: Dict[str, str]) -> str:
+    """``metric (unit)`` for a table heading or an axis label, or the name alone."""
+    return "{} ({})".format(metric, units[metric]) if units.get(metric) else metric
