@@ -22,9 +22,10 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from labkit.execute import NotebookParameters, notebook_parameters
 from labkit.files import write_atomic
 from labkit.params import ParameterError
+from labkit.results import same_value
 
 __all__ = ["SweepError", "SweepPlan", "plan", "run_key", "is_sweep", "prepare_out", "done_tasks",
-           "read_row", "MANIFEST", "FORMAT", "RUNS"]
+           "read_row", "same_grid_value", "MANIFEST", "FORMAT", "RUNS"]
 
 MANIFEST = "sweep.json"
 FORMAT = "labkit-sweep/1"
@@ -147,15 +148,14 @@ def _baseline(sweep: SweepPlan, declared: NotebookParameters) -> Tuple[Dict[str,
     configurations = sweep.configurations()
     as_defaults = {n: defaults.get(n) for n in sweep.grid}
     for config in configurations:
-        if all(_same(config[n], as_defaults[n]) for n in config):
+        if all(same_grid_value(config[n], as_defaults[n]) for n in config):
             return config, "the notebook's defaults"
     return configurations[0], "the first configuration (the notebook's defaults are not in the grid)"
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Equal, counting 1 and 1.0 as the same (a float parameter given as an int default)."""
-    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
-    return float(a) == float(b) if numbers else a == b
+def same_grid_value(a: Any, b: Any) -> bool:
+    """Equal grid values: exactly, 1 and 1.0 alike (a float parameter given as an int default)."""
+    return same_value(a, b, rtol=0.0, atol=0.0)
 
 
 def _sha256(path: str) -> str:

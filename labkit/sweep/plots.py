@@ -14,7 +14,8 @@ import re
 from typing import List
 
 from labkit.files import produce_atomic
-from labkit.sweep.tables import constant_metrics, contended_mask, isnan, read_manifest, same, summary_frame, table, with_unit
+from labkit.sweep.planning import same_grid_value
+from labkit.sweep.tables import constant_metrics, contended_mask, isnan, read_manifest, summary_frame, table, with_unit
 
 __all__ = ["write_plots", "plot_files"]
 
@@ -70,7 +71,7 @@ def write_plots(out: str) -> List[str]:
                 # every run beside its mean (shifted a little to the right so both stay visible)
                 runs = complete
                 for o, k in zip(others, key):
-                    runs = runs[runs[o].map(lambda v, want=k: same(v, want)).astype(bool)]
+                    runs = runs[runs[o].map(lambda v, want=k: same_grid_value(v, want)).astype(bool)]
                 shift = (lambda x: x * 1.08) if log else (lambda x: x + 0.06 * _step(xs))
                 for flag in (False, True):
                     chosen = runs[contended_mask(runs) == flag] if timing else (runs if not flag else runs.iloc[0:0])

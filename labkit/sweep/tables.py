@@ -17,7 +17,7 @@ are per worker share (:mod:`labkit.sweep.share`). A run whose share overlapped a
 that ran on a busy machine, has ``timing_contended`` set in results.csv; a timing metric of a
 configuration with such a run (or whose baseline has one) gets no "real difference" verdict.
 
-The helpers below the two tables (``same``, ``fmt``, ``constant_metrics``, ...) are shared by
+The helpers below the two tables (``fmt``, ``constant_metrics``, ...) are shared by
 :mod:`labkit.sweep.report` (summary.md) and :mod:`labkit.sweep.plots`.
 """
 
@@ -29,10 +29,10 @@ import os
 from typing import Any, Dict, List, Union
 
 from labkit.sweep import stats
-from labkit.sweep.planning import MANIFEST, RUNS, SweepError, is_sweep
+from labkit.sweep.planning import MANIFEST, RUNS, SweepError, is_sweep, same_grid_value
 
 __all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "collect", "table", "summary_frame", "is_timing", "numeric_metrics",
-           "contended_mask", "configurations", "same", "isnan", "fmt", "constant_metrics", "with_unit"]
+           "contended_mask", "configurations", "isnan", "fmt", "constant_metrics", "with_unit"]
 
 #: The significance level of the "real difference" verdict.
 ALPHA = 0.05
@@ -176,16 +176,9 @@ def _values(frame, grid: List[str], config: Dict[str, Any], metric: str) -> List
     # a plain list of bools (pandas warns on bool & str when a column of an empty frame has string
     # dtype), built from the columns' values, not row by row: cheap for a large grid
     columns = [frame[name].tolist() for name in grid]
-    mask = [all(same(v, config[name]) for v, name in zip(values, grid)) for values in zip(*columns)] \
+    mask = [all(same_grid_value(v, config[name]) for v, name in zip(values, grid)) for values in zip(*columns)] \
         if grid else [True] * len(frame)
     return [float(v) for v in frame.loc[mask, metric] if v is not None and not isnan(v)]
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal grid values: numbers compare as floats (4 and 4.0 are one value), a bool only as itself."""
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        return float(a) == float(b)
-    return a == b
 
 
 def isnan(v: Any) -> bool:
