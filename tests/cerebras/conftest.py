@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import REPO, real_logs
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
 
 # A params file with the structure of the course's configs/bert_large_MSL128_sampleds.yaml.
 TEMPLATE = """\
@@ -49,15 +50,7 @@ runconfig:
 """
 
 
-def shared_dir() -> Path:
-    env = os.environ.get("LABKIT_SHARED")
-    for candidate in ([Path(env)] if env else []) + [REPO.parent / "shared", Path("/work/shared")]:
-        if (candidate / "fixtures" / "testbed-logs").is_dir():
-            return candidate
-    return REPO.parent / "shared"
-
-
-LOGS = shared_dir() / "fixtures" / "testbed-logs" / "cerebras"
+LOGS = real_logs("cerebras")
 STUDENT_LOGS = {
     512: LOGS / "student-xiaoruiDong-spring2024-bert-large-bs512.log",
     1024: LOGS / "student-kloiks-spring2024-bert-large-bs1024.log",
@@ -66,10 +59,9 @@ STUDENT_LOGS = {
 
 
 @pytest.fixture
-def cerebras_logs() -> Path:
-    if not LOGS.is_dir():
-        pytest.skip("real Cerebras logs not found at {} (set LABKIT_SHARED)".format(LOGS))
-    return LOGS
+def cerebras_logs(testbed_logs) -> Path:
+    """The real CS-2 logs (skips, naming LABKIT_SHARED, when ../shared is missing)."""
+    return testbed_logs / "cerebras"
 
 
 class FakeStack:

@@ -24,13 +24,15 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script: `tests` is then importable
+
+from tests.shared import real_mnist  # noqa: E402
 
 
 def golden_environment() -> None:
     os.environ.setdefault("LABKIT_PROGRESS", "text")
-    shared_mnist = ROOT.parent / "shared" / "data" / "mnist"
-    if shared_mnist.is_dir():
-        os.environ.setdefault("LABKIT_DATA_DIR", str(shared_mnist))
+    if real_mnist().is_dir():
+        os.environ.setdefault("LABKIT_DATA_DIR", str(real_mnist()))
 
 
 def main(keys) -> int:
@@ -46,7 +48,6 @@ def main(keys) -> int:
         target = HERE / (key + ".ipynb")
         target.parent.mkdir(parents=True, exist_ok=True)
         if entry.get("portable_runs"):
-            sys.path.insert(0, str(ROOT))
             from tests.grading import portable_student
 
             shutil.rmtree(str(target.parent / "runs"), ignore_errors=True)
