@@ -2,7 +2,7 @@
 
 No Cerebras software can be installed here, so ``fake_stack`` builds what labkit looks for on
 a Cerebras user node: an importable ``cerebras_pytorch`` package (empty: labkit only checks
-that it is importable) and a modelzoo checkout whose BERT ``run.py`` is ``fake_run.py``, which
+that it is importable) and a modelzoo checkout whose BERT ``run.py`` is tests/fakes/cerebras_run.py, which
 takes the modelzoo's flags and prints a log in the real format.
 """
 
@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes import CEREBRAS_RUN
 from tests.shared import REPO, real_logs
-
-HERE = Path(__file__).resolve().parent
 
 # A params file with the structure of the course's configs/bert_large_MSL128_sampleds.yaml.
 TEMPLATE = """\
@@ -74,7 +73,7 @@ class FakeStack:
 
     def build(self) -> "FakeStack":
         (self.bert_dir / "configs").mkdir(parents=True)
-        shutil.copy(HERE / "fake_run.py", self.bert_dir / "run.py")
+        shutil.copy(str(CEREBRAS_RUN), str(self.bert_dir / "run.py"))
         self.template.write_text(TEMPLATE)
         package = self.site / "cerebras_pytorch"
         package.mkdir(parents=True)

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-FAKE_GROQFLOW = Path(__file__).resolve().parent / "fake_groqflow"
+from tests.fakes import GROQFLOW
+
+FAKE_GROQFLOW = GROQFLOW
 ONE_GROQCARD = "00:00.0 0200: 8086:1521\n3b:00.0 1200: 1de0:0000 (rev 01)\n"
 
 
