@@ -1,10 +1,10 @@
 """A realistic class for the homework: 13 student folders built from the real notebook and real logs.
 
-    PYTHONPATH=$PWD python -m tests.grading.classroom /tmp/class     # build it to look at it
+    PYTHONPATH=$PWD python -m tests.homework.classroom /tmp/class     # build it to look at it
 
 Each student hands in ``ai_testbeds.ipynb`` and a ``logs/`` folder of real testbed logs (from
 ../shared/fixtures/testbed-logs, see its SOURCES.md). The expected gradebook is
-tests/grading/class/expected_gradebook.csv; the comment of each student below says why it
+tests/homework/class/expected_gradebook.csv; the comment of each student below says why it
 holds those numbers.
 """
 
