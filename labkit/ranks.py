@@ -90,7 +90,8 @@ def process_context(start: str = "spawn", preload: Sequence[str] = ()) -> Any:
 
     if start == "forkserver" and "forkserver" in mp.get_all_start_methods():
         context = mp.get_context("forkserver")
-        context.set_forkserver_preload(list(preload))
+        if preload:  # the server starts once per process: an empty list must not undo another caller's
+            context.set_forkserver_preload(list(preload))
         return context
     return mp.get_context("spawn")
 
