@@ -18,7 +18,6 @@ Every line is copied, at test time, from the real logs in ../shared/fixtures/tes
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
