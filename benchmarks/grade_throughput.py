@@ -14,7 +14,7 @@ beyond executing the cells (worker start, sandbox, kernel start, recomputation, 
 medians with their range over the repeats; and, as the reference measured in the same session,
 the time the same notebook takes run plainly (nbclient, a fresh kernel, no sandbox, no grading).
 
---classroom: the 13-student class of tests/grading/classroom.py (real homework, real testbed logs),
+--classroom: the 13-student class of tests/homework/classroom.py (real homework, real testbed logs),
 grades it with 1 and then 2 workers (sandbox, recomputation and --reproduce included) and
 prints seconds per submission and the 2-worker speed-up as a ratio against the 1-worker run
 in the same process. With --nbgrader (if nbgrader is installed) it also times
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from labkit.grading import sandbox  # noqa: E402
 from labkit.grading.batch import grade_class  # noqa: E402
-from tests.grading import classroom  # noqa: E402
+from tests.homework import classroom  # noqa: E402
 
 NBGRADER = shutil.which("nbgrader") or os.path.join(os.path.dirname(sys.executable), "nbgrader")
 LIMITS = sandbox.Limits(notebook_s=60, cell_s=10, memory_bytes=2 << 30, nproc=64, fsize_bytes=16 << 20)

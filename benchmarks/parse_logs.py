@@ -15,7 +15,6 @@ and ``labkit.logs.read`` (detection plus the vendor reader). Printed: MB, wall s
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import labkit.logs  # noqa: E402
 from labkit.logs.text import iter_lines, open_source  # noqa: E402
+from tests.shared import missing_message, real_logs  # noqa: E402
 
 # One real log per format; repeated until the file reaches the target size.
 SAMPLES = {
@@ -36,12 +36,11 @@ SAMPLES = {
 
 
 def fixtures_dir() -> Path:
-    env = os.environ.get("LABKIT_SHARED")
-    here = Path(__file__).resolve().parents[1]
-    for base in ([Path(env)] if env else []) + [here.parent / "shared", Path("/work/shared")]:
-        if (base / "fixtures" / "testbed-logs").is_dir():
-            return base / "fixtures" / "testbed-logs"
-    sys.exit("testbed logs not found: set LABKIT_SHARED to the folder holding fixtures/testbed-logs")
+    """The real testbed logs, found as the tests find them (tests/shared.py)."""
+    logs = real_logs()
+    if not logs.is_dir():
+        sys.exit(missing_message(logs))
+    return logs
 
 
 def build(sample: Path, target_bytes: int, out: Path) -> int:

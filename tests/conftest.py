@@ -1,21 +1,41 @@
-"""Test-wide settings: text progress bars, and the real MNIST from ../shared when present."""
+"""Test-wide settings: text progress bars, and the real MNIST and testbed logs from ../shared.
+
+``shared``, ``testbed_logs`` and ``mnist_dir`` are the one way a test finds ../shared
+(tests/shared.py: ``$LABKIT_SHARED``, else ``<repo>/../shared``); each skips, naming
+LABKIT_SHARED, when its folder is missing.
+"""
 
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+from tests import shared as shared_folder
 
 os.environ.setdefault("LABKIT_PROGRESS", "text")
-if (SHARED / "data" / "mnist").is_dir():
-    os.environ.setdefault("LABKIT_DATA_DIR", str(SHARED / "data" / "mnist"))
+if shared_folder.real_mnist().is_dir():
+    os.environ.setdefault("LABKIT_DATA_DIR", str(shared_folder.real_mnist()))
 
 import pytest
 
 
+def _present(path: Path) -> Path:
+    if not path.is_dir():
+        pytest.skip(shared_folder.missing_message(path))
+    return path
+
+
 @pytest.fixture(scope="session")
-def shared():
-    """../shared beside the checkout: the real MNIST and the real testbed logs."""
-    if not SHARED.is_dir():
-        pytest.skip("../shared is not beside this checkout")
-    return SHARED
+def shared() -> Path:
+    """The shared folder: the real MNIST and the real testbed logs."""
+    return _present(shared_folder.shared_dir())
+
+
+@pytest.fixture(scope="session")
+def testbed_logs() -> Path:
+    """The real testbed logs, one folder per testbed (``graphcore/``, ``cerebras/``, ...)."""
+    return _present(shared_folder.real_logs())
+
+
+@pytest.fixture(scope="session")
+def mnist_dir() -> Path:
+    """The real MNIST IDX files."""
+    return _present(shared_folder.real_mnist())

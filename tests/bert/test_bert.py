@@ -10,7 +10,7 @@ import torch
 
 from labkit import bert
 
-from tests.cerebras.conftest import LOGS
+from tests.shared import missing_message, real_logs
 
 
 def batches(seed, **kw):
@@ -161,9 +161,9 @@ def test_rate_tracker_against_a_reference_computation():
                                   "upstream-spring2024-bert-large-MSL128-sample-output.log"])
 def test_rate_tracker_reproduces_real_cs2_logs(name):
     """Replay a CS-2 run's timing (window times from its GlobalRate column): our Rate is its Rate."""
-    path = LOGS / name
+    path = real_logs("cerebras") / name
     if not path.is_file():
-        pytest.skip("real Cerebras logs not found")
+        pytest.skip(missing_message(path))
     text = path.read_text()
     batch = int(re.search(r"Effective batch size is (\d+)", text).group(1))
     rows = [(int(s), float(r), float(g)) for s, r, g in

@@ -2,7 +2,7 @@
 
 No Cerebras software can be installed here, so ``fake_stack`` builds what labkit looks for on
 a Cerebras user node: an importable ``cerebras_pytorch`` package (empty: labkit only checks
-that it is importable) and a modelzoo checkout whose BERT ``run.py`` is ``fake_run.py``, which
+that it is importable) and a modelzoo checkout whose BERT ``run.py`` is tests/fakes/cerebras_run.py, which
 takes the modelzoo's flags and prints a log in the real format.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
+from tests.fakes import CEREBRAS_RUN
+from tests.shared import REPO, real_logs
 
 # A params file with the structure of the course's configs/bert_large_MSL128_sampleds.yaml.
 TEMPLATE = """\
@@ -49,15 +49,7 @@ runconfig:
 """
 
 
-def shared_dir() -> Path:
-    env = os.environ.get("LABKIT_SHARED")
-    for candidate in ([Path(env)] if env else []) + [REPO.parent / "shared", Path("/work/shared")]:
-        if (candidate / "fixtures" / "testbed-logs").is_dir():
-            return candidate
-    return REPO.parent / "shared"
-
-
-LOGS = shared_dir() / "fixtures" / "testbed-logs" / "cerebras"
+LOGS = real_logs("cerebras")
 STUDENT_LOGS = {
     512: LOGS / "student-xiaoruiDong-spring2024-bert-large-bs512.log",
     1024: LOGS / "student-kloiks-spring2024-bert-large-bs1024.log",
@@ -66,10 +58,9 @@ STUDENT_LOGS = {
 
 
 @pytest.fixture
-def cerebras_logs() -> Path:
-    if not LOGS.is_dir():
-        pytest.skip("real Cerebras logs not found at {} (set LABKIT_SHARED)".format(LOGS))
-    return LOGS
+def cerebras_logs(testbed_logs) -> Path:
+    """The real CS-2 logs (skips, naming LABKIT_SHARED, when ../shared is missing)."""
+    return testbed_logs / "cerebras"
 
 
 class FakeStack:
@@ -82,7 +73,7 @@ class FakeStack:
 
     def build(self) -> "FakeStack":
         (self.bert_dir / "configs").mkdir(parents=True)
-        shutil.copy(HERE / "fake_run.py", self.bert_dir / "run.py")
+        shutil.copy(str(CEREBRAS_RUN), str(self.bert_dir / "run.py"))
         self.template.write_text(TEMPLATE)
         package = self.site / "cerebras_pytorch"
         package.mkdir(parents=True)

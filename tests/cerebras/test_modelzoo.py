@@ -13,7 +13,7 @@ from labkit.devices import DeviceError
 from labkit.params import ParameterError
 from labkit.testbeds import cerebras
 
-from .fake_run import parse as modelzoo_parse
+from tests.fakes.cerebras_run import parse as modelzoo_parse
 
 SMALL = {"batch_size": 256, "max_steps": 30, "log_steps": 10, "target": "CSX"}
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import math
 import os
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from labkit.divergence import loss_divergence
 from labkit.testbeds.comparison import study as scaling
+from tests.fakes import POPTORCH
 
-FAKE = str(Path(__file__).resolve().parent / "fake")
+FAKE = str(POPTORCH)
 
 
 @pytest.mark.parametrize("losses", [[2.3, 2.1, 1.9], [2.3, float("nan")], [2.3, float("inf")], [2.3, 5.0, 40.0],
@@ -62,8 +62,10 @@ def test_ipu_replication_goes_through_poptorch_replication_factor(monkeypatch):
 
     poptorch.CALLS.clear()
     row = scaling.measure(4, 8, images_per_epoch=256, epochs=2, device="ipu", model="small")
-    assert ("trainingModel", 4, 1) in poptorch.CALLS
-    assert ("DataLoader", 8, 32) in poptorch.CALLS  # micro-batch 8 x 4 replicas per step
+    calls = poptorch.CALLS
+    assert calls.index("replicationFactor(4)") < calls.index("trainingModel") and "deviceIterations(1)" in calls
+    assert "DataLoader(batch_size=8, combined=32)" in calls  # micro-batch 8 x 4 replicas per step
+    assert calls[-1] == "_TrainingModel.detachFromDevice"
     assert row["status"] == "complete" and row["images_per_epoch"] == 256 and row["throughput"] > 0
     assert len(row["losses"]) == 2 * 8 and row["platform"] == "local ipu"
 

@@ -19,8 +19,9 @@ from labkit.data.mnist import FILES, MnistDataError, load_mnist
 
 
 @pytest.fixture(scope="module")
-def real(shared):
-    return shared / "data" / "mnist"
+def real(mnist_dir):
+    """The real MNIST (tests/conftest.py's ``mnist_dir``)."""
+    return mnist_dir
 
 
 def write_idx(path, array, gz=True):

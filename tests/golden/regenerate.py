@@ -7,7 +7,7 @@ Each entry of tests/golden/golden.yml is executed with papermill at its small pa
 with the same environment `make test` gives nbval (text progress bars, MNIST from
 LABKIT_DATA_DIR), into tests/golden/<key>.ipynb. An entry with ``portable_runs: true`` (the
 homework) first makes, beside its golden copy, the runs a student without a testbed account
-hands in (``tests/grading/portable_student.py``: the lab book's notebooks, portably, at tiny
+hands in (``tests/homework/portable_student.py``: the lab book's notebooks, portably, at tiny
 sizes, into ``runs/<testbed>/``), so the golden homework is filled from portable runs.
 """
 
@@ -24,13 +24,15 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script: `tests` is then importable
+
+from tests.shared import real_mnist  # noqa: E402
 
 
 def golden_environment() -> None:
     os.environ.setdefault("LABKIT_PROGRESS", "text")
-    shared_mnist = ROOT.parent / "shared" / "data" / "mnist"
-    if shared_mnist.is_dir():
-        os.environ.setdefault("LABKIT_DATA_DIR", str(shared_mnist))
+    if real_mnist().is_dir():
+        os.environ.setdefault("LABKIT_DATA_DIR", str(real_mnist()))
 
 
 def main(keys) -> int:
@@ -46,8 +48,7 @@ def main(keys) -> int:
         target = HERE / (key + ".ipynb")
         target.parent.mkdir(parents=True, exist_ok=True)
         if entry.get("portable_runs"):
-            sys.path.insert(0, str(ROOT))
-            from tests.grading import portable_student
+            from tests.homework import portable_student
 
             shutil.rmtree(str(target.parent / "runs"), ignore_errors=True)
             print("golden: portable runs -> {}".format((target.parent / "runs").relative_to(ROOT)))

@@ -3,15 +3,15 @@ the Graphcore testbed)."""
 
 import importlib
 import sys
-from pathlib import Path
 
 import pytest
 
 from labkit import devices
 from labkit.devices import DeviceError
 from labkit.testbeds import graphcore
+from tests.fakes import POPTORCH
 
-FAKES = str(Path(__file__).resolve().parent / "fakes")
+FAKES = str(POPTORCH)
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def test_ipu_run_follows_the_tutorial(fake_poptorch):
     # Options with device iterations and output mode All, a poptorch DataLoader of micro-batches,
     # compiled before timing, weights back to the host, detached before the inference model.
     assert calls.index("deviceIterations(10)") < calls.index("trainingModel")
-    assert "outputMode(All)" in calls and "DataLoader(batch_size=8)" in calls
+    assert "outputMode(All)" in calls and "DataLoader(batch_size=8, combined=80)" in calls  # 8 x 10 iterations
     assert calls.index("_TrainingModel.compile") < calls.index("trainingModel.copyWeightsToHost")
     assert calls.index("_TrainingModel.detachFromDevice") < calls.index("inferenceModel")
     assert calls[-1] == "_InferenceModel.detachFromDevice"

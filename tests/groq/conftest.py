@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-FAKE_GROQFLOW = Path(__file__).resolve().parent / "fake_groqflow"
+from tests.fakes import GROQFLOW
+
 ONE_GROQCARD = "00:00.0 0200: 8086:1521\n3b:00.0 1200: 1de0:0000 (rev 01)\n"
 
 
@@ -29,12 +29,12 @@ def fake_groqflow(monkeypatch, tmp_path):
     """The fake groqflow importable, with one GroqCard on the PCI bus and its own build cache."""
     import sys
 
-    monkeypatch.syspath_prepend(str(FAKE_GROQFLOW))
+    monkeypatch.syspath_prepend(str(GROQFLOW))
     monkeypatch.setenv("FAKE_GROQFLOW_LSPCI", ONE_GROQCARD)
     monkeypatch.setenv("GROQFLOW_CACHE_DIR", str(tmp_path / "groqflow-cache"))
     for name in [m for m in sys.modules if m == "groqflow" or m.startswith("groqflow.")]:
         monkeypatch.delitem(sys.modules, name)
-    yield FAKE_GROQFLOW
+    yield GROQFLOW
     for name in [m for m in sys.modules if m == "groqflow" or m.startswith("groqflow.")]:
         sys.modules.pop(name, None)
 

@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from labkit.params import ParameterError
 from labkit.testbeds import groq
+from tests.shared import missing_message, real_logs
 
-def _logs() -> Path:
-    """The course's Groq logs: $LABKIT_SHARED, else <repo>/../shared, else /work/shared."""
-    repo = Path(__file__).resolve().parents[2]
-    env = os.environ.get("LABKIT_SHARED")
-    for shared in ([Path(env)] if env else []) + [repo.parent / "shared", Path("/work/shared")]:
-        if (shared / "fixtures" / "testbed-logs" / "groq").is_dir():
-            return shared / "fixtures" / "testbed-logs" / "groq"
-    return repo / "no-shared-logs"
-
-
-LOGS = _logs()
+LOGS = real_logs("groq")
 
 
 def _problems(**values):
@@ -57,7 +45,7 @@ def test_similarity_needs_two_custom_sentences_and_a_log_must_exist(tmp_path):
     assert "empty sentence" in _problems(custom_text=["fine", "  "])
 
 
-@pytest.mark.skipif(not LOGS.is_dir(), reason="course logs not present")
+@pytest.mark.skipif(not LOGS.is_dir(), reason=missing_message(LOGS))
 def test_the_course_log_gives_groqflows_table():
     table = groq.log_table(str(LOGS / "upstream-spring2024-bert_tiny-sample-output.log")).set_index("Source")
     assert table.loc["cpu", "Accuracy"] == 77.47 and table.loc["groq", "Accuracy"] == 77.47

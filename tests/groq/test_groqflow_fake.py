@@ -1,4 +1,4 @@
-"""The GroqFlow path, driven against a fake groqflow that speaks GroqFlow's API (see fake_groqflow/README.md)."""
+"""The GroqFlow path, driven against a fake groqflow that speaks GroqFlow's API (see tests/fakes/README.md)."""
 
 from __future__ import annotations
 

@@ -31,9 +31,9 @@ def test_long_line_without_line_ends_is_read_in_bounded_pieces():
     assert [len(p) for p in pieces] == [text.MAX_LINE, text.MAX_LINE, 10]
 
 
-def test_a_big_log_is_read_streaming_in_bounded_memory(tmp_path, fixtures_dir):
+def test_a_big_log_is_read_streaming_in_bounded_memory(tmp_path, testbed_logs):
     """The line stream under read() holds pieces of the file, never all of it (~2.4 MB at any size)."""
-    block = (fixtures_dir / "sambanova/sveldman-spring2024-BertLarge_HW_compile_log_base.log").read_bytes()
+    block = (testbed_logs / "sambanova/sveldman-spring2024-BertLarge_HW_compile_log_base.log").read_bytes()
     path = tmp_path / "big.log"
     with open(path, "wb") as f:
         for _ in range(8_000_000 // len(block) + 1):
@@ -79,8 +79,8 @@ def test_truncated_training_log_is_incomplete_with_what_it_has():
     assert "cut short" in " ".join(run.notes)
 
 
-def test_truncated_real_log_keeps_the_steps_before_the_cut(fixtures_dir):
-    data = (fixtures_dir / "cerebras/student-kloiks-spring2024-bert-large-bs1024.log").read_text()
+def test_truncated_real_log_keeps_the_steps_before_the_cut(testbed_logs):
+    data = (testbed_logs / "cerebras/student-kloiks-spring2024-bert-large-bs1024.log").read_text()
     cut = data[:data.index("Step=600")]
     run = labkit.logs.read(cut).run
     assert run.status == "incomplete"
@@ -149,8 +149,8 @@ def test_text_with_no_known_format_says_so():
     assert report.runs == [] and "no Graphcore, Cerebras" in report.notes[0]
 
 
-def test_filename_parameters_are_noted_and_the_log_wins(tmp_path, fixtures_dir):
-    data = (fixtures_dir / "graphcore/student-kloiks-spring2024-mnist-bs12-e20-lr0.01.log").read_bytes()
+def test_filename_parameters_are_noted_and_the_log_wins(tmp_path, testbed_logs):
+    data = (testbed_logs / "graphcore/student-kloiks-spring2024-mnist-bs12-e20-lr0.01.log").read_bytes()
     path = tmp_path / "mnist-bs12-e30-lr0.01.log"  # says 30 epochs; the bar says 20
     path.write_bytes(data)
     run = labkit.logs.read(path).run
@@ -160,8 +160,8 @@ def test_filename_parameters_are_noted_and_the_log_wins(tmp_path, fixtures_dir):
     assert "Read from the file name only" in notes and "batch_size=12" in notes
 
 
-def test_record_and_table_put_log_runs_beside_local_runs(fixtures_dir):
-    reports = [labkit.logs.read(fixtures_dir / "graphcore/student-tnguyen2211-fall2024-mnist-two-runs.log")]
+def test_record_and_table_put_log_runs_beside_local_runs(testbed_logs):
+    reports = [labkit.logs.read(testbed_logs / "graphcore/student-tnguyen2211-fall2024-mnist-two-runs.log")]
     assert labkit.logs.record(reports[0]) == ["log_run_1", "log_run_2"]
     assert Run.from_dict(scrap(reports[0].runs[0])["data"]).metrics["test_accuracy"] == 98.38
     local = Run("graphcore/mnist", source="portable", params={"epochs": 10}, metrics={"test_accuracy": 98.9})
@@ -171,8 +171,8 @@ def test_record_and_table_put_log_runs_beside_local_runs(fixtures_dir):
     assert frame.loc[0, "log"] == "student-tnguyen2211-fall2024-mnist-two-runs.log"
 
 
-def test_report_to_dict_round_trips_runs(fixtures_dir):
-    report = labkit.logs.read(fixtures_dir / "groq/upstream-spring2024-bert_tiny-sample-output.log")
+def test_report_to_dict_round_trips_runs(testbed_logs):
+    report = labkit.logs.read(testbed_logs / "groq/upstream-spring2024-bert_tiny-sample-output.log")
     data = report.to_dict()
     assert data["format"] == "groq" and data["path"].endswith(".log")
     assert Run.from_dict(data["runs"][0]).metrics == report.run.metrics
@@ -204,8 +204,8 @@ def test_a_string_is_a_path_only_when_it_looks_like_one(tmp_path):
     ("groq/upstream-spring2024-bert_tiny-sample-output.log",
      "groq/student-kloiks-spring2024-bert_tiny-dummy-input.log", [("groq_e2e_ips", 17147.76), ("groq_e2e_ips", 17725.57)]),
 ])
-def test_two_real_logs_concatenated_give_two_runs(fixtures_dir, first, second, expected):
-    data = (fixtures_dir / first).read_bytes() + b"\n" + (fixtures_dir / second).read_bytes()
+def test_two_real_logs_concatenated_give_two_runs(testbed_logs, first, second, expected):
+    data = (testbed_logs / first).read_bytes() + b"\n" + (testbed_logs / second).read_bytes()
     runs = labkit.logs.read(data).runs
     assert [(key, run.metrics.get(key)) for (key, _), run in zip(expected, runs)] == expected
     assert len(runs) == 2
@@ -217,8 +217,8 @@ def test_public_api():
     assert labkit.logs.FORMATS == ("graphcore", "cerebras", "sambanova", "groq", "keras")
 
 
-def test_run_for_picks_the_exercise_a_notebook_wants(fixtures_dir):
-    report = labkit.logs.read(fixtures_dir / "graphcore/upstream-spring2024-bert-demo_tiny_128-4ipu-sample-output.log")
+def test_run_for_picks_the_exercise_a_notebook_wants(testbed_logs):
+    report = labkit.logs.read(testbed_logs / "graphcore/upstream-spring2024-bert-demo_tiny_128-4ipu-sample-output.log")
     assert report.run_for("graphcore/bert").metrics["throughput"] == 749.6
     assert report.run_for("graphcore") is report.run
     with pytest.raises(labkit.logs.NoRunError, match="no graphcore/mnist run in this log .it holds graphcore/bert"):
@@ -249,8 +249,8 @@ def test_sambanova_traceback_before_metrics_is_failed():
     assert run.status == "failed" and "before printing e2e_train_time" in " ".join(run.notes)
 
 
-def test_utf16_and_bom_logs_from_windows_are_read(tmp_path, fixtures_dir):
-    data = (fixtures_dir / "groq/student-kloiks-spring2024-bert_tiny-dummy-input.log").read_text(encoding="utf-8")
+def test_utf16_and_bom_logs_from_windows_are_read(tmp_path, testbed_logs):
+    data = (testbed_logs / "groq/student-kloiks-spring2024-bert_tiny-dummy-input.log").read_text(encoding="utf-8")
     utf16 = tmp_path / "powershell.log"
     utf16.write_bytes(data.encode("utf-16"))  # with its byte-order mark, as PowerShell writes
     bom = tmp_path / "notepad.log"

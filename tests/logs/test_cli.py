@@ -13,14 +13,15 @@ import sys
 import pytest
 
 from labkit import cli
-from tests.logs.conftest import CASES, REPO
+from tests.logs.conftest import CASES
+from tests.shared import REPO
 
 TRAINING = "sambanova/tstabrawa-fall2024-HW7-BertLarge-8tasks-2ndlog.log"
 TWO_RUNS = "graphcore/student-tnguyen2211-fall2024-mnist-two-runs.log"
 
 
-def test_human_summary_lists_runs_metrics_with_units_and_notes(fixtures_dir, capsys):
-    code = cli.main(["logs", "parse", str(fixtures_dir / TRAINING), str(fixtures_dir / TWO_RUNS)])
+def test_human_summary_lists_runs_metrics_with_units_and_notes(testbed_logs, capsys):
+    code = cli.main(["logs", "parse", str(testbed_logs / TRAINING), str(testbed_logs / TWO_RUNS)])
     out = capsys.readouterr().out
     assert code == 0
     assert "sambanova format, 1 run" in out
@@ -32,8 +33,8 @@ def test_human_summary_lists_runs_metrics_with_units_and_notes(fixtures_dir, cap
     assert "accuracy = 97.82 %" in out
 
 
-def test_json_gives_one_object_per_file(fixtures_dir, capsys):
-    code = cli.main(["logs", "parse", "--json", str(fixtures_dir / TWO_RUNS), str(CASES / "empty.log")])
+def test_json_gives_one_object_per_file(testbed_logs, capsys):
+    code = cli.main(["logs", "parse", "--json", str(testbed_logs / TWO_RUNS), str(CASES / "empty.log")])
     lines = capsys.readouterr().out.splitlines()
     assert code == 0 and len(lines) == 2
     first, second = (json.loads(line) for line in lines)
@@ -57,13 +58,13 @@ def test_format_option_is_checked_by_argparse(capsys):
     assert "invalid choice: 'poplar'" in capsys.readouterr().err
 
 
-def test_python_m_labkit_logs_parse_json_subprocess(fixtures_dir, tmp_path):
+def test_python_m_labkit_logs_parse_json_subprocess(testbed_logs, tmp_path):
     binary = tmp_path / "srun.txt"
     with open("/bin/true" if os.path.exists("/bin/true") else sys.executable, "rb") as f:
         binary.write_bytes(f.read())
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.run([sys.executable, "-m", "labkit", "logs", "parse", "--json",
-                           str(fixtures_dir / "cerebras/student-kloiks-spring2024-bert-large-bs1024.log"), str(binary)],
+                           str(testbed_logs / "cerebras/student-kloiks-spring2024-bert-large-bs1024.log"), str(binary)],
                           capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
     assert proc.returncode == 0, proc.stderr
     cerebras, binary_report = (json.loads(line) for line in proc.stdout.splitlines())

@@ -34,10 +34,10 @@ def test_a_saturated_or_slow_loss_is_not_divergence():
     assert loss_divergence([2.3028, 2.3024, 2.3019]) is None  # lr 0.001
 
 
-def test_every_real_log_gets_the_rule_and_only_the_rule(fixtures_dir):
+def test_every_real_log_gets_the_rule_and_only_the_rule(testbed_logs):
     """No real course log has a NaN or runaway loss; the worst (lr 3, 10.10 %) peaks at 1.05x its start."""
     worst = 0.0
-    for path in sorted(fixtures_dir.glob("*/*.log")):
+    for path in sorted(testbed_logs.glob("*/*.log")):
         for run in labkit.logs.read(path).runs:
             losses = [float(v) for v in run.series.get("loss", {}).get("y", [])]
             finite = [v for v in losses if math.isfinite(v)]
@@ -48,8 +48,8 @@ def test_every_real_log_gets_the_rule_and_only_the_rule(fixtures_dir):
     assert 1.0 < worst < 1.1 < EXPLODE_FACTOR
 
 
-def test_the_saturated_student_log_is_complete_with_the_evidence(fixtures_dir):
-    run = labkit.logs.read(fixtures_dir / "graphcore/student-sarora39-spring2024-mnist-b8-lr3-e20-diverged.log").run
+def test_the_saturated_student_log_is_complete_with_the_evidence(testbed_logs):
+    run = labkit.logs.read(testbed_logs / "graphcore/student-sarora39-spring2024-mnist-b8-lr3-e20-diverged.log").run
     assert run.status == "complete" and run.metrics["test_accuracy"] == 10.10
     note = [n for n in run.notes if "near chance" in n][0]
     assert "did not diverge" in note and "above ln 10" in note and "lower the learning rate" in note

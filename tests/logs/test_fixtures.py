@@ -264,14 +264,14 @@ def check_run(run, want):
         assert words.lower() in text, (words, run.notes)
 
 
-def test_every_fixture_has_expectations(fixtures_dir):
-    on_disk = {str(p.relative_to(fixtures_dir)) for p in fixtures_dir.rglob("*") if p.is_file() and p.name != "SOURCES.md"}
+def test_every_fixture_has_expectations(testbed_logs):
+    on_disk = {str(p.relative_to(testbed_logs)) for p in testbed_logs.rglob("*") if p.is_file() and p.name != "SOURCES.md"}
     assert on_disk == set(EXPECTED) | set(POINTERS) | {SESSION}
 
 
-def test_sources_md_numbers_are_the_ones_asserted(fixtures_dir):
+def test_sources_md_numbers_are_the_ones_asserted(testbed_logs):
     """Each bold number SOURCES.md gives for a file is among the values asserted for it."""
-    sources = (fixtures_dir / "SOURCES.md").read_text(encoding="utf-8")
+    sources = (testbed_logs / "SOURCES.md").read_text(encoding="utf-8")
     checked = 0
     for row in sources.splitlines():
         m = re.match(r"\| `([^`]+)` \|", row)
@@ -292,8 +292,8 @@ def test_sources_md_numbers_are_the_ones_asserted(fixtures_dir):
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_fixture_numbers(fixtures_dir, name):
-    report = labkit.logs.read(fixtures_dir / name)
+def test_fixture_numbers(testbed_logs, name):
+    report = labkit.logs.read(testbed_logs / name)
     assert report.format == name.split("/")[0]
     assert len(report.runs) == len(EXPECTED[name]), [r.to_dict() for r in report.runs]
     for run, want in zip(report.runs, EXPECTED[name]):
@@ -303,8 +303,8 @@ def test_fixture_numbers(fixtures_dir, name):
 
 
 @pytest.mark.parametrize("name", sorted(POINTERS))
-def test_slurm_pointer_files_have_no_run_but_the_pointer(fixtures_dir, name):
-    report = labkit.logs.read(fixtures_dir / name)
+def test_slurm_pointer_files_have_no_run_but_the_pointer(testbed_logs, name):
+    report = labkit.logs.read(testbed_logs / name)
     assert report.format == "sambanova"
     assert report.runs == []
     assert report.pointers == [POINTERS[name]]
@@ -313,8 +313,8 @@ def test_slurm_pointer_files_have_no_run_but_the_pointer(fixtures_dir, name):
         report.run
 
 
-def test_shell_session_shows_cached_pef_twice_and_the_task_counts(fixtures_dir):
-    report = labkit.logs.read(fixtures_dir / SESSION)
+def test_shell_session_shows_cached_pef_twice_and_the_task_counts(testbed_logs):
+    report = labkit.logs.read(testbed_logs / SESSION)
     runs = report.runs
     assert report.format == "sambanova"
     assert len(runs) == 7  # ./BertLarge.sh was run seven times (twice stopped by a cached PEF)
@@ -326,12 +326,12 @@ def test_shell_session_shows_cached_pef_twice_and_the_task_counts(fixtures_dir):
     assert rejected and all("rejects this job at submission" in " ".join(r.notes) for r in rejected)
 
 
-def test_sambanova_throughput_is_tokens_and_flat_time(fixtures_dir):
+def test_sambanova_throughput_is_tokens_and_flat_time(testbed_logs):
     """training_sequences_per_second = ntasks x batch x steps x msl / e2e, and e2e stays flat."""
     names = ["sambanova/tstabrawa-fall2024-HW7-BertLarge-16tasks-2ndlog.log",
              "sambanova/tstabrawa-fall2024-HW7-BertLarge-8tasks-2ndlog.log",
              "sambanova/student-xiaoruiDong-spring2024-bertlarge-ntasks4-run.log"]
-    runs = [labkit.logs.read(fixtures_dir / n).run for n in names]
+    runs = [labkit.logs.read(testbed_logs / n).run for n in names]
     for run in runs:
         p, m = run.params, run.metrics
         tokens = p["ntasks"] * p["batch_size"] * p["steps_this_run"] * p["max_seq_length"] / m["e2e_train_time"]
@@ -344,26 +344,26 @@ def test_sambanova_throughput_is_tokens_and_flat_time(fixtures_dir):
     assert rates[0] / rates[2] == pytest.approx(16 / 4, rel=0.15)  # throughput scales with ntasks
 
 
-def test_slurm_pointer_is_followed_to_a_copied_training_log(fixtures_dir, tmp_path):
+def test_slurm_pointer_is_followed_to_a_copied_training_log(testbed_logs, tmp_path):
     slurm = tmp_path / "slurm-43717.out"
-    slurm.write_bytes((fixtures_dir / "sambanova/tstabrawa-fall2024-slurm-43717.log").read_bytes())
+    slurm.write_bytes((testbed_logs / "sambanova/tstabrawa-fall2024-slurm-43717.log").read_bytes())
     (tmp_path / "112124.22").mkdir()
     (tmp_path / "112124.22" / "BertLarge.out").write_bytes(
-        (fixtures_dir / "sambanova/tstabrawa-fall2024-HW7-BertLarge-16tasks-2ndlog.log").read_bytes())
+        (testbed_logs / "sambanova/tstabrawa-fall2024-HW7-BertLarge-16tasks-2ndlog.log").read_bytes())
     report = labkit.logs.read(slurm)
     assert report.run.metrics["e2e_train_time"] == pytest.approx(470.3965759277344)
     assert "pointer" in report.run.notes[0] and "slurm-43717.out" in report.run.notes[0]
     assert labkit.logs.read(slurm, follow=False).runs == []
 
 
-def test_cerebras_series_hold_every_train_line(fixtures_dir):
-    gptj = labkit.logs.read(fixtures_dir / "cerebras/upstream-fall2024-gptj-6B-sample-output-last-section.log").run
+def test_cerebras_series_hold_every_train_line(testbed_logs):
+    gptj = labkit.logs.read(testbed_logs / "cerebras/upstream-fall2024-gptj-6B-sample-output-last-section.log").run
     assert gptj.series["rate"] == {"x": [100, 200], "y": [19.81, 19.80], "x_label": "step"}
     assert gptj.series["global_rate"]["y"] == [19.81, 19.80]
     assert gptj.series["loss"]["y"][-1] == 8.375
-    gpt2 = labkit.logs.read(fixtures_dir / "cerebras/upstream-spring2024-gpt2-small-sample-output.log").run
+    gpt2 = labkit.logs.read(testbed_logs / "cerebras/upstream-spring2024-gpt2-small-sample-output.log").run
     assert gpt2.series["loss"]["x"] == list(range(100, 11201, 100))
-    bert = labkit.logs.read(fixtures_dir / "cerebras/upstream-spring2024-bert-large-MSL128-sample-output.log").run
+    bert = labkit.logs.read(testbed_logs / "cerebras/upstream-spring2024-bert-large-MSL128-sample-output.log").run
     assert bert.series["global_rate"]["y"][0] == 974.00 and bert.series["global_rate"]["y"][-1] == 1112.94
     # Queue, compile and run phases from the time stamps (03:00:06.793 compile start ... 03:35:51.746 done).
     assert bert.metrics["compile_queue_s"] == pytest.approx(10.026)  # 03:00:08.492 -> 03:00:18.518 first poll

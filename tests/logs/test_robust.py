@@ -18,14 +18,16 @@ from hypothesis import strategies as st
 
 import labkit.logs
 from labkit.logs import LogReport
-from tests.logs.conftest import CASES, FIXTURES
+from tests.logs.conftest import CASES
+from tests.shared import real_logs
 
 ROBUST = settings(max_examples=200, deadline=None, derandomize=True, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 def _corpus() -> List[bytes]:
-    files = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.name != "SOURCES.md") if FIXTURES.is_dir() else []
+    real = real_logs()
+    files = sorted(p for p in real.rglob("*") if p.is_file() and p.name != "SOURCES.md") if real.is_dir() else []
     files += sorted(p for p in CASES.iterdir() if p.is_file())
     # Keep examples small and quick: at most the first 24 KB of each log (its head is what
     # detection looks at; the rest is more of the same lines).

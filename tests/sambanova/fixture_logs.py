@@ -1,14 +1,10 @@
-"""Where the real SambaNova logs are: $LABKIT_SHARED, else <repo>/../shared, else /work/shared."""
-
-import os
-from pathlib import Path
+"""The real SambaNova logs (tests/shared.py: $LABKIT_SHARED, else <repo>/../shared), and a mark
+that skips, naming LABKIT_SHARED, when they are missing."""
 
 import pytest
 
-FIXTURES = None
-for _root in [os.environ.get("LABKIT_SHARED", ""), str(Path(__file__).resolve().parents[3] / "shared"), "/work/shared"]:
-    if _root and (Path(_root) / "fixtures" / "testbed-logs" / "sambanova").is_dir():
-        FIXTURES = Path(_root) / "fixtures" / "testbed-logs" / "sambanova"
-        break
+from tests.shared import missing_message, real_logs
 
-needs_logs = pytest.mark.skipif(FIXTURES is None, reason="real SambaNova logs not found (set LABKIT_SHARED)")
+FIXTURES = real_logs("sambanova")
+
+needs_logs = pytest.mark.skipif(not FIXTURES.is_dir(), reason=missing_message(FIXTURES))

@@ -1,5 +1,5 @@
 """The SambaNova testbed path end to end on a real Slurm, with SambaFlow's programs replaced by
-scripts that write SambaFlow's real log lines (tests/slurm/fake_sambaflow.py)."""
+scripts that write SambaFlow's real log lines (tests/fakes/sambaflow.py)."""
 
 import re
 from pathlib import Path
@@ -9,7 +9,7 @@ import pytest
 from labkit import jobs
 from labkit.params import ParameterError
 from labkit.testbeds import sambanova
-from tests.slurm.fake_sambaflow import fixtures_dir, make_fake_sambaflow
+from tests.fakes.sambaflow import fixtures_dir, make_fake_sambaflow
 
 pytestmark = pytest.mark.usefixtures("slurm_cluster")
 

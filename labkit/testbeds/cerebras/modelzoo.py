@@ -6,7 +6,7 @@
     run = cerebras.run_modelzoo(config, cerebras.cerebras_stack())
 
 Verified only on the testbed; here it is tested against a fake ``run.py`` that prints the real
-log format (tests/cerebras/fake_run.py).
+log format (tests/fakes/cerebras_run.py).
 """
 
 from __future__ import annotations

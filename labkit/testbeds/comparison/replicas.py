@@ -5,8 +5,9 @@
     outcome["epoch_times"], outcome["losses"], outcome["images"]
 
 - CPU and CUDA (:func:`measure_torch`): ``torch.distributed`` (gloo or NCCL), one fresh process per
-  replica, meeting through a file (``init_method="file://..."``) rather than a TCP port, so
-  studies side by side cannot collide;
+  replica, started and followed by labkit.ranks (the launcher SambaNova's portable ranks use too:
+  a rendezvous store on a port the OS picks, so studies side by side cannot collide; replicas
+  that ignore interrupts; no process left behind);
 - IPU (:func:`measure_ipu`): PopTorch's ``replicationFactor(n)`` in one process.
 
 Both return the raw epoch times, the losses and the images seen; :mod:`labkit.testbeds.comparison.study`
@@ -15,15 +16,13 @@ turns them into a row of the study.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 import time
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
+from labkit import ranks
 from labkit.testbeds.comparison.models import build as build_model
 
-__all__ = ["synthetic_images", "timed_epochs", "measure_torch", "measure_ipu"]
+__all__ = ["synthetic_images", "timed_epochs", "torch_replica", "measure_torch", "measure_ipu"]
 
 
 def synthetic_images(count: int, seed: int):
@@ -56,30 +55,27 @@ def timed_epochs(step, images, labels, micro_batch: int, epochs: int, sync=None)
     return {"epoch_times": times, "losses": losses, "steps": steps}
 
 
-def _torch_rank(rank: int, world: int, micro_batch: int, images_per_replica: int, epochs: int,
-                learning_rate: float, seed: int, use_cuda: bool, init_file: str, result_file: str,
-                threads: int, model_name: str) -> None:
-    """One replica: a process of a torch.distributed group (gloo on CPU, NCCL on GPUs)."""
+def torch_replica(rank: ranks.Rank, micro_batch: int, images_per_replica: int, epochs: int,
+                  learning_rate: float, seed: int, use_cuda: bool, threads: int,
+                  model_name: str) -> Optional[Dict[str, Any]]:
+    """One replica: a process of a torch.distributed group (gloo on CPU, NCCL on GPUs); replica 0
+    returns the epoch times, the losses and the steps per epoch."""
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel
 
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Kernel -> Interrupt reaches replicas too; the parent decides
     torch.set_num_threads(threads)
-    distributed = world > 1
-    device = torch.device("cuda", rank) if use_cuda else torch.device("cpu")
+    distributed = rank.world_size > 1
+    device = torch.device("cuda", rank.rank) if use_cuda else torch.device("cpu")
     if distributed:
-        dist.init_process_group("nccl" if use_cuda else "gloo", init_method="file://" + init_file,
-                                rank=rank, world_size=world)
+        rank.join_group("nccl" if use_cuda else "gloo")
     torch.manual_seed(seed)  # the same initial weights on every replica
     model = build_model(model_name).to(device)
-    trained = DistributedDataParallel(model, device_ids=[rank] if use_cuda else None) if distributed else model
+    trained = DistributedDataParallel(model, device_ids=[rank.rank] if use_cuda else None) if distributed else model
     # frozen parameters are neither updated nor exchanged (DDP reduces only those needing gradients)
     optimizer = torch.optim.SGD([p for p in trained.parameters() if p.requires_grad], lr=learning_rate)
-    images, labels = synthetic_images(images_per_replica, seed + 1 + rank)  # each replica its own shard
+    images, labels = synthetic_images(images_per_replica, seed + 1 + rank.rank)  # each replica its own shard
     images, labels = images.to(device), labels.to(device)
 
     def step(x, y):
@@ -96,39 +92,26 @@ def _torch_rank(rank: int, world: int, micro_batch: int, images_per_replica: int
             dist.barrier()
 
     outcome = timed_epochs(step, images, labels, micro_batch, epochs, sync)
-    if rank == 0:
-        with open(result_file, "w") as f:
-            json.dump(outcome, f)
     if distributed:
         dist.destroy_process_group()
+    return outcome if rank.rank == 0 else None
 
 
 def measure_torch(replicas: int, micro_batch: int, images_per_epoch: int, epochs: int,
                   learning_rate: float, seed: int, use_cuda: bool, model: str) -> Dict[str, Any]:
-    """torch.distributed: ``replicas`` fresh processes (gloo on CPU, NCCL on GPUs), each its own shard."""
-    import torch.multiprocessing as mp
+    """torch.distributed: ``replicas`` fresh processes (gloo on CPU, NCCL on GPUs), each its own shard.
 
+    An interrupt does not stop the replicas (the study, inside ``interrupts.graceful()``, lets the
+    configuration in progress finish); a second one, raised here, stops them and propagates."""
     # a CPU replica is one core, as an IPU replica is one IPU: one thread each. (Letting one
     # replica use every core measures torch's intra-op threading, which on a small CNN and a
     # busy machine mostly measures contention.)
     threads = 1
-    with tempfile.TemporaryDirectory(prefix="labkit-scaling-") as folder:
-        init_file = os.path.join(folder, "rendezvous")
-        result_file = os.path.join(folder, "rank0.json")
-        args = (replicas, micro_batch, images_per_epoch // replicas, epochs, learning_rate, seed, use_cuda,
-                init_file, result_file, threads, model)
-        # a fresh process even for one replica: every configuration starts from the same state
-        context = mp.spawn(_torch_rank, args=args, nprocs=replicas, join=False)
-        try:
-            while not context.join():
-                pass
-        except KeyboardInterrupt:  # a second interrupt: stop the replicas now, leave no process behind
-            for process in context.processes:
-                process.terminate()
-                process.join(5)
-            raise
-        with open(result_file) as f:
-            outcome = json.load(f)
+    args = (micro_batch, images_per_epoch // replicas, epochs, learning_rate, seed, use_cuda, threads, model)
+    # a fresh process even for one replica (spawn): every configuration starts from the same state
+    gathered = ranks.launch(torch_replica, replicas, args=args, start="spawn",
+                            what="The scaling study's {} replica{}".format(replicas, "s" if replicas > 1 else ""))
+    outcome = dict(gathered.results[0])
     outcome["images"] = outcome.pop("steps") * micro_batch * replicas
     return outcome
 

@@ -16,8 +16,8 @@ Replicas (run by :mod:`labkit.testbeds.comparison.replicas`):
 - CUDA: ``torch.distributed`` with NCCL, one process per GPU (up to the GPU count);
 - IPU: PopTorch's ``Options().replicationFactor(n)`` in one process (verified only against a
   fake PopTorch speaking its API; run it on a Graphcore testbed to measure).
-Processes meet through a file (``init_method="file://..."``), not a TCP port, so studies
-running side by side cannot collide.
+Processes are started by :mod:`labkit.ranks` and meet through a rendezvous store the study's
+process holds on a port the OS picks, so studies running side by side cannot collide.
 
 Every run records its losses. One whose loss becomes NaN/infinite or explodes is marked
 ``diverged`` by labkit's one rule (:func:`labkit.divergence.loss_divergence`), with the reason in

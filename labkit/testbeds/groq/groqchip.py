@@ -6,7 +6,7 @@
 ``groqit(model, inputs)`` builds the program, ``run_abunch`` gives the predictions,
 ``benchmark()`` (compile-time inputs, 100 repetitions) the end-to-end latency and
 ``estimate_performance().compute_latency`` the on-chip latency. Written from GroqFlow's
-documented API and tested against a fake that speaks it (tests/groq/fake_groqflow); verified
+documented API and tested against a fake that speaks it (tests/fakes/groqflow); verified
 only on the testbed.
 """
 

@@ -5,23 +5,21 @@
                                     "batch_size": 4, "steps": 4, "learning_rate": 1e-4}, "cpu", threads=1)
     outcome.result["e2e_train_time"], outcome.losses      # rank 0's figures
 
-The parent holds the rendezvous store and follows the ranks through a queue (a progress bar of
-rank 0's steps); the ranks ignore interrupts and the parent stops them. The scaling study
-(labkit.testbeds.comparison.replicas) has a launcher of its own: the two are meant to become one.
+The ranks are started and followed by labkit.ranks (the launcher the scaling study's replicas
+use too: the rendezvous store, interrupts, failures, no process left); this module is what is
+SambaNova's own: the ranks' training (:func:`train_rank`), the gradient all-reduce, and rank 0's
+steps shown as a progress bar. An interrupt stops the ranks and returns the steps so far.
 """
 
 from __future__ import annotations
 
-import datetime
-import queue as queue_module
 import time
-import traceback
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
-from labkit import interrupts
+from labkit import ranks as rank_launcher
 
-__all__ = ["RanksOutcome", "launch_bert_ranks", "process_context", "AllReduceOptimizer", "train_rank", "PRELOAD"]
+__all__ = ["RanksOutcome", "launch_bert_ranks", "AllReduceOptimizer", "train_rank", "PRELOAD"]
 
 
 @dataclass
@@ -34,93 +32,56 @@ class RanksOutcome:
     losses: List[float] = field(default_factory=list)
 
 
+#: Modules the rank processes need, imported once by the fork server rather than by every rank
+#: of every run (importing transformers takes seconds).
+PRELOAD = ["labkit.testbeds.sambanova.launch", "labkit.bert", "transformers.models.bert.modeling_bert"]
+
+
+class _RankZeroProgress:
+    """Rank 0's messages: a bar that starts when the ranks have met (not at spawn), its steps and losses."""
+
+    def __init__(self, ranks: int, steps: int, show: bool, outcome: RanksOutcome):
+        self.ranks, self.steps, self.show, self.outcome = ranks, steps, show, outcome
+        self.bar: Any = None
+
+    def __call__(self, rank: int, kind: str, payload: Tuple[Any, ...]) -> None:
+        if kind == "ready" and self.show:
+            from labkit.progress import bar
+
+            self.bar = bar(total=self.steps, unit="step",
+                           desc="{} rank{} x {} steps".format(self.ranks, "s" if self.ranks > 1 else "", self.steps))
+        elif kind == "step":
+            self.outcome.steps.append(payload[0])
+            self.outcome.losses.append(payload[1])
+            if self.bar is not None:
+                self.bar.update(1)
+                self.bar.set_postfix(loss="{:.3f}".format(payload[1]), refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def launch_bert_ranks(ranks: int, settings: Dict[str, Any], device_kind: str, threads: int, timeout: float = 3600,
                       show: bool = True) -> RanksOutcome:
-    """Spawn ``ranks`` processes of :func:`train_rank` and follow them to the end.
+    """Start ``ranks`` processes of :func:`train_rank` and follow them to the end.
 
     ``settings``: model_size, max_seq_length, seed, batch_size, steps, learning_rate.
     ``device_kind``: 'cuda' (NCCL, one GPU per rank) or 'cpu' (gloo). Raises RuntimeError
     when a rank fails or nothing comes back within ``timeout`` seconds; an interrupt stops the
     ranks and returns the steps reported so far with ``result`` None.
     """
-    import torch.distributed as dist
-    import torch.multiprocessing as mp
-
-    from labkit.progress import bar
-
-    # The parent holds the rendezvous store: port 0 lets the OS pick a free port, and holding
-    # the listening socket means no other process can take it before the ranks connect.
-    store = dist.TCPStore("127.0.0.1", 0, world_size=None, is_master=True, wait_for_workers=False,
-                          timeout=datetime.timedelta(seconds=300))
-    context = process_context(mp)
-    messages = context.Queue()
-    procs = [context.Process(target=train_rank, args=(rank, ranks, store.port, settings, device_kind, threads, messages),
-                             daemon=True) for rank in range(ranks)]
-    for proc in procs:
-        proc.start()
-    progress = None
     outcome = RanksOutcome(None)
-    failure: Optional[str] = None
-    deadline = time.monotonic() + timeout
-    stop = interrupts.graceful()  # the ranks ignore interrupts: this process stops them
+    progress = _RankZeroProgress(ranks, settings["steps"], show, outcome)
     try:
-        stop.__enter__()
-        while outcome.result is None and failure is None and not stop.requested:
-            try:
-                kind, *payload = messages.get(timeout=0.5)
-            except queue_module.Empty:
-                dead = [p for p in procs if p.exitcode not in (None, 0)]
-                if dead:
-                    failure = "rank process exited with status {}".format(dead[0].exitcode)
-                elif time.monotonic() > deadline:
-                    failure = "no result after {:.0f}s".format(timeout)
-                continue
-            if kind == "ready" and show:  # the bar starts when the ranks have met, not at spawn
-                progress = bar(total=settings["steps"], unit="step",
-                               desc="{} rank{} x {} steps".format(ranks, "s" if ranks > 1 else "", settings["steps"]))
-            elif kind == "step":
-                outcome.steps.append(payload[0])
-                outcome.losses.append(payload[1])
-                if progress is not None:
-                    progress.update(1)
-                    progress.set_postfix(loss="{:.3f}".format(payload[1]), refresh=False)
-            elif kind == "done":
-                outcome.result = payload[0]
-            elif kind == "error":
-                failure = "rank {} failed:\n{}".format(payload[0], payload[1])
-    except KeyboardInterrupt as exc:
-        if not stop.interrupted_by(exc):
-            raise
+        gathered = rank_launcher.launch(train_rank, ranks, args=(settings, device_kind, threads), start="forkserver",
+                                        preload=PRELOAD, on_message=progress, timeout=timeout,
+                                        stop_on_interrupt=True, what="The portable data-parallel run")
     finally:
-        stop.__exit__()
-        if progress is not None:
-            progress.close()
-        for proc in procs:
-            proc.join(timeout=0 if stop.requested else 30 if failure is None else 2)
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(5)
-        messages.close()
-        del store
-    if failure is not None:
-        raise RuntimeError("The portable data-parallel run failed: " + failure)
+        progress.close()
+    if not gathered.interrupted:
+        outcome.result = gathered.results[0]
     return outcome
-
-
-#: Modules the rank processes need, imported once by the fork server rather than by every rank
-#: of every run (importing transformers takes seconds).
-PRELOAD = ["labkit.testbeds.sambanova.launch", "labkit.bert", "transformers.models.bert.modeling_bert"]
-
-
-def process_context(mp: Any) -> Any:
-    """A fork server where there is one (Linux, macOS): it starts clean (no threads, no CUDA),
-    imports torch and transformers once, and forks each rank from there, so a sweep of runs pays
-    the imports once. Elsewhere (Windows) plain spawn."""
-    if "forkserver" in mp.get_all_start_methods():
-        context = mp.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)
-        return context
-    return mp.get_context("spawn")
 
 
 class AllReduceOptimizer:
@@ -152,53 +113,47 @@ class AllReduceOptimizer:
         self.optimizer.step()
 
 
-def train_rank(rank: int, world: int, port: int, settings: Dict[str, Any], device_kind: str, threads: int,
-                messages: Any) -> None:
-    """One rank of the portable run (a spawned process)."""
-    import signal
-
+def train_rank(rank: rank_launcher.Rank, settings: Dict[str, Any], device_kind: str,
+               threads: int) -> Optional[Dict[str, Any]]:
+    """One rank of the portable run (a process started by labkit.ranks); rank 0 returns the
+    end-to-end time, the backend and whether the replicas stayed identical."""
     import torch
     import torch.distributed as dist
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Kernel -> Interrupt reaches the ranks too; the parent decides
-    try:
-        torch.set_num_threads(threads)
-        if device_kind == "cuda":
-            torch.cuda.set_device(rank)
-            device = torch.device("cuda", rank)
-            backend = "nccl"
-        else:
-            device = torch.device("cpu")
-            backend = "gloo"
-        store = dist.TCPStore("127.0.0.1", port, is_master=False, timeout=datetime.timedelta(seconds=300))
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world)
-        from labkit import bert
+    torch.set_num_threads(threads)
+    if device_kind == "cuda":
+        torch.cuda.set_device(rank.rank)
+        device = torch.device("cuda", rank.rank)
+        backend = "nccl"
+    else:
+        device = torch.device("cpu")
+        backend = "gloo"
+    rank.join_group(backend)
+    from labkit import bert
 
-        model = bert.build_model(settings["model_size"], settings["max_seq_length"], settings["seed"]).to(device)
-        torch.manual_seed(settings["seed"] * 100003 + rank)  # dropout: reproducible, different per rank
-        optimizer = AllReduceOptimizer(bert.make_optimizer(model, learning_rate=settings["learning_rate"]), world)
-        batches = bert.synthetic_batches(settings["batch_size"], settings["max_seq_length"], model.config.vocab_size,
-                                         seed=settings["seed"] * 100003 + rank)
-        dist.barrier()
-        if rank == 0:
-            messages.put(("ready",))
-        start = time.perf_counter()
-        for step in range(1, settings["steps"] + 1):
-            loss = bert.train_step(model, next(batches), optimizer, device)
-            if rank == 0:
-                messages.put(("step", step, float(loss)))
-        if device_kind == "cuda":
-            torch.cuda.synchronize(device)
-        dist.barrier()
-        e2e = time.perf_counter() - start
-        # Data parallelism keeps every replica identical: compare the ranks' weights.
-        checksum = float(sum(p.detach().double().sum().item() for p in model.parameters()))
-        sums: List[Any] = [None] * world
-        dist.all_gather_object(sums, checksum)
-        in_sync = max(sums) - min(sums) <= 1e-9 * max(1.0, abs(checksum))
-        if rank == 0:
-            messages.put(("done", {"e2e_train_time": e2e, "backend": backend, "replicas_in_sync": in_sync}))
-        dist.destroy_process_group()
-    except BaseException:  # report, then let the process fail
-        messages.put(("error", rank, traceback.format_exc()))
-        raise
+    model = bert.build_model(settings["model_size"], settings["max_seq_length"], settings["seed"]).to(device)
+    torch.manual_seed(settings["seed"] * 100003 + rank.rank)  # dropout: reproducible, different per rank
+    optimizer = AllReduceOptimizer(bert.make_optimizer(model, learning_rate=settings["learning_rate"]), rank.world_size)
+    batches = bert.synthetic_batches(settings["batch_size"], settings["max_seq_length"], model.config.vocab_size,
+                                     seed=settings["seed"] * 100003 + rank.rank)
+    dist.barrier()
+    if rank.rank == 0:
+        rank.report("ready")
+    start = time.perf_counter()
+    for step in range(1, settings["steps"] + 1):
+        loss = bert.train_step(model, next(batches), optimizer, device)
+        if rank.rank == 0:
+            rank.report("step", step, float(loss))
+    if device_kind == "cuda":
+        torch.cuda.synchronize(device)
+    dist.barrier()
+    e2e = time.perf_counter() - start
+    # Data parallelism keeps every replica identical: compare the ranks' weights.
+    checksum = float(sum(p.detach().double().sum().item() for p in model.parameters()))
+    sums: List[Any] = [None] * rank.world_size
+    dist.all_gather_object(sums, checksum)
+    in_sync = max(sums) - min(sums) <= 1e-9 * max(1.0, abs(checksum))
+    dist.destroy_process_group()
+    if rank.rank == 0:
+        return {"e2e_train_time": e2e, "backend": backend, "replicas_in_sync": in_sync}
+    return None

@@ -1,6 +1,6 @@
 """A realistic class of 13 graded with the real homework rubric gives the expected gradebook.
 
-The class (tests/grading/classroom.py) is built from the homework notebook and real testbed
+The class (tests/homework/classroom.py) is built from the homework notebook and real testbed
 logs; each student's comment there says why their row of class/expected_gradebook.csv holds
 those numbers: complete, partial, wrong answers, edited outputs, typed-in records, a
 monkeypatched log reader, an endless loop, a sandbox escape attempt, a killed kernel, the
@@ -17,7 +17,7 @@ import pytest
 from labkit.grading import sandbox
 from labkit.grading.batch import grade_class
 from labkit.grading.gradebook import read_gradebook
-from tests.grading import classroom
+from tests.homework import classroom
 
 LIMITS = sandbox.Limits(notebook_s=60, cell_s=10, memory_bytes=2 << 30, nproc=64, fsize_bytes=16 << 20)
 

@@ -1,12 +1,28 @@
-"""A stand-in for PopTorch that speaks the part of its documented API the MNIST exercise uses.
+"""A stand-in for PopTorch (Graphcore's PyTorch for IPUs) that speaks the part of its documented
+API labkit uses: the MNIST exercise (labkit/testbeds/graphcore/ipu.py) and the scaling study's IPU
+replicas (labkit/testbeds/comparison/replicas.py). PopTorch's API is documented in the PopTorch
+User Guide (https://docs.graphcore.ai/projects/poptorch-user-guide/, "Options",
+"poptorch.DataLoader", "trainingModel", "inferenceModel").
+
+    monkeypatch.syspath_prepend(str(tests.fakes.POPTORCH)); import poptorch
 
 It runs on the CPU with torch and behaves as PopTorch does where labkit depends on it:
-``Options().deviceIterations(n)`` returns the options; a ``DataLoader`` yields
-``batch_size x device_iterations`` samples per step; a ``trainingModel`` makes one SGD update
-per micro-batch and, with ``OutputMode.All``, returns every micro-batch's outputs and losses
-(else only the last's); one model may be attached to the (single) IPU at a time, so
-``inferenceModel`` fails until the training model has called ``detachFromDevice()``.
-Every call is logged in ``CALLS`` so tests can check the order.
+
+- ``Options()`` with chainable ``deviceIterations(n)``, ``replicationFactor(n)``,
+  ``outputMode(mode)`` and ``randomSeed(seed)``;
+- ``DataLoader(options, dataset, batch_size=...)``: ``batch_size`` is the micro-batch; each item
+  it yields is a combined batch of batch_size x deviceIterations x replicationFactor samples;
+- ``trainingModel(model, options, optimizer=...)``: called with a combined batch it makes
+  deviceIterations optimizer steps; in each, every replica takes its micro-batch and the
+  replicas' gradients are averaged (what replication does on IPUs); with ``OutputMode.All`` it
+  returns every micro-batch's outputs and losses, else only the last's;
+- one model may be attached to the IPUs at a time (``compile()`` or the first call attaches),
+  so ``inferenceModel`` fails until the training model has called ``detachFromDevice()``;
+- ``ipuHardwareIsAvailable()`` is True (tests patch it to say otherwise).
+
+Every call is logged in ``CALLS`` as text (``"deviceIterations(10)"``,
+``"DataLoader(batch_size=8, combined=80)"``) so tests can check labkit drove PopTorch the
+documented way, in the documented order.
 """
 
 import enum
@@ -28,6 +44,7 @@ class OutputMode(enum.Enum):
 class Options:
     def __init__(self):
         self.device_iterations = 1
+        self.replication_factor = 1
         self.output_mode = OutputMode.Final
         self.seed = None
         CALLS.append("Options")
@@ -35,6 +52,11 @@ class Options:
     def deviceIterations(self, n):
         self.device_iterations = int(n)
         CALLS.append("deviceIterations({})".format(n))
+        return self
+
+    def replicationFactor(self, n):
+        self.replication_factor = int(n)
+        CALLS.append("replicationFactor({})".format(n))
         return self
 
     def outputMode(self, mode):
@@ -52,9 +74,9 @@ class DataLoader(torch.utils.data.DataLoader):
     def __init__(self, options, dataset, batch_size=1, shuffle=False, drop_last=True, **kwargs):
         assert isinstance(options, Options), "poptorch.DataLoader takes the Options first"
         self.options = options
-        CALLS.append("DataLoader(batch_size={})".format(batch_size))
-        super().__init__(dataset, batch_size=batch_size * options.device_iterations, shuffle=shuffle,
-                         drop_last=drop_last, **kwargs)
+        combined = batch_size * options.device_iterations * options.replication_factor
+        CALLS.append("DataLoader(batch_size={}, combined={})".format(batch_size, combined))
+        super().__init__(dataset, batch_size=combined, shuffle=shuffle, drop_last=drop_last, **kwargs)
 
 
 def ipuHardwareIsAvailable(num_ipus=1):
@@ -72,7 +94,7 @@ class _Wrapped:
     def _attach(self):
         if not self.attached:
             if _attached:
-                raise RuntimeError("Failed to acquire 1 IPU: the IPU is still attached to another model "
+                raise RuntimeError("Failed to acquire the IPUs: they are still attached to another model "
                                    "(call detachFromDevice() first)")
             _attached.append(self)
             self.attached = True
@@ -92,17 +114,19 @@ class _Wrapped:
 class _TrainingModel(_Wrapped):
     def __call__(self, data, labels):
         self._attach()
-        n = self.options.device_iterations
-        micro = data.shape[0] // n
+        iterations, replicas = self.options.device_iterations, self.options.replication_factor
+        micro = data.shape[0] // (iterations * replicas)
         outputs, losses = [], []
         self.model.train()
-        for i in range(n):
-            out, loss = self.model(data[i * micro:(i + 1) * micro], labels[i * micro:(i + 1) * micro])
+        for i in range(iterations):
             self.optimizer.zero_grad()
-            loss.backward()
+            for r in range(replicas):
+                lo = (i * replicas + r) * micro
+                out, loss = self.model(data[lo:lo + micro], labels[lo:lo + micro])
+                (loss / replicas).backward()  # the replicas' gradients are averaged
+                outputs.append(out.detach())
+                losses.append(loss.detach().reshape(1))
             self.optimizer.step()
-            outputs.append(out.detach())
-            losses.append(loss.detach().reshape(1))
         if self.options.output_mode == OutputMode.All:
             return torch.cat(outputs), torch.cat(losses)
         return outputs[-1], losses[-1]
@@ -129,5 +153,5 @@ def inferenceModel(model, options=None):
     CALLS.append("inferenceModel")
     wrapped = _InferenceModel(model, options)
     if _attached:
-        raise RuntimeError("Failed to acquire 1 IPU: the IPU is still attached to another model")
+        raise RuntimeError("Failed to acquire the IPUs: they are still attached to another model")
     return wrapped

@@ -18,22 +18,16 @@ Every line is copied, at test time, from the real logs in ../shared/fixtures/tes
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 from labkit.testbeds.sambanova import SambaFlow
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.shared import real_logs, require
 
 
 def fixtures_dir() -> Path:
-    env = os.environ.get("LABKIT_SHARED")
-    for candidate in ([Path(env)] if env else []) + [REPO.parent / "shared", Path("/work/shared")]:
-        found = candidate / "fixtures" / "testbed-logs" / "sambanova"
-        if found.is_dir():
-            return found
-    raise FileNotFoundError("real SambaNova logs not found under ../shared/fixtures/testbed-logs (set LABKIT_SHARED)")
+    """The real SambaNova logs; FileNotFoundError naming LABKIT_SHARED when they are missing."""
+    return require(real_logs("sambanova"))
 
 
 COMPILE_LOG = "tstabrawa-fall2024-HW7-BertLarge-16tasks-1stlog.log"

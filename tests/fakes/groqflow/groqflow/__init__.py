@@ -1,4 +1,4 @@
-"""Fake GroqFlow for labkit's tests (see ../README.md): groqit() and GroqModel, no GroqChip."""
+"""Fake GroqFlow for labkit's tests (see tests/fakes/README.md): groqit() and GroqModel, no GroqChip."""
 
 from groqflow.groqmodel.groqmodel import groqit  # noqa: F401  (the documented entry point)
 

@@ -1,6 +1,6 @@
 """The homework end to end, as a student without a testbed account does it, and as one with logs does.
 
-pia runs the lab book's notebooks portably (tests/grading/portable_student.py: `labkit sweep` and
+pia runs the lab book's notebooks portably (tests/homework/portable_student.py: `labkit sweep` and
 `labkit run` at tiny sizes into runs/<testbed>/), writes her answers and hands it in: the default
 rubric gives full marks, and every run says "portable: CPU". tess hands in the real testbed logs
 of ../shared/fixtures/testbed-logs and gets full marks too, her runs labelled IPU, CS-2, SN30 and
@@ -22,7 +22,7 @@ import pytest
 from labkit.grading import sandbox
 from labkit.grading.batch import grade_class
 from labkit.grading.gradebook import read_gradebook
-from tests.grading import classroom, portable_student
+from tests.homework import classroom, portable_student
 
 LIMITS = sandbox.Limits(notebook_s=300, cell_s=120, memory_bytes=4 << 30, nproc=128, fsize_bytes=64 << 20)
 

@@ -1,10 +1,10 @@
 """A realistic class for the homework: 13 student folders built from the real notebook and real logs.
 
-    PYTHONPATH=$PWD python -m tests.grading.classroom /tmp/class     # build it to look at it
+    PYTHONPATH=$PWD python -m tests.homework.classroom /tmp/class     # build it to look at it
 
 Each student hands in ``ai_testbeds.ipynb`` and a ``logs/`` folder of real testbed logs (from
-/work/shared/fixtures/testbed-logs, see its SOURCES.md). The expected gradebook is
-tests/grading/class/expected_gradebook.csv; the comment of each student below says why it
+../shared/fixtures/testbed-logs, see its SOURCES.md). The expected gradebook is
+tests/homework/class/expected_gradebook.csv; the comment of each student below says why it
 holds those numbers.
 """
 
@@ -23,6 +23,7 @@ from nbformat.v4 import new_code_cell, new_output
 
 from labkit import results
 from labkit.testbeds import homework
+from tests.shared import real_logs
 
 REPO = Path(__file__).resolve().parents[2]
 HOMEWORK = REPO / "notebooks" / "homework" / "ai_testbeds.ipynb"
@@ -31,11 +32,8 @@ EXPECTED = Path(__file__).resolve().parent / "class" / "expected_gradebook.csv"
 
 
 def fixtures_dir() -> Path:
-    env = os.environ.get("LABKIT_SHARED")
-    for candidate in ([Path(env)] if env else []) + [REPO.parent / "shared", Path("/work/shared")]:
-        if (candidate / "fixtures" / "testbed-logs").is_dir():
-            return candidate / "fixtures" / "testbed-logs"
-    return Path("/work/shared/fixtures/testbed-logs")
+    """The real testbed logs (tests/shared.py: $LABKIT_SHARED, else <repo>/../shared)."""
+    return real_logs()
 
 
 # Logs by short name: testbed and file.

@@ -19,7 +19,7 @@ from labkit.grading.rubric import RubricError, load_rubric
 from labkit.results import Run
 from labkit.testbeds.homework import evidence
 from labkit.testbeds.homework.where import where_it_ran
-from tests.grading import classroom
+from tests.homework import classroom
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 

@@ -1,12 +1,12 @@
 """A student with no testbed access: the homework done with the lab book's portable runs.
 
-    PYTHONPATH=$PWD python -m tests.grading.portable_student /tmp/pia     # build the hand-in to look at it
+    PYTHONPATH=$PWD python -m tests.homework.portable_student /tmp/pia     # build the hand-in to look at it
 
 ``make_runs(folder)`` does what the homework's instructions tell a student to do, at tiny sizes
 (the instructions' sizes take about five minutes per testbed; these a few seconds per run):
 ``labkit sweep`` for Graphcore, Cerebras and SambaNova and ``labkit run`` twice for Groq, each
 into ``folder/runs/<testbed>/``. ``hand_in(dest, name, ...)`` writes the homework notebook with
-the answers of tests/grading/classroom.py beside those runs and/or testbed logs.
+the answers of tests/homework/classroom.py beside those runs and/or testbed logs.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Dict, List, Optional
 
 import nbformat
 
-from tests.grading import classroom
+from tests.homework import classroom
 
 REPO = classroom.REPO
 

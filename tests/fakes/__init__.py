@@ -1,0 +1,20 @@
+"""Fakes of the vendors' APIs, one place for all of them (tests/fakes/README.md says which API
+each speaks and where that API is documented).
+
+A fake that labkit imports under the vendor's name lives in a folder of its own, put first on
+``sys.path`` (or on a kernel's PYTHONPATH) by the tests that use it, so that it is found only
+there; the others are programs copied into a stand-in vendor tree.
+"""
+
+from pathlib import Path
+
+__all__ = ["HERE", "POPTORCH", "GROQFLOW", "CEREBRAS_RUN"]
+
+HERE = Path(__file__).resolve().parent
+
+#: Put on sys.path: ``import poptorch`` (Graphcore).
+POPTORCH = HERE / "poptorch"
+#: Put on sys.path: ``import groqflow`` (Groq).
+GROQFLOW = HERE / "groqflow"
+#: Copied as the Cerebras modelzoo's BERT ``run.py``.
+CEREBRAS_RUN = HERE / "cerebras_run.py"
