@@ -18,8 +18,8 @@ are per worker share (:mod:`labkit.sweep.share`). A run whose share overlapped a
 that ran on a busy machine, has ``timing_contended`` set in results.csv; a timing metric of a
 configuration with such a run (or whose baseline has one) gets no "real difference" verdict.
 
-summary.md leads with the exercise's primary metrics (its module's ``PRIMARY_METRICS``,
-e.g. ``labkit.testbeds.graphcore``), then the others; a parameter with one value and a metric
+summary.md leads with the exercise's primary metrics (its table of metrics, e.g.
+``labkit.testbeds.graphcore.metrics``), then the others; a parameter with one value and a metric
 equal in every run are stated once at the top, not repeated in the tables.
 """
 
@@ -35,7 +35,7 @@ from labkit.sweep import stats
 from labkit.sweep.planning import MANIFEST, RUNS, write_atomic
 
 __all__ = ["table", "summary_frame", "summary_markdown", "write_reports", "plot_files", "counts", "is_timing",
-           "primary_metrics"]
+           "primary_metrics", "exercise_table"]
 
 ALPHA = 0.05
 _FIXED_COLUMNS = ("run", "status", "error", "duration", "notebook", "gpu", "exercise", "threads", "workers",
@@ -82,28 +82,25 @@ def table(out: str):
     return frame
 
 
-def is_timing(metric: str, units: Dict[str, str]) -> bool:
-    """A time or a speed: it depends on the machine's load, unlike accuracy and loss."""
+def is_timing(metric: str, units: Dict[str, str], table: Any = None) -> bool:
+    """A time or a speed: it depends on the machine's load, unlike accuracy and loss (the exercise's table says)."""
     from labkit.results import is_unstable
 
-    return is_unstable({"units": units}, metric)
+    return table.is_timing(metric) if table is not None and metric in table else is_unstable({"units": units}, metric)
 
 
 def primary_metrics(frame) -> List[str]:
-    """The exercise's ``PRIMARY_METRICS`` (from its testbed module), when the sweep ran one exercise."""
-    import importlib
+    """The primary metrics in the exercise's table of metrics, when the sweep ran one exercise."""
+    table = exercise_table(frame)
+    return list(table.primary) if table is not None else []
+
+
+def exercise_table(frame) -> Any:
+    """The :class:`labkit.metrics.MetricTable` of the one exercise the sweep ran, else None."""
+    from labkit.testbeds.metric_tables import table_for
 
     exercises = set(frame["exercise"].dropna()) if "exercise" in frame else set()
-    if len(exercises) != 1:
-        return []
-    testbed = str(exercises.pop()).split("/")[0]
-    if not re.match(r"^[a-z_]+$", testbed):
-        return []
-    try:
-        module = importlib.import_module("labkit.testbeds." + testbed)
-    except ImportError:
-        return []
-    return list(getattr(module, "PRIMARY_METRICS", ()))
+    return table_for(str(exercises.pop())) if len(exercises) == 1 else None
 
 
 def _contended(frame):
@@ -141,9 +138,9 @@ def summary_frame(out: str):
         return pd.DataFrame(rows)
     complete = frame[frame["status"] == "complete"]
     contended = complete[_contended(complete)]
-    units = frame.attrs.get("units", {})
+    units, exercise = frame.attrs.get("units", {}), exercise_table(frame)
     for metric in numeric_metrics(frame, manifest):
-        timing = is_timing(metric, units)
+        timing = is_timing(metric, units, exercise)
         base_values = _values(complete, grid, baseline, metric)
         base_contended = len(_values(contended, grid, baseline, metric)) if timing else 0
         for config in _configurations(manifest):
