@@ -9,6 +9,7 @@ are primary (what a summary leads with) and which are timings (they change with 
     TABLE.primary                  # ('test_accuracy', 'epoch_time'), in the table's order
     TABLE.check(run)               # [] or ["metric foo: not in the table of acme/classifier", ...]
     TABLE.frame()                  # a pandas table of name, unit, meaning, primary, timing
+    TABLE.markdown()               # the same for the docs
 
 Each exercise writes its table in ``labkit/testbeds/<exercise>/metrics.py``; its portable run,
 its log reader, its report, sweeps and the homework all read names and units from there, and
@@ -119,6 +120,14 @@ class MetricTable:
         rows = [{"metric": m.name, "unit": m.unit, "meaning": m.meaning, "primary": m.primary, "timing": m.timing}
                 for m in self]
         return pd.DataFrame(rows, columns=["metric", "unit", "meaning", "primary", "timing"]).set_index("metric")
+
+    def markdown(self) -> str:
+        """The table in Markdown, for the docs (docs/metrics.md)."""
+        lines = ["| metric | unit | meaning | primary | timing |", "|---|---|---|---|---|"]
+        for m in self:
+            lines.append("| `{}` | {} | {} | {} | {} |".format(m.name, m.unit, m.meaning.replace("|", "\\|"),
+                                                               "yes" if m.primary else "", "yes" if m.timing else ""))
+        return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         return self.frame()._repr_html_()

@@ -209,3 +209,11 @@ def test_a_sweep_marks_timings_by_the_table_where_the_name_rule_would_not(tmp_pa
     assert timing == {"onnxruntime_accuracy": False, "cpu_e2e_latency_ms": True}
     assert sweep_report.primary_metrics(sweep_report.table(out))[:3] == ["cpu_accuracy", "cpu_spearman",
                                                                          "cpu_e2e_latency_ms"]
+
+
+def test_docs_metrics_md_shows_the_tables_as_they_are():
+    from labkit.testbeds.metric_tables import markdown
+
+    page = (ROOT / "docs" / "metrics.md").read_text()
+    assert page == markdown() + "\n", ("docs/metrics.md is out of date: python -c 'from labkit.testbeds.metric_tables "
+                                       "import markdown; print(markdown())' > docs/metrics.md")

@@ -17,11 +17,13 @@ __all__ = ["MNIST_METRICS", "BERT_METRICS", "PRIMARY_METRICS"]
 
 MNIST_METRICS = MetricTable(
     (EXERCISE,),
-    Metric("test_accuracy", "%", "share of the test images classified right, after the last epoch", primary=True),
-    Metric("train_throughput", "samples/s", "training samples per second over the steady epochs (after the first)",
+    Metric("test_accuracy", "%", "accuracy on the test images after training, the mean of the test batches' "
+                                 "accuracies (as the tutorial computes it)", primary=True),
+    Metric("train_throughput", "samples/s", "training samples per second over every step after the first (the "
+                                            "first is warm-up or compilation)", primary=True, timing=True),
+    Metric("epoch_time", "s", "seconds of one steady epoch, warm-up and compilation left out (a run: an epoch's "
+                              "samples at train_throughput; a log: the median epoch after the first)",
            primary=True, timing=True),
-    Metric("epoch_time", "s", "seconds of one steady epoch (the first is left out: it includes warm-up or "
-                              "graph compilation)", primary=True, timing=True),
     Metric("first_epoch_time", "s", "seconds of the first epoch; on an IPU it includes the graph compilation",
            timing=True),
     Metric("total_train_time", "s", "seconds of all training epochs together", timing=True),
@@ -35,8 +37,8 @@ MNIST_METRICS = MetricTable(
     Metric("test_throughput", "samples/s", "test samples per second in the test pass", timing=True),
     Metric("first_epoch_ratio", "", "first epoch time / steady epoch time, from the log: how much compilation "
                                     "slowed the first epoch"),
-    Metric("train_accuracy", "%", "mean batch accuracy over the last epoch's training steps"),
-    Metric("final_loss", "", "training loss (cross-entropy) of the last step"),
+    Metric("train_accuracy", "%", "mean step accuracy over the last epoch's training steps"),
+    Metric("final_loss", "", "training loss (cross-entropy) of the last step, the mean over its micro-batches"),
     Metric("final_batch_loss", "", "the last training loss the log prints (one batch's)"),
     Metric("steps_per_epoch", "", "weight-update steps (batch_size x device_iterations samples) per epoch"),
 )

@@ -33,7 +33,8 @@ BERT_METRICS = MetricTable(
     Metric("replicas_in_sync", "", "portable run: True when every rank's weights agree after training (the "
                                    "gradient all-reduce worked)"),
     Metric("throughput_check", "", "the course script's throughput assertion, when it failed: at which bound"),
-    Metric("compile_s", "s", "seconds to the compile log's COMPILE END: compiling the PEF", timing=True),
+    Metric("compile_s", "s", "the compile log's 'COMPILE END AT': seconds from the script's start to the end of "
+                             "compiling the PEF", timing=True),
     Metric("duration_s", "s", "the compile log's 'Duration': compile and submit only, never training",
            timing=True),
     Metric("compile_skipped", "", "True when no compile ran because the compiled PEF already existed"),
