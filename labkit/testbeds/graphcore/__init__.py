@@ -20,7 +20,7 @@ from labkit.testbeds.graphcore.device import POPTORCH_HELP, choose_device
 from labkit.testbeds.graphcore.report import model_summary
 from labkit.testbeds.graphcore.result import MnistResult
 from labkit.testbeds.graphcore.run import run_mnist
-from labkit.testbeds.graphcore.metrics import MNIST_METRICS, PRIMARY_METRICS
+from labkit.testbeds.graphcore.metrics import MNIST_METRICS
 from labkit.testbeds.graphcore.spec import MNIST_SPEC
 
-__all__ = ["MNIST_SPEC", "MNIST_METRICS", "PRIMARY_METRICS", "MnistResult", "run_mnist", "choose_device", "model_summary", "POPTORCH_HELP"]
+__all__ = ["MNIST_SPEC", "MNIST_METRICS", "MnistResult", "run_mnist", "choose_device", "model_summary", "POPTORCH_HELP"]
