@@ -1,7 +1,7 @@
 """docs/architecture.md's "Adding a testbed exercise", followed in a temporary folder.
 
 A minimal exercise ("acme/classifier": a logistic regression on generated data) is written as
-the recipe says: a package with its spec, its run step and its report, and a notebook of the
+the recipe says: a package with its spec, its table of metrics, its run step and its report, and a notebook of the
 usual shape whose metadata names the spec. Then `labkit run` checks its parameters before a
 kernel starts, runs it with papermill, and the executed notebook records the run. If labkit's
 public API moves, the recipe (and this test) must move with it.
@@ -38,9 +38,22 @@ FILES = {
             Param("seed", int, 0, help="seeds the data and the weights"),
         )
     ''',
+    "acme/metrics.py": '''
+        from labkit.metrics import Metric, MetricTable
+
+        __all__ = ["ACME_METRICS"]
+
+        ACME_METRICS = MetricTable(
+            ("acme/classifier",),
+            Metric("train_accuracy", "%", "share of the training points classified right", primary=True),
+            Metric("final_loss", "", "cross-entropy of the last epoch"),
+            Metric("train_time", "s", "seconds of training", timing=True),
+        )
+    ''',
     "acme/run.py": '''
         import time
 
+        from acme.metrics import ACME_METRICS
         from labkit import divergence, interrupts, progress
         from labkit.results import Run
 
@@ -71,9 +84,9 @@ FILES = {
                     optimizer.step()
                     losses.append(float(loss))
             accuracy = 100.0 * float((model(x).argmax(1) == y).float().mean())
-            run.add_metric("train_accuracy", round(accuracy, 2), "%")
-            run.add_metric("final_loss", round(losses[-1], 4), "")
-            run.add_metric("train_time", time.perf_counter() - started, "s")
+            ACME_METRICS.add(run, "train_accuracy", round(accuracy, 2))
+            ACME_METRICS.add(run, "final_loss", round(losses[-1], 4))
+            ACME_METRICS.add(run, "train_time", time.perf_counter() - started)
             run.add_series("loss", list(range(1, len(losses) + 1)), losses, x_label="epoch")
             if divergence.is_diverged(losses):
                 run.status = "diverged"
@@ -131,6 +144,15 @@ def test_an_exercise_built_from_the_recipe_runs_through_labkit_run(tmp_path):
     assert run.exercise == "acme/classifier" and run.status == "complete" and run.source == "portable"
     assert run.params["epochs"] == 3 and len(run.series["loss"]["x"]) == 3
     assert run.units["train_accuracy"] == "%" and 50 <= run.metrics["train_accuracy"] <= 100
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from acme.metrics import ACME_METRICS
+
+        assert ACME_METRICS.check(run) == [] and ACME_METRICS.timings == ("train_time",)
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m == "acme" or m.startswith("acme.")]:
+            del sys.modules[name]
 
 
 def test_its_parameters_are_checked_before_a_kernel_starts(tmp_path):

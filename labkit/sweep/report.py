@@ -6,40 +6,28 @@
 The numbers come from :mod:`labkit.sweep.tables` (results.csv, statistics per configuration),
 the figures from :mod:`labkit.sweep.plots`.
 
-summary.md leads with the exercise's primary metrics (its module's ``PRIMARY_METRICS``,
-e.g. ``labkit.testbeds.graphcore``), then the others; a parameter with one value and a metric
+summary.md leads with the exercise's primary metrics (its table of metrics, e.g.
+``labkit.testbeds.graphcore.metrics``), then the others; a parameter with one value and a metric
 equal in every run are stated once at the top, not repeated in the tables.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from typing import Dict, List, Optional
 
 from labkit.files import write_atomic
 from labkit.sweep.plots import plot_files, write_plots
-from labkit.sweep.tables import (ALPHA, configurations, constant_metrics, contended_mask, fmt, isnan, read_manifest,
-                                 summary_frame, table, with_unit)
+from labkit.sweep.tables import (ALPHA, configurations, constant_metrics, contended_mask, exercise_table, fmt, isnan,
+                                 read_manifest, summary_frame, table, with_unit)
 
 __all__ = ["summary_markdown", "write_reports", "counts", "primary_metrics", "main"]
 
 
 def primary_metrics(frame) -> List[str]:
-    """The exercise's ``PRIMARY_METRICS`` (from its testbed module), when the sweep ran one exercise."""
-    import importlib
-
-    exercises = set(frame["exercise"].dropna()) if "exercise" in frame else set()
-    if len(exercises) != 1:
-        return []
-    testbed = str(exercises.pop()).split("/")[0]
-    if not re.match(r"^[a-z_]+$", testbed):
-        return []
-    try:
-        module = importlib.import_module("labkit.testbeds." + testbed)
-    except ImportError:
-        return []
-    return list(getattr(module, "PRIMARY_METRICS", ()))
+    """The primary metrics in the exercise's table of metrics, when the sweep ran one exercise."""
+    table = exercise_table(frame)
+    return list(table.primary) if table is not None else []
 
 
 def _share_line(frame) -> Optional[str]:

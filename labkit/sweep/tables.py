@@ -31,8 +31,8 @@ from typing import Any, Dict, List, Union
 from labkit.sweep import stats
 from labkit.sweep.planning import MANIFEST, RUNS, SweepError, is_sweep, same_grid_value
 
-__all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "collect", "table", "summary_frame", "is_timing", "numeric_metrics",
-           "contended_mask", "configurations", "isnan", "fmt", "constant_metrics", "with_unit"]
+__all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "collect", "table", "summary_frame", "is_timing",
+           "exercise_table", "numeric_metrics", "contended_mask", "configurations", "isnan", "fmt", "constant_metrics", "with_unit"]
 
 #: The significance level of the "real difference" verdict.
 ALPHA = 0.05
@@ -91,11 +91,19 @@ def collect(out: Union[str, "os.PathLike[str]"]):
     return table(out)
 
 
-def is_timing(metric: str, units: Dict[str, str]) -> bool:
-    """A time or a speed: it depends on the machine's load, unlike accuracy and loss."""
+def is_timing(metric: str, units: Dict[str, str], table: Any = None) -> bool:
+    """A time or a speed: it depends on the machine's load, unlike accuracy and loss (the exercise's table says)."""
     from labkit.results import is_unstable
 
-    return is_unstable({"units": units}, metric)
+    return table.is_timing(metric) if table is not None and metric in table else is_unstable({"units": units}, metric)
+
+
+def exercise_table(frame) -> Any:
+    """The :class:`labkit.metrics.MetricTable` of the one exercise the sweep ran, else None."""
+    from labkit.testbeds.metric_tables import table_for
+
+    exercises = set(frame["exercise"].dropna()) if "exercise" in frame else set()
+    return table_for(str(exercises.pop())) if len(exercises) == 1 else None
 
 
 def contended_mask(frame):
@@ -135,9 +143,9 @@ def summary_frame(out: str):
         return pd.DataFrame(rows)
     complete = frame[frame["status"] == "complete"]
     contended = complete[contended_mask(complete)]
-    units = frame.attrs.get("units", {})
+    units, exercise = frame.attrs.get("units", {}), exercise_table(frame)
     for metric in numeric_metrics(frame, manifest):
-        timing = is_timing(metric, units)
+        timing = is_timing(metric, units, exercise)
         base_values = _values(complete, grid, baseline, metric)
         base_contended = len(_values(contended, grid, baseline, metric)) if timing else 0
         for config in configurations(manifest):

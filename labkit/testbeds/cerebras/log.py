@@ -23,6 +23,7 @@ from typing import Dict, List, Optional
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, new_run, number, parse_stamp, stamp_text
 from labkit.results import Run
+from labkit.testbeds.cerebras.metrics import BERT_METRICS
 
 __all__ = ["CerebrasReader"]
 
@@ -132,8 +133,8 @@ class CerebrasReader(LineReader):
         if "Processed" in line:
             m = _PROCESSED.search(line)
             if m:
-                st.run.add_metric("samples", int(m.group(1)), "samples")
-                st.run.add_metric("train_seconds", number(m.group(2)), "s")
+                BERT_METRICS.add(st.run, "samples", int(m.group(1)))
+                BERT_METRICS.add(st.run, "train_seconds", number(m.group(2)))
                 st.started = True  # a summary line pasted on its own is a run too
                 st.summary_only = not st.steps and not st.run.params
         if "Training completed successfully" in line:
@@ -208,16 +209,16 @@ class CerebrasReader(LineReader):
             run.add_series("loss", st.steps, st.losses)
             run.add_series("rate", st.steps, st.rates)
             run.add_series("global_rate", st.steps, st.global_rates)
-            run.add_metric("steps", st.steps[-1])
-            run.add_metric("final_loss", st.losses[-1])
-            run.add_metric("global_rate", st.global_rates[-1], "samples/s")
-            run.add_metric("last_rate", st.rates[-1], "samples/s")
+            BERT_METRICS.add(run, "steps", st.steps[-1])
+            BERT_METRICS.add(run, "final_loss", st.losses[-1])
+            BERT_METRICS.add(run, "global_rate", st.global_rates[-1])
+            BERT_METRICS.add(run, "last_rate", st.rates[-1])
             if len(st.rates) > 1:
-                run.add_metric("min_rate", min(st.rates), "samples/s")
-                run.add_metric("max_rate", max(st.rates), "samples/s")
+                BERT_METRICS.add(run, "min_rate", min(st.rates))
+                BERT_METRICS.add(run, "max_rate", max(st.rates))
         if "samples" in run.metrics and run.metrics.get("train_seconds"):
             per_s = run.metrics["samples"] / run.metrics["train_seconds"]
-            run.add_metric("samples_per_s", round(per_s, 2), "samples/s")
+            BERT_METRICS.add(run, "samples_per_s", round(per_s, 2))
             run.notes.append(
                 "Processed {} samples in {} s: samples/s = {} / {} = {:.1f}. {} s is the whole training time, not "
                 "the time per sample; more samples in more seconds is not a slowdown. Compare runs by samples/s "
@@ -255,22 +256,22 @@ class CerebrasReader(LineReader):
         if "compile_start" in marks and "compile_end" in marks:
             total = (marks["compile_end"] - marks["compile_start"]).total_seconds()
             queued = st.queue_s.get("compile", 0.0)
-            run.add_metric("compile_queue_s", queued, "s")
-            run.add_metric("compile_s", round(total - queued, 3), "s")
+            BERT_METRICS.add(run, "compile_queue_s", queued)
+            BERT_METRICS.add(run, "compile_s", round(total - queued, 3))
             if not st.compile_search and total - queued < 120:
-                run.add_metric("compile_cached", True)
+                BERT_METRICS.add(run, "compile_cached", True)
                 run.notes.append("The compile took {:.0f} s with no floorplan search: the compile artifacts were "
                                  "reused from an earlier identical compile.".format(total - queued))
         if "execute" in st.queue_s:
-            run.add_metric("execute_queue_s", st.queue_s["execute"], "s")
+            BERT_METRICS.add(run, "execute_queue_s", st.queue_s["execute"])
         if "program_start" in marks and "run_start" in marks:
-            run.add_metric("setup_s", (marks["run_start"] - marks["program_start"]).total_seconds(), "s")
+            BERT_METRICS.add(run, "setup_s", (marks["run_start"] - marks["program_start"]).total_seconds())
         end = marks.get("completed") or parse_stamp(st.last_step)
         if "run_start" in marks and end is not None:
-            run.add_metric("run_wall_s", (end - marks["run_start"]).total_seconds(), "s")
+            BERT_METRICS.add(run, "run_wall_s", (end - marks["run_start"]).total_seconds())
         first, last = parse_stamp(st.first), parse_stamp(st.last)
         if first is not None and last is not None and last > first:  # one time stamp is no duration
-            run.add_metric("wall_s", (last - first).total_seconds(), "s")
+            BERT_METRICS.add(run, "wall_s", (last - first).total_seconds())
         queued = sum(st.queue_s.values())
         if queued >= 30:
             run.notes.append("{:.0f} s of this log's wall time was spent queueing for the cluster ({}), not "

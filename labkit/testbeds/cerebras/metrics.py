@@ -3,9 +3,15 @@
 ``samples_per_sec`` (the last GlobalRate), ``time_per_sample``, ``final_loss``,
 ``total_samples``, ``total_time``: :func:`standardize` adds them to a run read from a CS-2
 log (the log reader's own names stay beside them), :func:`add_train_metrics` gives them, and
-the reader's names, to a portable run, so tables of both line up.
+the reader's names, to a portable run, so tables of both line up. :data:`BERT_METRICS` is the
+table of them all (name, unit, meaning, primary, timing); every metric here takes its unit from it.
 
     run = read_log("bert_log_bs_1024.txt")     # a modelzoo log -> labkit.results.Run
+    BERT_METRICS.frame()                        # what each metric means
+
+The exercise's names and the log reader's name the same numbers twice: ``samples_per_sec`` is
+``global_rate``, ``total_samples`` is ``samples``, ``total_time`` is ``train_seconds``,
+``compile_time`` is ``compile_s``. Both are kept, as records have always held them.
 """
 
 from __future__ import annotations
@@ -14,11 +20,48 @@ import os
 from typing import Optional
 
 from labkit import bert
+from labkit.metrics import Metric, MetricTable
 from labkit.params import Config, existing_file
 from labkit.results import Run
 from labkit.testbeds.cerebras.spec import EXERCISE
 
-__all__ = ["standardize", "read_log", "add_train_metrics"]
+__all__ = ["BERT_METRICS", "standardize", "read_log", "add_train_metrics"]
+
+#: Every metric of a modelzoo run: the exercise's (BERT-Large) and the other modelzoo logs the reader knows.
+BERT_METRICS = MetricTable(
+    (EXERCISE, "cerebras/gpt2", "cerebras/gptj"),
+    Metric("samples_per_sec", "samples/s", "the last GlobalRate: samples per second averaged since the first step",
+           primary=True, timing=True),
+    Metric("final_loss", "", "training loss at the last logged step (BERT: masked LM + next sentence)",
+           primary=True),
+    Metric("time_per_sample", "s", "total_time / total_samples (1 / samples_per_sec when the log lacks them)",
+           timing=True),
+    Metric("total_samples", "samples", "samples trained on, from 'Processed N sample(s) in T seconds'"),
+    Metric("total_time", "s", "seconds of training, from 'Processed N sample(s) in T seconds' (compile excluded)",
+           timing=True),
+    Metric("steps", "", "training steps run (the last step logged)"),
+    Metric("compile_time", "s", "seconds the CS-2 compile took, cluster queue excluded (compile_s)", timing=True),
+    Metric("warmup_time", "s", "portable run: seconds of the first step (allocation, kernel selection); the "
+                               "CS-2 compile has no portable analogue", timing=True),
+    Metric("setup_time", "s", "portable run: seconds building the model", timing=True),
+    # The log reader's names (labkit.logs gives a modelzoo log these).
+    Metric("global_rate", "samples/s", "the modelzoo's GlobalRate at the last logged step (= samples_per_sec)",
+           timing=True),
+    Metric("last_rate", "samples/s", "the modelzoo's Rate at the last logged step: over the last interval only",
+           timing=True),
+    Metric("min_rate", "samples/s", "the lowest Rate logged", timing=True),
+    Metric("max_rate", "samples/s", "the highest Rate logged", timing=True),
+    Metric("samples_per_s", "samples/s", "samples / train_seconds of the 'Processed' line", timing=True),
+    Metric("samples", "samples", "samples trained on, from the 'Processed' line (= total_samples)"),
+    Metric("train_seconds", "s", "seconds of training from the 'Processed' line (= total_time)", timing=True),
+    Metric("compile_s", "s", "seconds the compile job took, cluster queue excluded", timing=True),
+    Metric("compile_queue_s", "s", "seconds the compile job waited in the cluster's queue", timing=True),
+    Metric("compile_cached", "", "True when the compile reused earlier artifacts (short, no floorplan search)"),
+    Metric("execute_queue_s", "s", "seconds the execute job waited in the cluster's queue", timing=True),
+    Metric("setup_s", "s", "seconds from the program's start to the run's start (log time stamps)", timing=True),
+    Metric("run_wall_s", "s", "seconds from the run's start to its end (log time stamps)", timing=True),
+    Metric("wall_s", "s", "seconds between the log's first and last time stamps, queues included", timing=True),
+)
 
 
 def standardize(run: Run) -> Run:
@@ -29,19 +72,20 @@ def standardize(run: Run) -> Run:
     ``time_per_sample`` is their ratio.
     """
     m = run.metrics
+    add = BERT_METRICS.add
     rate = m.get("global_rate", m.get("samples_per_s"))
     if rate is not None:
-        run.add_metric("samples_per_sec", rate, "samples/s")
+        add(run, "samples_per_sec", rate)
     if m.get("samples") is not None:
-        run.add_metric("total_samples", m["samples"], "samples")
+        add(run, "total_samples", m["samples"])
     if m.get("train_seconds") is not None:
-        run.add_metric("total_time", m["train_seconds"], "s")
+        add(run, "total_time", m["train_seconds"])
     if m.get("samples") and m.get("train_seconds"):
-        run.add_metric("time_per_sample", m["train_seconds"] / m["samples"], "s")
+        add(run, "time_per_sample", m["train_seconds"] / m["samples"])
     elif rate:
-        run.add_metric("time_per_sample", 1.0 / rate, "s")
+        add(run, "time_per_sample", 1.0 / rate)
     if "compile_s" in m:
-        run.add_metric("compile_time", m["compile_s"], "s")
+        add(run, "compile_time", m["compile_s"])
     return run
 
 
@@ -70,14 +114,15 @@ def add_train_metrics(run: Run, result: bert.TrainResult) -> None:
     last = result.logs[-1] if result.logs else None
     # The last GlobalRate, as a log gives it (at the last step; "Processed ... in T seconds"
     # is taken a moment later, so total_samples / total_time differs in the last digits).
-    run.add_metric("samples_per_sec", round(last.global_rate if last else result.global_rate, 2), "samples/s")
-    run.add_metric("time_per_sample", result.time_per_sample, "s")
-    run.add_metric("final_loss", round(result.final_loss, 5))
-    run.add_metric("total_samples", result.total_samples, "samples")
-    run.add_metric("total_time", result.total_time, "s")
-    run.add_metric("steps", len(result.losses))
+    add = BERT_METRICS.add
+    add(run, "samples_per_sec", round(last.global_rate if last else result.global_rate, 2))
+    add(run, "time_per_sample", result.time_per_sample)
+    add(run, "final_loss", round(result.final_loss, 5))
+    add(run, "total_samples", result.total_samples)
+    add(run, "total_time", result.total_time)
+    add(run, "steps", len(result.losses))
     # The same numbers under the names labkit.logs gives a CS-2 log, so tables line up.
-    run.add_metric("global_rate", round(last.global_rate, 2) if last else 0.0, "samples/s")
-    run.add_metric("last_rate", round(last.rate, 2) if last else 0.0, "samples/s")
-    run.add_metric("samples", result.total_samples, "samples")
-    run.add_metric("train_seconds", result.total_time, "s")
+    add(run, "global_rate", round(last.global_rate, 2) if last else 0.0)
+    add(run, "last_rate", round(last.rate, 2) if last else 0.0)
+    add(run, "samples", result.total_samples)
+    add(run, "train_seconds", result.total_time)

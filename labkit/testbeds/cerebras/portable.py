@@ -20,6 +20,7 @@ from labkit.testbeds.cerebras.loglines import info_line, processed_line, train_l
 from labkit.testbeds.cerebras.metrics import add_train_metrics
 from labkit.testbeds.cerebras.spec import EXERCISE
 from labkit.testbeds.cerebras.stream import echo_above
+from labkit.testbeds.cerebras.metrics import BERT_METRICS
 
 __all__ = ["run_portable"]
 
@@ -100,8 +101,8 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     run.add_series("loss", list(range(1, len(result.losses) + 1)), result.losses)
     run.add_series("rate", [e.step for e in result.logs], [e.rate for e in result.logs])
     run.add_series("global_rate", [e.step for e in result.logs], [e.global_rate for e in result.logs])
-    run.add_metric("setup_time", round(setup_time, 4), "s")
-    run.add_metric("warmup_time", round(result.warmup_time, 4), "s")
+    BERT_METRICS.add(run, "setup_time", round(setup_time, 4))
+    BERT_METRICS.add(run, "warmup_time", round(result.warmup_time, 4))
     run.environment = devices.environment(device, {"parameters": bert.count_parameters(model)})
     if log_path:
         run.environment["log_path"] = os.path.abspath(log_path)

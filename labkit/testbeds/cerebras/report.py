@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional, Sequence
 
 from labkit.display import show as show_figure  # this module has its own show() for tables
 from labkit.results import Run
-from labkit.testbeds.cerebras.metrics import standardize
+from labkit.testbeds.cerebras.metrics import BERT_METRICS, standardize
 
 __all__ = ["comparison_table", "plot_comparison", "metrics_table", "plot_loss", "show",
            "TABLE_UNITS", "SHOWN_METRICS"]
@@ -76,10 +76,10 @@ SHOWN_METRICS = ("samples_per_sec", "time_per_sample", "final_loss", "total_samp
 
 
 def metrics_table(run: Run):
-    """The run's main metrics as a table: metric, value, unit."""
+    """The run's main metrics as a table: metric, value, unit (from the exercise's table of metrics)."""
     import pandas as pd
 
-    rows = [{"metric": name, "value": run.metrics[name], "unit": run.units.get(name, "")}
+    rows = [{"metric": name, "value": run.metrics[name], "unit": BERT_METRICS.unit(name)}
             for name in SHOWN_METRICS if name in run.metrics]
     rows[:0] = [{"metric": name, "value": text, "unit": ""} for name, text in run.partial_rows()]
     return pd.DataFrame(rows, columns=["metric", "value", "unit"], dtype=object)  # object: counts stay ints

@@ -38,6 +38,7 @@ from labkit.divergence import loss_divergence
 from labkit.params import existing_file
 from labkit.testbeds.comparison.models import model_choice
 from labkit.testbeds.comparison.replicas import measure_ipu, measure_torch
+from labkit.testbeds.comparison.metrics import SCALING_METRICS
 
 __all__ = ["study", "measure", "load_reference", "display_table", "EXAMPLE_REFERENCE",
            "PUBLISHED_REFERENCE", "PUBLISHED_PROVENANCE", "REFERENCE_COLUMNS", "allowed_replicas", "diverged",
@@ -221,9 +222,9 @@ def as_run(frame, params: Dict[str, Any]):
     run = Run("comparison/ipu_vs_gpu", params=dict(params))
     if frame.attrs.get("interrupted"):  # scaling.study stopped by the student: the configurations so far
         run.mark_interrupted(frame.attrs["interrupted"], "only the configurations measured before it are in the study.")
-    run.add_metric("best_throughput", float(complete["throughput"].max()) if len(complete) else float("nan"), "images/s")
-    run.add_metric("configurations", int(len(frame)))
-    run.add_metric("diverged", int((frame["status"] == "diverged").sum()))
+    SCALING_METRICS.add(run, "best_throughput", float(complete["throughput"].max()) if len(complete) else float("nan"))
+    SCALING_METRICS.add(run, "configurations", int(len(frame)))
+    SCALING_METRICS.add(run, "diverged", int((frame["status"] == "diverged").sum()))
     for micro_batch, group in measured.groupby("micro_batch"):
         group = group.sort_values("replicas")
         run.add_series("throughput_mb{}".format(micro_batch), group["replicas"].tolist(), group["throughput"].tolist(),

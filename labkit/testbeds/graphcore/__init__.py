@@ -13,13 +13,14 @@ From Python:
 Modules, one concern each: ``spec`` (parameters), ``device`` (where it runs), ``run`` (the run step),
 ``portable`` + ``train`` (the PyTorch path), ``ipu`` (PopTorch), ``model`` (the network), ``result``
 (the record both paths make), ``progress_bars``, ``verdict`` (near-chance notes), ``log`` (the
-testbed log reader), ``report`` (the network table).
+testbed log reader), ``metrics`` (the table of metrics), ``report`` (the network table).
 """
 
 from labkit.testbeds.graphcore.device import POPTORCH_HELP, choose_device
 from labkit.testbeds.graphcore.report import model_summary
 from labkit.testbeds.graphcore.result import MnistResult
 from labkit.testbeds.graphcore.run import run_mnist
-from labkit.testbeds.graphcore.spec import MNIST_SPEC, PRIMARY_METRICS
+from labkit.testbeds.graphcore.metrics import MNIST_METRICS
+from labkit.testbeds.graphcore.spec import MNIST_SPEC
 
-__all__ = ["MNIST_SPEC", "PRIMARY_METRICS", "MnistResult", "run_mnist", "choose_device", "model_summary", "POPTORCH_HELP"]
+__all__ = ["MNIST_SPEC", "MNIST_METRICS", "MnistResult", "run_mnist", "choose_device", "model_summary", "POPTORCH_HELP"]

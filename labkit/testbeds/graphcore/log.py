@@ -28,6 +28,7 @@ from typing import Dict, List, Optional
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, clock_seconds, new_run, number, params_from_filename
 from labkit.results import Run
+from labkit.testbeds.graphcore.metrics import BERT_METRICS, MNIST_METRICS
 from labkit.testbeds.graphcore.verdict import judge
 
 __all__ = ["GraphcoreReader"]
@@ -242,17 +243,17 @@ class GraphcoreReader(LineReader):
         if from_name:
             run.notes.append("Read from the file name only, not from the log: {}.".format(", ".join(from_name)))
         if cur.accuracy is not None:
-            run.add_metric("test_accuracy", cur.accuracy, "%")
+            MNIST_METRICS.add(run, "test_accuracy", cur.accuracy)
         if cur.train_compile_s is not None:
-            run.add_metric("train_compile_time", cur.train_compile_s, "s")
+            MNIST_METRICS.add(run, "train_compile_time", cur.train_compile_s)
         if cur.infer_compile_s is not None:
-            run.add_metric("test_compile_time", cur.infer_compile_s, "s")
+            MNIST_METRICS.add(run, "test_compile_time", cur.infer_compile_s)
         self._epoch_times(cur)
         if cur.losses:
             steps = list(range(1, len(cur.losses) + 1))
             run.add_series("loss", steps, cur.losses, x_label="logged step")
             run.add_series("batch_accuracy", steps, cur.batch_accuracies, x_label="logged step")
-            run.add_metric("final_batch_loss", cur.losses[-1])
+            MNIST_METRICS.add(run, "final_batch_loss", cur.losses[-1])
         # Status: complete when it ran to the end; diverged only by the one rule (labkit.divergence),
         # never for a low accuracy alone (verdict.judge notes a near-chance run instead).
         if cur.epochs_done and cur.accuracy is not None:
@@ -286,16 +287,16 @@ class GraphcoreReader(LineReader):
             return
         last = done[-1]
         total_s = cur.epoch_elapsed[last]
-        run.add_metric("total_train_time", total_s, "s")
+        MNIST_METRICS.add(run, "total_train_time", total_s)
         by_clock = round(total_s / last, 3)
         if cur.seconds_per_epoch is not None and abs(cur.seconds_per_epoch - by_clock) <= 1.0 / last + 0.01 * by_clock:
             # tqdm's s/it has 4 significant digits; its mm:ss clock has 1 s steps. Take the precise one.
-            run.add_metric("mean_epoch_time", cur.seconds_per_epoch, "s")
+            MNIST_METRICS.add(run, "mean_epoch_time", cur.seconds_per_epoch)
             run.notes.append("mean_epoch_time {} s is tqdm's s/it figure on the Epochs bar, the most precise time the "
                              "log prints (the elapsed clock {} / {} epochs gives {} s, to 1 s steps).".format(
                                  cur.seconds_per_epoch, _clock_text(total_s), last, by_clock))
         else:
-            run.add_metric("mean_epoch_time", by_clock, "s")
+            MNIST_METRICS.add(run, "mean_epoch_time", by_clock)
             run.notes.append("mean_epoch_time {} s is the elapsed clock {} / {} epochs{}.".format(
                 by_clock, _clock_text(total_s), last,
                 " (tqdm's s/it, {} s, is a moving average of the last epochs and disagrees, so it was not used)".format(
@@ -312,10 +313,10 @@ class GraphcoreReader(LineReader):
             run.add_series("epoch_time", xs, ys, x_label="epoch")
         if xs and xs[0] == 1 and len(xs) >= 3:
             steady = median(ys[1:])
-            run.add_metric("first_epoch_time", ys[0], "s")
-            run.add_metric("epoch_time", steady, "s")
+            MNIST_METRICS.add(run, "first_epoch_time", ys[0])
+            MNIST_METRICS.add(run, "epoch_time", steady)
             if steady > 0:
-                run.add_metric("first_epoch_ratio", round(ys[0] / steady, 2))
+                MNIST_METRICS.add(run, "first_epoch_ratio", round(ys[0] / steady, 2))
             if cur.train_compile_s:
                 run.notes.append("Here the first epoch took {} s = about {} s of steady training + {} s of graph "
                                  "compilation.".format(ys[0], steady, cur.train_compile_s))
@@ -334,7 +335,7 @@ class GraphcoreReader(LineReader):
             return True
         m = _BERT_COMPILED.search(line)
         if m:
-            run.add_metric("compile_s", number(m.group(1)), "s")
+            BERT_METRICS.add(run, "compile_s", number(m.group(1)))
             return True
         if "Step:" in line:
             m = _BERT_STEP.search(line)
@@ -346,13 +347,13 @@ class GraphcoreReader(LineReader):
                     self.bert_losses.append(loss)
                 else:
                     self.bert_losses[-1] = loss
-                run.add_metric("last_step", step)
-                run.add_metric("total_loss", loss)
+                BERT_METRICS.add(run, "last_step", step)
+                BERT_METRICS.add(run, "total_loss", loss)
                 for name, value in _BERT_FIELD.findall(line):
-                    run.add_metric(name, number(value))
+                    BERT_METRICS.add(run, name, number(value))
                 t = _BERT_THROUGHPUT.search(line)
                 if t:
-                    run.add_metric("throughput", number(t.group(1)), "samples/s")
+                    BERT_METRICS.add(run, "throughput", number(t.group(1)))
                 return True
         m = _BERT_METRIC.match(line)
         if m:
@@ -362,7 +363,7 @@ class GraphcoreReader(LineReader):
             return True
         m = _BERT_TIME.search(line)
         if m:
-            run.add_metric("training_time_s", number(m.group(1)), "s")
+            BERT_METRICS.add(run, "training_time_s", number(m.group(1)))
             return True
         return False
 

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from labkit.params import PATH, Config, Param, Spec, existing_file, usable_directory
 
-__all__ = ["MNIST_SPEC", "PRIMARY_METRICS", "EXERCISE"]
+__all__ = ["MNIST_SPEC", "EXERCISE"]
 
 EXERCISE = "graphcore/mnist"
-#: What a sweep's summary leads with: test accuracy, steady training throughput, steady epoch time.
-PRIMARY_METRICS = ("test_accuracy", "train_throughput", "epoch_time")
 
 
 def _fits_one_step(config: Config):

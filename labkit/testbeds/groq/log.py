@@ -20,6 +20,7 @@ from typing import Dict, List, Optional
 
 from labkit.logs.base import LineReader, new_run, number
 from labkit.results import Run
+from labkit.testbeds.groq.metrics import BERT_TINY_METRICS
 
 __all__ = ["GroqReader"]
 
@@ -38,8 +39,6 @@ _COLUMNS = {
 }
 #: The columns of GroqFlow's table, in order (the second is Accuracy or the Spearman coefficient).
 _USUAL_ORDER = ("source", "accuracy", "e2e_latency_ms", "e2e_ips", "onchip_latency_ms", "onchip_ips")
-_UNITS = {"accuracy": "%", "spearman": "", "e2e_latency_ms": "ms", "e2e_ips": "inferences/s",
-          "onchip_latency_ms": "ms", "onchip_ips": "inferences/s"}
 
 COMPILE_INPUT_NOTE = ("GroqFlow measured the groq end-to-end latency and IPS on the inputs given at compile time "
                       "('No inputs received for benchmark'), not over the dataset; the cpu row times the PyTorch "
@@ -155,7 +154,8 @@ class GroqReader(LineReader):
         for source, row in sorted(st.rows.items()):
             for key, value in row.items():
                 if value is not None:
-                    run.add_metric("{}_{}".format(source, key), value, _UNITS.get(key, ""))
+                    name = "{}_{}".format(source, key)  # units from the exercise's table of metrics
+                    run.add_metric(name, value, BERT_TINY_METRICS.unit(name) if name in BERT_TINY_METRICS else "")
         if st.headerless:
             run.notes.append("Read from table row(s) without their header: the columns were taken in GroqFlow's "
                              "order (Source, {}, end-to-end latency (ms), end-to-end IPS, on-chip latency (ms), "
@@ -172,7 +172,7 @@ class GroqReader(LineReader):
                 run.notes.append(ONCHIP_NOTE)
             cpu, groq = st.rows.get("cpu", {}), st.rows.get("groq", {})
             if cpu.get("e2e_ips") and groq.get("e2e_ips"):
-                run.add_metric("groq_vs_cpu_e2e_speedup", round(groq["e2e_ips"] / cpu["e2e_ips"], 2), "x")
+                BERT_TINY_METRICS.add(run, "groq_vs_cpu_e2e_speedup", round(groq["e2e_ips"] / cpu["e2e_ips"], 2))
         else:
             run.notes.append("No result table: the run was cut short before GroqFlow printed it.")
         if st.cached:

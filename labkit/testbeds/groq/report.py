@@ -12,6 +12,7 @@ from typing import Any, Dict, Optional, Sequence
 from labkit.params import Config
 from labkit.testbeds.groq.result import GroqResult
 from labkit.testbeds.groq.spec import EXERCISE
+from labkit.testbeds.groq.metrics import BERT_TINY_METRICS
 
 __all__ = ["make_run", "plot_latency", "table_from_runs", "log_table"]
 
@@ -31,19 +32,19 @@ def make_run(config: Config, loaded: Any, data: Any, result: GroqResult, custom_
     run = Run(exercise, source="testbed" if "groq" in result.latency else "portable", params=config.to_dict())
     for name, lat in result.latency.items():
         if result.task == "classification":
-            run.add_metric("{}_accuracy".format(name), round(result.scores[name] * 100, 4), "%")
+            BERT_TINY_METRICS.add(run, "{}_accuracy".format(name), round(result.scores[name] * 100, 4))
         else:
-            run.add_metric("{}_spearman".format(name), result.scores[name])
-        run.add_metric("{}_e2e_latency_ms".format(name), lat["end_to_end"] * 1000, "ms")
-        run.add_metric("{}_e2e_ips".format(name), result.batch_size / lat["end_to_end"], "inferences/s")
+            BERT_TINY_METRICS.add(run, "{}_spearman".format(name), result.scores[name])
+        BERT_TINY_METRICS.add(run, "{}_e2e_latency_ms".format(name), lat["end_to_end"] * 1000)
+        BERT_TINY_METRICS.add(run, "{}_e2e_ips".format(name), result.batch_size / lat["end_to_end"])
         if lat.get("on_chip"):
-            run.add_metric("{}_onchip_latency_ms".format(name), lat["on_chip"] * 1000, "ms")
-            run.add_metric("{}_onchip_ips".format(name), result.batch_size / lat["on_chip"], "inferences/s")
-        run.add_metric("{}_loop_latency_ms".format(name), lat["loop"] * 1000, "ms")
-        run.add_metric("{}_compile_input_latency_ms".format(name), lat["compile_inputs"] * 1000, "ms")
+            BERT_TINY_METRICS.add(run, "{}_onchip_latency_ms".format(name), lat["on_chip"] * 1000)
+            BERT_TINY_METRICS.add(run, "{}_onchip_ips".format(name), result.batch_size / lat["on_chip"])
+        BERT_TINY_METRICS.add(run, "{}_loop_latency_ms".format(name), lat["loop"] * 1000)
+        BERT_TINY_METRICS.add(run, "{}_compile_input_latency_ms".format(name), lat["compile_inputs"] * 1000)
         if name != "cpu":
-            run.add_metric("{}_disagreements".format(name), len(result.disagreements[name]))
-    run.add_metric("samples", result.samples)
+            BERT_TINY_METRICS.add(run, "{}_disagreements".format(name), len(result.disagreements[name]))
+    BERT_TINY_METRICS.add(run, "samples", result.samples)
     run.notes.extend(loaded.notes + data.notes + result.notes)
     run.notes.append("data: " + data.name)
     run.notes.append("end-to-end latency: the dataset loop for host backends, benchmark() on the compile-time "

@@ -20,6 +20,7 @@ from labkit.params import Config, ParameterError
 from labkit.results import Run
 from labkit.testbeds.sambanova.launch import launch_bert_ranks
 from labkit.testbeds.sambanova.spec import EXERCISE
+from labkit.testbeds.sambanova.metrics import BERT_METRICS
 
 __all__ = ["run_portable", "tokens_per_second", "sequences_per_second", "TooBigForMemory", "TOKENS_NOTE"]
 
@@ -145,12 +146,12 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     run_.params["ntasks"] = ranks
     tokens = tokens_per_second(ranks, config.batch_size, config.steps, config.max_seq_length, e2e)
     sequences = sequences_per_second(ranks, config.batch_size, config.steps, e2e)
-    run_.add_metric("e2e_train_time", e2e, "s")
-    run_.add_metric("training_sequences_per_second", tokens, "tokens/s")  # SambaNova's name; see TOKENS_NOTE
-    run_.add_metric("sequences_per_second", sequences, "sequences/s")
-    run_.add_metric("throughput_per_task", tokens / ranks, "tokens/s")
-    run_.add_metric("final_loss", losses[-1] if losses else float("nan"))
-    run_.add_metric("replicas_in_sync", bool(result["replicas_in_sync"]))
+    BERT_METRICS.add(run_, "e2e_train_time", e2e)
+    BERT_METRICS.add(run_, "training_sequences_per_second", tokens)  # SambaNova's name; see TOKENS_NOTE
+    BERT_METRICS.add(run_, "sequences_per_second", sequences)
+    BERT_METRICS.add(run_, "throughput_per_task", tokens / ranks)
+    BERT_METRICS.add(run_, "final_loss", losses[-1] if losses else float("nan"))
+    BERT_METRICS.add(run_, "replicas_in_sync", bool(result["replicas_in_sync"]))
     if not result["replicas_in_sync"]:
         run_.status = "failed"
         run_.notes.append("The ranks' weights differ after training: the gradient all-reduce did not keep the "
@@ -178,7 +179,7 @@ def _interrupted_run(config: Config, ranks: int, steps_done: List[int], losses: 
     run_.params["ntasks"] = ranks
     run_.mark_interrupted(line, "the ranks were stopped, so there is no end-to-end time or throughput.")
     if losses:
-        run_.add_metric("final_loss", losses[-1])
-    run_.add_metric("steps", len(steps_done))
+        BERT_METRICS.add(run_, "final_loss", losses[-1])
+    BERT_METRICS.add(run_, "steps", len(steps_done))
     run_.add_series("loss", steps_done, losses)
     return run_
