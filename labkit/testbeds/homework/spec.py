@@ -13,7 +13,7 @@ from typing import Any, Tuple
 from labkit.params import PATH, Param, Spec
 from labkit.results import Run
 
-__all__ = ["HOMEWORK_SPEC", "Exercise", "TESTBEDS", "exercise_for"]
+__all__ = ["SPEC", "HOMEWORK_SPEC", "Exercise", "TESTBEDS", "exercise_for"]
 
 HOMEWORK_SPEC = Spec(
     "homework/ai_testbeds",
@@ -22,6 +22,9 @@ HOMEWORK_SPEC = Spec(
     Param("runs_dir", PATH, "runs", "folder with one sub-folder per testbed of lab-book notebooks executed by "
                                     "`labkit run` or `labkit sweep --out runs/<testbed>`"),
 )
+
+#: The exercise's spec under the name every exercise uses (``HOMEWORK_SPEC`` is its older name).
+SPEC = HOMEWORK_SPEC
 
 
 @dataclass(frozen=True)
