@@ -70,6 +70,13 @@ def test_a_lab_book_notebook_is_read_with_its_papermill_facts(tmp_path):
     assert trusted["metrics"] == run.metrics and trusted["params"]["learning_rate"] == 0.03
 
 
+@pytest.mark.parametrize("spec", ["labkit.testbeds.graphcore:SPEC", "labkit.testbeds.graphcore:MNIST_SPEC"])
+def test_lab_book_notebooks_name_their_spec_by_its_new_or_its_older_name(tmp_path, spec):
+    path = _copy(tmp_path, "graphcore/mnist")
+    _edit(path, lambda nb: nb.metadata["labkit"].update(spec=spec))
+    assert evidence.notebook_run(str(path))[0].exercise == "graphcore/mnist"
+
+
 def test_a_notebook_that_does_not_hold_what_ran_is_refused(tmp_path):
     path = _copy(tmp_path, "sambanova/bert_large")
 

@@ -59,7 +59,8 @@ from labkit.testbeds.cerebras.spec import (SPEC, BERT_SPEC, CEREBRAS_HELP, DEFAU
 from labkit.testbeds.cerebras.stream import stream_command
 
 __all__ = [
-    "SPEC", "BERT_SPEC", "EXERCISE", "Plan", "plan", "run_exercise", "run_bert", "run_portable", "run_modelzoo", "read_log",
+    "SPEC", "BERT_SPEC", "EXERCISE", "Plan", "plan", "run_exercise", "run_bert", "run_portable", "run_modelzoo",
+    "read_log",
     "cerebras_stack", "write_params_yaml", "modelzoo_command", "stream_command", "train_line",
     "processed_line", "standardize", "compare", "comparison_table", "plot_comparison", "metrics_table", "plot_loss",
     "show", "format_table", "CEREBRAS_HELP",

@@ -158,8 +158,9 @@ def plan(config: Config, sizes: Optional[Sequence[int]] = None) -> Plan:
         stack = cerebras_stack(config.modelzoo_dir)
         if stack.complete:
             check_template(config, stack)
-            return Plan("modelzoo", stack=stack, why="target={!r} and the Cerebras stack is here (cerebras_pytorch "
-                                                     "and the modelzoo's run.py)".format(config.target))
+            why = "target={!r} and the Cerebras stack is here (cerebras_pytorch and the modelzoo's run.py)".format(
+                config.target)
+            return Plan("modelzoo", stack=stack, why=why)
         if config.target == "CSX":
             raise devices.DeviceError("target='CSX' was asked for, but the Cerebras stack is not here: {}. {}".format(
                 "; ".join(stack.missing), CEREBRAS_HELP))

@@ -44,7 +44,8 @@ from labkit.testbeds.sambanova.script import compile_script, run_script
 from labkit.testbeds.sambanova.spec import SPEC, BERT_SPEC, MODEL_SIZES, describe_request, slurm_request
 from labkit.testbeds.sambanova.testbed import read_log, run_testbed
 
-__all__ = ["SPEC", "BERT_SPEC", "plan", "run_exercise", "show", "run", "run_portable", "run_testbed", "read_log", "slurm_request", "SambaFlow",
+__all__ = ["SPEC", "BERT_SPEC", "plan", "run_exercise", "show", "run", "run_portable", "run_testbed", "read_log",
+           "slurm_request", "SambaFlow",
            "compile_script", "run_script", "sambanova_host", "resolve_target", "throughput_table",
            "plot_throughput", "sequences_per_second", "tokens_per_second", "MODEL_SIZES", "TooBigForMemory",
            # the notebook's cells use these too (they were public, though not listed, before the split)

@@ -35,9 +35,13 @@ def plan(config: Config, setup: SambaFlow = SambaFlow()) -> RunPlan:
         why = asked + (" and log_path is set" if config.target == "auto" else "") + ": nothing is trained"
     elif target == "testbed":
         where = "a Slurm job on the SN30: SambaFlow compiles (or reuses the PEF), then sbatch trains"
-        why = asked + (" and this is a SambaNova node (sbatch and SambaFlow are here)" if config.target == "auto" else "")
+        if config.target == "auto":
+            why = asked + " and this is a SambaNova node (sbatch and SambaFlow are here)"
+        else:
+            why = asked
     else:
-        where = "{} portable data-parallel rank(s) here (torch.distributed), device={!r}".format(config.ntasks, config.device)
+        where = "{} portable data-parallel rank(s) here (torch.distributed), device={!r}".format(
+            config.ntasks, config.device)
         why = asked + (" and this is not a SambaNova node (no sbatch, or no SambaFlow at {})".format(setup.root)
                        if config.target == "auto" else "")
     return RunPlan(target, where, why, more=["The course's Slurm request for these parameters:"]
