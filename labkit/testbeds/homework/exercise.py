@@ -16,7 +16,7 @@ themselves, one list per testbed, are its ``details``, and each section records 
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional
+from typing import List, Optional
 
 from labkit.interrupts import run_step
 from labkit.params import Config
