@@ -232,3 +232,5 @@ def test_the_homeworks_own_record_is_an_overview_of_the_runs_it_gathered(monkeyp
     table, figure = homework.show_testbed("graphcore", run)
     assert list(table["run"]) == ["graphcore_1", "graphcore_2", "graphcore_3"] and figure is not None
     assert homework.show("graphcore", homework.runs_of("graphcore", run))[0].equals(table)  # the older form
+    with pytest.raises(ValueError, match="a cell above gave the name `run` to something else"):
+        homework.record_runs("cerebras", homework.runs_of("graphcore", run)[-1])  # `run` reused by a loop

@@ -27,7 +27,7 @@ from typing import Any, List, Sequence, Tuple, Union
 
 from labkit.results import Run, record
 from labkit.testbeds.homework.spec import exercise_for
-from labkit.testbeds.homework.where import where_it_ran
+from labkit.testbeds.homework.where import OVERVIEW_EXERCISE, where_it_ran
 
 __all__ = ["runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs", "runs_of"]
 
@@ -110,6 +110,11 @@ def runs_for(config: Any, testbed: str, verbose: bool = True) -> List[Run]:
 def runs_of(testbed: str, runs: Union[Run, Sequence[Run]]) -> List[Run]:
     """The testbed's runs: ``runs`` itself, or those the homework's Run gathered (its ``details``)."""
     if isinstance(runs, Run):
+        if runs.exercise != OVERVIEW_EXERCISE:  # a cell above reused the name: say so, never show nothing
+            raise ValueError("this is a run of {}, not the homework's overview from homework.run_exercise(config): "
+                             "a cell above gave the name `run` to something else; run the cell "
+                             "`run = homework.run_exercise(config)` again, or name your own variables "
+                             "differently".format(runs.exercise))
         return list((getattr(runs, "details", None) or {}).get(testbed, []))
     return list(runs)
 
