@@ -5,14 +5,16 @@
 
 A figure shown this way is closed, so the inline backend does not show it a second time at the
 end of the cell, and nothing is returned that Jupyter would render again as the cell's value.
-Scripts and tests (no kernel) get the object back to inspect or save.
+Scripts and tests (no kernel) get the object back to inspect or save. An exercise's show step
+(``graphcore.show(run)``), which shows several tables and figures, keeps the same rule through
+:func:`shown`: None in a kernel, the list of what it would have shown elsewhere.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, List, Optional, Sequence
 
-__all__ = ["show", "in_kernel"]
+__all__ = ["show", "in_kernel", "shown"]
 
 
 def in_kernel() -> bool:
@@ -37,3 +39,11 @@ def show(obj: Any) -> Any:
 
         plt.close(obj)
     return None
+
+
+def shown(objects: Sequence[Any]) -> Optional[List[Any]]:
+    """What a show step returns after showing ``objects`` with :func:`show`: None in a kernel
+    (they are on the screen already), elsewhere the objects themselves (Nones left out)."""
+    if in_kernel():
+        return None
+    return [obj for obj in objects if obj is not None]

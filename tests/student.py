@@ -2,9 +2,9 @@
 the parameters cell and run it alone, press Kernel -> Interrupt while a cell runs.
 
     with Student("notebooks/graphcore/mnist.ipynb", {"epochs": 2}) as student:
-        student.run_through("run_mnist(config)")     # every cell above the training cell
+        student.run_through("graphcore.run_exercise(config)")     # every cell above the run step
         student.edit(learning_rate=0.5)               # the parameters cell, edited and run alone
-        outputs = student.run_cell("run_mnist(config)")
+        outputs = student.run_cell("graphcore.run_exercise(config)")
 """
 
 from __future__ import annotations

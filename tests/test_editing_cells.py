@@ -1,5 +1,5 @@
 """Every exercise notebook clicked through as a student does in JupyterLab, in a real kernel:
-edit the parameters cell and run only the training cell (refused, no traceback), press
+edit the parameters cell and run only the run step's cell (refused, no traceback), press
 Kernel -> Interrupt during training (a partial run, no traceback), and run the same cells again
 (memory stays put, no process left behind). Golden sizes (tests/golden/golden.yml).
 
@@ -34,22 +34,26 @@ class Exercise:
 
 
 EXERCISES = {
-    "graphcore/mnist": Exercise("notebooks/graphcore/mnist.ipynb", "run_mnist(config)", ("learning_rate", 0.5, "0.03"),
-                                ("result.table()", "plots.training_curves", "results.record(result.run)")),
-    "cerebras/bert_large": Exercise("notebooks/cerebras/bert_large.ipynb", "cerebras.run_bert(config",
-                                    ("learning_rate", 0.001, "0.0001"), ("cerebras.plot_loss(run)",)),
-    "sambanova/bert_large": Exercise("notebooks/sambanova/bert_large.ipynb", "sambanova.run(config)",
-                                     ("learning_rate", 0.001, "0.000175"), ("sambanova.plot_loss(run)",)),
-    "groq/bert_tiny": Exercise("notebooks/groq/bert_tiny.ipynb", "groq.evaluate(config", ("num_samples", 20, "40"),
-                               ("groq.plot_latency(result)", "groq.make_run(")),
-    "comparison/ipu_vs_gpu": Exercise("notebooks/comparison/ipu_vs_gpu.ipynb", "scaling.study(",
+    "graphcore/mnist": Exercise("notebooks/graphcore/mnist.ipynb", "graphcore.run_exercise(config)",
+                                ("learning_rate", 0.5, "0.03"), ("graphcore.show(run)", "results.record(run)")),
+    "cerebras/bert_large": Exercise("notebooks/cerebras/bert_large.ipynb", "cerebras.run_exercise(config)",
+                                    ("learning_rate", 0.001, "0.0001"), ("cerebras.show(run)",)),
+    "sambanova/bert_large": Exercise("notebooks/sambanova/bert_large.ipynb", "sambanova.run_exercise(config)",
+                                     ("learning_rate", 0.001, "0.000175"), ("sambanova.show(run)",)),
+    "groq/bert_tiny": Exercise("notebooks/groq/bert_tiny.ipynb", "groq.run_exercise(config)", ("num_samples", 20, "40"),
+                               ("groq.show_latency(run)", "results.record(run)")),
+    "comparison/ipu_vs_gpu": Exercise("notebooks/comparison/ipu_vs_gpu.ipynb", "comparison.run_exercise(config)",
                                       ("learning_rate", 0.5, "0.01"),
-                                      ("scaling.load_reference(", "pd.concat([local, reference]", "scaling_report.plot_speedup(both)",
-                                       "results.record(scaling.as_run"),
+                                      ("scaling.load_reference(", "pd.concat([run.details, reference]",
+                                       "scaling_report.plot_speedup(both)", "results.record(run)"),
                                       rounds=2),  # every configuration spawns fresh processes: slow
-    "homework/ai_testbeds": Exercise("notebooks/homework/ai_testbeds.ipynb", 'homework.runs_for(config, "graphcore")',
+    "homework/ai_testbeds": Exercise("notebooks/homework/ai_testbeds.ipynb", "homework.run_exercise(config)",
                                      ("logs_dir", "other_logs", "'logs'"), parameters={"logs_dir": "logs"}),
 }
+
+#: The cells above that draw exactly one figure (a show step with a plot, or a plot).
+ONE_FIGURE = ("graphcore.show(run)", "cerebras.show(run)", "sambanova.show(run)", "groq.show_latency(run)",
+              "scaling_report.plot_speedup(both)")
 
 
 def student(key: str, tmp_path: Path, **changes: Any) -> Student:
@@ -81,60 +85,61 @@ def test_an_edited_parameter_is_refused_before_any_work(key, tmp_path):
 
 def test_mnist_a_deleted_or_invalid_parameter_is_refused_and_a_rebuilt_config_runs(tmp_path):
     with student("graphcore/mnist", tmp_path) as s:
-        s.run_through("run_mnist(config)")
+        s.run_through("graphcore.run_exercise(config)")
         s.delete("seed")
-        assert only_line(s.run_cell("run_mnist(config)")) == "seed was deleted from the notebook but is 0 in config: " + AGAIN
+        assert only_line(s.run_cell("graphcore.run_exercise(config)")) == (
+            "seed was deleted from the notebook but is 0 in config: " + AGAIN)
         s.edit(seed=0, epochs=0)
-        assert only_line(s.run_cell("run_mnist(config)")) == (
+        assert only_line(s.run_cell("graphcore.run_exercise(config)")) == (
             "epochs is 0 in the notebook, which is not allowed (too small; allowed: an int >= 1 and <= 1000), "
             "but 2 in config: " + AGAIN)
         s.edit(epochs=1, learning_rate=0.05)
-        assert not s.run_cell("MNIST_SPEC.from_notebook").errors  # the config cell again
-        ran = s.run_cell("run_mnist(config)")
+        assert not s.run_cell("SPEC.from_notebook").errors  # the config cell again
+        ran = s.run_cell("graphcore.run_exercise(config)")
         assert not ran.errors, ran.shown
-        assert s.value("result.run.params['learning_rate'], result.run.params['epochs']") == (0.05, 1)
+        assert s.value("run.params['learning_rate'], run.params['epochs']") == (0.05, 1)
 
 
 def test_mnist_interrupt_returns_a_partial_run_shown_and_recorded_as_such(tmp_path):
     with student("graphcore/mnist", tmp_path, epochs=10) as s:
-        s.run_through("run_mnist(config)")
-        ran = s.execute(s.cell("run_mnist(config)"), interrupt_when="(includes warm-up)")
+        s.run_through("graphcore.run_exercise(config)")
+        ran = s.execute(s.cell("graphcore.run_exercise(config)"), interrupt_when="(includes warm-up)")
         assert not ran.errors, ran.shown
         stopped = re.findall(r"^interrupted at epoch (\d+)/10, step (\d+)/6$", ran.text, re.M)
         assert len(stopped) == 1, ran.text
         epoch, step = map(int, stopped[0])
         assert "Accuracy on test set" not in ran.text  # no test pass after a stop
-        assert s.value("result.run.status") == "interrupted"
-        steps = s.value("len(result.run.series['loss']['y'])")
+        assert s.value("run.status") == "interrupted"
+        steps = s.value("len(run.series['loss']['y'])")
         assert steps == (epoch - 1) * 6 + step and 6 <= steps < 60
-        table = s.run_cell("result.table()")
-        assert "<th>status</th>\n      <td>interrupted: partial run</td>" in table.shown
-        assert "<th>stopped at</th>\n      <td>epoch {}/10, step {}/6</td>".format(epoch, step) in table.shown
-        assert "test_accuracy" not in table.shown and "final_loss" in table.shown
-        plot = s.run_cell("plots.training_curves")
-        assert not plot.errors and plot.count("image/png") == 1
-        recorded = s.run_cell("results.record(result.run)")
+        shown = s.run_cell("graphcore.show(run)")  # the metrics table, then the curves
+        assert "<th>status</th>\n      <td>interrupted: partial run</td>" in shown.shown
+        assert "<th>stopped at</th>\n      <td>epoch {}/10, step {}/6</td>".format(epoch, step) in shown.shown
+        assert "test_accuracy" not in shown.shown and "final_loss" in shown.shown
+        assert not shown.errors and shown.count("image/png") == 1
+        recorded = s.run_cell("results.record(run)")
         assert recorded.messages[0]["content"]["data"]["application/scrapbook.scrap.json+json"]["data"]["status"] == "interrupted"
         assert s.leftover_children() == []
 
 
 def test_cerebras_interrupt_returns_a_partial_run(tmp_path):
     with student("cerebras/bert_large", tmp_path, max_steps=400, log_steps=5, compare_batch_sizes=[]) as s:
-        s.run_through("cerebras.run_bert(config")
-        ran = s.execute(s.cell("cerebras.run_bert(config"), interrupt_when="Step=5,")
+        s.run_through("cerebras.run_exercise(config)")
+        ran = s.execute(s.cell("cerebras.run_exercise(config)"), interrupt_when="Step=5,")
         assert not ran.errors, ran.shown
         stopped = re.findall(r"^interrupted at step (\d+)/400$", ran.text, re.M)
         assert len(stopped) == 1, ran.text
-        assert "<td>interrupted: partial run</td>" in ran.shown  # the metrics table
-        assert "<th>stopped at</th>\n      <td>step {}/400</td>".format(stopped[0]) in ran.shown
+        shown = s.run_cell("cerebras.show(run)")
+        assert "<td>interrupted: partial run</td>" in shown.shown  # the metrics table
+        assert "<th>stopped at</th>\n      <td>step {}/400</td>".format(stopped[0]) in shown.shown
         assert s.value("run.status, run.metrics['steps']") == ("interrupted", int(stopped[0]))
         assert "Training completed successfully" not in ran.text
 
 
 def test_interrupting_the_data_parallel_sambanova_run_stops_its_ranks(tmp_path):
     with student("sambanova/bert_large", tmp_path, steps=400, sweep_ntasks=[]) as s:
-        s.run_through("sambanova.run(config)")
-        ran = s.execute(s.cell("sambanova.run(config)"), interrupt_when="rank")  # the bar: "2 ranks x 400 steps"
+        s.run_through("sambanova.run_exercise(config)")
+        ran = s.execute(s.cell("sambanova.run_exercise(config)"), interrupt_when="rank")  # the bar: "2 ranks x 400 steps"
         assert not ran.errors, ran.shown
         assert re.search(r"^interrupted (at step \d+/400|before the first step)$", ran.text, re.M), ran.text
         assert s.value("run.status") == "interrupted"
@@ -151,9 +156,9 @@ def test_running_the_cells_again_keeps_memory_and_leaves_no_process(key, tmp_pat
             for cell in (exercise.run,) + exercise.shows:
                 out = s.run_cell(cell)
                 assert not out.errors, out.shown
-                if "plot" in cell:
+                if cell in ONE_FIGURE:
                     assert out.count("image/png") == 1, "{}: not one figure".format(cell)
-                if "record" in cell or "make_run" in cell:
+                if "record" in cell:
                     assert out.count("application/scrapbook.scrap.json+json") == 1
             assert s.leftover_children() == []
             sizes.append(s.rss_mb())
@@ -168,25 +173,25 @@ BOUND_MB = 64
 
 def test_interrupting_the_scaling_study_keeps_the_configurations_measured_and_no_replica(tmp_path):
     with student("comparison/ipu_vs_gpu", tmp_path) as s:
-        s.run_through("scaling.study(")
-        ran = s.execute(s.cell("scaling.study("), interrupt_when="configurations")  # the bar appears
+        s.run_through("comparison.run_exercise(config)")
+        ran = s.execute(s.cell("comparison.run_exercise(config)"), interrupt_when="configurations")  # the bar appears
         assert not ran.errors, ran.shown
         stopped = re.findall(r"^interrupted at configuration (\d)/4$", ran.text, re.M)
         assert len(stopped) == 1, ran.text
-        assert s.value("len(local)") == int(stopped[0])
+        assert s.value("len(run.details)") == int(stopped[0])
         assert s.leftover_children() == []
-        recorded = s.run_cell("results.record(scaling.as_run")
+        recorded = s.run_cell("results.record(run)")
         assert recorded.messages[0]["content"]["data"]["application/scrapbook.scrap.json+json"]["data"]["status"] == "interrupted"
 
 
 def test_interrupting_a_groq_evaluation_shows_one_line(tmp_path):
     with student("groq/bert_tiny", tmp_path, num_samples=None) as s:  # the whole set: long enough to stop
-        s.run_through("groq.evaluate(config")
+        s.run_through("groq.run_exercise(config)")
         # On an idle machine the 80 sentences take well under a second: slow each batch down (the
         # real engines still run) so that the interrupt lands while the evaluation is in progress.
         s.execute("import time, labkit.progress as _p\n_bar = _p.bar\n"
                   "def _slow(it, *a, **k):\n    for x in _bar(it, *a, **k):\n        time.sleep(0.05)\n        yield x\n"
                   "_p.bar = _slow")
-        ran = s.execute(s.cell("groq.evaluate(config"), interrupt_when="inference")
+        ran = s.execute(s.cell("groq.run_exercise(config)"), interrupt_when="inference")
         assert only_line(ran) == "interrupted: evaluate stopped before it had a result to show"
         assert s.leftover_children() == []

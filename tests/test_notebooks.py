@@ -38,3 +38,46 @@ def test_parameters_cell_matches_the_spec(path):
     assert assigned == spec.defaults()
     following = code[code.index(tagged[0]) + 1]
     assert "from_notebook(globals())" in following.source
+
+
+EXERCISES = {p.parent.name: p for p in SPEC_NOTEBOOKS}
+
+
+def five_steps(exercise):
+    """The notebook-facing shape every exercise has (docs/architecture.md), as (cell source, step)."""
+    return [("config = {}.SPEC.from_notebook(globals())".format(exercise), "spec"),
+            ("{}.plan(config)".format(exercise), "plan"),
+            ("run = {}.run_exercise(config)".format(exercise), "run"),
+            ("{}.show(run)".format(exercise), "show"),
+            ("results.record(run)", "record")]
+
+
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_every_notebook_has_the_five_steps_in_order(exercise):
+    """Each step is a cell of its own (the spec cell may also import, and show ``config``), in order,
+    with the spec cell right after the parameters; the metadata names the package's SPEC."""
+    nb = nbformat.read(str(EXERCISES[exercise]), as_version=4)
+    code = [c.source.strip() for c in nb.cells if c.cell_type == "code"]
+    tagged = [i for i, c in enumerate(c for c in nb.cells if c.cell_type == "code")
+              if "parameters" in c.metadata.get("tags", [])]
+    found = []
+    for line, step in five_steps(exercise):
+        if step == "spec":
+            cells = [i for i, source in enumerate(code) if line in source.splitlines()]
+        else:
+            cells = [i for i, source in enumerate(code) if source == line]
+        assert len(cells) == 1, "{}: one cell holding {!r}, found {}".format(exercise, line, len(cells))
+        found.append(cells[0])
+    assert found == sorted(found), "{}: the five steps are out of order: {}".format(exercise, found)
+    assert found[0] == tagged[0] + 1, "{}: the spec cell comes right after the parameters".format(exercise)
+    assert nb.metadata["labkit"]["spec"] == "labkit.testbeds.{}:SPEC".format(exercise)
+
+
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_every_exercise_package_exports_the_five_steps(exercise):
+    package = importlib.import_module("labkit.testbeds." + exercise)
+    for name in ("SPEC", "plan", "run_exercise", "show"):
+        assert name in package.__all__ and hasattr(package, name), "{}: {} not exported".format(exercise, name)
+    assert package.SPEC.name.split("/")[0] == exercise
+    for name in ("plan", "run_exercise", "show"):
+        assert getattr(package, name).__module__ != package.__name__, "{}.{} lives in __init__".format(exercise, name)

@@ -1,8 +1,9 @@
 """docs/architecture.md's "Adding a testbed exercise", followed in a temporary folder.
 
 A minimal exercise ("acme/classifier": a logistic regression on generated data) is written as
-the recipe says: a package with its spec, its table of metrics, its run step and its report, and a notebook of the
-usual shape whose metadata names the spec. Then `labkit run` checks its parameters before a
+the recipe says: a package with its spec, its table of metrics, its plan and run steps and its report,
+and a notebook of the five steps every exercise has (spec, plan, run_exercise, show, record) whose
+metadata names the spec. Then `labkit run` checks its parameters before a
 kernel starts, runs it with papermill, and the executed notebook records the run. If labkit's
 public API moves, the recipe (and this test) must move with it.
 """
@@ -20,23 +21,48 @@ from labkit import results
 FILES = {
     "acme/__init__.py": '''
         """The Acme exercise (the recipe's example): a classifier on generated data."""
-        from acme.report import metrics_table
-        from acme.run import run_classifier
-        from acme.spec import ACME_SPEC
+        from acme.exercise import plan, run_exercise
+        from acme.report import metrics_table, show
+        from acme.spec import ACME_SPEC, SPEC
 
-        __all__ = ["ACME_SPEC", "run_classifier", "metrics_table"]
+        __all__ = ["SPEC", "ACME_SPEC", "plan", "run_exercise", "show", "metrics_table"]
     ''',
     "acme/spec.py": '''
         from labkit.params import Param, Spec
 
-        __all__ = ["ACME_SPEC"]
+        __all__ = ["SPEC", "ACME_SPEC"]
 
         ACME_SPEC = Spec(
             "acme/classifier",
             Param("epochs", int, 5, min=1, max=100, help="passes over the training set"),
             Param("learning_rate", float, 0.5, min=0, min_exclusive=True, help="SGD step size"),
             Param("seed", int, 0, help="seeds the data and the weights"),
+            Param("device", str, "auto", choices=["auto", "cuda", "mps", "cpu"], help="where to train"),
         )
+        SPEC = ACME_SPEC
+    ''',
+    "acme/exercise.py": '''
+        from labkit import devices, interrupts
+        from labkit.plans import RunPlan, device_why
+
+        from acme.run import run_classifier
+
+        __all__ = ["plan", "run_exercise"]
+
+
+        def plan(config):
+            device = devices.torch_device(config.device)
+            return RunPlan("portable", "portable PyTorch on {}".format(device), device_why("device", config.device, device),
+                           device)
+
+
+        _plan_step = plan
+
+
+        @interrupts.run_step
+        def run_exercise(config, plan=None):
+            chosen = plan if plan is not None else _plan_step(config)
+            return run_classifier(config, chosen.device)
     ''',
     "acme/metrics.py": '''
         from labkit.metrics import Metric, MetricTable
@@ -60,14 +86,13 @@ FILES = {
         __all__ = ["run_classifier"]
 
 
-        @interrupts.run_step
-        def run_classifier(config):
+        def run_classifier(config, device):
             import torch
 
             torch.manual_seed(config.seed)
             x = torch.randn(512, 2)
-            y = (x[:, 0] + x[:, 1] > 0).long()
-            model = torch.nn.Linear(2, 2)
+            x, y = x.to(device), (x[:, 0] + x[:, 1] > 0).long().to(device)
+            model = torch.nn.Linear(2, 2).to(device)
             optimizer = torch.optim.SGD(model.parameters(), lr=config.learning_rate)
             run = Run("acme/classifier", source="portable", params=config.to_dict())
             losses, started = [], time.perf_counter()
@@ -93,24 +118,29 @@ FILES = {
             return run
     ''',
     "acme/report.py": '''
-        from labkit.display import show
+        from labkit import display
 
-        __all__ = ["metrics_table"]
+        __all__ = ["metrics_table", "show"]
 
 
         def metrics_table(run):
             import pandas as pd
 
-            return show(pd.DataFrame({"value": run.metrics, "unit": run.units}))
+            return pd.DataFrame({"value": run.metrics, "unit": run.units})
+
+
+        def show(run):
+            return display.shown([display.show(metrics_table(run))])
     ''',
 }
 
 CELLS = [
     ("markdown", [], "# Acme: a classifier\\nThe recipe's example exercise."),
-    ("code", ["parameters"], "epochs = 5  # passes over the training set\\nlearning_rate = 0.5\\nseed = 0"),
-    ("code", [], "import acme\\nfrom labkit import results\\n\\nconfig = acme.ACME_SPEC.from_notebook(globals())"),
-    ("code", [], "run = acme.run_classifier(config)"),
-    ("code", [], "acme.metrics_table(run)"),
+    ("code", ["parameters"], "epochs = 5  # passes over the training set\\nlearning_rate = 0.5\\nseed = 0\\ndevice = 'auto'"),
+    ("code", [], "import acme\\nfrom labkit import results\\n\\nconfig = acme.SPEC.from_notebook(globals())"),
+    ("code", [], "acme.plan(config)"),
+    ("code", [], "run = acme.run_exercise(config)"),
+    ("code", [], "acme.show(run)"),
     ("code", [], "results.record(run)"),
 ]
 
@@ -127,7 +157,7 @@ def _write_exercise(folder: Path) -> Path:
     notebook.write_text(json.dumps({
         "cells": cells, "nbformat": 4, "nbformat_minor": 5,
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-                     "labkit": {"spec": "acme:ACME_SPEC"}}}))
+                     "labkit": {"spec": "acme:SPEC"}}}))
     return notebook
 
 
@@ -144,6 +174,8 @@ def test_an_exercise_built_from_the_recipe_runs_through_labkit_run(tmp_path):
     assert run.exercise == "acme/classifier" and run.status == "complete" and run.source == "portable"
     assert run.params["epochs"] == 3 and len(run.series["loss"]["x"]) == 3
     assert run.units["train_accuracy"] == "%" and 50 <= run.metrics["train_accuracy"] <= 100
+    shown = (tmp_path / "out.ipynb").read_text()
+    assert "Where: portable PyTorch on" in shown and "train_accuracy" in shown  # the plan, then the show step
     sys.path.insert(0, str(tmp_path))
     try:
         from acme.metrics import ACME_METRICS

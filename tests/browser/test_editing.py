@@ -30,9 +30,9 @@ def test_an_edited_parameter_run_alone_is_refused_in_one_line_until_the_config_c
     try:
         _type_parameters(notebook, copy, [(k, repr(v)) for k, v in MNIST.parameters.items()])
         notebook.run_all(MNIST.timeout)
-        params, config, train = _parameters_index(copy), _index(copy, "from_notebook"), _index(copy, "run_mnist(config)")
+        params, config, train = _parameters_index(copy), _index(copy, "from_notebook"), _index(copy, "graphcore.run_exercise(config)")
         _type_parameters(notebook, copy, [("learning_rate", "0.5")])
-        notebook.run_cell(params)  # the edited cell alone, then the training cell: the common slip
+        notebook.run_cell(params)  # the edited cell alone, then the run step: the common slip
         notebook.run_cell(train)
         shown = notebook.error_texts()
         assert len(shown) == 1, shown
@@ -50,7 +50,7 @@ def test_interrupting_a_long_run_from_the_kernel_menu_keeps_a_partial_run(lab, b
     notebook, copy = _open_copy(lab, browser_context, MNIST, "interrupted")
     try:
         _type_parameters(notebook, copy, [(k, repr(v)) for k, v in dict(MNIST.parameters, epochs=50).items()])
-        train, table = _index(copy, "run_mnist(config)"), _index(copy, "result.table()")
+        train, table = _index(copy, "graphcore.run_exercise(config)"), _index(copy, "graphcore.show(run)")
         notebook.start_run_all()
         # Interrupt once training is under way (a bar beyond the data loading one is drawn).
         notebook.page.wait_for_function(

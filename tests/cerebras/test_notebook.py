@@ -34,9 +34,9 @@ def test_notebook_is_committed_clean_and_declares_its_spec():
     nb = nbformat.read(str(NOTEBOOK), as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert "parameters" in code[0].metadata.get("tags", [])
-    assert "config = cerebras.BERT_SPEC.from_notebook(globals())" in code[1].source
+    assert "config = cerebras.SPEC.from_notebook(globals())" in code[1].source
     assert all(not c.get("outputs") and not c.get("execution_count") for c in code)
-    assert nb.metadata["labkit"]["spec"] == "labkit.testbeds.cerebras:BERT_SPEC"
+    assert nb.metadata["labkit"]["spec"] == "labkit.testbeds.cerebras:SPEC"
     from labkit.testbeds.cerebras import BERT_SPEC
 
     namespace = {}
@@ -61,7 +61,7 @@ def test_csx_without_the_stack_stops_before_training(tmp_path, monkeypatch):
     nb, error = execute(work, target="CSX", model_size="micro")
     assert error is not None and error.ename == "DeviceError"
     assert "cerebras_pytorch" in error.evalue
-    assert len(executed_cells(nb)) == 4
+    assert len(executed_cells(nb)) == 4  # parameters, injected parameters, config, the plan that stops
     assert sorted(p.name for p in work.iterdir()) == ["out.ipynb"]  # no params file, no log, no model_dir
 
 

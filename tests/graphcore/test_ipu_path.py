@@ -66,3 +66,15 @@ def test_ipu_run_follows_the_tutorial(fake_poptorch):
     # The fake trains for real: loss falls over two epochs at this learning rate.
     losses = run.series["loss"]["y"]
     assert losses[-1] < losses[0]
+
+
+def test_the_plan_says_ipu_and_why_or_why_not(fake_poptorch, monkeypatch):
+    plan = graphcore.plan(graphcore.SPEC.validate({}))
+    assert plan.path == "testbed" and plan.device == "ipu"
+    assert str(plan) == ("Where: a Graphcore IPU, through PopTorch\n"
+                         "Why: device='auto' takes an IPU when PopTorch sees one attached, and it does")
+    monkeypatch.setattr(fake_poptorch, "ipuHardwareIsAvailable", lambda num_ipus=1: False)
+    plan = graphcore.plan(graphcore.SPEC.validate({}))
+    assert plan.path == "portable" and "no IPU: PopTorch is installed but no IPU is attached" in plan.why
+    with pytest.raises(DeviceError, match="srun --ipus=1"):
+        graphcore.plan(graphcore.SPEC.validate({"device": "ipu"}))  # refused before anything is loaded

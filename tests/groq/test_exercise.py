@@ -79,3 +79,17 @@ def test_batches_larger_than_one_score_every_sample_once(tiny_dirs, kind):
     if kind == "encoder":
         table = groq.custom(config, loaded, engines)
         assert len(table) == 3 * 2 and set(table["agrees with cpu"]) == {"yes"}  # 3 pairs x 2 backends
+
+
+@pytest.mark.skipif(not LOGS.is_dir(), reason="course logs not present")
+def test_log_path_goes_through_the_five_steps_like_a_run_made_here(capsys):
+    log = LOGS / "upstream-spring2024-bert_tiny-sample-output.log"
+    config = groq.SPEC.validate({"log_path": str(log)})
+    plan = groq.plan(config)
+    assert plan.path == "log" and str(plan).startswith("Where: reads the GroqFlow log at " + str(log))
+    run = groq.run_exercise(config)  # nothing is loaded, built or run here
+    assert run.source == "log" and run.metrics["cpu_accuracy"] == 77.47 and run.details is None
+    (table,) = groq.show(run)  # outside a kernel: what it would show
+    assert list(table["Source"]) == ["cpu", "groq"] and table.set_index("Source").loc["groq", "Accuracy"] == 77.47
+    assert groq.show_latency(run) == [] and groq.custom(config.replace(custom_text=["Fine."]), run) is None
+    assert capsys.readouterr().out.count("This run was read from a log: nothing ran here") == 2

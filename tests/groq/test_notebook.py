@@ -53,5 +53,5 @@ def test_bad_parameter_stops_the_notebook_before_anything_runs(monkeypatch, tmp_
     assert "ParameterError" in message and "max_seq_length = 0: too small" in message
     assert "unknown backend 'tpu'" in message
     cells = [c for c in nbformat.read(str(out), 4).cells if c.cell_type == "code"]
-    load_cell = next(c for c in cells if "load_model" in c.source)
-    assert load_cell.execution_count is None and not load_cell.outputs
+    run_cell = next(c for c in cells if "run_exercise" in c.source)
+    assert run_cell.execution_count is None and not run_cell.outputs

@@ -86,7 +86,7 @@ def _answer_cells(nb) -> Dict[int, int]:
 
 def _section_cell(nb, testbed: str) -> int:
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and 'runs_for(config, "{}")'.format(testbed) in cell.source:
+        if cell.cell_type == "code" and 'record_runs("{}", run)'.format(testbed) in cell.source:
             return index
     raise LookupError(testbed)
 

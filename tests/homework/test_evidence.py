@@ -70,6 +70,13 @@ def test_a_lab_book_notebook_is_read_with_its_papermill_facts(tmp_path):
     assert trusted["metrics"] == run.metrics and trusted["params"]["learning_rate"] == 0.03
 
 
+@pytest.mark.parametrize("spec", ["labkit.testbeds.graphcore:SPEC", "labkit.testbeds.graphcore:MNIST_SPEC"])
+def test_lab_book_notebooks_name_their_spec_by_its_new_or_its_older_name(tmp_path, spec):
+    path = _copy(tmp_path, "graphcore/mnist")
+    _edit(path, lambda nb: nb.metadata["labkit"].update(spec=spec))
+    assert evidence.notebook_run(str(path))[0].exercise == "graphcore/mnist"
+
+
 def test_a_notebook_that_does_not_hold_what_ran_is_refused(tmp_path):
     path = _copy(tmp_path, "sambanova/bert_large")
 
@@ -207,3 +214,23 @@ def test_the_default_rubric_accepts_any_evidence_and_reads_it_again():
             assert check.options["recompute"] == "labkit.grading.recompute:from_evidence", check.name
     assert [c.name for c in rubric.checks if c.type == "rerun"] == ["portable_reruns"]
     assert json.loads(json.dumps(rubric.names))[-1] == "portable_reruns"
+
+
+def test_the_homeworks_own_record_is_an_overview_of_the_runs_it_gathered(monkeypatch, capsys):
+    from labkit.testbeds import homework
+    from labkit.testbeds.homework.where import OVERVIEW_EXERCISE
+
+    monkeypatch.chdir(str(GOLDEN / "homework"))  # its runs/: the portable runs a student hands in
+    config = homework.SPEC.validate({})
+    assert "- graphcore: no log folder logs/graphcore; 3 notebook(s) in runs/graphcore" in str(homework.plan(config))
+    run = homework.run_exercise(config)
+    assert run.exercise == OVERVIEW_EXERCISE and run.metrics == {"graphcore_runs": 3, "cerebras_runs": 3,
+                                                                 "sambanova_runs": 3, "groq_runs": 2}
+    assert [r.exercise for r in homework.runs_of("groq", run)] == ["groq/bert_tiny"] * 2
+    (overview,) = homework.show(run)  # outside a kernel: what it would show
+    assert overview.loc["cerebras", "where they ran"] == "portable: CPU"
+    table, figure = homework.show_testbed("graphcore", run)
+    assert list(table["run"]) == ["graphcore_1", "graphcore_2", "graphcore_3"] and figure is not None
+    assert homework.show("graphcore", homework.runs_of("graphcore", run))[0].equals(table)  # the older form
+    with pytest.raises(ValueError, match="a cell above gave the name `run` to something else"):
+        homework.record_runs("cerebras", homework.runs_of("graphcore", run)[-1])  # `run` reused by a loop

@@ -27,8 +27,8 @@ from tests.homework import classroom, portable_student
 LIMITS = sandbox.Limits(notebook_s=300, cell_s=120, memory_bytes=4 << 30, nproc=128, fsize_bytes=64 << 20)
 
 FABRICATED = """graphcore_runs = homework.runs_for(config, "graphcore")
-for run in graphcore_runs:
-    run.metrics["test_accuracy"] = 97.5
+for fake in graphcore_runs:
+    fake.metrics["test_accuracy"] = 97.5
 homework.record_runs("graphcore", graphcore_runs)"""
 
 

@@ -140,3 +140,22 @@ def test_homework_table_and_plot_from_real_logs_and_a_portable_run():
     x, y = ax.get_lines()[labels.index("log (large)")].get_data()
     assert list(x) == [4, 8, 16, 32] and list(y) == pytest.approx(tokens)
     matplotlib.pyplot.close("all")
+
+
+@needs_logs
+def test_log_path_goes_through_plan_run_exercise_and_show():
+    log = FIXTURES / "tstabrawa-fall2024-HW7-BertLarge-16tasks-2ndlog.log"
+    config = sambanova.SPEC.validate({"log_path": str(log)})
+    plan = sambanova.plan(config)
+    assert plan.path == "log" and plan.where == "reads the log at {}".format(log)
+    assert "target='auto' and log_path is set" in plan.why and "sbatch --ntasks 16" in str(plan)
+    run = sambanova.run_exercise(config, plan)
+    assert run.source == "log" and run.metrics["e2e_train_time"] == pytest.approx(470.3965759277344)
+    table, figure = sambanova.show(run)  # outside a kernel: what it would show, like a local run
+    assert "e2e_train_time" in table.index and figure.axes[0].get_title() == "log run, ntasks=16"
+
+
+def test_the_plan_of_a_portable_run_says_why():
+    plan = sambanova.plan(sambanova.SPEC.validate(dict(SMALL, target="auto")))
+    assert plan.path == "portable" and plan.where.startswith("2 portable data-parallel rank(s) here")
+    assert "this is not a SambaNova node" in plan.why

@@ -9,8 +9,10 @@ Notebook: ``notebooks/cerebras/bert_large.ipynb``. From a shell:
 From Python:
 
     from labkit.testbeds import cerebras
-    config = cerebras.BERT_SPEC.validate({"model_size": "micro", "batch_size": 8, "max_steps": 20, "log_steps": 10})
-    run = cerebras.run_bert(config)           # a labkit.results.Run
+    config = cerebras.SPEC.validate({"model_size": "micro", "batch_size": 8, "max_steps": 20, "log_steps": 10})
+    cerebras.plan(config)                     # where it will run, and why
+    run = cerebras.run_exercise(config)       # a labkit.results.Run
+    cerebras.show(run)                        # metrics, notes, the loss curve
 
 Three ways to a run, all giving the same metrics (``samples_per_sec`` = the last GlobalRate,
 ``time_per_sample``, ``final_loss``, ``total_samples``, ``total_time``):
@@ -36,29 +38,31 @@ The package, one concern a module (this file only gathers their public names):
 - ``portable``: :func:`run_portable`, the portable BERT printing modelzoo log lines (``loglines``).
 - ``log``: the reader of modelzoo logs (``labkit.logs.read(..., format="cerebras")``).
 - ``metrics``: the exercise's metric names from every path; :func:`read_log`.
-- ``exercise``: :func:`run_bert` and the homework's :func:`compare`.
-- ``report``: tables and plots (:func:`metrics_table`, :func:`show`, :func:`plot_comparison`, ...).
+- ``exercise``: the run step (:func:`run_exercise`, :func:`run_bert`) and the homework's :func:`compare`.
+- ``report``: the show step (:func:`show`), tables and plots (:func:`metrics_table`,
+  :func:`format_table`, :func:`plot_comparison`, ...).
 """
 
 from __future__ import annotations
 
 # Names outside __all__ (CerebrasStack, MAX_STEPS, ...) stay reachable as they were before the split.
-from labkit.testbeds.cerebras.exercise import compare, run_bert
+from labkit.testbeds.cerebras.exercise import compare, run_bert, run_exercise
 from labkit.testbeds.cerebras.host import CerebrasStack, Plan, cerebras_stack, estimated_seconds, plan  # noqa: F401
 from labkit.testbeds.cerebras.loglines import processed_line, train_line
 from labkit.testbeds.cerebras.metrics import read_log, standardize
 from labkit.testbeds.cerebras.modelzoo import modelzoo_command, run_modelzoo, write_params_yaml
 from labkit.testbeds.cerebras.portable import run_portable
 from labkit.testbeds.cerebras.report import (SHOWN_METRICS, TABLE_UNITS, comparison_table, metrics_table,
-                                             plot_comparison, plot_loss, show)  # noqa: F401
-from labkit.testbeds.cerebras.spec import (BERT_SPEC, CEREBRAS_HELP, DEFAULT_TEMPLATE, EXERCISE, LONG_RUN_SECONDS,
+                                             format_table, plot_comparison, plot_loss, show)  # noqa: F401
+from labkit.testbeds.cerebras.spec import (SPEC, BERT_SPEC, CEREBRAS_HELP, DEFAULT_TEMPLATE, EXERCISE, LONG_RUN_SECONDS,
                                            MAX_STEPS)  # noqa: F401
 from labkit.testbeds.cerebras.stream import stream_command
 
 __all__ = [
-    "BERT_SPEC", "EXERCISE", "Plan", "plan", "run_bert", "run_portable", "run_modelzoo", "read_log",
+    "SPEC", "BERT_SPEC", "EXERCISE", "Plan", "plan", "run_exercise", "run_bert", "run_portable", "run_modelzoo",
+    "read_log",
     "cerebras_stack", "write_params_yaml", "modelzoo_command", "stream_command", "train_line",
     "processed_line", "standardize", "compare", "comparison_table", "plot_comparison", "metrics_table", "plot_loss",
-    "show", "CEREBRAS_HELP",
+    "show", "format_table", "CEREBRAS_HELP",
     "DEFAULT_TEMPLATE",
 ]

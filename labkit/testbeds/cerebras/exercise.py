@@ -1,9 +1,11 @@
-"""The whole exercise: :func:`run_bert` (the notebook's run step) and the homework's :func:`compare`.
+"""The whole exercise: the notebook's run step (:func:`run_exercise`, :func:`run_bert`) and the
+homework's :func:`compare`.
 
     from labkit.testbeds import cerebras
-    chosen = cerebras.plan(config)
-    run = cerebras.run_bert(config, chosen)                # a log read, the CS-2, or the portable BERT
-    runs = cerebras.compare(config, chosen, runs=[run])    # plus compare_logs and compare_batch_sizes
+    cerebras.plan(config)                          # the CS-2, the portable BERT, or a log, and why
+    run = cerebras.run_exercise(config)            # a log read, the CS-2, or the portable BERT
+    cerebras.show(run)
+    runs = cerebras.compare(config, runs=[run])    # plus compare_logs and compare_batch_sizes
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from labkit.testbeds.cerebras.metrics import read_log
 from labkit.testbeds.cerebras.modelzoo import run_modelzoo
 from labkit.testbeds.cerebras.portable import run_portable
 
-__all__ = ["run_bert", "compare"]
+__all__ = ["run_exercise", "run_bert", "compare"]
 
 
 @run_step
@@ -33,6 +35,12 @@ def run_bert(config: Config, chosen: Optional[Plan] = None, workdir: str = ".", 
     if chosen.path == "modelzoo":
         return run_modelzoo(config, chosen.stack, workdir)
     return run_portable(config, chosen.device, log_path=log_path)
+
+
+@run_step
+def run_exercise(config: Config, plan: Optional[Plan] = None) -> Run:
+    """The notebook's run step: :func:`run_bert` where ``plan`` (default: :func:`plan` now) says."""
+    return run_bert(config, plan)
 
 
 @run_step

@@ -18,6 +18,7 @@ from typing import Any, List, Optional, Sequence
 
 from labkit import bert, devices
 from labkit.params import Config, ParameterError
+from labkit.plans import PlanText, device_why
 from labkit.testbeds.cerebras.spec import CEREBRAS_HELP, DEFAULT_TEMPLATE, EXERCISE, LONG_RUN_SECONDS
 
 __all__ = ["CerebrasStack", "cerebras_stack", "template_path", "check_template", "Plan", "plan",
@@ -112,13 +113,27 @@ def check_template(config: Config, stack: CerebrasStack) -> None:
                              EXERCISE)
 
 
-@dataclass
-class Plan:
-    """What a run will do: ``path`` is "log", "modelzoo" or "portable"."""
+@dataclass(repr=False)
+class Plan(PlanText):
+    """What a run will do: ``path`` is "log", "modelzoo" or "portable"; ``why`` says why there.
+
+    Shown in the notebook as "Where: ..." and "Why: ..." (:class:`labkit.plans.PlanText`).
+    """
 
     path: str
     device: Any = None
     stack: Optional[CerebrasStack] = None
+    why: str = ""
+    log_path: Optional[str] = None
+
+    def lines(self) -> List[str]:
+        if self.path == "log":
+            where = "reads the log at {} (a CS-2 run; nothing is trained)".format(self.log_path)
+        elif self.path == "modelzoo":
+            where = "the CS-2, with the modelzoo in {}".format(self.stack.bert_dir)
+        else:
+            where = "the portable BERT on {} ({})".format(self.device, devices.device_name(self.device))
+        return ["Where: " + where, "Why: " + self.why]
 
     def describe(self) -> str:
         if self.path == "log":
@@ -137,18 +152,22 @@ def plan(config: Config, sizes: Optional[Sequence[int]] = None) -> Plan:
     are the batch sizes that will train (default: ``batch_size`` and ``compare_batch_sizes``).
     """
     if config.log_path:
-        return Plan("log")
+        return Plan("log", why="log_path is set: the run is read from that log", log_path=config.log_path)
+    why = ""
     if config.target in ("CSX", "auto"):
         stack = cerebras_stack(config.modelzoo_dir)
         if stack.complete:
             check_template(config, stack)
-            return Plan("modelzoo", stack=stack)
+            why = "target={!r} and the Cerebras stack is here (cerebras_pytorch and the modelzoo's run.py)".format(
+                config.target)
+            return Plan("modelzoo", stack=stack, why=why)
         if config.target == "CSX":
             raise devices.DeviceError("target='CSX' was asked for, but the Cerebras stack is not here: {}. {}".format(
                 "; ".join(stack.missing), CEREBRAS_HELP))
+        why = "no CS-2 here ({}); ".format("; ".join(stack.missing))
     device = devices.torch_device("auto" if config.target in ("CSX", "auto") else config.target)
     _check_cost(config, device, sizes)
-    return Plan("portable", device=device)
+    return Plan("portable", device=device, why=why + device_why("target", config.target, device))
 
 
 def estimated_seconds(config: Config, device: Any, batch_size: Optional[int] = None) -> float:

@@ -1,23 +1,24 @@
 """The exercise's tables and plots: one run's metrics and loss, the homework's batch-size comparison.
 
     from labkit.testbeds import cerebras
-    cerebras.show(cerebras.metrics_table(run))       # each number beside its unit
+    cerebras.show(run)                               # the notebook's show step: metrics, notes, loss
+    cerebras.format_table(cerebras.metrics_table(run))   # each number beside its unit
     cerebras.plot_loss(run)
     table = cerebras.comparison_table(runs)
-    cerebras.show(table); cerebras.plot_comparison(table)
+    cerebras.format_table(table); cerebras.plot_comparison(table)
 """
 
 from __future__ import annotations
 
 import math
 import os
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
-from labkit.display import show as show_figure  # this module has its own show() for tables
+from labkit import display
 from labkit.results import Run
 from labkit.testbeds.cerebras.metrics import BERT_METRICS, standardize
 
-__all__ = ["comparison_table", "plot_comparison", "metrics_table", "plot_loss", "show",
+__all__ = ["comparison_table", "plot_comparison", "metrics_table", "plot_loss", "show", "format_table",
            "TABLE_UNITS", "SHOWN_METRICS"]
 
 
@@ -64,10 +65,10 @@ def plot_comparison(table: Any):
     right.set_ylabel("ms / sample")
     left.legend(fontsize="small")
     fig.tight_layout()
-    return show_figure(fig)
+    return display.show(fig)
 
 
-#: Units of the comparison table's columns (for :func:`show`).
+#: Units of the comparison table's columns (for :func:`format_table`).
 TABLE_UNITS = {"samples_per_sec": "samples/s", "time_per_sample_ms": "ms", "total_time_s": "s"}
 
 #: The metrics :func:`metrics_table` shows, in this order.
@@ -106,7 +107,16 @@ def _cell(value: Any, unit: str = "", count: bool = False) -> str:
     return text + (" " + unit if unit and text else "")
 
 
-def show(table: Any, units: Optional[Dict[str, str]] = None):
+def show(run: Run) -> Optional[List[Any]]:
+    """The notebook's show step: the metrics with their units, the run's notes, the loss curve
+    (the rule of :func:`labkit.display.shown`: None in a kernel)."""
+    table = display.show(format_table(metrics_table(run)))
+    for note in run.notes:
+        print("Note:", note)
+    return display.shown([table, plot_loss(run)])
+
+
+def format_table(table: Any, units: Optional[Dict[str, str]] = None):
     """A table for the notebook, with each number next to its unit (``19.91 samples/s``).
 
     A metrics table (metric, value, unit) shows value and unit together; any other table
@@ -140,4 +150,4 @@ def plot_loss(run: Run):
                  + run.partial_title())
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    return show_figure(fig)
+    return display.show(fig)

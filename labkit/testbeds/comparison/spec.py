@@ -12,6 +12,8 @@ from typing import List, Optional
 from labkit.params import PATH, Param, Spec, existing_file
 from labkit.testbeds.comparison.models import MODELS
 
+__all__ = ["SPEC", "SCALING_SPEC"]
+
 
 def _positive_ints(values: List[int]) -> Optional[str]:
     if not values:
@@ -38,3 +40,6 @@ SCALING_SPEC = Spec(
           "and A100 table (labkit/testbeds/comparison/reference/scaling_pod16_a100.csv)",
           optional=True, check=existing_file),
 )
+
+#: The exercise's spec under the name every exercise uses (``SCALING_SPEC`` is its older name).
+SPEC = SCALING_SPEC

@@ -42,7 +42,7 @@ from labkit.testbeds.comparison.metrics import SCALING_METRICS
 
 __all__ = ["study", "measure", "load_reference", "display_table", "EXAMPLE_REFERENCE",
            "PUBLISHED_REFERENCE", "PUBLISHED_PROVENANCE", "REFERENCE_COLUMNS", "allowed_replicas", "diverged",
-           "as_run"]
+           "as_run", "resolve_device"]
 
 #: Columns a CSV of results measured elsewhere must have (extra columns are kept).
 REFERENCE_COLUMNS = ("platform", "replicas", "micro_batch", "throughput")
@@ -74,7 +74,8 @@ def allowed_replicas(requested: Sequence[int], device: str) -> List[int]:
     return [r for r in requested if r <= limit]
 
 
-def _resolve_device(device: str) -> str:
+def resolve_device(device: str) -> str:
+    """``device``, or for "auto": "ipu" when PopTorch sees an IPU, else "cuda" with a GPU, else "cpu"."""
     if device != "auto":
         return device
     from labkit.devices import cuda_available, module_available
@@ -130,7 +131,7 @@ def study(replicas: Sequence[int], micro_batches: Sequence[int], images_per_epoc
     from labkit.progress import bar
 
     model_choice(model)  # an unknown name fails now, not in a spawned process
-    device = _resolve_device(device)
+    device = resolve_device(device)
     usable = allowed_replicas(replicas, device)
     skipped = [r for r in replicas if r not in usable]
     if skipped:

@@ -12,7 +12,7 @@ Graphcore's Poplar SDK), and is tested here against a fake that speaks the same 
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -36,8 +36,10 @@ def _limit(images: np.ndarray, labels: np.ndarray, limit: Optional[int]):
 
 
 @run_step
-def run_mnist(config: Config, verbose: bool = True) -> MnistResult:
+def run_mnist(config: Config, verbose: bool = True, device: Any = None) -> MnistResult:
     """Train and test the tutorial's network as ``config`` says, or read ``config.log_path``.
+
+    ``device`` is where to train, as :func:`choose_device` chose it (None: choose now).
 
     An interrupt (Kernel -> Interrupt) ends training at the next step and returns the partial
     run, status ``interrupted``.
@@ -46,7 +48,7 @@ def run_mnist(config: Config, verbose: bool = True) -> MnistResult:
         return _from_log(config)
     from labkit.data import load_mnist
 
-    device = choose_device(config.device)
+    device = choose_device(config.device) if device is None else device
     data = load_mnist(config.data_dir)
     notes = list(data.notes)
     say = _say if verbose else (lambda text: None)

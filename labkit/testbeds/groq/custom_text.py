@@ -1,8 +1,11 @@
 """The student's own sentences (``custom_text``) on every backend, and what a fixed compiled
 shape means when an input of another length arrives.
 
-    groq.custom(config, loaded, engines)        # a table: prediction, agreement, latency
-    groq.shape_lesson(config, loaded, engines)  # one line per backend
+    groq.custom(config, run)          # a table: prediction, agreement, latency
+    groq.shape_lesson(config, run)    # one line per backend
+
+Both take the Run of :func:`labkit.testbeds.groq.run_exercise` (its ``details`` hold the model and
+the engines) or, as before, the loaded model and the engines.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import statistics
 import time
 from itertools import combinations
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from labkit.params import Config
 from labkit.results import same_value
@@ -21,7 +24,17 @@ from labkit.testbeds.groq.steps import to_batches
 __all__ = ["custom", "shape_lesson"]
 
 
-def custom(config: Config, loaded: Any, engines: Dict[str, Any], repetitions: int = 5):
+def _model_and_engines(loaded: Any, engines: Optional[Dict[str, Any]], section: str):
+    """(loaded, engines) from a Run made by run_exercise, or as given; None for a run read from a log."""
+    if engines is not None:
+        return loaded, engines
+    from labkit.testbeds.groq.exercise import details_of
+
+    details = details_of(loaded, section)
+    return None if details is None else (details.loaded, details.engines)
+
+
+def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None, repetitions: int = 5):
     """The student's sentences on every backend: prediction (or pair similarity) and latency.
 
     Each sentence is tokenized to max_seq_length, exactly like the evaluation data (the compiled
@@ -35,6 +48,10 @@ def custom(config: Config, loaded: Any, engines: Dict[str, Any], repetitions: in
     if not config.custom_text:
         print("custom_text is None: set it to a list of your own sentences to run them here.")
         return None
+    found = _model_and_engines(loaded, engines, "model to run your sentences on")
+    if found is None:
+        return None
+    loaded, engines = found
     items: List[Tuple[Any, Dict[str, Any], int]] = []
     if loaded.task == "classification":
         for sentence in config.custom_text:
@@ -82,10 +99,15 @@ def custom(config: Config, loaded: Any, engines: Dict[str, Any], repetitions: in
     return pd.DataFrame(rows)
 
 
-def shape_lesson(config: Config, loaded: Any, engines: Dict[str, Any]) -> List[str]:
+def shape_lesson(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None) -> List[str]:
     """What happens when an input of another length meets each engine: eager PyTorch runs it,
     the fixed-shape ONNX session refuses it (as a GroqChip program would). Returns the lines shown."""
     from labkit.testbeds.groq import evalsets
+
+    found = _model_and_engines(loaded, engines, "engine to feed another shape")
+    if found is None:
+        return []
+    loaded, engines = found
 
     other = config.max_seq_length // 2 if config.max_seq_length >= 4 else config.max_seq_length + 2
     dummy = evalsets.dummy_inputs(loaded.task, other, config.batch_size)

@@ -80,7 +80,7 @@ def build(config: Config, loaded: Any) -> Dict[str, Any]:
 
 
 _WHAT_RUNS = {"cpu": "the PyTorch model, eagerly", "cuda": "the PyTorch model, eagerly, on the GPU",
-              "onnxruntime": "a torch.onnx export (file: engines['onnxruntime'].build.artifact)",
+              "onnxruntime": "a torch.onnx export (file: run.details.engines['onnxruntime'].build.artifact)",
               "groq": "a GroqChip program built by groqit()"}
 
 

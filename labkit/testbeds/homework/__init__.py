@@ -1,20 +1,25 @@
 """The module's homework (notebooks/homework/ai_testbeds.ipynb): gather your runs, compare them.
 
     from labkit.testbeds import homework
-    runs = homework.runs_for(config, "graphcore")       # logs/graphcore/ and runs/graphcore/
-    homework.record_runs("graphcore", runs)             # records graphcore_1, graphcore_2, ...
-    homework.show("graphcore", runs)                    # table + plot, or what to run when there is nothing
+    config = homework.SPEC.from_notebook(globals())
+    homework.plan(config)                               # which logs and lab-book runs are where
+    run = homework.run_exercise(config)                 # every testbed's runs: logs/<testbed>/, runs/<testbed>/
+    homework.show(run)                                  # one row per testbed
+    homework.record_runs("graphcore", run)              # records graphcore_1, graphcore_2, ...
+    homework.show_testbed("graphcore", run)             # table + plot, or what to run when there is nothing
 
-Modules: ``spec`` (the notebook's parameters and what is compared for each testbed), ``gather`` (a
+Modules: ``spec`` (the notebook's parameters and what is compared for each testbed), ``exercise``
+(the notebook's plan and run steps), ``gather`` (a
 student's runs from testbed logs, lab-book notebooks and sweeps), ``evidence`` (trusted reading of
 those notebooks and sweep folders), ``where`` (the label of where a run ran), ``report`` (the table
 and plot). The grader (:mod:`labkit.grading`) reads the same evidence again; it imports this
 package, never the other way round.
 """
 
-from labkit.testbeds.homework.gather import record_runs, runs_for, runs_from_lab_book, runs_from_logs
-from labkit.testbeds.homework.report import comparison, nothing_yet, plot, show
-from labkit.testbeds.homework.spec import HOMEWORK_SPEC, TESTBEDS
+from labkit.testbeds.homework.exercise import plan, run_exercise
+from labkit.testbeds.homework.gather import record_runs, runs_for, runs_from_lab_book, runs_from_logs, runs_of
+from labkit.testbeds.homework.report import comparison, nothing_yet, overview, plot, show, show_testbed
+from labkit.testbeds.homework.spec import HOMEWORK_SPEC, SPEC, TESTBEDS
 
-__all__ = ["HOMEWORK_SPEC", "TESTBEDS", "runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs",
-           "comparison", "plot", "show", "nothing_yet"]
+__all__ = ["SPEC", "HOMEWORK_SPEC", "plan", "run_exercise", "show", "show_testbed", "overview", "runs_of", "TESTBEDS",
+           "runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs", "comparison", "plot", "nothing_yet"]

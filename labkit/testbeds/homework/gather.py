@@ -3,6 +3,7 @@
     from labkit.testbeds import homework
     runs = homework.runs_for(config, "graphcore")       # logs/graphcore/ and runs/graphcore/
     homework.record_runs("graphcore", runs)             # records graphcore_1, graphcore_2, ...
+    homework.record_runs("graphcore", run)              # the same, from the homework's Run (run_exercise)
 
 Three kinds of evidence count for each testbed, all read by labkit:
 
@@ -22,13 +23,13 @@ measurement of the testbed.
 from __future__ import annotations
 
 import os
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple, Union
 
 from labkit.results import Run, record
 from labkit.testbeds.homework.spec import exercise_for
-from labkit.testbeds.homework.where import where_it_ran
+from labkit.testbeds.homework.where import OVERVIEW_EXERCISE, where_it_ran
 
-__all__ = ["runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs"]
+__all__ = ["runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs", "runs_of"]
 
 
 def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True) -> List[Run]:
@@ -106,10 +107,23 @@ def runs_for(config: Any, testbed: str, verbose: bool = True) -> List[Run]:
     return runs_from_logs(config.logs_dir, testbed, verbose) + runs_from_lab_book(config.runs_dir, testbed, verbose)
 
 
-def record_runs(testbed: str, runs: Sequence[Run]) -> List[str]:
-    """Record each run in this notebook as ``<testbed>_1``, ``<testbed>_2``... and return the names."""
+def runs_of(testbed: str, runs: Union[Run, Sequence[Run]]) -> List[Run]:
+    """The testbed's runs: ``runs`` itself, or those the homework's Run gathered (its ``details``)."""
+    if isinstance(runs, Run):
+        if runs.exercise != OVERVIEW_EXERCISE:  # a cell above reused the name: say so, never show nothing
+            raise ValueError("this is a run of {}, not the homework's overview from homework.run_exercise(config): "
+                             "a cell above gave the name `run` to something else; run the cell "
+                             "`run = homework.run_exercise(config)` again, or name your own variables "
+                             "differently".format(runs.exercise))
+        return list((getattr(runs, "details", None) or {}).get(testbed, []))
+    return list(runs)
+
+
+def record_runs(testbed: str, runs: Union[Run, Sequence[Run]]) -> List[str]:
+    """Record each run in this notebook as ``<testbed>_1``, ``<testbed>_2``... and return the names
+    (``runs``: a list, or the homework's Run from :func:`labkit.testbeds.homework.run_exercise`)."""
     names = []
-    for number, run in enumerate(runs, 1):
+    for number, run in enumerate(runs_of(testbed, runs), 1):
         name = "{}_{}".format(testbed, number)
         record(run, name=name)
         names.append(name)

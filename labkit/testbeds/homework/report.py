@@ -1,7 +1,8 @@
 """The homework's comparison of a testbed's runs: a table and a bar plot, each run labelled with where it ran.
 
     from labkit.testbeds import homework
-    homework.show("graphcore", runs)                    # table + plot, or what to run when there is nothing
+    homework.show(run)                                  # the overview: each testbed's runs, where they ran
+    homework.show_testbed("graphcore", run)             # table + plot, or what to run when there is nothing
     homework.comparison("graphcore", runs)              # the table alone: one row per run
     homework.plot("graphcore", runs)                    # the plot alone (None without runs)
 
@@ -12,13 +13,15 @@ they are hatched in the plot and named in a warning, never passed off as the tes
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import Any, List, Optional, Sequence, Union
 
+from labkit import display
 from labkit.results import Run
-from labkit.testbeds.homework.spec import Exercise, exercise_for
+from labkit.testbeds.homework.gather import runs_of
+from labkit.testbeds.homework.spec import TESTBEDS, Exercise, exercise_for
 from labkit.testbeds.homework.where import HARDWARE, is_portable, where_it_ran
 
-__all__ = ["comparison", "plot", "show", "nothing_yet"]
+__all__ = ["comparison", "plot", "show", "show_testbed", "overview", "nothing_yet"]
 
 
 def _source_name(run: Run) -> str:
@@ -104,19 +107,49 @@ def nothing_yet(testbed: str) -> str:
                                                     testbed=exercise.testbed)
 
 
-def show(testbed: str, runs: Sequence[Run]) -> None:
-    """The comparison table and plot, with a warning about portable runs; or, without runs, what to run."""
-    from IPython.display import display
+def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]]) -> Optional[List[Any]]:
+    """The comparison table and plot, with a warning about portable runs; or, without runs, what to run.
 
+    ``runs``: a list, or the homework's Run (:func:`labkit.testbeds.homework.run_exercise`).
+    Shown by the rule of :func:`labkit.display.shown` (None in a kernel).
+    """
+    runs = runs_of(testbed, runs)
     if not runs:
         print(nothing_yet(testbed))
-        return
-    display(comparison(testbed, runs))
+        return display.shown([])
+    table = display.show(comparison(testbed, runs))
     portable = sorted({where_it_ran(r) for r in runs if is_portable(r)})
     if portable:
         print("Runs marked {} ran the exercise's portable stand-in, not the {}: they model the exercise (same model, "
               "same parameters, same metrics); their times and speeds say nothing about the {}.".format(
                   " and ".join(portable), HARDWARE.get(testbed, testbed), HARDWARE.get(testbed, testbed)))
     fig = plot(testbed, runs)
-    if fig is not None:
-        display(fig)
+    return display.shown([table, None if fig is None else display.show(fig)])
+
+
+def overview(run: Run):
+    """One row per testbed: how many runs were found, where they ran, and from which kind of source."""
+    import pandas as pd
+
+    rows = []
+    for testbed in TESTBEDS:
+        runs = runs_of(testbed, run)
+        rows.append({"testbed": testbed, "runs": len(runs),
+                     "where they ran": ", ".join(sorted({where_it_ran(r) for r in runs})) or "-",
+                     "from testbed logs": sum(1 for r in runs if "log" in r.params),
+                     "from lab-book notebooks": sum(1 for r in runs if "evidence" in r.params)})
+    return pd.DataFrame(rows).set_index("testbed")
+
+
+def show(run: Union[Run, str], runs: Optional[Sequence[Run]] = None) -> Optional[List[Any]]:
+    """The notebook's show step: :func:`overview` of the homework's Run, and its notes.
+
+    ``show("graphcore", runs)``, the form of notebooks made before the five steps, is
+    :func:`show_testbed`, so a homework handed in with those cells still runs.
+    """
+    if isinstance(run, str):
+        return show_testbed(run, runs or [])
+    table = display.show(overview(run))
+    for note in run.notes:
+        print("Note:", note)
+    return display.shown([table])

@@ -21,7 +21,7 @@ from labkit.testbeds.graphcore.metrics import MNIST_METRICS as GRAPHCORE
 from labkit.testbeds.groq.metrics import BERT_TINY_METRICS as GROQ
 from labkit.testbeds.sambanova.metrics import BERT_METRICS as SAMBANOVA
 
-__all__ = ["HOMEWORK_SPEC", "Exercise", "TESTBEDS", "exercise_for"]
+__all__ = ["SPEC", "HOMEWORK_SPEC", "Exercise", "TESTBEDS", "exercise_for"]
 
 HOMEWORK_SPEC = Spec(
     "homework/ai_testbeds",
@@ -30,6 +30,9 @@ HOMEWORK_SPEC = Spec(
     Param("runs_dir", PATH, "runs", "folder with one sub-folder per testbed of lab-book notebooks executed by "
                                     "`labkit run` or `labkit sweep --out runs/<testbed>`"),
 )
+
+#: The exercise's spec under the name every exercise uses (``HOMEWORK_SPEC`` is its older name).
+SPEC = HOMEWORK_SPEC
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """SambaNova BERT-Large: compile with SambaFlow, train under Slurm with ``--ntasks`` ranks.
 
     from labkit.testbeds import sambanova
-    config = sambanova.BERT_SPEC.validate({"ntasks": 2, "model_size": "micro", "steps": 5})
-    run = sambanova.run(config)          # testbed job, portable torch.distributed run, or a log
+    config = sambanova.SPEC.validate({"ntasks": 2, "model_size": "micro", "steps": 5})
+    sambanova.plan(config)               # where it will run, and why; the sbatch request
+    run = sambanova.run_exercise(config) # testbed job, portable torch.distributed run, or a log
+    sambanova.show(run)
     sambanova.throughput_table([run, ...]);  sambanova.plot_throughput(table)
 
     papermill notebooks/sambanova/bert_large.ipynb out.ipynb -p ntasks 2 -p model_size micro
@@ -27,21 +29,23 @@ steps, and ``training_sequences_per_second = ntasks x batch_size x steps x max_s
 e2e_train_time``, which counts TOKENS per second despite its name; ``sequences_per_second``
 
 The code, one concern a module: ``spec`` (parameters, sbatch request), ``host`` (where it can
-run), ``runs`` (run and the homework's runs), ``portable`` and ``launch`` (the torch.distributed
+run), ``exercise`` (the notebook's plan, run and show steps), ``runs`` (run and the homework's runs), ``portable`` and ``launch`` (the torch.distributed
 ranks), ``script`` and ``testbed`` (the SambaFlow scripts, the Slurm job, reading its log),
 ``log`` (the log reader labkit.logs uses), ``report`` (tables and plots).
 """
 
+from labkit.testbeds.sambanova.exercise import plan, run_exercise, show
 from labkit.testbeds.sambanova.host import SambaFlow, resolve_target, sambanova_host
 from labkit.testbeds.sambanova.portable import TooBigForMemory, run_portable, sequences_per_second, tokens_per_second
 from labkit.testbeds.sambanova.report import (format_throughput, metrics_table, plot_loss, plot_throughput,
                                               throughput_table)
 from labkit.testbeds.sambanova.runs import homework_runs, run
 from labkit.testbeds.sambanova.script import compile_script, run_script
-from labkit.testbeds.sambanova.spec import BERT_SPEC, MODEL_SIZES, describe_request, slurm_request
+from labkit.testbeds.sambanova.spec import SPEC, BERT_SPEC, MODEL_SIZES, describe_request, slurm_request
 from labkit.testbeds.sambanova.testbed import read_log, run_testbed
 
-__all__ = ["BERT_SPEC", "run", "run_portable", "run_testbed", "read_log", "slurm_request", "SambaFlow",
+__all__ = ["SPEC", "BERT_SPEC", "plan", "run_exercise", "show", "run", "run_portable", "run_testbed", "read_log",
+           "slurm_request", "SambaFlow",
            "compile_script", "run_script", "sambanova_host", "resolve_target", "throughput_table",
            "plot_throughput", "sequences_per_second", "tokens_per_second", "MODEL_SIZES", "TooBigForMemory",
            # the notebook's cells use these too (they were public, though not listed, before the split)

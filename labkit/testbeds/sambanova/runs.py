@@ -9,7 +9,7 @@ homework's runs: one more per ``sweep_ntasks`` value plus the ``compare_logs``.
 from __future__ import annotations
 
 import os
-from typing import Any, List
+from typing import Any, List, Optional
 
 from labkit.interrupts import run_step
 from labkit.params import Config
@@ -22,9 +22,10 @@ __all__ = ["run", "homework_runs"]
 
 
 @run_step
-def run(config: Config, setup: SambaFlow = SambaFlow(), **options: Any) -> Run:
-    """Run the exercise where ``config.target`` says (see labkit.testbeds.sambanova's docstring)."""
-    target = resolve_target(config, setup)
+def run(config: Config, setup: SambaFlow = SambaFlow(), target: Optional[str] = None, **options: Any) -> Run:
+    """Run the exercise where ``config.target`` says (see labkit.testbeds.sambanova's docstring);
+    ``target`` is where :func:`resolve_target` already said it goes (None: resolve it now)."""
+    target = target or resolve_target(config, setup)
     if target == "log":
         return read_log(config.log_path, config)
     if target == "testbed":

@@ -15,7 +15,7 @@ from typing import Optional, Tuple
 from labkit import jobs
 from labkit.params import PATH, Config, Param, Spec, existing_file
 
-__all__ = ["EXERCISE", "MODEL_SIZES", "TARGETS", "COURSE_LEARNING_RATE", "BERT_SPEC", "slurm_request",
+__all__ = ["SPEC", "EXERCISE", "MODEL_SIZES", "TARGETS", "COURSE_LEARNING_RATE", "BERT_SPEC", "slurm_request",
            "describe_request"]
 
 EXERCISE = "sambanova/bert_large"
@@ -98,3 +98,5 @@ def describe_request(config: Config) -> str:
             jobs.SN30.cpus_per_node, jobs.SN30.rdus_per_node),
     ])
 
+#: The exercise's spec under the name every exercise uses (``BERT_SPEC`` is its older name).
+SPEC = BERT_SPEC

@@ -1,0 +1,72 @@
+"""The scaling study's plan, run and show steps: the five-step shape every exercise notebook has.
+
+    from labkit.testbeds import comparison
+    config = comparison.SPEC.from_notebook(globals())
+    comparison.plan(config)                   # the device, the replica counts that fit here, and why
+    run = comparison.run_exercise(config)     # a labkit.results.Run (run.details: one row per configuration)
+    comparison.show(run)                      # the configurations measured here
+    results.record(run)
+
+The published study (``study.load_reference``) and the side-by-side speed-up tables are the
+notebook's further sections; they take the local rows from ``run.details``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, List, Optional
+
+from labkit import display
+from labkit.interrupts import run_step
+from labkit.params import Config
+from labkit.plans import RunPlan
+from labkit.results import Run
+from labkit.testbeds.comparison.study import allowed_replicas, as_run, resolve_device, study
+
+__all__ = ["plan", "run_exercise", "show", "SHOWN_COLUMNS"]
+
+#: The columns :func:`show` gives of each configuration measured.
+SHOWN_COLUMNS = ["platform", "model", "replicas", "micro_batch", "images_per_epoch", "status", "note"]
+
+
+def plan(config: Config) -> RunPlan:
+    """The device the replicas run on, which replica counts fit this machine, and why."""
+    device = resolve_device(config.device)
+    usable = allowed_replicas(config.replicas, device)
+    if config.device != "auto":
+        why = "device={!r} was asked for".format(config.device)
+    else:
+        why = "device='auto' takes IPUs when PopTorch sees one, else CUDA GPUs (NCCL), else CPU processes (gloo)"
+    room = {"ipu": "IPUs", "cuda": "GPUs"}.get(device, "CPU cores ({})".format(os.cpu_count() or 1))
+    more = ["Replicas: {} ({} configurations with micro-batches {})".format(
+        usable, len(usable) * len(config.micro_batch_sizes), list(config.micro_batch_sizes))]
+    skipped = [r for r in config.replicas if r not in usable]
+    if skipped:
+        more.append("Skipped: replicas {}, more than this machine's {}.".format(skipped, room))
+    where = "{} replica(s) of the {} model on {}".format(
+        "/".join(str(r) for r in usable) or "no", config.model, device)
+    return RunPlan("testbed" if device == "ipu" else "portable", where, why, device, more)
+
+
+_plan_step = plan  # run_exercise's argument is called plan too
+
+
+@run_step
+def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
+    """Measure every configuration the plan allows: the Run of the local measurements, with the
+    measurements themselves (a DataFrame, one row per configuration) as ``run.details``."""
+    chosen = plan if plan is not None else _plan_step(config)
+    local = study(config.replicas, config.micro_batch_sizes, config.images_per_epoch, config.epochs,
+                  config.learning_rate, config.seed, chosen.device, config.model)
+    run = as_run(local, config)
+    run.details = local
+    return run
+
+
+def show(run: Run) -> Optional[List[Any]]:
+    """The configurations measured here, with their status (the rule of :func:`labkit.display.shown`)."""
+    local = getattr(run, "details", None)
+    if local is None:
+        print("This run holds no measurements of its own configurations to show.")
+        return display.shown([])
+    return display.shown([display.show(local[[c for c in SHOWN_COLUMNS if c in local.columns]])])

@@ -1,0 +1,66 @@
+"""The MNIST notebook's plan, run and show steps: the five-step shape every exercise notebook has.
+
+    from labkit.testbeds import graphcore
+    config = graphcore.SPEC.from_notebook(globals())
+    graphcore.plan(config)                    # IPU, CUDA, MPS or CPU, and why; or the log it will read
+    run = graphcore.run_exercise(config)      # a labkit.results.Run (run.details: the MnistResult)
+    graphcore.show(run)                       # the metrics table and the training curves
+    results.record(run)
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from labkit import display, devices
+from labkit.interrupts import run_step
+from labkit.params import Config
+from labkit.plans import RunPlan, device_why
+from labkit.results import Run
+from labkit.testbeds.graphcore.device import choose_device
+from labkit.testbeds.graphcore.run import run_mnist
+
+__all__ = ["plan", "run_exercise", "show"]
+
+
+def plan(config: Config) -> RunPlan:
+    """Where the run will train (an IPU, CUDA, MPS or the CPU) and why, or the log it will read.
+
+    ``device='ipu'`` without PopTorch or an attached IPU fails here, saying what to do.
+    """
+    if config.log_path:
+        return RunPlan("log", "reads the log at {}".format(config.log_path),
+                       "log_path is set: the run is read from that testbed log, nothing is trained")
+    device = choose_device(config.device)
+    if device == "ipu":
+        why = "device='ipu' was asked for" if config.device == "ipu" else \
+            "device='auto' takes an IPU when PopTorch sees one attached, and it does"
+        return RunPlan("testbed", "a Graphcore IPU, through PopTorch", why, device)
+    why = device_why("device", config.device, device)
+    if config.device == "auto":
+        reason = ("PopTorch is installed but no IPU is attached" if devices.module_available("poptorch")
+                  else "PopTorch is not importable here (it ships only in Graphcore's Poplar SDK)")
+        why = "no IPU: {}; {}".format(reason, why)
+    return RunPlan("portable", "portable PyTorch on {}".format(device), why, device)
+
+
+_plan_step = plan  # run_exercise's argument is called plan too
+
+
+@run_step
+def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
+    """Train and test (or read the log) as the plan says; the Run, with the MnistResult as ``run.details``."""
+    chosen = plan if plan is not None else _plan_step(config)
+    result = run_mnist(config, device=None if chosen.path == "log" else chosen.device)
+    run = result.run
+    run.details = result  # the trained model and its step history, for cells that look further
+    return run
+
+
+def show(run: Run) -> Optional[List[Any]]:
+    """The run's metrics with their units, then its loss and accuracy curves (the rule of
+    :func:`labkit.display.shown`: None in a kernel)."""
+    from labkit import plots
+
+    # a log without per-step values: training_curves says so instead of drawing
+    return display.shown([display.show(run.table()), plots.training_curves(run)])

@@ -1,0 +1,78 @@
+"""The homework notebook's plan and run steps: which logs and lab-book runs there are, and where.
+
+    from labkit.testbeds import homework
+    config = homework.SPEC.from_notebook(globals())
+    homework.plan(config)                    # what was found in logs/<testbed>/ and runs/<testbed>/
+    run = homework.run_exercise(config)      # every testbed's runs gathered: a labkit.results.Run
+    homework.show(run)                       # one row per testbed: how many runs, where they ran
+    results.record(run)
+    homework.record_runs("graphcore", run); homework.show_testbed("graphcore", run)   # one section each
+
+The Run is the homework's overview (``homework/ai_testbeds``, one count per testbed); the runs
+themselves, one list per testbed, are its ``details``, and each section records them as
+``graphcore_1``, ``graphcore_2``... as before.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import List, Optional
+
+from labkit.interrupts import run_step
+from labkit.params import Config
+from labkit.plans import RunPlan
+from labkit.results import Run
+from labkit.testbeds.homework.gather import runs_for
+from labkit.testbeds.homework.spec import HOMEWORK_SPEC, TESTBEDS
+
+__all__ = ["plan", "run_exercise", "found_files"]
+
+
+def found_files(folder: str) -> List[str]:
+    """The files under ``folder`` that can hold runs (no hidden ones), relative to it, sorted."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found.extend(os.path.relpath(os.path.join(root, name), folder)
+                     for name in sorted(files) if not name.startswith("."))
+    return found
+
+
+def _files_line(kind: str, folder: str) -> str:
+    if not os.path.isdir(folder):
+        return "no {} folder {}".format(kind, folder)
+    files = found_files(folder)
+    notebooks = [f for f in files if f.endswith(".ipynb")]
+    if kind == "lab-book":
+        return "{} notebook(s) in {}".format(len(notebooks), folder)
+    return "{} file(s) in {}".format(len(files), folder)
+
+
+def plan(config: Config) -> RunPlan:
+    """Which testbed logs and lab-book notebooks there are for each testbed, and where (nothing is read yet)."""
+    more = []
+    for testbed in TESTBEDS:
+        logs = os.path.join(os.fspath(config.logs_dir), testbed)
+        runs = os.path.join(os.fspath(config.runs_dir), testbed)
+        more.append("- {}: {}; {}".format(testbed, _files_line("log", logs), _files_line("lab-book", runs)))
+    return RunPlan("log", "your runs in {}/ (testbed logs) and {}/ (lab-book notebooks and sweeps)".format(
+        config.logs_dir, config.runs_dir), "the homework compares runs you made; it reads them, it trains nothing",
+        more=more)
+
+
+_plan_step = plan  # run_exercise's argument is called plan too
+
+
+@run_step
+def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
+    """Every testbed's runs, gathered (:func:`runs_for`): the overview Run, the runs as ``run.details``."""
+    gathered = {testbed: runs_for(config, testbed) for testbed in TESTBEDS}
+    run = Run(HOMEWORK_SPEC.name, source="log", params=config.to_dict())
+    for testbed, runs in gathered.items():
+        run.add_metric("{}_runs".format(testbed), len(runs))
+    missing = [testbed for testbed, runs in gathered.items() if not runs]
+    if missing:
+        run.notes.append("no runs yet for {}: each section says what to run".format(", ".join(missing)))
+    run.details = gathered
+    return run
+
