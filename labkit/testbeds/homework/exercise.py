@@ -23,6 +23,7 @@ from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
 from labkit.testbeds.homework.gather import runs_for
+from labkit.testbeds.homework.metrics import HOMEWORK_METRICS, runs_metric
 from labkit.testbeds.homework.spec import HOMEWORK_SPEC, TESTBEDS
 
 __all__ = ["plan", "run_exercise", "found_files"]
@@ -69,7 +70,7 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     gathered = {testbed: runs_for(config, testbed) for testbed in TESTBEDS}
     run = Run(HOMEWORK_SPEC.name, source="log", params=config.to_dict())
     for testbed, runs in gathered.items():
-        run.add_metric("{}_runs".format(testbed), len(runs))
+        HOMEWORK_METRICS.add(run, runs_metric(testbed), len(runs))
     missing = [testbed for testbed, runs in gathered.items() if not runs]
     if missing:
         run.notes.append("no runs yet for {}: each section says what to run".format(", ".join(missing)))
