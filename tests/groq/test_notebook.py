@@ -11,7 +11,9 @@ import pytest
 
 from labkit import results
 
-from .conftest import FAKE_GROQFLOW, ONE_GROQCARD
+from tests.fakes import GROQFLOW as FAKE_GROQFLOW
+
+from .conftest import ONE_GROQCARD
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "groq" / "bert_tiny.ipynb"
 
