@@ -49,9 +49,9 @@ __all__ = [
 
 #: Accuracies in percent, absolute. Measured: MNIST golden run (800 test images) 66.62 % golden,
 #: 67.75 % with default kernels here (1.13 points), 64.38 % with default kernels on AVX-512
-#: (2.24 points); with torch 2.14 on an AMD EPYC, 64.62 % with avx2 kernels at 2 threads (the
-#: golden copy since the five-step notebooks) and 67.75 % with default kernels at 1 thread: 3.13
-#: points, the widest, hence 4. The BERT-tiny stand-in (40 sentences) 0 points; the running
+#: (2.24 points); with torch 2.14 on an AMD EPYC with AVX-512, 64.62 % with its best (avx512)
+#: kernels at 2 threads (the golden copy since the five-step notebooks) and 67.75 % with default
+#: kernels, or avx512 at 1 thread: 3.13 points, the widest, hence 4. The BERT-tiny stand-in (40 sentences) 0 points; the running
 #: training accuracy 1.25 points. Seeds 0-3 span 62.5-73.1 % (issue 12): another seed may land
 #: within 4 points, a broken model (40 % for 66 %) cannot.
 PERCENT_POINTS = 4.0
