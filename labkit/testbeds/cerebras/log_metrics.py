@@ -29,8 +29,8 @@ LOG_METRICS: Tuple[Metric, ...] = (
     Metric("max_rate", "samples/s", "the highest Rate logged", timing=True),
     Metric("samples_per_s", "samples/s", "samples / train_seconds of the 'Processed' line", timing=True),
     Metric("samples", "samples", "samples trained on, from 'Processed N (training) sample(s) in T seconds'"),
-    Metric("train_seconds", "s", "seconds of training from the 'Processed' line (compile, staging and checkpoint "
-                                 "saves excluded)", timing=True),
+    Metric("train_seconds", "s", "seconds the 'Processed' line gives; when they exceed the steps' own span (CS-3 "
+                                 "logs: set-up and checkpoint saves), a note says so", timing=True),
     Metric("steps", "", "training steps run (the last step logged)"),
     Metric("final_loss", "", "training loss at the last logged step"),
     Metric("compile_s", "s", "seconds the compile job took, cluster queue excluded (absent when the compile was "
