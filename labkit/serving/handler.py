@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Optional
 
 from labkit.serving.engine import Engine, EngineStopped, Generation, QueueFull
-from labkit.serving.model import ChatModel, apply_chat_template
+from labkit.serving.chat import apply_chat_template
+from labkit.serving.model import ChatModel
 from labkit.serving.protocol import (ApiError, ChatRequest, chunk_body, completion_body, error_body, models_body,
                                      parse_chat_request, usage_body)
 
@@ -134,10 +136,14 @@ class _Handler(BaseHTTPRequestHandler):
         except EngineStopped as error:
             self._send_error(ApiError(503, str(error), type="server_error"))
             return
-        if request.stream:
-            self._stream(request, gen)
-        else:
-            self._complete(request, gen)
+        self.server.track(1)
+        try:
+            if request.stream:
+                self._stream(request, gen)
+            else:
+                self._complete(request, gen)
+        finally:
+            self.server.track(-1)
 
     def _generation(self, request: ChatRequest, arrival: float, arrival_wall: float) -> Generation:
         model = self.server.model
@@ -215,6 +221,19 @@ class ChatServer(ThreadingHTTPServer):
         super().__init__(address, _Handler)
         self.model, self.engine, self.config, self.api_key, self.verbose = model, engine, config, api_key, verbose
         self.created = int(time.time())
+        self.in_flight = 0
+        self._count = threading.Lock()
+
+    def track(self, change: int) -> None:
+        with self._count:
+            self.in_flight += change
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until no response is being written (each ended by the engine's stop); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while self.in_flight and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return not self.in_flight
 
     @property
     def port(self) -> int:
