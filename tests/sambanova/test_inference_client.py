@@ -14,7 +14,8 @@ pytest.importorskip("openai")
 serving = pytest.importorskip("labkit.serving")
 
 from labkit.testbeds.sambanova.inference.access import Secret, explain  # noqa: E402
-from labkit.testbeds.sambanova.inference.client import Endpoint, Options, run_batch  # noqa: E402
+from labkit.testbeds.sambanova.inference.client import Endpoint, Options, open_client, run_batch, stream_request  # noqa: E402,E501
+from labkit.testbeds.sambanova.inference.timing import Trace  # noqa: E402
 from labkit.testbeds.sambanova.inference.measure import measure  # noqa: E402
 
 KEY = "labkit-test-key-0f9e8d7c"
@@ -61,11 +62,20 @@ def test_a_wrong_path_or_model_is_a_404_kept_with_the_others(batched, wrong):
 def test_a_full_queue_is_a_429_and_the_request_decoded_is_kept():
     with serving.start_server(config="sequential", model_size="tiny", max_queue=0) as server:
         target = Endpoint("seq", server.base_url, server.model, Secret("none"), local=True)
-        traces, _ = run_batch(target, PROMPTS[:2], 2, Options(max_tokens=60))
-    assert sorted(t.status for t in traces) == ["429", "ok"], [(t.status, t.error) for t in traces]
+        sdk = open_client(target, Options())
+        long = Trace(endpoint="seq")
+        first = threading.Thread(target=stream_request, args=(sdk, target, "A long answer, please.",
+                                                              Options(max_tokens=150), long))
+        first.start()
+        deadline = time.monotonic() + 60
+        while not long.chunk_times and time.monotonic() < deadline:  # decoding: the one place is taken
+            time.sleep(0.05)
+        refused, _ = run_batch(target, PROMPTS[:1], 1, Options(max_tokens=4), sdk=sdk)
+        first.join(120)
+        sdk.close()
+    assert [(t.status, t.http_status) for t in refused] == [("429", 429)]
+    assert long.status == "ok" and long.output_tokens and long.e2el > 0  # the request decoded is measured
     assert "lower the concurrency" in explain("429", "seq", server.base_url)
-    done = next(t for t in traces if t.status == "ok")
-    assert done.output_tokens and done.e2el > 0  # partial results: the completed request is measured
 
 
 def test_an_answer_slower_than_timeout_s_is_a_timeout_and_the_rest_is_kept():
