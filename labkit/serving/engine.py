@@ -124,6 +124,14 @@ class Engine:
             self._waiting.append(gen)
             self._wake.notify()
 
+    def cancel(self, gen: Generation) -> None:
+        """The client of ``gen`` went away: out of the queue now, or out of the batch before the next step."""
+        gen.cancel()
+        with self._wake:
+            if gen in self._waiting:
+                self._waiting.remove(gen)
+                self._finish(gen, None, "cancelled")
+
     def load(self) -> Dict[str, int]:
         """How many requests are decoding and waiting now."""
         with self._wake:

@@ -12,6 +12,8 @@ trailing slash in ``/v1/chat/completions/``, fails as it does on the real servic
 from __future__ import annotations
 
 import json
+import queue
+import select
 import socket
 import threading
 import time
@@ -87,6 +89,23 @@ class _Handler(BaseHTTPRequestHandler):
                                   code="invalid_api_key"))
         return False
 
+    def _next_event(self, gen: Generation):
+        """The engine's next event for ``gen``; while none comes, a client that hung up cancels it."""
+        while True:
+            try:
+                return gen.events.get(timeout=0.25)
+            except queue.Empty:
+                if self._client_gone():
+                    self.server.engine.cancel(gen)  # frees its place in the queue or the batch
+                    raise ConnectionResetError("the client closed the connection")
+
+    def _client_gone(self) -> bool:
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
     def _not_found(self) -> None:
         self._send_error(ApiError(404, "{} {}: no such route here (the routes are GET /v1/models and POST "
                                        "/v1/chat/completions, without a trailing slash)".format(self.command, self.path),
@@ -158,7 +177,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _complete(self, request: ChatRequest, gen: Generation) -> None:
         text = _TextStream(self.server.model)
         while True:
-            kind, value = gen.events.get()
+            try:
+                kind, value = self._next_event(gen)
+            except ConnectionResetError:
+                self.close_connection = True
+                return
             if kind == "token":
                 text.add(value)
             elif kind == "error":
@@ -185,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._write_event(chunk_body(request, config, delta={"role": "assistant", "content": ""}))
             while True:
-                kind, value = gen.events.get()
+                kind, value = self._next_event(gen)
                 if kind == "token":
                     piece = text.add(value)
                     if piece:
@@ -205,7 +228,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
                 return
         except (BrokenPipeError, ConnectionResetError, socket.timeout):
-            gen.cancel()  # the client went away: free its place in the batch
+            self.server.engine.cancel(gen)  # the client went away: free its place in the batch
             self.close_connection = True
 
 

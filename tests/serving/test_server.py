@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import threading
+import time
 
 import httpx
 import openai
@@ -197,6 +198,32 @@ def test_sequential_decodes_one_at_a_time_and_a_full_queue_is_a_429(sequential):
     assert len(results) == 2 and all(u.model_extra["batch_size_used"] == 1 for u in results)
     waited = max(u.model_extra["time_in_queue"] for u in results)
     assert waited >= min(u.model_extra["total_latency"] for u in results) * 0.5  # the second waited for the first
+
+
+def _health(server, want, within=10.0):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        load = httpx.get(server.base_url[:-len("/v1")] + "/health").json()
+        if {k: load[k] for k in want} == want:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_client_that_hangs_up_while_queued_leaves_the_queue(sequential):
+    body = {"model": sequential.model, "messages": [{"role": "user", "content": "x"}], "max_tokens": 400,
+            "stream": True}
+    headers = {"Authorization": "Bearer " + KEY}
+    with httpx.Client(base_url=sequential.base_url, headers=headers, timeout=30) as first, \
+            httpx.Client(base_url=sequential.base_url, headers=headers, timeout=30) as second:
+        with first.stream("POST", "/chat/completions", json=body) as decoding:
+            assert decoding.status_code == 200
+            with second.stream("POST", "/chat/completions", json=body) as waiting:
+                assert waiting.status_code == 200
+                assert _health(sequential, {"running": 1, "waiting": 1})
+            # the second client hung up before its first token: the server drops it from the queue
+            assert _health(sequential, {"running": 1, "waiting": 0})
+    assert _health(sequential, {"running": 0, "waiting": 0})
 
 
 # -- stopping (last: these end the file's servers) ------------------------------------------------
