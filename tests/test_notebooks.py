@@ -40,11 +40,20 @@ def test_parameters_cell_matches_the_spec(path):
     assert "from_notebook(globals())" in following.source
 
 
-EXERCISES = {p.parent.name: p for p in SPEC_NOTEBOOKS}
+def _package(path):
+    """The exercise package a notebook's metadata names, below labkit.testbeds ("sambanova", "sambanova.inference")."""
+    module = nbformat.read(str(path), 4).metadata["labkit"]["spec"].split(":")[0]
+    return module[len("labkit.testbeds."):]
 
 
-def five_steps(exercise):
-    """The notebook-facing shape every exercise has (docs/architecture.md), as (cell source, step)."""
+#: package below labkit.testbeds -> notebook; a testbed with two exercises has a sub-package for the second
+EXERCISES = {_package(p): p for p in SPEC_NOTEBOOKS}
+
+
+def five_steps(package):
+    """The notebook-facing shape every exercise has (docs/architecture.md), as (cell source, step);
+    the notebook names the package by its last part (``sambanova``, ``inference``)."""
+    exercise = package.split(".")[-1]
     return [("config = {}.SPEC.from_notebook(globals())".format(exercise), "spec"),
             ("{}.plan(config)".format(exercise), "plan"),
             ("run = {}.run_exercise(config)".format(exercise), "run"),
@@ -71,6 +80,7 @@ def test_every_notebook_has_the_five_steps_in_order(exercise):
     assert found == sorted(found), "{}: the five steps are out of order: {}".format(exercise, found)
     assert found[0] == tagged[0] + 1, "{}: the spec cell comes right after the parameters".format(exercise)
     assert nb.metadata["labkit"]["spec"] == "labkit.testbeds.{}:SPEC".format(exercise)
+    assert EXERCISES[exercise].parent.name == exercise.split(".")[0], "notebooks/<testbed>/ holds its testbed's exercises"
 
 
 @pytest.mark.parametrize("exercise", sorted(EXERCISES))
@@ -78,6 +88,8 @@ def test_every_exercise_package_exports_the_five_steps(exercise):
     package = importlib.import_module("labkit.testbeds." + exercise)
     for name in ("SPEC", "plan", "run_exercise", "show"):
         assert name in package.__all__ and hasattr(package, name), "{}: {} not exported".format(exercise, name)
-    assert package.SPEC.name.split("/")[0] == exercise
+    assert package.SPEC.name.split("/")[0] == exercise.split(".")[0]
+    if "." in exercise:  # a testbed's second exercise: its name is the testbed and the sub-package
+        assert package.SPEC.name == exercise.replace(".", "/")
     for name in ("plan", "run_exercise", "show"):
         assert getattr(package, name).__module__ != package.__name__, "{}.{} lives in __init__".format(exercise, name)

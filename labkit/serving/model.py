@@ -1,0 +1,130 @@
+"""The causal language model the local server decodes with: a LLaMA (transformers'
+``LlamaForCausalLM``), its tokenizer, the chat template, and one forward step over a batch of
+sequences whose key/value caches have different lengths.
+
+The caches are kept here as plain tensors, one (keys, values) pair per layer, each
+``[batch, heads, length, head_dim]`` and padded on the left; a mask of ``[batch, length]``
+says which positions are real. Keeping them as tensors (not as a transformers cache object)
+lets the engine add a sequence to a running batch and drop a finished one between steps,
+whatever the cache classes of the installed transformers version look like.
+
+The chat template is labkit/serving/chat.py's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, List, Optional, Sequence, Tuple
+
+import torch
+
+__all__ = ["ChatModel", "Cache", "load_model", "VOCAB_SIZE"]
+
+#: One (keys, values) pair per layer, each [batch, heads, length, head_dim].
+Cache = List[Tuple[torch.Tensor, torch.Tensor]]
+
+
+def _cache_object(cache: Optional[Cache]) -> Any:
+    """A transformers cache holding ``cache`` (None: an empty one), for this transformers version."""
+    from transformers import DynamicCache
+
+    if cache is None:
+        return DynamicCache()
+    if hasattr(DynamicCache, "from_legacy_cache"):  # transformers 4.36 to 4.5x
+        return DynamicCache.from_legacy_cache(tuple(cache))
+    return DynamicCache(ddp_cache_data=cache)
+
+
+def _cache_tensors(cache: Any) -> Cache:
+    """The (keys, values) tensors of a transformers cache object, per layer."""
+    if hasattr(cache, "layers"):  # transformers 5
+        return [(layer.keys, layer.values) for layer in cache.layers]
+    if hasattr(cache, "to_legacy_cache"):
+        return [tuple(pair) for pair in cache.to_legacy_cache()]  # type: ignore[misc]
+    return [tuple(pair) for pair in cache]  # type: ignore[misc]
+
+
+@dataclass
+class ChatModel:
+    """A tokenizer and a ``LlamaForCausalLM`` in eval mode on the CPU.
+
+    ``name`` is the model id the server lists under ``/v1/models``; ``eos_id`` ends a completion.
+    """
+
+    name: str
+    model: Any
+    tokenizer: Any
+    eos_id: Optional[int]
+    context_length: int
+    description: str
+
+    def encode(self, text: str) -> List[int]:
+        return list(self.tokenizer.encode(text))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    @torch.inference_mode()
+    def prefill(self, ids: Sequence[int]) -> Tuple[torch.Tensor, Cache]:
+        """The next-token logits ``[vocab]`` after the prompt ``ids``, and its cache (batch of 1)."""
+        input_ids = torch.tensor([list(ids)], dtype=torch.long)
+        out = self.model(input_ids=input_ids, past_key_values=_cache_object(None), use_cache=True)
+        return out.logits[0, -1].float(), _cache_tensors(out.past_key_values)
+
+    @torch.inference_mode()
+    def decode_step(self, tokens: torch.Tensor, positions: torch.Tensor, cache: Cache,
+                    mask: torch.Tensor) -> Tuple[torch.Tensor, Cache]:
+        """One token for each of a batch of sequences: ``tokens`` and ``positions`` are ``[batch]``,
+        ``mask`` is ``[batch, length]`` over ``cache`` (0 where a row is left padding).
+        Returns the logits ``[batch, vocab]`` and the cache one position longer."""
+        attention = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+        out = self.model(input_ids=tokens[:, None], position_ids=positions[:, None], attention_mask=attention,
+                         past_key_values=_cache_object(cache), use_cache=True)
+        return out.logits[:, -1].float(), _cache_tensors(out.past_key_values)
+
+
+#: The tokenizer's vocabulary (labkit.llm's byte-level BPE, trained on the offline corpus).
+VOCAB_SIZE = 2048
+
+
+def _tokenizer_for(model_dir: Optional[Path]) -> Any:
+    """The model directory's own tokenizer when it has one, else labkit.llm's corpus tokenizer."""
+    from labkit import llm
+
+    if model_dir is not None and (model_dir / "tokenizer.json").is_file():
+        return llm.load_tokenizer(model_dir / "tokenizer.json")
+    return llm.corpus_tokenizer(llm.load_corpus(), vocab_size=VOCAB_SIZE)
+
+
+def load_model(model_size: str = "tiny", model_dir: Optional[str] = None, seed: int = 0) -> ChatModel:
+    """The model the server decodes with: ``model_dir`` (a ``save_pretrained`` directory) when
+    given, else labkit.llm's LLaMA preset ``model_size`` initialised from ``seed`` (random
+    weights: the text is noise, but the work per token, and so the timings, are a real model's)."""
+    from labkit import llm
+
+    if model_dir is not None:
+        path = Path(model_dir)
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError("model_dir={!r}: no config.json there (a save_pretrained directory is "
+                                    "needed)".format(model_dir))
+        from transformers import LlamaForCausalLM
+
+        model = LlamaForCausalLM.from_pretrained(str(path))
+        tokenizer = _tokenizer_for(path)
+        name = "local/" + path.name
+        description = "LLaMA from {}".format(path)
+    else:
+        if model_size not in llm.MODEL_SIZES:
+            raise ValueError("model_size={!r}: not one of {}".format(model_size, sorted(llm.MODEL_SIZES)))
+        tokenizer = _tokenizer_for(None)
+        model = llm.build_model(model_size, vocab_size=len(tokenizer), seed=seed)
+        name = "labkit-llama-{}".format(model_size)
+        description = "LLaMA {} ({:,} parameters), random weights (seed {})".format(
+            model_size, llm.count_parameters(model), seed)
+    if len(tokenizer) > model.config.vocab_size:
+        raise ValueError("the tokenizer has {} tokens, the model only {}".format(len(tokenizer),
+                                                                                model.config.vocab_size))
+    model.eval()
+    return ChatModel(name=name, model=model, tokenizer=tokenizer, eos_id=tokenizer.eos_token_id,
+                     context_length=int(model.config.max_position_embeddings), description=description)
