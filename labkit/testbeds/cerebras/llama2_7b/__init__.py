@@ -16,7 +16,7 @@ From Python:
     llama2_7b.show(run)                      # metrics, notes, the loss curve, the throughput table
 
 Modules, one concern each: ``spec`` (:data:`SPEC`, the course's values, the portable sizes),
-``plan`` (CS-3 node, log or portable; the refusal of hopeless portable runs), ``portable``
+``host`` (a CS-3 node? the plan: CS-3, log or portable; the refusal of hopeless portable runs), ``portable``
 (the small LLaMA, printing the CS-3 log's lines), ``exercise`` (:func:`run_exercise`),
 ``report`` (:func:`show`, the throughput table and plots), ``metrics`` (:data:`LLAMA_METRICS`).
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from labkit.testbeds.cerebras.llama2_7b.exercise import run_exercise
 from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
-from labkit.testbeds.cerebras.llama2_7b.plan import cs3_node, estimated_seconds, plan
+from labkit.testbeds.cerebras.llama2_7b.host import cs3_node, estimated_seconds, plan
 from labkit.testbeds.cerebras.llama2_7b.portable import run_portable
 from labkit.testbeds.cerebras.llama2_7b.report import (metrics_table, plot_loss, plot_throughput, show,
                                                        throughput_table, where_label)

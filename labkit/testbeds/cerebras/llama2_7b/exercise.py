@@ -15,7 +15,7 @@ from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
-from labkit.testbeds.cerebras.llama2_7b.plan import plan
+from labkit.testbeds.cerebras.llama2_7b.host import plan
 from labkit.testbeds.cerebras.llama2_7b.portable import run_portable
 
 __all__ = ["run_exercise"]
