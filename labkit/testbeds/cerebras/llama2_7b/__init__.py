@@ -27,10 +27,10 @@ from labkit.testbeds.cerebras.llama2_7b.exercise import run_exercise
 from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
 from labkit.testbeds.cerebras.llama2_7b.host import cs3_node, estimated_seconds, plan
 from labkit.testbeds.cerebras.llama2_7b.portable import run_portable
-from labkit.testbeds.cerebras.llama2_7b.report import (metrics_table, plot_loss, plot_throughput, show,
+from labkit.testbeds.cerebras.llama2_7b.report import (format_throughput, metrics_table, plot_loss, plot_throughput, show,
                                                        throughput_table, where_label)
 from labkit.testbeds.cerebras.llama2_7b.spec import COURSE, EXERCISE, PORTABLE_DEFAULTS, SPEC, effective
 
 __all__ = ["SPEC", "EXERCISE", "COURSE", "PORTABLE_DEFAULTS", "effective", "plan", "run_exercise", "show",
-           "run_portable", "cs3_node", "estimated_seconds", "metrics_table", "throughput_table", "plot_loss",
+           "run_portable", "cs3_node", "estimated_seconds", "metrics_table", "throughput_table", "format_throughput", "plot_loss",
            "plot_throughput", "where_label", "LLAMA_METRICS"]
