@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from labkit.params import ParameterError
 from labkit.results import Run
 from labkit.testbeds.cerebras import llama2_7b
 from labkit.testbeds.cerebras.llama2_7b.host import LLAMA_DIRS
+from tests.cerebras.cs3_stack import CS3Node
 
 SMALL = {"model_size": "tiny", "batch_size": 4, "steps": 12, "log_steps": 4, "sequence_length": 32, "device": "cpu"}
 
@@ -170,3 +172,39 @@ def test_report_tables_label_where_each_run_ran(small_run):
     assert list(throughput["where"]) == ["CS-3 (log)", "portable PyTorch on CPU"]
     assert list(throughput["batch_size"]) == [1024, 4]
     assert llama2_7b.plot_throughput([run, log_run]) is not None and llama2_7b.plot_loss(run) is not None
+
+
+SAMPLE = (Path(__file__).resolve().parent.parent / "fixtures" / "testbed-logs" / "cerebras"
+          / "upstream-fall2025-llama2-7b-sample-output.log")
+
+
+def test_the_course_sample_log_read_through_the_run_step(capsys):
+    run = llama2_7b.run_exercise(llama2_7b.SPEC.validate({"log_path": str(SAMPLE)}))
+    assert run.source == "log" and run.metrics["steps"] == 200 and run.metrics["global_rate"] == 31.99
+    assert run.metrics["tokens_per_s"] == round(31.99 * 4096, 1)  # None: the course's 4096-token data
+    assert llama2_7b.where_label(run) == "CS-3 (log)"
+    assert "Note: " in capsys.readouterr().out
+
+
+@pytest.fixture()
+def fake_cs3(tmp_path, monkeypatch):
+    node = CS3Node(tmp_path).build()
+    for key, value in node.environ().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("LABKIT_PROGRESS", "off")
+    monkeypatch.chdir(node.work)
+    return node
+
+
+def test_on_a_cs3_the_defaults_keep_the_course_file_and_a_batch_size_is_the_one_change(fake_cs3, capsys):
+    config = llama2_7b.SPEC.validate({})
+    assert llama2_7b.plan(config).path == "cs3"
+    run = llama2_7b.run_exercise(config)
+    said = capsys.readouterr().out
+    assert "changed: nothing." in said and "cszoo fit configs/params_llama2_7b_bs1024_s200_" in said
+    assert run.source == "testbed" and run.status == "complete" and run.metrics["steps"] == 200
+    assert llama2_7b.where_label(run) == "CS-3 (cszoo fit)"
+    run = llama2_7b.run_exercise(config.replace(batch_size=64, steps=20))
+    said = capsys.readouterr().out
+    assert "changed: trainer.fit.train_dataloader.batch_size 1024 -> 64, trainer.init.loop.max_steps 200 -> 20." in said
+    assert run.params["batch_size"] == 64 and run.metrics["samples"] == 64 * 20
