@@ -236,3 +236,16 @@ def test_the_course_sample_read_for_the_exercise_gives_tokens_per_second_from_th
 def test_reading_a_missing_log_names_the_parameter(tmp_path):
     with pytest.raises(FileNotFoundError, match="log_path = .*no such file"):
         read_log(str(tmp_path / "nope.log"))
+
+
+def test_none_keeps_the_courses_file_and_a_short_run_still_logs_its_rate(node):
+    run = run_on_cs3(_config(batch_size=None, steps=None), workdir=str(node.work), echo=lambda line: None)
+    assert run.environment["params_changes"] == []
+    assert Path(run.environment["params_path"]).read_text() == PARAMS_2_6
+    assert run.params["batch_size"] == 1024 and run.params["steps"] == 200 and run.metrics["steps"] == 200
+    assert run.series["loss"]["x"] == [50, 100, 150, 200]
+    short = run_on_cs3(_config(steps=20, log_steps=None, seed=7), workdir=str(node.work), echo=lambda line: None)
+    assert ["trainer.init.logging.log_steps", 50, 20] in short.environment["params_changes"]
+    assert ["trainer.init.seed", 1, 7] in short.environment["params_changes"]
+    assert "the file's 50 is more than the 20 steps" in " ".join(short.notes)
+    assert short.series["loss"]["x"] == [20]

@@ -53,6 +53,8 @@ _KEYS: Dict[str, Tuple[Tuple[str, ...], ...]] = {
     "sequence_length": (("trainer", "fit", "train_dataloader", "max_sequence_length"),
                         ("train_input", "max_sequence_length")),
     "model_length": (("trainer", "init", "model", "max_position_embeddings"), ("model", "max_position_embeddings")),
+    "log_steps": (("trainer", "init", "logging", "log_steps"), ("runconfig", "log_steps")),
+    "seed": (("trainer", "init", "seed"), ("runconfig", "seed")),
 }
 # Optimizers' own learning rate (a constant), then schedules (every *learning_rate under them).
 _LR_SCALAR = (("optimizer", "learning_rate"),)
@@ -115,7 +117,8 @@ def _value(params: Any, path: Sequence[str]) -> Any:
 
 
 def params_values(text: str) -> Dict[str, Any]:
-    """batch_size, steps, sequence_length (or the model's length) and learning_rate as a params text gives them."""
+    """batch_size, steps, log_steps, seed, sequence_length (or the model's length) and learning_rate as a params
+    text gives them (a name it does not give is left out)."""
     params = yaml.safe_load(text) or {}
     found: Dict[str, Any] = {}
     for name, paths in _KEYS.items():
@@ -163,7 +166,8 @@ def _set(text: str, edit: ParamsEdit, name: str, value: Any) -> str:
 
 
 def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = None, steps: Optional[int] = None,
-                      sequence_length: Optional[int] = None, learning_rate: Optional[float] = None) -> ParamsEdit:
+                      sequence_length: Optional[int] = None, learning_rate: Optional[float] = None,
+                      log_steps: Optional[int] = None, seed: Optional[int] = None) -> ParamsEdit:
     """Copy ``source`` to ``out_path`` with only the student's changes (None: keep the file's value).
 
     Every other byte stays as the course wrote it. ``learning_rate`` sets an optimizer's own
@@ -178,6 +182,10 @@ def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = No
         text = _set(text, edit, "batch_size", int(batch_size))
     if steps is not None:
         text = _set(text, edit, "steps", int(steps))
+    if log_steps is not None:
+        text = _set(text, edit, "log_steps", int(log_steps))
+    if seed is not None:
+        text = _set(text, edit, "seed", int(seed))
     values = params_values(text)
     edit.sequence_length = values.get("sequence_length") or values.get("model_length")
     if sequence_length is not None and sequence_length != edit.sequence_length:
