@@ -50,6 +50,10 @@ def _package(path):
 EXERCISES = {_package(p): p for p in SPEC_NOTEBOOKS}
 
 
+def test_every_spec_notebook_is_checked_once():
+    assert len(EXERCISES) == len(SPEC_NOTEBOOKS), "two notebooks name one exercise package"
+
+
 def five_steps(package):
     """The notebook-facing shape every exercise has (docs/architecture.md), as (cell source, step);
     the notebook names the package by its last part (``sambanova``, ``inference``)."""
