@@ -21,17 +21,27 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
 from labkit.logs import detect as _detect
 from labkit.logs.base import LineReader, dedupe_notes
+from labkit.logs.keras import KerasReader
 from labkit.logs.text import BinaryLogError, iter_lines, open_source
 from labkit.logs.unwrap import unwrap
 from labkit.results import Run
+from labkit.testbeds.cerebras.log import CerebrasReader
+from labkit.testbeds.graphcore.log import GraphcoreReader
+from labkit.testbeds.groq.log import GroqReader
+from labkit.testbeds.sambanova.log import SambaNovaReader
 
 __all__ = ["read", "LogReport", "NoRunError", "record", "table", "FORMATS", "reader_for"]
 
 FORMATS = _detect.FORMATS
+
+# The registry: each format's reader (the readers know nothing of it; code that reads logs imports this package).
+_READERS: Dict[str, Callable[[str], LineReader]] = {
+    "graphcore": GraphcoreReader, "cerebras": CerebrasReader, "sambanova": SambaNovaReader, "groq": GroqReader,
+    "keras": KerasReader}
 
 #: At most this many "could not read line N" notes per file (a mangled file has thousands).
 _MAX_LINE_ERRORS = 5
@@ -74,20 +84,10 @@ class LogReport:
 
 def reader_for(fmt: str, name: str = "<text>") -> LineReader:
     """A fresh reader for format ``fmt``."""
-    if fmt == "graphcore":
-        from labkit.testbeds.graphcore.log import GraphcoreReader as cls
-    elif fmt == "cerebras":
-        from labkit.testbeds.cerebras.log import CerebrasReader as cls
-    elif fmt == "sambanova":
-        from labkit.testbeds.sambanova.log import SambaNovaReader as cls
-    elif fmt == "groq":
-        from labkit.testbeds.groq.log import GroqReader as cls
-    elif fmt == "keras":
-        from labkit.logs.keras import KerasReader as cls
-    else:
+    if fmt not in _READERS:
         raise ValueError("format: {!r} is not a log format labkit reads; use one of {} or None to detect it".format(
             fmt, ", ".join(FORMATS)))
-    return cls(name)
+    return _READERS[fmt](name)
 
 
 def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[str] = None,

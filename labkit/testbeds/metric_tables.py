@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from labkit.metrics import MetricTable
+from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
 from labkit.testbeds.cerebras.metrics import BERT_METRICS as CEREBRAS_METRICS
 from labkit.testbeds.comparison.metrics import SCALING_METRICS
 from labkit.testbeds.graphcore.metrics import BERT_METRICS as GRAPHCORE_BERT_METRICS
@@ -26,8 +27,8 @@ from labkit.testbeds.sambanova.metrics import BERT_METRICS as SAMBANOVA_METRICS
 __all__ = ["TABLES", "table_for", "markdown"]
 
 #: One table per exercise (a table may serve several exercises that record the same metrics).
-TABLES: Tuple[MetricTable, ...] = (MNIST_METRICS, GRAPHCORE_BERT_METRICS, CEREBRAS_METRICS, SAMBANOVA_METRICS,
-                                   BERT_TINY_METRICS, SCALING_METRICS, HOMEWORK_METRICS)
+TABLES: Tuple[MetricTable, ...] = (MNIST_METRICS, GRAPHCORE_BERT_METRICS, CEREBRAS_METRICS, LLAMA_METRICS,
+                                   SAMBANOVA_METRICS, BERT_TINY_METRICS, SCALING_METRICS, HOMEWORK_METRICS)
 
 
 def table_for(exercise: str) -> Optional[MetricTable]:

@@ -23,7 +23,7 @@ from typing import Dict, List, Optional
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, new_run, number, parse_stamp, stamp_text
 from labkit.results import Run
-from labkit.testbeds.cerebras.metrics import BERT_METRICS
+from labkit.testbeds.cerebras.log_metrics import add_log_metric
 
 __all__ = ["CerebrasReader"]
 
@@ -133,8 +133,8 @@ class CerebrasReader(LineReader):
         if "Processed" in line:
             m = _PROCESSED.search(line)
             if m:
-                BERT_METRICS.add(st.run, "samples", int(m.group(1)))
-                BERT_METRICS.add(st.run, "train_seconds", number(m.group(2)))
+                add_log_metric(st.run, "samples", int(m.group(1)))
+                add_log_metric(st.run, "train_seconds", number(m.group(2)))
                 st.started = True  # a summary line pasted on its own is a run too
                 st.summary_only = not st.steps and not st.run.params
         if "Training completed successfully" in line:
@@ -209,16 +209,16 @@ class CerebrasReader(LineReader):
             run.add_series("loss", st.steps, st.losses)
             run.add_series("rate", st.steps, st.rates)
             run.add_series("global_rate", st.steps, st.global_rates)
-            BERT_METRICS.add(run, "steps", st.steps[-1])
-            BERT_METRICS.add(run, "final_loss", st.losses[-1])
-            BERT_METRICS.add(run, "global_rate", st.global_rates[-1])
-            BERT_METRICS.add(run, "last_rate", st.rates[-1])
+            add_log_metric(run, "steps", st.steps[-1])
+            add_log_metric(run, "final_loss", st.losses[-1])
+            add_log_metric(run, "global_rate", st.global_rates[-1])
+            add_log_metric(run, "last_rate", st.rates[-1])
             if len(st.rates) > 1:
-                BERT_METRICS.add(run, "min_rate", min(st.rates))
-                BERT_METRICS.add(run, "max_rate", max(st.rates))
+                add_log_metric(run, "min_rate", min(st.rates))
+                add_log_metric(run, "max_rate", max(st.rates))
         if "samples" in run.metrics and run.metrics.get("train_seconds"):
             per_s = run.metrics["samples"] / run.metrics["train_seconds"]
-            BERT_METRICS.add(run, "samples_per_s", round(per_s, 2))
+            add_log_metric(run, "samples_per_s", round(per_s, 2))
             run.notes.append(
                 "Processed {} samples in {} s: samples/s = {} / {} = {:.1f}. {} s is the whole training time, not "
                 "the time per sample; more samples in more seconds is not a slowdown. Compare runs by samples/s "
@@ -256,22 +256,22 @@ class CerebrasReader(LineReader):
         if "compile_start" in marks and "compile_end" in marks:
             total = (marks["compile_end"] - marks["compile_start"]).total_seconds()
             queued = st.queue_s.get("compile", 0.0)
-            BERT_METRICS.add(run, "compile_queue_s", queued)
-            BERT_METRICS.add(run, "compile_s", round(total - queued, 3))
+            add_log_metric(run, "compile_queue_s", queued)
+            add_log_metric(run, "compile_s", round(total - queued, 3))
             if not st.compile_search and total - queued < 120:
-                BERT_METRICS.add(run, "compile_cached", True)
+                add_log_metric(run, "compile_cached", True)
                 run.notes.append("The compile took {:.0f} s with no floorplan search: the compile artifacts were "
                                  "reused from an earlier identical compile.".format(total - queued))
         if "execute" in st.queue_s:
-            BERT_METRICS.add(run, "execute_queue_s", st.queue_s["execute"])
+            add_log_metric(run, "execute_queue_s", st.queue_s["execute"])
         if "program_start" in marks and "run_start" in marks:
-            BERT_METRICS.add(run, "setup_s", (marks["run_start"] - marks["program_start"]).total_seconds())
+            add_log_metric(run, "setup_s", (marks["run_start"] - marks["program_start"]).total_seconds())
         end = marks.get("completed") or parse_stamp(st.last_step)
         if "run_start" in marks and end is not None:
-            BERT_METRICS.add(run, "run_wall_s", (end - marks["run_start"]).total_seconds())
+            add_log_metric(run, "run_wall_s", (end - marks["run_start"]).total_seconds())
         first, last = parse_stamp(st.first), parse_stamp(st.last)
         if first is not None and last is not None and last > first:  # one time stamp is no duration
-            BERT_METRICS.add(run, "wall_s", (last - first).total_seconds())
+            add_log_metric(run, "wall_s", (last - first).total_seconds())
         queued = sum(st.queue_s.values())
         if queued >= 30:
             run.notes.append("{:.0f} s of this log's wall time was spent queueing for the cluster ({}), not "

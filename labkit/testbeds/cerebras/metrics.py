@@ -19,10 +19,12 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+import labkit.logs
 from labkit import bert
 from labkit.metrics import Metric, MetricTable
 from labkit.params import Config, existing_file
 from labkit.results import Run
+from labkit.testbeds.cerebras.log_metrics import LOG_METRICS
 from labkit.testbeds.cerebras.spec import EXERCISE
 
 __all__ = ["BERT_METRICS", "standardize", "read_log", "add_train_metrics"]
@@ -44,23 +46,8 @@ BERT_METRICS = MetricTable(
     Metric("warmup_time", "s", "portable run: seconds of the first step (allocation, kernel selection); the "
                                "CS-2 compile has no portable analogue", timing=True),
     Metric("setup_time", "s", "portable run: seconds building the model", timing=True),
-    # The log reader's names (labkit.logs gives a modelzoo log these).
-    Metric("global_rate", "samples/s", "the modelzoo's GlobalRate at the last logged step (= samples_per_sec)",
-           timing=True),
-    Metric("last_rate", "samples/s", "the modelzoo's Rate at the last logged step: over the last interval only",
-           timing=True),
-    Metric("min_rate", "samples/s", "the lowest Rate logged", timing=True),
-    Metric("max_rate", "samples/s", "the highest Rate logged", timing=True),
-    Metric("samples_per_s", "samples/s", "samples / train_seconds of the 'Processed' line", timing=True),
-    Metric("samples", "samples", "samples trained on, from the 'Processed' line (= total_samples)"),
-    Metric("train_seconds", "s", "seconds of training from the 'Processed' line (= total_time)", timing=True),
-    Metric("compile_s", "s", "seconds the compile job took, cluster queue excluded", timing=True),
-    Metric("compile_queue_s", "s", "seconds the compile job waited in the cluster's queue", timing=True),
-    Metric("compile_cached", "", "True when the compile reused earlier artifacts (short, no floorplan search)"),
-    Metric("execute_queue_s", "s", "seconds the execute job waited in the cluster's queue", timing=True),
-    Metric("setup_s", "s", "seconds from the program's start to the run's start (log time stamps)", timing=True),
-    Metric("run_wall_s", "s", "seconds from the run's start to its end (log time stamps)", timing=True),
-    Metric("wall_s", "s", "seconds between the log's first and last time stamps, queues included", timing=True),
+    # The log reader's names (labkit.logs gives a modelzoo log these), less the two above.
+    *(m for m in LOG_METRICS if m.name not in ("steps", "final_loss")),
 )
 
 
@@ -91,8 +78,6 @@ def standardize(run: Run) -> Run:
 
 def read_log(path: str, config: Optional[Config] = None) -> Run:
     """The run in a modelzoo log, with the exercise's metrics (see :func:`standardize`)."""
-    import labkit.logs
-
     problem = existing_file(path)
     if problem:
         raise FileNotFoundError("log_path = {!r}: {}".format(path, problem))

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from labkit import logs
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.results import Run
@@ -95,8 +96,6 @@ def _judge(run: Run) -> None:
 
 
 def _from_log(config: Config) -> MnistResult:
-    from labkit import logs
-
     report = logs.read(config.log_path)
     runs = [r for r in report.runs if r.exercise == EXERCISE] or list(report.runs)
     if not runs:

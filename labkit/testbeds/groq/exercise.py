@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
+import labkit.logs
 from labkit import display
 from labkit.interrupts import run_step
 from labkit.params import Config
@@ -87,8 +88,6 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
 
 
 def _from_log(path: str) -> Run:
-    import labkit.logs
-
     report = labkit.logs.read(path)
     if not report.runs:
         raise ValueError("log_path = {!r}: no run found in this log ({}).".format(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Sequence
 
+import labkit.logs
 from labkit.params import Config
 from labkit.testbeds.groq.result import GroqResult
 from labkit.testbeds.groq.spec import EXERCISE
@@ -115,8 +116,6 @@ def log_table(path: Optional[str]):
     if path is None:
         print("log_path is None: set it to a GroqFlow log from the testbed to read its table here.")
         return None
-    import labkit.logs
-
     report = labkit.logs.read(path)
     notes = list(getattr(report, "notes", []) or [])
     for run in report.runs:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from typing import Any, List, Sequence, Tuple, Union
 
+import labkit.logs
 from labkit.results import Run, record
 from labkit.testbeds.homework.spec import exercise_for
 from labkit.testbeds.homework.where import OVERVIEW_EXERCISE, where_it_ran
@@ -34,8 +35,6 @@ __all__ = ["runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs", "r
 
 def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True) -> List[Run]:
     """Every run of the testbed's exercise in the logs under ``logs_dir/<testbed>/``, in file order."""
-    import labkit.logs
-
     exercise = exercise_for(testbed)
     folder = os.path.join(os.fspath(logs_dir), testbed)
     if not os.path.isdir(folder):

@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Optional, Union
 
+import labkit.logs
 from labkit import jobs
 from labkit.params import Config
 from labkit.results import Run
@@ -36,8 +37,6 @@ DURATION_NOTE = ("The compile log's 'Duration: {} s' is the compile (and, in the
 def read_log(path: Union[str, os.PathLike], config: Optional[Config] = None) -> Run:
     """The training run recorded in a SambaNova log (``BertLarge.out``, or a ``slurm-<id>.out``
     whose ``Using ... for output`` file sits next to it)."""
-    import labkit.logs
-
     report = labkit.logs.read(path, format="sambanova")
     if not report.runs:
         raise labkit.logs.NoRunError("{}: no training run in it. {}".format(os.fspath(path), " ".join(report.notes)))
@@ -76,8 +75,6 @@ def _steps_in(path: Optional[str]) -> int:
 def run_testbed(config: Config, setup: SambaFlow = SambaFlow(), poll: float = 5.0, timeout: float = 6 * 3600,
                 show: bool = True) -> Run:
     """Compile (or reuse the PEF), submit the training job, follow it, read its log."""
-    import labkit.logs
-
     work_dir = os.path.abspath(os.path.expanduser(config.work_dir))
     stamp = datetime.datetime.now().strftime("%m%d%y.%H%M%S")
     log_dir = os.path.join(work_dir, stamp)

@@ -1,0 +1,43 @@
+"""The LLaMA-2-7B exercise's metrics, under the same names from a CS-3 log and from a portable run.
+
+    from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS, add_tokens_per_s
+    LLAMA_METRICS.frame()                 # what each metric means
+    add_tokens_per_s(run, 1024)           # tokens_per_s = global_rate x sequence length
+
+The table leads with ``global_rate`` (the modelzoo's GlobalRate, samples/s), ``tokens_per_s``
+and ``final_loss``, then holds every name the modelzoo log reader gives
+(:data:`labkit.testbeds.cerebras.log_metrics.LOG_METRICS`).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from labkit.metrics import Metric, MetricTable
+from labkit.results import Run
+from labkit.testbeds.cerebras.log_metrics import LOG_METRICS
+
+__all__ = ["LLAMA_METRICS", "add_tokens_per_s"]
+
+_OWN = (
+    Metric("global_rate", "samples/s", "the modelzoo's GlobalRate at the last logged step: samples (sequences) per "
+                                       "second averaged since the first step", primary=True, timing=True),
+    Metric("tokens_per_s", "tokens/s", "global_rate x sequence length: tokens trained on per second",
+           primary=True, timing=True),
+    Metric("final_loss", "", "training loss (next-token cross-entropy) at the last logged step", primary=True),
+)
+
+#: Every metric of a LLaMA-2-7B run: a CS-3 log's (``cszoo fit``) and a portable run's.
+LLAMA_METRICS = MetricTable(
+    ("cerebras/llama2_7b",),
+    *(_OWN + tuple(m for m in LOG_METRICS if m.name not in {o.name for o in _OWN})),
+)
+
+
+def add_tokens_per_s(run: Run, sequence_length: Optional[int]) -> bool:
+    """Add ``tokens_per_s`` = ``global_rate`` x ``sequence_length``; False (and nothing added) when either is missing."""
+    rate = run.metrics.get("global_rate")
+    if rate is None or not sequence_length:
+        return False
+    LLAMA_METRICS.add(run, "tokens_per_s", round(float(rate) * int(sequence_length), 1))
+    return True

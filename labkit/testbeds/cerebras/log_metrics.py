@@ -1,0 +1,59 @@
+"""The metrics the modelzoo log reader gives, shared by every Cerebras exercise's table.
+
+    from labkit.testbeds.cerebras.log_metrics import LOG_METRICS, add_log_metric
+    add_log_metric(run, "global_rate", 33.1)       # run.add_metric("global_rate", 33.1, "samples/s")
+
+:mod:`labkit.testbeds.cerebras.log` reads a modelzoo log (CS-2 ``run.py CSX`` or CS-3
+``cszoo fit``) into these names whatever the model; the BERT-Large table
+(:mod:`labkit.testbeds.cerebras.metrics`) and the LLaMA-2-7B table
+(:mod:`labkit.testbeds.cerebras.llama2_7b.metrics`) both include them, so a log read for either
+exercise records metrics its table holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Tuple
+
+from labkit.metrics import Metric
+from labkit.results import Run
+
+__all__ = ["LOG_METRICS", "LOG_UNITS", "add_log_metric"]
+
+#: The log reader's metrics, in the order the tables list them.
+LOG_METRICS: Tuple[Metric, ...] = (
+    Metric("global_rate", "samples/s", "the modelzoo's GlobalRate at the last logged step: samples per second "
+                                       "averaged since the first step", timing=True),
+    Metric("last_rate", "samples/s", "the modelzoo's Rate at the last logged step: over the last interval only",
+           timing=True),
+    Metric("min_rate", "samples/s", "the lowest Rate logged", timing=True),
+    Metric("max_rate", "samples/s", "the highest Rate logged", timing=True),
+    Metric("samples_per_s", "samples/s", "samples / train_seconds of the 'Processed' line", timing=True),
+    Metric("samples", "samples", "samples trained on, from 'Processed N (training) sample(s) in T seconds'"),
+    Metric("train_seconds", "s", "seconds of training from the 'Processed' line (compile, staging and checkpoint "
+                                 "saves excluded)", timing=True),
+    Metric("steps", "", "training steps run (the last step logged)"),
+    Metric("final_loss", "", "training loss at the last logged step"),
+    Metric("compile_s", "s", "seconds the compile job took, cluster queue excluded (absent when the compile was "
+                             "cached and no compile time was measured)", timing=True),
+    Metric("compile_queue_s", "s", "seconds the compile job waited in the cluster's queue", timing=True),
+    Metric("compile_cached", "", "True when the compile reused earlier artifacts (short, no floorplan search)"),
+    Metric("execute_queue_s", "s", "seconds the execute job waited in the cluster's queue", timing=True),
+    Metric("setup_s", "s", "seconds from the program's start to the run's start (log time stamps)", timing=True),
+    Metric("staging_s", "s", "seconds the appliance spent staging (weights, data workers) before the first step, "
+                             "from the log's time stamps", timing=True),
+    Metric("checkpoint_s", "s", "seconds spent saving checkpoints (log time stamps); never counted as training",
+           timing=True),
+    Metric("run_wall_s", "s", "seconds from the run's start to its end (log time stamps)", timing=True),
+    Metric("wall_s", "s", "seconds between the log's first and last time stamps, queues included", timing=True),
+)
+
+#: Each log metric's unit, by name.
+LOG_UNITS: Dict[str, str] = {m.name: m.unit for m in LOG_METRICS}
+
+
+def add_log_metric(run: Run, name: str, value: Any) -> None:
+    """``run.add_metric(name, value, unit)`` with the unit of :data:`LOG_METRICS` (KeyError for another name)."""
+    if name not in LOG_UNITS:
+        raise KeyError("metric {!r} is not one the Cerebras log reader gives (its metrics: {})".format(
+            name, ", ".join(LOG_UNITS)))
+    run.add_metric(name, value, LOG_UNITS[name])
