@@ -1,0 +1,31 @@
+"""Small LLaMA language models trained offline: shared by the Cerebras LLaMA-2-7B exercise and
+labkit's local inference server.
+
+    from labkit import llm
+    corpus = llm.load_corpus()                               # English text that ships with Python
+    tokenizer = llm.corpus_tokenizer(corpus, vocab_size=2048)  # byte-level BPE, trained once, cached
+    model = llm.build_model("tiny", vocab_size=len(tokenizer), seed=0)   # transformers.LlamaForCausalLM
+    ids = llm.encode_text(tokenizer, corpus.train)
+    batch = next(llm.token_batches(ids, batch_size=8, sequence_length=128, seed=0))
+    model(**batch).loss
+
+Modules, one concern each: ``corpus`` (the offline corpus, a hub dataset, the train/validation
+split), ``tokenizer`` (training, wrapping and caching the tokenizer), ``presets`` (model sizes,
+``LlamaConfig``, a seeded model, memory checks), ``batches`` (token windows).
+"""
+
+from __future__ import annotations
+
+from labkit.llm.batches import encode_text, token_batches
+from labkit.llm.corpus import OFFLINE_CORPUS, Corpus, CorpusUnavailable, load_corpus, split_documents
+from labkit.llm.presets import (LLAMA2_VOCAB_SIZE, MODEL_SIZES, ModelTooLarge, build_model, count_parameters,
+                                model_config, parameter_count, training_bytes)
+from labkit.llm.tokenizer import BOS, EOS, UNK, corpus_tokenizer, load_tokenizer, train_tokenizer, wrap_tokenizer
+
+__all__ = [
+    "OFFLINE_CORPUS", "Corpus", "CorpusUnavailable", "load_corpus", "split_documents",
+    "BOS", "EOS", "UNK", "train_tokenizer", "wrap_tokenizer", "corpus_tokenizer", "load_tokenizer",
+    "MODEL_SIZES", "LLAMA2_VOCAB_SIZE", "ModelTooLarge", "model_config", "build_model", "count_parameters",
+    "parameter_count", "training_bytes",
+    "encode_text", "token_batches",
+]

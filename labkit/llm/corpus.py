@@ -1,0 +1,125 @@
+"""English text for training a small language model offline, split into train and validation.
+
+    from labkit import llm
+    corpus = llm.load_corpus()                       # offline: the Python documentation that ships with Python
+    corpus.train[:80], len(corpus.validation), corpus.fingerprint
+    corpus = llm.load_corpus("wikitext", config="wikitext-2-raw-v1")   # a hub dataset, where the hub is reachable
+
+The offline default, ``"pydoc"``, is the standard library's ``pydoc_data.topics``: the Python
+reference manual's topics (about 80 documents, 460,000 characters of English prose and code
+examples; Python Software Foundation licence, the licence of the Python documentation). It
+ships with every CPython, so nothing is downloaded; but each Python release regenerates it,
+so the text (and the tokenizer and losses built from it) differs a little between Python
+versions: ``Corpus.fingerprint`` names the exact text, and runs record it.
+
+Any other name is loaded with ``datasets.load_dataset(name, config, split=...)`` (its
+``train`` and ``validation`` splits, or ``train`` split 90/10 when it has no validation split).
+The split is deterministic: a document goes to validation when the SHA-256 of its key
+(topic name, or index) falls in the last tenth, so adding a document never moves another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, List, Optional, Sequence, Tuple
+
+__all__ = ["Corpus", "OFFLINE_CORPUS", "load_corpus", "split_documents", "pydoc_documents", "hub_documents",
+           "CorpusUnavailable"]
+
+#: The corpus every exercise uses unless told otherwise: it ships with Python.
+OFFLINE_CORPUS = "pydoc"
+
+#: Documents whose key hashes into the last VALIDATION_SHARE of the range go to validation.
+VALIDATION_SHARE = 0.1
+
+
+class CorpusUnavailable(RuntimeError):
+    """A hub dataset could not be loaded (no ``datasets`` package, no network, no such name)."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A corpus's text, split: ``train`` and ``validation`` are each one string of documents
+    separated by blank lines; ``fingerprint`` is the SHA-256 (first 16 hex digits) of both."""
+
+    name: str
+    train: str
+    validation: str
+    documents: int
+
+    @property
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        for part in (self.name, self.train, self.validation):
+            digest.update(part.encode("utf-8"))
+            digest.update(b"\0")
+        return digest.hexdigest()[:16]
+
+    def __repr__(self) -> str:
+        return "Corpus({!r}: {} documents, {:,} + {:,} characters, {})".format(
+            self.name, self.documents, len(self.train), len(self.validation), self.fingerprint)
+
+
+def _in_validation(key: str) -> bool:
+    value = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:8], 16)
+    return value >= (1 - VALIDATION_SHARE) * 0x100000000
+
+
+def split_documents(documents: Sequence[Tuple[str, str]]) -> Tuple[List[str], List[str]]:
+    """(train, validation) texts of ``(key, text)`` documents, in key order, by the hash rule
+    (at least one document on each side when there are two or more). A paragraph of a
+    validation document is removed from the training documents that repeat it (the Python
+    reference repeats some sections under several topics), so validation text is never trained on."""
+    ordered = sorted(documents)
+    train = [text for key, text in ordered if not _in_validation(key)]
+    validation = [text for key, text in ordered if _in_validation(key)]
+    if len(ordered) >= 2 and not validation:
+        validation, train = train[-1:], train[:-1]
+    elif len(ordered) >= 2 and not train:
+        train, validation = validation[:1], validation[1:]
+    held_out = {paragraph for text in validation for paragraph in text.split("\n\n")}
+    train = ["\n\n".join(p for p in text.split("\n\n") if p not in held_out) for text in train]
+    return [text for text in train if text], validation
+
+
+def pydoc_documents() -> List[Tuple[str, str]]:
+    """The Python reference manual's topics that ship with Python, as ``(topic, text)``."""
+    from pydoc_data.topics import topics
+
+    return [(key, text.strip()) for key, text in topics.items() if text.strip()]
+
+
+def hub_documents(name: str, config: Optional[str] = None, split: str = "train",
+                  text_field: str = "text") -> List[str]:
+    """The ``text_field`` of every row of a hub dataset's ``split`` (``datasets.load_dataset``;
+    a local dataset folder or script works too). Empty rows are dropped."""
+    try:
+        import datasets
+    except ImportError:
+        raise CorpusUnavailable("corpus = {!r} is a hub dataset and needs the `datasets` package "
+                                "(pip install datasets); the offline corpus is {!r}".format(name, OFFLINE_CORPUS)) from None
+    try:
+        rows: Any = datasets.load_dataset(name, config, split=split)
+    except Exception as exc:  # no network, no such dataset or split: say which, keep the cause
+        raise CorpusUnavailable("corpus = {!r} (config {!r}, split {!r}) could not be loaded: {}; the offline "
+                                "corpus is {!r}".format(name, config, split, exc, OFFLINE_CORPUS)) from exc
+    if text_field not in rows.column_names:
+        raise CorpusUnavailable("corpus = {!r} has no {!r} column; its columns are {}".format(
+            name, text_field, ", ".join(rows.column_names)))
+    return [text for text in rows[text_field] if text and text.strip()]
+
+
+def load_corpus(name: str = OFFLINE_CORPUS, config: Optional[str] = None, text_field: str = "text") -> Corpus:
+    """The corpus ``name``, split into train and validation text (see the module docstring)."""
+    if name == OFFLINE_CORPUS:
+        documents = pydoc_documents()
+        train, validation = split_documents(documents)
+        return Corpus(name, "\n\n".join(train), "\n\n".join(validation), len(documents))
+    train = hub_documents(name, config, "train", text_field)
+    try:
+        validation = hub_documents(name, config, "validation", text_field)
+    except CorpusUnavailable:  # no validation split: hold out by the hash rule
+        train, validation = split_documents([("{:09d}".format(i), text) for i, text in enumerate(train)])
+    label = name if config is None else "{}/{}".format(name, config)
+    return Corpus(label, "\n\n".join(train), "\n\n".join(validation), len(train) + len(validation))
