@@ -1,0 +1,26 @@
+"""A local OpenAI-compatible inference server: a stand-in for a real service (SambaNova's Metis,
+the ALCF's vLLM on Sophia) on a laptop, in CI, without network.
+
+    from labkit import serving
+    with serving.start_server(config="batched", model_size="tiny") as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key=server.api_key)
+        stream = client.chat.completions.create(model=server.model, messages=[...], stream=True,
+                                                stream_options={"include_usage": True}, max_tokens=32)
+
+From a shell: ``python -m labkit.serving --config sequential`` (prints its URL on one line).
+
+A real HTTP server process on 127.0.0.1 (the port chosen by the system) that streams
+server-sent events, serves concurrent requests and stops with its caller; two scheduling
+configurations of the same model to compare (``CONFIGS``: ``batched``, ``sequential``); the
+server's own timings in ``usage`` under the names Metis uses. docs/serving.md says more.
+"""
+
+from __future__ import annotations
+
+from labkit.serving.engine import CONFIGS
+from labkit.serving.model import apply_chat_template
+from labkit.serving.process import LocalServer, ServerStartError, start_server
+from labkit.serving.serve import API_KEY_ENV, DEFAULT_MAX_QUEUE
+
+__all__ = ["start_server", "LocalServer", "ServerStartError", "CONFIGS", "DEFAULT_MAX_QUEUE", "API_KEY_ENV",
+           "apply_chat_template"]

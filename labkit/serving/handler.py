@@ -1,0 +1,221 @@
+"""The HTTP side of the local server: the standard library's threading HTTP server, HTTP/1.1
+with keep-alive, one thread per connection, streams as server-sent events in chunked encoding.
+
+Routes (everything else is a 404 with an OpenAI error body, so a wrong base URL, e.g. a
+trailing slash in ``/v1/chat/completions/``, fails as it does on the real services):
+
+- ``GET /v1/models``, ``GET /v1/models/<id>``
+- ``POST /v1/chat/completions`` (streamed when ``"stream": true``)
+- ``GET /health``: 200 and the engine's load (no key needed)
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, Optional
+
+from labkit.serving.engine import Engine, EngineStopped, Generation, QueueFull
+from labkit.serving.model import ChatModel, apply_chat_template
+from labkit.serving.protocol import (ApiError, ChatRequest, chunk_body, completion_body, error_body, models_body,
+                                     parse_chat_request, usage_body)
+
+__all__ = ["ChatServer", "MAX_BODY_BYTES"]
+
+#: The largest request body read (bigger ones get a 413).
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+class _TextStream:
+    """Text of a growing list of token ids, given out in pieces that never split a character."""
+
+    def __init__(self, model: ChatModel):
+        self.model, self.ids, self.text = model, [], ""
+
+    def add(self, token: int) -> str:
+        self.ids.append(token)
+        text = self.model.decode(self.ids)
+        if text.endswith("\ufffd"):  # a character still incomplete: wait for the next token
+            return ""
+        piece, self.text = text[len(self.text):], text
+        return piece
+
+    def finish(self) -> str:
+        text = self.model.decode(self.ids)
+        piece, self.text = text[len(self.text):], text
+        return piece
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # streamed tokens are small writes: send each at once
+    server: "ChatServer"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _send_json(self, status: int, body: Dict[str, Any], headers: Optional[Dict[str, str]] = None) -> None:
+        data = json.dumps(body).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_error(self, error: ApiError) -> None:
+        headers = {"Retry-After": "1"} if error.status == 429 else None
+        self._send_json(error.status, error_body(error), headers)
+
+    def _authorised(self) -> bool:
+        key = self.server.api_key
+        if key is None:
+            return True
+        given = self.headers.get("Authorization", "")
+        if given == "Bearer " + key:
+            return True
+        self._send_error(ApiError(401, "Incorrect API key provided" if given else
+                                  "No API key provided: send 'Authorization: Bearer <key>'",
+                                  code="invalid_api_key"))
+        return False
+
+    def _not_found(self) -> None:
+        self._send_error(ApiError(404, "{} {}: no such route here (the routes are GET /v1/models and POST "
+                                       "/v1/chat/completions, without a trailing slash)".format(self.command, self.path),
+                                  code="not_found"))
+
+    # -- routes --------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/health":
+            self._send_json(200, {"status": "ok", "model": self.server.model.name, "config": self.server.config,
+                                  **self.server.engine.load()})
+        elif path == "/v1/models" or path == "/v1/models/" + self.server.model.name:
+            if self._authorised():
+                body = models_body(self.server.model.name, self.server.created)
+                self._send_json(200, body if path == "/v1/models" else body["data"][0])
+        elif path.startswith("/v1/models/"):
+            if self._authorised():
+                self._send_error(ApiError(404, "The model `{}` does not exist".format(path[len("/v1/models/"):]),
+                                          code="model_not_found"))
+        else:
+            self._not_found()
+
+    def do_POST(self) -> None:
+        arrival, arrival_wall = time.perf_counter(), time.time()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True
+            self._send_error(ApiError(413, "The request body is {} bytes; at most {}".format(length, MAX_BODY_BYTES)))
+            return
+        raw = self.rfile.read(length)
+        if self.path.split("?", 1)[0] != "/v1/chat/completions":
+            self._not_found()
+            return
+        if not self._authorised():
+            return
+        try:
+            request = parse_chat_request(raw, self.server.model.name)
+            gen = self._generation(request, arrival, arrival_wall)
+            self.server.engine.submit(gen)
+        except ApiError as error:
+            self._send_error(error)
+            return
+        except QueueFull as error:
+            self._send_error(ApiError(429, str(error), type="rate_limit_exceeded", code="queue_full"))
+            return
+        except EngineStopped as error:
+            self._send_error(ApiError(503, str(error), type="server_error"))
+            return
+        if request.stream:
+            self._stream(request, gen)
+        else:
+            self._complete(request, gen)
+
+    def _generation(self, request: ChatRequest, arrival: float, arrival_wall: float) -> Generation:
+        model = self.server.model
+        ids = model.encode(apply_chat_template(request.messages))
+        if len(ids) + request.max_tokens > model.context_length:
+            raise ApiError(400, "This model's maximum context length is {} tokens; the messages are {} tokens and "
+                                "max_tokens is {}: ask for fewer".format(model.context_length, len(ids),
+                                                                         request.max_tokens), param="max_tokens")
+        return Generation(prompt_ids=ids, max_tokens=request.max_tokens, temperature=request.temperature,
+                          top_p=request.top_p, seed=request.seed, arrival=arrival, arrival_wall=arrival_wall)
+
+    def _complete(self, request: ChatRequest, gen: Generation) -> None:
+        text = _TextStream(self.server.model)
+        while True:
+            kind, value = gen.events.get()
+            if kind == "token":
+                text.add(value)
+            elif kind == "error":
+                self._send_error(ApiError(500, "The request failed in the server: {}".format(value),
+                                          type="server_error"))
+                return
+            else:
+                text.finish()
+                self._send_json(200, completion_body(request, text.text, gen, self.server.config))
+                return
+
+    def _write_event(self, body: Any) -> None:
+        data = b"data: " + (body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")) + b"\n\n"
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _stream(self, request: ChatRequest, gen: Generation) -> None:
+        config = self.server.config
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        text = _TextStream(self.server.model)
+        try:
+            self._write_event(chunk_body(request, config, delta={"role": "assistant", "content": ""}))
+            while True:
+                kind, value = gen.events.get()
+                if kind == "token":
+                    piece = text.add(value)
+                    if piece:
+                        self._write_event(chunk_body(request, config, delta={"content": piece}))
+                    continue
+                if kind == "error":  # the status is sent already: the error goes in the stream, as OpenAI does
+                    self._write_event(error_body(ApiError(500, "The request failed in the server: {}".format(value),
+                                                          type="server_error")))
+                else:
+                    piece = text.finish()
+                    if piece:
+                        self._write_event(chunk_body(request, config, delta={"content": piece}))
+                    self._write_event(chunk_body(request, config, finish_reason=value))
+                    if request.include_usage:
+                        self._write_event(chunk_body(request, config, usage=usage_body(gen)))
+                self._write_event(b"[DONE]")
+                self.wfile.write(b"0\r\n\r\n")
+                return
+        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+            gen.cancel()  # the client went away: free its place in the batch
+            self.close_connection = True
+
+
+class ChatServer(ThreadingHTTPServer):
+    """An HTTP server for one model and one engine (``config`` names the engine's scheduling)."""
+
+    daemon_threads = True
+    allow_reuse_address = False
+    request_queue_size = 128  # the listen backlog: 5 (the default) drops simultaneous connects, costing 1 s each
+
+    def __init__(self, address, model: ChatModel, engine: Engine, config: str, api_key: Optional[str] = None,
+                 verbose: bool = False):
+        super().__init__(address, _Handler)
+        self.model, self.engine, self.config, self.api_key, self.verbose = model, engine, config, api_key, verbose
+        self.created = int(time.time())
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])

@@ -1,0 +1,179 @@
+"""Starting and stopping the local server from Python (a notebook, a test, a benchmark).
+
+    from labkit import serving
+    with serving.start_server(config="batched", model_size="tiny") as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key=server.api_key)
+        ...
+    # stopped here, also when the block was interrupted
+
+The server is a separate process (``python -m labkit.serving``) in its own session, so an
+interrupt of the notebook's kernel does not reach it: the caller decides (leaving the ``with``
+block, ``server.stop()``). It ends with its parent however the parent ends: on a normal exit
+through ``atexit``; when the parent is killed, because the server watches a pipe whose other
+end only the parent holds, and the parent's pid.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import labkit
+from labkit.serving.engine import CONFIGS
+from labkit.serving.serve import API_KEY_ENV, DEFAULT_MAX_QUEUE
+
+__all__ = ["LocalServer", "start_server", "ServerStartError"]
+
+
+class ServerStartError(RuntimeError):
+    """The server process exited, or said nothing, before it was ready."""
+
+
+class LocalServer:
+    """A running local server: ``base_url`` (ends in ``/v1``), ``model``, ``config``, ``pid``;
+    a context manager that stops it on leaving the block."""
+
+    def __init__(self, process: "subprocess.Popen[bytes]", ready: Dict[str, Any], log_path: Path,
+                 api_key: Optional[str]):
+        self.process = process
+        self.info = ready
+        self.base_url: str = ready["base_url"]
+        self.port: int = int(ready["port"])
+        self.model: str = ready["model"]
+        self.config: str = ready["config"]
+        self.pid: int = process.pid
+        self.log_path = log_path
+        self.api_key = api_key if api_key is not None else "none"  # the openai SDK insists on some key
+        self.returncode: Optional[int] = None
+        atexit.register(self.stop)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def log(self) -> str:
+        """What the server wrote on stderr so far."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 10.0) -> Optional[int]:
+        """Stop the server (closing its lifeline pipe, then SIGTERM, then SIGKILL); its exit status."""
+        atexit.unregister(self.stop)
+        if self.returncode is not None:
+            return self.returncode
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        except OSError:
+            pass
+        for action in (None, self.process.terminate, self.process.kill):
+            if action is not None:
+                try:
+                    action()
+                except OSError:
+                    pass
+            try:
+                self.returncode = self.process.wait(timeout)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        return self.returncode
+
+    def __enter__(self) -> "LocalServer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return "LocalServer({} {}, {}, pid {}, {})".format(self.model, self.config, self.base_url, self.pid,
+                                                           "running" if self.alive else "stopped")
+
+
+def _command(config: str, model_size: str, model_dir: Optional[str], seed: int, max_queue: int,
+             max_batch: Optional[int], threads: Optional[int]) -> List[str]:
+    command = [sys.executable, "-m", "labkit.serving", "--config", config, "--model-size", model_size,
+               "--seed", str(seed), "--max-queue", str(max_queue), "--watch-stdin", "--parent-pid", str(os.getpid())]
+    if model_dir is not None:
+        command += ["--model-dir", str(model_dir)]
+    if max_batch is not None:
+        command += ["--max-batch", str(max_batch)]
+    if threads is not None:
+        command += ["--threads", str(threads)]
+    return command
+
+
+def _read_ready(process: "subprocess.Popen[bytes]", timeout: float) -> Optional[Dict[str, Any]]:
+    """The ready line the server prints, or None when it exited or the time ran out."""
+    lines: "queue.Queue[bytes]" = queue.Queue()
+    threading.Thread(target=lambda: lines.put(process.stdout.readline()), daemon=True).start()  # type: ignore
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        try:
+            ready = json.loads(line.decode("utf-8"))
+        except ValueError:
+            return None
+        return ready if isinstance(ready, dict) and ready.get("ready") else None
+    return None
+
+
+def start_server(config: str = "batched", model_size: str = "tiny", model_dir: Optional[str] = None,
+                 seed: int = 0, max_queue: int = DEFAULT_MAX_QUEUE, max_batch: Optional[int] = None,
+                 threads: Optional[int] = None, api_key: Optional[str] = None,
+                 startup_timeout: float = 120.0) -> LocalServer:
+    """Start the local OpenAI-compatible server and return once it listens.
+
+    ``config``: ``"batched"`` (continuous batching, up to 16 requests decoded together) or
+    ``"sequential"`` (one request at a time); ``model_size`` a preset, or ``model_dir`` a
+    ``save_pretrained`` directory; ``max_queue`` requests may wait beyond those being decoded
+    before the server answers 429; ``threads`` sets torch's CPU threads in the server;
+    ``api_key``, when given, is required from clients (401 otherwise).
+    """
+    if config not in CONFIGS:
+        raise ValueError("config={!r}: not one of {}".format(config, sorted(CONFIGS)))
+    if not isinstance(max_queue, int) or max_queue < 0:
+        raise ValueError("max_queue={!r}: an integer of 0 or more".format(max_queue))
+    if max_batch is not None and (not isinstance(max_batch, int) or max_batch < 1):
+        raise ValueError("max_batch={!r}: an integer of 1 or more, or None for the config's".format(max_batch))
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ValueError("threads={!r}: an integer of 1 or more, or None for torch's default".format(threads))
+    env = dict(os.environ)
+    root = str(Path(labkit.__file__).resolve().parent.parent)  # the same labkit as this process's
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.pop(API_KEY_ENV, None)
+    if api_key is not None:
+        env[API_KEY_ENV] = api_key
+    log = tempfile.NamedTemporaryFile(prefix="labkit-serving-", suffix=".log", delete=False)
+    process = subprocess.Popen(_command(config, model_size, model_dir, seed, max_queue, max_batch, threads),
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+                               start_new_session=(os.name == "posix"))
+    log.close()
+    ready = _read_ready(process, startup_timeout)
+    if ready is None:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                pipe.close()
+        tail = Path(log.name).read_text(errors="replace").strip().splitlines()[-15:]
+        raise ServerStartError("the local server did not start within {:.0f} s (exit status {}); its log, {}:\n{}"
+                               .format(startup_timeout, process.returncode, log.name, "\n".join(tail)))
+    return LocalServer(process, ready, Path(log.name), api_key)

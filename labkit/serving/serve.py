@@ -1,0 +1,121 @@
+"""The server process: ``python -m labkit.serving --config batched --model-size tiny``.
+
+It loads the model, listens on 127.0.0.1 at a port the system chooses (``--port 0``), and
+prints one JSON line on stdout when it is ready::
+
+    {"ready": true, "base_url": "http://127.0.0.1:40123/v1", "port": 40123, "model": "...", "pid": 4242, ...}
+
+It stops cleanly (the listening socket closed, requests in flight ended with an error) on
+SIGINT or SIGTERM, when its standard input reaches end of file (``--watch-stdin``: the parent
+holds the other end of that pipe, so the server ends with its parent however the parent dies),
+and when the process ``--parent-pid`` is gone. The API key, if any, is read from the
+environment variable ``LABKIT_SERVING_API_KEY`` (never from the command line, which other users
+of the machine can read).
+
+Exit status: 0 after a clean stop, 2 for bad arguments, 1 when the model or the socket failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from typing import List, Optional
+
+from labkit.serving.engine import CONFIGS, Engine
+from labkit.serving.handler import ChatServer
+from labkit.serving.model import load_model
+
+__all__ = ["main", "build_parser", "API_KEY_ENV", "DEFAULT_MAX_QUEUE"]
+
+#: The environment variable the server reads its API key from.
+API_KEY_ENV = "LABKIT_SERVING_API_KEY"
+
+#: Requests that may wait beyond those being decoded before the server answers 429.
+DEFAULT_MAX_QUEUE = 64
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m labkit.serving", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", choices=sorted(CONFIGS), default="batched",
+                        help="batched: continuous batching; sequential: one request at a time")
+    parser.add_argument("--model-size", default="tiny", help="the model's size preset")
+    parser.add_argument("--model-dir", default=None, help="a save_pretrained directory to load instead")
+    parser.add_argument("--seed", type=int, default=0, help="the seed of the random initialisation")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0: the system chooses a free port")
+    parser.add_argument("--max-batch", type=int, default=None,
+                        help="most requests decoded together (default: the config's)")
+    parser.add_argument("--max-queue", type=int, default=DEFAULT_MAX_QUEUE,
+                        help="requests that may wait beyond those being decoded before a 429")
+    parser.add_argument("--threads", type=int, default=None, help="torch's CPU threads (default: torch's)")
+    parser.add_argument("--parent-pid", type=int, default=None, help="stop when this process is gone")
+    parser.add_argument("--watch-stdin", action="store_true", help="stop when standard input closes")
+    parser.add_argument("--verbose", action="store_true", help="log every request on stderr")
+    return parser
+
+
+def _watch_stdin(stop: threading.Event) -> None:
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    except (OSError, ValueError):
+        pass
+    stop.set()
+
+
+def _watch_parent(pid: int, stop: threading.Event) -> None:
+    import psutil
+
+    while not stop.wait(0.5):
+        # the parent is gone when we have been re-parented (POSIX) or its pid no longer runs
+        if (hasattr(os, "getppid") and os.getppid() != pid) or not psutil.pid_exists(pid):
+            stop.set()
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.max_queue < 0 or (args.max_batch is not None and args.max_batch < 1):
+        print("--max-queue must be 0 or more and --max-batch 1 or more", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    if args.watch_stdin:
+        threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
+    if args.parent_pid is not None:
+        threading.Thread(target=_watch_parent, args=(args.parent_pid, stop), daemon=True).start()
+    try:
+        import torch
+
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        model = load_model(args.model_size, args.model_dir, seed=args.seed)
+        engine = Engine(model, max_batch=args.max_batch or CONFIGS[args.config], max_queue=args.max_queue).start()
+        server = ChatServer((args.host, args.port), model, engine, args.config,
+                            api_key=os.environ.get(API_KEY_ENV) or None, verbose=args.verbose)
+    except (OSError, ValueError) as error:
+        print("labkit.serving: could not start: {}".format(error), file=sys.stderr)
+        return 1
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    thread.start()
+    host = "127.0.0.1" if args.host in ("", "0.0.0.0") else args.host
+    ready = {"ready": True, "base_url": "http://{}:{}/v1".format(host, server.port), "port": server.port,
+             "model": model.name, "config": args.config, "max_batch": engine.max_batch,
+             "max_queue": engine.max_queue, "threads": torch.get_num_threads(), "description": model.description,
+             "pid": os.getpid()}
+    sys.stdout.write(json.dumps(ready) + "\n")
+    sys.stdout.flush()
+    sys.stdout = sys.stderr  # nothing more on the pipe the parent read the ready line from
+    print("labkit.serving: {} ({}) at {}".format(model.name, args.config, ready["base_url"]), file=sys.stderr)
+    while not stop.wait(0.5):
+        pass
+    print("labkit.serving: stopping", file=sys.stderr)
+    server.shutdown()
+    engine.stop()
+    server.server_close()
+    return 0
