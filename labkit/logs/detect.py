@@ -26,7 +26,8 @@ _SIGNS: Dict[str, Tuple[Tuple[str, int], ...]] = {
                   ("PL:POPLIN", 3), ("--ipus", 3), ("Compiled/Loaded model", 5), ("run_pretraining", 5),
                   ("TrainingModelWithLoss", 3), ("popart", 2)),
     "cerebras": (("| Train Device=", 6), ("Effective batch size is", 5), ("wsjob", 4), ("Compile hash is", 5),
-                 ("run.py CSX", 6), ("Processed ", 1), ("Cerebras", 3), ("Beginning appliance run", 5)),
+                 ("run.py CSX", 6), ("Processed ", 1), ("Cerebras", 3), ("Beginning appliance run", 5),
+                 ("cszoo", 6), ("LoopTimeRemaining=", 6)),
     "sambanova": (("COMPILE START AT", 6), ("COMPILE END AT", 6), ("sambaflow", 2), ("e2e_train_time", 6),
                   ("for output", 2), ("BertLarge", 3), ("SLURM_NTASKS", 3), ("Duration:", 2), (".pef", 3),
                   ("transformers_hook", 4), ("Submitted batch job", 2), ("SN30", 3)),
@@ -39,7 +40,7 @@ _SIGNS: Dict[str, Tuple[Tuple[str, int], ...]] = {
 _KERAS_BAR = re.compile(r"\d+/\d+ \[[=>.]+\] - ")
 # Single summary lines a student pastes on their own (one is enough to say which format it is).
 _LINE_SIGNS = (
-    ("cerebras", re.compile(r"Processed \d+ sample\(s\) in"), 6),
+    ("cerebras", re.compile(r"Processed \d+ (?:training )?sample\(s\) in"), 6),  # 2.6 adds "training"
     ("groq", re.compile(r"^\|\s*(?:cpu|groq)\s*\|", re.MULTILINE), 8),
     ("graphcore", re.compile(r"Epochs:\s*\d+%.*?\d+/\d+ \["), 4),
 )

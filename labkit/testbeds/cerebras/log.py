@@ -1,15 +1,20 @@
-"""Cerebras modelzoo logs (``python run.py CSX --mode train --params configs/...yaml``).
+"""Cerebras modelzoo logs: CS-2 ``python run.py CSX ...`` (releases 2.1-2.3) and CS-3 ``cszoo fit`` (2.6).
 
     import labkit.logs
     report = labkit.logs.read("bert_log_bs_1024.txt", format="cerebras")
+    report = labkit.logs.read("mytest.log")          # a CS-3 LLaMA-2-7B log: exercise cerebras/llama2_7b
 
 What is read: ``Effective batch size is N``, each
 ``| Train Device=CSX, Step=100, Loss=9.5, Rate=974.00 samples/sec, GlobalRate=974.00 samples/sec``
-(older releases print ``Device=xla:0``) as series, ``Processed N sample(s) in T seconds``
-(on its own line or after ``Training completed successfully!``), the compile and execute wsjob
-ids, the compile hash, saved checkpoints, and from the time stamps how long the run waited in
-the cluster queue, compiled, programmed the wafer and trained. A new ``Effective batch size``
-after a finished run starts the next run in the file.
+(older releases print ``Device=xla:0``; 2.6 adds ``LoopTimeRemaining=..., TimeRemaining=...``)
+as series, ``Processed N sample(s) in T seconds`` (2.6: ``N training sample(s)``; on its own
+line or after ``Training completed successfully!``), the compile and execute wsjob ids (2.6:
+``Initiating a new execute wsjob`` then ``Job id: wsjob-...``), the compile hash, a cached
+compile (2.6: ``Found existing cached compile``: no compile time is recorded), the
+``InconsistentVersion`` warning, saved checkpoints, and from the time stamps how long the run
+waited in the cluster queue, compiled, staged, trained and saved checkpoints
+(:mod:`labkit.testbeds.cerebras.log_phases`). A new ``Effective batch size`` after a finished
+run starts the next run in the file.
 
 Verified only against real logs from the course; no Cerebras stack runs here.
 """
@@ -18,29 +23,36 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 from labkit.divergence import divergence_note, loss_divergence
-from labkit.logs.base import NUMBER, LineReader, new_run, number, parse_stamp, stamp_text
+from labkit.logs.base import NUMBER, LineReader, number, parse_stamp, stamp_text
 from labkit.results import Run
 from labkit.testbeds.cerebras.log_metrics import add_log_metric
+from labkit.testbeds.cerebras.log_phases import LogState, add_phases, add_run_notes
 
 __all__ = ["CerebrasReader"]
 
 _BATCH = re.compile(r"Effective batch size is (\d+)")
 _TRAIN = re.compile(r"\| Train Device=([^,]+), Step=(\d+), Loss=(" + NUMBER + r"), Rate=(" + NUMBER +
                     r") samples/sec, GlobalRate=(" + NUMBER + r") samples/sec")
-_PROCESSED = re.compile(r"Processed (\d+) sample\(s\) in (" + NUMBER + r") seconds")
+_PROCESSED = re.compile(r"Processed (\d+) (training )?sample\(s\) in (" + NUMBER + r") seconds")
 _JOB_ID = re.compile(r"(compile|execute) job id: (wsjob-[\w-]+)")
+_NEW_JOB = re.compile(r"Initiating a new (compile|execute) wsjob")
+_JOB_ID_26 = re.compile(r"Job id: (wsjob-[\w-]+)(?:, workflow id: (wflow-[\w-]+))?")
 _HASH = re.compile(r"Compile hash is: (\S+)")
+_CACHED = re.compile(r"Found existing cached compile with hash: \"?([\w-]+)")
+_VERSIONS = re.compile(r"job image version (\S+) is inconsistent with cluster server version (\S+?),")
+_SEQUENCE = re.compile(r"\bmax_sequence_length\b\W{1,3}(\d+)")
 _CHECKPOINT = re.compile(r"Saved checkpoint (?:at global step: \d+|(\S+\.mdl))")
 _PARAMS = re.compile(r"--params[= ](\S+)")
 _MODE = re.compile(r"--mode[= ](\w+)")
 
 # Lines that mark a phase of the run; only those need their time stamp parsed.
-_TIMELINE_WORDS = re.compile(r"Compiling the model|job id:|Poll ingress|Ingress is ready|Compile hash|Exploring floorplans|"
+_TIMELINE_WORDS = re.compile(r"Compiling the model|[jJ]ob id:|Poll ingress|Ingress is ready|Compile hash|Exploring floorplans|"
                              r"Gradient accumulation trying|Compile was successful|Programming Cerebras|Preparing to execute|"
-                             r"Beginning appliance run|Saved checkpoint| ERROR|Traceback")
+                             r"Beginning appliance run|Sav(?:ed|ing) checkpoint| ERROR|Traceback|Initiating a new|"
+                             r"Found existing cached compile|InconsistentVersion|Appliance staging is complete")
 
 _MODELS = (("gptj", "gptj"), ("gpt-j", "gptj"), ("gpt2", "gpt2"), ("gpt-2", "gpt2"), ("bert_large", "bert_large"),
            ("bert-large", "bert_large"), ("bertforpretraining", "bert_large"), ("bert", "bert_large"),
@@ -55,36 +67,12 @@ def _model_of(text: str) -> Optional[str]:
     return None
 
 
-class _State:
-    def __init__(self) -> None:
-        self.run = new_run("cerebras/unknown")
-        self.model: Optional[str] = None
-        self.first: Optional[str] = None  # time stamps as text, parsed when the run closes
-        self.last: Optional[str] = None
-        self.last_step: Optional[str] = None
-        self.marks: Dict[str, datetime] = {}
-        self.queue_start: Dict[str, datetime] = {}
-        self.queue_s: Dict[str, float] = {}
-        self.job_kind: Optional[str] = None  # the wsjob whose ingress is being polled
-        self.steps: List[int] = []
-        self.losses: List[float] = []
-        self.rates: List[float] = []
-        self.global_rates: List[float] = []
-        self.checkpoints: List[str] = []
-        self.completed = False
-        self.failed: Optional[str] = None
-        self.device: Optional[str] = None
-        self.compile_search = False
-        self.started = False
-        self.summary_only = False  # only the "Processed N sample(s) in T seconds." line was given
-
-
 class CerebrasReader(LineReader):
     format = "cerebras"
 
     def __init__(self, name: str = "<text>") -> None:
         super().__init__(name)
-        self.state = _State()
+        self.state = LogState()
 
     def feed(self, line: str) -> None:
         if not line:
@@ -134,9 +122,14 @@ class CerebrasReader(LineReader):
             m = _PROCESSED.search(line)
             if m:
                 add_log_metric(st.run, "samples", int(m.group(1)))
-                add_log_metric(st.run, "train_seconds", number(m.group(2)))
+                add_log_metric(st.run, "train_seconds", number(m.group(3)))
+                st.processed_training = bool(m.group(2))
                 st.started = True  # a summary line pasted on its own is a run too
                 st.summary_only = not st.steps and not st.run.params
+        if "max_sequence_length" in line:
+            m = _SEQUENCE.search(line)
+            if m:
+                st.run.params["sequence_length"] = int(m.group(1))
         if "Training completed successfully" in line:
             st.completed = True
             stamp = parse_stamp(raw_stamp)
@@ -154,17 +147,24 @@ class CerebrasReader(LineReader):
         if stamp is not None:
             self._timeline(st, line, stamp)
 
-    def _timeline(self, st: _State, line: str, stamp: datetime) -> None:
-        marks = st.marks
+    def _timeline(self, st: LogState, line: str, stamp: datetime) -> None:
+        marks, env = st.marks, st.run.environment
         if "Compiling the model" in line:
             marks.setdefault("compile_start", stamp)
+        elif "Initiating a new" in line:
+            m = _NEW_JOB.search(line)
+            if m:
+                st.job_kind = m.group(1)
         elif "job id:" in line:
             m = _JOB_ID.search(line)
             if m:
-                kind = m.group(1)
-                st.run.environment["{}_job_id".format(kind)] = m.group(2)
-                st.job_kind = kind
-                st.queue_start[kind] = stamp
+                self._job(st, m.group(1), m.group(2), stamp)
+        elif "Job id:" in line:
+            m = _JOB_ID_26.search(line)
+            if m:
+                self._job(st, st.job_kind or "execute", m.group(1), stamp)
+                if m.group(2):
+                    env["{}_workflow_id".format(st.job_kind or "execute")] = m.group(2)
         elif "Poll ingress status" in line or "Ingress is ready" in line:
             kind = st.job_kind
             if kind and kind in st.queue_start and kind not in st.queue_s:
@@ -172,28 +172,53 @@ class CerebrasReader(LineReader):
                     pass  # still waiting for the cluster
                 else:
                     st.queue_s[kind] = (stamp - st.queue_start[kind]).total_seconds()
+        elif "Found existing cached compile" in line:
+            st.cached_compile = True
+            m = _CACHED.search(line)
+            if m:
+                env["compile_hash"] = m.group(1)
         elif "Compile hash is" in line:
             m = _HASH.search(line)
             if m:
-                st.run.environment["compile_hash"] = m.group(1)
+                env["compile_hash"] = m.group(1)
         elif "Exploring floorplans" in line or "Gradient accumulation trying" in line:
             st.compile_search = True
         elif "Compile was successful" in line:
             marks["compile_end"] = stamp
         elif "Programming Cerebras" in line or "Preparing to execute" in line:
             marks.setdefault("program_start", stamp)
+            if "Preparing to execute" in line:
+                marks.setdefault("staging_start", stamp)
+        elif "Appliance staging is complete" in line:
+            marks["staging_end"] = stamp
         elif "Beginning appliance run" in line:
             marks["run_start"] = stamp
+        elif "Saving checkpoint" in line:
+            st.saving_since = stamp
         elif "Saved checkpoint" in line:
             m = _CHECKPOINT.search(line)
             if m:
                 st.checkpoints.append(m.group(1) or line.split("INFO:")[-1].strip())
+            if st.saving_since is not None:
+                st.checkpoint_s += (stamp - st.saving_since).total_seconds()
+                st.saving_since = None
+        elif "InconsistentVersion" in line:
+            m = _VERSIONS.search(line)
+            if m:
+                env["job_image_version"], env["cluster_server_version"] = m.group(1), m.group(2)
+            st.inconsistent_version = True
         elif " ERROR" in line or "Traceback" in line:
             st.failed = st.failed or line[:200]
 
+    @staticmethod
+    def _job(st: LogState, kind: str, job_id: str, stamp: datetime) -> None:
+        st.run.environment["{}_job_id".format(kind)] = job_id
+        st.job_kind = kind
+        st.queue_start[kind] = stamp
+
     def _close(self) -> None:
         st = self.state
-        self.state = _State()
+        self.state = LogState()
         if not st.started:
             return
         run = st.run
@@ -216,20 +241,10 @@ class CerebrasReader(LineReader):
             if len(st.rates) > 1:
                 add_log_metric(run, "min_rate", min(st.rates))
                 add_log_metric(run, "max_rate", max(st.rates))
-        if "samples" in run.metrics and run.metrics.get("train_seconds"):
-            per_s = run.metrics["samples"] / run.metrics["train_seconds"]
-            add_log_metric(run, "samples_per_s", round(per_s, 2))
-            run.notes.append(
-                "Processed {} samples in {} s: samples/s = {} / {} = {:.1f}. {} s is the whole training time, not "
-                "the time per sample; more samples in more seconds is not a slowdown. Compare runs by samples/s "
-                "({:.1f} overall here{}), not by seconds.".format(
-                    run.metrics["samples"], run.metrics["train_seconds"], run.metrics["samples"],
-                    run.metrics["train_seconds"], per_s, run.metrics["train_seconds"], per_s,
-                    "; last GlobalRate {} samples/s".format(run.metrics["global_rate"]) if "global_rate" in run.metrics
-                    else ""))
         if st.checkpoints:
             run.environment["checkpoints"] = st.checkpoints
-        self._phases(st)
+        add_phases(st)
+        add_run_notes(st, model)
         if loss_divergence(st.losses):
             run.status = "diverged"
             run.notes.append(divergence_note(st.losses, where="logged step"))
@@ -246,37 +261,14 @@ class CerebrasReader(LineReader):
         else:
             run.notes.append("No 'Training completed' line: the log is cut short (or the run was stopped); "
                              "the numbers are those of the last step logged.")
+        if len(st.steps) == 1 and run.status != "complete":
+            run.notes.append("The run stopped after its first report (step {}): its measured GlobalRate of {} samples/s "
+                             "still counts, as an incomplete run's, but rests on that one report.".format(
+                                 st.steps[0], st.global_rates[0]))
         if st.steps and len(st.rates) > 1 and max(st.rates) > 1.5 * min(st.rates):
             run.notes.append("The per-interval Rate swings from {} to {} samples/s (a shared cluster): quote the "
                              "GlobalRate, the average since the start.".format(min(st.rates), max(st.rates)))
         self.runs.append(run)
-
-    def _phases(self, st: _State) -> None:
-        run, marks = st.run, st.marks
-        if "compile_start" in marks and "compile_end" in marks:
-            total = (marks["compile_end"] - marks["compile_start"]).total_seconds()
-            queued = st.queue_s.get("compile", 0.0)
-            add_log_metric(run, "compile_queue_s", queued)
-            add_log_metric(run, "compile_s", round(total - queued, 3))
-            if not st.compile_search and total - queued < 120:
-                add_log_metric(run, "compile_cached", True)
-                run.notes.append("The compile took {:.0f} s with no floorplan search: the compile artifacts were "
-                                 "reused from an earlier identical compile.".format(total - queued))
-        if "execute" in st.queue_s:
-            add_log_metric(run, "execute_queue_s", st.queue_s["execute"])
-        if "program_start" in marks and "run_start" in marks:
-            add_log_metric(run, "setup_s", (marks["run_start"] - marks["program_start"]).total_seconds())
-        end = marks.get("completed") or parse_stamp(st.last_step)
-        if "run_start" in marks and end is not None:
-            add_log_metric(run, "run_wall_s", (end - marks["run_start"]).total_seconds())
-        first, last = parse_stamp(st.first), parse_stamp(st.last)
-        if first is not None and last is not None and last > first:  # one time stamp is no duration
-            add_log_metric(run, "wall_s", (last - first).total_seconds())
-        queued = sum(st.queue_s.values())
-        if queued >= 30:
-            run.notes.append("{:.0f} s of this log's wall time was spent queueing for the cluster ({}), not "
-                             "compiling or training: queue time is not run time.".format(
-                                 queued, ", ".join("{} job {:.0f} s".format(k, v) for k, v in st.queue_s.items())))
 
     def finish(self) -> List[Run]:
         self._close()
