@@ -1,0 +1,34 @@
+"""LLM inference on SambaNova Metis (SN40L) against Sophia (vLLM), measured as serving benchmarks do.
+
+    from labkit.testbeds.sambanova import inference
+    config = inference.SPEC.validate({"concurrency": [1, 4], "repeats": 3})
+    inference.plan(config)                 # the stand-in here, the ALCF service, or pasted evidence
+    run = inference.run_exercise(config)   # streams chat completions through the openai SDK
+    inference.show(run)                    # TTFT, TPOT, E2EL, throughput with intervals; the notes
+
+    papermill notebooks/sambanova/inference.ipynb out.ipynb -p concurrency '[1, 8]' -p repeats 5
+
+By default the two endpoints are labkit's local stand-in server (:mod:`labkit.serving`) in its two
+configurations, so Run All needs no network; Metis and Sophia are ``inference.ENDPOINTS``. Nothing
+in labkit's tests reached the ALCF service: the client follows the documented OpenAI API and was
+tested against the stand-in over loopback.
+
+The code, one concern a module: ``spec`` (parameters), ``prompts`` (built-in, a file or a hub
+dataset), ``access`` (the token, one sentence per failure), ``client`` (streaming, time stamps
+only), ``timing`` (vllm bench serve's definitions), ``measure`` (warm-up, levels, repeats,
+interrupts), ``summary`` (intervals), ``notes`` (honest comparisons), ``record`` (the run),
+``evidence`` and ``log`` (pasted responses), ``metrics``, ``report``, ``exercise``.
+"""
+
+from labkit.testbeds.sambanova.inference.access import AccessError, Secret, explain, find_token
+from labkit.testbeds.sambanova.inference.evidence import evidence_table, parse_text, read_evidence
+from labkit.testbeds.sambanova.inference.exercise import plan, run_exercise, show
+from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS
+from labkit.testbeds.sambanova.inference.prompts import load_prompts
+from labkit.testbeds.sambanova.inference.report import latency_table, percentile_table, plot_latency, server_table
+from labkit.testbeds.sambanova.inference.spec import ENDPOINTS, SPEC
+from labkit.testbeds.sambanova.inference.timing import Trace, summarize
+
+__all__ = ["SPEC", "plan", "run_exercise", "show", "ENDPOINTS", "INFERENCE_METRICS", "latency_table",
+           "percentile_table", "server_table", "plot_latency", "read_evidence", "parse_text", "evidence_table",
+           "load_prompts", "find_token", "explain", "Secret", "AccessError", "Trace", "summarize"]

@@ -1,0 +1,172 @@
+"""The measuring client: chat completions streamed through the ``openai`` SDK, time stamps only.
+
+    from labkit.testbeds.sambanova.inference import client
+    endpoint = client.Endpoint("batched", server.base_url, server.model, api_key)
+    traces, duration = client.run_batch(endpoint, prompts, concurrency=4, options=client.Options(max_tokens=32))
+
+While a stream runs, the client keeps ``time.perf_counter()`` at the send and at each chunk that
+carries a choice, the chunk's text, and the server's ``usage`` (with SambaNova's own timings when
+it sends them); every figure is computed afterwards (:mod:`.timing`), so measuring adds almost
+nothing to a plain SDK loop (benchmarks/inference_client.py). Concurrency is a pool of exactly
+``concurrency`` threads sharing one SDK client: at most that many requests are in flight, all
+queued at once (``vllm bench serve --max-concurrency`` with an infinite request rate). The SDK
+retries nothing (``max_retries=0``): a retried request would hide a 429 and time its retry.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent import futures
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from labkit.testbeds.sambanova.inference.access import Secret, status_of
+from labkit.testbeds.sambanova.inference.timing import OK, Trace
+
+__all__ = ["Endpoint", "Options", "Cancel", "open_client", "stream_request", "run_batch"]
+
+
+@dataclass
+class Endpoint:
+    """One server to measure: its short name, base URL (ending in /v1), model, and the key it takes.
+
+    ``what``: what serves it, in words ("the local stand-in, batched", "SambaNova SN40L (Metis)").
+    """
+
+    name: str
+    base_url: str
+    model: str
+    api_key: Secret = field(default_factory=lambda: Secret("none"), repr=False)
+    what: str = ""
+    local: bool = False
+
+
+@dataclass(frozen=True)
+class Options:
+    """What every request asks for."""
+
+    max_tokens: int = 32
+    temperature: float = 0.0
+    seed: Optional[int] = 0
+    timeout_s: float = 60.0
+
+
+class Cancel:
+    """Stops the requests of a batch: those waiting are never sent, those in flight are closed."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self._open: Dict[int, Any] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        self.event.set()
+        with self._lock:
+            streams = list(self._open.values())
+        for stream in streams:
+            try:
+                stream.close()  # the reading thread's next read fails, and it ends as "interrupted"
+            except Exception:  # noqa: BLE001 - closing a stream that is ending anyway
+                pass
+
+    def opened(self, key: int, stream: Any) -> None:
+        with self._lock:
+            self._open[key] = stream
+        if self.event.is_set():
+            stream.close()
+
+    def closed(self, key: int) -> None:
+        with self._lock:
+            self._open.pop(key, None)
+
+
+def open_client(endpoint: Endpoint, options: Options) -> Any:
+    """The SDK client of one endpoint (thread-safe; one connection pool shared by the batch)."""
+    import openai
+
+    return openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key.reveal(), max_retries=0,
+                         timeout=options.timeout_s)
+
+
+def stream_request(sdk: Any, endpoint: Endpoint, prompt: str, options: Options, trace: Trace,
+                   cancel: Optional[Cancel] = None) -> Trace:
+    """Send one chat completion, streamed, and fill ``trace`` (never raises for a failed request)."""
+    perf = time.perf_counter
+    times = trace.chunk_times
+    texts: List[str] = []
+    usage = None
+    key = id(trace)
+    trace.start = perf()
+    try:
+        stream = sdk.chat.completions.create(
+            model=endpoint.model, messages=[{"role": "user", "content": prompt}], max_tokens=options.max_tokens,
+            temperature=options.temperature, seed=options.seed, stream=True, stream_options={"include_usage": True})
+        if cancel is not None:
+            cancel.opened(key, stream)
+        for chunk in stream:  # the hot path: a time stamp and the text, nothing else
+            now = perf()
+            if chunk.choices:
+                times.append(now)
+                texts.append(chunk.choices[0].delta.content or "")
+            if chunk.usage is not None:
+                usage = chunk.usage
+    except Exception as exc:  # noqa: BLE001 - every failure is a result with its status
+        trace.status, trace.http_status = status_of(exc)
+        if cancel is not None and cancel.event.is_set():
+            trace.status = "interrupted"
+        trace.error = "{}: {}".format(type(exc).__name__, exc)[:300]
+    finally:
+        if cancel is not None:
+            cancel.closed(key)
+    trace.text = "".join(texts)
+    if trace.status == OK and not times:
+        trace.status, trace.error = "no tokens", "the stream ended without a chunk that carries a choice"
+    if usage is not None:
+        trace.usage = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
+        trace.output_tokens = trace.usage.get("completion_tokens")
+        trace.prompt_tokens = trace.usage.get("prompt_tokens")
+        if trace.output_tokens is not None:
+            trace.token_source = "server usage"
+    return trace
+
+
+def run_batch(endpoint: Endpoint, prompts: Sequence[Tuple[int, str]], concurrency: int, options: Options,
+              repeat: int = 0, cancel: Optional[Cancel] = None, sdk: Any = None,
+              should_stop: Callable[[], bool] = lambda: False,
+              on_done: Callable[[Trace], None] = lambda trace: None) -> Tuple[List[Trace], float]:
+    """Send ``prompts`` ((index, text) pairs) with at most ``concurrency`` in flight.
+
+    Returns the traces of the requests that were sent (in prompt order) and the batch's duration
+    (first send to last end). ``should_stop`` is polled while waiting: when it turns true, the
+    requests not yet sent are dropped and those in flight are closed (status "interrupted").
+    """
+    cancel = cancel or Cancel()
+    sdk = sdk if sdk is not None else open_client(endpoint, options)
+    traces = [Trace(endpoint=endpoint.name, concurrency=concurrency, repeat=repeat, index=i) for i, _ in prompts]
+    texts = [text for _, text in prompts]
+    started = [False] * len(traces)
+
+    def one(k: int) -> Trace:
+        if cancel.event.is_set():
+            return traces[k]
+        started[k] = True
+        return stream_request(sdk, endpoint, texts[k], options, traces[k], cancel)
+
+    begin = time.perf_counter()
+    pool = futures.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="labkit-request")
+    try:
+        pending = {pool.submit(one, k) for k in range(len(traces))}
+        while pending:
+            done, pending = futures.wait(pending, timeout=0.05, return_when=futures.FIRST_COMPLETED)
+            for future in done:
+                on_done(future.result())
+            if pending and should_stop() and not cancel.event.is_set():
+                cancel()
+        duration = time.perf_counter() - begin  # vLLM's benchmark duration: first send to the last answer
+    except BaseException:  # a second interrupt lands here: stop what is in flight, then let it through
+        cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+    return [t for t, sent in zip(traces, started) if sent], duration

@@ -1,0 +1,122 @@
+"""The inference notebook's plan, run and show steps.
+
+    from labkit.testbeds.sambanova import inference
+    config = inference.SPEC.from_notebook(globals())
+    inference.plan(config)                  # which endpoints, what runs where, and why
+    run = inference.run_exercise(config)    # a labkit.results.Run (run.details: requests and rows)
+    inference.show(run)                     # tables with intervals, latency against concurrency, the notes
+    results.record(run)
+
+Local endpoints (``local:batched``, ``local:sequential``) start labkit's stand-in server
+(:mod:`labkit.serving`) for the run and stop it at its end, interrupt or error included, so nothing
+is left listening. Remote endpoints take the token from the course's ``inference_auth_token.py``
+or ``token_env`` (never shown or recorded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from typing import Any, Dict, List, Optional
+
+from labkit.interrupts import run_step
+from labkit.params import Config
+from labkit.plans import RunPlan
+from labkit.results import Run
+from labkit.testbeds.sambanova.inference import evidence
+from labkit.testbeds.sambanova.inference.access import Secret, find_token
+from labkit.testbeds.sambanova.inference.client import Endpoint, Options
+from labkit.testbeds.sambanova.inference.measure import measure
+from labkit.testbeds.sambanova.inference.notes import STAND_IN
+from labkit.testbeds.sambanova.inference.prompts import load_prompts
+from labkit.testbeds.sambanova.inference.record import as_run
+from labkit.testbeds.sambanova.inference.report import show
+from labkit.testbeds.sambanova.inference.spec import ENDPOINTS, is_local, local_configuration
+
+__all__ = ["plan", "run_exercise", "show", "targets_of", "options_of"]
+
+
+def _served_by(url: str) -> str:
+    for known in ENDPOINTS.values():
+        if known["base_url"] == url:
+            return known["server"]
+    return "the server at " + url
+
+
+def plan(config: Config) -> RunPlan:
+    """What will be measured where (the stand-in here, a remote service, or pasted evidence), and why."""
+    if config.log_path:
+        return RunPlan("log", "reads {} piece(s) of pasted evidence: {}".format(len(config.log_path),
+                                                                                  ", ".join(config.log_path)),
+                       "log_path is set: nothing is sent")
+    lines = []
+    for name, url, model in zip(config.endpoint_names, config.base_urls, config.models):
+        if is_local(url):
+            lines.append("  {}: the local stand-in server, configuration {!r}, model labkit-llama-{} ({})".format(
+                name, local_configuration(url), config.local_model_size, STAND_IN))
+        else:
+            lines.append("  {}: {} at {} ({})".format(name, model, url, _served_by(url)))
+    local = all(is_local(u) for u in config.base_urls)
+    where = ("the local stand-in server on 127.0.0.1, {}".format(STAND_IN) if local
+             else "the endpoints below, over the network")
+    why = ("base_urls are local:<configuration>: Run All needs no network or account" if local
+           else "base_urls name remote services; the token comes from inference_auth_token.py or ${}".format(
+               config.token_env))
+    more = ["Endpoints:"] + lines + [
+        "{} prompt(s) from {!r}, max_tokens={}, temperature={}, seed={}".format(
+            config.num_prompts, config.dataset, config.max_tokens, config.temperature, config.seed),
+        "Concurrency {}, {} repeat(s), {} warm-up request(s) per endpoint left out: {} measured requests".format(
+            config.concurrency, config.repeats, config.warmup_requests,
+            len(config.base_urls) * len(config.concurrency) * config.repeats * config.num_prompts)]
+    return RunPlan("portable" if local else "testbed", where, why, more=more)
+
+
+_plan_step = plan
+
+
+def targets_of(config: Config) -> Dict[str, float]:
+    found = {"ttft": config.ttft_target_s, "tpot": config.tpot_target_s, "e2el": config.e2el_target_s}
+    return {name: value for name, value in found.items() if value is not None}
+
+
+def options_of(config: Config) -> Options:
+    return Options(max_tokens=config.max_tokens, temperature=config.temperature, seed=config.seed,
+                   timeout_s=config.timeout_s)
+
+
+def _endpoints(config: Config, stack: contextlib.ExitStack) -> List[Endpoint]:
+    """The endpoints, starting each local configuration's server once (it stops when ``stack`` closes)."""
+    from labkit import serving
+
+    servers: Dict[str, Any] = {}
+    token: Optional[Secret] = None
+    found = []
+    for name, url, model in zip(config.endpoint_names, config.base_urls, config.models):
+        if is_local(url):
+            which = local_configuration(url)
+            if which not in servers:
+                key = secrets.token_hex(16)  # the stand-in asks for a key, as the ALCF service does
+                servers[which] = (stack.enter_context(serving.start_server(
+                    config=which, model_size=config.local_model_size, seed=config.seed, api_key=key)), key)
+            server, key = servers[which]
+            found.append(Endpoint(name, server.base_url, server.model if model == "auto" else model,
+                                  Secret(key, "the local server"), "the stand-in, {}".format(which), local=True))
+        else:
+            token = token or find_token(config.token_env)
+            found.append(Endpoint(name, url, model, token, _served_by(url)))
+    return found
+
+
+@run_step
+def run_exercise(config: Config, plan: Optional[RunPlan] = None, show_progress: bool = True) -> Run:
+    """Measure the endpoints (or read ``log_path``) and return the run; ``run.details`` holds the
+    per-request traces, the configuration rows and the server's timings."""
+    chosen = plan if plan is not None else _plan_step(config)
+    if chosen.path == "log":
+        return evidence.read_evidence(config.log_path)
+    prompts = load_prompts(config.dataset, config.dataset_split, config.dataset_field, config.num_prompts)
+    with contextlib.ExitStack() as stack:
+        endpoints = _endpoints(config, stack)
+        measured = measure(endpoints, prompts, config.concurrency, config.repeats, config.warmup_requests,
+                           options_of(config), targets_of(config), show_progress=show_progress)
+    return as_run(config, endpoints, measured, targets_of(config), source=chosen.path)

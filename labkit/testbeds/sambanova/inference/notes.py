@@ -1,0 +1,141 @@
+"""The honest sentences written next to the numbers.
+
+    from labkit.testbeds.sambanova.inference.notes import comparison_notes
+    for line in comparison_notes(endpoints, rows, server, ...): print("-", line)
+
+What a comparison of inference services must say, and students' reports did not: which models are
+compared (two models, or one model's weights served two ways), that unequal output lengths are
+compared per output token, whether a difference is inside the noise (the repeats' 95 % intervals
+overlap), what separates the server's own timings from the client's, that warm-up requests were
+left out, how many requests failed and why, and that local runs are a stand-in, not Metis.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Dict, List, Sequence
+
+from labkit.testbeds.sambanova.inference.access import explain
+from labkit.testbeds.sambanova.inference.summary import overlap
+
+__all__ = ["STAND_IN", "weights_of", "comparison_notes", "failure_notes", "COMPARED"]
+
+#: The label every table and plot of a local run carries.
+STAND_IN = "a stand-in on this machine, not Metis"
+#: Figures whose difference between endpoints is judged against the noise: (row key, words).
+COMPARED = (("ttft_median_s", "median TTFT"), ("tpot_median_s", "median TPOT"),
+            ("output_throughput", "output throughput"))
+
+
+def weights_of(model: str) -> str:
+    """The weights a served model name points to: the organisation and a context-length suffix dropped
+    ("openai/gpt-oss-120b" and "gpt-oss-120b-131072" are both "gpt-oss-120b")."""
+    name = model.split("/")[-1].lower()
+    return re.sub(r"-(\d{4,6}|\d+k)$", "", name)
+
+
+def _models_note(endpoints: Sequence[Any]) -> str:
+    if len(endpoints) < 2:
+        return ""
+    models = {e.name: e.model for e in endpoints}
+    weights = {weights_of(m) for m in models.values()}
+    listed = ", ".join("{} serves {}".format(e.name, e.model) for e in endpoints)
+    if len(weights) > 1:
+        return ("{}: these are different models, so every difference below is the model's as much as the "
+                "server's; to compare servers, serve the same weights (e.g. gpt-oss-120b on Metis and on "
+                "Sophia)").format(listed)
+    if all(e.local for e in endpoints):
+        return ("{}: the same weights on the same machine, served two ways by the stand-in ({}); the difference "
+                "is how requests are scheduled, not the hardware").format(listed, ", ".join(e.what for e in endpoints))
+    return ("{}: the same weights ({}) served differently ({}): hardware, serving software, batching, precision and "
+            "context length may all differ, so a difference is the whole service's, not the chip's alone").format(
+        listed, weights.pop(), "; ".join("{}: {}".format(e.name, e.what or e.base_url) for e in endpoints))
+
+
+def _length_note(rows: Sequence[Dict[str, Any]]) -> str:
+    per = {}
+    for row in rows:
+        if row["completed"]:
+            per.setdefault(row["endpoint"], []).append(row["tokens_per_request"])
+    means = {name: sum(v) / len(v) for name, v in per.items()}
+    if len(means) < 2:
+        return ""
+    low, high = min(means.values()), max(means.values())
+    text = ", ".join("{} {:.1f}".format(n, m) for n, m in means.items())
+    if high > low * 1.05:
+        return ("Output tokens per request differ ({}): compare time per output token (TPOT) and output throughput, "
+                "not whole-request latency (E2EL), which a longer answer makes longer").format(text)
+    return "Output tokens per request are about equal ({}), so per-request latencies compare too".format(text)
+
+
+def _noise_notes(rows: Sequence[Dict[str, Any]]) -> List[str]:
+    by_level: Dict[int, List[Dict[str, Any]]] = {}
+    for row in rows:
+        by_level.setdefault(row["concurrency"], []).append(row)
+    notes = []
+    for level, group in by_level.items():
+        if len(group) < 2:
+            continue
+        if any(r["repeats"] < 2 for r in group):
+            notes.append("Concurrency {}: one repeat, so no interval and no verdict on noise; set repeats to 3 or "
+                         "more to tell a difference from run-to-run noise".format(level))
+            continue
+        first, rest = group[0], group[1:]
+        for other in rest:
+            inside = [words for key, words in COMPARED
+                      if not math.isnan(first[key]) and overlap(first[key + "_ci"], other[key + "_ci"])]
+            beyond = [words for key, words in COMPARED
+                      if not math.isnan(first[key]) and words not in inside]
+            parts = []
+            if inside:
+                parts.append("{} inside the noise (the 95 % intervals of the repeats overlap)".format(", ".join(inside)))
+            if beyond:
+                parts.append("{} differ beyond the noise".format(", ".join(beyond)))
+            notes.append("Concurrency {}, {} against {}: {}".format(level, first["endpoint"], other["endpoint"],
+                                                                     "; ".join(parts)))
+    return notes
+
+
+def _server_note(server: Sequence[Dict[str, Any]]) -> str:
+    if not server:
+        return ("No server reported its own timings (SambaNova's usage.time_to_first_token ...); every time here is "
+                "the client's")
+    gaps = ["{} at concurrency {}: client TTFT - server TTFT = {:.3f} s".format(
+        r["endpoint"], r["concurrency"], r["client_ttft_s"] - r["server_ttft_s"]) for r in server]
+    return ("The server's own timings (from usage) are shown apart from the client's: the client's time adds the "
+            "network, the gateway and its authentication, queueing before the server's clock starts, and the "
+            "client's own parsing ({})").format("; ".join(gaps))
+
+
+def failure_notes(traces: Sequence[Any], endpoints: Sequence[Any], timeout_s: float) -> List[str]:
+    """One sentence per (endpoint, status) of the failed requests, saying what to do."""
+    counts: Dict[Any, int] = {}
+    for t in traces:
+        if not t.ok:
+            counts[(t.endpoint, t.status)] = counts.get((t.endpoint, t.status), 0) + 1
+    urls = {e.name: e.base_url for e in endpoints}
+    return ["{} request(s) failed: {}".format(n, explain(status, name, urls.get(name, "?"), timeout_s))
+            for (name, status), n in counts.items()]
+
+
+def comparison_notes(endpoints: Sequence[Any], rows: Sequence[Dict[str, Any]], server: Sequence[Dict[str, Any]],
+                     warmup: int, token_sources: Sequence[str]) -> List[str]:
+    notes = []
+    if any(e.local for e in endpoints):
+        notes.append("Local endpoints ({}) are {}: a small model on this CPU, to practise the method".format(
+            ", ".join(e.name for e in endpoints if e.local), STAND_IN))
+    notes += [n for n in (_models_note(endpoints), _length_note(rows)) if n]
+    notes += _noise_notes(rows)
+    notes.append(_server_note(server))
+    notes.append("Client-side and server-side times are never in one column: TTFT, TPOT, ITL and E2EL are the "
+                 "client's, as vllm bench serve defines them")
+    if warmup:
+        notes.append("{} warm-up request(s) went to each endpoint first and are left out of every figure".format(warmup))
+    else:
+        notes.append("No warm-up requests: the first (cold) requests are in the figures")
+    sources = sorted(set(token_sources))
+    if sources:
+        notes.append("Output tokens counted from: {}{}".format(", ".join(sources), " (one token per streamed chunk is "
+                     "an estimate)" if "chunks" in sources else ""))
+    return notes

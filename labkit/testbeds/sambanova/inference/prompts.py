@@ -1,0 +1,76 @@
+"""The prompts a run sends: the ones that ship with labkit, a local file, or a Hugging Face dataset.
+
+    from labkit.testbeds.sambanova.inference.prompts import load_prompts
+    load_prompts("builtin", "train", "prompt", 8)                   # offline, always here
+    load_prompts("rajpurkar/squad", "validation", "question", 10)   # datasets.load_dataset (network)
+    load_prompts("questions.jsonl", "train", "text", 10)             # a local file, read by datasets too
+
+The built-in prompts (prompts.json, 32 questions about serving language models) are what Run All
+uses with no network; the homework asks for a dataset of the student's choice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import List
+
+__all__ = ["load_prompts", "builtin_prompts", "PromptError", "LOCAL_FORMATS"]
+
+#: Local file suffixes and the ``datasets`` builder that reads each.
+LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
+
+
+class PromptError(ValueError):
+    """The prompts could not be loaded; the message names the dataset, split or field and what to do."""
+
+    def _render_traceback_(self):
+        return ["PromptError: " + str(self)]
+
+
+def builtin_prompts() -> List[str]:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "prompts.json"), encoding="utf-8") as f:
+        return list(json.load(f)["prompt"])
+
+
+def _load_dataset(name: str, split: str):
+    try:
+        import datasets
+    except ImportError:
+        raise PromptError("dataset = {!r} needs the datasets package (pip install datasets), or use "
+                          "dataset = 'builtin'".format(name)) from None
+    suffix = os.path.splitext(name)[1].lower()
+    try:
+        if os.path.isfile(name) and suffix in LOCAL_FORMATS:
+            return datasets.load_dataset(LOCAL_FORMATS[suffix], data_files={split: name}, split=split)
+        return datasets.load_dataset(name, split=split)
+    except Exception as exc:  # noqa: BLE001 - the hub is unreachable, a split is missing, ...
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PromptError("dataset = {!r}, split {!r} could not be loaded ({}); check the name and split on the "
+                          "Hugging Face hub, or use dataset = 'builtin' offline".format(name, split, first[:200])) \
+            from None
+
+
+def load_prompts(dataset: str, split: str, field: str, count: int) -> List[str]:
+    """The first ``count`` prompts (texts of ``field``); fewer when the dataset is smaller. Empty texts are skipped."""
+    if dataset == "builtin":
+        texts = builtin_prompts()
+    else:
+        data = _load_dataset(dataset, split)
+        columns = list(getattr(data, "column_names", None) or [])
+        if field not in columns:
+            raise PromptError("dataset_field = {!r} is not a field of {} ({}); its fields: {}".format(
+                field, dataset, split, ", ".join(columns) or "none"))
+        texts = []
+        for value in data.select(range(min(len(data), count * 2 + 10)))[field]:
+            if isinstance(value, str) and value.strip():
+                texts.append(value)
+            if len(texts) >= count:
+                break
+    texts = [t for t in texts if t.strip()]
+    if dataset == "builtin" and texts:  # more prompts than ship: the list again (a server may cache their prefixes)
+        texts = (texts * (count // len(texts) + 1))
+    texts = texts[:count]
+    if not texts:
+        raise PromptError("dataset {!r} gave no prompt texts in field {!r}".format(dataset, field))
+    return texts

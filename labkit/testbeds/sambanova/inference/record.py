@@ -1,0 +1,93 @@
+"""A measured comparison as one labkit run: counts, the reference configuration's figures, series.
+
+    run = as_run(config, endpoints, measured, targets)
+    run.metrics["ttft_median"]            # the first endpoint at the lowest concurrency level
+    run.series["ttft_median_time:batched"]   # x: concurrency, y: mean over repeats of the median TTFT
+    run.details                           # {"requests": DataFrame, "rows": [...], "server": [...]}
+
+What a record holds is what the golden copy and grading compare: the counts (requests, failures by
+status, output tokens, warm-ups) are exact; every time is a timing (tests/golden skip them).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Mapping, Sequence
+
+from labkit.results import Run
+from labkit.testbeds.sambanova.inference.metrics import HEADLINE, INFERENCE_METRICS
+from labkit.testbeds.sambanova.inference.notes import STAND_IN, comparison_notes, failure_notes
+from labkit.testbeds.sambanova.inference.summary import configuration_rows, server_rows
+
+__all__ = ["as_run", "SERIES", "rows_of"]
+
+#: Series per endpoint against concurrency: (row key, series name). Every name holds a timing word.
+SERIES = (("ttft_median_s", "ttft_median_time"), ("tpot_median_s", "tpot_median_time"),
+          ("e2el_median_s", "e2el_median_latency"), ("output_throughput", "output_throughput"))
+
+
+def _finite(value: Any) -> Any:
+    return value if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)) \
+        else float("nan")
+
+
+def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mapping[str, float],
+           source: str = "portable") -> Run:
+    run = Run("sambanova/inference", source=source, status="complete", params=config.to_dict())
+    run.environment["reference_configuration"] = "{} at concurrency {}".format(endpoints[0].name,
+                                                                               config.concurrency[0])
+    run.environment["served_by"] = {e.name: (STAND_IN if e.local else e.what) for e in endpoints}
+    rows = configuration_rows(measured.batches)
+    server = server_rows(measured.batches)
+    traces = measured.traces
+    done = [t for t in traces if t.ok]
+    failed = [t for t in traces if not t.ok]
+    add = INFERENCE_METRICS.add
+    add(run, "requests", len(traces))
+    add(run, "requests_completed", len(done))
+    add(run, "requests_failed", len(failed))
+    add(run, "warmup_requests", len(measured.warmup))
+    tokens = sum(t.output_tokens or 0 for t in done)
+    add(run, "output_tokens", tokens)
+    if done:
+        add(run, "output_tokens_per_request", round(tokens / len(done), 3))
+    sources = sorted({t.token_source for t in done if t.token_source})
+    add(run, "token_count_source", ", ".join(sources) or "none")
+    add(run, "endpoints", len(endpoints))
+    add(run, "concurrency_levels", len(config.concurrency))
+    reference = [r for r in rows if r["endpoint"] == endpoints[0].name and r["concurrency"] == config.concurrency[0]]
+    if reference and reference[0]["completed"]:
+        for key, name in HEADLINE:
+            if key == "goodput" and not targets:
+                continue
+            add(run, name, _finite(reference[0][key]))
+        for row in server:
+            if row["endpoint"] == endpoints[0].name and row["concurrency"] == config.concurrency[0]:
+                add(run, "server_ttft_median", row["server_ttft_s"])
+                add(run, "server_total_latency_median", row["server_total_latency_s"])
+                add(run, "server_decode_rate_median", row["server_decode_rate"])
+    for endpoint in endpoints:
+        mine = [r for r in rows if r["endpoint"] == endpoint.name]
+        for key, name in SERIES:
+            run.add_series("{}:{}".format(name, endpoint.name), [r["concurrency"] for r in mine],
+                           [_finite(r[key]) for r in mine], x_label="concurrency")
+    failures = failure_notes(traces + measured.warmup, endpoints, config.timeout_s)
+    run.notes.extend(failures)
+    run.notes.extend(comparison_notes(endpoints, rows, server, config.warmup_requests, sources))
+    if measured.stopped:
+        run.mark_interrupted(measured.stopped, "the batches measured before the stop are kept, the one in flight "
+                                               "has its completed requests and its others marked interrupted")
+    elif traces and not done:
+        run.status = "failed"
+    elif failed:
+        run.status = "incomplete"
+    run.environment["endpoints"] = [{"name": e.name, "base_url": e.base_url, "model": e.model, "served_by": e.what,
+                                     "token_from": e.api_key.source} for e in endpoints]
+    run.details = {"requests": [t.row() for t in traces], "rows": rows, "server": server,  # type: ignore[attr-defined]
+                   "warmup": [t.row() for t in measured.warmup], "traces": traces}
+    return run
+
+
+def rows_of(run: Run) -> List[Dict[str, Any]]:
+    details = getattr(run, "details", None) or {}
+    return list(details.get("rows", []))

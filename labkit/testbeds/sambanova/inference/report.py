@@ -1,0 +1,155 @@
+"""What the inference notebook shows: client-side figures with intervals, the server's own timings
+apart, latency against concurrency, and the notes.
+
+    from labkit.testbeds.sambanova import inference
+    inference.latency_table(run); inference.percentile_table(run); inference.server_table(run)
+    inference.plot_latency(run)
+    inference.show(run)
+
+Every time carries its unit in its cell ("0.214 s", "[0.198 s, 0.230 s]"), so a golden copy masks
+timings and keeps counts; every table and plot of a local run says it is a stand-in, not Metis.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, List, Optional, Tuple
+
+from labkit import display
+from labkit.results import Run
+from labkit.testbeds.sambanova.inference.notes import STAND_IN
+
+__all__ = ["latency_table", "percentile_table", "server_table", "plot_latency", "show", "fmt_time", "fmt_interval"]
+
+
+def fmt_time(value: Any) -> str:
+    return "n/a" if not isinstance(value, (int, float)) or math.isnan(value) else "{:.3f} s".format(value)
+
+
+def _fmt_rate(value: Any, unit: str) -> str:
+    return "n/a" if not isinstance(value, (int, float)) or math.isnan(value) else "{:.2f} {}".format(value, unit)
+
+
+def fmt_interval(ci: Tuple[float, float], unit: str = "s") -> str:
+    if any(math.isnan(x) for x in ci):
+        return "no interval (1 repeat)"
+    if unit == "s":
+        return "[{}, {}]".format(fmt_time(ci[0]), fmt_time(ci[1]))
+    return "[{}, {}]".format(_fmt_rate(ci[0], unit), _fmt_rate(ci[1], unit))
+
+
+def _served(run: Run, endpoint: str) -> str:
+    return (run.environment.get("served_by") or {}).get(endpoint, "")
+
+
+def _rows(run: Run) -> List[dict]:
+    return list((getattr(run, "details", None) or {}).get("rows", []))
+
+
+def latency_table(run: Run):
+    """Client-side medians (mean over repeats, 95 % interval), throughputs and counts, per configuration."""
+    import pandas as pd
+
+    table = []
+    for row in _rows(run):
+        failed = ", ".join("{} x {}".format(n, s) for s, n in sorted(row["failed_by_status"].items())) or "0"
+        table.append({
+            "endpoint": row["endpoint"], "concurrency": row["concurrency"], "served by": _served(run, row["endpoint"]),
+            "requests": row["requests"], "failed": failed, "tokens/request": "{:.1f}".format(row["tokens_per_request"]),
+            "TTFT median": fmt_time(row["ttft_median_s"]), "TTFT 95% interval": fmt_interval(row["ttft_median_s_ci"]),
+            "TPOT median": fmt_time(row["tpot_median_s"]), "TPOT 95% interval": fmt_interval(row["tpot_median_s_ci"]),
+            "E2EL median": fmt_time(row["e2el_median_s"]), "E2EL 95% interval": fmt_interval(row["e2el_median_s_ci"]),
+            "output throughput": _fmt_rate(row["output_throughput"], "tokens/s"),
+            "output throughput 95% interval": fmt_interval(row["output_throughput_ci"], "tokens/s"),
+            "request throughput": _fmt_rate(row["request_throughput"], "requests/s"),
+            "goodput": _fmt_rate(row["goodput"], "requests/s")})
+    return pd.DataFrame(table)
+
+
+def percentile_table(run: Run):
+    """Client-side TTFT, TPOT, ITL and E2EL: mean, median, p90, p99 (each a mean over repeats)."""
+    import pandas as pd
+
+    table = []
+    for row in _rows(run):
+        for name in ("ttft", "tpot", "itl", "e2el"):
+            table.append({"endpoint": row["endpoint"], "concurrency": row["concurrency"], "figure": name.upper(),
+                          "mean": fmt_time(row[name + "_mean_s"]), "median": fmt_time(row[name + "_median_s"]),
+                          "p90": fmt_time(row[name + "_p90_s"]), "p99": fmt_time(row[name + "_p99_s"])})
+    return pd.DataFrame(table)
+
+
+def server_table(run: Run):
+    """The server's own timings (usage) beside the client's, in columns of their own; None when no server sent any."""
+    import pandas as pd
+
+    rows = (getattr(run, "details", None) or {}).get("server", [])
+    if not rows:
+        return None
+    return pd.DataFrame([{"endpoint": r["endpoint"], "concurrency": r["concurrency"], "requests": r["requests"],
+                          "client: TTFT median": fmt_time(r["client_ttft_s"]),
+                          "server: TTFT median": fmt_time(r["server_ttft_s"]),
+                          "client: E2EL median": fmt_time(r["client_e2el_s"]),
+                          "server: total latency median": fmt_time(r["server_total_latency_s"]),
+                          "server: decode rate median": _fmt_rate(r["server_decode_rate"], "tokens/s")}
+                         for r in rows])
+
+
+def _title(run: Run, text: str) -> str:
+    served = set((run.environment.get("served_by") or {}).values())
+    label = " ({})".format(STAND_IN) if STAND_IN in served else ""
+    return text + label + run.partial_title()
+
+
+def plot_latency(run: Run):
+    """Median TTFT, TPOT and E2EL against concurrency, one line per endpoint, error bars the 95 % intervals."""
+    import matplotlib.pyplot as plt
+
+    rows = _rows(run)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    for ax, (key, label) in zip(axes, (("ttft_median_s", "TTFT"), ("tpot_median_s", "TPOT"),
+                                       ("e2el_median_s", "E2EL"))):
+        for endpoint in dict.fromkeys(r["endpoint"] for r in rows):
+            mine = [r for r in rows if r["endpoint"] == endpoint]
+            x = [r["concurrency"] for r in mine]
+            y = [r[key] for r in mine]
+            low = [0.0 if math.isnan(r[key + "_ci"][0]) else r[key] - r[key + "_ci"][0] for r in mine]
+            high = [0.0 if math.isnan(r[key + "_ci"][1]) else r[key + "_ci"][1] - r[key] for r in mine]
+            ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3, label=endpoint)
+        ax.set_xlabel("concurrency (requests in flight)")
+        ax.set_ylabel("client-side {} median (s)".format(label))
+        ax.set_xscale("log", base=2)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize="small")
+    fig.suptitle(_title(run, "Latency against concurrency"), fontsize="medium")
+    fig.tight_layout()
+    return fig
+
+
+def show(run: Run) -> Optional[List[Any]]:
+    """The tables, the plot and the notes (:func:`labkit.display.shown`: None in a kernel)."""
+    if run.source == "log":
+        from labkit.testbeds.sambanova.inference.evidence import evidence_table
+
+        shown: List[Any] = [display.show(evidence_table(run))]
+        for note in run.notes:
+            print("-", note)
+        return display.shown(shown)
+    for name, text in run.partial_rows():
+        print("{}: {}".format(name, text))
+    shown = []
+    for title, table in (("Client-side figures per configuration (mean over repeats of each repeat's median)",
+                          latency_table(run)),
+                         ("Percentiles per configuration (client-side)", percentile_table(run)),
+                         ("The server's own timings, beside the client's", server_table(run))):
+        if table is None:
+            continue
+        print(_title(run, title) + ":")
+        shown.append(display.show(table))
+    shown.append(display.show(plot_latency(run)))
+    print("Notes:")
+    for note in run.notes:
+        print("-", note)
+    return display.shown(shown)
+
+

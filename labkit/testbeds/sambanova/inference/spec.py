@@ -1,0 +1,129 @@
+"""The inference exercise's parameters: the endpoints to compare, the prompts, how they are sent.
+
+    from labkit.testbeds.sambanova import inference
+    config = inference.SPEC.validate({"concurrency": [1, 4], "repeats": 3})
+    inference.ENDPOINTS["metis"]          # the documented ALCF choices (base URL, model)
+
+By default both endpoints are the local stand-in (``labkit.serving``) in its two configurations,
+so Run All works with no network. The ALCF service is chosen by giving its base URLs and models:
+
+    endpoint_names = ["Metis", "Sophia"]
+    base_urls = ["https://inference-api.alcf.anl.gov/resource_server/metis/api/v1",
+                 "https://inference-api.alcf.anl.gov/resource_server/sophia/vllm/v1"]
+    models = ["gpt-oss-120b-131072", "openai/gpt-oss-120b"]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+from labkit.params import PATH, Config, Param, Spec, existing_file
+
+__all__ = ["SPEC", "EXERCISE", "ENDPOINTS", "LOCAL", "is_local", "local_configuration", "BUILTIN_PROMPTS"]
+
+EXERCISE = "sambanova/inference"
+#: A base URL that starts the local stand-in server in one of its configurations ("local:batched").
+LOCAL = "local"
+#: The prompts that ship with labkit (no network): see prompts.py.
+BUILTIN_PROMPTS = "builtin"
+
+#: The ALCF endpoints the course documents (05-AITestbed/SambaNova/README.md and
+#: argonne-lcf/inference-endpoints): the same gpt-oss-120b weights, served by SambaNova on Metis
+#: and by vLLM on Sophia's GPUs. Nothing in labkit's tests reached them.
+ENDPOINTS: Dict[str, Dict[str, str]] = {
+    "metis": {"base_url": "https://inference-api.alcf.anl.gov/resource_server/metis/api/v1",
+              "model": "gpt-oss-120b-131072", "server": "SambaNova SN40L (Metis), SambaStack"},
+    "metis-llama": {"base_url": "https://inference-api.alcf.anl.gov/resource_server/metis/api/v1",
+                    "model": "Llama-4-Maverick-17B-128E-Instruct", "server": "SambaNova SN40L (Metis), SambaStack"},
+    "sophia": {"base_url": "https://inference-api.alcf.anl.gov/resource_server/sophia/vllm/v1",
+               "model": "openai/gpt-oss-120b", "server": "vLLM on Sophia (NVIDIA A100 GPUs)"},
+}
+
+
+def is_local(base_url: str) -> bool:
+    return base_url == LOCAL or base_url.startswith(LOCAL + ":")
+
+
+def local_configuration(base_url: str) -> str:
+    """The stand-in's configuration a ``local:NAME`` base URL asks for ("batched" for plain "local")."""
+    return base_url.partition(":")[2] or "batched"
+
+
+def _check_base_url(value: Any) -> Optional[str]:
+    for url in value:
+        if is_local(url):
+            continue
+        if not url.startswith(("http://", "https://")):
+            return "{!r} is neither 'local:<configuration>' nor an http(s) URL".format(url)
+        if url.endswith("/"):
+            return ("{!r} ends in '/': the OpenAI client adds '/chat/completions' itself, and a trailing slash "
+                    "gives a 404 on the ALCF gateway; drop it".format(url))
+        if url.rstrip("/").endswith(("/chat/completions", "/completions")):
+            return "{!r} names the request path; give the base URL ending in /v1 (the client adds " \
+                   "/chat/completions)".format(url)
+    return None
+
+
+def _check_lists(config: Config) -> Optional[Tuple[str, str]]:
+    names, urls, models = config.endpoint_names, config.base_urls, config.models
+    if not names:
+        return "endpoint_names", "name at least one endpoint"
+    if len(urls) != len(names) or len(models) != len(names):
+        return "base_urls", "endpoint_names, base_urls and models must have one entry each per endpoint " \
+                            "(got {}, {} and {})".format(len(names), len(urls), len(models))
+    if len(set(names)) != len(names):
+        return "endpoint_names", "each endpoint needs a name of its own"
+    for url, model in zip(urls, models):
+        if model == "auto" and not is_local(url):
+            return "models", "'auto' takes the local stand-in's model; name the model {} serves".format(url)
+    return None
+
+
+def _check_levels(config: Config) -> Optional[Tuple[str, str]]:
+    levels = config.concurrency
+    if not levels or any(level < 1 or level > 256 for level in levels):
+        return "concurrency", "give one or more levels, each from 1 to 256"
+    if len(set(levels)) != len(levels):
+        return "concurrency", "each level once"
+    return None
+
+
+SPEC = Spec(
+    EXERCISE,
+    Param("endpoint_names", list, ["batched", "sequential"], item_type=str,
+          help="a short name per endpoint, used in tables and plots"),
+    Param("base_urls", list, ["local:batched", "local:sequential"], item_type=str, check=_check_base_url,
+          help="per endpoint: 'local:<configuration>' (the stand-in on this machine) or an OpenAI-compatible "
+               "base URL ending in /v1, e.g. ALCF's Metis or Sophia URL (inference.ENDPOINTS)"),
+    Param("models", list, ["auto", "auto"], item_type=str,
+          help="per endpoint: the model name the server serves ('auto': the local stand-in's)"),
+    Param("local_model_size", str, "small", choices=("tiny", "small"),
+          help="the stand-in's model (labkit.serving): 'tiny' for tests, 'small' for the exercise"),
+    Param("dataset", str, BUILTIN_PROMPTS,
+          help="'builtin' (prompts that ship with labkit), a local .json/.jsonl/.csv/.parquet file, or a "
+               "Hugging Face dataset name (datasets.load_dataset; needs the network)"),
+    Param("dataset_split", str, "train", help="the dataset's split, e.g. 'validation' for SQuAD"),
+    Param("dataset_field", str, "prompt", help="the field holding the prompt text, e.g. 'question' for SQuAD"),
+    Param("num_prompts", int, 8, min=1, max=10000, help="prompts sent per concurrency level and repeat"),
+    Param("max_tokens", int, 32, min=1, max=8192, help="max_tokens of every request"),
+    Param("temperature", float, 0.0, min=0.0, max=2.0, help="0: greedy decoding, so runs can be compared"),
+    Param("seed", int, 0, min=0, max=2 ** 31 - 1, help="sent with every request (servers that take one use it)"),
+    Param("concurrency", list, [1, 4], item_type=int, help="requests in flight at once, one level after another"),
+    Param("repeats", int, 3, min=1, max=100, help="how often each level is measured (for intervals)"),
+    Param("warmup_requests", int, 1, min=0, max=100,
+          help="requests sent to each endpoint first and left out of every number"),
+    Param("ttft_target_s", float, 1.0, min=0.0, min_exclusive=True, optional=True,
+          help="goodput target: time to first token at most this (None: no target)"),
+    Param("tpot_target_s", float, 0.5, min=0.0, min_exclusive=True, optional=True,
+          help="goodput target: time per output token at most this (None: no target)"),
+    Param("e2el_target_s", float, None, min=0.0, min_exclusive=True, optional=True,
+          help="goodput target: end-to-end latency at most this (None: no target)"),
+    Param("timeout_s", float, 60.0, min=0.0, min_exclusive=True, max=3600.0,
+          help="a request that takes longer is given up and counted as failed (timeout)"),
+    Param("token_env", str, "ALCF_ACCESS_TOKEN",
+          help="the environment variable holding the access token when inference_auth_token.py is not here"),
+    Param("log_path", list, [], item_type=PATH, check=existing_file,
+          help="pasted evidence to read instead of measuring: chat-completion JSON, a curl + time transcript, "
+               "a streamed (SSE) transcript, or a JSON of results"),
+    checks=[_check_lists, _check_levels],
+)

@@ -1,0 +1,91 @@
+"""From measured batches to one row per configuration (endpoint x concurrency), with intervals.
+
+    from labkit.testbeds.sambanova.inference.summary import configuration_rows, server_rows
+    rows = configuration_rows(measured.batches)     # figure -> mean over repeats, with a 95 % interval
+    rows[0]["ttft_median_s"], rows[0]["ttft_median_s_ci"]    # 0.21, (0.18, 0.24)
+
+Each repeat gives one value of each figure (a median over its requests, or its throughput); the
+row holds their mean and the 95 % Student-t interval of that mean (labkit.sweep.stats.mean_ci);
+with one repeat there is no interval (NaN) and no verdict on noise. The server's own timings
+(``usage``) are summarized apart, in :func:`server_rows`: they are never a client-side figure.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Sequence, Tuple
+
+from labkit.sweep import stats
+from labkit.testbeds.sambanova.inference.timing import STATS, percentile
+
+__all__ = ["FIGURES", "SERVER_FIELDS", "configuration_rows", "server_rows", "overlap"]
+
+#: The client-side figures summarized per configuration (seconds, or per second for throughputs).
+FIGURES = tuple("{}_{}_s".format(name, stat) for name in ("ttft", "tpot", "itl", "e2el") for stat in STATS) + (
+    "output_throughput", "request_throughput", "goodput")
+#: SambaNova's timing fields in ``usage`` (also sent by labkit's stand-in), and what each is.
+SERVER_FIELDS = (("time_to_first_token", "server_ttft_s"), ("total_latency", "server_total_latency_s"),
+                 ("completion_tokens_after_first_per_sec", "server_decode_rate"))
+
+
+def _interval(values: Sequence[float]) -> Tuple[float, Tuple[float, float]]:
+    finite = [v for v in values if isinstance(v, (int, float)) and not math.isnan(v)]
+    if not finite:
+        return float("nan"), (float("nan"), float("nan"))
+    if len(finite) == 1:
+        return finite[0], (float("nan"), float("nan"))
+    mean, _std, low, high = stats.mean_ci(finite)
+    return mean, (low, high)
+
+
+def overlap(a: Tuple[float, float], b: Tuple[float, float]) -> bool:
+    """Whether two intervals share a point (NaN bounds: unknown, so treated as overlapping)."""
+    if any(math.isnan(x) for x in a + b):
+        return True
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def configuration_rows(batches: Sequence[Any]) -> List[Dict[str, Any]]:
+    """One row per (endpoint, concurrency), in the order measured."""
+    groups: Dict[Tuple[str, int], List[Any]] = {}
+    for batch in batches:
+        groups.setdefault((batch.endpoint, batch.concurrency), []).append(batch)
+    rows = []
+    for (endpoint, level), group in groups.items():
+        failed: Dict[str, int] = {}
+        for batch in group:
+            for status, n in batch.figures["failed_by_status"].items():
+                failed[status] = failed.get(status, 0) + n
+        completed = sum(b.figures["completed"] for b in group)
+        tokens = sum(b.figures["output_tokens"] for b in group)
+        sources = sorted({t.token_source for b in group for t in b.traces if t.ok and t.token_source})
+        row: Dict[str, Any] = {"endpoint": endpoint, "concurrency": level, "repeats": len(group),
+                               "requests": sum(b.figures["requests"] for b in group), "completed": completed,
+                               "failed": sum(failed.values()), "failed_by_status": failed, "output_tokens": tokens,
+                               "tokens_per_request": tokens / completed if completed else float("nan"),
+                               "token_source": ", ".join(sources) or "none"}
+        for figure in FIGURES:
+            row[figure], row[figure + "_ci"] = _interval([b.figures[figure] for b in group])
+        rows.append(row)
+    return rows
+
+
+def server_rows(batches: Sequence[Any]) -> List[Dict[str, Any]]:
+    """Per (endpoint, concurrency): medians of the server's own timings beside the client's, for
+    the requests whose usage carried them; empty when no server sent any."""
+    groups: Dict[Tuple[str, int], List[Any]] = {}
+    for batch in batches:
+        groups.setdefault((batch.endpoint, batch.concurrency), []).extend(t for t in batch.traces if t.ok)
+    rows = []
+    for (endpoint, level), traces in groups.items():
+        timed = [t for t in traces if isinstance(t.usage.get("time_to_first_token"), (int, float))]
+        if not timed:
+            continue
+        row: Dict[str, Any] = {"endpoint": endpoint, "concurrency": level, "requests": len(timed)}
+        for field, name in SERVER_FIELDS:
+            values = [t.usage[field] for t in timed if isinstance(t.usage.get(field), (int, float))]
+            row[name] = percentile(values, 50)
+        row["client_ttft_s"] = percentile([t.ttft for t in timed], 50)
+        row["client_e2el_s"] = percentile([t.e2el for t in timed], 50)
+        rows.append(row)
+    return rows

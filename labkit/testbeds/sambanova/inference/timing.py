@@ -1,0 +1,144 @@
+"""What one request's stream says about time, by the definitions of ``vllm bench serve``.
+
+    from labkit.testbeds.sambanova.inference.timing import Trace, summarize
+    trace = Trace(endpoint="batched", start=t0, chunk_times=[t1, t2, t3], output_tokens=3)
+    trace.ttft, trace.itl, trace.tpot, trace.e2el
+    summarize([trace, ...], duration=12.5, targets={"ttft": 1.0, "tpot": 0.5})
+
+The client only stores time stamps while a stream runs (``time.perf_counter()`` at the send and
+at each chunk that carries a choice); everything here is computed afterwards, so measuring costs
+the stream nothing. Definitions, as vLLM's benchmark (vllm/benchmarks/serve.py,
+``calculate_metrics``, and the chat request function) has them:
+
+- TTFT: first chunk with a choice minus the send time;
+- ITL: the gaps between consecutive chunks with a choice (a chunk may hold several tokens);
+- E2EL: the last chunk with a choice minus the send time (the trailing usage chunk is no token);
+- TPOT: (E2EL - TTFT) / (output tokens - 1), only for requests with more than one output token;
+  for goodput a one-token request counts as TPOT 0;
+- request throughput: completed requests / duration; output throughput: their output tokens /
+  duration; goodput: completed requests meeting every target / duration; failed requests are
+  counted, never part of the latency figures.
+
+GuideLLM calls vLLM's TPOT "inter-token latency"; labkit keeps vLLM's names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+__all__ = ["Trace", "summarize", "percentile", "STATS", "OK"]
+
+#: The status of a request that streamed to its end.
+OK = "ok"
+#: The statistics of each latency: mean, median, 90th and 99th percentile.
+STATS = ("mean", "median", "p90", "p99")
+
+
+@dataclass
+class Trace:
+    """One request as the client saw it. Times are ``time.perf_counter()`` seconds.
+
+    ``status``: "ok", or why it failed ("401", "404", "429", "timeout", "connection", "interrupted", ...);
+    ``token_source``: where ``output_tokens`` came from ("server usage", "tokenizer" or "chunks").
+    ``usage``: the server's usage object as sent (with SambaNova's own timings when it gives them).
+    """
+
+    endpoint: str = ""
+    concurrency: int = 1
+    repeat: int = 0
+    index: int = 0
+    start: float = 0.0
+    chunk_times: List[float] = field(default_factory=list)
+    status: str = OK
+    http_status: Optional[int] = None
+    error: str = ""
+    text: str = ""
+    output_tokens: Optional[int] = None
+    prompt_tokens: Optional[int] = None
+    token_source: str = ""
+    usage: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK and bool(self.chunk_times)
+
+    @property
+    def ttft(self) -> Optional[float]:
+        return self.chunk_times[0] - self.start if self.ok else None
+
+    @property
+    def e2el(self) -> Optional[float]:
+        return self.chunk_times[-1] - self.start if self.ok else None
+
+    @property
+    def itl(self) -> List[float]:
+        times = self.chunk_times if self.ok else []
+        return [b - a for a, b in zip(times, times[1:])]
+
+    @property
+    def tpot(self) -> Optional[float]:
+        """None for a request with at most one output token (vLLM leaves it out of TPOT statistics)."""
+        if not self.ok or not self.output_tokens or self.output_tokens < 2:
+            return None
+        return (self.e2el - self.ttft) / (self.output_tokens - 1)  # type: ignore[operator]
+
+    def row(self) -> Dict[str, Any]:
+        """One row of the per-request table (client-side times only)."""
+        return {"endpoint": self.endpoint, "concurrency": self.concurrency, "repeat": self.repeat,
+                "prompt": self.index, "status": self.status, "output_tokens": self.output_tokens,
+                "token_source": self.token_source, "ttft_s": self.ttft, "tpot_s": self.tpot, "e2el_s": self.e2el,
+                "chunks": len(self.chunk_times)}
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile with linear interpolation between order statistics (numpy's default)."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    position = (len(ordered) - 1) * q / 100.0
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _stats(values: Sequence[float]) -> Dict[str, float]:
+    if not values:
+        return {name: float("nan") for name in STATS}
+    return {"mean": sum(values) / len(values), "median": percentile(values, 50), "p90": percentile(values, 90),
+            "p99": percentile(values, 99)}
+
+
+def summarize(traces: Sequence[Trace], duration: float, targets: Optional[Mapping[str, float]] = None) -> Dict[str, Any]:
+    """The figures of one measured batch (one endpoint, one concurrency level, one repeat).
+
+    ``duration``: seconds from the first send to the end of the last request of the batch.
+    ``targets``: goodput targets in seconds by name ("ttft", "tpot", "e2el"); none: goodput is NaN.
+    """
+    done = [t for t in traces if t.ok]
+    failed: Dict[str, int] = {}
+    for t in traces:
+        if not t.ok:
+            failed[t.status] = failed.get(t.status, 0) + 1
+    tokens = sum(t.output_tokens or 0 for t in done)
+    figures: Dict[str, Any] = {"requests": len(traces), "completed": len(done), "failed": sum(failed.values()),
+                               "failed_by_status": failed, "output_tokens": tokens, "duration_s": duration}
+    per = duration if duration > 0 else float("nan")
+    figures["request_throughput"] = len(done) / per
+    figures["output_throughput"] = tokens / per
+    for name, values in (("ttft", [t.ttft for t in done]), ("tpot", [t.tpot for t in done if t.tpot is not None]),
+                         ("itl", [gap for t in done for gap in t.itl]), ("e2el", [t.e2el for t in done])):
+        for stat, value in _stats(values).items():  # type: ignore[arg-type]
+            figures["{}_{}_s".format(name, stat)] = value
+    if targets:
+        good = 0
+        for t in done:
+            measured = {"ttft": t.ttft, "tpot": t.tpot if t.tpot is not None else 0.0, "e2el": t.e2el}
+            if all(measured[name] <= limit for name, limit in targets.items()):
+                good += 1
+        figures["good"] = good
+        figures["goodput"] = good / per
+    else:
+        figures["good"] = None
+        figures["goodput"] = float("nan")
+    return figures
