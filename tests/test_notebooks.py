@@ -40,20 +40,23 @@ def test_parameters_cell_matches_the_spec(path):
     assert "from_notebook(globals())" in following.source
 
 
-def _package_of(path):
-    """The notebook's exercise package below labkit.testbeds ("graphcore", "homework.fall2025"), from its metadata:
-    a testbed folder may hold several exercises (notebooks/cerebras/: BERT-Large and LLaMA-2-7B)."""
+def _exercise_module(path):
+    """The notebook's exercise package under labkit.testbeds, from its metadata: "graphcore", or
+    "cerebras.llama2_7b" for a testbed's second exercise."""
     spec = nbformat.read(str(path), 4).metadata["labkit"]["spec"]
-    return spec.split(":")[0][len("labkit.testbeds."):] if spec.startswith("labkit.testbeds.") else spec
+    return spec.split(":")[0][len("labkit.testbeds."):]
 
 
-EXERCISES = {_package_of(p): p for p in SPEC_NOTEBOOKS}
+EXERCISES = {_exercise_module(p): p for p in SPEC_NOTEBOOKS}
+
+
+def test_every_spec_notebook_is_checked_once():
+    assert len(EXERCISES) == len(SPEC_NOTEBOOKS), "two notebooks name one exercise package"
 
 
 def five_steps(exercise):
-    """The notebook-facing shape every exercise has (docs/architecture.md), as (cell source, step); the
-    package's name in the cells is its last part (``from labkit.testbeds.homework import fall2025``)."""
-    name = exercise.split(".")[-1]
+    """The notebook-facing shape every exercise has (docs/architecture.md), as (cell source, step)."""
+    name = exercise.split(".")[-1]  # llama2_7b, as `from labkit.testbeds.cerebras import llama2_7b` names it
     return [("config = {}.SPEC.from_notebook(globals())".format(name), "spec"),
             ("{}.plan(config)".format(name), "plan"),
             ("run = {}.run_exercise(config)".format(name), "run"),
@@ -88,5 +91,9 @@ def test_every_exercise_package_exports_the_five_steps(exercise):
     for name in ("SPEC", "plan", "run_exercise", "show"):
         assert name in package.__all__ and hasattr(package, name), "{}: {} not exported".format(exercise, name)
     assert package.SPEC.name.split("/")[0] == exercise.split(".")[0]
+    if "." in exercise and not exercise.startswith("homework."):  # cerebras.llama2_7b runs cerebras/llama2_7b
+        assert package.SPEC.name == exercise.replace(".", "/")
+    if exercise.startswith("homework."):  # a year's homework: homework.fall2025 runs homework/ai_testbeds_2025
+        assert package.SPEC.name.startswith("homework/ai_testbeds_")
     for name in ("plan", "run_exercise", "show"):
         assert getattr(package, name).__module__ != package.__name__, "{}.{} lives in __init__".format(exercise, name)

@@ -11,21 +11,24 @@ labkit's local inference server.
 
 Modules, one concern each: ``corpus`` (the offline corpus, a hub dataset, the train/validation
 split), ``tokenizer`` (training, wrapping and caching the tokenizer), ``presets`` (model sizes,
-``LlamaConfig``, a seeded model, memory checks), ``batches`` (token windows).
+``LlamaConfig``, a seeded model, memory checks), ``batches`` (token windows), ``training`` (the optimizer, one step, the measured loop).
 """
 
 from __future__ import annotations
 
 from labkit.llm.batches import encode_text, token_batches
 from labkit.llm.corpus import OFFLINE_CORPUS, Corpus, CorpusUnavailable, load_corpus, split_documents
-from labkit.llm.presets import (LLAMA2_VOCAB_SIZE, MODEL_SIZES, ModelTooLarge, build_model, count_parameters,
+from labkit.llm.presets import (LLAMA2_VOCAB_SIZE, MODEL_SIZES, ModelTooLarge, available_memory_bytes, build_model,
+                                count_parameters,
                                 model_config, parameter_count, training_bytes)
+from labkit.llm.training import MAX_GRAD_NORM, Report, TrainResult, make_optimizer, train, train_step, warmup_scheduler
 from labkit.llm.tokenizer import BOS, EOS, UNK, corpus_tokenizer, load_tokenizer, train_tokenizer, wrap_tokenizer
 
 __all__ = [
     "OFFLINE_CORPUS", "Corpus", "CorpusUnavailable", "load_corpus", "split_documents",
     "BOS", "EOS", "UNK", "train_tokenizer", "wrap_tokenizer", "corpus_tokenizer", "load_tokenizer",
     "MODEL_SIZES", "LLAMA2_VOCAB_SIZE", "ModelTooLarge", "model_config", "build_model", "count_parameters",
-    "parameter_count", "training_bytes",
+    "parameter_count", "training_bytes", "available_memory_bytes",
     "encode_text", "token_batches",
+    "make_optimizer", "warmup_scheduler", "train_step", "train", "Report", "TrainResult", "MAX_GRAD_NORM",
 ]

@@ -1,8 +1,36 @@
 """Cerebras: LLaMA-2-7B training with ``cszoo fit`` on a CS-3 (the 2025 course), or a small LLaMA anywhere.
 
-``metrics``: :data:`LLAMA_METRICS`, the exercise's table of metrics.
+Notebook: ``notebooks/cerebras/llama2_7b.ipynb``. From a shell:
+
+    papermill notebooks/cerebras/llama2_7b.ipynb out.ipynb                      # a CS-3 user node, or ~1 min portable
+    papermill notebooks/cerebras/llama2_7b.ipynb out.ipynb -p batch_size 16 -p steps 50
+    papermill notebooks/cerebras/llama2_7b.ipynb out.ipynb -p log_path mytest.log   # read a CS-3 log
+    labkit sweep notebooks/cerebras/llama2_7b.ipynb -p batch_size 2,4,8 --repeats 2
+
+From Python:
+
+    from labkit.testbeds.cerebras import llama2_7b
+    config = llama2_7b.SPEC.validate({"model_size": "tiny", "batch_size": 4, "steps": 20, "log_steps": 5})
+    llama2_7b.plan(config)                   # where it will run, and why
+    run = llama2_7b.run_exercise(config)     # a labkit.results.Run
+    llama2_7b.show(run)                      # metrics, notes, the loss curve, the throughput table
+
+Modules, one concern each: ``spec`` (:data:`SPEC`, the course's values, the portable sizes),
+``plan`` (CS-3 node, log or portable; the refusal of hopeless portable runs), ``portable``
+(the small LLaMA, printing the CS-3 log's lines), ``exercise`` (:func:`run_exercise`),
+``report`` (:func:`show`, the throughput table and plots), ``metrics`` (:data:`LLAMA_METRICS`).
 """
 
 from __future__ import annotations
 
-__all__ = []  # type: ignore[var-annotated]
+from labkit.testbeds.cerebras.llama2_7b.exercise import run_exercise
+from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
+from labkit.testbeds.cerebras.llama2_7b.plan import cs3_node, estimated_seconds, plan
+from labkit.testbeds.cerebras.llama2_7b.portable import run_portable
+from labkit.testbeds.cerebras.llama2_7b.report import (metrics_table, plot_loss, plot_throughput, show,
+                                                       throughput_table, where_label)
+from labkit.testbeds.cerebras.llama2_7b.spec import COURSE, EXERCISE, PORTABLE_DEFAULTS, SPEC, effective
+
+__all__ = ["SPEC", "EXERCISE", "COURSE", "PORTABLE_DEFAULTS", "effective", "plan", "run_exercise", "show",
+           "run_portable", "cs3_node", "estimated_seconds", "metrics_table", "throughput_table", "plot_loss",
+           "plot_throughput", "where_label", "LLAMA_METRICS"]

@@ -27,10 +27,21 @@ _OWN = (
     Metric("final_loss", "", "training loss (next-token cross-entropy) at the last logged step", primary=True),
 )
 
+#: What only a portable run measures.
+_PORTABLE = (
+    Metric("first_step_s", "s", "portable: seconds of the first step alone (allocation, kernel choice); part of "
+                                "train_seconds and the GlobalRate", timing=True),
+    Metric("build_s", "s", "portable: seconds to load the corpus and build the tokenizer and model (not training)",
+           timing=True),
+    Metric("validation_loss", "", "portable: mean loss on held-out text after training (the corpus's validation "
+                                  "split)"),
+    Metric("parameters", "", "portable: the model's parameters (LLaMA-2-7B has 6.74 billion)"),
+)
+
 #: Every metric of a LLaMA-2-7B run: a CS-3 log's (``cszoo fit``) and a portable run's.
 LLAMA_METRICS = MetricTable(
     ("cerebras/llama2_7b",),
-    *(_OWN + tuple(m for m in LOG_METRICS if m.name not in {o.name for o in _OWN})),
+    *(_OWN + tuple(m for m in LOG_METRICS if m.name not in {o.name for o in _OWN}) + _PORTABLE),
 )
 
 

@@ -1,0 +1,180 @@
+"""Training a causal language model and measuring it as the Cerebras modelzoo reports it.
+
+    from labkit import llm
+    optimizer = llm.make_optimizer(model, learning_rate=1e-3)
+    loss = llm.train_step(model, batch, optimizer)        # a detached tensor: not read back each step
+    result = llm.train(model, batches, steps=100, log_steps=10, learning_rate=1e-3)
+    result.logs[-1].global_rate, result.losses[-1]
+
+The optimizer is the one ``params_llama2_7b.yaml`` configures: AdamW with betas (0.9, 0.95),
+eps 1e-5, weight decay 0.1 on the weight matrices, gradients clipped to norm 1.0. The learning
+rate rises linearly over the first tenth of the steps (the course's file warms up over its first
+2000 steps) and then stays. Rates are the modelzoo's (:class:`labkit.bert.RateTracker`):
+``Rate`` over the last report's interval, smoothed with the previous report, and ``GlobalRate``,
+every sample since the first step over the time since then.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, List, Mapping, Optional
+
+from labkit.bert.rates import RateTracker
+
+__all__ = ["make_optimizer", "warmup_scheduler", "train_step", "train", "Report", "TrainResult", "MAX_GRAD_NORM"]
+
+#: The course's ``max_gradient_norm``.
+MAX_GRAD_NORM = 1.0
+
+
+def make_optimizer(model: Any, learning_rate: float = 1e-3, weight_decay: float = 0.1):
+    """AdamW as params_llama2_7b.yaml sets it; no decay on the RMSNorm weights (1-D tensors)."""
+    import torch
+
+    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=learning_rate, betas=(0.9, 0.95), eps=1e-5)
+
+
+def warmup_scheduler(optimizer: Any, steps: int):
+    """Linear warm-up over the first tenth of ``steps`` (at least one step), then constant."""
+    import torch
+
+    warmup = max(1, steps // 10)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup))
+
+
+def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any = "cpu",
+               scheduler: Any = None, max_grad_norm: Optional[float] = MAX_GRAD_NORM):
+    """One optimizer step on ``batch`` (``input_ids`` and ``labels``); the loss as a detached tensor
+    (not read back to the host, so a GPU is not made to wait every step)."""
+    import torch
+
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    non_blocking = getattr(device, "type", str(device)) == "cuda"
+    ids = batch["input_ids"].to(device, non_blocking=non_blocking)
+    labels = batch["labels"].to(device, non_blocking=non_blocking) if batch["labels"] is not batch["input_ids"] else ids
+    loss = model(input_ids=ids, labels=labels).loss
+    loss.backward()
+    if max_grad_norm:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    return loss.detach()
+
+
+@dataclass
+class Report:
+    """One report line's worth (the CS-3 log's ``| Train Device=..., Step=...`` line)."""
+
+    step: int
+    loss: float
+    rate: float
+    global_rate: float
+    elapsed: float
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` measured. ``first_step_s`` is the first step alone (memory allocation and
+    kernel choice: the portable run's warm-up); it counts in ``total_time`` and the GlobalRate, as
+    the first steps do on the CS-3."""
+
+    batch_size: int
+    sequence_length: int
+    steps: int
+    device: str
+    losses: List[float] = field(default_factory=list)
+    step_times: List[float] = field(default_factory=list)
+    logs: List[Report] = field(default_factory=list)
+    total_samples: int = 0
+    total_time: float = 0.0
+    first_step_s: float = 0.0
+    interrupted: str = ""
+
+    @property
+    def global_rate(self) -> float:
+        return self.total_samples / self.total_time if self.total_time > 0 else 0.0
+
+    @property
+    def final_loss(self) -> float:
+        return self.losses[-1] if self.losses else math.nan
+
+
+def _sync(device: Any) -> None:
+    import torch
+
+    kind = getattr(device, "type", str(device))
+    if kind == "cuda":
+        torch.cuda.synchronize(device)
+    elif kind == "mps" and hasattr(torch, "mps"):
+        torch.mps.synchronize()
+
+
+def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_steps: int = 10, device: Any = "cpu",
+          learning_rate: float = 1e-3, on_log: Optional[Callable[[Report], None]] = None, progress: Any = None,
+          stop: Any = None) -> TrainResult:
+    """Train ``model`` for ``steps`` steps and measure it; ``on_log(Report)`` every ``log_steps``
+    steps and at the last. ``progress``: anything with ``update(n)`` (a :func:`labkit.progress.bar`).
+    ``stop``: a :class:`labkit.interrupts.StopRequest`: an interrupt ends the run at the next step
+    and ``result.interrupted`` says where. A non-finite loss ends it at the next report."""
+    import torch
+
+    if steps < 1 or log_steps < 1:
+        raise ValueError("steps and log_steps must be at least 1 (got {}, {})".format(steps, log_steps))
+    device = torch.device(device) if isinstance(device, str) else device
+    model.to(device)
+    optimizer = make_optimizer(model, learning_rate)
+    scheduler = warmup_scheduler(optimizer, steps)
+    result = TrainResult(0, 0, steps, str(device))
+    tracker = RateTracker()
+    pending: List[Any] = []
+    last = tracker.clock()
+    step = 0
+    try:
+        for step in range(1, steps + 1):
+            batch = next(batches)
+            size, length = (int(n) for n in batch["input_ids"].shape)
+            result.batch_size, result.sequence_length = result.batch_size or size, result.sequence_length or length
+            pending.append(train_step(model, batch, optimizer, device, scheduler))
+            tracker.add(size)
+            result.total_samples += size
+            is_log = step % log_steps == 0 or step == steps
+            if step == 1 or is_log:
+                _sync(device)
+                result.losses.extend(float(x) for x in torch.stack(pending).cpu().tolist())
+                pending = []
+            now = tracker.clock()
+            result.step_times.append(now - last)
+            last = now
+            if step == 1:
+                result.first_step_s = result.step_times[0]
+            if is_log:
+                report = Report(step, result.losses[-1], tracker.rate(now), tracker.global_rate(now),
+                                tracker.elapsed(now))
+                result.logs.append(report)
+                if on_log is not None:
+                    on_log(report)
+            if progress is not None:
+                progress.update(1)
+            if result.losses and not math.isfinite(result.losses[-1]):
+                break
+            if stop is not None and stop.requested and step < steps:
+                break
+    except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
+        if stop is None or not stop.interrupted_by(exc):
+            raise
+    result.total_time = tracker.elapsed()
+    if pending:
+        _sync(device)
+        result.losses.extend(float(x) for x in torch.stack(pending).cpu().tolist())
+    if stop is not None and stop.requested and len(result.losses) < steps:
+        from labkit.interrupts import where
+
+        result.interrupted = where(step=len(result.losses), steps=steps) if result.losses else where()
+    return result

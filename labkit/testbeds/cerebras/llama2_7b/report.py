@@ -1,0 +1,138 @@
+"""The LLaMA-2-7B exercise's tables and plots: one run's metrics and loss curve, and the
+throughput table that puts runs side by side, each labelled where it ran.
+
+    from labkit.testbeds.cerebras import llama2_7b
+    llama2_7b.show(run)                              # the show step: metrics, notes, loss curve, throughput
+    llama2_7b.throughput_table([run, cs3_run])       # one row per run: where, batch, GlobalRate, tokens/s ...
+    llama2_7b.plot_throughput([run, cs3_run])        # GlobalRate and tokens/s against batch size
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, List, Optional, Sequence
+
+from labkit import display
+from labkit.results import Run
+from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
+
+__all__ = ["where_label", "metrics_table", "throughput_table", "plot_loss", "plot_throughput", "show",
+           "SHOWN_METRICS"]
+
+#: The metrics :func:`metrics_table` shows, in this order (those the run has).
+SHOWN_METRICS = ("global_rate", "tokens_per_s", "final_loss", "validation_loss", "last_rate", "steps", "samples",
+                 "train_seconds", "first_step_s", "build_s", "compile_s", "compile_cached", "staging_s",
+                 "checkpoint_s", "parameters")
+
+
+def where_label(run: Run) -> str:
+    """Where a run ran, in words: "portable PyTorch on CPU", "CS-3 (log)", "CS-3 (cszoo fit)"."""
+    if run.source == "log":
+        return "CS-3 (log)"
+    if run.source == "testbed":
+        return "CS-3 (cszoo fit)"
+    device = str(run.params.get("device") or run.environment.get("device") or "cpu").split(":")[0]
+    return "portable PyTorch on {}".format({"cuda": "CUDA", "mps": "Apple MPS"}.get(device, device.upper()))
+
+
+def _text(value: Any, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        text = str(value)
+    elif isinstance(value, int) or float(value).is_integer() and abs(value) >= 1000:
+        text = "{:,}".format(int(value))
+    elif unit in ("samples/s", "tokens/s"):
+        text = "{:,.2f}".format(value)
+    elif unit == "s":
+        text = "{:.2f}".format(value)
+    else:
+        text = "{:.4f}".format(value)
+    return text + (" " + unit if unit and text else "")
+
+
+def metrics_table(run: Run):
+    """The run's metrics as a table (metric, value with its unit, meaning)."""
+    import pandas as pd
+
+    rows = [{"metric": name, "value": text, "meaning": ""} for name, text in run.partial_rows()]
+    rows.append({"metric": "where", "value": where_label(run), "meaning": "where the run ran"})
+    for name in SHOWN_METRICS:
+        if name in run.metrics:
+            metric = LLAMA_METRICS[name]
+            rows.append({"metric": name, "value": _text(run.metrics[name], metric.unit), "meaning": metric.meaning})
+    return pd.DataFrame(rows, columns=["metric", "value", "meaning"]).set_index("metric")
+
+
+def throughput_table(runs: Sequence[Run]):
+    """One row per run, by where it ran and batch size: the batch-size study's table."""
+    import pandas as pd
+
+    rows = []
+    for run in runs:
+        m = run.metrics
+        rows.append({"where": where_label(run) + (" (interrupted: partial)" if run.partial() else ""),
+                     "status": run.status, "batch_size": run.params.get("batch_size"),
+                     "sequence_length": run.params.get("sequence_length"), "steps": m.get("steps"),
+                     "GlobalRate (samples/s)": m.get("global_rate"), "tokens/s": m.get("tokens_per_s"),
+                     "last Rate (samples/s)": m.get("last_rate"), "final_loss": m.get("final_loss"),
+                     "train_seconds": m.get("train_seconds")})
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        frame = frame.sort_values(["where", "batch_size"], kind="stable").reset_index(drop=True)
+    return frame
+
+
+def plot_loss(run: Run):
+    """The training loss against the step (every step of a portable run, every report of a log)."""
+    import matplotlib.pyplot as plt
+
+    series = run.series.get("loss")
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    if series:
+        ax.plot(series["x"], series["y"], "-", marker="o" if len(series["x"]) <= 20 else None)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (next-token cross-entropy)")
+    ax.set_title("{}, batch size {}".format(where_label(run), run.params.get("batch_size")) + run.partial_title())
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return display.show(fig)
+
+
+def plot_throughput(runs: Sequence[Run]):
+    """GlobalRate (samples/s) and tokens/s against batch size, one line per place a run ran."""
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    groups: dict = {}
+    for run in runs:
+        if run.metrics.get("global_rate") is not None:
+            groups.setdefault(where_label(run), []).append(run)
+    for label, group in sorted(groups.items()):
+        group = sorted(group, key=lambda r: r.params.get("batch_size") or 0)
+        sizes = [r.params.get("batch_size") for r in group]
+        left.plot(sizes, [r.metrics["global_rate"] for r in group], "o-", label=label)
+        right.plot(sizes, [r.metrics.get("tokens_per_s") for r in group], "o-", label=label)
+    for ax, title, unit in ((left, "GlobalRate", "samples / s"), (right, "tokens per second", "tokens / s")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch size (samples per step)")
+        ax.set_ylabel(unit)
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+    if groups:
+        left.legend(fontsize="small")
+    fig.tight_layout()
+    return display.show(fig)
+
+
+def show(run: Run) -> Optional[List[Any]]:
+    """The notebook's show step: the metrics with their units, the notes, the loss curve and the
+    throughput table (the rule of :func:`labkit.display.shown`: None in a kernel)."""
+    from IPython.display import HTML
+
+    table = display.show(HTML(metrics_table(run).to_html()))
+    for note in run.notes:
+        print("Note:", note)
+    throughput = throughput_table([run])
+    shown = [table, plot_loss(run), display.show(HTML(throughput.to_html(index=False, na_rep="")))]
+    return display.shown(shown)
