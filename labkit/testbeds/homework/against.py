@@ -53,10 +53,11 @@ def plot_against(exercise: Exercise, runs: Sequence[Run], hardware: str):
     portable_of = {where_it_ran(r): is_portable(r) for r in runs}
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     colors = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3"]
+    color_of = {where: colors[i % len(colors)] for i, where in enumerate(sorted(portable_of))}  # same in every panel
     for ax, (metric, by_where) in zip(axes[0], panels):
-        for index, (where, points) in enumerate(sorted(by_where.items())):
+        for where, points in sorted(by_where.items()):
             portable = portable_of.get(where, False)
-            color = colors[index % len(colors)]
+            color = color_of[where]
             label = "{}: a model, not the {}".format(where, hardware) if portable else "measured on the {}".format(where)
             ax.scatter([x for x, _ in points], [y for _, y in points], color=color, marker="o",
                        facecolors="none" if portable else color, zorder=3)
