@@ -73,11 +73,11 @@ ANSWERS = {
 }
 
 
-def make_lab_runs(folder: Path) -> Path:
-    """Run the lab book's notebooks once at tiny sizes into ``folder/runs``; return it."""
+def make_lab_runs(folder: Path, commands_by_testbed: Optional[Dict[str, List[List[str]]]] = None) -> Path:
+    """Run the lab book's notebooks once at tiny sizes (:data:`LAB_RUNS`) into ``folder/runs``; return it."""
     runs = Path(folder) / "runs"
     env = dict(os.environ, LABKIT_PROGRESS="text")
-    for testbed, commands in LAB_RUNS.items():
+    for testbed, commands in (commands_by_testbed or LAB_RUNS).items():
         for argv in commands:
             cmd = [sys.executable, "-m", "labkit"] + [a.format(runs=runs) for a in argv]
             Path(cmd[-1] if argv[0] == "sweep" else os.path.dirname(cmd[5])).mkdir(parents=True, exist_ok=True)
@@ -87,6 +87,28 @@ def make_lab_runs(folder: Path) -> Path:
         for png in (runs / testbed).glob("plot_*.png"):  # the sweep's own plots: not evidence
             png.unlink()
     return runs
+
+
+#: The golden copy's evidence (tests/golden/golden.yml): smaller still, the notebook only reads it.
+GOLDEN_RUNS: Dict[str, List[List[str]]] = {
+    "cerebras": [["sweep", "notebooks/cerebras/llama2_7b.ipynb", "-p", "batch_size", "2,4,8", "-p", "model_size",
+                  "tiny", "-p", "steps", "2", "-p", "log_steps", "1", "-p", "sequence_length", "16", "-p", "device",
+                  "cpu", "--out", "{runs}/cerebras"]],
+    "sambanova": [["run", "notebooks/sambanova/inference.ipynb", "{runs}/sambanova/local.ipynb", "-p", "num_prompts",
+                   "4", "-p", "local_model_size", "tiny", "-p", "concurrency", "1", "-p", "repeats", "1", "-p",
+                   "max_tokens", "8"]],
+}
+
+
+def make_golden_evidence(folder: Path) -> Path:
+    """``folder/evidence_2025/``: CS-3 logs at 512, 1024 and 2048 in logs/cerebras/ and tiny portable runs of
+    both exercises in runs/ (what the golden copy of the 2025 homework reads)."""
+    evidence = Path(folder) / "evidence_2025"
+    shutil.rmtree(str(evidence), ignore_errors=True)
+    for key in ALL_CS3:
+        write_cs3_log(evidence / "logs" / "cerebras", *CS3[key])
+    make_lab_runs(evidence, GOLDEN_RUNS)
+    return evidence
 
 
 def _answer_cells(nb) -> Dict[int, int]:
