@@ -83,6 +83,7 @@ def test_every_notebook_has_the_five_steps_in_order(exercise):
     assert found == sorted(found), "{}: the five steps are out of order: {}".format(exercise, found)
     assert found[0] == tagged[0] + 1, "{}: the spec cell comes right after the parameters".format(exercise)
     assert nb.metadata["labkit"]["spec"] == "labkit.testbeds.{}:SPEC".format(exercise)
+    assert EXERCISES[exercise].parent.name == exercise.split(".")[0], "notebooks/<testbed>/ holds its testbed's exercises"
 
 
 @pytest.mark.parametrize("exercise", sorted(EXERCISES))

@@ -32,6 +32,7 @@ from labkit.results import Run
 from labkit.testbeds.cerebras.log import CerebrasReader
 from labkit.testbeds.graphcore.log import GraphcoreReader
 from labkit.testbeds.groq.log import GroqReader
+from labkit.testbeds.sambanova.inference.log import InferenceReader
 from labkit.testbeds.sambanova.log import SambaNovaReader
 
 __all__ = ["read", "LogReport", "NoRunError", "record", "table", "FORMATS", "reader_for"]
@@ -41,7 +42,7 @@ FORMATS = _detect.FORMATS
 # The registry: each format's reader (the readers know nothing of it; code that reads logs imports this package).
 _READERS: Dict[str, Callable[[str], LineReader]] = {
     "graphcore": GraphcoreReader, "cerebras": CerebrasReader, "sambanova": SambaNovaReader, "groq": GroqReader,
-    "keras": KerasReader}
+    "keras": KerasReader, "openai": InferenceReader}
 
 #: At most this many "could not read line N" notes per file (a mangled file has thousands).
 _MAX_LINE_ERRORS = 5
@@ -117,7 +118,7 @@ def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[s
         if format is None:
             empty = not any(line for line in iter_lines(source.stream))
             why = "the file is empty" if empty else \
-                "no Graphcore, Cerebras, SambaNova, Groq or Keras output was recognised in it"
+                "no Graphcore, Cerebras, SambaNova, Groq, Keras or chat-completion output was recognised in it"
             return LogReport(path, None, notes=["Nothing read: {}.".format(why)])
         reader = reader_for(format, source.name if path is None else path)
         errors = 0

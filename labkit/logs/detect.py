@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 __all__ = ["FORMATS", "detect", "scores", "SAMPLE_LINES"]
 
-FORMATS = ("graphcore", "cerebras", "sambanova", "groq", "keras")
+FORMATS = ("graphcore", "cerebras", "sambanova", "groq", "keras", "openai")
 
 #: How many lines (and characters) of the head of a file are looked at.
 SAMPLE_LINES = 20000
@@ -35,6 +35,9 @@ _SIGNS: Dict[str, Tuple[Tuple[str, int], ...]] = {
              ("Woohoo!", 3), ("Proof point", 3)),
     "keras": (("ms/step", 4), ("s/step", 2), ("Epoch 1/", 3), ("training time", 2), ("val_loss", 2),
               ("tensorflow", 1)),
+    # pasted OpenAI-compatible chat completions (Metis, Sophia): JSON, a curl transcript, an SSE stream
+    "openai": (('"chat.completion', 6), ('"completion_tokens"', 3), ("data: [DONE]", 6), ('"time_to_first_token"', 4),
+               ("/chat/completions", 3)),
 }
 
 _KERAS_BAR = re.compile(r"\d+/\d+ \[[=>.]+\] - ")

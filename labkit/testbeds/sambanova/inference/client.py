@@ -5,7 +5,7 @@
     traces, duration = client.run_batch(endpoint, prompts, concurrency=4, options=client.Options(max_tokens=32))
 
 While a stream runs, the client keeps ``time.perf_counter()`` at the send and at each chunk that
-carries a choice, the chunk's text, and the server's ``usage`` (with SambaNova's own timings when
+carries text, the text, and the server's ``usage`` (with SambaNova's own timings when
 it sends them); every figure is computed afterwards (:mod:`.timing`), so measuring adds almost
 nothing to a plain SDK loop (benchmarks/inference_client.py). Concurrency is a pool of exactly
 ``concurrency`` threads sharing one SDK client: at most that many requests are in flight, all
@@ -106,9 +106,12 @@ def stream_request(sdk: Any, endpoint: Endpoint, prompt: str, options: Options, 
             cancel.opened(key, stream)
         for chunk in stream:  # the hot path: a time stamp and the text, nothing else
             now = perf()
-            if chunk.choices:
-                times.append(now)
-                texts.append(chunk.choices[0].delta.content or "")
+            choices = chunk.choices
+            if choices:
+                content = choices[0].delta.content
+                if content:  # a chunk with text: the role-only first chunk and the finish chunk carry none
+                    times.append(now)
+                    texts.append(content)
             if chunk.usage is not None:
                 usage = chunk.usage
     except Exception as exc:  # noqa: BLE001 - every failure is a result with its status
@@ -121,7 +124,7 @@ def stream_request(sdk: Any, endpoint: Endpoint, prompt: str, options: Options, 
             cancel.closed(key)
     trace.text = "".join(texts)
     if trace.status == OK and not times:
-        trace.status, trace.error = "no tokens", "the stream ended without a chunk that carries a choice"
+        trace.status, trace.error = "no tokens", "the stream ended without a chunk that carries text"
     if usage is not None:
         trace.usage = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
         trace.output_tokens = trace.usage.get("completion_tokens")

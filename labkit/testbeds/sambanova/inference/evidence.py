@@ -29,12 +29,9 @@ from labkit.results import Run
 from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS
 from labkit.testbeds.sambanova.inference.timing import percentile
 
-__all__ = ["parse_text", "read_evidence", "evidence_table", "EvidenceError", "SIGNS"]
+__all__ = ["parse_text", "read_evidence", "evidence_table", "EvidenceError"]
 
 EXERCISE = "sambanova/inference"
-#: Strings that mark a pasted chat-completion response (labkit.logs.detect counts them).
-SIGNS = (('"chat.completion', 6), ('"completion_tokens"', 3), ("data: [DONE]", 6), ('"time_to_first_token"', 4),
-         ("/chat/completions", 3))
 _REAL = re.compile(r"^real\s+(?:(\d+)m)?([\d.]+)s?\s*$", re.MULTILINE)
 _ZSH_TOTAL = re.compile(r"\s([\d.]+) total\s*$", re.MULTILINE)
 _URL = re.compile(r"(https?://[^\s'\"]+)")

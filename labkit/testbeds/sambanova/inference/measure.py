@@ -72,8 +72,7 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
     clients = {e.name: open_client(e, options) for e in endpoints}
     indexed = list(enumerate(prompts))
     total = len(endpoints) * (warmup + len(prompts) * len(levels) * repeats)
-    bar = progress.bar(total=total, desc="requests", unit="req", disable=not show_progress) if show_progress \
-        else None
+    bar = progress.bar(total=total, desc="requests", unit="req") if show_progress else None
     tick: Callable[[Trace], None] = (lambda trace: bar.update(1)) if bar is not None else (lambda trace: None)
     steps = [(r, level, e) for r in range(repeats) for level in levels for e in endpoints]
     try:

@@ -6,19 +6,22 @@
     summarize([trace, ...], duration=12.5, targets={"ttft": 1.0, "tpot": 0.5})
 
 The client only stores time stamps while a stream runs (``time.perf_counter()`` at the send and
-at each chunk that carries a choice); everything here is computed afterwards, so measuring costs
+at each chunk that carries text); everything here is computed afterwards, so measuring costs
 the stream nothing. Definitions, as vLLM's benchmark (vllm/benchmarks/serve.py,
-``calculate_metrics``, and the chat request function) has them:
+``calculate_metrics``, and its chat request function) has them, over the chunks with text:
 
-- TTFT: first chunk with a choice minus the send time;
-- ITL: the gaps between consecutive chunks with a choice (a chunk may hold several tokens);
-- E2EL: the last chunk with a choice minus the send time (the trailing usage chunk is no token);
+- TTFT: the first chunk with text minus the send time;
+- ITL: the gaps between consecutive chunks with text (a chunk may hold several tokens);
+- E2EL: the last chunk with text minus the send time (the finish and usage chunks carry no token);
 - TPOT: (E2EL - TTFT) / (output tokens - 1), only for requests with more than one output token;
   for goodput a one-token request counts as TPOT 0;
 - request throughput: completed requests / duration; output throughput: their output tokens /
   duration; goodput: completed requests meeting every target / duration; failed requests are
   counted, never part of the latency figures.
 
+vLLM's benchmark times the first chunk with a choice; vLLM's server sends its role-only first
+chunk together with the first token, but other servers (labkit's stand-in among them) send it at
+once, which would make TTFT the time to an empty chunk: labkit counts the chunks with text.
 GuideLLM calls vLLM's TPOT "inter-token latency"; labkit keeps vLLM's names.
 """
 
@@ -49,7 +52,7 @@ class Trace:
     repeat: int = 0
     index: int = 0
     start: float = 0.0
-    chunk_times: List[float] = field(default_factory=list)
+    chunk_times: List[float] = field(default_factory=list)  # one per chunk with text
     status: str = OK
     http_status: Optional[int] = None
     error: str = ""
