@@ -68,6 +68,8 @@ def plot(testbed: str, runs: Sequence[Run], homework: Any = None):
     book = homework_for_runs(testbed, runs, homework)
     exercise = book.exercise_for(testbed)
     hardware = book.hardware.get(testbed, testbed)
+    if exercise.detail_plot is not None:
+        return exercise.detail_plot(runs, hardware)
     if exercise.against:
         return plot_against(exercise, runs, hardware)
     metrics = [m for m in exercise.plotted if any(isinstance(r.metrics.get(m), (int, float)) for r in runs)]
@@ -128,6 +130,8 @@ def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]], homework: Any = 
         print(nothing_yet(testbed, book))
         return display.shown([])
     table = display.show(comparison(testbed, runs, book))
+    exercise = book.exercise_for(testbed)
+    detail = None if exercise.detail_table is None else display.show(exercise.detail_table(runs, testbed))
     portable = sorted({where_it_ran(r) for r in runs if is_portable(r)})
     hardware = book.hardware.get(testbed, testbed)
     if portable:
@@ -137,7 +141,8 @@ def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]], homework: Any = 
     for note in _notes(runs) if book.run_notes else []:
         print("Note:", note)
     fig = plot(testbed, runs, book)
-    return display.shown([table, None if fig is None else display.show(fig)])
+    shown = [table] + ([detail] if exercise.detail_table is not None else [])
+    return display.shown(shown + [None if fig is None else display.show(fig)])
 
 
 def _notes(runs: Sequence[Run]) -> List[str]:

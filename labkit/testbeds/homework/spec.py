@@ -51,6 +51,8 @@ class Exercise:
     testbed: str  # what to run on the testbed
     keep: Any = None  # extra filter on runs (SambaNova: training logs only)
     against: str = ""  # plot the metrics against this parameter (a line per place it ran), not as bars
+    detail_table: Any = None  # runs -> a table shown under the comparison (2025 inference: per endpoint)
+    detail_plot: Any = None  # (runs, hardware) -> the section's plot instead of the bars
 
 
 def _training_log(run: Run) -> bool:
