@@ -44,10 +44,10 @@ LAB_RUNS: Dict[str, List[List[str]]] = {
                   "tiny", "-p", "steps", "2", "-p", "log_steps", "1", "-p", "sequence_length", "16", "-p", "device",
                   "cpu", "--out", "{runs}/cerebras"]],
     "sambanova": [["run", "notebooks/sambanova/inference.ipynb", "{runs}/sambanova/local.ipynb", "-p", "num_prompts",
-                   "20", "-p", "local_model_size", "tiny", "-p", "concurrency", "1", "-p", "repeats", "1", "-p",
+                   "20", "-p", "local_model_size", "tiny", "-p", "concurrency", "[1]", "-p", "repeats", "1", "-p",
                    "max_tokens", "8"],
                   ["run", "notebooks/sambanova/inference.ipynb", "{runs}/sambanova-few/few.ipynb", "-p", "num_prompts",
-                   "5", "-p", "local_model_size", "tiny", "-p", "concurrency", "1", "-p", "repeats", "1", "-p",
+                   "5", "-p", "local_model_size", "tiny", "-p", "concurrency", "[1]", "-p", "repeats", "1", "-p",
                    "max_tokens", "8"]],
 }
 
@@ -95,7 +95,7 @@ GOLDEN_RUNS: Dict[str, List[List[str]]] = {
                   "tiny", "-p", "steps", "2", "-p", "log_steps", "1", "-p", "sequence_length", "16", "-p", "device",
                   "cpu", "--out", "{runs}/cerebras"]],
     "sambanova": [["run", "notebooks/sambanova/inference.ipynb", "{runs}/sambanova/local.ipynb", "-p", "num_prompts",
-                   "4", "-p", "local_model_size", "tiny", "-p", "concurrency", "1", "-p", "repeats", "1", "-p",
+                   "4", "-p", "local_model_size", "tiny", "-p", "concurrency", "[1]", "-p", "repeats", "1", "-p",
                    "max_tokens", "8"]],
 }
 

@@ -48,8 +48,8 @@ TESTBEDS = {
         CS3.select("global_rate", "tokens_per_s", "final_loss", "train_seconds", "staging_s", "checkpoint_s",
                    "compile_cached"),
         CS3.select("global_rate", "tokens_per_s"),
-        "labkit sweep notebooks/cerebras/llama2_7b.ipynb -p batch_size 4,8,16 -p model_size tiny -p steps 4 "
-        "-p sequence_length 32 -p device cpu --out runs/cerebras",
+        "labkit sweep notebooks/cerebras/llama2_7b.ipynb -p batch_size 2,8,1024 -p model_size tiny -p steps 2 "
+        "-p log_steps 1 -p sequence_length 16 -p device cpu --out runs/cerebras",
         "the course's `cszoo fit configs/params_llama2_7b.yaml ... |& tee mytest.log` with "
         "`train_input.batch_size` changed (or the lab book's notebook with `device CSX`) on the CS-3",
         against="batch_size"),
@@ -60,7 +60,7 @@ TESTBEDS = {
         INFERENCE.select("endpoints", "requests", "requests_failed", "output_tokens_per_request"),
         INFERENCE.select("ttft_median", "tpot_median", "e2el_median"),
         "labkit run notebooks/sambanova/inference.ipynb runs/sambanova/local.ipynb -p num_prompts 20 "
-        "-p local_model_size tiny -p concurrency 1,4 -p repeats 2",
+        "-p local_model_size tiny -p concurrency [1] -p repeats 1 -p max_tokens 8",
         "the lab book's notebook against Metis and Sophia (`base_urls` and `models`: inference.ENDPOINTS, with "
         "your Globus token), or their responses saved with `curl` into logs/sambanova/",
         detail_table=endpoint_table, detail_plot=plot_endpoints),
