@@ -231,14 +231,15 @@ def build_class(dest: Path, lab: Path) -> List[str]:
     # gil: CS-3 logs and the portable LLaMA runs together: every batch size counts once -> 26 + rerun 2 = 28 of 30.
     _student(dest, "gil", lab, ALL_CS3, ["llama", "inference"], good)
     # hana: a JSON of her own results (20 prompts to one endpoint, not streamed) instead of the notebook:
-    # read, but one endpoint, 20 requests, no time to first token: inference 0 of 6 -> 20.
+    # read (labelled Metis/Sophia: a saved response of the service), but one endpoint, 20 requests, no time
+    # to first token: inference 0 of 6 -> 20.
     _student(dest, "hana", lab, ALL_CS3, [], good, extra_logs={"sambanova/results.json": RESULTS_JSON})
     # ian: the inference notebook with 5 prompts: two endpoints and streamed, but 10 requests -> 26 - 2 = 24.
     _student(dest, "ian", lab, ALL_CS3, ["few"], good)
     # jo: monkeypatches labkit.logs.read to report ten times the GlobalRate: recomputation rejects every
     # CS-3 record -> 19.
     _student(dest, "jo", lab, ALL_CS3, both, good, before=MONKEYPATCH)
-    # kai: ran it, then edited two recorded numbers in the outputs: 2 of 4 records differ -> 26 + 1 = 27.
+    # kai: ran it, then edited two recorded numbers in the outputs: 2 of 4 records reproduce -> 26 + 1 = 27.
     _student(dest, "kai", lab, ALL_CS3, both, good, outputs=True,
              edit={"cerebras_2": {"global_rate": 64.0}, "sambanova_1": {"ttft_median": 0.001}})
     # lea: an endless loop after the CS-3 section: stopped by the cell limit; CS-3 7 + answers 12 -> 19.
@@ -250,7 +251,8 @@ def build_class(dest: Path, lab: Path) -> List[str]:
     # ola: a notebook file that is not JSON: unreadable -> 0.
     (dest / "ola").mkdir()
     (dest / "ola" / NOTEBOOK).write_text('{"cells": [')
-    # pat: everything, Question 2 in nine words (9/60 of 5 = 0.75) and Question 3 left as the template -> 26 - 4.25 - 3.
+    # pat: everything, Question 2 in eight words (8/60 of 5 = 0.667) and Question 3 left as the template
+    # -> 26 - 5 + 0.667 - 3 = 18.667.
     _student(dest, "pat", lab, ALL_CS3, both, {1: good[1], 2: "Metis was faster because SambaNova hardware is faster."})
     # quin: last year's CS-2 BERT-Large logs in logs/cerebras/: not the LLaMA exercise, not counted -> 19.
     quin = _student(dest, "quin", lab, [], both, good)

@@ -90,14 +90,16 @@ def test_gradebook_matches_the_expected_one(graded):
 def test_reasons_say_what_happened(graded):
     results = graded["results"]
     by = {s: {c["name"]: c for c in r["checks"]} for s, r in results.items()}
-    assert "the grader read 1024" in by["fay"]["cs3_global_rate"]["reason"] or \
-        "the grader read" in by["fay"]["cs3_global_rate"]["reason"]
+    assert "recorded batch_size = 512 but the grader read 1024" in by["fay"]["cs3_global_rate"]["reason"]
     assert "recomputed 31.99" in by["jo"]["cs3_global_rate"]["reason"]
     assert "the default 1024 is not among them" in by["dev"]["cs3_batch_sizes"]["reason"]
-    assert "endpoints" in by["hana"]["inference_both_endpoints"]["reason"]
+    assert "no run of sambanova/inference recorded the metric 'endpoints'" in by["hana"]["inference_both_endpoints"]["reason"]
+    assert "(Metis/Sophia): requests = 20 is outside >= 40" in by["hana"]["inference_prompts"]["reason"]
     assert "requests = 10 is outside >= 40" in by["ian"]["inference_prompts"]["reason"]
-    assert "num_prompts" in results["sam"]["checks"][0]["reason"] or any(
-        "num_prompts" in c["reason"] for c in results["sam"]["checks"])
+    assert "global_rate: submitted 64 vs 58.4" in by["kai"]["reproduces"]["reason"]
+    # sam's edited evidence is refused where the homework gathers it, in the grader's own execution
+    executed = (graded["out"] / "executed" / "sam.ipynb").read_text()
+    assert "the notebook ran with num_prompts = 20 but its record says 5" in executed
     assert "portable: CPU" in by["cara"]["cs3_batch_sizes"]["reason"]
     assert "agrees" in by["cara"]["portable_reruns"]["reason"]
     assert results["lea"]["status"] == "timeout" and results["max"]["status"] == "kernel died"
