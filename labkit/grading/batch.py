@@ -21,42 +21,28 @@ import hashlib
 import json
 import os
 import re
-import resource
 import shutil
 import signal
-import subprocess
-import sys
+import stat
 import tempfile
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labkit.files import write_atomic
-from labkit.grading import cgroups, sandbox, uids
+from labkit.grading import sandbox
 from labkit.grading.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
 from labkit.grading.duplicates import groups as duplicate_groups
 from labkit.grading.feedback import feedback_html
 from labkit.grading.gradebook import write_gradebook
 from labkit.grading.lms import LMS_FORMATS, canvas_csv
 from labkit.grading.summary import class_summary, summary_markdown
-from labkit.grading.checks import Evidence
+from labkit.grading.jobs import Running, Submission, collect_job, kill_job, remove_stale_workroots, start_job
+from labkit.grading.parsl_executor import load_config, run_parsl
 from labkit.grading.rubric import load_rubric
 
-__all__ = ["Submission", "find_submissions", "grade_class", "STATE_VERSION",
-           "start_job", "collect_job", "kill_job", "remove_stale_workroots"]  # the last four: the Parsl executor
+__all__ = ["Submission", "find_submissions", "grade_class", "STATE_VERSION"]
 
 STATE_VERSION = 1
-#: Grace the worker gets beyond the notebook limit (kernel start, recompute, writing) before
-#: the batch kills it.
-WORKER_GRACE_S = 90.0
-
-
-@dataclass
-class Submission:
-    student: str
-    source: str  # the notebook, or the student's folder
-    notebook: str  # the notebook to execute ("" when none was found)
-    problem: str = ""
 
 
 def _safe_name(name: str) -> str:
@@ -91,16 +77,28 @@ def find_submissions(folder: str, preferred: Optional[str] = None) -> List[Submi
 
 
 def _hash_files(digest: Any, path: str) -> None:
-    if os.path.isfile(path):
+    """Hash a file's bytes, or a folder's names and files; a link by its target, a FIFO or device by its kind.
+
+    Never opens what a submission's link points to (``/dev/zero``, ``/proc/kcore``, a FIFO would
+    hang or never end in this process, which runs as the instructor).
+    """
+    mode = os.lstat(path).st_mode
+    if stat.S_ISLNK(mode):
+        digest.update(b"link:" + os.fsencode(os.readlink(path)))
+        return
+    if stat.S_ISREG(mode):
         with open(path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
+        return
+    if not stat.S_ISDIR(mode):
+        digest.update("special:{:o}".format(stat.S_IFMT(mode)).encode())
         return
     for root, dirs, files in os.walk(path):
         dirs.sort()
         for name in sorted(files):
             full = os.path.join(root, name)
-            digest.update(os.path.relpath(full, path).encode() + b"\0")
+            digest.update(os.fsencode(os.path.relpath(full, path)) + b"\0")
             _hash_files(digest, full)
 
 
@@ -147,41 +145,6 @@ class _State:
         write_atomic(self.path, json.dumps({"version": STATE_VERSION, "results": self.results}, indent=1))
 
 
-_LIBC: Any = None
-
-
-def _prepare_worker() -> None:  # pragma: no cover - runs in the child between fork and exec
-    # Die with the batch (kill -9 of `labkit grade` must not leave workers grading for nobody).
-    if _LIBC is not None:
-        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    # Soft memory limit only: the kernel's launcher may still set its own (higher) limit.
-    soft = 6 << 30
-    _s, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
-
-
-PR_SET_PDEATHSIG = 1
-try:
-    import ctypes
-
-    _LIBC = ctypes.CDLL(None)
-    _LIBC.prctl  # noqa: B018 - Linux only
-except (OSError, AttributeError):  # pragma: no cover - not Linux
-    _LIBC = None
-
-
-@dataclass
-class _Running:
-    sub: Submission
-    key: str
-    proc: subprocess.Popen
-    slot: uids.Slot
-    run_dir: str
-    result_path: str
-    deadline: float
-    started: float
-
-
 def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int = 1,
                 limits: Optional[sandbox.Limits] = None, reproduce: bool = False, level: Optional[str] = None,
                 progress: Optional[Callable[[Dict[str, Any]], None]] = None, only: Optional[Sequence[str]] = None,
@@ -203,8 +166,6 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
         raise ValueError("--lms {}: must be one of {}".format(lms, ", ".join(LMS_FORMATS)))
     config = None
     if executor == "parsl":
-        from labkit.grading.parsl_executor import load_config
-
         config = load_config(parsl_config)
     level = level or sandbox.best_level()
     if level not in sandbox.LEVELS:
@@ -246,8 +207,6 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
 
     try:
         if executor == "parsl":
-            from labkit.grading.parsl_executor import run_parsl
-
             jobs = [_job(s, keys[s.student], rubric_path, limits, level, hidden, reproduce) for s in pending]
             by_name = {s.student: s for s in pending}
             run_parsl(jobs, config, out_dir,
@@ -277,7 +236,7 @@ def _run_local(pending: List[Submission], keys: Dict[str, str], rubric_path: str
     remove_stale_workroots()
     workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
     os.chmod(workroot, 0o711)  # run uids may pass through to their own folder, not list the others
-    running: List[_Running] = []
+    running: List[Running] = []
     counter = 0
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
@@ -305,101 +264,11 @@ def _run_local(pending: List[Submission], keys: Dict[str, str], rubric_path: str
             shutil.rmtree(workroot, ignore_errors=True)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_stale_workroots() -> None:
-    """Working folders of graders that were killed (their pid is in the name)."""
-    tmp = tempfile.gettempdir()
-    for name in os.listdir(tmp):
-        match = re.match(r"^labkit-grade-(\d+)-", name)
-        if match and not _pid_alive(int(match.group(1))):
-            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
-    cgroups.remove_stale_cgroups(_pid_alive)
-
-
 def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt("labkit grade stopped by signal {}".format(signum))
 
 
-def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int) -> _Running:
-    """Start the worker process that grades ``job`` (see runner.py) in ``workroot/r<counter>``."""
-    limits = sandbox.Limits(**job["limits"])
-    level = job["level"]
-    slot = uids.acquire_slot(level)
-    slot.cgroups = cgroups.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
-    run_dir = os.path.join(workroot, "r{}".format(counter))  # short: ipc socket paths are limited to 107 bytes
-    os.makedirs(run_dir, mode=0o711)
-    result_path = os.path.join(run_dir, "result.json")
-    job = dict(job, run_dir=run_dir, result=result_path, uid=slot.uid, cgroups=slot.cgroups,
-               hidden=list(job["hidden"]) + [workroot],
-               isolation=level + ("+uid" if slot.uid is not None else "") + ("+cgroup" if slot.cgroups else ""))
-    job_path = os.path.join(run_dir, "job.json")
-    with open(job_path, "w") as f:
-        json.dump(job, f)
-    log = open(os.path.join(run_dir, "worker.log"), "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "labkit.grading.runner", job_path], stdout=log, stderr=log,
-                            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_prepare_worker)
-    log.close()
-    deadline = time.monotonic() + (limits.notebook_s or 1e9) + WORKER_GRACE_S
-    return _Running(sub, job["key"], proc, slot, run_dir, result_path, deadline, time.monotonic())
-
-
-def kill_job(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # pragma: no cover
-        pass
-
-
-def collect_job(item: _Running, timed_out: bool, limits: sandbox.Limits, level: str,
-             rubric: Any, reproduce: bool) -> Dict[str, Any]:
-    """The worker's result (its ``executed`` notebook still in the run folder), or why there is none."""
-    if timed_out:
-        kill_job(item.proc)
-    item.slot.release()  # kills anything the run's uid left behind
-    result: Dict[str, Any]
-    try:
-        with open(item.result_path) as f:
-            result = json.load(f)
-    except (OSError, ValueError):
-        tail = ""
-        try:
-            with open(os.path.join(item.run_dir, "worker.log"), "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - 2000))
-                tail = f.read().decode(errors="replace").strip().splitlines()[-1:][0] if f else ""
-        except (OSError, IndexError):
-            pass
-        why = "the grader stopped this run after {:g} s".format((limits.notebook_s or 0) + WORKER_GRACE_S) if timed_out \
-            else "the grading process failed (exit status {}){}".format(item.proc.returncode, ": " + tail if tail else "")
-        result = failed_result(item.sub.student, item.key, level, "timeout" if timed_out else "grader error", why,
-                               rubric, reproduce)
-    result.pop("trace", None)
-    result["graded_s"] = round(time.monotonic() - item.started, 3)
-    return result
-
-
-def failed_result(student: str, key: str, level: str, status: str, why: str, rubric: Any,
-                  reproduce: bool) -> Dict[str, Any]:
-    """The result of a submission whose grading produced nothing: every check scored on ``why``."""
-    checks = [c.to_dict() for c in rubric.grade(Evidence(None, {}, {}, status, why, reproduce=reproduce))]
-    return {"student": student, "key": key, "isolation": level, "status": status, "reason": why,
-            "checks": checks, "total": 0, "max_total": round(sum(c["points"] for c in checks if not c.get("skipped")), 3)}
-
-
-def _remove_run(item: _Running) -> None:
+def _remove_run(item: Running) -> None:
     if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):  # set it to inspect a run's kernel.log
         shutil.rmtree(item.run_dir, ignore_errors=True)
 

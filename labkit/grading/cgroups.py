@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from labkit.grading.sandbox import CONFINE, Limits
 
-__all__ = ["CGROUP_ROOT", "cgroup_parents", "make_cgroups", "remove_cgroups", "remove_stale_cgroups", "cgroup_command"]
+__all__ = ["CGROUP_ROOT", "cgroup_parents", "make_cgroups", "kill_cgroup_processes", "remove_cgroups", "remove_stale_cgroups", "cgroup_command"]
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 
@@ -89,8 +89,8 @@ def _cgroup_pids(folder: str) -> List[int]:
         return []
 
 
-def remove_cgroups(folders: Sequence[str]) -> None:
-    """Kill whatever is left in the run's cgroups, then remove them."""
+def kill_cgroup_processes(folders: Sequence[str]) -> None:
+    """SIGKILL every process in the run's cgroups (until none is left, or 2 s)."""
     for folder in folders:
         for _ in range(100):
             pids = _cgroup_pids(folder)
@@ -102,6 +102,12 @@ def remove_cgroups(folders: Sequence[str]) -> None:
                 except OSError:
                     pass
             time.sleep(0.02)
+
+
+def remove_cgroups(folders: Sequence[str]) -> None:
+    """Kill whatever is left in the run's cgroups, then remove them."""
+    kill_cgroup_processes(folders)
+    for folder in folders:
         try:
             os.rmdir(folder)
         except OSError:

@@ -16,6 +16,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from labkit.grading.contain import shown
 from labkit.testbeds.homework.where import is_portable, where_it_ran
 from labkit.results import Run, same_value
 
@@ -121,7 +122,7 @@ def split_evidence(check: Check, runs: List[Tuple[str, Run]]) -> Tuple[List[Tupl
 
 
 def run_label(name: str, run: Run) -> str:
-    return "record '{}' ({})".format(name, where_it_ran(run))
+    return "record {} ({})".format(shown(name), where_it_ran(run))
 
 
 def wheres_of(runs: List[Run]) -> str:
@@ -157,4 +158,4 @@ def describe_selection(check: Check) -> str:
 
 
 def fmt_value(value: Any) -> str:
-    return "{:.6g}".format(value) if isinstance(value, float) else repr(value)
+    return "{:.6g}".format(value) if isinstance(value, float) else shown(value)

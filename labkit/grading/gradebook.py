@@ -16,11 +16,19 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from typing import Any, Dict, Iterable, List, Sequence
 
 from labkit.files import write_atomic
 
-__all__ = ["write_gradebook", "read_gradebook", "columns"]
+__all__ = ["write_gradebook", "read_gradebook", "columns", "one_line"]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(text: Any, width: int = 300) -> str:
+    """A student's text as one plain line: control characters (newlines, terminal escapes) as spaces."""
+    return _CONTROL.sub(" ", str(text or ""))[:width]
 
 TRAILING = ("total", "max", "status", "where", "isolation", "reason")
 #: Flags for the instructor, after the grading columns (labkit.grading.duplicates).
@@ -49,8 +57,8 @@ def write_gradebook(path: str, check_names: Sequence[str], results: Iterable[Dic
             check = by_name.get(name)
             row.append("" if check is None or check.get("skipped") else _score(check["score"]))
         row += [_score(result.get("total", 0)), _score(result.get("max_total", 0)), result.get("status", ""),
-                result.get("where", ""), result.get("isolation", ""),
-                (result.get("reason") or "").replace("\n", " ")[:300], result.get("duplicate_note", "")]
+                one_line(result.get("where")), result.get("isolation", ""), one_line(result.get("reason")),
+                one_line(result.get("duplicate_note"))]
         writer.writerow(row)
     write_atomic(path, out.getvalue())
 

@@ -25,6 +25,10 @@ import time
 from concurrent.futures import as_completed
 from typing import Any, Callable, Dict, List, Optional
 
+from labkit.grading import jobs as grading_jobs
+from labkit.grading import sandbox
+from labkit.grading.rubric import load_rubric
+
 __all__ = ["load_config", "run_parsl", "grade_on_worker"]
 
 
@@ -43,35 +47,32 @@ def load_config(path: Optional[str]) -> Any:
 
 def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
     """Runs on a Parsl worker: grade one submission there and return its result."""
-    from labkit.grading import batch, sandbox
-    from labkit.grading.rubric import load_rubric
-
     host = socket.gethostname()
     rubric = load_rubric(job["rubric"])
     if not sandbox.level_available(job["level"]):
-        result = batch.failed_result(job["student"], job["key"], job["level"], "grader error",
+        result = grading_jobs.failed_result(job["student"], job["key"], job["level"], "grader error",
                                      "isolation level {!r} does not work on node {}; nothing was run".format(
                                          job["level"], host), rubric, job["reproduce"])
         result["host"] = host
         return result
-    batch.remove_stale_workroots()
+    grading_jobs.remove_stale_workroots()
     workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
     os.chmod(workroot, 0o711)
-    sub = batch.Submission(job["student"], job["source"], job["notebook"], job["problem"])
+    sub = grading_jobs.Submission(job["student"], job["source"], job["notebook"], job["problem"])
     item = None
     try:
-        item = batch.start_job(job, sub, workroot, 1)
+        item = grading_jobs.start_job(job, sub, workroot, 1)
         while item.proc.poll() is None and time.monotonic() <= item.deadline:
             time.sleep(0.1)
         limits = sandbox.Limits(**job["limits"])
-        result = batch.collect_job(item, item.proc.poll() is None, limits, job["level"], rubric, job["reproduce"])
+        result = grading_jobs.collect_job(item, item.proc.poll() is None, limits, job["level"], rubric, job["reproduce"])
         executed = result.pop("executed", None)
         if executed and os.path.exists(executed):
             with open(executed, encoding="utf-8") as f:
                 result["executed_text"] = f.read()
     finally:
         if item is not None and item.proc.poll() is None:  # the task itself was cancelled
-            batch.kill_job(item.proc)
+            grading_jobs.kill_job(item.proc)
             item.slot.release()
         shutil.rmtree(workroot, ignore_errors=True)
     result["host"] = host
@@ -84,7 +85,6 @@ def run_parsl(jobs: List[Dict[str, Any]], config: Any, out_dir: str,
     """Submit every job through Parsl; call ``on_result(job, result)`` here as each finishes."""
     import parsl
 
-    from labkit.grading.rubric import load_rubric
     from labkit.sweep.parsl_executor import parsl_session
 
     if not jobs:
@@ -97,9 +97,7 @@ def run_parsl(jobs: List[Dict[str, Any]], config: Any, out_dir: str,
             try:
                 result = future.result()
             except Exception as exc:  # the Parsl task itself failed (worker lost, node gone)
-                from labkit.grading.batch import failed_result
-
-                result = failed_result(job["student"], job["key"], job["level"], "grader error",
+                result = grading_jobs.failed_result(job["student"], job["key"], job["level"], "grader error",
                                        "the Parsl task failed: {}: {}".format(type(exc).__name__, str(exc)[:300]),
                                        load_rubric(job["rubric"]), job["reproduce"])
             on_result(job, result)

@@ -5,9 +5,14 @@ A student's code runs in the same process as labkit, so it can call
 answer: a ``record`` check with ``recompute: module:function`` calls ``function(params)``
 (trusted code named by the instructor's rubric) on the parameters the record claims, in a
 fresh sandboxed process the notebook never touched, and the record counts only if the
-metric agrees. Run by the grader as
+metric agrees. Run by the grader in isolated mode (:mod:`labkit.grading.isolated`: nothing in
+the submission can shadow an import), in a fresh folder of its own outside the submission, as
 
-    python -m labkit.grading.recompute labkit.grading.recompute:from_evidence < params.json
+    python -I -c '<trusted sys.path> ...' labkit.grading.recompute:from_evidence SUBMISSION < params.json
+
+Each record's file names (``params['log']``, ``params['evidence']``) are checked to stay inside
+SUBMISSION (:mod:`labkit.grading.contain`) and passed to the function as absolute paths; a record
+whose file leaves it is answered with the reason, never read.
 
 ``from_evidence`` reads again whatever the record came from: a testbed log (``params['log']``,
 ``from_log``) or an executed lab-book notebook, alone or in a sweep folder
@@ -22,10 +27,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from importlib import import_module
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from labkit.grading import sandbox
+from labkit.grading.contain import absolute_params, record_refusal
+from labkit.grading.isolated import python_command, trusted_path
 
 __all__ = ["resolve", "run_sandboxed", "from_log", "from_evidence"]
 
@@ -38,7 +49,7 @@ def resolve(spec: str) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
 def from_log(params: Dict[str, Any]) -> Dict[str, Any]:
     """Metrics of run ``params['log_run']`` (default: the last) in the log ``params['log']``.
 
-    The path is relative to the notebook's folder, as the notebook recorded it.
+    The notebook records the path relative to its folder; the grader's process gets it absolute.
     """
     import labkit.logs
 
@@ -63,18 +74,29 @@ def from_evidence(params: Dict[str, Any]) -> Dict[str, Any]:
     raise ValueError("the record names neither a log (params['log']) nor a notebook (params['evidence'])")
 
 
-def run_sandboxed(function: str, params: List[Dict[str, Any]], workdir: str, prefix: List[str],
-                  limits: Any, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
-    """``function(p)`` for each ``p`` behind the kernel's launch ``prefix`` (same sandbox), in one process.
+def run_sandboxed(function: str, params: List[Dict[str, Any]], root: str, prefix: List[str],
+                  limits: Any, timeout: Optional[float] = None, scratch: Optional[str] = None,
+                  exclude: Sequence[str] = ()) -> List[Dict[str, Any]]:
+    """``function(p)`` for each ``p`` behind the launch ``prefix`` (the run's sandbox), in one process.
 
-    Returns one ``{"ok": result}`` or ``{"error": text}`` per parameter set. ``timeout``
-    (seconds) replaces the per-cell limit, for functions that re-run notebooks.
+    ``root``: the submission's folder (its files are read by absolute path, never from the
+    current folder); ``scratch``: the process's own current folder and home, outside ``root``
+    (default: a new temporary folder). Returns one ``{"ok": result}`` or ``{"error": text}`` per
+    parameter set. ``timeout`` (seconds) replaces the per-cell limit, for functions that re-run
+    notebooks.
     """
-    from labkit.grading import sandbox
-
-    cmd = list(prefix) + [sys.executable, "-m", "labkit.grading.recompute", function]
-    proc = subprocess.run(cmd, input=json.dumps(params).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          cwd=workdir, env=sandbox.kernel_environment(workdir), timeout=timeout or limits.cell_s or None)
+    made = scratch is None
+    scratch = tempfile.mkdtemp(prefix="labkit-recompute-") if scratch is None else scratch
+    paths = trusted_path(list(exclude) + [root])
+    env = sandbox.kernel_environment(scratch, {"PYTHONPATH": os.pathsep.join(paths)})
+    cmd = list(prefix) + python_command("labkit.grading.recompute", [function, os.path.realpath(root)],
+                                        list(exclude) + [root])
+    try:
+        proc = subprocess.run(cmd, input=json.dumps(params).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              cwd=scratch, env=env, timeout=timeout or limits.cell_s or None)
+    finally:
+        if made:
+            shutil.rmtree(scratch, ignore_errors=True)
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["exit status {}".format(proc.returncode)]
         raise RuntimeError(tail[0][:300])
@@ -89,13 +111,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     from labkit.results import json_safe
 
     function = resolve(argv[0])
+    root = os.path.realpath(argv[1]) if len(argv) > 1 else os.getcwd()
     answers = []
     for params in json.loads(sys.stdin.read(4 << 20)):
+        why = record_refusal(params, root)
+        if why:
+            answers.append({"error": "refused: " + why})
+            continue
         try:
-            answers.append({"ok": json_safe(dict(function(params)))})
+            answers.append({"ok": json_safe(dict(function(absolute_params(params, root))))})
         except Exception as exc:  # one bad record must not hide the others
             answers.append({"error": "{}: {}".format(type(exc).__name__, str(exc)[:200])})
-    sys.stdout.write(json.dumps(answers))
+    # Paths are shown to the student as the notebook named them: relative to the submission.
+    sys.stdout.write(json.dumps(answers).replace(json.dumps(root + os.sep)[1:-1], ""))
     return 0
 
 

@@ -35,16 +35,20 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from labkit import results
 from labkit.files import write_atomic
-from labkit.grading import sandbox
-from labkit.grading.cgroups import cgroup_command
+from labkit.grading import sandbox, uids
+from labkit.grading.cgroups import cgroup_command, kill_cgroup_processes
+from labkit.grading.contain import drop_escapes, record_refusal
 from labkit.grading.duplicates import record_fingerprints
 from labkit.grading.checks import Evidence
+from labkit.grading.recompute import run_sandboxed
 from labkit.grading.rubric import Rubric, load_rubric
 from labkit.testbeds.homework.where import OVERVIEW_EXERCISES, where_it_ran
 
 __all__ = ["run_job", "execute_sandboxed", "ExecutionOutcome"]
 
 _TRUNCATION_NOTE = "[labkit grade: output beyond {} bytes was dropped]\n"
+_HIDDEN_TRACEBACK = ("[labkit grade: the kernel reported this error (execute reply status 'error') but no traceback "
+                     "was shown: showtraceback, _showtraceback or sys.excepthook was replaced, or the output was hidden]")
 
 
 class SandboxKernelManager(AsyncKernelManager):
@@ -76,18 +80,34 @@ class GradingClient(NotebookClient):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # An error is an error however it is displayed: the execute reply's status decides.
+        self.on_cell_executed = self._error_from_reply
         self.kept_bytes = 0
         self.record_bytes = 0
         self.dropped_bytes = 0
         self.cells_s = 0.0  # time spent running cells, for the grader's overhead (benchmarks/)
         self._noted_cells: set = set()
 
-    async def async_execute_cell(self, *args: Any, **kwargs: Any) -> Any:
+    async def async_execute_cell(self, cell: Any, *args: Any, **kwargs: Any) -> Any:
         started = time.monotonic()
         try:
-            return await super().async_execute_cell(*args, **kwargs)
+            return await super().async_execute_cell(cell, *args, **kwargs)
+        except DeadKernelError:
+            cell.setdefault("outputs", []).append(nbformat.v4.new_output(
+                "error", ename="DeadKernelError", evalue="the kernel died while this cell ran",
+                traceback=["[labkit grade: the kernel died while this cell ran (os._exit, a crash, or a limit reached)]"]))
+            raise
         finally:
             self.cells_s += time.monotonic() - started
+
+    def _error_from_reply(self, cell: Any, cell_index: int, execute_reply: Optional[Dict[str, Any]]) -> None:
+        """Add an error output when the reply says 'error' and the cell shows none (a hidden traceback)."""
+        content = (execute_reply or {}).get("content") or {}
+        if content.get("status") != "error" or any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            return
+        cell.outputs.append(nbformat.v4.new_output(
+            "error", ename=str(content.get("ename") or "Error")[:200], evalue=str(content.get("evalue") or "")[:300],
+            traceback=[_HIDDEN_TRACEBACK]))
 
     def output(self, outs: List[Any], msg: Dict[str, Any], display_id: Optional[str], cell_index: int) -> Any:
         content = msg.get("content", {})
@@ -119,7 +139,7 @@ class ExecutionOutcome:
 
 
 def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], limits: sandbox.Limits,
-                  uid: Optional[int], cgroups: List[str] = ()) -> List[str]:
+                  uid: Optional[int], cgroups: List[str] = (), readonly: List[str] = ()) -> List[str]:
     """cgroups, then the namespace sandbox, then limits and the uid switch, then the command.
 
     Every stage dies with the one before it, and the first with this process (which itself
@@ -127,7 +147,7 @@ def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], li
     """
     parent = os.getpid()
     outer = cgroup_command(cgroups, parent, always=(level == "unshare"))
-    middle = sandbox.sandbox_prefix(level, workdir, conn_dir, hidden)
+    middle = sandbox.sandbox_prefix(level, workdir, conn_dir, hidden, readonly)
     first = not outer and not middle
     return outer + middle + sandbox.confine_command(limits, uid, parent if first else None)
 
@@ -205,9 +225,9 @@ def _copy_submission(source: str, workdir: str, max_bytes: int) -> str:
         for name in os.listdir(source):
             src = os.path.join(source, name)
             dst = os.path.join(workdir, name)
-            if os.path.isdir(src):
-                shutil.copytree(src, dst, symlinks=True)
-            elif not os.path.islink(src):
+            if os.path.isdir(src) and not os.path.islink(src):
+                shutil.copytree(src, dst, symlinks=True, ignore=_special_files)
+            elif os.path.isfile(src) and not os.path.islink(src):
                 shutil.copy2(src, dst)
         return ""
     if os.path.getsize(source) > max_bytes:
@@ -215,6 +235,12 @@ def _copy_submission(source: str, workdir: str, max_bytes: int) -> str:
     dst = os.path.join(workdir, os.path.basename(source))
     shutil.copy2(source, dst)
     return dst
+
+
+def _special_files(folder: str, names: List[str]) -> List[str]:
+    """FIFOs, sockets and devices in a handed-in folder: not copied (they have no bytes to grade)."""
+    return [n for n in names if not os.path.islink(os.path.join(folder, n))
+            and not os.path.isdir(os.path.join(folder, n)) and not os.path.isfile(os.path.join(folder, n))]
 
 
 def _chown_tree(path: str, uid: Optional[int]) -> None:
@@ -276,11 +302,29 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     nbformat.write(nb, executed)
     fresh = _records(executed)
 
-    def recompute(function: str, params: List[Dict[str, Any]], timeout: Optional[float] = None) -> List[Dict[str, Any]]:
-        from labkit.grading.recompute import run_sandboxed
+    # Nothing the student started may still run (rlimits: a process the kernel put in the
+    # background) while trusted code reads the folder; then links out of it and FIFOs go.
+    if uid is not None:
+        uids.kill_uid(uid)
+    kill_cgroup_processes(job.get("cgroups", []))
+    refusals: Dict[str, Optional[str]] = {}
 
-        prefix = launch_prefix(job["level"], workdir, conn_dir, job.get("hidden", []), limits, uid, job.get("cgroups", []))
-        return run_sandboxed(function, params, workdir, prefix, limits, timeout=timeout)
+    def recompute(function: str, params: List[Dict[str, Any]], timeout: Optional[float] = None) -> List[Dict[str, Any]]:
+        for p in params:  # before drop_escapes, so a link out is refused as such
+            refusals.setdefault(json.dumps(p, sort_keys=True, default=str), record_refusal(p, workdir))
+        if "dropped" not in result:
+            result["dropped"] = drop_escapes(workdir)[:20]
+        why = [refusals[json.dumps(p, sort_keys=True, default=str)] for p in params]
+        todo = [p for p, w in zip(params, why) if not w]
+        scratch = os.path.join(run_dir, "recompute")  # its own folder and home, outside the submission
+        shutil.rmtree(scratch, ignore_errors=True)
+        os.makedirs(os.path.join(scratch, ".tmp", "matplotlib"), mode=0o700)
+        _chown_tree(scratch, uid)
+        prefix = launch_prefix(job["level"], scratch, "", job.get("hidden", []), limits, uid, job.get("cgroups", []),
+                               readonly=[workdir])
+        answers = iter(run_sandboxed(function, todo, workdir, prefix, limits, timeout=timeout, scratch=scratch,
+                                     exclude=[run_dir] + job.get("hidden", [])) if todo else [])
+        return [{"error": "refused: " + w} if w else next(answers) for w in why]
 
     result["phases"]["execute_s"] = round(time.monotonic() - executing, 3)  # kernel start + cells + shutdown
     evidence = Evidence(submitted, submitted_records, fresh, outcome.status, outcome.reason, outcome.error,
@@ -310,7 +354,7 @@ def _finish(result: Dict[str, Any], rubric: Rubric, evidence: Evidence, job: Dic
     result["checks"] = [c.to_dict() for c in rubric.grade(evidence)]  # recomputation included
     result.setdefault("phases", {})["grade_s"] = round(time.monotonic() - grading, 3)
     # Where each graded run ran, for the feedback page and the gradebook's "where" column.
-    result["runs"] = [{"name": name, "exercise": run.exercise, "where": where_it_ran(run)}
+    result["runs"] = [{"name": name[:200], "exercise": str(run.exercise)[:200], "where": where_it_ran(run)}
                       for name, run in evidence.fresh_runs() if run.exercise not in OVERVIEW_EXERCISES]
     result["where"] = ", ".join(sorted({r["where"] for r in result["runs"]}))
     result["total"] = round(sum(c["score"] for c in result["checks"]), 3)

@@ -199,12 +199,15 @@ def _is_ancestor(parent: str, child: str) -> bool:
     return (child.rstrip(os.sep) + os.sep).startswith(parent)
 
 
-def sandbox_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str] = ()) -> List[str]:
+def sandbox_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str] = (),
+                   readonly: Sequence[str] = ()) -> List[str]:
     """The command that wraps the kernel for ``level`` (empty for ``rlimits``).
 
     ``hidden`` are paths (files or folders) the kernel must not see at the ``bwrap`` level:
     the submissions folder, the output folder, the rubric. A path that holds the interpreter
-    or labkit itself cannot be hidden and is skipped.
+    or labkit itself cannot be hidden and is skipped. ``workdir`` (the current folder) and
+    ``conn_dir`` (may be empty) are writable; ``readonly`` folders are shown read-only (the
+    submission, to the trusted recomputation that runs in a folder of its own).
     """
     if level == "rlimits":
         return []
@@ -228,7 +231,8 @@ def sandbox_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str
             cmd += ["--ro-bind", "/dev/null", real]
     covered = [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--tmpfs"]
     made: List[str] = []
-    for path in (workdir, conn_dir):
+    binds = [("--bind", p) for p in (workdir, conn_dir) if p] + [("--ro-bind", p) for p in readonly]
+    for how, path in binds:
         # Folders bwrap would create on the way inside an empty tmpfs get mode 0700 (root):
         # make them passable, so the run's uid can reach its own folders.
         parts = os.path.realpath(path).strip(os.sep).split(os.sep)
@@ -237,5 +241,5 @@ def sandbox_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str
             if folder not in made and any(_is_ancestor(top, folder) and top != folder for top in covered):
                 made.append(folder)
                 cmd += ["--perms", "0711", "--dir", folder]
-        cmd += ["--bind", path, path]
+        cmd += [how, path, path]
     return cmd + ["--chdir", workdir, "--"]

@@ -16,7 +16,10 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter
+from html import escape
 from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
+
+from labkit.grading.gradebook import one_line
 
 __all__ = ["class_summary", "summary_markdown"]
 
@@ -62,7 +65,8 @@ def class_summary(results: Iterable[Mapping[str, Any]], check_names: Sequence[st
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A student's text inside summary.md: shown as text (no HTML a viewer would render), on one line."""
+    return escape(one_line(text, 1000), quote=False).replace("|", "\\|").replace("`", "\\`")
 
 
 def summary_markdown(rows: Sequence[Mapping[str, Any]], students: int, title: str = "Class summary",
@@ -82,5 +86,5 @@ def summary_markdown(rows: Sequence[Mapping[str, Any]], students: int, title: st
             row["zero"], dist, failure))
     if duplicates:  # flagged for the instructor to look at; no points are taken
         lines += ["", "## Evidence handed in by more than one student ({})".format(len(duplicates)), ""]
-        lines += ["- {}: {}".format(what, ", ".join(names)) for what, names in duplicates]
+        lines += ["- {}: {}".format(_cell(what), ", ".join(_cell(n) for n in names)) for what, names in duplicates]
     return "\n".join(lines) + "\n"

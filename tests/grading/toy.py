@@ -30,3 +30,24 @@ def run(steps: int = 10, rate: float = 0.3) -> Run:
 
 def recompute(params: Dict[str, Any]) -> Dict[str, Any]:
     return {"score": _score(params["steps"], params["rate"])}
+
+
+def from_log(params: Dict[str, Any]) -> Dict[str, Any]:
+    """A trusted recomputation that reads a file: the score written in ``params['log']``."""
+    with open(params["log"]) as f:
+        return {"score": float(f.read(100))}
+
+
+def environment(params: Dict[str, Any]) -> Dict[str, Any]:
+    """What a trusted process sees of its surroundings (tests/grading/test_threats.py, the re-run row)."""
+    import json
+    import os
+    import sys
+
+    import IPython.paths
+    import jupyter_client.kernelspec
+
+    return {"cwd": os.getcwd(), "home": os.environ.get("HOME", ""), "ipython_dir": IPython.paths.get_ipython_dir(),
+            "kernel": jupyter_client.kernelspec.KernelSpecManager().get_kernel_spec("python3").resource_dir,
+            "path": list(sys.path), "json": json.__file__, "argv": list(sys.argv), "flags_isolated": sys.flags.isolated,
+            "log": params.get("log", "")}

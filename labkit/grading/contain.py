@@ -1,0 +1,117 @@
+"""Keep what trusted code reads inside one submission: evidence paths, and the working copy's files.
+
+    why = refusal("logs/graphcore/x.log", root)   # None, or why the path may not be read
+    params = absolute_params(params, root)        # params['log'] / ['evidence'] made absolute
+    removed = drop_escapes(root)                  # links out of the submission, FIFOs, devices
+
+A record names its evidence (``params['log']``, ``params['evidence']``, or, for a re-run, each
+candidate's) relative to the notebook's folder. A path that is absolute, climbs out with ``..``,
+passes through a link that leaves the submission, or is not a regular file (a FIFO, a device
+such as ``/dev/zero``) is refused with a reason, whatever the isolation level: trusted code
+never reads another student's folder, the grader's files or something that never ends.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any, Dict, List, Mapping, Optional
+
+__all__ = ["PATH_KEYS", "refusal", "record_refusal", "absolute_params", "drop_escapes", "shown"]
+
+#: The record parameters that name a file of the submission.
+PATH_KEYS = ("log", "evidence")
+
+
+def shown(value: Any, width: int = 80) -> str:
+    """``repr(value)`` cut to ``width`` characters: what a reason may quote of a student's value."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _inside(path: str, root: str) -> bool:
+    root = root.rstrip(os.sep) + os.sep
+    return (path.rstrip(os.sep) + os.sep).startswith(root)
+
+
+def refusal(path: Any, root: str) -> Optional[str]:
+    """Why ``path`` (relative to the submission ``root``) may not be read, or None when it may."""
+    if not isinstance(path, str) or not path or "\0" in path or len(path) > 4096:
+        return "{} is not a file name".format(shown(path))
+    if os.path.isabs(path):
+        return "{} is an absolute path; evidence must be a file of the submission".format(shown(path))
+    real_root = os.path.realpath(root)
+    if not _inside(os.path.normpath(os.path.join(real_root, path)), real_root):
+        return "{} leaves the submission's folder".format(shown(path))
+    full = os.path.join(real_root, path)
+    real = os.path.realpath(full)
+    if not _inside(real, real_root):
+        return "{} is a link that leads out of the submission's folder".format(shown(path))
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        return "{} is not a file of the submission".format(shown(path))
+    if not stat.S_ISREG(mode):
+        return "{} is not a regular file (a folder, a FIFO or a device)".format(shown(path))
+    return None
+
+
+def _candidates(params: Mapping[str, Any]) -> List[Any]:
+    found = params.get("candidates")
+    return list(found) if isinstance(found, list) else []
+
+
+def record_refusal(params: Any, root: str) -> Optional[str]:
+    """Why a record's parameters may not be recomputed from ``root`` (None: they may).
+
+    A re-run request (``params['candidates']``) is refused only when every candidate is.
+    """
+    if not isinstance(params, dict):
+        return "the record's parameters are not a mapping"
+    for key in PATH_KEYS:
+        if key in params:
+            why = refusal(params[key], root)
+            if why:
+                return "params['{}'] = {}".format(key, why)
+    candidates = _candidates(params)
+    if candidates:
+        reasons = [record_refusal(c, root) for c in candidates]
+        if all(reasons):
+            return reasons[0]
+    return None
+
+
+def absolute_params(params: Dict[str, Any], root: str) -> Dict[str, Any]:
+    """``params`` with its file names made absolute under ``root``; refused candidates left out."""
+    real_root = os.path.realpath(root)
+    done = dict(params)
+    for key in PATH_KEYS:
+        if isinstance(done.get(key), str):
+            done[key] = os.path.join(real_root, done[key])
+    if _candidates(params):
+        done["candidates"] = [absolute_params(c, root) for c in _candidates(params) if not record_refusal(c, root)]
+    return done
+
+
+def drop_escapes(root: str) -> List[str]:
+    """Remove, under ``root``, every link that leads out of it and every FIFO, socket and device.
+
+    Run by the grader on its working copy after the student's kernel (and every process it
+    left) is gone, before trusted code reads the folder: a file that trusted code finds next to
+    the evidence (a sweep's ``results.csv``) can then only be the student's own bytes.
+    """
+    real_root = os.path.realpath(root)
+    removed = []
+    for folder, dirs, files in os.walk(real_root):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            escapes = stat.S_ISLNK(mode) and not _inside(os.path.realpath(path), real_root)
+            special = not (stat.S_ISLNK(mode) or stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+            if escapes or special:
+                os.unlink(path)
+                removed.append(os.path.relpath(path, real_root))
+    return removed

@@ -1,0 +1,169 @@
+"""One grading job: the worker process that grades one submission, started, watched, collected.
+
+    item = start_job(job, sub, workroot, 1)      # python -I ... labkit.grading.runner JOB.json
+    result = collect_job(item, timed_out, limits, level, rubric, reproduce)
+
+Used by the local batch (:mod:`labkit.grading.batch`) and by Parsl tasks
+(:mod:`labkit.grading.parsl_executor`) alike. The worker is trusted code: it starts in isolated
+mode (:mod:`labkit.grading.isolated`) in its own run folder, so nothing in the folder the
+instructor started ``labkit grade`` from (possibly the submissions) can shadow its imports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Dict
+
+from labkit.grading import cgroups, sandbox, uids
+from labkit.grading.checks import Evidence
+from labkit.grading.isolated import python_command
+
+__all__ = ["Submission", "Running", "WORKER_GRACE_S", "start_job", "collect_job", "kill_job", "failed_result",
+           "remove_stale_workroots"]
+
+#: Grace the worker gets beyond the notebook limit (kernel start, recompute, writing) before
+#: the batch kills it.
+WORKER_GRACE_S = 90.0
+
+
+@dataclass
+class Submission:
+    student: str
+    source: str  # the notebook, or the student's folder
+    notebook: str  # the notebook to execute ("" when none was found)
+    problem: str = ""
+
+
+_LIBC: Any = None
+
+
+def _prepare_worker() -> None:  # pragma: no cover - runs in the child between fork and exec
+    # Die with the batch (kill -9 of `labkit grade` must not leave workers grading for nobody).
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # Soft memory limit only: the kernel's launcher may still set its own (higher) limit.
+    soft = 6 << 30
+    _s, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+
+
+PR_SET_PDEATHSIG = 1
+try:
+    import ctypes
+
+    _LIBC = ctypes.CDLL(None)
+    _LIBC.prctl  # noqa: B018 - Linux only
+except (OSError, AttributeError):  # pragma: no cover - not Linux
+    _LIBC = None
+
+
+@dataclass
+class Running:
+    sub: Submission
+    key: str
+    proc: subprocess.Popen
+    slot: uids.Slot
+    run_dir: str
+    result_path: str
+    deadline: float
+    started: float
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_workroots() -> None:
+    """Working folders of graders that were killed (their pid is in the name)."""
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        match = re.match(r"^labkit-grade-(\d+)-", name)
+        if match and not _pid_alive(int(match.group(1))):
+            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+    cgroups.remove_stale_cgroups(_pid_alive)
+
+
+def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int) -> Running:
+    """Start the worker process that grades ``job`` (see runner.py) in ``workroot/r<counter>``."""
+    limits = sandbox.Limits(**job["limits"])
+    level = job["level"]
+    slot = uids.acquire_slot(level)
+    slot.cgroups = cgroups.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
+    run_dir = os.path.join(workroot, "r{}".format(counter))  # short: ipc socket paths are limited to 107 bytes
+    os.makedirs(run_dir, mode=0o711)
+    result_path = os.path.join(run_dir, "result.json")
+    job = dict(job, run_dir=run_dir, result=result_path, uid=slot.uid, cgroups=slot.cgroups,
+               hidden=list(job["hidden"]) + [workroot],
+               isolation=level + ("+uid" if slot.uid is not None else "") + ("+cgroup" if slot.cgroups else ""))
+    job_path = os.path.join(run_dir, "job.json")
+    with open(job_path, "w") as f:
+        json.dump(job, f)
+    log = open(os.path.join(run_dir, "worker.log"), "wb")
+    command = python_command("labkit.grading.runner", [job_path], exclude=[workroot] + list(job["hidden"]))
+    proc = subprocess.Popen(command, stdout=log, stderr=log, cwd=run_dir, stdin=subprocess.DEVNULL,
+                            start_new_session=True, preexec_fn=_prepare_worker)
+    log.close()
+    deadline = time.monotonic() + (limits.notebook_s or 1e9) + WORKER_GRACE_S
+    return Running(sub, job["key"], proc, slot, run_dir, result_path, deadline, time.monotonic())
+
+
+def kill_job(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        pass
+
+
+def collect_job(item: Running, timed_out: bool, limits: sandbox.Limits, level: str,
+             rubric: Any, reproduce: bool) -> Dict[str, Any]:
+    """The worker's result (its ``executed`` notebook still in the run folder), or why there is none."""
+    if timed_out:
+        kill_job(item.proc)
+    item.slot.release()  # kills anything the run's uid left behind
+    result: Dict[str, Any]
+    try:
+        with open(item.result_path) as f:
+            result = json.load(f)
+    except (OSError, ValueError):
+        tail = ""
+        try:
+            with open(os.path.join(item.run_dir, "worker.log"), "rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - 2000))
+                tail = f.read().decode(errors="replace").strip().splitlines()[-1:][0] if f else ""
+        except (OSError, IndexError):
+            pass
+        why = "the grader stopped this run after {:g} s".format((limits.notebook_s or 0) + WORKER_GRACE_S) if timed_out \
+            else "the grading process failed (exit status {}){}".format(item.proc.returncode, ": " + tail if tail else "")
+        result = failed_result(item.sub.student, item.key, level, "timeout" if timed_out else "grader error", why,
+                               rubric, reproduce)
+    result.pop("trace", None)
+    result["graded_s"] = round(time.monotonic() - item.started, 3)
+    return result
+
+
+def failed_result(student: str, key: str, level: str, status: str, why: str, rubric: Any,
+                  reproduce: bool) -> Dict[str, Any]:
+    """The result of a submission whose grading produced nothing: every check scored on ``why``."""
+    checks = [c.to_dict() for c in rubric.grade(Evidence(None, {}, {}, status, why, reproduce=reproduce))]
+    return {"student": student, "key": key, "isolation": level, "status": status, "reason": why,
+            "checks": checks, "total": 0, "max_total": round(sum(c["points"] for c in checks if not c.get("skipped")), 3)}
