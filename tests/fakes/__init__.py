@@ -8,7 +8,7 @@ there; the others are programs copied into a stand-in vendor tree.
 
 from pathlib import Path
 
-__all__ = ["HERE", "POPTORCH", "GROQFLOW", "CEREBRAS_RUN"]
+__all__ = ["HERE", "POPTORCH", "GROQFLOW", "CEREBRAS_RUN", "CSZOO", "CSCTL"]
 
 HERE = Path(__file__).resolve().parent
 
@@ -18,3 +18,7 @@ POPTORCH = HERE / "poptorch"
 GROQFLOW = HERE / "groqflow"
 #: Copied as the Cerebras modelzoo's BERT ``run.py``.
 CEREBRAS_RUN = HERE / "cerebras_run.py"
+#: Run as ``cszoo`` (Cerebras modelzoo 2.6 CLI and a simulated CS-3); needs $FAKE_CSZOO_STATE.
+CSZOO = HERE / "cszoo.py"
+#: Run as ``csctl`` (``get jobs``, ``cancel job ID``), sharing the fake cszoo's $FAKE_CSZOO_STATE.
+CSCTL = HERE / "csctl.py"

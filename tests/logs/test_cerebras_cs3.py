@@ -92,6 +92,7 @@ def test_the_missing_sequence_length_is_said_and_a_logged_one_is_read(tmp_path):
     lines = ["2025-10-13 14:47:30,000 INFO:   train_dataloader: max_sequence_length: 2048"] + LINES
     run = _read(lines, tmp_path, "mytest.log").run
     assert run.params["sequence_length"] == 2048 and "sequence length" not in _notes(run)
+    assert run.metrics["tokens_per_s"] == round(31.99 * 2048, 1) and table_for(run.exercise).check(run) == []
 
 
 def test_a_run_that_stopped_after_its_first_report_keeps_its_rate_as_incomplete(tmp_path):

@@ -21,7 +21,7 @@ from labkit.params import Config, ParameterError
 from labkit.plans import PlanText, device_why
 from labkit.testbeds.cerebras.spec import CEREBRAS_HELP, DEFAULT_TEMPLATE, EXERCISE, LONG_RUN_SECONDS
 
-__all__ = ["CerebrasStack", "cerebras_stack", "template_path", "check_template", "Plan", "plan",
+__all__ = ["CerebrasStack", "cerebras_stack", "candidate_modelzoos", "template_path", "check_template", "Plan", "plan",
            "estimated_seconds"]
 
 
@@ -44,7 +44,8 @@ class CerebrasStack:
         return not self.missing
 
 
-def _candidate_modelzoos(modelzoo_dir: Optional[str]) -> List[str]:
+def candidate_modelzoos(modelzoo_dir: Optional[str]) -> List[str]:
+    """Where a modelzoo checkout may be: ``modelzoo_dir``, else $LABKIT_MODELZOO, then ~/R_*/modelzoo (newest first)."""
     if modelzoo_dir:
         return [modelzoo_dir]
     found = []
@@ -67,7 +68,7 @@ def cerebras_stack(modelzoo_dir: Optional[str] = None) -> CerebrasStack:
     if not has_cstorch:
         missing.append("the cerebras_pytorch package is not importable in this Python ({})".format(sys.executable))
     root = bert_dir = None
-    for candidate in _candidate_modelzoos(modelzoo_dir):
+    for candidate in candidate_modelzoos(modelzoo_dir):
         for sub in _BERT_DIRS:
             if os.path.isfile(os.path.join(candidate, sub, "run.py")):
                 root, bert_dir = os.path.abspath(candidate), os.path.abspath(os.path.join(candidate, sub))

@@ -17,7 +17,7 @@ from typing import Any, Dict, Tuple
 from labkit.metrics import Metric
 from labkit.results import Run
 
-__all__ = ["LOG_METRICS", "LOG_UNITS", "add_log_metric"]
+__all__ = ["LOG_METRICS", "LOG_UNITS", "TOKENS_PER_S_UNIT", "add_log_metric"]
 
 #: The log reader's metrics, in the order the tables list them.
 LOG_METRICS: Tuple[Metric, ...] = (
@@ -29,8 +29,8 @@ LOG_METRICS: Tuple[Metric, ...] = (
     Metric("max_rate", "samples/s", "the highest Rate logged", timing=True),
     Metric("samples_per_s", "samples/s", "samples / train_seconds of the 'Processed' line", timing=True),
     Metric("samples", "samples", "samples trained on, from 'Processed N (training) sample(s) in T seconds'"),
-    Metric("train_seconds", "s", "seconds of training from the 'Processed' line (compile, staging and checkpoint "
-                                 "saves excluded)", timing=True),
+    Metric("train_seconds", "s", "seconds the 'Processed' line gives; when they exceed the steps' own span (CS-3 "
+                                 "logs: set-up and checkpoint saves), a note says so", timing=True),
     Metric("steps", "", "training steps run (the last step logged)"),
     Metric("final_loss", "", "training loss at the last logged step"),
     Metric("compile_s", "s", "seconds the compile job took, cluster queue excluded (absent when the compile was "
@@ -46,6 +46,10 @@ LOG_METRICS: Tuple[Metric, ...] = (
     Metric("run_wall_s", "s", "seconds from the run's start to its end (log time stamps)", timing=True),
     Metric("wall_s", "s", "seconds between the log's first and last time stamps, queues included", timing=True),
 )
+
+#: The unit of ``tokens_per_s`` (GlobalRate x sequence length), which the reader gives a LLaMA run whose log
+#: prints its sequence length; the LLaMA table (llama2_7b/metrics.py) holds the metric, in this unit.
+TOKENS_PER_S_UNIT = "tokens/s"
 
 #: Each log metric's unit, by name.
 LOG_UNITS: Dict[str, str] = {m.name: m.unit for m in LOG_METRICS}

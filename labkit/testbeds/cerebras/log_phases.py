@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Dict, List, Optional
 
 from labkit.logs.base import new_run, parse_stamp
-from labkit.testbeds.cerebras.log_metrics import add_log_metric
+from labkit.testbeds.cerebras.log_metrics import TOKENS_PER_S_UNIT, add_log_metric
 
 __all__ = ["LogState", "add_phases", "add_run_notes"]
 
@@ -166,6 +166,9 @@ def add_run_notes(st: LogState, model: Optional[str]) -> None:
         run.params["batch_size"] = metrics["samples"] // st.steps[-1]
         run.notes.append("The log does not print the batch size: {} is the samples of the 'Processed' line divided by "
                          "the {} steps.".format(run.params["batch_size"], st.steps[-1]))
-    if model == "llama2_7b" and "sequence_length" not in run.params and st.steps:
+    if model == "llama2_7b" and run.params.get("sequence_length") and "global_rate" in metrics:
+        run.add_metric("tokens_per_s", round(metrics["global_rate"] * run.params["sequence_length"], 1),
+                       TOKENS_PER_S_UNIT)
+    elif model == "llama2_7b" and "sequence_length" not in run.params and st.steps:
         run.notes.append("The log does not give the sequence length, so tokens/s (GlobalRate x sequence length) "
                          "cannot be read from it alone; llama2_7b.read_log(path, config) takes it from the config.")

@@ -8,10 +8,13 @@ The portable run prints the same lines as ``run.py CSX``, so :mod:`labkit.logs` 
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Optional
 
-__all__ = ["train_line", "processed_line", "info_line", "step_of"]
+__all__ = ["train_line", "processed_line", "info_line", "step_of", "wsjob_of"]
+
+_JOB_ID = re.compile(r"[jJ]ob id: (wsjob-[\w-]+)")
 
 
 def _stamp() -> str:
@@ -43,3 +46,11 @@ def step_of(line: str) -> Optional[int]:
         return int(line.split("Step=", 1)[1].split(",", 1)[0])
     except (IndexError, ValueError):
         return None
+
+
+def wsjob_of(line: str) -> Optional[str]:
+    """The wsjob id a line announces (2.6: ``Job id: wsjob-...``; CS-2: ``execute job id: wsjob-...``), else None."""
+    if "ob id:" not in line:
+        return None
+    m = _JOB_ID.search(line)
+    return m.group(1) if m else None

@@ -19,19 +19,22 @@ __all__ = ["stream_command", "echo_above"]
 
 
 def stream_command(command: Sequence[str], cwd: str, log_path: str, echo: Callable[[str], None] = print,
-                   on_line: Optional[Callable[[str], None]] = None, env: Optional[Dict[str, str]] = None) -> int:
+                   on_line: Optional[Callable[[str], None]] = None, env: Optional[Dict[str, str]] = None,
+                   header: bool = True) -> int:
     """Run ``command``, streaming each line of its output to ``echo`` and to ``log_path`` (like ``|& tee``).
 
     stderr is merged into stdout, as the course's ``|&`` does. Returns the exit status. An
-    interrupt (the notebook's stop button) stops the child too.
+    interrupt (the notebook's stop button) stops the child too. ``header``: the log's first
+    line is ``$ command``; without it the log holds only what the command printed, as ``tee`` writes it.
     """
     full_env = dict(os.environ)
     full_env["PYTHONUNBUFFERED"] = "1"  # lines as they happen, not when a buffer fills
     if env:
         full_env.update(env)
     with open(log_path, "w") as log:
-        log.write("$ " + " ".join(shlex.quote(part) for part in command) + "\n")
-        log.flush()
+        if header:
+            log.write("$ " + " ".join(shlex.quote(part) for part in command) + "\n")
+            log.flush()
         try:
             proc = subprocess.Popen(list(command), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     text=True, bufsize=1, errors="replace", env=full_env)

@@ -1,0 +1,303 @@
+"""The CS-3 path (modelzoo Release 2.6): the course's params YAML, ``cszoo fit``, ``csctl cancel job``.
+
+    from labkit.testbeds.cerebras import cszoo
+    source = cszoo.course_params_file()              # /software/cerebras/dataset/params_llama2_7b.yaml, else the modelzoo's
+    edit = cszoo.write_params_yaml(source, "configs/params_llama2_7b_bs256.yaml", batch_size=256, steps=200)
+    edit.changes                                     # [("trainer.fit.train_dataloader.batch_size", 1024, 256), ...]
+    cszoo.cszoo_command("configs/params_llama2_7b_bs256.yaml", "model_dir_llama2_7b")
+    result = cszoo.run_cszoo(command, cwd=llama_dir, log_path="mytest.log", steps=200)
+
+The course (05-AITestbed/Cerebras/llama2-7b.md) runs, in ``modelzoo/src/cerebras/modelzoo/models/nlp/llama``::
+
+    cp /software/cerebras/dataset/params_llama2_7b.yaml configs/params_llama2_7b.yaml
+    cszoo fit configs/params_llama2_7b.yaml --job_labels name=llama2_7b --model_dir model_dir_llama2_7b |& tee mytest.log
+
+and lists and cancels jobs with ``csctl get jobs`` / ``csctl cancel job <wsjob id>``.
+:func:`run_cszoo` runs that command, echoed first so it can be typed by hand, streams its
+output into a log file (as ``|& tee`` does) under a progress bar over the steps, and on an
+interrupt cancels the job on the cluster with ``csctl cancel job`` and says so.
+
+Verified only on the testbed's documentation and sample log; here it is tested against the fakes
+tests/fakes/cszoo and tests/fakes/csctl, which speak the same command lines.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import yaml
+
+from labkit.progress import bar
+from labkit.testbeds.cerebras.host import candidate_modelzoos
+from labkit.testbeds.cerebras.loglines import step_of, wsjob_of
+from labkit.testbeds.cerebras.stream import echo_above, stream_command
+from labkit.testbeds.cerebras.yaml_edit import find_keys, key_paths, set_scalar
+
+__all__ = ["COURSE_PARAMS", "LLAMA_DIR", "ParamsEdit", "CszooResult", "llama_dir", "course_params_file",
+           "write_params_yaml", "params_values", "cszoo_command", "cancel_command", "cancel_job", "run_cszoo"]
+
+#: The params file the course copies over the modelzoo's (it exists on the CS-3 user nodes only).
+COURSE_PARAMS = "/software/cerebras/dataset/params_llama2_7b.yaml"
+#: Where LLaMA lives in a modelzoo checkout of Release 2.4 onwards; ``cszoo fit`` runs from there.
+LLAMA_DIR = "src/cerebras/modelzoo/models/nlp/llama"
+
+# Each setting's key path, in the 2.6 "trainer" layout and in the older "runconfig" layout.
+_KEYS: Dict[str, Tuple[Tuple[str, ...], ...]] = {
+    "batch_size": (("trainer", "fit", "train_dataloader", "batch_size"), ("train_input", "batch_size")),
+    "steps": (("trainer", "init", "loop", "max_steps"), ("runconfig", "max_steps")),
+    "sequence_length": (("trainer", "fit", "train_dataloader", "max_sequence_length"),
+                        ("train_input", "max_sequence_length")),
+    "model_length": (("trainer", "init", "model", "max_position_embeddings"), ("model", "max_position_embeddings")),
+    "log_steps": (("trainer", "init", "logging", "log_steps"), ("runconfig", "log_steps")),
+    "seed": (("trainer", "init", "seed"), ("runconfig", "seed")),
+}
+# Optimizers' own learning rate (a constant), then schedules (every *learning_rate under them).
+_LR_SCALAR = (("optimizer", "learning_rate"),)
+_LR_SCHEDULES = (("trainer", "init", "schedulers"), ("optimizer", "learning_rate"))
+
+
+@dataclass
+class ParamsEdit:
+    """What :func:`write_params_yaml` changed: (key path, old value, new value), and what it kept and why."""
+
+    source: str
+    path: str
+    changes: List[Tuple[str, Any, Any]] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    sequence_length: Optional[int] = None  # the run's, as the written file gives it
+
+
+@dataclass
+class CszooResult:
+    """How a ``cszoo fit`` run ended: exit status (None when interrupted), wsjob ids, the cancel."""
+
+    status: Optional[int]
+    log_path: str
+    job_ids: List[str] = field(default_factory=list)
+    interrupted: bool = False
+    cancelled: List[str] = field(default_factory=list)
+    last_step: int = 0
+    messages: List[str] = field(default_factory=list)
+
+
+def llama_dir(modelzoo_dir: Optional[str] = None) -> Optional[str]:
+    """The modelzoo's LLaMA folder (``.../models/nlp/llama``), found as the CS-2 path finds the modelzoo."""
+    for candidate in candidate_modelzoos(modelzoo_dir):
+        folder = os.path.join(candidate, LLAMA_DIR)
+        if os.path.isdir(os.path.join(folder, "configs")):
+            return os.path.abspath(folder)
+    return None
+
+
+def course_params_file(modelzoo_dir: Optional[str] = None, course_file: str = COURSE_PARAMS) -> str:
+    """The course's params file when it exists, else the modelzoo's ``configs/params_llama2_7b.yaml``."""
+    if os.path.isfile(course_file):
+        return course_file
+    folder = llama_dir(modelzoo_dir)
+    own = os.path.join(folder, "configs", "params_llama2_7b.yaml") if folder else None
+    if own and os.path.isfile(own):
+        return own
+    raise FileNotFoundError("no LLaMA-2-7B params file: {} does not exist (it does on a CS-3 user node) and {}".format(
+        course_file, "{} does not either".format(own) if own else
+        "no modelzoo with {} was found (looked in {})".format(LLAMA_DIR, modelzoo_dir or
+                                                              "LABKIT_MODELZOO and ~/R_*/modelzoo")))
+
+
+def _value(params: Any, path: Sequence[str]) -> Any:
+    for key in path:
+        if not isinstance(params, dict) or key not in params:
+            return None
+        params = params[key]
+    return params
+
+
+def params_values(text: str) -> Dict[str, Any]:
+    """batch_size, steps, log_steps, seed, sequence_length (or the model's length) and learning_rate as a params
+    text gives them (a name it does not give is left out)."""
+    params = yaml.safe_load(text) or {}
+    found: Dict[str, Any] = {}
+    for name, paths in _KEYS.items():
+        for path in paths:
+            value = _value(params, path)
+            if value is not None:
+                found[name] = value
+                break
+    rates = _schedule_rates(text)
+    scalar = [_value(params, p) for p in _LR_SCALAR if isinstance(_value(params, p), (int, float))]
+    if scalar:
+        found["learning_rate"] = scalar[0]
+    elif rates:
+        found["learning_rate"] = max(value for _, value in rates)
+    return found
+
+
+def _schedule_rates(text: str) -> List[Tuple[int, float]]:
+    """(line, value) of every ``*learning_rate: number`` inside a schedule (or an optimizer's own)."""
+    found = []
+    for number, keys, value in key_paths(text):
+        inside = any(keys[:len(p)] == p and len(keys) > len(p) for p in _LR_SCHEDULES)
+        optimizer_own = len(keys) == 5 and keys[:3] == ("trainer", "init", "optimizer") and keys[-1] == "learning_rate"
+        if (inside and keys[-1].endswith("learning_rate")) or optimizer_own:
+            try:
+                found.append((number, float(value.split("#")[0])))
+            except ValueError:
+                continue
+    return found
+
+
+def _set(text: str, edit: ParamsEdit, name: str, value: Any) -> str:
+    values = params_values(text)
+    for path in _KEYS[name]:
+        lines = find_keys(text, path)
+        if lines:
+            old = values.get(name)
+            if old != value:
+                for line in lines:
+                    text = set_scalar(text, line, value)
+                edit.changes.append((".".join(path), old, value))
+            return text
+    raise ValueError("{}: no {} to change (looked for {})".format(
+        edit.source, name, " or ".join(".".join(p) for p in _KEYS[name])))
+
+
+def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = None, steps: Optional[int] = None,
+                      sequence_length: Optional[int] = None, learning_rate: Optional[float] = None,
+                      log_steps: Optional[int] = None, seed: Optional[int] = None) -> ParamsEdit:
+    """Copy ``source`` to ``out_path`` with only the student's changes (None: keep the file's value).
+
+    Every other byte stays as the course wrote it. ``learning_rate`` sets an optimizer's own
+    rate, or scales a schedule (warm-up, decay) so that its peak is ``learning_rate``, its shape
+    kept. ``sequence_length`` is set where the file has ``max_sequence_length``; otherwise the
+    data on the CS-3 was tokenised at the model's length, which is kept (and said).
+    """
+    with open(source) as f:
+        text = f.read()
+    edit = ParamsEdit(source=source, path=out_path)
+    if batch_size is not None:
+        text = _set(text, edit, "batch_size", int(batch_size))
+    if steps is not None:
+        text = _set(text, edit, "steps", int(steps))
+    if log_steps is not None:
+        text = _set(text, edit, "log_steps", int(log_steps))
+    if seed is not None:
+        text = _set(text, edit, "seed", int(seed))
+    values = params_values(text)
+    edit.sequence_length = values.get("sequence_length") or values.get("model_length")
+    if sequence_length is not None and sequence_length != edit.sequence_length:
+        if "sequence_length" in values:
+            text = _set(text, edit, "sequence_length", int(sequence_length))
+            edit.sequence_length = int(sequence_length)
+        else:
+            edit.notes.append("sequence_length = {}: {} sets no max_sequence_length (its data was tokenised at the "
+                              "model's {} tokens), so the CS-3 run keeps {}.".format(
+                                  sequence_length, os.path.basename(source), edit.sequence_length,
+                                  edit.sequence_length))
+    if learning_rate is not None:
+        text = _set_learning_rate(text, edit, float(learning_rate))
+    yaml.safe_load(text)  # the edit must leave a file the modelzoo can read
+    folder = os.path.dirname(os.path.abspath(out_path))
+    os.makedirs(folder, exist_ok=True)
+    with open(out_path, "w") as f:
+        f.write(text)
+    return edit
+
+
+def _set_learning_rate(text: str, edit: ParamsEdit, rate: float) -> str:
+    params = yaml.safe_load(text) or {}
+    for path in _LR_SCALAR:
+        if isinstance(_value(params, path), (int, float)):
+            old = _value(params, path)
+            if old != rate:
+                text = set_scalar(text, find_keys(text, path)[0], rate)
+                edit.changes.append((".".join(path), old, rate))
+            return text
+    rates = _schedule_rates(text)
+    peak = max((value for _, value in rates), default=0.0)
+    if peak <= 0:
+        raise ValueError("learning_rate = {}: {} has no learning rate labkit can set (no optimizer learning_rate and "
+                         "no schedule with one); set learning_rate = None to keep the file's".format(rate, edit.source))
+    if peak != rate:
+        for number, value in rates:
+            new = value * rate / peak
+            text = set_scalar(text, number, float("{:.6g}".format(new)))
+        edit.changes.append(("learning rate schedule (peak)", peak, rate))
+        edit.notes.append("The learning rate is a schedule in {}: every rate in it was scaled by {:.6g} so that its peak "
+                          "is {} (its shape kept); {} lines changed.".format(
+                              os.path.basename(edit.source), rate / peak, rate, len(rates)))
+    return text
+
+
+def cszoo_command(params_path: str, model_dir: str = "model_dir_llama2_7b", job_label: str = "name=llama2_7b",
+                  cszoo: str = "cszoo") -> List[str]:
+    """The course's command: ``cszoo fit PARAMS --job_labels name=llama2_7b --model_dir MODEL_DIR``."""
+    return [cszoo, "fit", params_path, "--job_labels", job_label, "--model_dir", model_dir]
+
+
+def cancel_command(job_id: str, csctl: str = "csctl") -> List[str]:
+    """``csctl cancel job <wsjob id>``, as the course's README gives it."""
+    return [csctl, "cancel", "job", job_id]
+
+
+def cancel_job(job_id: str, csctl: str = "csctl", timeout: float = 60.0) -> Tuple[bool, str]:
+    """Cancel a wsjob on the cluster; (done, what happened, in one line)."""
+    command = cancel_command(job_id, csctl)
+    typed = " ".join(shlex.quote(c) for c in command)
+    if shutil.which(csctl) is None:
+        return False, "csctl was not found on PATH: cancel the job by hand with `{}`.".format(typed)
+    try:
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, "`{}` failed ({}): check with `csctl get jobs`.".format(typed, exc)
+    said = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if done.returncode != 0:
+        return False, "`{}` exited with status {}{}: check with `csctl get jobs`.".format(
+            typed, done.returncode, " ({})".format(said) if said else "")
+    return True, "Cancelled {} on the cluster with `{}`{}.".format(job_id, typed, " ({})".format(said) if said else "")
+
+
+def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int, echo: Callable[[str], None] = print,
+              csctl: str = "csctl") -> CszooResult:
+    """Run ``command`` in ``cwd`` (echoed first), its output streamed to ``log_path`` with a progress bar.
+
+    An interrupt (the notebook's stop button, Ctrl+C) stops the local ``cszoo`` and cancels
+    every wsjob the log named with ``csctl cancel job``; the result says so and the log so far
+    is kept, to be read as a partial run.
+    """
+    echo("$ cd {} && {} |& tee {}".format(shlex.quote(cwd), " ".join(shlex.quote(c) for c in command),
+                                          shlex.quote(log_path)))
+    result = CszooResult(status=None, log_path=log_path)
+    progress = bar(total=steps, desc="CS-3 steps", unit="step")
+
+    def on_line(line: str) -> None:
+        job = wsjob_of(line)
+        if job and job not in result.job_ids:
+            result.job_ids.append(job)
+        step = step_of(line)
+        if step is not None and step > result.last_step:
+            progress.update(min(step, steps) - min(result.last_step, steps))
+            result.last_step = step
+
+    try:
+        result.status = stream_command(command, cwd, log_path, echo=echo_above(progress, echo), on_line=on_line,
+                                       header=False)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    finally:
+        progress.close()
+    if result.interrupted:
+        if not result.job_ids:
+            result.messages.append("Interrupted before the cluster named a wsjob: nothing to cancel there "
+                                   "(`csctl get jobs` lists your jobs).")
+        for job in reversed(result.job_ids):  # the execute job last named is the one running
+            done, said = cancel_job(job, csctl)
+            result.messages.append(said)
+            if done:
+                result.cancelled.append(job)
+        for message in result.messages:
+            echo(message)
+    return result

@@ -1,0 +1,83 @@
+"""Change a few scalar values of a YAML file's text and keep every other byte as it was.
+
+    from labkit.testbeds.cerebras.yaml_edit import find_keys, set_scalar
+    text = open("params_llama2_7b.yaml").read()
+    find_keys(text, ("trainer", "fit", "train_dataloader", "batch_size"))   # [line numbers]
+    text = set_scalar(text, 12, 256)                                          # "batch_size: 256", comment kept
+
+A params file a student copies from the course has comments, anchors and a layout worth keeping
+(``yaml.safe_dump`` would drop the comments and reorder nothing but rewrite everything), so the
+student's changes are made line by line. Paths are mapping keys from the top; a list item
+(``- LinearLR:``) adds no step, so ``("trainer", "init", "schedulers", "LinearLR",
+"end_learning_rate")`` names a key inside a list of schedulers.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, List, Sequence, Tuple
+
+__all__ = ["find_keys", "set_scalar", "scalar_text", "key_paths"]
+
+_KEY_LINE = re.compile(r"^(?P<indent> *)(?P<dash>(?:- +)*)(?P<key>[A-Za-z_][\w.\-]*|\"[^\"]*\"|'[^']*')[ \t]*:"
+                       r"(?P<gap>[ \t]*)(?P<value>.*)$")
+
+
+def key_paths(text: str) -> List[Tuple[int, Tuple[str, ...], str]]:
+    """(line number, key path, value text) of every ``key: value`` line, in order."""
+    found = []
+    stack: List[Tuple[int, str]] = []  # (column of the key, key)
+    for number, line in enumerate(text.splitlines()):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or stripped in ("---", "..."):
+            continue
+        m = _KEY_LINE.match(line)
+        if not m:
+            continue
+        column = len(m.group("indent")) + len(m.group("dash"))
+        while stack and stack[-1][0] >= column:
+            stack.pop()
+        key = m.group("key").strip("\"'")
+        stack.append((column, key))
+        found.append((number, tuple(k for _, k in stack), m.group("value")))
+    return found
+
+
+def find_keys(text: str, path: Sequence[str]) -> List[int]:
+    """Line numbers (0-based) of the keys at ``path``; several when a list holds the path more than once."""
+    want = tuple(path)
+    return [number for number, keys, _ in key_paths(text) if keys == want]
+
+
+def scalar_text(value: Any) -> str:
+    """``value`` as a YAML scalar: True/False, integers, floats that read back as floats (``3.0e-4``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        text = repr(value)
+        if "e" in text and "." not in text.split("e")[0]:
+            mantissa, exponent = text.split("e")
+            text = "{}.0e{}".format(mantissa, exponent)  # YAML 1.1 reads "3e-04" as a string
+        return text
+    raise TypeError("only booleans, integers and floats are written into a params file, not {!r}".format(value))
+
+
+def set_scalar(text: str, line_number: int, value: Any) -> str:
+    """``text`` with the value on line ``line_number`` replaced by ``value`` (a trailing comment is kept)."""
+    lines = text.splitlines(keepends=True)
+    line = lines[line_number]
+    ending = line[len(line.rstrip("\r\n")):]
+    m = _KEY_LINE.match(line.rstrip("\r\n"))
+    if not m or not m.group("value").strip() or m.group("value").strip().startswith(("&", "*", "[", "{", "|", ">")):
+        raise ValueError("line {} holds no scalar value to change: {!r}".format(line_number + 1, line.rstrip()))
+    old = m.group("value")
+    comment = ""
+    hash_at = re.search(r"\s+#", old)
+    if hash_at and not old.lstrip().startswith(("'", '"')):
+        comment = old[hash_at.start():]
+        old = old[:hash_at.start()]
+    gap = m.group("gap") or " "
+    lines[line_number] = line[:m.start("gap")] + gap + scalar_text(value) + comment + ending
+    return "".join(lines)

@@ -1,0 +1,108 @@
+"""A stand-in CS-3 user node for the tests: a modelzoo 2.6 checkout with LLaMA's configs, the fake
+``cszoo`` and ``csctl`` on PATH (tests/fakes/cszoo.py, csctl.py), and the cluster's state folder.
+
+The course's own params file (/software/cerebras/dataset/params_llama2_7b.yaml) is not public;
+:data:`PARAMS_2_6` is the modelzoo's params_llama2_7b.yaml (batch 1024, 4096-token model, AdamW,
+a linear warm-up then cosine decay to 3e-4 / 3e-5) in the 2.6 "trainer" layout, with comments, an
+anchor and the course's 50-step logging, so that an edit that loses any byte shows.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+from tests.fakes import CSCTL, CSZOO
+
+PARAMS_2_6 = """\
+# LLaMa v2 model, 7B parameters, max_seq_length 4096
+# Based on: https://arxiv.org/pdf/2307.09288.pdf
+trainer:
+  init:
+    backend:
+      backend_type: CSX
+    model:
+      name: llama
+      vocab_size: 32000
+      hidden_size: 4096
+      position_embedding_type: rotary
+      rotary_dim: 128
+      max_position_embeddings: 4096
+      num_hidden_layers: 32
+      num_heads: 32
+      filter_size: 11008
+      nonlinearity: swiglu
+      loss_scaling: num_tokens
+      fp16_type: cbfloat16
+    optimizer:
+      AdamW:
+        betas: [0.9, 0.95]
+        eps: 1.0e-05
+        weight_decay: 0.1
+    schedulers:
+    - SequentialLR:
+        schedulers:
+        - LinearLR:
+            initial_learning_rate: 0.0
+            end_learning_rate: 3.0e-4    # peak
+            total_iters: 2000
+        - CosineDecayLR:
+            initial_learning_rate: 3.0e-4
+            end_learning_rate: 3.0e-5
+            total_iters: 474837
+    precision:
+      enabled: true
+      loss_scaling_factor: dynamic
+      max_gradient_norm: 1.0
+    loop:
+      max_steps: 200          # the course's short run (2T tokens would take 476837)
+    checkpoint:
+      steps: 200
+    logging:
+      log_steps: 50
+    seed: 1
+  fit:
+    train_dataloader: &train
+      data_processor: GptHDF5MapDataProcessor
+      data_dir: /software/datasets/llama_data_32K/train
+      batch_size: 1024
+      shuffle: false
+      num_workers: 8
+# validation is commented out in the course's file to shorten the run
+#    val_dataloader:
+#      batch_size: 1024
+"""
+
+
+class CS3Node:
+    """Paths of the stand-in node; :meth:`build` makes them and :meth:`environ` the variables it needs."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.modelzoo = root / "R_2.6.0" / "modelzoo"
+        self.llama = self.modelzoo / "src" / "cerebras" / "modelzoo" / "models" / "nlp" / "llama"
+        self.params = self.llama / "configs" / "params_llama2_7b.yaml"
+        self.bin = root / "bin"
+        self.state = root / "cluster"
+        self.work = root / "work"
+
+    def build(self, params: str = PARAMS_2_6) -> "CS3Node":
+        self.params.parent.mkdir(parents=True)
+        self.params.write_text(params)
+        for folder in (self.bin, self.state, self.work):
+            folder.mkdir(parents=True)
+        for name, script in (("cszoo", CSZOO), ("csctl", CSCTL)):
+            path = self.bin / name
+            path.write_text('#!/bin/sh\nexec "{}" "{}" "$@"\n'.format(sys.executable, script))
+            path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        return self
+
+    def environ(self) -> dict:
+        return {"PATH": str(self.bin) + os.pathsep + os.environ.get("PATH", ""), "FAKE_CSZOO_STATE": str(self.state),
+                "LABKIT_MODELZOO": str(self.modelzoo)}
+
+    def cancelled(self) -> list:
+        path = self.state / "cancelled.log"
+        return path.read_text().split() if path.exists() else []
