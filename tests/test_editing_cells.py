@@ -38,6 +38,8 @@ EXERCISES = {
                                 ("learning_rate", 0.5, "0.03"), ("graphcore.show(run)", "results.record(run)")),
     "cerebras/bert_large": Exercise("notebooks/cerebras/bert_large.ipynb", "cerebras.run_exercise(config)",
                                     ("learning_rate", 0.001, "0.0001"), ("cerebras.show(run)",)),
+    "cerebras/llama2_7b": Exercise("notebooks/cerebras/llama2_7b.ipynb", "llama2_7b.run_exercise(config)",
+                                   ("batch_size", 16, "4"), ("llama2_7b.show(run)", "results.record(run)")),
     "sambanova/bert_large": Exercise("notebooks/sambanova/bert_large.ipynb", "sambanova.run_exercise(config)",
                                      ("learning_rate", 0.001, "0.000175"), ("sambanova.show(run)",)),
     "groq/bert_tiny": Exercise("notebooks/groq/bert_tiny.ipynb", "groq.run_exercise(config)", ("num_samples", 20, "40"),
@@ -55,7 +57,7 @@ EXERCISES = {
 }
 
 #: The cells above that draw exactly one figure (a show step with a plot, or a plot).
-ONE_FIGURE = ("graphcore.show(run)", "cerebras.show(run)", "sambanova.show(run)", "groq.show_latency(run)",
+ONE_FIGURE = ("graphcore.show(run)", "cerebras.show(run)", "llama2_7b.show(run)", "sambanova.show(run)", "groq.show_latency(run)",
               "scaling_report.plot_speedup(both)")
 
 
@@ -137,6 +139,24 @@ def test_cerebras_interrupt_returns_a_partial_run(tmp_path):
         assert "<th>stopped at</th>\n      <td>step {}/400</td>".format(stopped[0]) in shown.shown
         assert s.value("run.status, run.metrics['steps']") == ("interrupted", int(stopped[0]))
         assert "Training completed successfully" not in ran.text
+
+
+def test_llama_interrupt_returns_a_partial_run_shown_and_recorded_as_such(tmp_path):
+    with student("cerebras/llama2_7b", tmp_path, steps=400, log_steps=5) as s:
+        s.run_through("llama2_7b.run_exercise(config)")
+        ran = s.execute(s.cell("llama2_7b.run_exercise(config)"), interrupt_when="Step=5,")
+        assert not ran.errors, ran.shown
+        stopped = re.findall(r"^interrupted at step (\d+)/400$", ran.text, re.M)
+        assert len(stopped) == 1, ran.text
+        assert "Training completed successfully" not in ran.text
+        assert re.search(r"Processed \d+ training sample\(s\)", ran.text)  # what it trained, said as the CS-3 does
+        assert s.value("run.status, len(run.series['loss']['y'])") == ("interrupted", int(stopped[0]))
+        shown = s.run_cell("llama2_7b.show(run)")
+        assert "<td>interrupted: partial run</td>" in shown.shown and "stopped at" in shown.shown
+        assert not shown.errors and shown.count("image/png") == 1
+        recorded = s.run_cell("results.record(run)")
+        assert recorded.messages[0]["content"]["data"]["application/scrapbook.scrap.json+json"]["data"]["status"] == "interrupted"
+        assert s.leftover_children() == []
 
 
 def test_interrupting_the_data_parallel_sambanova_run_stops_its_ranks(tmp_path):

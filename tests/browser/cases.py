@@ -55,6 +55,8 @@ CASES = [
          plots=1, tables=3),
     Case("cerebras/bert_large", golden("cerebras/bert_large"), bad=("max_steps", "-1"),
          defaults=["ParameterError", "model_size", "days", "allow_long_run"], plots=1, tables=1),
+    Case("cerebras/llama2_7b", golden("cerebras/llama2_7b"), bad=("batch_size", "0"), defaults="runs",
+         plots=1, tables=2, widgets=1),
     Case("sambanova/bert_large", golden("sambanova/bert_large"), bad=("ntasks", '"two"'),
          defaults=["ParameterError", "model_size='large'", "nothing was run", "model_size='micro'"],
          plots=2, tables=2),

@@ -152,3 +152,38 @@ def test_encoded_corpus_starts_each_paragraph_with_bos(corpus, cache):
     ids = llm.encode_text(tokenizer, "First paragraph.\n\nSecond one.")
     assert ids.dtype == torch.long and int((ids == 1).sum()) == 2 and int(ids[0]) == 1
     assert tokenizer.decode(ids.tolist(), skip_special_tokens=True) == "First paragraph.Second one."
+
+
+def test_the_optimizer_is_the_courses_and_a_step_returns_a_detached_loss():
+    model = llm.build_model("tiny", vocab_size=400, seed=0)
+    optimizer = llm.make_optimizer(model, learning_rate=2e-3)
+    decay, no_decay = optimizer.param_groups
+    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    assert decay["betas"] == (0.9, 0.95) and decay["eps"] == 1e-5 and decay["lr"] == 2e-3
+    assert all(p.dim() == 1 for p in no_decay["params"]) and len(no_decay["params"]) == 2 * 2 + 1  # the RMSNorms
+    ids = torch.randint(0, 400, (2, 16))
+    before = model.lm_head.weight.detach().clone()
+    loss = llm.train_step(model, {"input_ids": ids, "labels": ids}, optimizer)
+    assert not loss.requires_grad and loss.dim() == 0
+    assert not torch.equal(before, model.lm_head.weight)
+    scheduler = llm.warmup_scheduler(optimizer, steps=40)  # warm-up over the first 4 steps
+    rates = []
+    for _ in range(6):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert rates == pytest.approx([2e-3 * f for f in (0.25, 0.5, 0.75, 1, 1, 1)])
+
+
+def test_train_reports_the_modelzoos_rates_every_log_steps():
+    model = llm.build_model("tiny", vocab_size=300, seed=0)
+    batches = llm.token_batches(torch.arange(3000) % 300, 3, 12, seed=0)
+    seen = []
+    result = llm.train(model, batches, steps=7, log_steps=3, on_log=seen.append)
+    assert [r.step for r in result.logs] == [3, 6, 7] and seen == result.logs
+    assert len(result.losses) == 7 and result.total_samples == 21 and result.batch_size == 3
+    assert result.sequence_length == 12 and 0 < result.first_step_s == result.step_times[0]
+    last = result.logs[-1]
+    assert last.global_rate == pytest.approx(21 / last.elapsed, rel=1e-6)  # every sample since the first step
+    assert result.global_rate == pytest.approx(21 / result.total_time)
+    assert all(r.rate > 0 for r in result.logs)

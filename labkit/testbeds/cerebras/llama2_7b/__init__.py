@@ -16,7 +16,7 @@ From Python:
     llama2_7b.show(run)                      # metrics, notes, the loss curve, the throughput table
 
 Modules, one concern each: ``spec`` (:data:`SPEC`, the course's values, the portable sizes),
-``plan`` (CS-3 node, log or portable; the refusal of hopeless portable runs), ``portable``
+``host`` (a CS-3 node? the plan: CS-3, log or portable; the refusal of hopeless portable runs), ``portable``
 (the small LLaMA, printing the CS-3 log's lines), ``exercise`` (:func:`run_exercise`),
 ``report`` (:func:`show`, the throughput table and plots), ``metrics`` (:data:`LLAMA_METRICS`).
 """
@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from labkit.testbeds.cerebras.llama2_7b.exercise import run_exercise
 from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
-from labkit.testbeds.cerebras.llama2_7b.plan import cs3_node, estimated_seconds, plan
+from labkit.testbeds.cerebras.llama2_7b.host import cs3_node, estimated_seconds, plan
 from labkit.testbeds.cerebras.llama2_7b.portable import run_portable
-from labkit.testbeds.cerebras.llama2_7b.report import (metrics_table, plot_loss, plot_throughput, show,
+from labkit.testbeds.cerebras.llama2_7b.report import (format_throughput, metrics_table, plot_loss, plot_throughput, show,
                                                        throughput_table, where_label)
 from labkit.testbeds.cerebras.llama2_7b.spec import COURSE, EXERCISE, PORTABLE_DEFAULTS, SPEC, effective
 
 __all__ = ["SPEC", "EXERCISE", "COURSE", "PORTABLE_DEFAULTS", "effective", "plan", "run_exercise", "show",
-           "run_portable", "cs3_node", "estimated_seconds", "metrics_table", "throughput_table", "plot_loss",
+           "run_portable", "cs3_node", "estimated_seconds", "metrics_table", "throughput_table", "format_throughput", "plot_loss",
            "plot_throughput", "where_label", "LLAMA_METRICS"]

@@ -16,8 +16,8 @@ from labkit import display
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
 
-__all__ = ["where_label", "metrics_table", "throughput_table", "plot_loss", "plot_throughput", "show",
-           "SHOWN_METRICS"]
+__all__ = ["where_label", "metrics_table", "throughput_table", "format_throughput", "plot_loss", "plot_throughput",
+           "show", "SHOWN_METRICS", "THROUGHPUT_UNITS"]
 
 #: The metrics :func:`metrics_table` shows, in this order (those the run has).
 SHOWN_METRICS = ("global_rate", "tokens_per_s", "final_loss", "validation_loss", "last_rate", "steps", "samples",
@@ -40,10 +40,10 @@ def _text(value: Any, unit: str = "") -> str:
         return ""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         text = str(value)
-    elif isinstance(value, int) or float(value).is_integer() and abs(value) >= 1000:
-        text = "{:,}".format(int(value))
+    elif isinstance(value, int):
+        text = "{:,}".format(value)
     elif unit in ("samples/s", "tokens/s"):
-        text = "{:,.2f}".format(value)
+        text = "{:.2f}".format(value)  # no thousands separator: the golden copies mask "<number> tokens/s" whole
     elif unit == "s":
         text = "{:.2f}".format(value)
     else:
@@ -65,7 +65,8 @@ def metrics_table(run: Run):
 
 
 def throughput_table(runs: Sequence[Run]):
-    """One row per run, by where it ran and batch size: the batch-size study's table."""
+    """One row per run, by where it ran and batch size: the batch-size study's table (numbers;
+    :func:`format_throughput` shows it with units: GlobalRate and last Rate in samples/s)."""
     import pandas as pd
 
     rows = []
@@ -74,13 +75,39 @@ def throughput_table(runs: Sequence[Run]):
         rows.append({"where": where_label(run) + (" (interrupted: partial)" if run.partial() else ""),
                      "status": run.status, "batch_size": run.params.get("batch_size"),
                      "sequence_length": run.params.get("sequence_length"), "steps": m.get("steps"),
-                     "GlobalRate (samples/s)": m.get("global_rate"), "tokens/s": m.get("tokens_per_s"),
-                     "last Rate (samples/s)": m.get("last_rate"), "final_loss": m.get("final_loss"),
+                     "GlobalRate": m.get("global_rate"), "tokens/s": m.get("tokens_per_s"),
+                     "last Rate": m.get("last_rate"), "final_loss": m.get("final_loss"),
                      "train_seconds": m.get("train_seconds")})
     frame = pd.DataFrame(rows)
     if len(frame):
         frame = frame.sort_values(["where", "batch_size"], kind="stable").reset_index(drop=True)
     return frame
+
+
+#: Units of the throughput table's columns, shown beside each number by :func:`format_throughput`.
+THROUGHPUT_UNITS = {"GlobalRate": "samples/s", "tokens/s": "tokens/s", "last Rate": "samples/s",
+                    "train_seconds": "s"}
+
+
+def format_throughput(table: Any):
+    """The throughput table as HTML, each number beside its unit (``31.99 samples/s``)."""
+    from IPython.display import HTML
+
+    frame = table.copy()
+    for column in frame.columns:
+        unit = THROUGHPUT_UNITS.get(column, "")
+        frame[column] = [_text(_count(v) if column in _COUNTS else v, unit) for v in frame[column]]
+    return HTML(frame.to_html(index=False))
+
+
+_COUNTS = ("batch_size", "sequence_length", "steps")
+
+
+def _count(value: Any) -> Any:
+    """A count that pandas turned into a float (a column with a gap) back to an int."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def plot_loss(run: Run):
@@ -133,6 +160,5 @@ def show(run: Run) -> Optional[List[Any]]:
     table = display.show(HTML(metrics_table(run).to_html()))
     for note in run.notes:
         print("Note:", note)
-    throughput = throughput_table([run])
-    shown = [table, plot_loss(run), display.show(HTML(throughput.to_html(index=False, na_rep="")))]
+    shown = [table, plot_loss(run), display.show(format_throughput(throughput_table([run])))]
     return display.shown(shown)

@@ -36,7 +36,7 @@ COURSE: Dict[str, Any] = {"model_size": "7b", "batch_size": 1024, "steps": 200, 
                           "sequence_length": 4096, "learning_rate": 3e-4, "seed": 1}
 
 #: What None means on the portable path: about 1 minute of training on two CPU cores.
-PORTABLE_DEFAULTS: Dict[str, Any] = {"batch_size": 8, "steps": 100, "log_steps": 10, "sequence_length": 128,
+PORTABLE_DEFAULTS: Dict[str, Any] = {"batch_size": 8, "steps": 80, "log_steps": 10, "sequence_length": 128,
                                      "learning_rate": 1e-3, "seed": 0}
 
 #: The preset model_size="auto" trains on the portable path.
@@ -59,7 +59,7 @@ SPEC = Spec(
     EXERCISE,
     Param("batch_size", int, None, "samples (sequences) per optimizer step, train_input.batch_size; None: the "
           "course's 1024 on a CS-3, 8 on the portable path", optional=True, min=1, max=65536),
-    Param("steps", int, None, "optimizer steps, runconfig.max_steps; None: the course's 200 on a CS-3, 100 portable",
+    Param("steps", int, None, "optimizer steps, runconfig.max_steps; None: the course's 200 on a CS-3, 80 portable",
           optional=True, min=1, max=MAX_STEPS),
     Param("log_steps", int, None, "report Rate and GlobalRate every this many steps, runconfig.log_steps; None: "
           "the course's 50 on a CS-3, 10 portable", optional=True, min=1, max=MAX_STEPS),
