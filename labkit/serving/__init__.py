@@ -17,10 +17,9 @@ server's own timings in ``usage`` under the names Metis uses. docs/serving.md sa
 
 from __future__ import annotations
 
-from labkit.serving.engine import CONFIGS
-from labkit.serving.model import apply_chat_template
+from labkit.serving.chat import apply_chat_template
+from labkit.serving.configs import API_KEY_ENV, CONFIGS, DEFAULT_MAX_QUEUE, DEFAULT_THREADS
 from labkit.serving.process import LocalServer, ServerStartError, start_server
-from labkit.serving.serve import API_KEY_ENV, DEFAULT_MAX_QUEUE
 
-__all__ = ["start_server", "LocalServer", "ServerStartError", "CONFIGS", "DEFAULT_MAX_QUEUE", "API_KEY_ENV",
+__all__ = ["start_server", "LocalServer", "ServerStartError", "CONFIGS", "DEFAULT_MAX_QUEUE", "DEFAULT_THREADS", "API_KEY_ENV",
            "apply_chat_template"]

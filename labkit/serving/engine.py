@@ -1,13 +1,6 @@
 """The decoding loop of the local server: one thread owns the model and decodes every request.
 
-Two scheduling configurations, the same model and the same code (``CONFIGS``):
-
-- ``batched``: continuous (dynamic) batching, like vLLM: between two decoding steps, waiting
-  requests are admitted (up to ``max_batch`` decoding at once), each prompt is prefilled on its
-  own, its cache joins the batch, and every step decodes one token for all of them together; a
-  finished request leaves the batch at once and its place is free for the next step.
-- ``sequential``: one request at a time, in the order they arrived (a batch of one): the others
-  wait in the queue, so their time to first token includes everything served before them.
+The scheduling configurations (``batched``, ``sequential``) are described in configs.py.
 
 The HTTP threads submit ``Generation`` objects and read what the engine puts on each one's
 ``events`` queue: ``("token", id)``, then ``("done", finish_reason)`` or ``("error", message)``.
@@ -29,10 +22,7 @@ import torch.nn.functional as F
 
 from labkit.serving.model import Cache, ChatModel
 
-__all__ = ["CONFIGS", "Engine", "Generation", "QueueFull", "EngineStopped"]
-
-#: Scheduling configurations: the most requests decoded together in one step.
-CONFIGS: Dict[str, int] = {"batched": 16, "sequential": 1}
+__all__ = ["Engine", "Generation", "QueueFull", "EngineStopped"]
 
 
 class QueueFull(RuntimeError):
@@ -133,6 +123,14 @@ class Engine:
                                 "later".format(in_server, self.max_batch, self.max_queue))
             self._waiting.append(gen)
             self._wake.notify()
+
+    def cancel(self, gen: Generation) -> None:
+        """The client of ``gen`` went away: out of the queue now, or out of the batch before the next step."""
+        gen.cancel()
+        with self._wake:
+            if gen in self._waiting:
+                self._waiting.remove(gen)
+                self._finish(gen, None, "cancelled")
 
     def load(self) -> Dict[str, int]:
         """How many requests are decoding and waiting now."""

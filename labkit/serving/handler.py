@@ -12,13 +12,17 @@ trailing slash in ``/v1/chat/completions/``, fails as it does on the real servic
 from __future__ import annotations
 
 import json
+import queue
+import select
 import socket
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Optional
 
 from labkit.serving.engine import Engine, EngineStopped, Generation, QueueFull
-from labkit.serving.model import ChatModel, apply_chat_template
+from labkit.serving.chat import apply_chat_template
+from labkit.serving.model import ChatModel
 from labkit.serving.protocol import (ApiError, ChatRequest, chunk_body, completion_body, error_body, models_body,
                                      parse_chat_request, usage_body)
 
@@ -85,6 +89,23 @@ class _Handler(BaseHTTPRequestHandler):
                                   code="invalid_api_key"))
         return False
 
+    def _next_event(self, gen: Generation):
+        """The engine's next event for ``gen``; while none comes, a client that hung up cancels it."""
+        while True:
+            try:
+                return gen.events.get(timeout=0.25)
+            except queue.Empty:
+                if self._client_gone():
+                    self.server.engine.cancel(gen)  # frees its place in the queue or the batch
+                    raise ConnectionResetError("the client closed the connection")
+
+    def _client_gone(self) -> bool:
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
     def _not_found(self) -> None:
         self._send_error(ApiError(404, "{} {}: no such route here (the routes are GET /v1/models and POST "
                                        "/v1/chat/completions, without a trailing slash)".format(self.command, self.path),
@@ -134,10 +155,14 @@ class _Handler(BaseHTTPRequestHandler):
         except EngineStopped as error:
             self._send_error(ApiError(503, str(error), type="server_error"))
             return
-        if request.stream:
-            self._stream(request, gen)
-        else:
-            self._complete(request, gen)
+        self.server.track(1)
+        try:
+            if request.stream:
+                self._stream(request, gen)
+            else:
+                self._complete(request, gen)
+        finally:
+            self.server.track(-1)
 
     def _generation(self, request: ChatRequest, arrival: float, arrival_wall: float) -> Generation:
         model = self.server.model
@@ -152,7 +177,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _complete(self, request: ChatRequest, gen: Generation) -> None:
         text = _TextStream(self.server.model)
         while True:
-            kind, value = gen.events.get()
+            try:
+                kind, value = self._next_event(gen)
+            except ConnectionResetError:
+                self.close_connection = True
+                return
             if kind == "token":
                 text.add(value)
             elif kind == "error":
@@ -179,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._write_event(chunk_body(request, config, delta={"role": "assistant", "content": ""}))
             while True:
-                kind, value = gen.events.get()
+                kind, value = self._next_event(gen)
                 if kind == "token":
                     piece = text.add(value)
                     if piece:
@@ -199,7 +228,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
                 return
         except (BrokenPipeError, ConnectionResetError, socket.timeout):
-            gen.cancel()  # the client went away: free its place in the batch
+            self.server.engine.cancel(gen)  # the client went away: free its place in the batch
             self.close_connection = True
 
 
@@ -215,6 +244,19 @@ class ChatServer(ThreadingHTTPServer):
         super().__init__(address, _Handler)
         self.model, self.engine, self.config, self.api_key, self.verbose = model, engine, config, api_key, verbose
         self.created = int(time.time())
+        self.in_flight = 0
+        self._count = threading.Lock()
+
+    def track(self, change: int) -> None:
+        with self._count:
+            self.in_flight += change
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until no response is being written (each ended by the engine's stop); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while self.in_flight and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return not self.in_flight
 
     @property
     def port(self) -> int:

@@ -8,14 +8,7 @@ says which positions are real. Keeping them as tensors (not as a transformers ca
 lets the engine add a sequence to a running batch and drop a finished one between steps,
 whatever the cache classes of the installed transformers version look like.
 
-Chat template (a simple one, not any vendor's): each message becomes ``<|role|>\\n`` then its
-content then ``\\n``, and the prompt ends with ``<|assistant|>\\n``::
-
-    <|system|>
-    You are terse.
-    <|user|>
-    What is a KV cache?
-    <|assistant|>
+The chat template is labkit/serving/chat.py's.
 """
 
 from __future__ import annotations
@@ -26,19 +19,10 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 
-__all__ = ["ChatModel", "Cache", "load_model", "apply_chat_template", "ROLES"]
-
-#: The roles a chat message may have (OpenAI's, less tools).
-ROLES = ("system", "developer", "user", "assistant")
+__all__ = ["ChatModel", "Cache", "load_model", "VOCAB_SIZE"]
 
 #: One (keys, values) pair per layer, each [batch, heads, length, head_dim].
 Cache = List[Tuple[torch.Tensor, torch.Tensor]]
-
-
-def apply_chat_template(messages: Sequence[dict]) -> str:
-    """The prompt text for chat ``messages`` (dicts with ``role`` and string ``content``)."""
-    parts = ["<|{}|>\n{}\n".format(m["role"], m["content"]) for m in messages]
-    return "".join(parts) + "<|assistant|>\n"
 
 
 def _cache_object(cache: Optional[Cache]) -> Any:
@@ -79,7 +63,7 @@ class ChatModel:
         return list(self.tokenizer.encode(text))
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids))
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
 
     @torch.inference_mode()
     def prefill(self, ids: Sequence[int]) -> Tuple[torch.Tensor, Cache]:
@@ -100,50 +84,47 @@ class ChatModel:
         return out.logits[:, -1].float(), _cache_tensors(out.past_key_values)
 
 
-class _ByteTokenizer:
-    """Placeholder until labkit.llm's tokenizer is merged: UTF-8 bytes, 256 ids plus end of text."""
-
-    vocab_size = 257
-    eos_id = 256
-
-    def encode(self, text: str) -> List[int]:
-        return list(text.encode("utf-8"))
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return bytes(i for i in ids if i < 256).decode("utf-8", errors="replace")
+#: The tokenizer's vocabulary (labkit.llm's byte-level BPE, trained on the offline corpus).
+VOCAB_SIZE = 2048
 
 
-_SIZES = {
-    "tiny": dict(hidden_size=64, intermediate_size=172, num_hidden_layers=2, num_attention_heads=4),
-    "small": dict(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8),
-}
+def _tokenizer_for(model_dir: Optional[Path]) -> Any:
+    """The model directory's own tokenizer when it has one, else labkit.llm's corpus tokenizer."""
+    from labkit import llm
+
+    if model_dir is not None and (model_dir / "tokenizer.json").is_file():
+        return llm.load_tokenizer(model_dir / "tokenizer.json")
+    return llm.corpus_tokenizer(llm.load_corpus(), vocab_size=VOCAB_SIZE)
 
 
 def load_model(model_size: str = "tiny", model_dir: Optional[str] = None, seed: int = 0) -> ChatModel:
     """The model the server decodes with: ``model_dir`` (a ``save_pretrained`` directory) when
-    given, else a LLaMA of ``model_size`` initialised from ``seed`` (random weights: the text is
-    noise, but the work per token, and so the timings, are a real model's)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+    given, else labkit.llm's LLaMA preset ``model_size`` initialised from ``seed`` (random
+    weights: the text is noise, but the work per token, and so the timings, are a real model's)."""
+    from labkit import llm
 
-    tokenizer = _ByteTokenizer()
-    torch.manual_seed(seed)
     if model_dir is not None:
         path = Path(model_dir)
         if not (path / "config.json").is_file():
             raise FileNotFoundError("model_dir={!r}: no config.json there (a save_pretrained directory is "
                                     "needed)".format(model_dir))
+        from transformers import LlamaForCausalLM
+
         model = LlamaForCausalLM.from_pretrained(str(path))
+        tokenizer = _tokenizer_for(path)
         name = "local/" + path.name
-        description = "weights from {}".format(path)
+        description = "LLaMA from {}".format(path)
     else:
-        if model_size not in _SIZES:
-            raise ValueError("model_size={!r}: not one of {}".format(model_size, sorted(_SIZES)))
-        config = LlamaConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=2048,
-                             eos_token_id=tokenizer.eos_id, bos_token_id=None, pad_token_id=None,
-                             **_SIZES[model_size])
-        model = LlamaForCausalLM(config)
+        if model_size not in llm.MODEL_SIZES:
+            raise ValueError("model_size={!r}: not one of {}".format(model_size, sorted(llm.MODEL_SIZES)))
+        tokenizer = _tokenizer_for(None)
+        model = llm.build_model(model_size, vocab_size=len(tokenizer), seed=seed)
         name = "labkit-llama-{}".format(model_size)
-        description = "LLaMA {} with random weights (seed {})".format(model_size, seed)
+        description = "LLaMA {} ({:,} parameters), random weights (seed {})".format(
+            model_size, llm.count_parameters(model), seed)
+    if len(tokenizer) > model.config.vocab_size:
+        raise ValueError("the tokenizer has {} tokens, the model only {}".format(len(tokenizer),
+                                                                                model.config.vocab_size))
     model.eval()
-    return ChatModel(name=name, model=model, tokenizer=tokenizer, eos_id=tokenizer.eos_id,
+    return ChatModel(name=name, model=model, tokenizer=tokenizer, eos_id=tokenizer.eos_token_id,
                      context_length=int(model.config.max_position_embeddings), description=description)

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import labkit
-from labkit.serving.engine import CONFIGS
-from labkit.serving.serve import API_KEY_ENV, DEFAULT_MAX_QUEUE
+from labkit.llm import MODEL_SIZES
+from labkit.serving.configs import API_KEY_ENV, CONFIGS, DEFAULT_MAX_QUEUE, DEFAULT_THREADS
 
 __all__ = ["LocalServer", "start_server", "ServerStartError"]
 
@@ -90,6 +90,11 @@ class LocalServer:
                 continue
         if self.process.stdout is not None:
             self.process.stdout.close()
+        if self.returncode == 0:  # a clean stop: its log has nothing to tell
+            try:
+                self.log_path.unlink()
+            except OSError:
+                pass
         return self.returncode
 
     def __enter__(self) -> "LocalServer":
@@ -104,15 +109,14 @@ class LocalServer:
 
 
 def _command(config: str, model_size: str, model_dir: Optional[str], seed: int, max_queue: int,
-             max_batch: Optional[int], threads: Optional[int]) -> List[str]:
+             max_batch: Optional[int], threads: int) -> List[str]:
     command = [sys.executable, "-m", "labkit.serving", "--config", config, "--model-size", model_size,
-               "--seed", str(seed), "--max-queue", str(max_queue), "--watch-stdin", "--parent-pid", str(os.getpid())]
+               "--seed", str(seed), "--max-queue", str(max_queue), "--threads", str(threads), "--watch-stdin",
+               "--parent-pid", str(os.getpid())]
     if model_dir is not None:
         command += ["--model-dir", str(model_dir)]
     if max_batch is not None:
         command += ["--max-batch", str(max_batch)]
-    if threads is not None:
-        command += ["--threads", str(threads)]
     return command
 
 
@@ -136,24 +140,29 @@ def _read_ready(process: "subprocess.Popen[bytes]", timeout: float) -> Optional[
 
 def start_server(config: str = "batched", model_size: str = "tiny", model_dir: Optional[str] = None,
                  seed: int = 0, max_queue: int = DEFAULT_MAX_QUEUE, max_batch: Optional[int] = None,
-                 threads: Optional[int] = None, api_key: Optional[str] = None,
+                 threads: int = DEFAULT_THREADS, api_key: Optional[str] = None,
                  startup_timeout: float = 120.0) -> LocalServer:
     """Start the local OpenAI-compatible server and return once it listens.
 
     ``config``: ``"batched"`` (continuous batching, up to 16 requests decoded together) or
     ``"sequential"`` (one request at a time); ``model_size`` a preset, or ``model_dir`` a
     ``save_pretrained`` directory; ``max_queue`` requests may wait beyond those being decoded
-    before the server answers 429; ``threads`` sets torch's CPU threads in the server;
+    before the server answers 429; ``threads``: torch's CPU threads in the server (1: the client shares the cores);
     ``api_key``, when given, is required from clients (401 otherwise).
     """
     if config not in CONFIGS:
         raise ValueError("config={!r}: not one of {}".format(config, sorted(CONFIGS)))
-    if not isinstance(max_queue, int) or max_queue < 0:
+    if model_dir is None and model_size not in MODEL_SIZES:
+        raise ValueError("model_size={!r}: not one of {}".format(model_size, sorted(MODEL_SIZES)))
+    if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 0:
         raise ValueError("max_queue={!r}: an integer of 0 or more".format(max_queue))
     if max_batch is not None and (not isinstance(max_batch, int) or max_batch < 1):
         raise ValueError("max_batch={!r}: an integer of 1 or more, or None for the config's".format(max_batch))
-    if threads is not None and (not isinstance(threads, int) or threads < 1):
-        raise ValueError("threads={!r}: an integer of 1 or more, or None for torch's default".format(threads))
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError("threads={!r}: an integer of 1 or more".format(threads))
+    if model_dir is not None and not (Path(model_dir) / "config.json").is_file():
+        raise ValueError("model_dir={!r}: no config.json there (a save_pretrained directory is needed)".format(
+            str(model_dir)))
     env = dict(os.environ)
     root = str(Path(labkit.__file__).resolve().parent.parent)  # the same labkit as this process's
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])

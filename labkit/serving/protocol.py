@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from labkit.serving.engine import Generation
-from labkit.serving.model import ROLES
+from labkit.serving.chat import ROLES
 
 __all__ = ["ApiError", "ChatRequest", "parse_chat_request", "error_body", "completion_body", "chunk_body",
            "usage_body", "models_body", "DEFAULT_MAX_TOKENS"]

@@ -25,18 +25,12 @@ import sys
 import threading
 from typing import List, Optional
 
-from labkit.serving.engine import CONFIGS, Engine
+from labkit.serving.configs import API_KEY_ENV, CONFIGS, DEFAULT_MAX_QUEUE, DEFAULT_THREADS
+from labkit.serving.engine import Engine
 from labkit.serving.handler import ChatServer
 from labkit.serving.model import load_model
 
-__all__ = ["main", "build_parser", "API_KEY_ENV", "DEFAULT_MAX_QUEUE"]
-
-#: The environment variable the server reads its API key from.
-API_KEY_ENV = "LABKIT_SERVING_API_KEY"
-
-#: Requests that may wait beyond those being decoded before the server answers 429.
-DEFAULT_MAX_QUEUE = 64
-
+__all__ = ["main", "build_parser"]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m labkit.serving", description=__doc__,
@@ -52,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="most requests decoded together (default: the config's)")
     parser.add_argument("--max-queue", type=int, default=DEFAULT_MAX_QUEUE,
                         help="requests that may wait beyond those being decoded before a 429")
-    parser.add_argument("--threads", type=int, default=None, help="torch's CPU threads (default: torch's)")
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS,
+                        help="torch's CPU threads for decoding (default 1: see DEFAULT_THREADS)")
     parser.add_argument("--parent-pid", type=int, default=None, help="stop when this process is gone")
     parser.add_argument("--watch-stdin", action="store_true", help="stop when standard input closes")
     parser.add_argument("--verbose", action="store_true", help="log every request on stderr")
@@ -60,8 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _watch_stdin(stop: threading.Event) -> None:
+    # os.read, not sys.stdin: a daemon thread blocked in the buffered reader aborts the interpreter's exit
     try:
-        while sys.stdin.buffer.read(4096):
+        while os.read(sys.stdin.fileno(), 4096):
             pass
     except (OSError, ValueError):
         pass
@@ -79,8 +75,8 @@ def _watch_parent(pid: int, stop: threading.Event) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.max_queue < 0 or (args.max_batch is not None and args.max_batch < 1):
-        print("--max-queue must be 0 or more and --max-batch 1 or more", file=sys.stderr)
+    if args.max_queue < 0 or args.threads < 1 or (args.max_batch is not None and args.max_batch < 1):
+        print("--max-queue must be 0 or more, --threads and --max-batch 1 or more", file=sys.stderr)
         return 2
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -92,8 +88,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         import torch
 
-        if args.threads:
-            torch.set_num_threads(args.threads)
+        torch.set_num_threads(args.threads)
         model = load_model(args.model_size, args.model_dir, seed=args.seed)
         engine = Engine(model, max_batch=args.max_batch or CONFIGS[args.config], max_queue=args.max_queue).start()
         server = ChatServer((args.host, args.port), model, engine, args.config,
@@ -115,7 +110,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     while not stop.wait(0.5):
         pass
     print("labkit.serving: stopping", file=sys.stderr)
-    server.shutdown()
-    engine.stop()
+    server.shutdown()  # no new connection
+    engine.stop()  # requests in flight end with an error event, so their clients stop waiting
+    server.drain(timeout=2.0)
     server.server_close()
     return 0

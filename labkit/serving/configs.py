@@ -1,0 +1,31 @@
+"""The local server's two configurations and its defaults (no torch here: the parent process
+that only starts and stops the server need not import it).
+
+- ``batched``: continuous (dynamic) batching, like vLLM: between two decoding steps, waiting
+  requests are admitted (up to 16 decoding at once), each prompt is prefilled on its own, its
+  cache joins the batch, and every step decodes one token for all of them together; a finished
+  request leaves the batch at once and its place is free for the next step.
+- ``sequential``: one request at a time, in the order they arrived (a batch of one): the others
+  wait in the queue, so their time to first token includes everything served before them.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+__all__ = ["CONFIGS", "API_KEY_ENV", "DEFAULT_MAX_QUEUE", "DEFAULT_THREADS"]
+
+#: Scheduling configurations: the most requests decoded together in one step.
+CONFIGS: Dict[str, int] = {"batched": 16, "sequential": 1}
+
+#: The environment variable the server reads its API key from (never the command line, which
+#: other users of the machine can read).
+API_KEY_ENV = "LABKIT_SERVING_API_KEY"
+
+#: Requests that may wait beyond those being decoded before the server answers 429.
+DEFAULT_MAX_QUEUE = 64
+
+#: torch's threads in the server. One: the client measuring it shares the machine's cores, and
+#: with two threads on a loaded 2-core machine torch's workers wait on each other (16 streams of
+#: the tiny model took 27 s at 2 threads against 1.4 s at 1, measured while other work ran).
+DEFAULT_THREADS = 1
