@@ -42,6 +42,8 @@ EXERCISES = {
                                    ("batch_size", 16, "4"), ("llama2_7b.show(run)", "results.record(run)")),
     "sambanova/bert_large": Exercise("notebooks/sambanova/bert_large.ipynb", "sambanova.run_exercise(config)",
                                      ("learning_rate", 0.001, "0.000175"), ("sambanova.show(run)",)),
+    "sambanova/inference": Exercise("notebooks/sambanova/inference.ipynb", "inference.run_exercise(config)",
+                                    ("max_tokens", 12, "8"), ("inference.show(run)", "results.record(run)")),
     "groq/bert_tiny": Exercise("notebooks/groq/bert_tiny.ipynb", "groq.run_exercise(config)", ("num_samples", 20, "40"),
                                ("groq.show_latency(run)", "results.record(run)")),
     "comparison/ipu_vs_gpu": Exercise("notebooks/comparison/ipu_vs_gpu.ipynb", "comparison.run_exercise(config)",
@@ -57,7 +59,8 @@ EXERCISES = {
 }
 
 #: The cells above that draw exactly one figure (a show step with a plot, or a plot).
-ONE_FIGURE = ("graphcore.show(run)", "cerebras.show(run)", "llama2_7b.show(run)", "sambanova.show(run)", "groq.show_latency(run)",
+ONE_FIGURE = ("graphcore.show(run)", "cerebras.show(run)", "llama2_7b.show(run)", "sambanova.show(run)",
+              "inference.show(run)", "groq.show_latency(run)",
               "scaling_report.plot_speedup(both)")
 
 
@@ -167,6 +170,22 @@ def test_interrupting_the_data_parallel_sambanova_run_stops_its_ranks(tmp_path):
         assert re.search(r"^interrupted (at step \d+/400|before the first step)$", ran.text, re.M), ran.text
         assert s.value("run.status") == "interrupted"
         assert s.leftover_children() == []
+
+
+def test_interrupting_the_inference_run_closes_its_requests_and_stops_its_servers(tmp_path):
+    with student("sambanova/inference", tmp_path, num_prompts=4, max_tokens=48, repeats=10) as s:
+        s.run_through("inference.run_exercise(config)")
+        ran = s.execute(s.cell("inference.run_exercise(config)"), interrupt_when="requests:")  # the bar appears
+        assert not ran.errors, ran.shown
+        stopped = re.findall(r"^interrupted at batch (\d+)/40$", ran.text, re.M)
+        assert len(stopped) == 1, ran.text
+        assert s.value("run.status") == "interrupted"
+        assert s.value("run.metrics['requests'] == len(run.details['requests'])")  # what was sent is kept
+        assert s.leftover_children() == []  # both local servers stopped
+        shown = s.run_cell("inference.show(run)")
+        assert not shown.errors and "interrupted: partial run" in shown.text
+        recorded = s.run_cell("results.record(run)")
+        assert recorded.messages[0]["content"]["data"]["application/scrapbook.scrap.json+json"]["data"]["status"] == "interrupted"
 
 
 @pytest.mark.parametrize("key", [k for k in EXERCISES if k in GOLDEN])

@@ -60,6 +60,9 @@ CASES = [
     Case("sambanova/bert_large", golden("sambanova/bert_large"), bad=("ntasks", '"two"'),
          defaults=["ParameterError", "model_size='large'", "nothing was run", "model_size='micro'"],
          plots=2, tables=2),
+    # Defaults: the stand-in server in its two configurations, concurrency 1 and 4, 3 repeats (about a minute).
+    Case("sambanova/inference", golden("sambanova/inference"), bad=("max_tokens", "0"), defaults="runs",
+         plots=1, tables=3),
     Case("comparison/ipu_vs_gpu", golden("comparison/ipu_vs_gpu"), bad=("epochs", "0"), defaults="runs",
          plots=1, tables=2),
     # Typed: the portable runs of the golden homework (what a student without a testbed account

@@ -214,7 +214,7 @@ def test_two_real_logs_concatenated_give_two_runs(testbed_logs, first, second, e
 def test_public_api():
     assert sorted(labkit.logs.__all__) == sorted(["read", "LogReport", "NoRunError", "record", "table", "FORMATS",
                                                   "reader_for"])
-    assert labkit.logs.FORMATS == ("graphcore", "cerebras", "sambanova", "groq", "keras")
+    assert labkit.logs.FORMATS == ("graphcore", "cerebras", "sambanova", "groq", "keras", "openai")
 
 
 def test_run_for_picks_the_exercise_a_notebook_wants(testbed_logs):

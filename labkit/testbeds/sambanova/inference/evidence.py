@@ -134,9 +134,10 @@ def _sse_run(text: str, name: str) -> Run:
         except ValueError:
             continue
         model = body.get("model", model)
-        if body.get("choices"):
+        content = ((body.get("choices") or [{}])[0].get("delta") or {}).get("content") if body.get("choices") else ""
+        if content:  # chunks with text, as the client counts them (not the role or finish chunks)
             chunks += 1
-            pieces.append((body["choices"][0].get("delta") or {}).get("content") or "")
+            pieces.append(content)
         if body.get("usage"):
             usage = body["usage"]
     run = _new("sse", name)
@@ -145,7 +146,7 @@ def _sse_run(text: str, name: str) -> Run:
     _counts(run, 1, 1 if chunks else 0, tokens if tokens is not None else chunks,
             "server usage" if tokens is not None else "chunks")
     timed = _server(run, usage)
-    run.notes.append("A streamed transcript of {} chunk(s) with choices: it shows the tokens arriving, but a pasted "
+    run.notes.append("A streamed transcript of {} chunk(s) with text: it shows the tokens arriving, but a pasted "
                      "transcript has no client time stamps, so TTFT and ITL need labkit's client{}".format(
                          chunks, "; the server's own timings from its last chunk are recorded as server_* metrics"
                          if timed else ""))

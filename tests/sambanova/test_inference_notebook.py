@@ -1,0 +1,58 @@
+"""The inference notebook executed for real (papermill, a real kernel): one endpoint is a stand-in
+the test starts with an API key given to the notebook as ALCF_ACCESS_TOKEN (the remote path: the token
+is looked up, never shown), the other a local server the notebook starts. The executed notebook and
+its record hold no token, and no server process is left after the kernel ends."""
+
+import json
+import uuid
+from pathlib import Path
+
+import papermill
+import psutil
+import pytest
+
+pytest.importorskip("openai")
+serving = pytest.importorskip("labkit.serving")
+
+from labkit import results  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+TOKEN = "alcf-" + uuid.uuid4().hex
+
+
+def _marked(mark):
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("LABKIT_TEST_MARK") == mark:
+                found.append(process.pid)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def test_the_notebook_measures_records_no_token_and_leaves_nothing_running(tmp_path, monkeypatch):
+    mark = uuid.uuid4().hex
+    monkeypatch.setenv("LABKIT_TEST_MARK", mark)
+    monkeypatch.setenv("ALCF_ACCESS_TOKEN", TOKEN)
+    monkeypatch.setenv("LABKIT_PROGRESS", "text")
+    with serving.start_server(config="batched", model_size="tiny", api_key=TOKEN) as server:
+        assert _marked(mark) == [server.pid]  # the check below sees a server that runs
+        out = tmp_path / "inference.ipynb"
+        papermill.execute_notebook(
+            str(ROOT / "notebooks" / "sambanova" / "inference.ipynb"), str(out), cwd=str(tmp_path),
+            kernel_name="python3", progress_bar=False,
+            parameters={"endpoint_names": ["keyed", "local"], "base_urls": [server.base_url, "local:sequential"],
+                        "models": [server.model, "auto"], "num_prompts": 2, "max_tokens": 6, "concurrency": [1, 2],
+                        "repeats": 2, "warmup_requests": 1})
+    assert TOKEN not in out.read_text()  # not in any output, parameter or record
+    run = results.read(str(out)).runs[0]
+    assert run.status == "complete" and run.source == "testbed"
+    assert run.metrics["requests"] == 2 * 2 * 2 * 2 and run.metrics["requests_failed"] == 0
+    assert run.metrics["warmup_requests"] == 2 and run.metrics["token_count_source"] == "server usage"
+    assert [e["token_from"] for e in run.environment["endpoints"]] == [
+        "the environment variable ALCF_ACCESS_TOKEN", "the local server"]
+    assert TOKEN not in json.dumps(run.to_dict())
+    text = "\n".join(results.output_lines(str(out), "- "))
+    assert "a stand-in on this machine, not Metis" in text and "warm-up" in text
+    assert _marked(mark) == []  # the notebook's local server stopped with its run; the test's with its block
