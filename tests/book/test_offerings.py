@@ -86,7 +86,7 @@ def test_the_index_leads_with_the_current_offering(tmp_path):
     assert shown[0] == titles[0] and captions[0] == titles[0], captions  # the current offering first
     assert captions[-1] == "Guide" and "Other notebooks" not in captions
     # every golden page is under its own offering's caption
-    blocks = dict(re.findall(r":caption: (.*)\n:maxdepth: 1\n\n(.*?)\n```", index, flags=re.S))
+    blocks = dict(re.findall(r":caption: ([^\n]*)\n:maxdepth: 1\n\n(.*?)\n```", index, flags=re.S))
     for golden in book.golden_notebooks():
         year = book.offering_of(golden)
         title = next(o["title"] for o in _offerings() if o["year"] == year)
