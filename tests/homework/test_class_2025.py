@@ -31,7 +31,7 @@ from labkit.grading.gradebook import read_gradebook
 from tests.homework import classroom, classroom_2025
 
 ROOT = Path(__file__).resolve().parents[2]
-LIMITS = sandbox.Limits(notebook_s=120, cell_s=20, memory_bytes=8 << 30, nproc=64, fsize_bytes=16 << 20)
+LIMITS = sandbox.Limits(notebook_s=150, cell_s=30, memory_bytes=8 << 30, nproc=64, fsize_bytes=16 << 20)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,8 @@ def test_reasons_say_what_happened(graded):
     assert "recomputed 31.99" in by["jo"]["cs3_global_rate"]["reason"]
     assert "the default 1024 is not among them" in by["dev"]["cs3_batch_sizes"]["reason"]
     assert "no run of sambanova/inference recorded the metric 'endpoints'" in by["hana"]["inference_both_endpoints"]["reason"]
-    assert "(Metis/Sophia): requests = 20 is outside >= 40" in by["hana"]["inference_prompts"]["reason"]
+    # her saved results are re-read by the grader (a log of the submission), and hold 20 requests
+    assert "record 'sambanova_1' (Metis/Sophia): requests = 20 is outside >= 40" == by["hana"]["inference_prompts"]["reason"]
     assert "requests = 10 is outside >= 40" in by["ian"]["inference_prompts"]["reason"]
     assert "global_rate: submitted 64 vs 58.4" in by["kai"]["reproduces"]["reason"]
     # sam's edited evidence is refused where the homework gathers it, in the grader's own execution

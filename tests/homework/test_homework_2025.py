@@ -130,3 +130,17 @@ def test_cs3_logs_alone_earn_the_cs3_section(graded):
     template = {c["name"]: c for c in graded["results"]["template"]["checks"]}
     assert sum(c["score"] for c in template.values()) == template["runs_clean"]["score"] == 1
     assert "still the template's text" in template["q1_cs3"]["reason"]
+
+
+def test_a_saved_response_is_gathered_and_re_read_as_a_log(tmp_path, monkeypatch):
+    """A student's JSON of results in logs/sambanova/: one endpoint's requests, not streamed; the grader reads
+    the same file again (its reader's kind of evidence is kept apart from the notebook path the grader checks)."""
+    (tmp_path / "logs" / "sambanova").mkdir(parents=True)
+    (tmp_path / "logs" / "sambanova" / "results.json").write_text(classroom_2025.RESULTS_JSON)
+    monkeypatch.chdir(tmp_path)
+    (run,) = fall2025.runs_for(fall2025.SPEC.validate({}), "sambanova", verbose=False)
+    assert run.params["evidence_kind"] == "results" and "evidence" not in run.params
+    assert run.metrics["requests"] == 20 and "ttft_median" not in run.metrics  # not streamed: no first token
+    assert where_it_ran(run) == "Metis/Sophia"
+    trusted = from_evidence(dict(run.params))
+    assert trusted["metrics"]["requests"] == 20 and trusted["metrics"]["e2el_median"] == run.metrics["e2el_median"]

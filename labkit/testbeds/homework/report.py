@@ -165,8 +165,7 @@ def overview(run: Run):
         rows.append({"testbed": testbed, "runs": len(runs),
                      "where they ran": ", ".join(sorted({where_it_ran(r) for r in runs})) or "-",
                      "from testbed logs": sum(1 for r in runs if "log" in r.params),
-                     # a saved endpoint response read as a log names its kind in params['evidence'] too
-                     "from lab-book notebooks": sum(1 for r in runs if "evidence" in r.params and "log" not in r.params)})
+                     "from lab-book notebooks": sum(1 for r in runs if "evidence" in r.params)})
     return pd.DataFrame(rows).set_index("testbed")
 
 
