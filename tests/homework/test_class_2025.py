@@ -97,7 +97,7 @@ def test_reasons_say_what_happened(graded):
     # her saved results are re-read by the grader (a log of the submission), and hold 20 requests
     assert "record 'sambanova_1' (Metis/Sophia): requests = 20 is outside >= 40" == by["hana"]["inference_prompts"]["reason"]
     assert "requests = 10 is outside >= 40" in by["ian"]["inference_prompts"]["reason"]
-    assert "global_rate: submitted 64 vs 58.4" in by["kai"]["reproduces"]["reason"]
+    assert "submitted 64 vs 58.4" in by["kai"]["reproduces"]["reason"]
     # sam's edited evidence is refused where the homework gathers it, in the grader's own execution
     executed = (graded["out"] / "executed" / "sam.ipynb").read_text()
     assert "the notebook ran with num_prompts = 20 but its record says 5" in executed
