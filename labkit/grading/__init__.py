@@ -4,6 +4,8 @@
 
 See docs/grading.md. Modules: ``rubric`` (the YAML format and its checks), ``sandbox`` and
 ``confine`` (isolation levels and limits), ``runner`` (one submission in a fresh sandboxed
-kernel), ``batch`` (a class, in parallel, resumable), ``gradebook``, ``feedback``, ``cli``.
+kernel), ``jobs`` (its worker process), ``batch`` (a class, in parallel, resumable),
+``isolated`` and ``contain`` (trusted processes import nothing from, and read nothing outside,
+a submission), ``recompute``, ``gradebook``, ``feedback``, ``cli``.
 Kept import-light: ``confine`` runs before every student kernel.
 """

@@ -3,21 +3,26 @@
     why = refusal("logs/graphcore/x.log", root)   # None, or why the path may not be read
     params = absolute_params(params, root)        # params['log'] / ['evidence'] made absolute
     removed = drop_escapes(root)                  # links out of the submission, FIFOs, devices
+    confine_reads(root, [scratch], [submissions])  # in the trusted process: an audit hook on open()
 
 A record names its evidence (``params['log']``, ``params['evidence']``, or, for a re-run, each
 candidate's) relative to the notebook's folder. A path that is absolute, climbs out with ``..``,
 passes through a link that leaves the submission, or is not a regular file (a FIFO, a device
 such as ``/dev/zero``) is refused with a reason, whatever the isolation level: trusted code
-never reads another student's folder, the grader's files or something that never ends.
+never reads another student's folder, the grader's files or something that never ends. What the
+evidence itself points to (a Slurm file's ``Using DIR/BertLarge.out for output``) is bounded in
+the trusted process by an audit hook: no file under a denied folder (the other submissions, the
+grader's output, the other runs) and no device or FIFO is opened, at every isolation level.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from typing import Any, Dict, List, Mapping, Optional
+import sys
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-__all__ = ["PATH_KEYS", "refusal", "record_refusal", "absolute_params", "drop_escapes", "shown"]
+__all__ = ["PATH_KEYS", "refusal", "record_refusal", "absolute_params", "drop_escapes", "shown", "confine_reads"]
 
 #: The record parameters that name a file of the submission.
 PATH_KEYS = ("log", "evidence")
@@ -115,3 +120,35 @@ def drop_escapes(root: str) -> List[str]:
                 os.unlink(path)
                 removed.append(os.path.relpath(path, real_root))
     return removed
+
+
+_DEVICES_ALLOWED = ("/dev/null", "/dev/urandom", "/dev/random", "/dev/tty")
+
+
+def confine_reads(root: str, allowed: Sequence[str], denied: Sequence[str]) -> None:
+    """From now on this process opens nothing under ``denied`` (unless under ``root`` or ``allowed``)
+    and no FIFO or device but ``/dev/null`` and the random sources: ``PermissionError`` instead.
+
+    An audit hook (``sys.addaudithook``, Python 3.8+) sees every ``open`` of Python code, the
+    trusted reader's included; it cannot be removed, and it guards trusted code led by a file's
+    content, not code that means harm (which never runs here).
+    """
+    ok = [os.path.realpath(p) for p in [root] + list(allowed) if p]
+    no = [os.path.realpath(p) for p in denied if p]
+
+    def hook(event: str, args: Any) -> None:
+        if event != "open" or not args or not isinstance(args[0], (str, bytes)):
+            return
+        path = os.path.realpath(os.fsdecode(args[0]))
+        if any(_inside(path, p) for p in ok):
+            return
+        if any(_inside(path, p) for p in no):
+            raise PermissionError("labkit grade: {} is outside this submission; not read".format(shown(path)))
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)) and path not in _DEVICES_ALLOWED:
+            raise PermissionError("labkit grade: {} is a FIFO or a device; not read".format(shown(path)))
+
+    sys.addaudithook(hook)

@@ -8,11 +8,13 @@ fresh sandboxed process the notebook never touched, and the record counts only i
 metric agrees. Run by the grader in isolated mode (:mod:`labkit.grading.isolated`: nothing in
 the submission can shadow an import), in a fresh folder of its own outside the submission, as
 
-    python -I -c '<trusted sys.path> ...' labkit.grading.recompute:from_evidence SUBMISSION < params.json
+    python -I -c '<trusted sys.path> ...' labkit.grading.recompute:from_evidence SUBMISSION [DENIED ...] < params.json
 
 Each record's file names (``params['log']``, ``params['evidence']``) are checked to stay inside
 SUBMISSION (:mod:`labkit.grading.contain`) and passed to the function as absolute paths; a record
-whose file leaves it is answered with the reason, never read.
+whose file leaves it is answered with the reason, never read; nothing under a DENIED folder (the
+other submissions, the grader's output, the other runs), no FIFO and no device is opened at all
+(:func:`labkit.grading.contain.confine_reads`).
 
 ``from_evidence`` reads again whatever the record came from: a testbed log (``params['log']``,
 ``from_log``) or an executed lab-book notebook, alone or in a sweep folder
@@ -35,7 +37,7 @@ from importlib import import_module
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labkit.grading import sandbox
-from labkit.grading.contain import absolute_params, record_refusal
+from labkit.grading.contain import absolute_params, confine_reads, record_refusal
 from labkit.grading.isolated import python_command, trusted_path
 
 __all__ = ["resolve", "run_sandboxed", "from_log", "from_evidence"]
@@ -89,7 +91,11 @@ def run_sandboxed(function: str, params: List[Dict[str, Any]], root: str, prefix
     scratch = tempfile.mkdtemp(prefix="labkit-recompute-") if scratch is None else scratch
     paths = trusted_path(list(exclude) + [root])
     env = sandbox.kernel_environment(scratch, {"PYTHONPATH": os.pathsep.join(paths)})
-    cmd = list(prefix) + python_command("labkit.grading.recompute", [function, os.path.realpath(root)],
+    # Nothing under these is opened, whatever a file points to; never a folder that holds Python or labkit.
+    needed = [os.path.realpath(p) + os.sep for p in paths + [sys.prefix, sys.base_prefix]]
+    denied = [os.path.realpath(p) for p in exclude
+              if not any(n.startswith(os.path.realpath(p).rstrip(os.sep) + os.sep) for n in needed)]
+    cmd = list(prefix) + python_command("labkit.grading.recompute", [function, os.path.realpath(root)] + denied,
                                         list(exclude) + [root])
     try:
         proc = subprocess.run(cmd, input=json.dumps(params).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -110,8 +116,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     from labkit.results import json_safe
 
-    function = resolve(argv[0])
     root = os.path.realpath(argv[1]) if len(argv) > 1 else os.getcwd()
+    confine_reads(root, [os.getcwd()], argv[2:])  # the current folder: its own (HOME and TMPDIR are in it)
+    function = resolve(argv[0])
     answers = []
     for params in json.loads(sys.stdin.read(4 << 20)):
         why = record_refusal(params, root)

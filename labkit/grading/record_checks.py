@@ -153,7 +153,7 @@ def grade_reproduce(check: Check, evidence: Evidence) -> CheckResult:
         names = [m for m in run.metrics if only is None or m in only]
         differing = [m for m in names if m not in again.metrics or not same_value(run.metrics[m], again.metrics[m], rtol=tolerance)]
         if differing or not _params_match(run.params, again.params):
-            what = ", ".join("{}: submitted {} vs {}".format(shown(m), fmt_value(run.metrics[m]), fmt_value(again.metrics.get(m)))
+            what = ", ".join("{}: submitted {} vs {}".format(str(m)[:80], fmt_value(run.metrics[m]), fmt_value(again.metrics.get(m)))
                              for m in differing[:3]) or "parameters differ"
             problems.append("record {} differs ({})".format(shown(name), what))
         else:

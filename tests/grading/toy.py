@@ -51,3 +51,9 @@ def environment(params: Dict[str, Any]) -> Dict[str, Any]:
             "kernel": jupyter_client.kernelspec.KernelSpecManager().get_kernel_spec("python3").resource_dir,
             "path": list(sys.path), "json": json.__file__, "argv": list(sys.argv), "flags_isolated": sys.flags.isolated,
             "log": params.get("log", "")}
+
+
+def read_named(params: Dict[str, Any]) -> Dict[str, Any]:
+    """Trusted code led by a file's content to open ``params['points_to']`` (a key no check knows)."""
+    with open(params["points_to"], "rb") as f:
+        return {"score": float(len(f.read(100)))}
