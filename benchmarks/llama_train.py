@@ -28,6 +28,11 @@ import torch
 from labkit import llm
 
 
+def say(*parts):
+    """Print now: rows appear as they are measured, also when the output goes to a file."""
+    print(*parts, flush=True)
+
+
 def plain_loop(model, batches, device, learning_rate=1e-3):
     """The obvious transformers loop; returns per-step seconds."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, betas=(0.9, 0.95), eps=1e-5,
@@ -105,10 +110,10 @@ def main(argv=None):
     corpus = llm.load_corpus()
     tokenizer = llm.corpus_tokenizer(corpus, 2048)
     ids = llm.encode_text(tokenizer, corpus.train)
-    print("model_size={} ({:.1f}M parameters) seq={} steps={} repeats={} device={} torch={} threads={}".format(
+    say("model_size={} ({:.1f}M parameters) seq={} steps={} repeats={} device={} torch={} threads={}".format(
         args.model_size, llm.parameter_count(args.model_size, len(tokenizer)) / 1e6, args.seq, args.steps,
         args.repeats, device, torch.__version__, torch.get_num_threads()))
-    print("{:>6} {:>26} {:>26} {:>7}".format("batch", "labkit samples/s med [range]", "plain samples/s med [range]",
+    say("{:>6} {:>26} {:>26} {:>7}".format("batch", "labkit samples/s med [range]", "plain samples/s med [range]",
                                              "ratio"))
     for batch_size in args.batch_sizes:
         stream = llm.token_batches(ids, batch_size, args.seq, seed=0)
@@ -121,14 +126,14 @@ def main(argv=None):
                 rates[name].append(samples_per_s(batch_size, loop(model, batches, device)))
                 del model
         med = {name: statistics.median(values) for name, values in rates.items()}
-        print("{:>6} {:>10.2f} [{:.2f}-{:.2f}] {:>10.2f} [{:.2f}-{:.2f}] {:>6.3f}x".format(
+        say("{:>6} {:>10.2f} [{:.2f}-{:.2f}] {:>10.2f} [{:.2f}-{:.2f}] {:>6.3f}x".format(
             batch_size, med["labkit"], min(rates["labkit"]), max(rates["labkit"]),
             med["plain"], min(rates["plain"]), max(rates["plain"]), med["labkit"] / med["plain"]))
     model = llm.build_model(args.model_size, vocab_size=len(tokenizer), seed=0)
     stream = llm.token_batches(ids, args.batch_sizes[-1], args.seq, seed=0)
     phases = breakdown(model, [next(stream) for _ in range(args.steps)], device)
     total = phases.pop("step")
-    print("where a step's time goes (labkit, batch {}, median of {} steps): {:.3f} s = ".format(
+    say("where a step's time goes (labkit, batch {}, median of {} steps): {:.3f} s = ".format(
         args.batch_sizes[-1], args.steps - 1, total) + ", ".join(
             "{} {:.0f}%".format(name, 100 * seconds / total) for name, seconds in phases.items()))
 

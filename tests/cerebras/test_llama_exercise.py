@@ -206,5 +206,5 @@ def test_on_a_cs3_the_defaults_keep_the_course_file_and_a_batch_size_is_the_one_
     assert llama2_7b.where_label(run) == "CS-3 (cszoo fit)"
     run = llama2_7b.run_exercise(config.replace(batch_size=64, steps=20))
     said = capsys.readouterr().out
-    assert "changed: trainer.fit.train_dataloader.batch_size 1024 -> 64, trainer.init.loop.max_steps 200 -> 20." in said
+    assert "changed: trainer.fit.train_dataloader.batch_size 1024 -> 64, trainer.init.loop.max_steps 200 -> 20" in said
     assert run.params["batch_size"] == 64 and run.metrics["samples"] == 64 * 20
