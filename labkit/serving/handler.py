@@ -131,7 +131,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         arrival, arrival_wall = time.perf_counter(), time.time()
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self.close_connection = True
+            self._send_error(ApiError(400, "Content-Length: {!r} is not a byte count".format(
+                self.headers.get("Content-Length"))))
+            return
         if length > MAX_BODY_BYTES:
             self.close_connection = True
             self._send_error(ApiError(413, "The request body is {} bytes; at most {}".format(length, MAX_BODY_BYTES)))
@@ -163,6 +171,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self._complete(request, gen)
         finally:
             self.server.track(-1)
+
+    def _not_allowed(self) -> None:
+        self.close_connection = True  # a body we did not read may follow
+        self._send_error(ApiError(405, "{} {}: only GET (/v1/models) and POST (/v1/chat/completions) are "
+                                       "served".format(self.command, self.path), code="method_not_allowed"))
+
+    do_PUT = do_DELETE = do_PATCH = _not_allowed
 
     def _generation(self, request: ChatRequest, arrival: float, arrival_wall: float) -> Generation:
         model = self.server.model

@@ -65,11 +65,13 @@ def _watch_stdin(stop: threading.Event) -> None:
 
 
 def _watch_parent(pid: int, stop: threading.Event) -> None:
-    import psutil
-
+    try:
+        import psutil
+    except ImportError:  # re-parenting alone tells (POSIX)
+        psutil = None
+    parent = os.getppid() == pid  # then re-parenting tells that it died, even if its pid is reused
     while not stop.wait(0.5):
-        # the parent is gone when we have been re-parented (POSIX) or its pid no longer runs
-        if (hasattr(os, "getppid") and os.getppid() != pid) or not psutil.pid_exists(pid):
+        if (parent and os.getppid() != pid) or (psutil is not None and not psutil.pid_exists(pid)):
             stop.set()
 
 

@@ -80,3 +80,13 @@ def _end(gen):
         kind, value = gen.events.get(timeout=10)
         if kind != "token":
             return kind, value
+
+
+def test_a_saved_model_directory_is_served_with_the_same_weights(model, tmp_path):
+    model.model.save_pretrained(str(tmp_path / "my-llama"))
+    loaded = load_model(model_dir=str(tmp_path / "my-llama"))
+    ids = model.encode("The same weights, the same logits.")
+    assert loaded.name == "local/my-llama" and loaded.context_length == model.context_length
+    assert torch.equal(loaded.prefill(ids)[0], model.prefill(ids)[0])
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        load_model(model_dir=str(tmp_path))

@@ -161,9 +161,11 @@ def test_bad_input_is_a_400_naming_the_parameter(batched, change, param):
     assert response.json()["error"]["param"] == param and response.json()["error"]["type"] == "invalid_request_error"
 
 
-def test_a_body_that_is_not_json_is_a_400(batched):
+def test_a_body_that_is_not_json_is_a_400_and_another_method_a_405(batched):
     response = httpx.post(batched.base_url + "/chat/completions", content=b"{not json")
     assert response.status_code == 400 and "not valid JSON" in response.json()["error"]["message"]
+    response = httpx.delete(batched.base_url + "/models")
+    assert response.status_code == 405 and response.json()["error"]["code"] == "method_not_allowed"
 
 
 def test_a_missing_or_wrong_key_is_a_401(sequential):
