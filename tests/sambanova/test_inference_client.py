@@ -82,9 +82,17 @@ def test_an_answer_slower_than_timeout_s_is_a_timeout_and_the_rest_is_kept():
     with serving.start_server(config="sequential", model_size="tiny", max_queue=4) as server:
         target = Endpoint("seq", server.base_url, server.model, Secret("none"), local=True)
         # one decodes a long answer; the other waits in the queue, silent past the read timeout
-        traces, _ = run_batch(target, PROMPTS[:2], 2, Options(max_tokens=120, timeout_s=1.5))
-    assert sorted(t.status for t in traces) == ["ok", "timeout"], [(t.status, t.error) for t in traces]
-    assert "raise timeout_s" in explain("timeout", "seq", server.base_url, 1.5)
+        traces, _ = run_batch(target, PROMPTS[:2], 2, Options(max_tokens=400, timeout_s=1.0))
+    assert sorted(t.status for t in traces) == ["ok", "timeout"], [(t.status, t.error, t.output_tokens) for t in traces]
+    done = next(t for t in traces if t.status == "ok")
+    assert done.e2el > 1.0 and done.output_tokens == 400  # long enough for the other to time out in the queue
+    assert "raise timeout_s" in explain("timeout", "seq", server.base_url, 1.0)
+
+
+def test_max_tokens_beyond_the_context_is_a_400_that_says_so(batched):
+    traces, _ = run_batch(endpoint(batched), PROMPTS[:1], 1, Options(max_tokens=5000))
+    assert traces[0].status == "400" and "context length" in traces[0].error
+    assert "lower max_tokens" in explain("400", "stand-in", batched.base_url)
 
 
 def test_an_interrupt_closes_the_streams_in_flight_and_keeps_the_batches_before(batched):

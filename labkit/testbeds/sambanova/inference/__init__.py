@@ -21,7 +21,7 @@ interrupts), ``summary`` (intervals), ``notes`` (honest comparisons), ``record``
 """
 
 from labkit.testbeds.sambanova.inference.access import AccessError, Secret, explain, find_token
-from labkit.testbeds.sambanova.inference.evidence import evidence_table, parse_text, read_evidence
+from labkit.testbeds.sambanova.inference.evidence import SAMPLE_RESPONSE, evidence_table, parse_text, read_evidence
 from labkit.testbeds.sambanova.inference.exercise import plan, run_exercise, show
 from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS
 from labkit.testbeds.sambanova.inference.prompts import load_prompts
@@ -31,4 +31,4 @@ from labkit.testbeds.sambanova.inference.timing import Trace, summarize
 
 __all__ = ["SPEC", "plan", "run_exercise", "show", "ENDPOINTS", "INFERENCE_METRICS", "latency_table",
            "percentile_table", "server_table", "plot_latency", "read_evidence", "parse_text", "evidence_table",
-           "load_prompts", "find_token", "explain", "Secret", "AccessError", "Trace", "summarize"]
+           "load_prompts", "SAMPLE_RESPONSE", "find_token", "explain", "Secret", "AccessError", "Trace", "summarize"]

@@ -114,6 +114,9 @@ def explain(status: str, endpoint: str, base_url: str, timeout_s: float = 0.0) -
     if status in ("401", "403"):
         return ("{} refused the access token (HTTP {}): it has expired or was never valid; run `{}` (ALCF asks for a "
                 "new login every 7 days), then run the notebook again").format(where, status, REFRESH)
+    if status == "400":
+        return ("{} refused the request as malformed (HTTP 400): its message (run.details) names the field, most "
+                "often max_tokens beyond the model's context length; lower max_tokens").format(where)
     if status == "404":
         return ("{} answered 404 Not Found: check the base URL (it ends in /v1, with no trailing slash and without "
                 "/chat/completions, which the client adds) and the model name").format(where)

@@ -29,7 +29,11 @@ from labkit.results import Run
 from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS
 from labkit.testbeds.sambanova.inference.timing import percentile
 
-__all__ = ["parse_text", "read_evidence", "evidence_table", "EvidenceError"]
+__all__ = ["parse_text", "read_evidence", "evidence_table", "EvidenceError", "SAMPLE_RESPONSE"]
+
+#: A Metis chat completion written by hand in the documented shape (OpenAI's object, SambaNova's timing
+#: fields in usage), for the notebook to read like a student's pasted response; not a captured answer.
+SAMPLE_RESPONSE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metis_sample.json")
 
 EXERCISE = "sambanova/inference"
 _REAL = re.compile(r"^real\s+(?:(\d+)m)?([\d.]+)s?\s*$", re.MULTILINE)
@@ -261,7 +265,7 @@ def evidence_table(run: Run):
     rows = []
     for p in pieces:
         m = p.metrics
-        rows.append({"evidence": p.environment.get("log"), "kind": p.params.get("evidence"),
+        rows.append({"evidence": os.path.basename(str(p.environment.get("log"))), "kind": p.params.get("evidence"),
                      "model": p.params.get("model", ""), "requests": m.get("requests"),
                      "output tokens": m.get("output_tokens"),
                      "client: E2EL": "{:.3f} s".format(m["e2el_median"]) if "e2el_median" in m else "not measured",

@@ -7,6 +7,7 @@ The whole piece is read at its end (a JSON answer spans lines); :mod:`.evidence`
 
 from __future__ import annotations
 
+import os
 from typing import List
 
 from labkit.logs.base import LineReader
@@ -27,7 +28,7 @@ class InferenceReader(LineReader):
         self._lines.append(line)
 
     def finish(self) -> List[Run]:
-        self.runs = parse_text("\n".join(self._lines), self.name)
+        self.runs = parse_text("\n".join(self._lines), os.path.basename(self.name))
         if not self.runs:
             self.notes.append("No chat completion, streamed transcript or JSON of results was recognised.")
         return self.runs

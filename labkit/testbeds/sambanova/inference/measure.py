@@ -22,7 +22,7 @@ from labkit import interrupts, progress
 from labkit.testbeds.sambanova.inference.client import Cancel, Endpoint, Options, open_client, run_batch
 from labkit.testbeds.sambanova.inference.timing import Trace, summarize
 
-__all__ = ["Batch", "Measured", "measure", "count_tokens"]
+__all__ = ["Batch", "Measured", "measure", "count_tokens", "local_tokenizer"]
 
 
 @dataclass
@@ -48,15 +48,32 @@ class Measured:
         return [t for b in self.batches for t in b.traces]
 
 
+def local_tokenizer(model: str) -> Any:
+    """The model's tokenizer from the local Hugging Face cache (``transformers.AutoTokenizer``,
+    ``local_files_only``: never a download in the middle of a measurement), or None."""
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(model, local_files_only=True)
+    except Exception:  # noqa: BLE001 - not cached, no transformers: fall back to counting chunks
+        return None
+
+
+def _token_count(tokenizer: Any, text: str) -> int:
+    encoded = tokenizer.encode(text, add_special_tokens=False)
+    return len(getattr(encoded, "ids", encoded))  # a ``tokenizers.Tokenizer`` gives an Encoding, transformers a list
+
+
 def count_tokens(traces: Sequence[Trace], tokenizers: Mapping[str, Any]) -> None:
-    """Fill ``output_tokens`` where the server's usage gave none: the endpoint's tokenizer when there is one,
-    else one token per streamed chunk (an estimate: a chunk may hold several tokens), and say which."""
+    """Fill ``output_tokens`` where the server's usage gave none: the endpoint's tokenizer when there is one
+    (a transformers tokenizer or a ``tokenizers.Tokenizer``), else one token per streamed chunk (an
+    estimate: a chunk may hold several tokens), and say which."""
     for trace in traces:
         if trace.output_tokens is not None or not trace.chunk_times:
             continue
         tokenizer = tokenizers.get(trace.endpoint)
         if tokenizer is not None:
-            trace.output_tokens = len(tokenizer.encode(trace.text, add_special_tokens=False))
+            trace.output_tokens = _token_count(tokenizer, trace.text)
             trace.token_source = "tokenizer"
         else:
             trace.output_tokens = len(trace.chunk_times)
@@ -107,7 +124,12 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
             bar.close()
         for sdk in clients.values():
             sdk.close()
-    count_tokens(measured.traces + measured.warmup, tokenizers or {})
+    tokenizers = dict(tokenizers or {})
+    for endpoint in endpoints:  # a server that gave no usage: the model's tokenizer, if it is cached here
+        if endpoint.name not in tokenizers and any(t.output_tokens is None and t.chunk_times and
+                                                   t.endpoint == endpoint.name for t in measured.traces):
+            tokenizers[endpoint.name] = local_tokenizer(endpoint.model)
+    count_tokens(measured.traces + measured.warmup, tokenizers)
     for batch in measured.batches:
         batch.figures = summarize(batch.traces, batch.duration, targets)
     if measured.stopped:
