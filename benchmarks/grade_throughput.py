@@ -14,6 +14,13 @@ beyond executing the cells (worker start, sandbox, kernel start, recomputation, 
 medians with their range over the repeats; and, as the reference measured in the same session,
 the time the same notebook takes run plainly (nbclient, a fresh kernel, no sandbox, no grading).
 
+--classroom-2025: the 22-student class of the 2025 homework (tests/homework/classroom_2025.py: CS-3
+logs, the LLaMA sweep and inference runs against the local stand-in, every kind of broken hand-in),
+graded with --reproduce by 2 local workers and by Parsl (docs/parsl/local.py, 2 workers), repeats
+interleaved; prints seconds per submission (median and range) and Parsl's time as a ratio against
+the local workers' in the same session. The lab runs are made once first (a few CPU-minutes), or
+reused from LABKIT_TEST_LAB_2025.
+
 --classroom: the 13-student class of tests/homework/classroom.py (real homework, real testbed logs),
 grades it with 1 and then 2 workers (sandbox, recomputation and --reproduce included) and
 prints seconds per submission and the 2-worker speed-up as a ratio against the 1-worker run
@@ -152,15 +159,59 @@ def portable_class(students: int, repeats: int, steps: int) -> None:
         shutil.rmtree(str(root), ignore_errors=True)
 
 
+def classroom_2025(repeats: int) -> None:
+    """The 2025 class graded by 2 local workers and by Parsl (2 workers), interleaved."""
+    from tests.homework import classroom_2025 as c25
+
+    root = Path(tempfile.mkdtemp(prefix="grade-bench-2025-"))
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    os.environ["LABKIT_PARSL_WORKERS"] = "2"
+    limits = sandbox.Limits(notebook_s=120, cell_s=30, memory_bytes=8 << 30, nproc=64, fsize_bytes=16 << 20)
+    try:
+        started = time.perf_counter()
+        reuse = os.environ.get("LABKIT_TEST_LAB_2025")
+        lab = Path(reuse) if reuse else c25.make_lab_runs(root / "lab")
+        made = time.perf_counter() - started
+        subs = root / "submissions"
+        n = len(c25.build_class(subs, lab))
+        print("lab runs: {}".format("reused from {}".format(reuse) if reuse else "made in {:.0f} s".format(made)))
+        times = {"2 local workers": [], "Parsl, 2 workers": []}
+        for repeat in range(repeats):  # interleaved: a noisy minute hits both alike
+            for label, executor in (("2 local workers", "local"), ("Parsl, 2 workers", "parsl")):
+                out = root / "out-{}-{}".format(executor, repeat)
+                t0 = time.perf_counter()
+                results = grade_class(str(subs), str(c25.RUBRIC), str(out), workers=2, limits=limits, reproduce=True,
+                                      executor=executor, lms="canvas",
+                                      parsl_config=str(ROOT / "docs" / "parsl" / "local.py") if executor == "parsl" else None)
+                wall = time.perf_counter() - t0
+                times[label].append(wall)
+                print("  repeat {} {:<17}: {:6.2f} s/submission ({:.0f} s, {} graded)".format(
+                    repeat + 1, label, wall / n, wall, len(results)), flush=True)
+        print("isolation: {}, {} submissions, {} repeat(s), --reproduce (3 LLaMA re-runs)".format(
+            sandbox.best_level(), n, repeats))
+        for label, walls in times.items():
+            per = [w / n for w in walls]
+            print("| {} | {:.2f} s/submission [{:.2f}-{:.2f}] |".format(label, statistics.median(per), min(per), max(per)))
+        ratio = [p / l for p, l in zip(times["Parsl, 2 workers"], times["2 local workers"])]
+        print("Parsl / local, same session: x{:.2f} [{:.2f}-{:.2f}]".format(statistics.median(ratio), min(ratio), max(ratio)))
+    finally:
+        shutil.rmtree(str(root), ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--classroom", action="store_true", help="the 13-student class of real logs instead")
+    parser.add_argument("--classroom-2025", action="store_true", help="the 22-student class of the 2025 homework")
     parser.add_argument("--students", type=int, default=40, help="size of the generated class (default 40)")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (default 3)")
     parser.add_argument("--steps", type=int, default=3_000_000, help="length of each notebook's long run")
     parser.add_argument("--nbgrader", action="store_true", help="also time nbgrader autograde")
     parser.add_argument("--nbgrader-only", action="store_true", help="time only nbgrader autograde")
     args = parser.parse_args()
+    if args.classroom_2025:
+        classroom_2025(args.repeats)
+        return 0
     if not args.classroom and not args.nbgrader_only:
         portable_class(args.students, args.repeats, args.steps)
         return 0

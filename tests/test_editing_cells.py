@@ -53,6 +53,9 @@ EXERCISES = {
                                       rounds=2),  # every configuration spawns fresh processes: slow
     "homework/ai_testbeds": Exercise("notebooks/homework/ai_testbeds.ipynb", "homework.run_exercise(config)",
                                      ("logs_dir", "other_logs", "'logs'"), parameters={"logs_dir": "logs"}),
+    "homework/ai_testbeds_2025": Exercise("notebooks/homework/ai_testbeds_2025.ipynb", "fall2025.run_exercise(config)",
+                                          ("runs_dir", "other_runs", "'evidence_2025/runs'"),
+                                          ("fall2025.show(run)", "results.record(run)")),
 }
 
 #: The cells above that draw exactly one figure (a show step with a plot, or a plot).

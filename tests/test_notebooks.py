@@ -93,7 +93,9 @@ def test_every_exercise_package_exports_the_five_steps(exercise):
     for name in ("SPEC", "plan", "run_exercise", "show"):
         assert name in package.__all__ and hasattr(package, name), "{}: {} not exported".format(exercise, name)
     assert package.SPEC.name.split("/")[0] == exercise.split(".")[0]
-    if "." in exercise:  # a testbed's second exercise: its name is the testbed and the sub-package
+    if "." in exercise and not exercise.startswith("homework."):  # cerebras.llama2_7b runs cerebras/llama2_7b
         assert package.SPEC.name == exercise.replace(".", "/")
+    if exercise.startswith("homework."):  # a year's homework: homework.fall2025 runs homework/ai_testbeds_2025
+        assert package.SPEC.name.startswith("homework/ai_testbeds_")
     for name in ("plan", "run_exercise", "show"):
         assert getattr(package, name).__module__ != package.__name__, "{}.{} lives in __init__".format(exercise, name)

@@ -17,6 +17,7 @@ exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 html_theme = "alabaster"
 html_title = project
 html_sidebars = {"**": ["about.html", "navigation.html", "relations.html", "searchbox.html"]}
-html_theme_options = {"description": "Graphcore, Cerebras, SambaNova and Groq exercises, run and recorded",
+html_theme_options = {"description": "The course's exercises, run and recorded: 2025 (Cerebras CS-3, SambaNova "
+                                     "Metis) and 2024 (Graphcore, Cerebras CS-2, SambaNova SN30, Groq)",
                       "show_relbars": True}
 html_show_sourcelink = False

@@ -112,3 +112,29 @@ def test_pages_are_joined_by_navigation(site):
     assert (site / "index.html").resolve() in nav  # up to the contents
     exercises = sorted((site / "exercises").glob("*.html"))
     assert len(nav & {p.resolve() for p in exercises}) >= 2  # the sidebar lists the others
+
+
+def test_the_index_leads_with_the_current_offerings_pages(site):
+    """A student of this year's course finds their exercises first (docs/book/offerings.yml's order)."""
+    year_of = {}
+    for golden in book.golden_notebooks():
+        section = "homework" if golden.parent.name == "homework" else "exercises"
+        year_of["{}/{}-{}.html".format(section, golden.parent.name, golden.stem)] = book.offering_of(golden)
+    html = (site / "index.html").read_text(encoding="utf-8")
+    start = html.index('class="toctree-wrapper')  # the contents on the page, not the sidebar or the relbar
+    end = html.index('class="related', start)
+    body = Page.__new__(Page)
+    HTMLParser.__init__(body)
+    body.path, body.links, body.images, body.ids = site / "index.html", [], [], set()
+    body.feed(html[start:end])
+    order = []
+    for href in body.links:
+        year = year_of.get(urlsplit(href).path)
+        if year is not None and (not order or order[-1] != year):
+            order.append(year)
+    years = [o["year"] for o in book.offerings()]
+    assert order == [y for y in years if y in set(year_of.values())], order  # one block per offering, in order
+    assert order[0] == years[0]
+    contents = html[start:end]
+    assert contents.index(book.offerings()[0]["title"].split(":")[0]) < contents.index(
+        book.offerings()[1]["title"].split(":")[0])  # the captions too

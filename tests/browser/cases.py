@@ -70,6 +70,13 @@ CASES = [
     Case("homework/ai_testbeds", golden("homework/ai_testbeds", runs_dir="portable-runs"), bad=("logs_dir", "5"),
          defaults="runs", plots=4, tables=4, evidence=("tests/golden/homework/runs", "portable-runs"),
          defaults_show=dict(plots=0, tables=1, records=False)),
+    # The 2025 homework, typed: the golden copy's evidence (CS-3 logs and tiny portable runs of both
+    # exercises), a table per section and the inference section's per-endpoint table; a plot each.
+    Case("homework/ai_testbeds_2025", golden("homework/ai_testbeds_2025", logs_dir="evidence-2025/logs",
+                                             runs_dir="evidence-2025/runs"),
+         bad=("runs_dir", "5"), defaults="runs", plots=2, tables=4,
+         evidence=("tests/golden/homework/evidence_2025", "evidence-2025"),
+         defaults_show=dict(plots=0, tables=1, records=False)),
 ]
 
 

@@ -44,3 +44,24 @@ def test_the_index_leads_to_an_exercise_page_that_shows_its_plot(book_index, bro
         assert page.url.endswith("index.html"), page.url
     finally:
         page.close()
+
+
+def test_the_index_leads_first_to_the_current_offering_and_its_homework_page(book_index, browser_context, artifacts):
+    """A 2025 student's first section is theirs, and its homework page renders its plots and tables."""
+    page = browser_context.new_page()
+    try:
+        page.goto(book_index.resolve().as_uri())
+        captions = page.locator("p.caption, span.caption-text").all_inner_texts()
+        assert captions and captions[0].startswith("2025"), captions
+        link = page.locator("a[href$='homework-ai_testbeds_2025.html']").first
+        link.click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith("homework/homework-ai_testbeds_2025.html"), page.url
+        assert "2025" in page.locator("h1").first.inner_text()
+        images = page.locator("img[src$='.png']").evaluate_all(
+            "els => els.map(e => ({w: e.naturalWidth, h: e.naturalHeight, ok: e.complete}))")
+        assert len(images) >= 2 and all(i["ok"] and i["w"] >= 200 and i["h"] >= 150 for i in images), images
+        assert page.locator("table").count() >= 4
+        page.screenshot(path=str(artifacts / "book-homework-2025.png"), full_page=False)
+    finally:
+        page.close()

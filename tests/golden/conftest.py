@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numeric  # noqa: E402  (tests/golden is not a package; nbval collects notebooks here)
 
 # The golden homework's evidence: lab-book notebooks run portably, read by the homework, not replayed.
-collect_ignore_glob = ["homework/runs/*"]
+collect_ignore_glob = ["homework/runs/*", "homework/evidence_2025/*"]
 
 try:
     from nbval.plugin import IPyNbCell, transform_streams_for_comparison

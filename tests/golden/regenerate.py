@@ -8,7 +8,9 @@ with the same environment `make test` gives nbval (text progress bars, MNIST fro
 LABKIT_DATA_DIR), into tests/golden/<key>.ipynb. An entry with ``portable_runs: true`` (the
 homework) first makes, beside its golden copy, the runs a student without a testbed account
 hands in (``tests/homework/portable_student.py``: the lab book's notebooks, portably, at tiny
-sizes, into ``runs/<testbed>/``), so the golden homework is filled from portable runs.
+sizes, into ``runs/<testbed>/``), so the golden homework is filled from portable runs. An entry
+whose ``portable_runs`` names ``module:function`` (the 2025 homework) has that function make its
+evidence beside the golden copy instead (CS-3 logs and portable runs, into their own folder).
 """
 
 from __future__ import annotations
@@ -47,12 +49,18 @@ def main(keys) -> int:
         source = ROOT / entry["notebook"]
         target = HERE / (key + ".ipynb")
         target.parent.mkdir(parents=True, exist_ok=True)
-        if entry.get("portable_runs"):
+        if entry.get("portable_runs") is True:
             from tests.homework import portable_student
 
             shutil.rmtree(str(target.parent / "runs"), ignore_errors=True)
             print("golden: portable runs -> {}".format((target.parent / "runs").relative_to(ROOT)))
             portable_student.make_runs(target.parent)
+        elif entry.get("portable_runs"):
+            from importlib import import_module
+
+            module, _, function = entry["portable_runs"].partition(":")
+            print("golden: evidence by {}".format(entry["portable_runs"]))
+            getattr(import_module(module), function)(target.parent)
         print("golden: {} -> {}".format(source.relative_to(ROOT), target.relative_to(ROOT)))
         papermill.execute_notebook(
             str(source), str(target), parameters=entry.get("parameters") or {},

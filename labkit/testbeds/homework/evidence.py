@@ -43,6 +43,9 @@ SPECS = {
     "cerebras/bert_large": "labkit.testbeds.cerebras:SPEC",
     "sambanova/bert_large": "labkit.testbeds.sambanova:SPEC",
     "groq/bert_tiny": "labkit.testbeds.groq:SPEC",
+    # the 2025 homework's
+    "cerebras/llama2_7b": "labkit.testbeds.cerebras.llama2_7b:SPEC",
+    "sambanova/inference": "labkit.testbeds.sambanova.inference:SPEC",
 }
 #: The same specs under the names lab-book notebooks made before the five steps give them.
 OLDER_SPECS = {

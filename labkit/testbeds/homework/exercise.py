@@ -23,8 +23,8 @@ from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
 from labkit.testbeds.homework.gather import runs_for
-from labkit.testbeds.homework.metrics import HOMEWORK_METRICS, runs_metric
-from labkit.testbeds.homework.spec import HOMEWORK_SPEC, TESTBEDS
+from labkit.testbeds.homework.metrics import metrics_for, runs_metric
+from labkit.testbeds.homework.years import homework_of
 
 __all__ = ["plan", "run_exercise", "found_files"]
 
@@ -50,9 +50,12 @@ def _files_line(kind: str, folder: str) -> str:
 
 
 def plan(config: Config) -> RunPlan:
-    """Which testbed logs and lab-book notebooks there are for each testbed, and where (nothing is read yet)."""
+    """Which testbed logs and lab-book notebooks there are for each testbed, and where (nothing is read yet).
+
+    The testbeds are those of the homework whose spec made ``config`` (2024's or 2025's).
+    """
     more = []
-    for testbed in TESTBEDS:
+    for testbed in homework_of(config).testbeds:
         logs = os.path.join(os.fspath(config.logs_dir), testbed)
         runs = os.path.join(os.fspath(config.runs_dir), testbed)
         more.append("- {}: {}; {}".format(testbed, _files_line("log", logs), _files_line("lab-book", runs)))
@@ -67,10 +70,11 @@ _plan_step = plan  # run_exercise's argument is called plan too
 @run_step
 def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     """Every testbed's runs, gathered (:func:`runs_for`): the overview Run, the runs as ``run.details``."""
-    gathered = {testbed: runs_for(config, testbed) for testbed in TESTBEDS}
-    run = Run(HOMEWORK_SPEC.name, source="log", params=config.to_dict())
+    homework = homework_of(config)
+    gathered = {testbed: runs_for(config, testbed) for testbed in homework.testbeds}
+    run = Run(homework.name, source="log", params=config.to_dict())
     for testbed, runs in gathered.items():
-        HOMEWORK_METRICS.add(run, runs_metric(testbed), len(runs))
+        metrics_for(homework).add(run, runs_metric(testbed), len(runs))
     missing = [testbed for testbed, runs in gathered.items() if not runs]
     if missing:
         run.notes.append("no runs yet for {}: each section says what to run".format(", ".join(missing)))

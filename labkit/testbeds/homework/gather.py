@@ -27,15 +27,22 @@ from typing import Any, List, Sequence, Tuple, Union
 
 import labkit.logs
 from labkit.results import Run, record
-from labkit.testbeds.homework.spec import exercise_for
-from labkit.testbeds.homework.where import OVERVIEW_EXERCISE, where_it_ran
+from labkit.testbeds.homework.where import OVERVIEW_EXERCISES, where_it_ran
+from labkit.testbeds.homework.years import homework_of
 
-__all__ = ["runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs", "runs_of"]
+__all__ = ["runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs", "runs_of", "EVIDENCE_KIND"]
+
+#: Where a log run keeps what its reader called ``params['evidence']`` (the inference reader: the kind of
+#: a saved response); ``params['evidence']`` of a homework record is always the lab-book notebook's path.
+EVIDENCE_KIND = "evidence_kind"
 
 
-def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True) -> List[Run]:
-    """Every run of the testbed's exercise in the logs under ``logs_dir/<testbed>/``, in file order."""
-    exercise = exercise_for(testbed)
+def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True, homework: Any = None) -> List[Run]:
+    """Every run of the testbed's exercise in the logs under ``logs_dir/<testbed>/``, in file order.
+
+    ``homework``: whose section (default 2024's: :func:`labkit.testbeds.homework.years.homework_of`).
+    """
+    exercise = homework_of(homework).exercise_for(testbed)
     folder = os.path.join(os.fspath(logs_dir), testbed)
     if not os.path.isdir(folder):
         return []
@@ -48,6 +55,8 @@ def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True) -> List[Ru
         for index, run in enumerate(report.runs):
             if run.exercise != exercise.exercise or (exercise.keep is not None and not exercise.keep(run)):
                 continue
+            if "evidence" in run.params:  # a saved response's kind ("results", "curl"): the key names a
+                run.params[EVIDENCE_KIND] = run.params.pop("evidence")  # lab-book notebook for the grader
             run.params["log"] = path  # where the grader reads it again
             run.params["log_run"] = index
             runs.append(run)
@@ -56,7 +65,7 @@ def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True) -> List[Ru
     return runs
 
 
-def runs_from_lab_book(runs_dir: str, testbed: str, verbose: bool = True) -> List[Run]:
+def runs_from_lab_book(runs_dir: str, testbed: str, verbose: bool = True, homework: Any = None) -> List[Run]:
     """Every run of the testbed's exercise in ``runs_dir/<testbed>/``: sweep folders and executed notebooks.
 
     A run that cannot count (a failed run, a results.csv that disagrees with its notebook, a
@@ -65,7 +74,7 @@ def runs_from_lab_book(runs_dir: str, testbed: str, verbose: bool = True) -> Lis
     from labkit import sweep
     from labkit.testbeds.homework import evidence
 
-    exercise = exercise_for(testbed)
+    exercise = homework_of(homework).exercise_for(testbed)
     folder = os.path.join(os.fspath(runs_dir), testbed)
     if not os.path.isdir(folder):
         return []
@@ -102,14 +111,19 @@ def runs_from_lab_book(runs_dir: str, testbed: str, verbose: bool = True) -> Lis
 
 
 def runs_for(config: Any, testbed: str, verbose: bool = True) -> List[Run]:
-    """The testbed's runs from every source: testbed logs first, then lab-book notebooks and sweeps."""
-    return runs_from_logs(config.logs_dir, testbed, verbose) + runs_from_lab_book(config.runs_dir, testbed, verbose)
+    """The testbed's runs from every source: testbed logs first, then lab-book notebooks and sweeps.
+
+    The homework (2024's or 2025's) is the one whose spec made ``config``.
+    """
+    homework = homework_of(config)
+    return (runs_from_logs(config.logs_dir, testbed, verbose, homework) +
+            runs_from_lab_book(config.runs_dir, testbed, verbose, homework))
 
 
 def runs_of(testbed: str, runs: Union[Run, Sequence[Run]]) -> List[Run]:
     """The testbed's runs: ``runs`` itself, or those the homework's Run gathered (its ``details``)."""
     if isinstance(runs, Run):
-        if runs.exercise != OVERVIEW_EXERCISE:  # a cell above reused the name: say so, never show nothing
+        if runs.exercise not in OVERVIEW_EXERCISES:  # a cell above reused the name: say so, never show nothing
             raise ValueError("this is a run of {}, not the homework's overview from homework.run_exercise(config): "
                              "a cell above gave the name `run` to something else; run the cell "
                              "`run = homework.run_exercise(config)` again, or name your own variables "

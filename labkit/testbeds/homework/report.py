@@ -17,9 +17,11 @@ from typing import Any, List, Optional, Sequence, Union
 
 from labkit import display
 from labkit.results import Run
+from labkit.testbeds.homework.against import plot_against
 from labkit.testbeds.homework.gather import runs_of
-from labkit.testbeds.homework.spec import TESTBEDS, Exercise, exercise_for
-from labkit.testbeds.homework.where import HARDWARE, is_portable, where_it_ran
+from labkit.testbeds.homework.spec import Exercise
+from labkit.testbeds.homework.where import is_portable, where_it_ran
+from labkit.testbeds.homework.years import homework_for_runs, homework_of
 
 __all__ = ["comparison", "plot", "show", "show_testbed", "overview", "nothing_yet"]
 
@@ -29,11 +31,14 @@ def _source_name(run: Run) -> str:
     return os.path.basename(str(path))
 
 
-def comparison(testbed: str, runs: Sequence[Run]):
-    """A pandas DataFrame comparing the runs: where each ran, its file, changed parameters, key metrics, status."""
+def comparison(testbed: str, runs: Sequence[Run], homework: Any = None):
+    """A pandas DataFrame comparing the runs: where each ran, its file, changed parameters, key metrics, status.
+
+    ``homework``: whose section (found from the runs' exercise when not given).
+    """
     import pandas as pd
 
-    exercise = exercise_for(testbed)
+    exercise = homework_for_runs(testbed, runs, homework).exercise_for(testbed)
     rows = []
     for number, run in enumerate(runs, 1):
         row = {"run": "{}_{}".format(testbed, number), "where it ran": where_it_ran(run), "from": _source_name(run)}
@@ -52,7 +57,7 @@ def _bar_label(exercise: Exercise, number: int, run: Run) -> str:
     return "{}\n[{}]".format(changed or "run {}".format(number), where_it_ran(run))
 
 
-def plot(testbed: str, runs: Sequence[Run]):
+def plot(testbed: str, runs: Sequence[Run], homework: Any = None):
     """Bars of the testbed's key metric(s), one group per run, labelled with where it ran.
 
     Portable runs are drawn hatched and named "portable: ..." in the legend. Without a run to
@@ -60,7 +65,13 @@ def plot(testbed: str, runs: Sequence[Run]):
     """
     import matplotlib.pyplot as plt
 
-    exercise = exercise_for(testbed)
+    book = homework_for_runs(testbed, runs, homework)
+    exercise = book.exercise_for(testbed)
+    hardware = book.hardware.get(testbed, testbed)
+    if exercise.detail_plot is not None:
+        return exercise.detail_plot(runs, hardware)
+    if exercise.against:
+        return plot_against(exercise, runs, hardware)
     metrics = [m for m in exercise.plotted if any(isinstance(r.metrics.get(m), (int, float)) for r in runs)]
     shown = [r for r in runs if any(isinstance(r.metrics.get(m), (int, float)) for m in metrics)]
     if not shown:
@@ -78,7 +89,7 @@ def plot(testbed: str, runs: Sequence[Run]):
             bar = ax.bar(r_index + (m_index - (len(metrics) - 1) / 2.0) * width, float(value), width,
                          color=colors[m_index % len(colors)], alpha=0.55 if portable else 1.0,
                          hatch="//" if portable else None, edgecolor="#333333")
-            key = "{} ({})".format(metric, "portable: a model, not the {}".format(HARDWARE.get(testbed, testbed))
+            key = "{} ({})".format(metric, "portable: a model, not the {}".format(hardware)
                                    if portable else "measured on the {}".format(where_it_ran(run)))
             legend.setdefault(key, bar)
     ax.set_xticks(range(len(shown)))
@@ -94,9 +105,9 @@ def plot(testbed: str, runs: Sequence[Run]):
     return fig
 
 
-def nothing_yet(testbed: str) -> str:
-    """What to run, and where to put it, for a testbed with no runs yet."""
-    exercise = exercise_for(testbed)
+def nothing_yet(testbed: str, homework: Any = None) -> str:
+    """What to run, and where to put it, for a testbed with no runs yet (in ``homework``'s section)."""
+    exercise = homework_of(homework).exercise_for(testbed)
     return ("No runs of {ex} yet, so there is nothing to compare. Either\n"
             "  - portably, on a laptop or a GPU node (about five minutes on 2 cores), from the lab book's folder:\n"
             "      {portable}\n"
@@ -107,24 +118,41 @@ def nothing_yet(testbed: str) -> str:
                                                     testbed=exercise.testbed)
 
 
-def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]]) -> Optional[List[Any]]:
+def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]], homework: Any = None) -> Optional[List[Any]]:
     """The comparison table and plot, with a warning about portable runs; or, without runs, what to run.
 
     ``runs``: a list, or the homework's Run (:func:`labkit.testbeds.homework.run_exercise`).
     Shown by the rule of :func:`labkit.display.shown` (None in a kernel).
     """
+    book = homework_for_runs(testbed, runs, homework)
     runs = runs_of(testbed, runs)
     if not runs:
-        print(nothing_yet(testbed))
+        print(nothing_yet(testbed, book))
         return display.shown([])
-    table = display.show(comparison(testbed, runs))
+    table = display.show(comparison(testbed, runs, book))
+    exercise = book.exercise_for(testbed)
+    detail = None if exercise.detail_table is None else display.show(exercise.detail_table(runs, testbed))
     portable = sorted({where_it_ran(r) for r in runs if is_portable(r)})
+    hardware = book.hardware.get(testbed, testbed)
     if portable:
         print("Runs marked {} ran the exercise's portable stand-in, not the {}: they model the exercise (same model, "
               "same parameters, same metrics); their times and speeds say nothing about the {}.".format(
-                  " and ".join(portable), HARDWARE.get(testbed, testbed), HARDWARE.get(testbed, testbed)))
-    fig = plot(testbed, runs)
-    return display.shown([table, None if fig is None else display.show(fig)])
+                  " and ".join(portable), hardware, hardware))
+    for note in _notes(runs) if book.run_notes else []:
+        print("Note:", note)
+    fig = plot(testbed, runs, book)
+    shown = [table] + ([detail] if exercise.detail_table is not None else [])
+    return display.shown(shown + [None if fig is None else display.show(fig)])
+
+
+def _notes(runs: Sequence[Run]) -> List[str]:
+    """The runs' own notes (a cached compile, a run that stopped early, different models compared ...), once each."""
+    notes: List[str] = []
+    for run in runs:
+        for note in run.notes:
+            if note not in notes:
+                notes.append(note)
+    return notes
 
 
 def overview(run: Run):
@@ -132,7 +160,7 @@ def overview(run: Run):
     import pandas as pd
 
     rows = []
-    for testbed in TESTBEDS:
+    for testbed in homework_of(run).testbeds:
         runs = runs_of(testbed, run)
         rows.append({"testbed": testbed, "runs": len(runs),
                      "where they ran": ", ".join(sorted({where_it_ran(r) for r in runs})) or "-",

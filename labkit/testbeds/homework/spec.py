@@ -3,6 +3,10 @@ parameters students change, the metrics shown and plotted, and the commands that
 
     from labkit.testbeds.homework import spec
     spec.exercise_for("graphcore").metrics     # ('test_accuracy', 'epoch_time', ...)
+    spec.HOMEWORK_2024.testbeds                # the 2024 homework's sections (TESTBEDS)
+
+One :class:`Homework` per offering of the course: this module holds the 2024 homework
+(notebooks/homework/ai_testbeds.ipynb); :mod:`labkit.testbeds.homework.spec_2025` the 2025 one.
 
 The metrics shown and plotted are chosen from each exercise's table of metrics
 (``labkit/testbeds/<exercise>/metrics.py``): a name the table lacks fails at import, so the
@@ -12,7 +16,7 @@ homework cannot ask for a metric no run records.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Tuple
+from typing import Any, Dict, Tuple
 
 from labkit.params import PATH, Param, Spec
 from labkit.results import Run
@@ -21,7 +25,7 @@ from labkit.testbeds.graphcore.metrics import MNIST_METRICS as GRAPHCORE
 from labkit.testbeds.groq.metrics import BERT_TINY_METRICS as GROQ
 from labkit.testbeds.sambanova.metrics import BERT_METRICS as SAMBANOVA
 
-__all__ = ["SPEC", "HOMEWORK_SPEC", "Exercise", "TESTBEDS", "exercise_for"]
+__all__ = ["SPEC", "HOMEWORK_SPEC", "Exercise", "Homework", "TESTBEDS", "HOMEWORK_2024", "exercise_for"]
 
 HOMEWORK_SPEC = Spec(
     "homework/ai_testbeds",
@@ -46,6 +50,9 @@ class Exercise:
     portable: str  # the command that makes the runs portably (about five minutes on a 2-core laptop)
     testbed: str  # what to run on the testbed
     keep: Any = None  # extra filter on runs (SambaNova: training logs only)
+    against: str = ""  # plot the metrics against this parameter (a line per place it ran), not as bars
+    detail_table: Any = None  # runs -> a table shown under the comparison (2025 inference: per endpoint)
+    detail_plot: Any = None  # (runs, hardware) -> the section's plot instead of the bars
 
 
 def _training_log(run: Run) -> bool:
@@ -85,8 +92,35 @@ TESTBEDS = {
 }
 
 
+@dataclass(frozen=True)
+class Homework:
+    """One offering's homework: its notebook's spec (whose name is its overview record's exercise),
+    its sections by testbed, and the hardware each section's testbed runs are measured on."""
+
+    year: int
+    spec: Spec
+    testbeds: Dict[str, Exercise]
+    hardware: Dict[str, str]  # testbed -> what its testbed runs ran on ("CS-2", "CS-3", ...)
+    notebook: str  # the lab book's notebook of this homework
+    run_notes: bool = False  # each section prints its runs' own notes (what the numbers do and do not say)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def exercise_for(self, testbed: str) -> Exercise:
+        """The :class:`Exercise` of ``testbed``'s section; a ValueError names the sections there are."""
+        if testbed not in self.testbeds:
+            raise ValueError("testbed: {!r} is not one of {} (the {} homework's sections)".format(
+                testbed, ", ".join(self.testbeds), self.year))
+        return self.testbeds[testbed]
+
+
+HOMEWORK_2024 = Homework(2024, HOMEWORK_SPEC, TESTBEDS,
+                         {"graphcore": "IPU", "cerebras": "CS-2", "sambanova": "SN30", "groq": "GroqChip"},
+                         "notebooks/homework/ai_testbeds.ipynb")
+
+
 def exercise_for(testbed: str) -> Exercise:
-    """The homework's :class:`Exercise` for ``testbed``; a ValueError names the testbeds there are."""
-    if testbed not in TESTBEDS:
-        raise ValueError("testbed: {!r} is not one of {}".format(testbed, ", ".join(TESTBEDS)))
-    return TESTBEDS[testbed]
+    """The 2024 homework's :class:`Exercise` for ``testbed``; a ValueError names the testbeds there are."""
+    return HOMEWORK_2024.exercise_for(testbed)

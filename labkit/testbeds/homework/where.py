@@ -1,7 +1,8 @@
 """Where a run ran, in the words every table, plot, feedback page and gradebook row uses.
 
     from labkit.testbeds.homework.where import where_it_ran
-    where_it_ran(run)          # "IPU", "CS-2", "SN30", "GroqChip", "portable: CPU" or "portable: GPU"
+    where_it_ran(run)          # "IPU", "CS-2", "SN30", "GroqChip", "CS-3", "Metis/Sophia",
+                               # "portable: CPU" or "portable: GPU"
 
 A run read from a testbed log, or made through the vendor's stack (``Run.source`` "log" or
 "testbed"), is a measurement of the testbed and is labelled with its hardware. Any other run
@@ -16,13 +17,19 @@ from typing import Any, Mapping, Union
 
 from labkit.results import Run
 
-__all__ = ["where_it_ran", "is_portable", "HARDWARE", "PORTABLE_CPU", "PORTABLE_GPU", "OVERVIEW_EXERCISE"]
+__all__ = ["where_it_ran", "is_portable", "HARDWARE", "EXERCISE_HARDWARE", "PORTABLE_CPU", "PORTABLE_GPU",
+           "OVERVIEW_EXERCISE", "OVERVIEW_EXERCISES", "is_overview"]
 
 #: The testbed's hardware, by the first part of the exercise name.
 HARDWARE = {"graphcore": "IPU", "cerebras": "CS-2", "sambanova": "SN30", "groq": "GroqChip", "comparison": "IPU"}
+#: The hardware of exercises whose testbed changed between offerings (2025: the CS-3; the ALCF
+#: inference service, SambaNova's Metis and vLLM on Sophia), before the testbed's name.
+EXERCISE_HARDWARE = {"cerebras/llama2_7b": "CS-3", "sambanova/inference": "Metis/Sophia"}
 #: The homework notebook's own record (homework.run_exercise): how many runs it gathered for each
 #: testbed. It ran nowhere, so lists of where the graded runs ran leave it out.
 OVERVIEW_EXERCISE = "homework/ai_testbeds"
+#: The overview records of every offering's homework (2024's, 2025's).
+OVERVIEW_EXERCISES = (OVERVIEW_EXERCISE, "homework/ai_testbeds_2025")
 PORTABLE_CPU = "portable: CPU"
 PORTABLE_GPU = "portable: GPU"
 _GPU_DEVICES = ("cuda", "mps", "gpu", "rocm", "xpu")
@@ -38,7 +45,7 @@ def where_it_ran(run: Union[Run, Mapping[str, Any]]) -> str:
     testbed = run.exercise.split("/")[0]
     device = str(run.environment.get("device") or run.params.get("device") or "").lower()
     if run.source in ("log", "testbed"):
-        return HARDWARE.get(testbed, testbed)
+        return EXERCISE_HARDWARE.get(run.exercise) or HARDWARE.get(testbed, testbed)
     if device.startswith("ipu"):  # the scaling study's IPU path records source "portable"
         return "IPU"
     # GroqFlow's host backends name their device in the metric names (cuda_accuracy, ...)
@@ -49,3 +56,8 @@ def where_it_ran(run: Union[Run, Mapping[str, Any]]) -> str:
 def is_portable(run: Union[Run, Mapping[str, Any]]) -> bool:
     """True for a run that models the exercise on a stand-in device rather than measuring the testbed."""
     return where_it_ran(run).startswith("portable")
+
+
+def is_overview(run: Union[Run, Mapping[str, Any]]) -> bool:
+    """True for a homework notebook's overview record (it counts runs; it ran nowhere)."""
+    return _as_run(run).exercise in OVERVIEW_EXERCISES

@@ -1,0 +1,70 @@
+"""The 2025 homework (notebooks/homework/ai_testbeds_2025.ipynb): its parameters and its two sections.
+
+    from labkit.testbeds.homework.spec_2025 import HOMEWORK_2025
+    HOMEWORK_2025.exercise_for("cerebras").metrics     # ('global_rate', 'tokens_per_s', ...)
+
+The course's homework (05-AITestbed/README.md, Fall 2025):
+
+- **Cerebras**: "Run the Llama-7B example for different batch sizes and compare the performance":
+  the ``cerebras/llama2_7b`` exercise (``cszoo fit`` on the CS-3, its log ``mytest.log``, or the
+  lab book's notebook, on the CS-3 or portably), compared by GlobalRate and tokens/s against the
+  batch size, the course's default 1024 among them;
+- **SambaNova**: "Use your choice of huggingface dataset and compare the performance on GptOSS model
+  using both Metis and Sophia, reason out the possible differences": the ``sambanova/inference``
+  exercise (the lab book's notebook against both endpoints, or saved endpoint responses read like
+  logs), compared by its streaming figures (TTFT, TPOT, E2EL, output throughput).
+
+The 2024 homework (:mod:`labkit.testbeds.homework.spec`) is unchanged; both share the gathering,
+the evidence and the grader.
+"""
+
+from __future__ import annotations
+
+from labkit.params import PATH, Param, Spec
+from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS as CS3
+from labkit.testbeds.homework.endpoints import endpoint_table, plot_endpoints
+from labkit.testbeds.homework.spec import Exercise, Homework
+from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS as INFERENCE
+
+__all__ = ["SPEC", "TESTBEDS", "HOMEWORK_2025", "COURSE_BATCH_SIZE", "MIN_PROMPTS"]
+
+#: The batch size of the course's params_llama2_7b.yaml (its sample run: 204,800 samples in 200 steps).
+COURSE_BATCH_SIZE = 1024
+#: Prompts from one dataset the homework asks for, sent to each endpoint.
+MIN_PROMPTS = 20
+
+SPEC = Spec(
+    "homework/ai_testbeds_2025",
+    Param("logs_dir", PATH, "logs", "folder with one sub-folder per testbed: cerebras/ (CS-3 logs such as "
+                                    "mytest.log), sambanova/ (saved endpoint responses and transcripts)"),
+    Param("runs_dir", PATH, "runs", "folder with one sub-folder per testbed of lab-book notebooks executed by "
+                                    "`labkit run` or `labkit sweep --out runs/<testbed>`"),
+)
+
+# The portable commands were timed on labkit's shared 2-core machine (docs/grading.md, "The 2025 homework").
+TESTBEDS = {
+    "cerebras": Exercise(
+        "cerebras/llama2_7b", ("batch_size",),
+        CS3.select("global_rate", "tokens_per_s", "final_loss", "train_seconds", "staging_s", "checkpoint_s",
+                   "compile_cached"),
+        CS3.select("global_rate", "tokens_per_s"),
+        "labkit sweep notebooks/cerebras/llama2_7b.ipynb -p batch_size 2,8,1024 -p model_size tiny -p steps 2 "
+        "-p log_steps 1 -p sequence_length 16 -p device cpu --out runs/cerebras",
+        "the course's `cszoo fit configs/params_llama2_7b.yaml ... |& tee mytest.log` with "
+        "`train_input.batch_size` changed (or the lab book's notebook with `device CSX`) on the CS-3",
+        against="batch_size"),
+    "sambanova": Exercise(
+        "sambanova/inference", ("endpoint_names", "models", "dataset", "num_prompts", "concurrency"),
+        # The run's own metrics are its reference configuration's (first endpoint, lowest level): the
+        # table keeps the counts, and each endpoint's figures are the detail table's (endpoints.py).
+        INFERENCE.select("endpoints", "requests", "requests_failed", "output_tokens_per_request"),
+        INFERENCE.select("ttft_median", "tpot_median", "e2el_median"),
+        "labkit run notebooks/sambanova/inference.ipynb runs/sambanova/local.ipynb -p num_prompts 20 "
+        "-p local_model_size tiny -p concurrency [1] -p repeats 1 -p max_tokens 8",
+        "the lab book's notebook against Metis and Sophia (`base_urls` and `models`: inference.ENDPOINTS, with "
+        "your Globus token), or their responses saved with `curl` into logs/sambanova/",
+        detail_table=endpoint_table, detail_plot=plot_endpoints),
+}
+
+HOMEWORK_2025 = Homework(2025, SPEC, TESTBEDS, {"cerebras": "CS-3", "sambanova": "ALCF service (Metis, Sophia)"},
+                         "notebooks/homework/ai_testbeds_2025.ipynb", run_notes=True)
