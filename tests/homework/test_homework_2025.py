@@ -134,12 +134,12 @@ def test_cs3_logs_alone_earn_the_cs3_section(graded):
 
 def test_a_saved_response_is_gathered_and_re_read_as_a_log(tmp_path, monkeypatch):
     """A student's JSON of results in logs/sambanova/: one endpoint's requests, not streamed; the grader reads
-    the same file again (its reader's kind of evidence is kept apart from the notebook path the grader checks)."""
+    the same file again (the reader's response_kind never takes params['evidence'], which names a lab-book notebook for the grader)."""
     (tmp_path / "logs" / "sambanova").mkdir(parents=True)
     (tmp_path / "logs" / "sambanova" / "results.json").write_text(classroom_2025.RESULTS_JSON)
     monkeypatch.chdir(tmp_path)
     (run,) = fall2025.runs_for(fall2025.SPEC.validate({}), "sambanova", verbose=False)
-    assert run.params["evidence_kind"] == "results" and "evidence" not in run.params
+    assert run.params["response_kind"] == "results" and "evidence" not in run.params
     assert run.metrics["requests"] == 20 and "ttft_median" not in run.metrics  # not streamed: no first token
     assert where_it_ran(run) == "Metis/Sophia"
     trusted = from_evidence(dict(run.params))

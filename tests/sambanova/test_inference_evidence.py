@@ -24,7 +24,7 @@ def read(name):
 
 def test_a_metis_completion_keeps_the_servers_timings_apart_from_any_client_time():
     run = read("metis_completion.json")
-    assert run.params["model"] == "gpt-oss-120b-131072" and run.params["evidence"] == "completion"
+    assert run.params["model"] == "gpt-oss-120b-131072" and run.params["response_kind"] == "completion"
     assert run.metrics["requests"] == 1 and run.metrics["output_tokens"] == 128
     assert run.metrics["server_ttft_median"] == pytest.approx(0.19632983207702637)
     assert run.metrics["server_total_latency_median"] == pytest.approx(0.5117166042327881)
@@ -42,7 +42,7 @@ def test_a_sophia_completion_has_counts_and_says_it_has_no_server_timings():
 
 def test_a_curl_and_time_transcript_is_one_client_side_e2el_beside_the_servers_total():
     run = read("metis_curl_time.txt")
-    assert run.params["evidence"] == "curl" and run.params["url"].endswith("/chat/completions")
+    assert run.params["response_kind"] == "curl" and run.params["url"].endswith("/chat/completions")
     assert run.metrics["e2el_median"] == pytest.approx(4.990)
     assert run.metrics["server_total_latency_median"] == pytest.approx(0.5296)
     note = next(n for n in run.notes if "`time`" in n)
@@ -51,7 +51,7 @@ def test_a_curl_and_time_transcript_is_one_client_side_e2el_beside_the_servers_t
 
 def test_a_streamed_transcript_counts_its_chunks_and_takes_usage_from_the_last():
     run = read("metis_stream.txt")
-    assert run.params["evidence"] == "sse" and run.metrics["output_tokens"] == 14
+    assert run.params["response_kind"] == "sse" and run.metrics["output_tokens"] == 14
     assert run.metrics["token_count_source"] == "server usage"
     assert run.metrics["server_ttft_median"] == pytest.approx(0.1931)
     assert any("14 chunk(s) with text" in n for n in run.notes)  # not the role chunk, nor the finish chunk

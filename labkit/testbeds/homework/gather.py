@@ -30,12 +30,7 @@ from labkit.results import Run, record
 from labkit.testbeds.homework.where import OVERVIEW_EXERCISES, where_it_ran
 from labkit.testbeds.homework.years import homework_of
 
-__all__ = ["runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs", "runs_of", "EVIDENCE_KIND"]
-
-#: Where a log run keeps what its reader called ``params['evidence']`` (the inference reader: the kind of
-#: a saved response); ``params['evidence']`` of a homework record is always the lab-book notebook's path.
-EVIDENCE_KIND = "evidence_kind"
-
+__all__ = ["runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs", "runs_of"]
 
 def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True, homework: Any = None) -> List[Run]:
     """Every run of the testbed's exercise in the logs under ``logs_dir/<testbed>/``, in file order.
@@ -55,8 +50,6 @@ def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True, homework: 
         for index, run in enumerate(report.runs):
             if run.exercise != exercise.exercise or (exercise.keep is not None and not exercise.keep(run)):
                 continue
-            if "evidence" in run.params:  # a saved response's kind ("results", "curl"): the key names a
-                run.params[EVIDENCE_KIND] = run.params.pop("evidence")  # lab-book notebook for the grader
             run.params["log"] = path  # where the grader reads it again
             run.params["log_run"] = index
             runs.append(run)

@@ -72,7 +72,7 @@ def _json_values(text: str) -> List[Any]:
 
 
 def _new(kind: str, name: str) -> Run:
-    run = Run(EXERCISE, source="log", status="complete", params={"evidence": kind})
+    run = Run(EXERCISE, source="log", status="complete", params={"response_kind": kind})
     run.environment["log"] = name
     return run
 
@@ -265,7 +265,7 @@ def evidence_table(run: Run):
     rows = []
     for p in pieces:
         m = p.metrics
-        rows.append({"evidence": os.path.basename(str(p.environment.get("log"))), "kind": p.params.get("evidence"),
+        rows.append({"evidence": os.path.basename(str(p.environment.get("log"))), "kind": p.params.get("response_kind"),
                      "model": p.params.get("model", ""), "requests": m.get("requests"),
                      "output tokens": m.get("output_tokens"),
                      "client: E2EL": "{:.3f} s".format(m["e2el_median"]) if "e2el_median" in m else "not measured",
