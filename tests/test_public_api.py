@@ -5,7 +5,10 @@ import importlib
 import pytest
 
 MODULES = ["labkit.params", "labkit.results", "labkit.devices", "labkit.progress", "labkit.data",
-           "labkit.plots", "labkit.testbeds.graphcore", "labkit.interrupts"]
+           "labkit.plots", "labkit.testbeds.graphcore", "labkit.interrupts",
+           # the 2025 course's packages: the small LLaMA, the local server, and their two exercises
+           "labkit.llm", "labkit.serving", "labkit.testbeds.cerebras.llama2_7b", "labkit.testbeds.sambanova.inference",
+           "labkit.testbeds.homework"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -20,3 +23,10 @@ def test_core_interfaces_stay():
 
     assert {"Param", "Spec", "Config", "ParameterError"} <= set(params.__all__)
     assert {"Run", "record", "read", "collect", "compare_records"} <= set(results.__all__)
+
+
+def test_llm_and_serving_interfaces_stay():
+    from labkit import llm, serving
+
+    assert {"load_corpus", "corpus_tokenizer", "build_model", "encode_text", "token_batches", "train"} <= set(llm.__all__)
+    assert {"start_server", "LocalServer", "ServerStartError", "CONFIGS"} <= set(serving.__all__)
