@@ -142,6 +142,17 @@ def test_markdown_indentation_and_other_2_6_decorations_read_the_same(tmp_path):
         assert run.metrics[name] == whole.metrics[name], name
 
 
+def test_a_cut_log_that_names_no_model_is_the_course_llama_by_its_2_6_train_lines(tmp_path):
+    first = next(i for i, line in enumerate(LINES) if "Step=50," in line)
+    run = _read(LINES[:first + 1], tmp_path, "mytest.log").run
+    assert run.exercise == "cerebras/llama2_7b" and run.status == "incomplete"
+    assert run.metrics["global_rate"] == 31.97
+    assert "read as the course's LLaMA-2-7B" in _notes(run)
+    # a CS-2 line (no LoopTimeRemaining) is not taken for the CS-3 exercise
+    cs2 = "| Train Device=CSX, Step=100, Loss=7.5, Rate=1000.0 samples/sec, GlobalRate=1000.0 samples/sec"
+    assert labkit.logs.read(cs2).run.exercise != "cerebras/llama2_7b"
+
+
 def test_pasted_train_lines_alone_give_the_curve_and_the_rate(tmp_path):
     report = _read([line for line in LINES if "Train Device" in line], tmp_path)
     assert report.format == "cerebras"

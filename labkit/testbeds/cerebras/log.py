@@ -84,6 +84,7 @@ class CerebrasReader(LineReader):
             if m:
                 device, step, loss, rate, global_rate = m.groups()
                 st.device = device
+                st.cszoo_lines = st.cszoo_lines or "LoopTimeRemaining=" in line
                 st.steps.append(int(step))
                 st.losses.append(float(loss))
                 st.rates.append(float(rate))
@@ -227,6 +228,12 @@ class CerebrasReader(LineReader):
             model = _model_of(self.name.rsplit("/", 1)[-1])
             if model is not None:
                 run.notes.append("The model ({}) is read from the file name; the log does not name it.".format(model))
+        if model is None and st.cszoo_lines:
+            # A cszoo run that stopped before its first checkpoint names no model; the course's only
+            # CS-3 training exercise is LLaMA-2-7B, and its measured rate must still count.
+            model = "llama2_7b"
+            run.notes.append("The log does not name its model; its 2.6 Train lines (cszoo fit on a CS-3) are read "
+                             "as the course's LLaMA-2-7B.")
         run.exercise = "cerebras/{}".format(model or "unknown")
         if st.device:
             run.environment["device"] = st.device

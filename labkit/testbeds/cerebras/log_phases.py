@@ -52,6 +52,7 @@ class LogState:
         self.cached_compile = False  # 2.6: "Found existing cached compile"
         self.inconsistent_version = False
         self.processed_training = False  # 2.6: "Processed N training sample(s)"
+        self.cszoo_lines = False  # 2.6 Train lines (LoopTimeRemaining=...): a CS-3 `cszoo fit` run
         self.started = False
         self.summary_only = False  # only the "Processed N sample(s) in T seconds." line was given
 
