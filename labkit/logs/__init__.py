@@ -9,11 +9,11 @@
     labkit.logs.record(report)                     # record in the notebook, beside local runs
     labkit.logs.table([report, other_report])      # pandas DataFrame, one row per run
 
-    labkit logs parse FILE... [--json] [--format graphcore|cerebras|sambanova|groq|keras]
+    labkit logs parse FILE... [--json] [--format graphcore|cerebras|sambanova|groq|keras|openai]
 
-Formats: Graphcore PopTorch MNIST and BERT, Cerebras modelzoo ``run.py CSX``, SambaNova
-compile and training logs (and ``slurm-<id>.out`` pointers), GroqFlow's cpu/groq table, and
-Keras progress lines. See docs/logs.md. Each reader was checked against real logs from the
+Formats: Graphcore PopTorch MNIST and BERT, Cerebras modelzoo ``run.py CSX`` and ``cszoo fit``,
+SambaNova compile and training logs (and ``slurm-<id>.out`` pointers), GroqFlow's cpu/groq table,
+Keras progress lines, and pasted OpenAI-compatible chat completions ("openai": Metis, Sophia). See docs/logs.md. Each reader was checked against real logs from the
 course (tests/logs); none could be checked against a vendor SDK here.
 """
 
