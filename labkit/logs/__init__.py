@@ -13,8 +13,10 @@
 
 Formats: Graphcore PopTorch MNIST and BERT, Cerebras modelzoo ``run.py CSX`` and ``cszoo fit``,
 SambaNova compile and training logs (and ``slurm-<id>.out`` pointers), GroqFlow's cpu/groq table,
-Keras progress lines, and pasted OpenAI-compatible chat completions ("openai": Metis, Sophia). See docs/logs.md. Each reader was checked against real logs from the
-course (tests/logs); none could be checked against a vendor SDK here.
+Keras progress lines, and pasted OpenAI-compatible chat completions ("openai": Metis, Sophia).
+See docs/logs.md. Each vendor log reader was checked against real logs from the course
+(tests/logs), the "openai" one on hand-written pieces (tests/sambanova/evidence); none could be
+checked against a vendor SDK or the live service here.
 """
 
 from __future__ import annotations
