@@ -99,6 +99,8 @@ class Engine:
         self.max_queue = max_queue
         self._waiting: Deque[Generation] = collections.deque()
         self._rows: List[Generation] = []
+        # Taken off _waiting but not yet in _rows (prefilled outside the lock): still in the server.
+        self._admitting = 0
         self._cache: Cache = []
         self._mask = torch.zeros(0, 0, dtype=torch.long)
         self._positions: List[int] = []
@@ -117,7 +119,7 @@ class Engine:
         with self._wake:
             if self._stopping:
                 raise EngineStopped("the server is shutting down")
-            in_server = len(self._waiting) + len(self._rows)
+            in_server = len(self._waiting) + len(self._rows) + self._admitting
             if in_server >= self.max_batch + self.max_queue:
                 raise QueueFull("{} requests are in the server ({} decoded at once, {} may wait): try again "
                                 "later".format(in_server, self.max_batch, self.max_queue))
@@ -159,14 +161,19 @@ class Engine:
                 admit = []
                 while self._waiting and len(self._rows) + len(admit) < self.max_batch:
                     admit.append(self._waiting.popleft())
+                self._admitting = len(admit)
             try:
                 for gen in admit:
                     self._admit(gen)
+                    with self._wake:
+                        self._admitting -= 1
                 self._drop_finished()
                 if self._rows:
                     self._step()
                     self._drop_finished()
             except Exception as error:  # the model failed: fail what was in flight, keep serving
+                with self._wake:
+                    self._admitting = 0
                 for gen in admit + self._rows:
                     self._finish(gen, None, "{}: {}".format(type(error).__name__, error))
                 self._rows, self._cache, self._positions, self._last = [], [], [], []
@@ -176,10 +183,10 @@ class Engine:
 
     def _emit(self, gen: Generation, token: int, now: float, batch: int) -> None:
         """Record ``token`` for ``gen`` (or its end: the end-of-text token, or the length limit)."""
-        gen.batch_size_sum += batch
-        if token == self.model.eos_id:
+        if token == self.model.eos_id:  # not a completion token: it counts in no average
             self._finish(gen, "stop")
             return
+        gen.batch_size_sum += batch
         if gen.first_token_at is None:
             gen.first_token_at = now
         gen.token_times.append(now)
