@@ -16,8 +16,9 @@ Or one step at a time (the SambaNova data-parallel path drives its own loop):
     loss = bert.train_step(model, next(batches), optimizer, device)   # a detached tensor
 
 Modules, one concern each: ``presets`` (model sizes, config, seeded model), ``batches``
-(synthetic MLM/NSP batches), ``rates`` (the modelzoo's Rate and GlobalRate), ``training``
-(optimizer, loss, one step, the measured loop).
+(synthetic MLM/NSP batches), ``rates`` (the modelzoo's Rate and GlobalRate), ``loop``
+(the measured step loop, shared with ``labkit.llm``), ``training`` (optimizer, loss, one step, the
+measured loop).
 """
 
 from __future__ import annotations

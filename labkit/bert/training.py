@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
+from labkit.bert.loop import run_steps
 from labkit.bert.rates import RateTracker
 
 __all__ = ["make_optimizer", "pretraining_loss", "train_step", "train", "LogEntry", "TrainResult"]
@@ -130,16 +131,6 @@ class TrainResult:
         return self.losses[-1] if self.losses else math.nan
 
 
-def _sync(device: Any) -> None:
-    import torch
-
-    kind = getattr(device, "type", str(device))
-    if kind == "cuda":
-        torch.cuda.synchronize(device)
-    elif kind == "mps" and hasattr(torch, "mps"):
-        torch.mps.synchronize()
-
-
 def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_steps: int = 100,
           device: Any = "cpu", learning_rate: float = 1e-4, optimizer: Any = None,
           micro_batch_size: Optional[int] = None, seed: Optional[int] = None,
@@ -172,53 +163,8 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
     result = TrainResult(batch_size=0, steps=steps, device=str(device))
     result.setup_time = time.perf_counter() - setup_start
     tracker = RateTracker()
-    pending: List[Any] = []  # losses still on the device, read at log steps
     own_bar = progress is True
     pbar = bar(total=steps, desc=desc, unit="step") if own_bar else (progress or None)
-    last_time = tracker.clock()
-    try:
-        for step in range(1, steps + 1):
-            batch = next(batches)
-            size = int(batch["input_ids"].shape[0])
-            result.batch_size = result.batch_size or size
-            loss = train_step(model, batch, optimizer, device, micro_batch_size)
-            pending.append(loss)
-            tracker.add(size)
-            result.total_samples += size
-            is_log = step % log_steps == 0 or step == steps
-            if step == 1 or is_log:
-                _sync(device)
-                result.losses.extend(float(x) for x in torch.stack(pending).cpu().tolist())
-                pending = []
-            now = tracker.clock()
-            result.step_times.append(now - last_time)
-            last_time = now
-            if step == 1:
-                result.warmup_time = result.step_times[0]
-            if is_log:
-                entry = LogEntry(step, result.losses[-1], tracker.rate(now), tracker.global_rate(now),
-                                 tracker.elapsed(now))
-                result.logs.append(entry)
-                if on_log is not None:
-                    on_log(entry)
-            if pbar is not None:
-                pbar.update(1)
-            if result.losses and not math.isfinite(result.losses[-1]):
-                break
-            if stop is not None and stop.requested and step < steps:
-                break
-    except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
-        if stop is None or not stop.interrupted_by(exc):
-            raise
-    finally:
-        if own_bar and pbar is not None:
-            pbar.close()
-    result.total_time = tracker.elapsed()
-    if pending:  # losses of the steps before an interrupt, not read yet
-        _sync(device)
-        result.losses.extend(float(x) for x in torch.stack(pending).cpu().tolist())
-    if stop is not None and stop.requested and len(result.losses) < steps:
-        from labkit.interrupts import where
-
-        result.interrupted = where(step=len(result.losses), steps=steps) if result.losses else where()
-    return result
+    return run_steps(result, batches, steps, log_steps,
+                     lambda batch: train_step(model, batch, optimizer, device, micro_batch_size), LogEntry, device,
+                     tracker, "warmup_time", on_log=on_log, progress=pbar, close_progress=own_bar, stop=stop)

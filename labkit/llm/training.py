@@ -17,10 +17,10 @@ every sample since the first step over the time since then.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, List, Mapping, Optional
 
+from labkit.bert.loop import run_steps
 from labkit.bert.rates import RateTracker
 
 __all__ = ["make_optimizer", "warmup_scheduler", "train_step", "train", "Report", "TrainResult", "MAX_GRAD_NORM"]
@@ -106,16 +106,6 @@ class TrainResult:
         return self.losses[-1] if self.losses else math.nan
 
 
-def _sync(device: Any) -> None:
-    import torch
-
-    kind = getattr(device, "type", str(device))
-    if kind == "cuda":
-        torch.cuda.synchronize(device)
-    elif kind == "mps" and hasattr(torch, "mps"):
-        torch.mps.synchronize()
-
-
 def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_steps: int = 10, device: Any = "cpu",
           learning_rate: float = 1e-3, on_log: Optional[Callable[[Report], None]] = None, progress: Any = None,
           stop: Any = None) -> TrainResult:
@@ -132,49 +122,7 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
     optimizer = make_optimizer(model, learning_rate)
     scheduler = warmup_scheduler(optimizer, steps)
     result = TrainResult(0, 0, steps, str(device))
-    tracker = RateTracker()
-    pending: List[Any] = []
-    last = tracker.clock()
-    step = 0
-    try:
-        for step in range(1, steps + 1):
-            batch = next(batches)
-            size, length = (int(n) for n in batch["input_ids"].shape)
-            result.batch_size, result.sequence_length = result.batch_size or size, result.sequence_length or length
-            pending.append(train_step(model, batch, optimizer, device, scheduler))
-            tracker.add(size)
-            result.total_samples += size
-            is_log = step % log_steps == 0 or step == steps
-            if step == 1 or is_log:
-                _sync(device)
-                result.losses.extend(float(x) for x in torch.stack(pending).cpu().tolist())
-                pending = []
-            now = tracker.clock()
-            result.step_times.append(now - last)
-            last = now
-            if step == 1:
-                result.first_step_s = result.step_times[0]
-            if is_log:
-                report = Report(step, result.losses[-1], tracker.rate(now), tracker.global_rate(now),
-                                tracker.elapsed(now))
-                result.logs.append(report)
-                if on_log is not None:
-                    on_log(report)
-            if progress is not None:
-                progress.update(1)
-            if result.losses and not math.isfinite(result.losses[-1]):
-                break
-            if stop is not None and stop.requested and step < steps:
-                break
-    except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
-        if stop is None or not stop.interrupted_by(exc):
-            raise
-    result.total_time = tracker.elapsed()
-    if pending:
-        _sync(device)
-        result.losses.extend(float(x) for x in torch.stack(pending).cpu().tolist())
-    if stop is not None and stop.requested and len(result.losses) < steps:
-        from labkit.interrupts import where
-
-        result.interrupted = where(step=len(result.losses), steps=steps) if result.losses else where()
-    return result
+    return run_steps(result, batches, steps, log_steps,
+                     lambda batch: train_step(model, batch, optimizer, device, scheduler), Report, device,
+                     RateTracker(), "first_step_s", ("batch_size", "sequence_length"), on_log=on_log,
+                     progress=progress, stop=stop)
