@@ -62,7 +62,7 @@ def test_the_course_sizes_on_a_laptop_are_refused_in_one_line_with_the_time_and_
     (line,) = refused.value.problems
     assert re.match(r"model_size = '7b', batch_size = 1024, sequence_length = 4096, steps = 200: on cpu this "
                     r"portable training would take about \d+ days", line)
-    assert "model_size='small', batch_size=8, sequence_length=128, steps=80" in line and "log_path" in line
+    assert "model_size='small', batch_size=8, sequence_length=128, steps=40" in line and "log_path" in line
     config = llama2_7b.SPEC.validate({"model_size": "small", "batch_size": 64, "sequence_length": 1024,
                                       "steps": 2000, "device": "cpu"})
     with pytest.raises(ParameterError, match="or set allow_long_run=True"):
@@ -106,7 +106,7 @@ def test_plan_takes_the_cs3_on_a_user_node_and_says_what_is_missing_elsewhere(cs
 
 def test_plan_without_a_cs3_trains_the_portable_llama_and_a_log_is_read(tmp_path):
     chosen = llama2_7b.plan(llama2_7b.SPEC.validate({"modelzoo_dir": str(tmp_path)}))
-    assert chosen.path == "portable" and "LLaMA small preset, batch 8 x 128 tokens, 80 steps" in str(chosen)
+    assert chosen.path == "portable" and "LLaMA small preset, batch 8 x 128 tokens, 40 steps" in str(chosen)
     assert "no CS-3 here" in chosen.why
     log = tmp_path / "mytest.log"
     log.write_text("x\n")
