@@ -1,7 +1,8 @@
-"""Plots that the exercises share: training curves.
+"""Plots that the exercises share: training curves, and the loss of a modelzoo-style run.
 
     from labkit import plots
     plots.training_curves(result.run)
+    plots.loss_curve(run, "loss (masked LM + next sentence)", "log run, batch size 1024")
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Optional
 from labkit.display import show
 from labkit.results import Run
 
-__all__ = ["training_curves"]
+__all__ = ["training_curves", "loss_curve"]
 
 
 def training_curves(run: Run, title: Optional[str] = None):
@@ -36,5 +37,22 @@ def training_curves(run: Run, title: Optional[str] = None):
                 ax.axvline(boundary + 0.5, color="grey", lw=0.5, ls=":")
     fig.suptitle((title or "{} ({}, {})".format(run.exercise, run.source, run.params.get("device", "")))
                  + run.partial_title())
+    fig.tight_layout()
+    return show(fig)
+
+
+def loss_curve(run: Run, ylabel: str, title: str):
+    """The run's ``loss`` series against the step (every step of a portable run, every report of a
+    log), titled ``title`` plus the run's partial-run note."""
+    import matplotlib.pyplot as plt
+
+    series = run.series.get("loss")
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    if series:
+        ax.plot(series["x"], series["y"], "-", marker="o" if len(series["x"]) <= 20 else None)
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title + run.partial_title())
+    ax.grid(True, alpha=0.3)
     fig.tight_layout()
     return show(fig)

@@ -14,7 +14,7 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Sequence
 
-from labkit import display
+from labkit import display, plots
 from labkit.results import Run
 from labkit.testbeds.cerebras.metrics import BERT_METRICS, standardize
 
@@ -138,16 +138,5 @@ def format_table(table: Any, units: Optional[Dict[str, str]] = None):
 
 def plot_loss(run: Run):
     """The training loss against the step (every step for a portable run, every log step for a log)."""
-    import matplotlib.pyplot as plt
-
-    series = run.series.get("loss")
-    fig, ax = plt.subplots(figsize=(6, 3.4))
-    if series:
-        ax.plot(series["x"], series["y"], "-", marker="o" if len(series["x"]) <= 20 else None)
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss (masked LM + next sentence)")
-    ax.set_title("{} run, batch size {}".format(run.source, run.params.get("batch_size"))
-                 + run.partial_title())
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    return display.show(fig)
+    return plots.loss_curve(run, "loss (masked LM + next sentence)",
+                            "{} run, batch size {}".format(run.source, run.params.get("batch_size")))

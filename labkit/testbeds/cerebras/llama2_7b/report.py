@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, List, Optional, Sequence
 
-from labkit import display
+from labkit import display, plots
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
 
@@ -112,18 +112,8 @@ def _count(value: Any) -> Any:
 
 def plot_loss(run: Run):
     """The training loss against the step (every step of a portable run, every report of a log)."""
-    import matplotlib.pyplot as plt
-
-    series = run.series.get("loss")
-    fig, ax = plt.subplots(figsize=(6, 3.4))
-    if series:
-        ax.plot(series["x"], series["y"], "-", marker="o" if len(series["x"]) <= 20 else None)
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss (next-token cross-entropy)")
-    ax.set_title("{}, batch size {}".format(where_label(run), run.params.get("batch_size")) + run.partial_title())
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    return display.show(fig)
+    return plots.loss_curve(run, "loss (next-token cross-entropy)",
+                            "{}, batch size {}".format(where_label(run), run.params.get("batch_size")))
 
 
 def plot_throughput(runs: Sequence[Run]):
