@@ -19,6 +19,7 @@ import contextlib
 import secrets
 from typing import Any, Dict, List, Optional
 
+from labkit import serving
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
@@ -86,7 +87,6 @@ def options_of(config: Config) -> Options:
 
 def _endpoints(config: Config, stack: contextlib.ExitStack) -> List[Endpoint]:
     """The endpoints, starting each local configuration's server once (it stops when ``stack`` closes)."""
-    from labkit import serving
 
     servers: Dict[str, Any] = {}
     token: Optional[Secret] = None

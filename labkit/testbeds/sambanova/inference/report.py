@@ -17,6 +17,7 @@ from typing import Any, List, Optional, Tuple
 
 from labkit import display
 from labkit.results import Run
+from labkit.testbeds.sambanova.inference.evidence import evidence_table
 from labkit.testbeds.sambanova.inference.notes import STAND_IN
 
 __all__ = ["latency_table", "percentile_table", "server_table", "plot_latency", "show", "fmt_time", "fmt_interval"]
@@ -129,7 +130,6 @@ def plot_latency(run: Run):
 def show(run: Run) -> Optional[List[Any]]:
     """The tables, the plot and the notes (:func:`labkit.display.shown`: None in a kernel)."""
     if run.source == "log":
-        from labkit.testbeds.sambanova.inference.evidence import evidence_table
 
         shown: List[Any] = [display.show(evidence_table(run))]
         for note in run.notes:
