@@ -167,7 +167,7 @@ def classroom_2025(repeats: int) -> None:
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     os.environ["LABKIT_PARSL_WORKERS"] = "2"
-    limits = sandbox.Limits(notebook_s=120, cell_s=30, memory_bytes=8 << 30, nproc=64, fsize_bytes=16 << 20)
+    limits = sandbox.Limits(notebook_s=120, cell_s=30, memory_bytes=4 << 30, nproc=64, fsize_bytes=16 << 20)
     try:
         started = time.perf_counter()
         reuse = os.environ.get("LABKIT_TEST_LAB_2025")

@@ -52,7 +52,7 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
     parser.add_argument("--cell-timeout", type=_positive(float, "--cell-timeout"), default=None, metavar="S",
                         help="wall-clock seconds per cell (default: min(120, --timeout))")
     parser.add_argument("--memory", type=_positive(float, "--memory"), default=4.0, metavar="GB",
-                        help="address-space limit of the kernel and each of its processes (default 4)")
+                        help="writable memory (RLIMIT_DATA) of the kernel and each of its processes (default 4)")
     parser.add_argument("--processes", type=_positive(int, "--processes"), default=128, metavar="N",
                         help="processes and threads a kernel may have (default 128)")
     parser.add_argument("--file-size", type=_positive(float, "--file-size"), default=64.0, metavar="MB",

@@ -66,7 +66,7 @@ def _die_with_parent(parent: Optional[int]) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labkit.grading.confine")
-    parser.add_argument("--memory", type=int, help="RLIMIT_AS in bytes")
+    parser.add_argument("--memory", type=int, help="RLIMIT_DATA in bytes (memory written, not libraries mapped)")
     parser.add_argument("--nproc", type=int, help="RLIMIT_NPROC (processes and threads of the uid)")
     parser.add_argument("--fsize", type=int, help="RLIMIT_FSIZE in bytes (largest file written)")
     parser.add_argument("--cpu", type=int, help="RLIMIT_CPU in seconds")
@@ -86,7 +86,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     for folder in args.cgroup:  # join before anything else: children inherit the cgroup
         with open(os.path.join(folder, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
-    _set_limit(resource.RLIMIT_AS, args.memory)
+    # RLIMIT_DATA, not RLIMIT_AS: a CUDA build of torch maps about 6 GB of libraries (VmPeak) for
+    # 1 GB resident, so an address-space cap starves an honest re-run long before a memory hog.
+    # RLIMIT_DATA counts what a process can write (heap, anonymous maps, thread stacks).
+    _set_limit(resource.RLIMIT_DATA, args.memory)
     _set_limit(resource.RLIMIT_FSIZE, args.fsize)
     _set_limit(resource.RLIMIT_CPU, args.cpu)
     _set_limit(resource.RLIMIT_NPROC, args.nproc)

@@ -52,8 +52,8 @@ def _prepare_worker() -> None:  # pragma: no cover - runs in the child between f
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     # Soft memory limit only: the kernel's launcher may still set its own (higher) limit.
     soft = 6 << 30
-    _s, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+    _s, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    resource.setrlimit(resource.RLIMIT_DATA, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
 
 
 PR_SET_PDEATHSIG = 1

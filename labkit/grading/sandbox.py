@@ -14,7 +14,7 @@ Isolation levels, strongest first (the gradebook reports the one in force for ea
 - ``+cgroup`` (any level, where this grader may make cgroups, v1 or v2): one cap on the
   processes (``pids.max``) and memory of the whole run, which holds even without a uid switch
   (:mod:`labkit.grading.cgroups`).
-- ``rlimits``: resource limits (address space, processes, file size, CPU time a little above
+- ``rlimits``: resource limits (writable memory, processes, file size, CPU time a little above
   the notebook's limit, no core dumps), a
   scrubbed environment and, when the grader runs as root, a private unprivileged uid per
   concurrent run (``RLIMIT_NPROC`` is not enforced for root; :mod:`labkit.grading.uids`).
@@ -55,7 +55,7 @@ class Limits:
 
     notebook_s: float = 600.0  # wall clock for the whole notebook
     cell_s: float = 120.0  # wall clock per cell
-    memory_bytes: int = 4 << 30  # RLIMIT_AS of the kernel and of each of its children
+    memory_bytes: int = 4 << 30  # RLIMIT_DATA (writable memory) of the kernel and of each of its children
     nproc: int = 128  # processes + threads of the run's uid
     fsize_bytes: int = 64 << 20  # largest file the kernel may write
     output_bytes: int = 8 << 20  # outputs the grader keeps per notebook; the rest is dropped
@@ -110,7 +110,7 @@ def kernel_environment(workdir: str, extra: Optional[Dict[str, str]] = None) -> 
         "LABKIT_PROGRESS": "text",
         "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
-        "MALLOC_ARENA_MAX": "2",  # glibc reserves 64 MB of address space per arena otherwise
+        "MALLOC_ARENA_MAX": "2",  # fewer glibc arenas: less memory held by threads that allocated once
         "OMP_NUM_THREADS": "1",
         "JPY_SESSION_NAME": "",
     })

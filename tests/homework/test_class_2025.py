@@ -31,7 +31,7 @@ from labkit.grading.gradebook import read_gradebook
 from tests.homework import classroom, classroom_2025
 
 ROOT = Path(__file__).resolve().parents[2]
-LIMITS = sandbox.Limits(notebook_s=150, cell_s=30, memory_bytes=8 << 30, nproc=64, fsize_bytes=16 << 20)
+LIMITS = sandbox.Limits(notebook_s=150, cell_s=30, memory_bytes=4 << 30, nproc=64, fsize_bytes=16 << 20)
 
 
 @pytest.fixture(scope="module")
