@@ -42,6 +42,7 @@ class Generation:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: Optional[int] = None
+    ignore_eos: bool = False  # vLLM's extension: end-of-text is never chosen, every completion is max_tokens long
     arrival: float = field(default_factory=time.perf_counter)
     arrival_wall: float = field(default_factory=time.time)
     events: "queue.Queue" = field(default_factory=queue.Queue)
@@ -63,8 +64,11 @@ class Generation:
         self.cancelled = True
 
 
-def _sample(logits: torch.Tensor, gen: Generation) -> int:
+def _sample(logits: torch.Tensor, gen: Generation, eos_id: int) -> int:
     """The next token: greedy at temperature 0, else sampled (nucleus ``top_p``) with the request's seed."""
+    if gen.ignore_eos:
+        logits = logits.clone()
+        logits[eos_id] = float("-inf")
     if gen.temperature == 0:
         return int(torch.argmax(logits))
     if gen.generator is None:
@@ -208,7 +212,7 @@ class Engine:
             return
         gen.admitted_at = time.perf_counter()
         logits, cache = self.model.prefill(gen.prompt_ids)
-        token = _sample(logits, gen)
+        token = _sample(logits, gen, self.model.eos_id)
         self._emit(gen, token, time.perf_counter(), len(self._rows) + 1)
         if gen.finished_at is not None:
             return
@@ -235,7 +239,7 @@ class Engine:
         batch = len(self._rows)
         for i, gen in enumerate(self._rows):
             self._positions[i] += 1
-            token = _sample(logits[i], gen)
+            token = _sample(logits[i], gen, self.model.eos_id)
             self._last[i] = token
             if not gen.cancelled:
                 self._emit(gen, token, now, batch)

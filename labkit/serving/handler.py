@@ -187,7 +187,8 @@ class _Handler(BaseHTTPRequestHandler):
                                 "max_tokens is {}: ask for fewer".format(model.context_length, len(ids),
                                                                          request.max_tokens), param="max_tokens")
         return Generation(prompt_ids=ids, max_tokens=request.max_tokens, temperature=request.temperature,
-                          top_p=request.top_p, seed=request.seed, arrival=arrival, arrival_wall=arrival_wall)
+                          top_p=request.top_p, seed=request.seed, ignore_eos=request.ignore_eos, arrival=arrival,
+                          arrival_wall=arrival_wall)
 
     def _complete(self, request: ChatRequest, gen: Generation) -> None:
         text = _TextStream(self.server.model)

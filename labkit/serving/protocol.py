@@ -51,6 +51,7 @@ class ChatRequest:
     temperature: float
     top_p: float
     seed: Optional[int]
+    ignore_eos: bool
     stream: bool
     include_usage: bool
     id: str
@@ -135,11 +136,14 @@ def parse_chat_request(raw: bytes, served_model: str) -> ChatRequest:
     seed = body.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise ApiError(400, "seed: {!r} is not an integer".format(seed), param="seed")
+    ignore_eos = body.get("ignore_eos", False)  # vLLM's extension, as `vllm bench serve --ignore-eos` sends it
+    if not isinstance(ignore_eos, bool):
+        raise ApiError(400, "ignore_eos: {!r} is not true or false".format(ignore_eos), param="ignore_eos")
     return ChatRequest(model=model, messages=checked,
                        max_tokens=max_completion or max_tokens or DEFAULT_MAX_TOKENS,
                        temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
-                       top_p=_number(body, "top_p", 1.0, 0.0, 1.0) or 1.0, seed=seed, stream=stream,
-                       include_usage=include_usage, id="chatcmpl-" + uuid.uuid4().hex[:24], created=int(time.time()))
+                       top_p=_number(body, "top_p", 1.0, 0.0, 1.0) or 1.0, seed=seed, ignore_eos=ignore_eos,
+                       stream=stream, include_usage=include_usage, id="chatcmpl-" + uuid.uuid4().hex[:24], created=int(time.time()))
 
 
 def usage_body(gen: Generation) -> Dict[str, Any]:

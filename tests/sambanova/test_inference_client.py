@@ -113,3 +113,22 @@ def test_an_interrupt_closes_the_streams_in_flight_and_keeps_the_batches_before(
     assert "ok" in statuses and statuses <= {"ok", "interrupted"}
     assert len(measured.batches) < 40 and elapsed < 60  # it stopped, long before 40 batches
     assert all(b.figures for b in measured.batches)  # every batch kept, the one stopped included
+
+
+def test_an_interrupt_the_moment_the_bar_appears_returns_the_run_not_a_keyboard_interrupt(batched, monkeypatch):
+    # A student presses Interrupt as soon as the bar shows (tests/test_editing_cells.py does the
+    # same through a kernel, where the bar could show before the interrupt was caught).
+    from labkit import progress
+
+    real_bar = progress.bar
+
+    def bar_then_interrupt(*args, **kwargs):
+        shown = real_bar(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return shown
+
+    monkeypatch.setattr(progress, "bar", bar_then_interrupt)
+    measured = measure([endpoint(batched)], [p for _, p in PROMPTS], levels=[1], repeats=2, warmup=1,
+                       options=Options(max_tokens=4), show_progress=True)
+    assert measured.stopped == "interrupted at batch 1/2"
+    assert measured.batches == [] and measured.warmup == []

@@ -89,11 +89,14 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
     clients = {e.name: open_client(e, options) for e in endpoints}
     indexed = list(enumerate(prompts))
     total = len(endpoints) * (warmup + len(prompts) * len(levels) * repeats)
-    bar = progress.bar(total=total, desc="requests", unit="req") if show_progress else None
-    tick: Callable[[Trace], None] = (lambda trace: bar.update(1)) if bar is not None else (lambda trace: None)
     steps = [(r, level, e) for r in range(repeats) for level in levels for e in endpoints]
+    bar = None
     try:
         with interrupts.graceful() as stop:
+            # The bar appears once an interrupt is caught: stopping the run the moment it shows
+            # gives the run back (interrupted at batch 1), never a bare KeyboardInterrupt.
+            bar = progress.bar(total=total, desc="requests", unit="req") if show_progress else None
+            tick: Callable[[Trace], None] = (lambda trace: bar.update(1)) if bar is not None else (lambda trace: None)
             try:
                 for endpoint in endpoints:
                     for k in range(warmup):
