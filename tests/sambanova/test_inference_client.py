@@ -82,10 +82,11 @@ def test_an_answer_slower_than_timeout_s_is_a_timeout_and_the_rest_is_kept():
     with serving.start_server(config="sequential", model_size="tiny", max_queue=4) as server:
         target = Endpoint("seq", server.base_url, server.model, Secret("none"), local=True)
         # one decodes a long answer; the other waits in the queue, silent past the read timeout
-        traces, _ = run_batch(target, PROMPTS[:2], 2, Options(max_tokens=400, timeout_s=1.0))
+        # (480 tokens take about 1.5 s here: a machine twice as fast still outlasts the 0.5 s timeout)
+        traces, _ = run_batch(target, PROMPTS[:2], 2, Options(max_tokens=480, timeout_s=0.5))
     assert sorted(t.status for t in traces) == ["ok", "timeout"], [(t.status, t.error, t.output_tokens) for t in traces]
     done = next(t for t in traces if t.status == "ok")
-    assert done.e2el > 1.0 and done.output_tokens == 400  # long enough for the other to time out in the queue
+    assert done.e2el > 0.5 and done.output_tokens == 480  # long enough for the other to time out in the queue
     assert "raise timeout_s" in explain("timeout", "seq", server.base_url, 1.0)
 
 
