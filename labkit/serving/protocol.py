@@ -143,7 +143,8 @@ def parse_chat_request(raw: bytes, served_model: str) -> ChatRequest:
                        max_tokens=max_completion or max_tokens or DEFAULT_MAX_TOKENS,
                        temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
                        top_p=_number(body, "top_p", 1.0, 0.0, 1.0) or 1.0, seed=seed, ignore_eos=ignore_eos,
-                       stream=stream, include_usage=include_usage, id="chatcmpl-" + uuid.uuid4().hex[:24], created=int(time.time()))
+                       stream=stream, include_usage=include_usage, id="chatcmpl-" + uuid.uuid4().hex[:24],
+                       created=int(time.time()))
 
 
 def usage_body(gen: Generation) -> Dict[str, Any]:

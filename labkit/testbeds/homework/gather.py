@@ -32,6 +32,7 @@ from labkit.testbeds.homework.years import homework_of
 
 __all__ = ["runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs", "runs_of"]
 
+
 def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True, homework: Any = None) -> List[Run]:
     """Every run of the testbed's exercise in the logs under ``logs_dir/<testbed>/``, in file order.
 

@@ -265,7 +265,8 @@ def evidence_table(run: Run):
     rows = []
     for p in pieces:
         m = p.metrics
-        rows.append({"evidence": os.path.basename(str(p.environment.get("log"))), "kind": p.params.get("response_kind"),
+        rows.append({"evidence": os.path.basename(str(p.environment.get("log"))),
+                     "kind": p.params.get("response_kind"),
                      "model": p.params.get("model", ""), "requests": m.get("requests"),
                      "output tokens": m.get("output_tokens"),
                      "client: E2EL": "{:.3f} s".format(m["e2el_median"]) if "e2el_median" in m else "not measured",

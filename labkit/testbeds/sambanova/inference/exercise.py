@@ -87,7 +87,6 @@ def options_of(config: Config) -> Options:
 
 def _endpoints(config: Config, stack: contextlib.ExitStack) -> List[Endpoint]:
     """The endpoints, starting each local configuration's server once (it stops when ``stack`` closes)."""
-
     servers: Dict[str, Any] = {}
     token: Optional[Secret] = None
     found = []

@@ -130,7 +130,6 @@ def plot_latency(run: Run):
 def show(run: Run) -> Optional[List[Any]]:
     """The tables, the plot and the notes (:func:`labkit.display.shown`: None in a kernel)."""
     if run.source == "log":
-
         shown: List[Any] = [display.show(evidence_table(run))]
         for note in run.notes:
             print("-", note)
