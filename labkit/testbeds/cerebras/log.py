@@ -44,8 +44,8 @@ _HASH = re.compile(r"Compile hash is: (\S+)")
 _CACHED = re.compile(r"Found existing cached compile with hash: \"?([\w-]+)")
 _VERSIONS = re.compile(r"job image version (\S+) is inconsistent with cluster server version (\S+?),")
 # 2.6 on the Fall 2025 cluster: the client's and the server's semantic versions.
-_SEMANTIC = re.compile(r"client semantic version:? (\S+?),? (?:is inconsistent with )?cluster server semantic version:? "
-                       r"([^\s,']+)")
+_SEMANTIC = re.compile(r"client semantic version:? (\S+?),? (?:is inconsistent with )?"
+                       r"cluster server semantic version:? ([^\s,']+)")
 _ESTIMATE = re.compile(r"Compile estimated performance: (" + NUMBER + r") samples/sec")
 # A Markdown label above a pasted log: "#### batch_size: 128", "**Batch size = 256**", "bs=64".
 _LABEL = re.compile(r"\b(?:batch[ _-]?size|bs)\b\W{0,3}(?:is |of )?\**\s*(\d+)\b", re.IGNORECASE)
@@ -337,8 +337,8 @@ class CerebrasReader(LineReader):
         for number, run in enumerate(self.runs, 1):
             job = run.environment.get("execute_job_id")
             if job in first_of:
-                run.notes.append("This is run {} again (the same execute wsjob, {}): one run pasted twice, not a second "
-                                 "measurement.".format(first_of[job], job))
+                run.notes.append("This is run {} again (the same execute wsjob, {}): one run pasted twice, not a "
+                                 "second measurement.".format(first_of[job], job))
             elif job:
                 first_of[job] = number
         return self.runs

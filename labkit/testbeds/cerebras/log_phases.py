@@ -173,7 +173,8 @@ def add_run_notes(st: LogState, model: Optional[str]) -> None:
             which = "the client's semantic version {} differs from the cluster server's {}".format(
                 env["client_semantic_version"], env.get("cluster_server_semantic_version", "?"))
         run.notes.append("The cluster warned (InconsistentVersion) that {}: the job may fail or behave differently; "
-                         "numbers from such a run are worth checking against a run with matching versions.".format(which))
+                         "numbers from such a run are worth checking against a run with matching "
+                         "versions.".format(which))
     _batch_size(st)
     _estimate_note(st)
     if model == "llama2_7b" and run.params.get("sequence_length") and "global_rate" in metrics:
@@ -211,8 +212,8 @@ def _estimate_note(st: LogState) -> None:
         return
     if "global_rate" in metrics:
         off = (metrics["global_rate"] - estimate) / estimate * 100
-        st.run.notes.append("The compiler estimated {} samples/s for this run and the measured GlobalRate is {} samples/s, "
-                            "{:.1f}% {} the estimate (the compiler says it may be 10-25% off).".format(
+        st.run.notes.append("The compiler estimated {} samples/s for this run and the measured GlobalRate is {} "
+                            "samples/s, {:.1f}% {} the estimate (the compiler says it may be 10-25% off).".format(
                                 estimate, metrics["global_rate"], abs(off), "below" if off < 0 else "above"))
     else:
         st.run.notes.append("The compiler estimated {} samples/s for this run, but no step was logged, so no measured "
