@@ -106,6 +106,17 @@ def test_logs_without_fences_or_labels_are_split_where_each_fit_begins(tmp_path)
     assert runs[0].params["batch_size"] == 128 and "batch_size" not in runs[1].params  # nothing says 64 here
 
 
+def test_a_sentence_or_a_warning_that_mentions_a_batch_size_splits_nothing(tmp_path):
+    lines = list(_blocks()[0])
+    at = next(i for i, line in enumerate(lines) if "Step=100," in line)
+    lines.insert(at + 1, "UserWarning: the batch size 128 is not a multiple of the number of workers")
+    path = tmp_path / "hw.md"
+    path.write_text("I ran batch size 128 first, as the course suggests.\n```\n{}\n```\n".format("\n".join(lines)))
+    (run,) = labkit.logs.read(str(path)).runs
+    assert run.metrics["steps"] == 200 and run.series["loss"]["x"] == [50, 100, 150, 200]
+    assert "label" not in _notes(run)
+
+
 def test_a_log_pasted_twice_is_said_to_be_one_run(tmp_path):
     first = _blocks()[0]
     path = tmp_path / "hw.md"

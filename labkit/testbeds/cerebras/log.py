@@ -13,8 +13,12 @@ line or after ``Training completed successfully!``), the compile and execute wsj
 compile (2.6: ``Found existing cached compile``: no compile time is recorded), the
 ``InconsistentVersion`` warning, saved checkpoints, and from the time stamps how long the run
 waited in the cluster queue, compiled, staged, trained and saved checkpoints
-(:mod:`labkit.testbeds.cerebras.log_phases`). A new ``Effective batch size`` after a finished
-run starts the next run in the file.
+(:mod:`labkit.testbeds.cerebras.log_phases`), and a fresh compile's own estimate (``Compile estimated
+performance: N samples/sec``). A new ``Effective batch size`` after a finished run starts the next run
+in the file; so do, for logs pasted one after another into a homework Markdown, a new ``Trainer Fit
+Summary``, ``Compiling the model`` after steps, a step count that goes back, a fence after a finished
+log and a batch-size label (``#### batch_size: 64``), which gives the batch size of the log below it
+when the log cannot.
 
 Verified only against real logs from the course; no Cerebras stack runs here.
 """
@@ -47,8 +51,10 @@ _VERSIONS = re.compile(r"job image version (\S+) is inconsistent with cluster se
 _SEMANTIC = re.compile(r"client semantic version:? (\S+?),? (?:is inconsistent with )?"
                        r"cluster server semantic version:? ([^\s,']+)")
 _ESTIMATE = re.compile(r"Compile estimated performance: (" + NUMBER + r") samples/sec")
-# A Markdown label above a pasted log: "#### batch_size: 128", "**Batch size = 256**", "bs=64".
-_LABEL = re.compile(r"\b(?:batch[ _-]?size|bs)\b\W{0,3}(?:is |of )?\**\s*(\d+)\b", re.IGNORECASE)
+# A Markdown label above a pasted log: "#### batch_size: 128", "**Batch size = 256**", "bs=64", a heading
+# that names it anywhere ("### Run 2 (batch size 64)"); never a sentence or a warning that mentions one.
+_LABEL = re.compile(r"^(?:#+.*?|[\W_]*(?:<summary>)?[\W_]*)\b(?:batch[ _-]?size|bs)\b\W{0,3}(?:is |of )?\**\s*(\d+)\b",
+                    re.IGNORECASE)
 _FENCE = ("```", "~~~")
 _SEQUENCE = re.compile(r"\bmax_sequence_length\b\W{1,3}(\d+)")
 _CHECKPOINT = re.compile(r"Saved checkpoint (?:at global step: \d+|(\S+\.mdl))")
@@ -186,7 +192,7 @@ class CerebrasReader(LineReader):
             return False
         if _has_run(st):
             self._close()
-        self.state.label = (int(m.group(1)), line.strip("#*<>/ ").strip())
+        self.state.label = (int(m.group(1)), re.sub(r"<[^>]*>|[#*]", "", line).strip())
         return True
 
     def _timeline(self, st: LogState, line: str, stamp: datetime) -> None:
