@@ -223,3 +223,28 @@ def test_a_results_json_per_endpoint_counts_for_the_2025_homework_and_is_re_read
     assert trusted["metrics"] == run.metrics
     table = endpoint_table([run])
     assert list(table["endpoint"]) == ["metis", "sophia"] and list(table["concurrency"]) == [1, 1]
+
+
+def test_an_error_answer_keeps_its_own_time_and_is_a_failed_request(tmp_path):
+    path = tmp_path / "transcript.txt"
+    path.write_text('$ time curl -X POST "https://inference-api.alcf.anl.gov/resource_server/metis/api/v1/chat/completions"'
+                    ' -d \'{"model": "gpt-oss-120b", "messages": []}\'\n'
+                    '{"error": {"message": "Model gpt-oss-120b not found", "code": 404}}\n'
+                    "real\t0m0.412s\nuser\t0m0.020s\nsys\t0m0.010s\n" + (HERE / "metis_curl_time.txt").read_text())
+    failed, answered = _runs(path)
+    assert failed.status == "failed" and failed.metrics["requests_failed"] == 1 and "e2el_median" not in failed.metrics
+    assert "Model gpt-oss-120b not found" in _notes(failed)
+    assert answered.status == "complete" and answered.metrics["e2el_median"] == pytest.approx(4.990)
+
+
+def test_one_list_whose_requests_name_two_endpoints_is_read_per_endpoint(tmp_path):
+    records = [{"endpoint": endpoint, "model": model, "latency_ms": ms, "finish_reason": "stop",
+                "metadata": {"prompt_tokens": 30, "completion_tokens": 60, "total_tokens": 90}}
+               for endpoint, model, ms in (("metis", "gpt-oss-120b-131072", 5000), ("sophia", "openai/gpt-oss-120b", 1500),
+                                           ("metis", "gpt-oss-120b-131072", 4000), ("sophia", "openai/gpt-oss-120b", 2500))]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(records))
+    (run,) = _runs(path)
+    assert run.params["endpoint_names"] == ["metis", "sophia"] and run.metrics["output_tokens"] == 240
+    assert run.metrics["e2el_median"] == pytest.approx(4.5) and run.series["e2el_median_latency:sophia"]["y"] == [2.0]
+    assert "finish reasons differ" not in _notes(run) and "differ in length" not in _notes(run)

@@ -82,7 +82,10 @@ def _times(text: str) -> List[Tuple[int, float]]:
 
 
 def _is_answer(value: Any) -> bool:
-    return isinstance(value, dict) and (isinstance(value.get("choices"), list) or "error" in value)
+    """A chat completion, or the error an endpoint answered with (not a JSON of results that has an error field)."""
+    if not isinstance(value, dict):
+        return False
+    return isinstance(value.get("choices"), list) or (bool(value.get("error")) and result_groups(value) is None)
 
 
 def _new(kind: str, name: str) -> Run:

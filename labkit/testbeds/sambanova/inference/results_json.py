@@ -202,22 +202,31 @@ def _overlap(items: List[Dict[str, Any]]) -> Optional[bool]:
     return any(later[0] < earlier[1] - 1e-6 for earlier, later in zip(spans, spans[1:]))
 
 
+def _close(value: float, reference: Optional[float]) -> bool:
+    return reference is not None and abs(value - reference) <= 0.01 * max(abs(reference), 1e-9)
+
+
+def _total_rates(figures: _Figures) -> List[float]:
+    """What a throughput that counts prompt tokens comes to: summed, and the mean of per-request rates."""
+    totals = [_total_tokens(i) for i in figures.done]
+    pairs = [(t, l) for t, l in zip(totals, figures.latencies) if t is not None and l]
+    if len(pairs) < len(totals) or not pairs:
+        return []
+    return [sum(t for t, _ in pairs) / sum(l for _, l in pairs), sum(t / l for t, l in pairs) / len(pairs)]
+
+
 def _statistics_note(group: Group, figures: _Figures, prefix: str) -> Optional[str]:
     stats = group.statistics or {}
     key = next((k for k in _THROUGHPUT_KEYS if _number(stats.get(k)) is not None), None)
     if key is None or not figures.latencies:
         return None
-    claimed, elapsed = float(stats[key]), sum(figures.latencies)  # type: ignore[arg-type]
-    totals = [_total_tokens(i) for i in figures.done]
-    close = lambda a, b: b is not None and abs(a - b) <= 0.01 * max(abs(b), 1e-9)  # noqa: E731
-    if all(t is not None for t in totals) and elapsed > 0 and (
-            close(claimed, sum(totals) / elapsed) or  # type: ignore[arg-type]
-            close(claimed, sum(t / l for t, l in zip(totals, figures.latencies)) / len(totals))):  # type: ignore
+    claimed = float(stats[key])
+    if any(_close(claimed, rate) for rate in _total_rates(figures)):
         return ("{}The results' own {} of {:.2f} tokens/s counts prompt tokens as output (total tokens / latency); "
                 "the completion tokens alone, the tokens generated, give {}.".format(
                     prefix, key, claimed, "{:.2f} tokens/s".format(figures.throughput)
                     if figures.throughput is not None else "a figure these records cannot give"))
-    if figures.throughput is not None and not close(claimed, figures.throughput):
+    if figures.throughput is not None and not _close(claimed, figures.throughput):
         return ("{}The results' own {} of {:.2f} tokens/s is not what the requests give: their completion tokens / "
                 "summed latency is {:.2f} tokens/s, the figure recorded here.".format(
                     prefix, key, claimed, figures.throughput))
@@ -303,7 +312,8 @@ def _comparison_notes(run: Run, groups: List[Group], figures: List[_Figures]) ->
     if len(models) == len(groups) and not all(same_model(models[0], m) for m in models[1:]):
         run.notes.append("The endpoints ran different models ({}): a difference between them is the model's as much "
                          "as the hardware's.".format(", ".join("{} {}".format(g.name, g.model) for g in groups)))
-    if len({tuple(sorted(f.finish.items())) for f in figures}) > 1:
+    given = all("not given" not in f.finish for f in figures)
+    if given and len({tuple(sorted(f.finish.items())) for f in figures}) > 1:
         run.notes.append("The endpoints' finish reasons differ ({}): answers cut off at max_tokens are not comparable "
                          "with answers that ended on their own.".format(
                              "; ".join("{} {}".format(g.name, _describe(f.finish)) for g, f in zip(groups, figures))))
