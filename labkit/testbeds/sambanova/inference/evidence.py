@@ -112,7 +112,8 @@ def _completion_run(body: Dict[str, Any], name: str, kind: str, real: Optional[f
     if url:
         run.params["url"] = url
         run.params["endpoint"] = endpoint_name(url)
-    choice = (body.get("choices") or [{}])[0] if isinstance((body.get("choices") or [{}])[0], dict) else {}
+    choices = body.get("choices") or [{}]
+    choice = choices[0] if isinstance(choices[0], dict) else {}
     if choice.get("finish_reason"):
         run.params["finish_reason"] = choice["finish_reason"]
     if isinstance(request.get("max_tokens"), int):

@@ -29,7 +29,8 @@ from labkit.results import Run
 from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS
 from labkit.testbeds.sambanova.inference.timing import percentile
 
-__all__ = ["Group", "result_groups", "fill_results", "add_counts", "endpoint_name", "same_model"]
+__all__ = ["Group", "result_groups", "fill_results", "add_counts", "endpoint_name", "same_model", "latency",
+           "completion_tokens"]
 
 _LATENCY_KEYS = (("latency_sec", 1.0), ("latency_s", 1.0), ("latency_seconds", 1.0), ("latency", 1.0),
                  ("e2e_latency", 1.0), ("e2el", 1.0), ("elapsed", 1.0), ("elapsed_s", 1.0), ("time_s", 1.0),
