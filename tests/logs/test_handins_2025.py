@@ -156,3 +156,39 @@ def test_the_2025_homework_gathers_each_batch_size_and_the_grader_re_reads_each(
         trusted = from_evidence(dict(run.params))
         assert trusted["params"]["batch_size"] == run.params["batch_size"]
         assert trusted["metrics"]["global_rate"] == run.metrics["global_rate"]
+
+
+def test_one_homework_file_with_both_sections_gives_the_cs3_runs_and_the_pasted_answers(tmp_path, monkeypatch):
+    answers = (CASES.parent.parent / "sambanova" / "evidence" / "metis_two_models_curl_time.txt").read_text()
+    text = TEXT + "\n### SambaNova homework\n\n```console\n" + answers + "```\n"
+    report = labkit.logs.read(text)
+    assert report.format == "cerebras" and [r.exercise for r in report.runs] == ["cerebras/llama2_7b"] * 3 + [
+        "sambanova/inference"] * 2
+    assert [r.environment["log_format"] for r in report.runs] == ["cerebras"] * 3 + ["openai"] * 2
+    assert [r.metrics["e2el_median"] for r in report.runs[3:]] == [pytest.approx(1.369), pytest.approx(1.030)]
+    assert "This file also holds openai evidence: 2 run(s) of it were read as well." in report.notes
+    # each homework section gathers its own runs from the same file, and the grader finds each again
+    for testbed in ("cerebras", "sambanova"):
+        (tmp_path / "logs" / testbed).mkdir(parents=True)
+        (tmp_path / "logs" / testbed / "homework.md").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    config = fall2025.SPEC.validate({})
+    assert [r.params["log_run"] for r in fall2025.runs_for(config, "cerebras", verbose=False)] == [0, 1, 2]
+    inference_runs = fall2025.runs_for(config, "sambanova", verbose=False)
+    assert [r.params["log_run"] for r in inference_runs] == [3, 4]
+    assert from_evidence(dict(inference_runs[1].params))["metrics"] == inference_runs[1].metrics
+
+
+def test_a_single_log_gets_no_second_reader():
+    report = labkit.logs.read(str(MARKDOWN))
+    assert not any("also holds" in note for note in report.notes)
+    assert {r.environment["log_format"] for r in report.runs} == {"cerebras"}
+
+
+def test_pasted_answers_with_one_cs3_line_read_that_line_too():
+    answers = (CASES.parent.parent / "sambanova" / "evidence" / "metis_two_models_curl_time.txt").read_text()
+    step = next(line for line in _blocks()[0] if "Step=200," in line).strip()
+    report = labkit.logs.read("My CS-3 run ended with\n" + step + "\n\n" + answers)
+    assert report.format == "openai" and [r.exercise for r in report.runs] == ["sambanova/inference"] * 2 + [
+        "cerebras/llama2_7b"]
+    assert report.runs[-1].metrics["global_rate"] == 32.44
