@@ -13,7 +13,8 @@
 
 Formats: Graphcore PopTorch MNIST and BERT, Cerebras modelzoo ``run.py CSX`` and ``cszoo fit``,
 SambaNova compile and training logs (and ``slurm-<id>.out`` pointers), GroqFlow's cpu/groq table,
-Keras progress lines, and pasted OpenAI-compatible chat completions ("openai": Metis, Sophia).
+Keras progress lines, and pasted OpenAI-compatible chat completions ("openai": Metis, Sophia); a
+homework file that holds a vendor's log and chat completions is read with both readers.
 See docs/logs.md. Each vendor log reader was checked against real logs from the course
 (tests/logs), the "openai" one on hand-written pieces (tests/sambanova/evidence); none could be
 checked against a vendor SDK or the live service here.
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from labkit.logs import detect as _detect
 from labkit.logs.base import LineReader, dedupe_notes
@@ -112,34 +113,28 @@ def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[s
     except BinaryLogError as exc:
         path = os.fspath(path_or_text) if isinstance(path_or_text, (str, os.PathLike)) else None
         return LogReport(path, format, notes=["{}: nothing was read.".format(exc)])
+    also = None
     with source:
         path = source.path
         if format is None:
-            format = _detect.detect(unwrap(iter_lines(source.stream)), source.name)
+            format, also = _detect.detect_both(unwrap(iter_lines(source.stream)), source.name)
             source.stream.seek(0)
         if format is None:
             empty = not any(line for line in iter_lines(source.stream))
             why = "the file is empty" if empty else \
                 "no Graphcore, Cerebras, SambaNova, Groq, Keras or chat-completion output was recognised in it"
             return LogReport(path, None, notes=["Nothing read: {}.".format(why)])
-        reader = reader_for(format, source.name if path is None else path)
-        errors = 0
-        notes: List[str] = []
-        for number, line in enumerate(unwrap(iter_lines(source.stream)), 1):
-            try:
-                reader.feed(line)
-            except Exception as exc:  # a reader bug must not lose the rest of the file
-                errors += 1
-                if errors <= _MAX_LINE_ERRORS:
-                    notes.append("Line {} could not be read ({}: {}).".format(number, type(exc).__name__, exc))
-        try:
-            runs = reader.finish()
-        except Exception as exc:  # pragma: no cover - defensive, like above
-            runs = list(reader.runs)
-            notes.append("The end of the log could not be read ({}: {}).".format(type(exc).__name__, exc))
-    if errors > _MAX_LINE_ERRORS:
-        notes.append("{} more lines could not be read.".format(errors - _MAX_LINE_ERRORS))
-    report = LogReport(path, format, runs=list(runs), notes=reader.notes + notes, pointers=list(reader.pointers))
+        name = source.name if path is None else path
+        runs, notes, pointers = _read_with(reader_for(format, name), source.stream)
+        if also is not None:  # a homework Markdown with a vendor's log and pasted chat completions
+            source.stream.seek(0)
+            other, other_notes, _ = _read_with(reader_for(also, name), source.stream)
+            for run in other:
+                run.environment.setdefault("log_format", also)
+            if other:
+                runs, notes = runs + other, notes + other_notes + [
+                    "This file also holds {} evidence: {} run(s) of it were read as well.".format(also, len(other))]
+    report = LogReport(path, format, runs=runs, notes=notes, pointers=pointers)
     if not report.runs and not report.notes:
         report.notes.append("No run was recognised in this {} log.".format(format))
     if follow and path is not None and report.pointers and not report.runs:
@@ -149,6 +144,27 @@ def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[s
         run.environment.setdefault("log", os.path.basename(path) if path else "<text>")
         run.environment.setdefault("log_format", format)
     return report
+
+
+def _read_with(reader: LineReader, stream: Any) -> Tuple[List[Run], List[str], List[str]]:
+    """The runs, notes and pointers ``reader`` finds in ``stream``; a reader's bug costs a note, never the file."""
+    errors = 0
+    notes: List[str] = []
+    for number, line in enumerate(unwrap(iter_lines(stream)), 1):
+        try:
+            reader.feed(line)
+        except Exception as exc:  # a reader bug must not lose the rest of the file
+            errors += 1
+            if errors <= _MAX_LINE_ERRORS:
+                notes.append("Line {} could not be read ({}: {}).".format(number, type(exc).__name__, exc))
+    try:
+        runs = reader.finish()
+    except Exception as exc:  # pragma: no cover - defensive, like above
+        runs = list(reader.runs)
+        notes.append("The end of the log could not be read ({}: {}).".format(type(exc).__name__, exc))
+    if errors > _MAX_LINE_ERRORS:
+        notes.append("{} more lines could not be read.".format(errors - _MAX_LINE_ERRORS))
+    return list(runs), reader.notes + notes, list(reader.pointers)
 
 
 def _follow(report: LogReport, slurm_path: str) -> None:

@@ -19,7 +19,8 @@ from typing import Any
 __all__ = ["register", "main"]
 
 #: Metrics shown first in the human summary, when a run has them.
-_KEY_METRICS = ("accuracy", "throughput", "global_rate", "samples_per_s", "train_seconds", "e2e_train_time",
+_KEY_METRICS = ("accuracy", "throughput", "global_rate", "compile_estimated_rate", "ttft_median", "e2el_median",
+                "output_throughput", "samples_per_s", "train_seconds", "e2e_train_time",
                 "training_sequences_per_second", "final_loss", "compile_s", "duration_s", "groq_e2e_ips",
                 "cpu_e2e_ips", "groq_onchip_ips", "test_accuracy", "mean_epoch_time", "epoch_time", "training_time_s", "loss")
 

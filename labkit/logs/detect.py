@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
-__all__ = ["FORMATS", "detect", "scores", "SAMPLE_LINES"]
+__all__ = ["FORMATS", "detect", "detect_both", "scores", "SAMPLE_LINES"]
 
 FORMATS = ("graphcore", "cerebras", "sambanova", "groq", "keras", "openai")
 
@@ -77,10 +77,27 @@ def scores(lines: Iterable[str]) -> Dict[str, int]:
 
 def detect(lines: Iterable[str], name: str = "") -> Optional[str]:
     """The most likely format of a log, or None when nothing points to any."""
+    return detect_both(lines, name)[0]
+
+
+#: A homework Markdown may hold a vendor's log and pasted chat completions (a CS-3 section and an
+#: inference section): their signs are disjoint, so the other one is read too when it shows this much
+#: (one answer's ``"chat.completion`` and ``"completion_tokens"``; two of a vendor's strong signs).
+_COMPANION_MIN = {"openai": 9, "vendor": 12}
+
+
+def detect_both(lines: Iterable[str], name: str = "") -> Tuple[Optional[str], Optional[str]]:
+    """The most likely format, and a second one the same file also holds (chat completions beside a
+    vendor's log, or the other way round), else None for either."""
     found = scores(lines)
     lower = name.lower()
     for hint, fmt in _NAME_HINTS:
         if hint in lower:
             found[fmt] += 2
     best = max(FORMATS, key=lambda fmt: found[fmt])
-    return best if found[best] >= 4 else None
+    if found[best] < 4:
+        return None, None
+    if best != "openai":
+        return best, "openai" if found["openai"] >= _COMPANION_MIN["openai"] else None
+    vendor = max((fmt for fmt in FORMATS if fmt != "openai"), key=lambda fmt: found[fmt])
+    return best, vendor if found[vendor] >= _COMPANION_MIN["vendor"] else None

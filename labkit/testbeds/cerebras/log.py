@@ -13,8 +13,12 @@ line or after ``Training completed successfully!``), the compile and execute wsj
 compile (2.6: ``Found existing cached compile``: no compile time is recorded), the
 ``InconsistentVersion`` warning, saved checkpoints, and from the time stamps how long the run
 waited in the cluster queue, compiled, staged, trained and saved checkpoints
-(:mod:`labkit.testbeds.cerebras.log_phases`). A new ``Effective batch size`` after a finished
-run starts the next run in the file.
+(:mod:`labkit.testbeds.cerebras.log_phases`), and a fresh compile's own estimate (``Compile estimated
+performance: N samples/sec``). A new ``Effective batch size`` after a finished run starts the next run
+in the file; so do, for logs pasted one after another into a homework Markdown, a new ``Trainer Fit
+Summary``, ``Compiling the model`` after steps, a step count that goes back, a fence after a finished
+log and a batch-size label (``#### batch_size: 64``), which gives the batch size of the log below it
+when the log cannot.
 
 Verified only against real logs from the course; no Cerebras stack runs here.
 """
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, number, parse_stamp, stamp_text
@@ -43,6 +47,15 @@ _JOB_ID_26 = re.compile(r"Job id: (wsjob-[\w-]+)(?:, workflow id: (wflow-[\w-]+)
 _HASH = re.compile(r"Compile hash is: (\S+)")
 _CACHED = re.compile(r"Found existing cached compile with hash: \"?([\w-]+)")
 _VERSIONS = re.compile(r"job image version (\S+) is inconsistent with cluster server version (\S+?),")
+# 2.6 on the Fall 2025 cluster: the client's and the server's semantic versions.
+_SEMANTIC = re.compile(r"client semantic version:? (\S+?),? (?:is inconsistent with )?"
+                       r"cluster server semantic version:? ([^\s,']+)")
+_ESTIMATE = re.compile(r"Compile estimated performance: (" + NUMBER + r") samples/sec")
+# A Markdown label above a pasted log: "#### batch_size: 128", "**Batch size = 256**", "bs=64", a heading
+# that names it anywhere ("### Run 2 (batch size 64)"); never a sentence or a warning that mentions one.
+_LABEL = re.compile(r"^(?:#+.*?|[\W_]*(?:<summary>)?[\W_]*)\b(?:batch[ _-]?size|bs)\b\W{0,3}(?:is |of )?\**\s*(\d+)\b",
+                    re.IGNORECASE)
+_FENCE = ("```", "~~~")
 _SEQUENCE = re.compile(r"\bmax_sequence_length\b\W{1,3}(\d+)")
 _CHECKPOINT = re.compile(r"Saved checkpoint (?:at global step: \d+|(\S+\.mdl))")
 _PARAMS = re.compile(r"--params[= ](\S+)")
@@ -52,7 +65,8 @@ _MODE = re.compile(r"--mode[= ](\w+)")
 _TIMELINE_WORDS = re.compile(r"Compiling the model|[jJ]ob id:|Poll ingress|Ingress is ready|Compile hash|Exploring floorplans|"
                              r"Gradient accumulation trying|Compile was successful|Programming Cerebras|Preparing to execute|"
                              r"Beginning appliance run|Sav(?:ed|ing) checkpoint| ERROR|Traceback|Initiating a new|"
-                             r"Found existing cached compile|InconsistentVersion|Appliance staging is complete")
+                             r"Found existing cached compile|InconsistentVersion|Appliance staging is complete|"
+                             r"Compile estimated performance|Trainer Fit Summary|semantic version")
 
 _MODELS = (("gptj", "gptj"), ("gpt-j", "gptj"), ("gpt2", "gpt2"), ("gpt-2", "gpt2"), ("bert_large", "bert_large"),
            ("bert-large", "bert_large"), ("bertforpretraining", "bert_large"), ("bert", "bert_large"),
@@ -65,6 +79,15 @@ def _model_of(text: str) -> Optional[str]:
         if hint in lower:
             return model
     return None
+
+
+def _ended(st: LogState) -> bool:
+    """The run printed its end: 'Training completed', its 'Processed' line, or a failure."""
+    return st.completed or "samples" in st.run.metrics or bool(st.failed)
+
+
+def _has_run(st: LogState) -> bool:
+    return bool(st.steps) or _ended(st)
 
 
 class CerebrasReader(LineReader):
@@ -83,6 +106,9 @@ class CerebrasReader(LineReader):
             m = _TRAIN.search(line)
             if m:
                 device, step, loss, rate, global_rate = m.groups()
+                if st.steps and int(step) < st.steps[-1]:  # the step count went back: the next log's run
+                    self._close()
+                    st = self.state
                 st.device = device
                 st.cszoo_lines = st.cszoo_lines or "LoopTimeRemaining=" in line
                 st.steps.append(int(step))
@@ -95,6 +121,12 @@ class CerebrasReader(LineReader):
                     st.first = st.first or raw_stamp
             return
         raw_stamp = stamp_text(line)
+        if raw_stamp is None and self._markdown(line):
+            return
+        if ("Trainer Fit Summary" in line and (_has_run(st) or "compile_start" in st.marks)) or \
+                ("Compiling the model" in line and _has_run(st)):
+            self._close()  # a new `cszoo fit` begins: several logs pasted into one file
+            st = self.state
         if "run.py" in line:
             if st.started and (st.completed or st.steps):
                 self._close()
@@ -147,6 +179,21 @@ class CerebrasReader(LineReader):
         stamp = parse_stamp(raw_stamp)
         if stamp is not None:
             self._timeline(st, line, stamp)
+
+    def _markdown(self, line: str) -> bool:
+        """A Markdown fence or a batch-size label between pasted logs: True when the line is used up."""
+        st = self.state
+        if line.startswith(_FENCE):
+            if _ended(st):  # the fence closes a finished log; the next block is another run
+                self._close()
+            return True
+        m = _LABEL.search(line) if len(line) <= 120 and "Effective batch" not in line else None
+        if m is None:
+            return False
+        if _has_run(st):
+            self._close()
+        self.state.label = (int(m.group(1)), re.sub(r"<[^>]*>|[#*]", "", line).strip())
+        return True
 
     def _timeline(self, st: LogState, line: str, stamp: datetime) -> None:
         marks, env = st.marks, st.run.environment
@@ -207,9 +254,22 @@ class CerebrasReader(LineReader):
             m = _VERSIONS.search(line)
             if m:
                 env["job_image_version"], env["cluster_server_version"] = m.group(1), m.group(2)
+            self._semantic(env, line)
             st.inconsistent_version = True
+        elif "semantic version" in line:
+            self._semantic(env, line)
+        elif "Compile estimated performance" in line:
+            m = _ESTIMATE.search(line)
+            if m:
+                add_log_metric(st.run, "compile_estimated_rate", number(m.group(1)))
         elif " ERROR" in line or "Traceback" in line:
             st.failed = st.failed or line[:200]
+
+    @staticmethod
+    def _semantic(env: Dict[str, Any], line: str) -> None:
+        m = _SEMANTIC.search(line)
+        if m:
+            env["client_semantic_version"], env["cluster_server_semantic_version"] = m.group(1), m.group(2)
 
     @staticmethod
     def _job(st: LogState, kind: str, job_id: str, stamp: datetime) -> None:
@@ -279,4 +339,12 @@ class CerebrasReader(LineReader):
 
     def finish(self) -> List[Run]:
         self._close()
+        first_of: Dict[str, int] = {}
+        for number, run in enumerate(self.runs, 1):
+            job = run.environment.get("execute_job_id")
+            if job in first_of:
+                run.notes.append("This is run {} again (the same execute wsjob, {}): one run pasted twice, not a "
+                                 "second measurement.".format(first_of[job], job))
+            elif job:
+                first_of[job] = number
         return self.runs

@@ -33,6 +33,9 @@ LOG_METRICS: Tuple[Metric, ...] = (
                                  "logs: set-up and checkpoint saves), a note says so", timing=True),
     Metric("steps", "", "training steps run (the last step logged)"),
     Metric("final_loss", "", "training loss at the last logged step"),
+    Metric("compile_estimated_rate", "samples/s", "the compiler's own estimate of the run's speed ('Compile estimated "
+                                                  "performance: N samples/sec', a fresh compile only): a prediction, "
+                                                  "shown beside the measured GlobalRate", timing=True),
     Metric("compile_s", "s", "seconds the compile job took, cluster queue excluded (absent when the compile was "
                              "cached and no compile time was measured)", timing=True),
     Metric("compile_queue_s", "s", "seconds the compile job waited in the cluster's queue", timing=True),

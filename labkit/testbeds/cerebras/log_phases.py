@@ -13,7 +13,7 @@ time measured, never 0 s), a ``Processed`` time that holds staging and checkpoin
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from labkit.logs.base import new_run, parse_stamp
 from labkit.testbeds.cerebras.log_metrics import TOKENS_PER_S_UNIT, add_log_metric
@@ -55,6 +55,7 @@ class LogState:
         self.cszoo_lines = False  # 2.6 Train lines (LoopTimeRemaining=...): a CS-3 `cszoo fit` run
         self.started = False
         self.summary_only = False  # only the "Processed N sample(s) in T seconds." line was given
+        self.label: Optional[Tuple[int, str]] = None  # (batch size, the Markdown label above the pasted log)
 
 
 def _seconds(marks: Dict[str, datetime], start: str, end: str) -> Optional[float]:
@@ -130,6 +131,10 @@ def _overhead_s(st: LogState) -> Optional[float]:
     return None
 
 
+def _and(items: List[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def add_run_notes(st: LogState, model: Optional[str]) -> None:
     """What the phase metrics alone do not say: cached compile, overheads in 'Processed', versions, sequence length."""
     run, metrics = st.run, st.run.metrics
@@ -142,6 +147,8 @@ def add_run_notes(st: LogState, model: Optional[str]) -> None:
     if overhead is not None:
         span = _step_span_s(st)
         outside = []
+        if metrics.get("compile_s") and metrics["compile_s"] <= overhead:  # 2.6 counts a fresh compile in 'Processed'
+            outside.append("{:.0f} s compiling".format(metrics["compile_s"]))
         if "staging_s" in metrics:
             outside.append("{:.0f} s of appliance staging".format(metrics["staging_s"]))
         if "checkpoint_s" in metrics:
@@ -152,24 +159,62 @@ def add_run_notes(st: LogState, model: Optional[str]) -> None:
             "training speed; compare runs by GlobalRate ({} samples/s), and never by total seconds (more samples in "
             "more seconds is not a slowdown).".format(
                 metrics["samples"], "training " if st.processed_training else "", metrics["train_seconds"], span,
-                overhead, " (outside the steps the log shows " + " and ".join(outside) + ")" if outside else "",
+                overhead, " (outside the steps the log shows " + _and(outside) + ")" if outside else "",
                 metrics["samples"] / metrics["train_seconds"], metrics.get("global_rate", "unknown")))
     elif "checkpoint_s" in metrics and st.processed_training:
         run.notes.append("Saving checkpoints took {:.0f} s; that time is not training and is not in the "
                          "rates.".format(metrics["checkpoint_s"]))
     if st.inconsistent_version:
         env = run.environment
-        run.notes.append("The cluster warned (InconsistentVersion) that the job image version {} differs from the "
-                         "cluster server version {}: the job may fail or behave differently; numbers from such a run "
-                         "are worth checking against a run with matching versions.".format(
-                             env.get("job_image_version", "?"), env.get("cluster_server_version", "?")))
-    if "batch_size" not in run.params and st.steps and metrics.get("samples") and metrics["samples"] % st.steps[-1] == 0:
-        run.params["batch_size"] = metrics["samples"] // st.steps[-1]
-        run.notes.append("The log does not print the batch size: {} is the samples of the 'Processed' line divided by "
-                         "the {} steps.".format(run.params["batch_size"], st.steps[-1]))
+        if "job_image_version" in env or "client_semantic_version" not in env:
+            which = "the job image version {} differs from the cluster server version {}".format(
+                env.get("job_image_version", "?"), env.get("cluster_server_version", "?"))
+        else:
+            which = "the client's semantic version {} differs from the cluster server's {}".format(
+                env["client_semantic_version"], env.get("cluster_server_semantic_version", "?"))
+        run.notes.append("The cluster warned (InconsistentVersion) that {}: the job may fail or behave differently; "
+                         "numbers from such a run are worth checking against a run with matching "
+                         "versions.".format(which))
+    _batch_size(st)
+    _estimate_note(st)
     if model == "llama2_7b" and run.params.get("sequence_length") and "global_rate" in metrics:
         run.add_metric("tokens_per_s", round(metrics["global_rate"] * run.params["sequence_length"], 1),
                        TOKENS_PER_S_UNIT)
     elif model == "llama2_7b" and "sequence_length" not in run.params and st.steps:
         run.notes.append("The log does not give the sequence length, so tokens/s (GlobalRate x sequence length) "
                          "cannot be read from it alone; llama2_7b.read_log(path, config) takes it from the config.")
+
+
+def _batch_size(st: LogState) -> None:
+    """The batch size: printed, or the 'Processed' samples / steps, or else the Markdown label above the log."""
+    run, metrics = st.run, st.run.metrics
+    if "batch_size" not in run.params and st.steps and metrics.get("samples") and metrics["samples"] % st.steps[-1] == 0:
+        run.params["batch_size"] = metrics["samples"] // st.steps[-1]
+        run.notes.append("The log does not print the batch size: {} is the samples of the 'Processed' line divided by "
+                         "the {} steps.".format(run.params["batch_size"], st.steps[-1]))
+    if st.label is None:
+        return
+    labelled, text = st.label
+    if "batch_size" not in run.params:
+        run.params["batch_size"] = labelled
+        run.notes.append("The log itself does not give its batch size: {} is read from the label '{}' above it in the "
+                         "file.".format(labelled, text))
+    elif run.params["batch_size"] != labelled:
+        run.notes.append("The label '{}' above this log says batch size {}, but the log's own numbers give {}: the "
+                         "log's is used.".format(text, labelled, run.params["batch_size"]))
+
+
+def _estimate_note(st: LogState) -> None:
+    """The compiler's estimate of samples/s beside the measured GlobalRate."""
+    metrics = st.run.metrics
+    estimate = metrics.get("compile_estimated_rate")
+    if not estimate:
+        return
+    if "global_rate" in metrics:
+        off = (metrics["global_rate"] - estimate) / estimate * 100
+        st.run.notes.append("The compiler estimated {} samples/s for this run and the measured GlobalRate is {} "
+                            "samples/s, {:.1f}% {} the estimate (the compiler says it may be 10-25% off).".format(
+                                estimate, metrics["global_rate"], abs(off), "below" if off < 0 else "above"))
+    else:
+        st.run.notes.append("The compiler estimated {} samples/s for this run, but no step was logged, so no measured "
+                            "rate stands beside it.".format(estimate))

@@ -10,9 +10,13 @@ Four shapes, as students paste them (fixtures in tests/sambanova/evidence/ say w
 - a chat-completion JSON (OpenAI's ``chat.completion`` object), with or without SambaNova's own
   timings in ``usage`` (``time_to_first_token``, ``total_latency``, ``completion_tokens_after_first_per_sec``);
 - a ``curl`` command and its JSON answer timed with ``time`` (``real 0m4.990s``): one client-side
-  end-to-end latency, with no way to tell the first token from the rest (nothing was streamed);
+  end-to-end latency, with no way to tell the first token from the rest (nothing was streamed); a
+  transcript of several such commands gives one run per answer, each with the ``time`` printed
+  after it, and notes when the answers compare two models on one endpoint rather than two
+  endpoints, or differ in finish reason or length;
 - a streamed transcript (``data: {...chat.completion.chunk...}`` lines, ``data: [DONE]``);
-- a student's JSON of results: a list of requests with a latency and token counts each.
+- a student's JSON of results: a list of requests with a latency and token counts each, or a block of
+  requests and statistics per endpoint (:mod:`.results_json`, which checks the student's statistics).
 
 Server timings and client times go to different metrics (``server_*`` against ``e2el_median``), and
 the notes say what each piece can and cannot show.
@@ -23,11 +27,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS
-from labkit.testbeds.sambanova.inference.timing import percentile
+from labkit.testbeds.sambanova.inference.results_json import add_counts as _counts
+from labkit.testbeds.sambanova.inference.results_json import endpoint_name, fill_results, result_groups, same_model
 
 __all__ = ["parse_text", "read_evidence", "evidence_table", "EvidenceError", "SAMPLE_RESPONSE"]
 
@@ -39,8 +44,6 @@ EXERCISE = "sambanova/inference"
 _REAL = re.compile(r"^real\s+(?:(\d+)m)?([\d.]+)s?\s*$", re.MULTILINE)
 _ZSH_TOTAL = re.compile(r"\s([\d.]+) total\s*$", re.MULTILINE)
 _URL = re.compile(r"(https?://[^\s'\"]+)")
-_LATENCY_KEYS = ("latency_s", "latency", "e2e_latency", "e2el", "elapsed", "time_s", "duration")
-_TOKEN_KEYS = ("completion_tokens", "output_tokens", "generated_tokens")
 
 
 class EvidenceError(ValueError):
@@ -48,11 +51,11 @@ class EvidenceError(ValueError):
         return ["EvidenceError: " + str(self)]
 
 
-def _json_values(text: str) -> List[Any]:
-    """Every top-level JSON object or list in ``text`` (a transcript may hold a command and its answer)."""
-    stripped = text.strip()
+def _json_values(text: str) -> List[Tuple[Any, int, int]]:
+    """Every top-level JSON object or list in ``text`` with where it starts and ends (a transcript may hold
+    commands, their payloads and their answers)."""
     try:
-        return [json.loads(stripped)]
+        return [(json.loads(text), 0, len(text))]
     except ValueError:
         pass
     decoder = json.JSONDecoder()
@@ -67,8 +70,22 @@ def _json_values(text: str) -> List[Any]:
         except ValueError:
             i = start + 1
             continue
-        found.append(value)
+        found.append((value, start, end))
         i = end
+
+
+def _times(text: str) -> List[Tuple[int, float]]:
+    """Each ``time`` output's position and seconds: bash's ``real 0m4.990s``, zsh's ``... 1.369 total``."""
+    found = [(m.start(), int(m.group(1) or 0) * 60 + float(m.group(2))) for m in _REAL.finditer(text)]
+    found += [(m.start(), float(m.group(1))) for m in _ZSH_TOTAL.finditer(text)]
+    return sorted(found)
+
+
+def _is_answer(value: Any) -> bool:
+    """A chat completion, or the error an endpoint answered with (not a JSON of results that has an error field)."""
+    if not isinstance(value, dict):
+        return False
+    return isinstance(value.get("choices"), list) or (bool(value.get("error")) and result_groups(value) is None)
 
 
 def _new(kind: str, name: str) -> Run:
@@ -87,23 +104,20 @@ def _server(run: Run, usage: Dict[str, Any]) -> bool:
     return timed
 
 
-def _counts(run: Run, requests: int, completed: int, tokens: Optional[int], source: str) -> None:
-    INFERENCE_METRICS.add(run, "requests", requests)
-    INFERENCE_METRICS.add(run, "requests_completed", completed)
-    INFERENCE_METRICS.add(run, "requests_failed", requests - completed)
-    if tokens is not None:
-        INFERENCE_METRICS.add(run, "output_tokens", tokens)
-        if completed:
-            INFERENCE_METRICS.add(run, "output_tokens_per_request", round(tokens / completed, 3))
-        INFERENCE_METRICS.add(run, "token_count_source", source)
-
-
-def _completion_run(body: Dict[str, Any], name: str, kind: str, real: Optional[float], url: str) -> Run:
+def _completion_run(body: Dict[str, Any], name: str, kind: str, real: Optional[float], url: str,
+                    request: Dict[str, Any]) -> Run:
     run = _new(kind, name)
     usage = body.get("usage") or {}
     run.params["model"] = body.get("model", "")
     if url:
         run.params["url"] = url
+        run.params["endpoint"] = endpoint_name(url)
+    choices = body.get("choices") or [{}]
+    choice = choices[0] if isinstance(choices[0], dict) else {}
+    if choice.get("finish_reason"):
+        run.params["finish_reason"] = choice["finish_reason"]
+    if isinstance(request.get("max_tokens"), int):
+        run.params["max_tokens"] = request["max_tokens"]
     _counts(run, 1, 1, usage.get("completion_tokens"), "server usage")
     timed = _server(run, usage)
     if real is not None:
@@ -118,6 +132,14 @@ def _completion_run(body: Dict[str, Any], name: str, kind: str, real: Optional[f
                          "recorded as server_* metrics, never as client times")
     else:
         run.notes.append("No server timings in usage (vLLM on Sophia sends none; SambaNova's Metis does)")
+    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    if message.get("reasoning") or message.get("reasoning_content"):
+        run.notes.append("The answer carries the model's reasoning beside its content, and completion_tokens ({}) "
+                         "count both".format(usage.get("completion_tokens", "unknown")))
+    if choice.get("finish_reason") == "length":
+        limit = "its max_tokens of {}".format(request["max_tokens"]) if "max_tokens" in run.params else "max_tokens"
+        run.notes.append("The answer stopped at {} (finish_reason length): the request completed, but the answer was "
+                         "cut off".format(limit))
     run.notes.append("One request is not a benchmark: no repeat, no warm-up, no interval; compare per output token "
                      "({} here), not per request".format(usage.get("completion_tokens", "unknown")))
     return run
@@ -159,75 +181,87 @@ def _sse_run(text: str, name: str) -> Run:
     return run
 
 
-def _results_run(items: List[Dict[str, Any]], name: str) -> Run:
-    run = _new("results", name)
-    latencies = [float(next(i[k] for k in _LATENCY_KEYS if isinstance(i.get(k), (int, float))))
-                 for i in items if any(isinstance(i.get(k), (int, float)) for k in _LATENCY_KEYS)]
-    tokens = [int(next(i[k] for k in _TOKEN_KEYS if isinstance(i.get(k), (int, float))))
-              for i in items if any(isinstance(i.get(k), (int, float)) for k in _TOKEN_KEYS)]
-    _counts(run, len(items), len(latencies), sum(tokens) if tokens else None, "server usage")
-    if latencies:
-        INFERENCE_METRICS.add(run, "e2el_median", percentile(latencies, 50))
-    if latencies and tokens and len(tokens) == len(latencies) and sum(latencies) > 0:
-        INFERENCE_METRICS.add(run, "output_throughput", sum(tokens) / sum(latencies))
-        run.notes.append("Output throughput recomputed as output tokens / the sum of latencies ({} requests one after "
-                         "another): prompt tokens are read, not generated, so they are not counted".format(len(items)))
-    claimed = [i for i in items if isinstance(i.get("throughput"), (int, float)) and isinstance(i.get("prompt_tokens"),
-                                                                                                  (int, float))]
-    if claimed and any(abs(i["throughput"] * _lat(i) - i["prompt_tokens"] - _tok(i)) < 0.02 * (i["prompt_tokens"] + _tok(i))
-                       for i in claimed if _lat(i) and _tok(i) is not None):
-        run.notes.append("The results' 'throughput' is (prompt + completion tokens) / latency: prompt tokens are not "
-                         "generated, and without streaming prefill and decoding cannot be told apart")
-    run.notes.append("Latencies without streaming: each is one whole request (E2EL), median of {}; a first cold "
-                     "request and unequal output lengths are in it".format(len(latencies)))
+def _answers_run(value: Dict[str, Any], name: str, real: Optional[float], url: str,
+                 request: Dict[str, Any]) -> Run:
+    if isinstance(value.get("choices"), list):
+        return _completion_run(value, name, "curl" if real is not None or url else "completion", real, url, request)
+    run = _new("error", name)
+    _counts(run, 1, 0, None, "")
+    run.status = "failed"
+    run.notes.append("The answer is an error: {}".format(str(value["error"])[:200]))
     return run
 
 
-def _lat(item: Dict[str, Any]) -> Optional[float]:
-    return next((float(item[k]) for k in _LATENCY_KEYS if isinstance(item.get(k), (int, float))), None)
-
-
-def _tok(item: Dict[str, Any]) -> Optional[int]:
-    return next((int(item[k]) for k in _TOKEN_KEYS if isinstance(item.get(k), (int, float))), None)
-
-
-def _result_items(value: Any) -> Optional[List[Dict[str, Any]]]:
-    if isinstance(value, dict):
-        for key in ("results", "requests", "runs", "data"):
-            if isinstance(value.get(key), list):
-                return _result_items(value[key])
-        return None
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value) and \
-            any(_lat(v) is not None for v in value):
-        return value
-    return None
+def _compare(runs: List[Run]) -> None:
+    """Notes on what several answers in one transcript compare: models or endpoints, finish reasons, lengths."""
+    done = [r for r in runs if r.status == "complete" and r.params.get("response_kind") in ("curl", "completion")]
+    if len(done) < 2:
+        return
+    models = [str(r.params.get("model", "")) for r in done]
+    endpoints = {r.params["endpoint"] for r in done if r.params.get("endpoint")}
+    several_models = not all(same_model(models[0], m) for m in models[1:])
+    label = (lambda r: r.params.get("model") or "?") if several_models else \
+        (lambda r: r.params.get("endpoint") or "answer {}".format(done.index(r) + 1))  # noqa: E731
+    notes = []
+    if several_models and len(endpoints) == 1 and all(r.params.get("endpoint") for r in done):
+        notes.append("These {} answers compare {} models ({}) on one endpoint ({}), not two endpoints: their "
+                     "difference is the models', not the hardware's".format(
+                         len(done), len(set(models)), ", ".join(sorted(set(models))), endpoints.pop()))
+    elif several_models and len(endpoints) > 1:
+        notes.append("These answers come from different models on different endpoints ({}): the model and the "
+                     "hardware both changed, so neither explains the difference alone".format(
+                         ", ".join("{} on {}".format(r.params.get("model"), r.params.get("endpoint")) for r in done)))
+    elif several_models:
+        notes.append("These answers come from {} models ({}) and the transcript names no endpoint: their difference "
+                     "is the models', not necessarily the hardware's".format(
+                         len(set(models)), ", ".join(sorted(set(models)))))
+    reasons = [r.params.get("finish_reason", "not given") for r in done]
+    if len(set(reasons)) > 1:
+        notes.append("Their finish reasons differ ({}): an answer cut off at max_tokens is not comparable with one "
+                     "that ended on its own".format(", ".join("{} for {}".format(f, label(r))
+                                                              for f, r in zip(reasons, done))))
+    lengths = [r.metrics.get("output_tokens") for r in done]
+    if all(isinstance(n, int) for n in lengths) and max(lengths) > 1.2 * min(lengths):  # type: ignore[type-var]
+        notes.append("Their lengths differ (completion tokens: {}): compare time per output token, not time per "
+                     "answer".format(", ".join("{} for {}".format(n, label(r)) for n, r in zip(lengths, done))))
+    for run in done:
+        run.notes.extend(notes)
 
 
 def parse_text(text: str, name: str = "<text>") -> List[Run]:
-    """The runs in one pasted piece of evidence (empty when nothing was recognised)."""
+    """The runs in one pasted piece of evidence (empty when nothing was recognised).
+
+    In a transcript of several ``curl`` commands each answer is paired with the first ``time`` output
+    after it and before the next answer, and with the URL and request payload written before it.
+    """
     if re.search(r"^\s*data:\s*\{", text, re.MULTILINE):
         return [_sse_run(text, name)]
-    real = None
-    m = _REAL.search(text)
-    if m:
-        real = int(m.group(1) or 0) * 60 + float(m.group(2))
-    elif _ZSH_TOTAL.search(text):
-        real = float(_ZSH_TOTAL.search(text).group(1))  # type: ignore[union-attr]
-    url = next((u for u in _URL.findall(text) if "chat/completions" in u), "")
+    values = _json_values(text)
+    times = _times(text)
+    answers = [(v, start, end) for v, start, end in values if _is_answer(v)]
     runs = []
-    for value in _json_values(text):
-        if isinstance(value, dict) and isinstance(value.get("choices"), list):
-            runs.append(_completion_run(value, name, "curl" if real is not None or url else "completion", real, url))
-        elif isinstance(value, dict) and "error" in value and real is None:
-            run = _new("error", name)
-            _counts(run, 1, 0, None, "")
-            run.status = "failed"
-            run.notes.append("The answer is an error: {}".format(str(value["error"])[:200]))
+    previous_end = 0
+    for k, (value, start, end) in enumerate(answers):
+        following = answers[k + 1][1] if k + 1 < len(answers) else len(text)
+        real = next((t for at, t in times if end <= at < following), None)
+        if real is None and len(answers) == 1 and len(times) == 1:
+            real = times[0][1]  # one answer, one time: theirs wherever it was pasted
+        before = text[previous_end:start] if len(answers) > 1 else text
+        url = next((u for u in reversed(_URL.findall(before)) if "chat/completions" in u), "")
+        request = next((v for v, s0, e0 in reversed(values) if previous_end <= s0 and e0 <= start
+                        and isinstance(v, dict) and "messages" in v), {})
+        runs.append(_answers_run(value, name, real, url, request))
+        previous_end = end
+    _compare(runs)
+    for value, _start, _end in values:
+        groups = None if _is_answer(value) else result_groups(value)
+        if groups:
+            run = _new("results", name)
+            fill_results(run, groups)
+            if isinstance(value, dict) and value.get("dataset"):
+                dataset = value["dataset"]
+                run.params["dataset"] = str(dataset.get("name", "")) if isinstance(dataset, dict) else str(dataset)
             runs.append(run)
-        else:
-            items = _result_items(value)
-            if items:
-                runs.append(_results_run(items, name))
     return runs
 
 
@@ -248,7 +282,7 @@ def read_evidence(paths: Sequence[str]) -> Run:
         run = _new("several", ", ".join(sorted({p.environment["log"] for p in pieces})))
         total = lambda name: sum(p.metrics.get(name, 0) for p in pieces)  # noqa: E731
         _counts(run, total("requests"), total("requests_completed"), total("output_tokens"), "server usage")
-        models = sorted({p.params.get("model", "") for p in pieces if p.params.get("model")})
+        models = sorted({m for p in pieces for m in [p.params.get("model")] + list(p.params.get("models") or []) if m})
         run.notes.append("{} pieces of evidence, models: {}; each is shown in its own row: their timings are not "
                          "pooled".format(len(pieces), ", ".join(models) or "not given"))
         for piece in pieces:
@@ -257,20 +291,36 @@ def read_evidence(paths: Sequence[str]) -> Run:
     return run
 
 
+def _seconds(value: Optional[float], missing: str) -> str:
+    return "{:.3f} s".format(value) if value is not None else missing
+
+
+def _rows(piece: Run) -> List[Dict[str, Any]]:
+    """A piece's rows: one, or one per endpoint of a JSON of results that holds several."""
+    m, p = piece.metrics, piece.params
+    base = {"evidence": os.path.basename(str(piece.environment.get("log"))), "kind": p.get("response_kind"),
+            "endpoint": p.get("endpoint", ""), "model": p.get("model", ""), "requests": m.get("requests"),
+            "output tokens": m.get("output_tokens"), "finish reason": p.get("finish_reason", ""),
+            "client: E2EL": _seconds(m.get("e2el_median"), "not measured"),
+            "server: TTFT": _seconds(m.get("server_ttft_median"), "not given"),
+            "server: total latency": _seconds(m.get("server_total_latency_median"), "not given")}
+    endpoints = piece.environment.get("endpoints") or []
+    if p.get("response_kind") != "results" or len(endpoints) < 2:
+        return [base]
+    rows = []
+    for entry in endpoints:
+        e2el = (piece.series.get("e2el_median_latency:" + entry["name"]) or {}).get("y") or [None]
+        row = dict(base, endpoint=entry["name"], model=entry["model"], requests=entry["requests"],
+                   **{"output tokens": None, "client: E2EL": _seconds(e2el[0], "not measured"),
+                      "finish reason": ", ".join("{} {}".format(n, r) for r, n in entry["finish_reasons"].items())})
+        rows.append(row)
+    return rows
+
+
 def evidence_table(run: Run):
-    """One row per piece of evidence: what it is, its counts, the client's time and the server's, apart."""
+    """One row per piece of evidence (per endpoint, for a JSON of results of several): what it is, its counts,
+    the client's time and the server's, apart."""
     import pandas as pd
 
     pieces = (getattr(run, "details", None) or {}).get("pieces") or [run]
-    rows = []
-    for p in pieces:
-        m = p.metrics
-        rows.append({"evidence": os.path.basename(str(p.environment.get("log"))),
-                     "kind": p.params.get("response_kind"),
-                     "model": p.params.get("model", ""), "requests": m.get("requests"),
-                     "output tokens": m.get("output_tokens"),
-                     "client: E2EL": "{:.3f} s".format(m["e2el_median"]) if "e2el_median" in m else "not measured",
-                     "server: TTFT": "{:.3f} s".format(m["server_ttft_median"]) if "server_ttft_median" in m else "not given",
-                     "server: total latency": "{:.3f} s".format(m["server_total_latency_median"])
-                     if "server_total_latency_median" in m else "not given"})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([row for piece in pieces for row in _rows(piece)])
