@@ -319,6 +319,13 @@ class CtrlC:
         process = getattr(provisioner, "process", None)
         if process is None or process.poll() is not None:
             return False
+        if not hasattr(os, "killpg") or getattr(km, "interrupt_mode", "signal") != "signal":  # pragma: no cover
+            try:  # Windows, or a kernel interrupted by message: jupyter_client's own way, on the loop
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return False
+            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(km.interrupt_kernel()))
+            return True
         try:
             group = os.getpgid(process.pid)
             if group != os.getpgrp():
@@ -340,12 +347,20 @@ class CtrlC:
         client = self.client
 
         def cancel() -> None:
+            self._deadline = None
+            if not self._executing:  # the cell ended meanwhile
+                return
+            self._executing = False
             client.shutdown_kernel = "immediate"  # it did not answer the interrupt
             for task in asyncio.all_tasks(loop):
                 task.cancel()
 
+        def arm() -> None:
+            if self._executing:
+                self._deadline = loop.call_later(self.STOP_GRACE_S, cancel)
+
         # call_soon_threadsafe wakes the loop at once (a signal handler's call_later would wait for its next event)
-        loop.call_soon_threadsafe(lambda: setattr(self, "_deadline", loop.call_later(self.STOP_GRACE_S, cancel)))
+        loop.call_soon_threadsafe(arm)
 
     def mark_stopped(self, output: str) -> None:
         """After a stop, the output notebook says where: papermill marks every cell 'completed'
