@@ -372,12 +372,15 @@ class CtrlC:
         nb = nbformat.read(output, as_version=4)
         if nb.metadata.get("papermill", {}).get("exception"):  # a cell's own error already says where
             return
-        cell = nb.cells[self._cell_index]
+        code = [i for i in range(self._cell_index, len(nb.cells)) if nb.cells[i].cell_type == "code"]
+        if not code:
+            return
+        cell = nb.cells[code[0]]
         cell.outputs.append(nbformat.v4.new_output(
             "error", ename="KeyboardInterrupt", traceback=[],
             evalue="labkit run stopped here ({})".format("a second Ctrl-C" if self.count > 1 else "Ctrl-C between cells")))
         cell.metadata.setdefault("papermill", {})["status"] = "failed"
-        for later in nb.cells[self._cell_index + 1:]:
+        for later in nb.cells[code[0] + 1:]:
             later.metadata.setdefault("papermill", {})["status"] = "pending"
         nb.metadata.setdefault("papermill", {})["exception"] = True
         nbformat.write(nb, output)

@@ -170,3 +170,21 @@ def test_a_kernel_that_ignores_the_second_ctrl_c_is_killed_after_the_grace(tmp_p
     cells = _code_cells(out)
     assert [c.metadata.papermill.status for c in cells] == ["failed", "pending"]
     assert results.read(out).error == "KeyboardInterrupt: labkit run stopped here (a second Ctrl-C)"
+
+
+def test_a_stop_between_cells_marks_the_next_code_cell_not_a_markdown_one(tmp_path):
+    from labkit.execute import CtrlC
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_markdown_cell("## Show"),
+                nbformat.v4.new_code_cell("x"), nbformat.v4.new_code_cell("y")]
+    for cell in nb.cells:
+        cell.metadata["papermill"] = {"status": "completed" if cell is nb.cells[0] else "pending"}
+    path = tmp_path / "out.ipynb"
+    nbformat.write(nb, str(path))
+    stop = CtrlC()
+    stop.count, stop.stopped, stop._cell_index = 1, True, 1  # Ctrl-C as papermill reached the markdown cell
+    stop.mark_stopped(str(path))
+    cells = nbformat.read(str(path), as_version=4).cells
+    assert [c.metadata.papermill.status for c in cells] == ["completed", "pending", "failed", "pending"]
+    assert results.read(path).error == "KeyboardInterrupt: labkit run stopped here (Ctrl-C between cells)"

@@ -93,3 +93,4 @@ def test_the_alcf_token_is_sent_to_alcf_only(tmp_path, monkeypatch):
         endpoint = client.Endpoint("other", server.base_url, server.model, access.key_for(server.base_url))
         traces, _ = client.run_batch(endpoint, [(0, "Hello")], concurrency=1, options=client.Options(max_tokens=2))
         assert traces[0].status == "ok", traces[0].error
+
