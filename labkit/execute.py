@@ -376,9 +376,9 @@ class CtrlC:
         if not code:
             return
         cell = nb.cells[code[0]]
-        cell.outputs.append(nbformat.v4.new_output(
-            "error", ename="KeyboardInterrupt", traceback=[],
-            evalue="labkit run stopped here ({})".format("a second Ctrl-C" if self.count > 1 else "Ctrl-C between cells")))
+        why = "a second Ctrl-C" if self.count > 1 else "Ctrl-C between cells"
+        cell.outputs.append(nbformat.v4.new_output("error", ename="KeyboardInterrupt", traceback=[],
+                                                   evalue="labkit run stopped here ({})".format(why)))
         cell.metadata.setdefault("papermill", {})["status"] = "failed"
         for later in nb.cells[code[0] + 1:]:
             later.metadata.setdefault("papermill", {})["status"] = "pending"
