@@ -7,7 +7,12 @@ Parameters (a YAML file, then YAML text, then -p pairs; later wins) are checked 
 starts (labkit.execute): against the labkit Spec the notebook's metadata names (types, ranges,
 choices, cross-checks), or else against its parameters cell (names and the types of their
 literal defaults). Exit status: 0 when the notebook ran to the end, 1 when it failed (the
-output notebook is written either way, with the error in it), 2 when the parameters were refused.
+output notebook is written either way, with the error in it), 2 when the parameters were refused,
+130 when interrupted.
+
+Ctrl-C is Kernel -> Interrupt: the run in progress ends early with what it has (status
+interrupted), the cells that show and record it still run, and the executed notebook is written.
+A second Ctrl-C stops at once (the notebook is written up to there).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from labkit.execute import ERROR, gather_parameters, notebook_parameters, run_notebook
+from labkit.execute import ERROR, INTERRUPTED, gather_parameters, notebook_parameters, run_notebook
 from labkit.params import ParameterError
 
 __all__ = ["register", "main"]
@@ -33,6 +38,8 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
     p.add_argument("--timeout", type=float, metavar="S", help="limit for each cell, in seconds")
     p.add_argument("--cwd", metavar="DIR", help="kernel working directory (default: the notebook's folder)")
     p.add_argument("--kernel", metavar="NAME", help="kernel name (default: the notebook's)")
+    p.add_argument("--show-output", action="store_true",
+                   help="print what the cells print (progress bars too) while they run")
     p.set_defaults(func=main)
 
 
@@ -44,7 +51,11 @@ def main(args: argparse.Namespace) -> int:
         print("labkit run: {}".format(exc), file=sys.stderr)
         return 2
     outcome = run_notebook(args.notebook, args.output, values, timeout=args.timeout, cwd=args.cwd,
-                           kernel_name=args.kernel, check=False)
+                           kernel_name=args.kernel, check=False, ctrl_c=True, show_output=args.show_output)
+    if outcome.status == INTERRUPTED:
+        print("labkit run: {} interrupted after {:.1f} s: {}. The executed notebook is {}".format(
+            args.notebook, outcome.duration, outcome.error, args.output), file=sys.stderr)
+        return 130
     if outcome.ok:
         print("labkit run: {} complete in {:.1f} s -> {}".format(args.notebook, outcome.duration, args.output))
         return 0

@@ -15,6 +15,7 @@ import json
 import queue
 import select
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -262,6 +263,18 @@ class ChatServer(ThreadingHTTPServer):
         self.created = int(time.time())
         self.in_flight = 0
         self._count = threading.Lock()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (a load generator dropping keep-alive connections, a stream closed
+        half-way) is no error of the server's: one line with --verbose, else nothing. Any other
+        exception keeps socketserver's traceback."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, socket.timeout)):  # BrokenPipe, ConnectionReset, ConnectionAborted
+            if self.verbose:
+                sys.stderr.write("client {}:{} hung up ({})\n".format(client_address[0], client_address[1],
+                                                                       type(error).__name__))
+            return
+        super().handle_error(request, client_address)
 
     def track(self, change: int) -> None:
         with self._count:

@@ -109,7 +109,7 @@ class LocalServer:
 
 
 def _command(config: str, model_size: str, model_dir: Optional[str], seed: int, max_queue: int,
-             max_batch: Optional[int], threads: int) -> List[str]:
+             max_batch: Optional[int], threads: int, verbose: bool = False) -> List[str]:
     command = [sys.executable, "-m", "labkit.serving", "--config", config, "--model-size", model_size,
                "--seed", str(seed), "--max-queue", str(max_queue), "--threads", str(threads), "--watch-stdin",
                "--parent-pid", str(os.getpid())]
@@ -117,6 +117,8 @@ def _command(config: str, model_size: str, model_dir: Optional[str], seed: int, 
         command += ["--model-dir", str(model_dir)]
     if max_batch is not None:
         command += ["--max-batch", str(max_batch)]
+    if verbose:
+        command.append("--verbose")
     return command
 
 
@@ -141,14 +143,15 @@ def _read_ready(process: "subprocess.Popen[bytes]", timeout: float) -> Optional[
 def start_server(config: str = "batched", model_size: str = "tiny", model_dir: Optional[str] = None,
                  seed: int = 0, max_queue: int = DEFAULT_MAX_QUEUE, max_batch: Optional[int] = None,
                  threads: int = DEFAULT_THREADS, api_key: Optional[str] = None,
-                 startup_timeout: float = 120.0) -> LocalServer:
+                 startup_timeout: float = 120.0, verbose: bool = False) -> LocalServer:
     """Start the local OpenAI-compatible server and return once it listens.
 
     ``config``: ``"batched"`` (continuous batching, up to 16 requests decoded together) or
     ``"sequential"`` (one request at a time); ``model_size`` a preset, or ``model_dir`` a
     ``save_pretrained`` directory; ``max_queue`` requests may wait beyond those being decoded
     before the server answers 429; ``threads``: torch's CPU threads in the server (1: the client shares the cores);
-    ``api_key``, when given, is required from clients (401 otherwise).
+    ``api_key``, when given, is required from clients (401 otherwise); ``verbose`` logs every request
+    (and every client that hung up) in its log.
     """
     if config not in CONFIGS:
         raise ValueError("config={!r}: not one of {}".format(config, sorted(CONFIGS)))
@@ -170,7 +173,7 @@ def start_server(config: str = "batched", model_size: str = "tiny", model_dir: O
     if api_key is not None:
         env[API_KEY_ENV] = api_key
     log = tempfile.NamedTemporaryFile(prefix="labkit-serving-", suffix=".log", delete=False)
-    process = subprocess.Popen(_command(config, model_size, model_dir, seed, max_queue, max_batch, threads),
+    process = subprocess.Popen(_command(config, model_size, model_dir, seed, max_queue, max_batch, threads, verbose),
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                start_new_session=(os.name == "posix"))
     log.close()

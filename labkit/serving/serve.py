@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="torch's CPU threads for decoding (default 1: see DEFAULT_THREADS)")
     parser.add_argument("--parent-pid", type=int, default=None, help="stop when this process is gone")
     parser.add_argument("--watch-stdin", action="store_true", help="stop when standard input closes")
-    parser.add_argument("--verbose", action="store_true", help="log every request on stderr")
+    parser.add_argument("--verbose", action="store_true",
+                        help="log every request (and every client that hangs up) on stderr")
     return parser
 
 

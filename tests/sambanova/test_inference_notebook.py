@@ -1,6 +1,6 @@
 """The inference notebook executed for real (papermill, a real kernel): one endpoint is a stand-in
-the test starts with an API key given to the notebook as ALCF_ACCESS_TOKEN (the remote path: the token
-is looked up, never shown), the other a local server the notebook starts. The executed notebook and
+the test starts with an API key given to the notebook as OPENAI_API_KEY (a server of one's own that asks
+for a key: the key is looked up, never shown; the ALCF token goes to ALCF only), the other a local server the notebook starts. The executed notebook and
 its record hold no token, and no server process is left after the kernel ends."""
 
 import json
@@ -34,7 +34,7 @@ def _marked(mark):
 def test_the_notebook_measures_records_no_token_and_leaves_nothing_running(tmp_path, monkeypatch):
     mark = uuid.uuid4().hex
     monkeypatch.setenv("LABKIT_TEST_MARK", mark)
-    monkeypatch.setenv("ALCF_ACCESS_TOKEN", TOKEN)
+    monkeypatch.setenv("OPENAI_API_KEY", TOKEN)
     monkeypatch.setenv("LABKIT_PROGRESS", "text")
     with serving.start_server(config="batched", model_size="tiny", api_key=TOKEN) as server:
         assert _marked(mark) == [server.pid]  # the check below sees a server that runs
@@ -51,7 +51,7 @@ def test_the_notebook_measures_records_no_token_and_leaves_nothing_running(tmp_p
     assert run.metrics["requests"] == 2 * 2 * 2 * 2 and run.metrics["requests_failed"] == 0
     assert run.metrics["warmup_requests"] == 2 and run.metrics["token_count_source"] == "server usage"
     assert [e["token_from"] for e in run.environment["endpoints"]] == [
-        "the environment variable ALCF_ACCESS_TOKEN", "the local server"]
+        "the environment variable OPENAI_API_KEY", "the local server"]
     assert TOKEN not in json.dumps(run.to_dict())
     text = "\n".join(results.output_lines(str(out), "- "))
     assert "a stand-in on this machine, not Metis" in text and "warm-up" in text

@@ -76,3 +76,15 @@ def test_without_usage_the_tokens_come_from_a_tokenizer_else_from_chunks():
     assert a.token_source == "tokenizer" and a.output_tokens == len(tokenizer.encode("the cache holds keys",
                                                                                         add_special_tokens=False).ids)
     assert b.token_source == "chunks" and b.output_tokens == 3
+
+
+def test_a_run_interrupted_before_its_first_configuration_plots_without_a_warning():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from labkit.results import Run
+    from labkit.testbeds.sambanova.inference import report
+
+    run = Run("sambanova/inference", status="interrupted")
+    run.details = {"rows": []}
+    report.plot_latency(run)  # pytest turns matplotlib's "No artists with labels" warning into an error

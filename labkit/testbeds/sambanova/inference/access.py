@@ -9,6 +9,9 @@ The token comes from the course's ``inference_auth_token.py`` (its ``get_access_
 refreshes an expired access token) when that file is in the notebook's folder or importable, else
 from an environment variable. It is never printed, recorded or saved: records hold where it came
 from, never what it is.
+
+Only ALCF endpoints (``*.alcf.anl.gov``) are sent the ALCF token (:func:`key_for`): any other server
+(a local vLLM, the stand-in started from a shell) gets ``$OPENAI_API_KEY`` when it is set, else no key.
 """
 
 from __future__ import annotations
@@ -17,8 +20,14 @@ import importlib
 import importlib.util
 import os
 from typing import Optional, Tuple
+from urllib.parse import urlsplit
 
-__all__ = ["Secret", "AccessError", "find_token", "status_of", "explain", "HELPER", "REFRESH"]
+__all__ = ["Secret", "AccessError", "find_token", "key_for", "is_alcf", "status_of", "explain", "HELPER", "REFRESH",
+           "NO_KEY"]
+
+#: What the OpenAI SDK is given for a server that asks for no key (it refuses to start without one);
+#: vLLM's documentation uses the same word.
+NO_KEY = "EMPTY"
 
 #: The course's helper (argonne-lcf/inference-endpoints).
 HELPER = "inference_auth_token.py"
@@ -93,6 +102,25 @@ def find_token(env: str = "ALCF_ACCESS_TOKEN", folder: Optional[str] = None) -> 
     raise AccessError(("no access token: " + (problem + "; " if problem else "") +
                        "put the course's {} beside the notebook and run `python {} authenticate` once, or set "
                        "{}").format(HELPER, HELPER, env))
+
+
+def is_alcf(base_url: str) -> bool:
+    """Whether ``base_url`` is an ALCF endpoint (the only hosts the ALCF token is sent to)."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host == "alcf.anl.gov" or host.endswith(".alcf.anl.gov")
+
+
+def key_for(base_url: str, env: str = "ALCF_ACCESS_TOKEN", folder: Optional[str] = None) -> Secret:
+    """The key sent to ``base_url``: the ALCF token (:func:`find_token`) for an ALCF endpoint; for any
+    other server ``$OPENAI_API_KEY`` when set, else none (the SDK's placeholder :data:`NO_KEY`).
+
+    So a server without authentication needs no token, and the ALCF token never goes to another host.
+    """
+    if is_alcf(base_url):
+        return find_token(env, folder)
+    if os.environ.get("OPENAI_API_KEY"):
+        return Secret(os.environ["OPENAI_API_KEY"].strip(), "the environment variable OPENAI_API_KEY")
+    return Secret(NO_KEY, "no key (not an ALCF endpoint, OPENAI_API_KEY unset)")
 
 
 def status_of(exc: BaseException) -> Tuple[str, Optional[int]]:

@@ -9,8 +9,9 @@
 
 Local endpoints (``local:batched``, ``local:sequential``) start labkit's stand-in server
 (:mod:`labkit.serving`) for the run and stop it at its end, interrupt or error included, so nothing
-is left listening. Remote endpoints take the token from the course's ``inference_auth_token.py``
-or ``token_env`` (never shown or recorded).
+is left listening. ALCF endpoints take the token from the course's ``inference_auth_token.py``
+or ``token_env`` (never shown or recorded); other servers get ``$OPENAI_API_KEY`` or no key
+(:func:`access.key_for`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference import evidence
-from labkit.testbeds.sambanova.inference.access import Secret, find_token
+from labkit.testbeds.sambanova.inference.access import Secret, find_token, is_alcf, key_for
 from labkit.testbeds.sambanova.inference.client import Endpoint, Options
 from labkit.testbeds.sambanova.inference.measure import measure
 from labkit.testbeds.sambanova.inference.notes import STAND_IN
@@ -61,8 +62,8 @@ def plan(config: Config) -> RunPlan:
     where = ("the local stand-in server on 127.0.0.1, {}".format(STAND_IN) if local
              else "the endpoints below, over the network")
     why = ("base_urls are local:<configuration>: Run All needs no network or account" if local
-           else "base_urls name remote services; the token comes from inference_auth_token.py or ${}".format(
-               config.token_env))
+           else "base_urls name running servers; ALCF's take the token from inference_auth_token.py or ${}, "
+                "others $OPENAI_API_KEY or no key".format(config.token_env))
     more = ["Endpoints:"] + lines + [
         "{} prompt(s) from {!r}, max_tokens={}, temperature={}, seed={}".format(
             config.num_prompts, config.dataset, config.max_tokens, config.temperature, config.seed),
@@ -100,9 +101,11 @@ def _endpoints(config: Config, stack: contextlib.ExitStack) -> List[Endpoint]:
             server, key = servers[which]
             found.append(Endpoint(name, server.base_url, server.model if model == "auto" else model,
                                   Secret(key, "the local server"), "the stand-in, {}".format(which), local=True))
-        else:
+        elif is_alcf(url):
             token = token or find_token(config.token_env)
             found.append(Endpoint(name, url, model, token, _served_by(url)))
+        else:  # a server of the student's own (a vLLM, the stand-in from a shell): no ALCF token
+            found.append(Endpoint(name, url, model, key_for(url), _served_by(url)))
     return found
 
 

@@ -121,7 +121,8 @@ def plot_latency(run: Run):
         ax.set_ylabel("client-side {} median (s)".format(label))
         ax.set_xscale("log", base=2)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize="small")
+    if rows:  # an interrupt before the first configuration ended leaves nothing to label
+        axes[0].legend(fontsize="small")
     fig.suptitle(_title(run, "Latency against concurrency"), fontsize="medium")
     fig.tight_layout()
     return fig

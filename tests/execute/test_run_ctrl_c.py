@@ -1,0 +1,190 @@
+"""Ctrl-C in `labkit run` is Kernel -> Interrupt: a real SIGINT to the process group, as a terminal sends it.
+
+`labkit run` starts in a session of its own (its process group stands for the terminal's foreground
+group); each test waits for what the run prints (``--show-output``) before it presses Ctrl-C, so a busy
+machine only makes it slower.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+from labkit import results
+
+ROOT = Path(__file__).resolve().parents[2]
+MNIST = ROOT / "notebooks" / "graphcore" / "mnist.ipynb"
+
+
+class Terminal:
+    """`labkit run ...` in its own process group; reads its stdout as it comes."""
+
+    def __init__(self, *args: str, cwd: Path):
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        self.process = subprocess.Popen([sys.executable, "-m", "labkit", "run", *args, "--show-output"], cwd=str(cwd),
+                                        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        start_new_session=True)
+        self.seen = b""
+
+    def wait_for(self, text: str, within: float = 300.0) -> None:
+        """Read stdout until ``text`` shows; fail with what was printed if the run ends or time is up."""
+        deadline = time.monotonic() + within
+        fd = self.process.stdout.fileno()
+        while text.encode() not in self.seen:
+            left = deadline - time.monotonic()
+            assert left > 0, "no {!r} within {} s; printed:\n{}".format(text, within, self.seen.decode()[-2000:])
+            ready, _, _ = select.select([fd], [], [], left)
+            chunk = os.read(fd, 65536) if ready else b""
+            assert chunk or not ready, "labkit run ended before {!r}; printed:\n{}\n{}".format(
+                text, self.seen.decode()[-2000:], self.process.stderr.read().decode())
+            self.seen += chunk
+
+    def ctrl_c(self) -> None:
+        os.killpg(self.process.pid, signal.SIGINT)
+
+    def finish(self, within: float = 120.0):
+        try:
+            out, err = self.process.communicate(timeout=within)
+        finally:
+            if self.process.poll() is None:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        return self.process.returncode, (self.seen + out).decode(), err.decode()
+
+
+def _code_cells(path: Path):
+    return [c for c in nbformat.read(str(path), as_version=4).cells if c.cell_type == "code"]
+
+
+def test_ctrl_c_in_mnist_training_keeps_the_partial_run_and_records_it(tmp_path):
+    out = tmp_path / "mnist.ipynb"
+    run = Terminal(str(MNIST), str(out), "-p", "epochs", "50", "-p", "max_train_samples", "4000",
+                   "-p", "max_test_samples", "400", "-p", "device", "cpu", cwd=tmp_path)
+    run.wait_for("Epoch 1/50")  # the steps bar: drawn from the first step on, inside the training loop
+    run.ctrl_c()
+    code, stdout, stderr = run.finish()
+
+    assert code == 130
+    assert len(stderr.splitlines()) == 1 and "Traceback" not in stderr + stdout, stderr
+    assert "interrupted" in stderr and "recorded with status interrupted" in stderr and str(out) in stderr
+    recorded = results.read(out)
+    assert [r.status for r in recorded.runs] == ["interrupted"] and recorded.error is None
+    assert recorded.runs[0].stopped_at().startswith("epoch ")
+    # the cells after the run (show, record) ran: papermill wrote every cell, none failed
+    assert all(c.metadata.papermill.status == "completed" for c in _code_cells(out))
+
+
+LOOP = '''\
+import time
+from labkit import interrupts
+with interrupts.graceful() as stop:
+    print("looping", flush=True)
+    try:
+        while True:  # a step that does not end at a boundary (a compile, a long job)
+            if stop.requested and not reported:
+                print("stop requested", flush=True)
+                reported = True
+            time.sleep(0.02)
+    except KeyboardInterrupt as exc:  # the second interrupt, as labkit's loops take it
+        if not stop.interrupted_by(exc):
+            raise
+print("the step was dropped", flush=True)
+'''
+
+
+def _slow_notebook(tmp_path: Path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("reported = False", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(LOOP), nbformat.v4.new_code_cell("print('after the loop')")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "slow.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_a_second_ctrl_c_stops_at_once_and_still_writes_the_notebook(tmp_path):
+    out = tmp_path / "out.ipynb"
+    run = Terminal(str(_slow_notebook(tmp_path)), str(out), cwd=tmp_path)
+    run.wait_for("looping")
+    run.ctrl_c()
+    run.wait_for("stop requested")  # the kernel got exactly one interrupt and goes on
+    run.ctrl_c()
+    code, stdout, stderr = run.finish(within=60)
+
+    assert code == 130
+    assert len(stderr.splitlines()) == 1 and "Traceback" not in stderr + stdout, stderr
+    assert "stopped at once" in stderr and "after the loop" not in stdout
+    cells = _code_cells(out)
+    # the loop ended at the second interrupt; the next cell never ran
+    assert "the step was dropped" in stdout
+    assert [c.metadata.papermill.status for c in cells][-2:] == ["completed", "failed"]
+    assert "stop requested" in "".join(o.get("text", "") for o in cells[-2].outputs)
+    assert cells[-1].execution_count is None
+    assert results.read(out).error == "KeyboardInterrupt: labkit run stopped here (a second Ctrl-C)"
+
+
+DEAF = '''\
+import os, signal, time
+signal.signal(signal.SIGINT, lambda *_: print("got SIGINT", flush=True))  # a cell that will not stop
+print("deaf", os.getpid(), flush=True)
+while True:
+    time.sleep(0.02)
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open("/proc/{}/status".format(pid)) as f:
+            return "\nState:\tZ" not in f.read()
+    except FileNotFoundError:
+        return False
+
+
+def test_a_kernel_that_ignores_the_second_ctrl_c_is_killed_after_the_grace(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(DEAF), nbformat.v4.new_code_cell("print('never')")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(tmp_path / "deaf.ipynb"))
+    out = tmp_path / "out.ipynb"
+    run = Terminal(str(tmp_path / "deaf.ipynb"), str(out), cwd=tmp_path)
+    run.wait_for("deaf ")
+    run.wait_for("\n")
+    kernel = int(run.seen.decode().split("deaf ", 1)[1].split()[0])
+    run.ctrl_c()
+    run.wait_for("got SIGINT")
+    run.ctrl_c()
+    started = time.monotonic()
+    code, stdout, stderr = run.finish(within=60)
+
+    assert code == 130 and time.monotonic() - started < 30
+    assert len(stderr.splitlines()) == 1 and "Traceback" not in stderr + stdout, stderr
+    assert "stopped at once" in stderr and "never" not in stdout
+    assert not _alive(kernel)
+    cells = _code_cells(out)
+    assert [c.metadata.papermill.status for c in cells] == ["failed", "pending"]
+    assert results.read(out).error == "KeyboardInterrupt: labkit run stopped here (a second Ctrl-C)"
+
+
+def test_a_stop_between_cells_marks_the_next_code_cell_not_a_markdown_one(tmp_path):
+    from labkit.execute import CtrlC
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_markdown_cell("## Show"),
+                nbformat.v4.new_code_cell("x"), nbformat.v4.new_code_cell("y")]
+    for cell in nb.cells:
+        cell.metadata["papermill"] = {"status": "completed" if cell is nb.cells[0] else "pending"}
+    path = tmp_path / "out.ipynb"
+    nbformat.write(nb, str(path))
+    stop = CtrlC()
+    stop.count, stop.stopped, stop._cell_index = 1, True, 1  # Ctrl-C as papermill reached the markdown cell
+    stop.mark_stopped(str(path))
+    cells = nbformat.read(str(path), as_version=4).cells
+    assert [c.metadata.papermill.status for c in cells] == ["completed", "pending", "failed", "pending"]
+    assert results.read(path).error == "KeyboardInterrupt: labkit run stopped here (Ctrl-C between cells)"
