@@ -86,9 +86,8 @@ def lengths(count: int, centre: int, spread: float, draw: random.Random) -> List
 def _encode(tokenizer: Any, text: str) -> List[Any]:
     if tokenizer is None:
         return text.split()
-    encoded = tokenizer.encode(text, add_special_tokens=False) if not hasattr(tokenizer, "get_vocab_size") \
-        else tokenizer.encode(text, add_special_tokens=False)
-    return list(getattr(encoded, "ids", encoded))
+    encoded = tokenizer.encode(text, add_special_tokens=False)
+    return list(getattr(encoded, "ids", encoded))  # tokenizers.Tokenizer gives an Encoding, transformers a list
 
 
 def _decode(tokenizer: Any, ids: List[Any]) -> str:

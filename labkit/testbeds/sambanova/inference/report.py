@@ -157,6 +157,7 @@ def plot_knee(run: Run):
     """A knee search on one figure: median TTFT and E2EL (left) and goodput (right) against load, a line
     per endpoint, each endpoint's knee (its highest goodput) ringed; None when no knee search ran."""
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
     knees = (getattr(run, "details", None) or {}).get("knees") or {}
     rows = _rows(run)
@@ -179,6 +180,7 @@ def plot_knee(run: Run):
             latency.axvline(knee["load"], color=colour, alpha=0.3)
     for ax in (latency, goodput):
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ticker.ScalarFormatter())
         ax.set_xlabel(_load_axis(rows))
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
