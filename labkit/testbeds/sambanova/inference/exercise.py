@@ -32,7 +32,7 @@ from labkit.testbeds.sambanova.inference.notes import STAND_IN
 from labkit.testbeds.sambanova.inference.prompts import load_prompts, synthetic_prompts
 from labkit.testbeds.sambanova.inference.record import as_run
 from labkit.testbeds.sambanova.inference.report import show
-from labkit.testbeds.sambanova.inference.spec import ENDPOINTS, is_local, local_configuration
+from labkit.testbeds.sambanova.inference.spec import ENDPOINTS, RENAMED, is_local, local_configuration
 
 __all__ = ["plan", "run_exercise", "show", "targets_of", "options_of"]
 
@@ -56,6 +56,8 @@ def plan(config: Config) -> RunPlan:
             lines.append("  {}: the local stand-in server, configuration {!r}, model labkit-llama-{} ({})".format(
                 name, local_configuration(url), config.local_model_size, STAND_IN))
         else:
+            if model in RENAMED:
+                model = "{} (now {}: {})".format(model, *RENAMED[model])
             lines.append("  {}: {} at {} ({})".format(name, model, url, _served_by(url)))
     local = all(is_local(u) for u in config.base_urls)
     where = ("the local stand-in server on 127.0.0.1, {}".format(STAND_IN) if local
