@@ -1,15 +1,16 @@
 """labkit's inference measurement against GuideLLM's, on the same stand-in server, interleaved.
 
-GuideLLM (https://github.com/vllm-project/guidellm) is installed apart from labkit, in a
-git-ignored venv that borrows the project venv's torch/transformers (a ``.pth`` file) instead of
-downloading its own:
+GuideLLM (https://github.com/vllm-project/guidellm; Python 3.10 or later) is installed apart from
+labkit, in a git-ignored venv that borrows the project venv's torch and transformers (a ``.pth``
+file) instead of downloading its own (pip would otherwise fetch torch with its CUDA libraries):
 
-    python -m venv benchmarks/out/guidellm-venv
-    echo "$PWD/.venv/lib/python3.11/site-packages" > benchmarks/out/guidellm-venv/lib/python3.11/site-packages/zz_labkit.pth
+    .venv/bin/python -m venv benchmarks/out/guidellm-venv
+    .venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
+        > "$(benchmarks/out/guidellm-venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/zz_labkit.pth"
     benchmarks/out/guidellm-venv/bin/pip install 'guidellm==0.8.1'
     .venv/bin/python benchmarks/inference_crosscheck.py                # concurrency 4, 64 in / 32 out, 3 repeats
     .venv/bin/python benchmarks/inference_crosscheck.py --requests 40 --repeats 5
-    .venv/bin/python benchmarks/inference_crosscheck.py --requests 40 --repeats 3 --guidellm-workers 1
+    .venv/bin/python benchmarks/inference_crosscheck.py --requests 40 --repeats 5 --guidellm-workers 1
 
 One stand-in server (labkit.serving, ``batched``, the tiny model, one torch thread, on 127.0.0.1 at
 a port the system picks) serves both clients, which take turns (the order alternates every repeat):
