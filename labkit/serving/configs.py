@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-__all__ = ["CONFIGS", "API_KEY_ENV", "DEFAULT_MAX_QUEUE", "DEFAULT_THREADS"]
+__all__ = ["CONFIGS", "API_KEY_ENV", "DEFAULT_MAX_QUEUE", "DEFAULT_THREADS", "REASONING_FIELDS"]
 
 #: Scheduling configurations: the most requests decoded together in one step.
 CONFIGS: Dict[str, int] = {"batched": 16, "sequential": 1}
@@ -29,3 +29,7 @@ DEFAULT_MAX_QUEUE = 64
 #: with two threads on a loaded 2-core machine torch's workers wait on each other (16 streams of
 #: the tiny model took 27 s at 2 threads against 1.4 s at 1, measured while other work ran).
 DEFAULT_THREADS = 1
+
+#: Where a reasoning model's thinking goes in a message or a streamed delta, beside ``content``:
+#: vLLM's older ``reasoning_content``, or ``reasoning`` (newer vLLM, gpt-oss on other servers).
+REASONING_FIELDS = ("reasoning_content", "reasoning")

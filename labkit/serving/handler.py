@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from labkit.serving.engine import Engine, EngineStopped, Generation, QueueFull
 from labkit.serving.chat import apply_chat_template
@@ -51,6 +51,23 @@ class _TextStream:
         text = self.model.decode(self.ids)
         piece, self.text = text[len(self.text):], text
         return piece
+
+
+class _Answer:
+    """One completion's text as a reasoning model gives it: its first ``reasoning`` tokens are
+    reasoning, the rest the answer (``content``); ``add`` and ``finish`` give (field, piece) pairs."""
+
+    def __init__(self, model: ChatModel, reasoning: int):
+        self.reasoning, self.content, self.limit = _TextStream(model), _TextStream(model), reasoning
+
+    def add(self, token: int) -> List[Tuple[str, str]]:
+        if len(self.reasoning.ids) < self.limit:
+            return [("reasoning", self.reasoning.add(token))]
+        flushed = [("reasoning", self.reasoning.finish())] if not self.content.ids and self.limit else []
+        return flushed + [("content", self.content.add(token))]
+
+    def finish(self) -> List[Tuple[str, str]]:
+        return [("reasoning", self.reasoning.finish()), ("content", self.content.finish())]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -192,7 +209,7 @@ class _Handler(BaseHTTPRequestHandler):
                           arrival_wall=arrival_wall)
 
     def _complete(self, request: ChatRequest, gen: Generation) -> None:
-        text = _TextStream(self.server.model)
+        text = _Answer(self.server.model, self.server.reasoning_tokens)
         while True:
             try:
                 kind, value = self._next_event(gen)
@@ -207,7 +224,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             else:
                 text.finish()
-                self._send_json(200, completion_body(request, text.text, gen, self.server.config))
+                reasoning = (self.server.reasoning_field, text.reasoning.text) if text.limit else None
+                self._send_json(200, completion_body(request, text.content.text, gen, self.server.config,
+                                                     reasoning, text.limit))
                 return
 
     def _write_event(self, body: Any) -> None:
@@ -221,26 +240,27 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        text = _TextStream(self.server.model)
+        text = _Answer(self.server.model, self.server.reasoning_tokens)
+        fields = {"reasoning": self.server.reasoning_field, "content": "content"}
         try:
             self._write_event(chunk_body(request, config, delta={"role": "assistant", "content": ""}))
             while True:
                 kind, value = self._next_event(gen)
                 if kind == "token":
-                    piece = text.add(value)
-                    if piece:
-                        self._write_event(chunk_body(request, config, delta={"content": piece}))
+                    for field, piece in text.add(value):
+                        if piece:
+                            self._write_event(chunk_body(request, config, delta={fields[field]: piece}))
                     continue
                 if kind == "error":  # the status is sent already: the error goes in the stream, as OpenAI does
                     self._write_event(error_body(ApiError(500, "The request failed in the server: {}".format(value),
                                                           type="server_error")))
                 else:
-                    piece = text.finish()
-                    if piece:
-                        self._write_event(chunk_body(request, config, delta={"content": piece}))
+                    for field, piece in text.finish():
+                        if piece:
+                            self._write_event(chunk_body(request, config, delta={fields[field]: piece}))
                     self._write_event(chunk_body(request, config, finish_reason=value))
                     if request.include_usage:
-                        self._write_event(chunk_body(request, config, usage=usage_body(gen)))
+                        self._write_event(chunk_body(request, config, usage=usage_body(gen, text.limit)))
                 self._write_event(b"[DONE]")
                 self.wfile.write(b"0\r\n\r\n")
                 return
@@ -254,6 +274,8 @@ class ChatServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = False
+    reasoning_tokens = 0  # > 0: answer as a reasoning model (serve.py's --reasoning-tokens)
+    reasoning_field = "reasoning_content"
     request_queue_size = 128  # the listen backlog: 5 (the default) drops simultaneous connects, costing 1 s each
 
     def __init__(self, address, model: ChatModel, engine: Engine, config: str, api_key: Optional[str] = None,

@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional
 
 import labkit
 from labkit.llm import MODEL_SIZES
-from labkit.serving.configs import API_KEY_ENV, CONFIGS, DEFAULT_MAX_QUEUE, DEFAULT_THREADS
+from labkit.serving.configs import API_KEY_ENV, CONFIGS, DEFAULT_MAX_QUEUE, DEFAULT_THREADS, REASONING_FIELDS
 
 __all__ = ["LocalServer", "start_server", "ServerStartError"]
 
@@ -109,7 +109,8 @@ class LocalServer:
 
 
 def _command(config: str, model_size: str, model_dir: Optional[str], seed: int, max_queue: int,
-             max_batch: Optional[int], threads: int, verbose: bool = False) -> List[str]:
+             max_batch: Optional[int], threads: int, verbose: bool = False, reasoning_tokens: int = 0,
+             reasoning_field: str = REASONING_FIELDS[0]) -> List[str]:
     command = [sys.executable, "-m", "labkit.serving", "--config", config, "--model-size", model_size,
                "--seed", str(seed), "--max-queue", str(max_queue), "--threads", str(threads), "--watch-stdin",
                "--parent-pid", str(os.getpid())]
@@ -119,6 +120,8 @@ def _command(config: str, model_size: str, model_dir: Optional[str], seed: int, 
         command += ["--max-batch", str(max_batch)]
     if verbose:
         command.append("--verbose")
+    if reasoning_tokens:
+        command += ["--reasoning-tokens", str(reasoning_tokens), "--reasoning-field", reasoning_field]
     return command
 
 
@@ -143,7 +146,8 @@ def _read_ready(process: "subprocess.Popen[bytes]", timeout: float) -> Optional[
 def start_server(config: str = "batched", model_size: str = "tiny", model_dir: Optional[str] = None,
                  seed: int = 0, max_queue: int = DEFAULT_MAX_QUEUE, max_batch: Optional[int] = None,
                  threads: int = DEFAULT_THREADS, api_key: Optional[str] = None,
-                 startup_timeout: float = 120.0, verbose: bool = False) -> LocalServer:
+                 startup_timeout: float = 120.0, verbose: bool = False, reasoning_tokens: int = 0,
+                 reasoning_field: str = REASONING_FIELDS[0]) -> LocalServer:
     """Start the local OpenAI-compatible server and return once it listens.
 
     ``config``: ``"batched"`` (continuous batching, up to 16 requests decoded together) or
@@ -151,7 +155,9 @@ def start_server(config: str = "batched", model_size: str = "tiny", model_dir: O
     ``save_pretrained`` directory; ``max_queue`` requests may wait beyond those being decoded
     before the server answers 429; ``threads``: torch's CPU threads in the server (1: the client shares the cores);
     ``api_key``, when given, is required from clients (401 otherwise); ``verbose`` logs every request
-    (and every client that hung up) in its log.
+    (and every client that hung up) in its log; ``reasoning_tokens``: the
+    first that many tokens of every answer are reasoning (streamed in ``reasoning_field`` deltas,
+    counted in ``usage.completion_tokens_details.reasoning_tokens``), as gpt-oss answers.
     """
     if config not in CONFIGS:
         raise ValueError("config={!r}: not one of {}".format(config, sorted(CONFIGS)))
@@ -163,6 +169,10 @@ def start_server(config: str = "batched", model_size: str = "tiny", model_dir: O
         raise ValueError("max_batch={!r}: an integer of 1 or more, or None for the config's".format(max_batch))
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError("threads={!r}: an integer of 1 or more".format(threads))
+    if isinstance(reasoning_tokens, bool) or not isinstance(reasoning_tokens, int) or reasoning_tokens < 0:
+        raise ValueError("reasoning_tokens={!r}: an integer of 0 or more".format(reasoning_tokens))
+    if reasoning_field not in REASONING_FIELDS:
+        raise ValueError("reasoning_field={!r}: not one of {}".format(reasoning_field, list(REASONING_FIELDS)))
     if model_dir is not None and not (Path(model_dir) / "config.json").is_file():
         raise ValueError("model_dir={!r}: no config.json there (a save_pretrained directory is needed)".format(
             str(model_dir)))
@@ -173,7 +183,8 @@ def start_server(config: str = "batched", model_size: str = "tiny", model_dir: O
     if api_key is not None:
         env[API_KEY_ENV] = api_key
     log = tempfile.NamedTemporaryFile(prefix="labkit-serving-", suffix=".log", delete=False)
-    process = subprocess.Popen(_command(config, model_size, model_dir, seed, max_queue, max_batch, threads, verbose),
+    process = subprocess.Popen(_command(config, model_size, model_dir, seed, max_queue, max_batch, threads,
+                                        verbose, reasoning_tokens, reasoning_field),
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                start_new_session=(os.name == "posix"))
     log.close()

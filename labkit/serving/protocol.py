@@ -16,7 +16,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from labkit.serving.engine import Generation
 from labkit.serving.chat import ROLES
@@ -147,13 +147,17 @@ def parse_chat_request(raw: bytes, served_model: str) -> ChatRequest:
                        created=int(time.time()))
 
 
-def usage_body(gen: Generation) -> Dict[str, Any]:
-    """OpenAI's token counts and the server's timings (Metis's names; see the module docstring)."""
+def usage_body(gen: Generation, reasoning: int = 0) -> Dict[str, Any]:
+    """OpenAI's token counts and the server's timings (Metis's names; see the module docstring);
+    ``reasoning``: the server answers as a reasoning model, its first that many tokens reasoning
+    (counted in ``completion_tokens`` and in ``completion_tokens_details.reasoning_tokens``, as OpenAI does)."""
     prompt, completion = len(gen.prompt_ids), gen.completion_tokens
     end = gen.finished_at if gen.finished_at is not None else time.perf_counter()
     total = max(end - gen.arrival, 1e-9)
     usage: Dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
                              "total_tokens": prompt + completion}
+    if reasoning:
+        usage["completion_tokens_details"] = {"reasoning_tokens": min(reasoning, completion)}
     first = gen.first_token_at
     after = end - first if first is not None else 0.0
     first_ten = gen.token_times[min(10, completion) - 1] - first if completion > 1 else 0.0
@@ -179,12 +183,16 @@ def _fingerprint(config: str) -> str:
     return "labkit-" + config
 
 
-def completion_body(request: ChatRequest, text: str, gen: Generation, config: str) -> Dict[str, Any]:
+def completion_body(request: ChatRequest, text: str, gen: Generation, config: str,
+                    reasoning: Optional[Tuple[str, str]] = None, reasoning_tokens: int = 0) -> Dict[str, Any]:
+    """The whole answer; ``reasoning``: (field, text) of a reasoning model's thinking, beside ``content``."""
+    message = {"role": "assistant", "content": text}
+    if reasoning is not None:
+        message[reasoning[0]] = reasoning[1]
     return {"id": request.id, "object": "chat.completion", "created": request.created, "model": request.model,
             "system_fingerprint": _fingerprint(config),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
-                         "finish_reason": gen.finish_reason}],
-            "usage": usage_body(gen)}
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": gen.finish_reason}],
+            "usage": usage_body(gen, reasoning_tokens)}
 
 
 def chunk_body(request: ChatRequest, config: str, delta: Optional[Dict[str, str]] = None,

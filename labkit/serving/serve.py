@@ -25,7 +25,7 @@ import sys
 import threading
 from typing import List, Optional
 
-from labkit.serving.configs import API_KEY_ENV, CONFIGS, DEFAULT_MAX_QUEUE, DEFAULT_THREADS
+from labkit.serving.configs import API_KEY_ENV, CONFIGS, DEFAULT_MAX_QUEUE, DEFAULT_THREADS, REASONING_FIELDS
 from labkit.serving.engine import Engine
 from labkit.serving.handler import ChatServer
 from labkit.serving.model import load_model
@@ -50,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="torch's CPU threads for decoding (default 1: see DEFAULT_THREADS)")
     parser.add_argument("--parent-pid", type=int, default=None, help="stop when this process is gone")
     parser.add_argument("--watch-stdin", action="store_true", help="stop when standard input closes")
+    parser.add_argument("--reasoning-tokens", type=int, default=0,
+                        help="answer as a reasoning model: the first N tokens of each completion are reasoning")
+    parser.add_argument("--reasoning-field", choices=REASONING_FIELDS, default=REASONING_FIELDS[0],
+                        help="the delta/message field the reasoning goes in (vLLM: reasoning_content; "
+                             "newer vLLM and others: reasoning)")
     parser.add_argument("--verbose", action="store_true",
                         help="log every request (and every client that hangs up) on stderr")
     return parser
@@ -78,8 +83,10 @@ def _watch_parent(pid: int, stop: threading.Event) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.max_queue < 0 or args.threads < 1 or (args.max_batch is not None and args.max_batch < 1):
-        print("--max-queue must be 0 or more, --threads and --max-batch 1 or more", file=sys.stderr)
+    if args.max_queue < 0 or args.threads < 1 or (args.max_batch is not None and args.max_batch < 1) or \
+            args.reasoning_tokens < 0:
+        print("--max-queue and --reasoning-tokens must be 0 or more, --threads and --max-batch 1 or more",
+              file=sys.stderr)
         return 2
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -96,6 +103,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         engine = Engine(model, max_batch=args.max_batch or CONFIGS[args.config], max_queue=args.max_queue).start()
         server = ChatServer((args.host, args.port), model, engine, args.config,
                             api_key=os.environ.get(API_KEY_ENV) or None, verbose=args.verbose)
+        server.reasoning_tokens, server.reasoning_field = args.reasoning_tokens, args.reasoning_field
     except (OSError, ValueError) as error:
         print("labkit.serving: could not start: {}".format(error), file=sys.stderr)
         return 1
@@ -104,7 +112,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     host = "127.0.0.1" if args.host in ("", "0.0.0.0") else args.host
     ready = {"ready": True, "base_url": "http://{}:{}/v1".format(host, server.port), "port": server.port,
              "model": model.name, "config": args.config, "max_batch": engine.max_batch,
-             "max_queue": engine.max_queue, "threads": torch.get_num_threads(), "description": model.description,
+             "max_queue": engine.max_queue, "reasoning_tokens": args.reasoning_tokens, "threads": torch.get_num_threads(), "description": model.description,
              "pid": os.getpid()}
     sys.stdout.write(json.dumps(ready) + "\n")
     sys.stdout.flush()

@@ -73,8 +73,11 @@ def test_the_documented_alcf_endpoints_validate_and_plan_without_a_request():
                                       "base_urls": [metis["base_url"], sophia["base_url"]],
                                       "models": [metis["model"], sophia["model"]]})
     plan = inference.plan(config)
-    assert plan.path == "testbed" and "gpt-oss-120b-131072 at https://inference-api.alcf.anl.gov" in str(plan)
+    assert plan.path == "testbed" and "gpt-oss-120b at https://inference-api.alcf.anl.gov" in str(plan)
     assert "vLLM on Sophia" in str(plan) and "SN40L" in str(plan)
+    old = inference.SPEC.validate({"endpoint_names": ["Metis"], "base_urls": [metis["base_url"]],
+                                   "models": ["gpt-oss-120b-131072"]})
+    assert "gpt-oss-120b-131072 (now gpt-oss-120b: renamed on Metis in January 2026)" in str(inference.plan(old))
 
 
 def test_the_builtin_prompts_ship_and_a_local_file_is_read_by_datasets(tmp_path):

@@ -61,8 +61,9 @@ TESTBEDS = {
         INFERENCE.select("ttft_median", "tpot_median", "e2el_median"),
         "labkit run notebooks/sambanova/inference.ipynb runs/sambanova/local.ipynb -p num_prompts 20 "
         "-p local_model_size tiny -p concurrency [1] -p repeats 1 -p max_tokens 8",
-        "the lab book's notebook against Metis and Sophia (`base_urls` and `models`: inference.ENDPOINTS, with "
-        "your Globus token), or their responses saved with `curl` into logs/sambanova/",
+        "the lab book's notebook against Metis and Sophia (`base_urls` and `models`: inference.ENDPOINTS, "
+        "gpt-oss-120b on both; the old gpt-oss-120b-131072 is read as the same model; with your Globus token), or "
+        "their responses saved with `curl` into logs/sambanova/",
         detail_table=endpoint_table, detail_plot=plot_endpoints),
 }
 

@@ -9,12 +9,20 @@ carries text, the text, and the server's ``usage`` (with SambaNova's own timings
 it sends them); every figure is computed afterwards (:mod:`.timing`), so measuring adds almost
 nothing to a plain SDK loop (benchmarks/inference_client.py). Concurrency is a pool of exactly
 ``concurrency`` threads sharing one SDK client: at most that many requests are in flight, all
-queued at once (``vllm bench serve --max-concurrency`` with an infinite request rate). The SDK
-retries nothing (``max_retries=0``): a retried request would hide a 429 and time its retry.
+queued at once (``vllm bench serve --max-concurrency`` with an infinite request rate). A request
+rate instead schedules every arrival before the first send (gaps drawn from a gamma distribution
+of shape ``burstiness``, 1 being Poisson, as ``vllm bench serve --request-rate --burstiness``
+does); each request waits for its time, so a slow answer never delays the next arrival, and
+``trace.late`` records how far behind its time the client sent it. The SDK retries nothing
+(``max_retries=0``): a retried request would hide a 429 and time its retry.
+
+A reasoning model's thinking (``reasoning_content`` or ``reasoning`` deltas) is timed like its
+answer (``content``), and the answer's chunks are kept apart (``trace.answer_times``).
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from concurrent import futures
@@ -24,7 +32,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from labkit.testbeds.sambanova.inference.access import Secret, status_of
 from labkit.testbeds.sambanova.inference.timing import OK, Trace
 
-__all__ = ["Endpoint", "Options", "Cancel", "open_client", "stream_request", "run_batch"]
+__all__ = ["Endpoint", "Options", "Cancel", "open_client", "stream_request", "run_batch", "arrival_times",
+           "MAX_THREADS", "REASONING_FIELDS"]
+
+#: The most requests in flight under a request rate with no cap (threads of the client).
+MAX_THREADS = 256
+#: Delta and message fields that carry a reasoning model's thinking (vLLM's, then the newer name).
+REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
 @dataclass
@@ -40,6 +54,7 @@ class Endpoint:
     api_key: Secret = field(default_factory=lambda: Secret("none"), repr=False)
     what: str = ""
     local: bool = False
+    served: Optional[List[str]] = None  # what GET /models listed (discover.readiness), for a 404's sentence
 
 
 @dataclass(frozen=True)
@@ -50,6 +65,7 @@ class Options:
     temperature: float = 0.0
     seed: Optional[int] = 0
     timeout_s: float = 60.0
+    ignore_eos: bool = False  # vLLM's extension (sent only when true): the answer runs to max_tokens
 
 
 class Cancel:
@@ -89,29 +105,50 @@ def open_client(endpoint: Endpoint, options: Options) -> Any:
                          timeout=options.timeout_s)
 
 
+def _reasoning(delta: Any) -> Optional[str]:
+    for name in REASONING_FIELDS:
+        text = getattr(delta, name, None)
+        if text:
+            return text
+    return None
+
+
 def stream_request(sdk: Any, endpoint: Endpoint, prompt: str, options: Options, trace: Trace,
-                   cancel: Optional[Cancel] = None) -> Trace:
-    """Send one chat completion, streamed, and fill ``trace`` (never raises for a failed request)."""
+                   cancel: Optional[Cancel] = None, max_tokens: Optional[int] = None) -> Trace:
+    """Send one chat completion, streamed, and fill ``trace`` (never raises for a failed request).
+    ``max_tokens``: this request's own (a synthetic workload's output length), else the options'."""
     perf = time.perf_counter
-    times = trace.chunk_times
+    times, answer_times = trace.chunk_times, trace.answer_times
     texts: List[str] = []
+    thoughts: List[str] = []
     usage = None
     key = id(trace)
+    extra = {"extra_body": {"ignore_eos": True}} if options.ignore_eos else {}
     trace.start = perf()
     try:
         stream = sdk.chat.completions.create(
-            model=endpoint.model, messages=[{"role": "user", "content": prompt}], max_tokens=options.max_tokens,
-            temperature=options.temperature, seed=options.seed, stream=True, stream_options={"include_usage": True})
+            model=endpoint.model, messages=[{"role": "user", "content": prompt}],
+            max_tokens=max_tokens or options.max_tokens, temperature=options.temperature, seed=options.seed,
+            stream=True, stream_options={"include_usage": True}, **extra)
         if cancel is not None:
             cancel.opened(key, stream)
         for chunk in stream:  # the hot path: a time stamp and the text, nothing else
             now = perf()
             choices = chunk.choices
             if choices:
-                content = choices[0].delta.content
+                delta = choices[0].delta
+                content = delta.content
                 if content:  # a chunk with text: the role-only first chunk and the finish chunk carry none
                     times.append(now)
+                    answer_times.append(now)
                     texts.append(content)
+                else:
+                    thought = _reasoning(delta)
+                    if thought:
+                        times.append(now)
+                        thoughts.append(thought)
+                if choices[0].finish_reason:
+                    trace.finish_reason = choices[0].finish_reason
             if chunk.usage is not None:
                 usage = chunk.usage
     except Exception as exc:  # noqa: BLE001 - every failure is a result with its status
@@ -123,7 +160,8 @@ def stream_request(sdk: Any, endpoint: Endpoint, prompt: str, options: Options, 
         if cancel is not None:
             cancel.closed(key)
     trace.text = "".join(texts)
-    if trace.status == OK and not times:
+    trace.reasoning_text = "".join(thoughts)
+    if trace.status == OK and not times and trace.finish_reason != "length":
         trace.status, trace.error = "no tokens", "the stream ended without a chunk that carries text"
     if usage is not None:
         trace.usage = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
@@ -131,14 +169,36 @@ def stream_request(sdk: Any, endpoint: Endpoint, prompt: str, options: Options, 
         trace.prompt_tokens = trace.usage.get("prompt_tokens")
         if trace.output_tokens is not None:
             trace.token_source = "server usage"
+            details = trace.usage.get("completion_tokens_details") or {}
+            reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+            if isinstance(reasoning, int):
+                trace.reasoning_tokens = reasoning
+                trace.answer_tokens = trace.output_tokens - reasoning
     return trace
 
 
-def run_batch(endpoint: Endpoint, prompts: Sequence[Tuple[int, str]], concurrency: int, options: Options,
+def arrival_times(count: int, rate: float, burstiness: float = 1.0, seed: int = 0) -> List[float]:
+    """When each of ``count`` requests is due, in seconds after the start: gaps drawn from a gamma
+    distribution of mean 1/``rate`` and shape ``burstiness`` (1: exponential gaps, Poisson arrivals),
+    the first request at 0."""
+    draw = random.Random(seed)
+    scale = 1.0 / (rate * burstiness)
+    times, now = [], 0.0
+    for k in range(count):
+        if k:
+            now += draw.gammavariate(burstiness, scale)
+        times.append(now)
+    return times
+
+
+def run_batch(endpoint: Endpoint, prompts: Sequence[Tuple[Any, ...]], concurrency: int, options: Options,
               repeat: int = 0, cancel: Optional[Cancel] = None, sdk: Any = None,
               should_stop: Callable[[], bool] = lambda: False,
-              on_done: Callable[[Trace], None] = lambda trace: None) -> Tuple[List[Trace], float]:
-    """Send ``prompts`` ((index, text) pairs) with at most ``concurrency`` in flight.
+              on_done: Callable[[Trace], None] = lambda trace: None, rate: Optional[float] = None,
+              burstiness: float = 1.0, seed: int = 0) -> Tuple[List[Trace], float]:
+    """Send ``prompts`` ((index, text) or (index, text, max_tokens)) with at most ``concurrency`` in flight;
+    with ``rate`` (requests/s), each at its scheduled arrival (:func:`arrival_times`), ``concurrency``
+    then being the cap.
 
     Returns the traces of the requests that were sent (in prompt order) and the batch's duration
     (first send to last end). ``should_stop`` is polled while waiting: when it turns true, the
@@ -146,15 +206,24 @@ def run_batch(endpoint: Endpoint, prompts: Sequence[Tuple[int, str]], concurrenc
     """
     cancel = cancel or Cancel()
     sdk = sdk if sdk is not None else open_client(endpoint, options)
-    traces = [Trace(endpoint=endpoint.name, concurrency=concurrency, repeat=repeat, index=i) for i, _ in prompts]
-    texts = [text for _, text in prompts]
+    traces = [Trace(endpoint=endpoint.name, concurrency=concurrency, repeat=repeat, index=p[0]) for p in prompts]
+    texts = [p[1] for p in prompts]
+    lengths = [p[2] if len(p) > 2 else None for p in prompts]
     started = [False] * len(traces)
+    due = arrival_times(len(traces), rate, burstiness, seed) if rate else None
 
     def one(k: int) -> Trace:
+        if due is not None:
+            traces[k].scheduled = due[k]
+            # wait for the arrival; an interrupt (the cancel event) ends the wait at once
+            if cancel.event.wait(max(0.0, begin + due[k] - time.perf_counter())):
+                return traces[k]
         if cancel.event.is_set():
             return traces[k]
         started[k] = True
-        return stream_request(sdk, endpoint, texts[k], options, traces[k], cancel)
+        if due is not None:
+            traces[k].late = time.perf_counter() - begin - due[k]
+        return stream_request(sdk, endpoint, texts[k], options, traces[k], cancel, lengths[k])
 
     begin = time.perf_counter()
     pool = futures.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="labkit-request")

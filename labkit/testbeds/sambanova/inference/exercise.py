@@ -25,15 +25,15 @@ from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
-from labkit.testbeds.sambanova.inference import evidence
+from labkit.testbeds.sambanova.inference import discover, evidence
 from labkit.testbeds.sambanova.inference.access import Secret, find_token, is_alcf, key_for
 from labkit.testbeds.sambanova.inference.client import Endpoint, Options
-from labkit.testbeds.sambanova.inference.measure import measure
+from labkit.testbeds.sambanova.inference.measure import local_tokenizer, measure
 from labkit.testbeds.sambanova.inference.notes import STAND_IN
-from labkit.testbeds.sambanova.inference.prompts import load_prompts
+from labkit.testbeds.sambanova.inference.prompts import load_prompts, synthetic_prompts
 from labkit.testbeds.sambanova.inference.record import as_run
 from labkit.testbeds.sambanova.inference.report import show
-from labkit.testbeds.sambanova.inference.spec import ENDPOINTS, is_local, local_configuration
+from labkit.testbeds.sambanova.inference.spec import ENDPOINTS, RENAMED, is_local, local_configuration
 
 __all__ = ["plan", "run_exercise", "show", "targets_of", "options_of"]
 
@@ -57,6 +57,8 @@ def plan(config: Config) -> RunPlan:
             lines.append("  {}: the local stand-in server, configuration {!r}, model labkit-llama-{} ({})".format(
                 name, local_configuration(url), config.local_model_size, STAND_IN))
         else:
+            if model in RENAMED:
+                model = "{} (now {}: {})".format(model, *RENAMED[model])
             lines.append("  {}: {} at {} ({})".format(name, model, url, _served_by(url)))
     local = all(is_local(u) for u in config.base_urls)
     where = ("the local stand-in server on 127.0.0.1, {}".format(STAND_IN) if local
@@ -82,8 +84,13 @@ def targets_of(config: Config) -> Dict[str, float]:
 
 
 def options_of(config: Config) -> Options:
-    return Options(max_tokens=config.max_tokens, temperature=config.temperature, seed=config.seed,
-                   timeout_s=config.timeout_s)
+    fixed = config.output_tokens is not None
+    return Options(max_tokens=config.output_tokens if fixed else config.max_tokens, temperature=config.temperature,
+                   seed=config.seed, timeout_s=config.timeout_s, ignore_eos=config.ignore_eos or fixed)
+
+
+def knee_budget(config: Config) -> Optional[Dict[str, float]]:
+    return {"max_requests": config.knee_max_requests, "max_s": config.knee_max_s} if config.knee else None
 
 
 def _endpoints(config: Config, stack: contextlib.ExitStack) -> List[Endpoint]:
@@ -97,7 +104,8 @@ def _endpoints(config: Config, stack: contextlib.ExitStack) -> List[Endpoint]:
             if which not in servers:
                 key = secrets.token_hex(16)  # the stand-in asks for a key, as the ALCF service does
                 servers[which] = (stack.enter_context(serving.start_server(
-                    config=which, model_size=config.local_model_size, seed=config.seed, api_key=key)), key)
+                    config=which, model_size=config.local_model_size, seed=config.seed, api_key=key,
+                    reasoning_tokens=config.local_reasoning_tokens)), key)
             server, key = servers[which]
             found.append(Endpoint(name, server.base_url, server.model if model == "auto" else model,
                                   Secret(key, "the local server"), "the stand-in, {}".format(which), local=True))
@@ -109,6 +117,17 @@ def _endpoints(config: Config, stack: contextlib.ExitStack) -> List[Endpoint]:
     return found
 
 
+def _tokenizer_for(endpoints: List[Endpoint], config: Config) -> Any:
+    """The tokenizer that sizes synthetic prompts: the stand-in's own, else the first endpoint's model's
+    from the local cache (None: words are counted as tokens, an estimate)."""
+    for endpoint in endpoints:
+        if endpoint.local:
+            from labkit import llm
+
+            return llm.corpus_tokenizer(llm.load_corpus(), vocab_size=2048)  # the stand-in's (serving/model.py)
+    return local_tokenizer(endpoints[0].model)
+
+
 @run_step
 def run_exercise(config: Config, plan: Optional[RunPlan] = None, show_progress: bool = True) -> Run:
     """Measure the endpoints (or read ``log_path``) and return the run; ``run.details`` holds the
@@ -116,9 +135,21 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None, show_progress: 
     chosen = plan if plan is not None else _plan_step(config)
     if chosen.path == "log":
         return evidence.read_evidence(config.log_path)
-    prompts = load_prompts(config.dataset, config.dataset_split, config.dataset_field, config.num_prompts)
+    prompts: List[Any] = load_prompts(config.dataset, config.dataset_split, config.dataset_field, config.num_prompts)
     with contextlib.ExitStack() as stack:
         endpoints = _endpoints(config, stack)
+        ready = [discover.readiness(e) for e in endpoints]
+        for line in ready:
+            print(line.sentence)
+        not_ready = [line for line in ready if not line.ready]
+        if not_ready:
+            raise discover.NotServed("; ".join(line.sentence for line in not_ready))
+        if config.input_tokens is not None or config.output_tokens is not None:
+            prompts = synthetic_prompts(prompts, config.num_prompts, config.input_tokens, config.output_tokens,
+                                        config.length_range, config.seed, _tokenizer_for(endpoints, config))
         measured = measure(endpoints, prompts, config.concurrency, config.repeats, config.warmup_requests,
-                           options_of(config), targets_of(config), show_progress=show_progress)
+                           options_of(config), targets_of(config), show_progress=show_progress,
+                           rates=config.request_rate, cap=config.max_concurrency, burstiness=config.burstiness,
+                           seed=config.seed, knee=knee_budget(config))
+        measured.readiness = [line.renamed for line in ready if line.renamed]  # type: ignore[attr-defined]
     return as_run(config, endpoints, measured, targets_of(config), source=chosen.path)

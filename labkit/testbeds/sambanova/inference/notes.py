@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Sequence
 from labkit.testbeds.sambanova.inference.access import explain
 from labkit.testbeds.sambanova.inference.summary import overlap
 
-__all__ = ["STAND_IN", "weights_of", "comparison_notes", "failure_notes", "COMPARED"]
+__all__ = ["STAND_IN", "weights_of", "comparison_notes", "failure_notes", "COMPARED", "reasoning_notes",
+           "load_notes"]
 
 #: The label every table and plot of a local run carries.
 STAND_IN = "a stand-in on this machine, not Metis"
@@ -70,16 +71,16 @@ def _length_note(rows: Sequence[Dict[str, Any]]) -> str:
 
 
 def _noise_notes(rows: Sequence[Dict[str, Any]]) -> List[str]:
-    by_level: Dict[int, List[Dict[str, Any]]] = {}
+    by_level: Dict[Any, List[Dict[str, Any]]] = {}
     for row in rows:
-        by_level.setdefault(row["concurrency"], []).append(row)
+        by_level.setdefault(load_label(row), []).append(row)
     notes = []
     for level, group in by_level.items():
         if len(group) < 2:
             continue
         if any(r["repeats"] < 2 for r in group):
-            notes.append("Concurrency {}: one repeat, so no interval and no verdict on noise; set repeats to 3 or "
-                         "more to tell a difference from run-to-run noise".format(level))
+            notes.append("{}: one repeat, so no interval and no verdict on noise; set repeats to 3 or "
+                         "more to tell a difference from run-to-run noise".format(level[:1].upper() + level[1:]))
             continue
         first, rest = group[0], group[1:]
         for other in rest:
@@ -92,8 +93,8 @@ def _noise_notes(rows: Sequence[Dict[str, Any]]) -> List[str]:
                 parts.append("{} inside the noise (the 95 % intervals of the repeats overlap)".format(", ".join(inside)))
             if beyond:
                 parts.append("{} differ beyond the noise".format(", ".join(beyond)))
-            notes.append("Concurrency {}, {} against {}: {}".format(level, first["endpoint"], other["endpoint"],
-                                                                     "; ".join(parts)))
+            notes.append("{}, {} against {}: {}".format(level[:1].upper() + level[1:], first["endpoint"],
+                                                         other["endpoint"], "; ".join(parts)))
     return notes
 
 
@@ -101,8 +102,8 @@ def _server_note(server: Sequence[Dict[str, Any]]) -> str:
     if not server:
         return ("No server reported its own timings (SambaNova's usage.time_to_first_token ...); every time here is "
                 "the client's")
-    gaps = ["{} at concurrency {}: client TTFT - server TTFT = {:.3f} s".format(
-        r["endpoint"], r["concurrency"], r["client_ttft_s"] - r["server_ttft_s"]) for r in server]
+    gaps = ["{} at {}: client TTFT - server TTFT = {:.3g} ms".format(
+        r["endpoint"], load_label(r), 1000 * (r["client_ttft_s"] - r["server_ttft_s"])) for r in server]
     return ("The server's own timings (from usage) are shown apart from the client's: the client's time adds the "
             "network, the gateway and its authentication, queueing before the server's clock starts, and the "
             "client's own parsing ({})").format("; ".join(gaps))
@@ -115,8 +116,79 @@ def failure_notes(traces: Sequence[Any], endpoints: Sequence[Any], timeout_s: fl
         if not t.ok:
             counts[(t.endpoint, t.status)] = counts.get((t.endpoint, t.status), 0) + 1
     urls = {e.name: e.base_url for e in endpoints}
-    return ["{} request(s) failed: {}".format(n, explain(status, name, urls.get(name, "?"), timeout_s))
-            for (name, status), n in counts.items()]
+    served = {e.name: getattr(e, "served", None) for e in endpoints}
+    notes = []
+    for (name, status), n in counts.items():
+        text = "{} request(s) failed: {}".format(n, explain(status, name, urls.get(name, "?"), timeout_s))
+        if status == "404" and served.get(name):
+            text += "; {} serves now: {}".format(name, ", ".join(served[name] or []))
+        notes.append(text)
+    return notes
+
+
+def _finish_words(finishes: Dict[str, int]) -> str:
+    return ", ".join("{} x {}".format(n, reason) for reason, n in sorted(finishes.items())) or "none"
+
+
+def reasoning_notes(rows: Sequence[Dict[str, Any]]) -> List[str]:
+    """What reasoning, empty answers and unequal finish reasons do to the comparison."""
+    notes = []
+    empty = sum(r.get("empty_answers", 0) for r in rows)
+    if empty:
+        notes.append("{} request(s) ended with finish_reason length and no answer text: max_tokens was spent on "
+                     "reasoning. They are completed requests (counted, timed to their last reasoning token), "
+                     "not failures; raise max_tokens for answers".format(empty))
+    if any(r.get("reasoning_tokens_per_request", 0) for r in rows):
+        parts = ["{} at {}: {:.1f} reasoning + {:.1f} answer tokens".format(
+            r["endpoint"], load_label(r), r["reasoning_tokens_per_request"], r["answer_tokens_per_request"])
+            for r in rows]
+        notes.append("Reasoning tokens are output tokens (in completion_tokens, TPOT and throughput); TTFT is the "
+                     "first token of any kind, 'TTFT to answer' the first answer token ({})".format("; ".join(parts)))
+    by_endpoint: Dict[str, Dict[str, int]] = {}
+    for row in rows:
+        mine = by_endpoint.setdefault(row["endpoint"], {})
+        for reason, n in (row.get("finish_reasons") or {}).items():
+            mine[reason] = mine.get(reason, 0) + n
+    shares = {name: frozenset(f) for name, f in by_endpoint.items() if f}
+    if len(set(shares.values())) > 1:
+        notes.append("The endpoints ended their answers differently ({}): a length-capped answer and a finished "
+                     "one are not the same work; compare TPOT and output throughput, or fix the output length "
+                     "(output_tokens, with ignore_eos where the server supports it)".format(
+                         "; ".join("{}: {}".format(n, _finish_words(f)) for n, f in by_endpoint.items())))
+    return notes
+
+
+def load_label(row: Dict[str, Any]) -> str:
+    if row.get("request_rate") is not None:
+        return "{:g} requests/s".format(row["request_rate"])
+    return "concurrency {}".format(row["concurrency"])
+
+
+def load_notes(rows: Sequence[Dict[str, Any]], knees: Dict[str, Dict[str, Any]], burstiness: float) -> List[str]:
+    """How the load was sent, whether the client kept to its schedule, and what the knee shows."""
+    notes = []
+    if any(r.get("request_rate") is not None for r in rows):
+        late = [r["late_max_s"] for r in rows if isinstance(r.get("late_max_s"), float) and not math.isnan(
+            r["late_max_s"])]
+        notes.append("Requests arrived at a set rate ({} arrivals, burstiness {:g}), scheduled before the first "
+                     "send; the client sent them at most {:.3g} ms behind schedule{}".format(
+                         "Poisson" if burstiness == 1 else "gamma", burstiness, 1000 * max(late) if late else 0.0,
+                         " (a cap on requests in flight, or a busy client, delays arrivals)" if late and max(late)
+                         > 0.05 else ""))
+    for name, knee in knees.items():
+        if knee.get("load") is None:
+            notes.append("{}: no knee found ({})".format(name, knee["stopped"]))
+            continue
+        unit = "requests/s" if knee["kind"] == "request_rate" else "requests in flight"
+        notes.append("{}: the knee is at {:g} {} (goodput {:.3g} requests/s); the search stopped because {} after "
+                     "{} requests in {:.0f} s".format(name, knee["load"], unit, knee["goodput"], knee["stopped"],
+                                                       knee["requests"], knee["seconds"]))
+    if len(knees) >= 2 and all(k.get("load") is not None for k in knees.values()):
+        notes.append("Goodput rises with load while the server batches requests together (each decoding step "
+                     "serves more of them for little more time); past the knee, requests wait in the queue, TTFT "
+                     "grows and goodput flattens: a server that decodes one request at a time reaches its knee at "
+                     "the lowest load")
+    return notes
 
 
 def comparison_notes(endpoints: Sequence[Any], rows: Sequence[Dict[str, Any]], server: Sequence[Dict[str, Any]],
@@ -126,6 +198,7 @@ def comparison_notes(endpoints: Sequence[Any], rows: Sequence[Dict[str, Any]], s
         notes.append("Local endpoints ({}) are {}: a small model on this CPU, to practise the method".format(
             ", ".join(e.name for e in endpoints if e.local), STAND_IN))
     notes += [n for n in (_models_note(endpoints), _length_note(rows)) if n]
+    notes += reasoning_notes(rows)
     notes += _noise_notes(rows)
     notes.append(_server_note(server))
     notes.append("Client-side and server-side times are never in one column: TTFT, TPOT, ITL and E2EL are the "

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import List
+import random
+from typing import Any, List, Optional, Tuple, Union
 
-__all__ = ["load_prompts", "builtin_prompts", "PromptError", "LOCAL_FORMATS"]
+__all__ = ["load_prompts", "builtin_prompts", "PromptError", "LOCAL_FORMATS", "synthetic_prompts", "lengths"]
 
 #: Local file suffixes and the ``datasets`` builder that reads each.
 LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
@@ -74,3 +75,45 @@ def load_prompts(dataset: str, split: str, field: str, count: int) -> List[str]:
     if not texts:
         raise PromptError("dataset {!r} gave no prompt texts in field {!r}".format(dataset, field))
     return texts
+
+
+def lengths(count: int, centre: int, spread: float, draw: random.Random) -> List[int]:
+    """``count`` lengths drawn uniformly from [centre*(1-spread), centre*(1+spread)] (all ``centre`` at 0)."""
+    low, high = max(1, int(round(centre * (1 - spread)))), max(1, int(round(centre * (1 + spread))))
+    return [draw.randint(low, high) for _ in range(count)]
+
+
+def _encode(tokenizer: Any, text: str) -> List[Any]:
+    if tokenizer is None:
+        return text.split()
+    encoded = tokenizer.encode(text, add_special_tokens=False)
+    return list(getattr(encoded, "ids", encoded))  # tokenizers.Tokenizer gives an Encoding, transformers a list
+
+
+def _decode(tokenizer: Any, ids: List[Any]) -> str:
+    return " ".join(ids) if tokenizer is None else tokenizer.decode(ids)
+
+
+def synthetic_prompts(texts: List[str], count: int, input_tokens: Optional[int], output_tokens: Optional[int],
+                      spread: float = 0.0, seed: int = 0,
+                      tokenizer: Any = None) -> List[Union[str, Tuple[str, int]]]:
+    """``count`` prompts of about ``input_tokens`` tokens each (windows of the dataset's texts run
+    together, so the words are real ones; ``None``: the texts as they are), each with its own
+    output length when ``output_tokens`` is set ((text, max_tokens) pairs), as ``vllm bench serve``'s
+    random dataset gives. ``tokenizer``: the served model's, else words stand for tokens (an estimate).
+    The chat template adds a few tokens of its own around each prompt."""
+    draw = random.Random(seed)
+    stream = _encode(tokenizer, "\n".join(texts))
+    prompts: List[str] = []
+    if input_tokens is None:
+        prompts = [texts[k % len(texts)] for k in range(count)]
+    else:
+        if not stream:
+            raise PromptError("the dataset gave no text to make prompts of input_tokens = {}".format(input_tokens))
+        for k, length in enumerate(lengths(count, input_tokens, spread, draw)):
+            start = draw.randrange(len(stream))
+            window = [stream[(start + i) % len(stream)] for i in range(length)]
+            prompts.append(_decode(tokenizer, window))
+    if output_tokens is None:
+        return list(prompts)
+    return list(zip(prompts, lengths(count, output_tokens, spread, draw)))

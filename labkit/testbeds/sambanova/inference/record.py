@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Sequence
 
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference.metrics import HEADLINE, INFERENCE_METRICS
-from labkit.testbeds.sambanova.inference.notes import STAND_IN, comparison_notes, failure_notes
+from labkit.testbeds.sambanova.inference.notes import STAND_IN, load_label, comparison_notes, failure_notes, load_notes
 from labkit.testbeds.sambanova.inference.summary import configuration_rows, server_rows
 
 __all__ = ["as_run", "SERIES", "rows_of"]
@@ -34,10 +34,11 @@ def _finite(value: Any) -> Any:
 def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mapping[str, float],
            source: str = "portable") -> Run:
     run = Run("sambanova/inference", source=source, status="complete", params=config.to_dict())
-    run.environment["reference_configuration"] = "{} at concurrency {}".format(endpoints[0].name,
-                                                                               config.concurrency[0])
-    run.environment["served_by"] = {e.name: (STAND_IN if e.local else e.what) for e in endpoints}
     rows = configuration_rows(measured.batches)
+    first = [r for r in rows if r["endpoint"] == endpoints[0].name][:1]
+    run.environment["reference_configuration"] = "{} at {}".format(
+        endpoints[0].name, load_label(first[0]) if first else "concurrency {}".format(config.concurrency[0]))
+    run.environment["served_by"] = {e.name: (STAND_IN if e.local else e.what) for e in endpoints}
     server = server_rows(measured.batches)
     traces = measured.traces
     done = [t for t in traces if t.ok]
@@ -55,25 +56,28 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
     add(run, "token_count_source", ", ".join(sources) or "none")
     add(run, "endpoints", len(endpoints))
     add(run, "concurrency_levels", len(config.concurrency))
-    reference = [r for r in rows if r["endpoint"] == endpoints[0].name and r["concurrency"] == config.concurrency[0]]
+    reference = first
     if reference and reference[0]["completed"]:
         for key, name in HEADLINE:
             if key == "goodput" and not targets:
                 continue
             add(run, name, _finite(reference[0][key]))
         for row in server:
-            if row["endpoint"] == endpoints[0].name and row["concurrency"] == config.concurrency[0]:
+            if row["endpoint"] == endpoints[0].name and row["load"] == reference[0]["load"]:
                 add(run, "server_ttft_median", row["server_ttft_s"])
                 add(run, "server_total_latency_median", row["server_total_latency_s"])
                 add(run, "server_decode_rate_median", row["server_decode_rate"])
+    rated = any(r["request_rate"] is not None for r in rows)
     for endpoint in endpoints:
         mine = [r for r in rows if r["endpoint"] == endpoint.name]
         for key, name in SERIES:
-            run.add_series("{}:{}".format(name, endpoint.name), [r["concurrency"] for r in mine],
-                           [_finite(r[key]) for r in mine], x_label="concurrency")
+            run.add_series("{}:{}".format(name, endpoint.name), [r["load"] for r in mine],
+                           [_finite(r[key]) for r in mine], x_label="request rate" if rated else "concurrency")
     failures = failure_notes(traces + measured.warmup, endpoints, config.timeout_s)
     run.notes.extend(failures)
     run.notes.extend(comparison_notes(endpoints, rows, server, config.warmup_requests, sources))
+    run.notes.extend(load_notes(rows, measured.knees, getattr(config, "burstiness", 1.0)))
+    run.notes.extend(getattr(measured, "readiness", []))
     if measured.stopped:
         run.mark_interrupted(measured.stopped, "the batches measured before the stop are kept, the one in flight "
                                                "has its completed requests and its others marked interrupted")
@@ -84,7 +88,7 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
     run.environment["endpoints"] = [{"name": e.name, "base_url": e.base_url, "model": e.model, "served_by": e.what,
                                      "token_from": e.api_key.source} for e in endpoints]
     run.details = {"requests": [t.row() for t in traces], "rows": rows, "server": server,  # type: ignore[attr-defined]
-                   "warmup": [t.row() for t in measured.warmup], "traces": traces}
+                   "warmup": [t.row() for t in measured.warmup], "traces": traces, "knees": measured.knees}
     return run
 
 

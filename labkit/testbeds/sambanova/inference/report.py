@@ -6,8 +6,11 @@ apart, latency against concurrency, and the notes.
     inference.plot_latency(run)
     inference.show(run)
 
-Every time carries its unit in its cell ("0.214 s", "[0.198 s, 0.230 s]"), so a golden copy masks
-timings and keeps counts; every table and plot of a local run says it is a stand-in, not Metis.
+Every time carries its unit in its cell, in milliseconds with three significant digits as ``vllm
+bench serve`` prints them ("214 ms", "[198 ms, 230 ms]", "2.14 ms"), so a TPOT difference of a
+millisecond shows and a golden copy masks timings and keeps counts; every table and plot of a
+local run says it is a stand-in, not Metis. ``plot_knee`` draws a knee search: latency and goodput
+against load for every endpoint on one figure, each knee marked.
 """
 
 from __future__ import annotations
@@ -18,13 +21,21 @@ from typing import Any, List, Optional, Tuple
 from labkit import display
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference.evidence import evidence_table
-from labkit.testbeds.sambanova.inference.notes import STAND_IN
+from labkit.testbeds.sambanova.inference.notes import STAND_IN, load_label
 
-__all__ = ["latency_table", "percentile_table", "server_table", "plot_latency", "show", "fmt_time", "fmt_interval"]
+__all__ = ["latency_table", "percentile_table", "server_table", "plot_latency", "plot_knee", "show", "fmt_time",
+           "fmt_interval"]
 
 
 def fmt_time(value: Any) -> str:
-    return "n/a" if not isinstance(value, (int, float)) or math.isnan(value) else "{:.3f} s".format(value)
+    """Seconds as milliseconds with three significant digits ("2.14 ms", "214 ms"; whole ms past 1 s)."""
+    if not isinstance(value, (int, float)) or math.isnan(value):
+        return "n/a"
+    ms = value * 1000.0
+    if ms == 0:
+        return "0 ms"
+    digits = max(0, 2 - int(math.floor(math.log10(abs(ms)))))
+    return "{:.{}f} ms".format(round(ms, digits), digits)
 
 
 def _fmt_rate(value: Any, unit: str) -> str:
@@ -34,7 +45,7 @@ def _fmt_rate(value: Any, unit: str) -> str:
 def fmt_interval(ci: Tuple[float, float], unit: str = "s") -> str:
     if any(math.isnan(x) for x in ci):
         return "no interval (1 repeat)"
-    if unit == "s":
+    if unit in ("s", "ms"):
         return "[{}, {}]".format(fmt_time(ci[0]), fmt_time(ci[1]))
     return "[{}, {}]".format(_fmt_rate(ci[0], unit), _fmt_rate(ci[1], unit))
 
@@ -55,9 +66,15 @@ def latency_table(run: Run):
     for row in _rows(run):
         failed = ", ".join("{} x {}".format(n, s) for s, n in sorted(row["failed_by_status"].items())) or "0"
         table.append({
-            "endpoint": row["endpoint"], "concurrency": row["concurrency"], "served by": _served(run, row["endpoint"]),
+            "endpoint": row["endpoint"], "load": load_label(row), "served by": _served(run, row["endpoint"]),
             "requests": row["requests"], "failed": failed, "tokens/request": "{:.1f}".format(row["tokens_per_request"]),
+            "finish reasons": ", ".join("{} x {}".format(n, r) for r, n in sorted(
+                (row.get("finish_reasons") or {}).items())) or "none",
+            "reasoning + answer tokens/request": "{:.1f} + {:.1f}".format(
+                row.get("reasoning_tokens_per_request", float("nan")), row.get("answer_tokens_per_request",
+                                                                                 float("nan"))),
             "TTFT median": fmt_time(row["ttft_median_s"]), "TTFT 95% interval": fmt_interval(row["ttft_median_s_ci"]),
+            "TTFT to answer median": fmt_time(row.get("ttft_answer_median_s")),
             "TPOT median": fmt_time(row["tpot_median_s"]), "TPOT 95% interval": fmt_interval(row["tpot_median_s_ci"]),
             "E2EL median": fmt_time(row["e2el_median_s"]), "E2EL 95% interval": fmt_interval(row["e2el_median_s_ci"]),
             "output throughput": _fmt_rate(row["output_throughput"], "tokens/s"),
@@ -74,7 +91,7 @@ def percentile_table(run: Run):
     table = []
     for row in _rows(run):
         for name in ("ttft", "tpot", "itl", "e2el"):
-            table.append({"endpoint": row["endpoint"], "concurrency": row["concurrency"], "figure": name.upper(),
+            table.append({"endpoint": row["endpoint"], "load": load_label(row), "figure": name.upper(),
                           "mean": fmt_time(row[name + "_mean_s"]), "median": fmt_time(row[name + "_median_s"]),
                           "p90": fmt_time(row[name + "_p90_s"]), "p99": fmt_time(row[name + "_p99_s"])})
     return pd.DataFrame(table)
@@ -87,7 +104,7 @@ def server_table(run: Run):
     rows = (getattr(run, "details", None) or {}).get("server", [])
     if not rows:
         return None
-    return pd.DataFrame([{"endpoint": r["endpoint"], "concurrency": r["concurrency"], "requests": r["requests"],
+    return pd.DataFrame([{"endpoint": r["endpoint"], "load": load_label(r), "requests": r["requests"],
                           "client: TTFT median": fmt_time(r["client_ttft_s"]),
                           "server: TTFT median": fmt_time(r["server_ttft_s"]),
                           "client: E2EL median": fmt_time(r["client_e2el_s"]),
@@ -112,18 +129,67 @@ def plot_latency(run: Run):
                                        ("e2el_median_s", "E2EL"))):
         for endpoint in dict.fromkeys(r["endpoint"] for r in rows):
             mine = [r for r in rows if r["endpoint"] == endpoint]
-            x = [r["concurrency"] for r in mine]
+            x = [r["load"] for r in mine]
             y = [r[key] for r in mine]
             low = [0.0 if math.isnan(r[key + "_ci"][0]) else r[key] - r[key + "_ci"][0] for r in mine]
             high = [0.0 if math.isnan(r[key + "_ci"][1]) else r[key + "_ci"][1] - r[key] for r in mine]
             ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3, label=endpoint)
-        ax.set_xlabel("concurrency (requests in flight)")
+        ax.set_xlabel(_load_axis(rows))
         ax.set_ylabel("client-side {} median (s)".format(label))
         ax.set_xscale("log", base=2)
         ax.grid(alpha=0.3)
     if rows:  # an interrupt before the first configuration ended leaves nothing to label
         axes[0].legend(fontsize="small")
-    fig.suptitle(_title(run, "Latency against concurrency"), fontsize="medium")
+    fig.suptitle(_title(run, "Latency against " + ("request rate" if _rated(rows) else "concurrency")),
+                 fontsize="medium")
+    fig.tight_layout()
+    return fig
+
+
+def _rated(rows: List[dict]) -> bool:
+    return any(r.get("request_rate") is not None for r in rows)
+
+
+def _load_axis(rows: List[dict]) -> str:
+    return "request rate (requests/s)" if _rated(rows) else "concurrency (requests in flight)"
+
+
+def plot_knee(run: Run):
+    """A knee search on one figure: median TTFT and E2EL (left) and goodput (right) against load, a line
+    per endpoint, each endpoint's knee (its highest goodput) ringed; None when no knee search ran."""
+    import matplotlib.pyplot as plt
+    from matplotlib import ticker
+
+    knees = (getattr(run, "details", None) or {}).get("knees") or {}
+    rows = _rows(run)
+    if not knees or not rows:
+        return None
+    fig, (latency, goodput) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for number, endpoint in enumerate(dict.fromkeys(r["endpoint"] for r in rows)):
+        mine = sorted((r for r in rows if r["endpoint"] == endpoint), key=lambda r: r["load"])
+        x = [r["load"] for r in mine]
+        colour = "C{}".format(number)
+        latency.plot(x, [1000 * r["ttft_median_s"] for r in mine], marker="o", color=colour,
+                     label="{} TTFT".format(endpoint))
+        latency.plot(x, [1000 * r["e2el_median_s"] for r in mine], marker="s", linestyle="--", color=colour,
+                     label="{} E2EL".format(endpoint))
+        goodput.plot(x, [r["goodput"] for r in mine], marker="o", color=colour, label=endpoint)
+        knee = knees.get(endpoint) or {}
+        if knee.get("load") is not None:
+            goodput.plot([knee["load"]], [knee["goodput"]], marker="o", markersize=14, fillstyle="none",
+                         color=colour, linestyle="none", label="{} knee ({:g})".format(endpoint, knee["load"]))
+            latency.axvline(knee["load"], color=colour, alpha=0.3)
+    for ax in (latency, goodput):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ticker.ScalarFormatter())
+        ax.set_xlabel(_load_axis(rows))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    latency.set_yscale("log")
+    latency.set_ylabel("client-side median (ms)")
+    goodput.set_ylabel("goodput (requests/s meeting the targets)")
+    goodput.set_ylim(bottom=0)
+    fig.suptitle(_title(run, "Knee search: latency and goodput against load"), fontsize="medium")
     fig.tight_layout()
     return fig
 
@@ -146,7 +212,8 @@ def show(run: Run) -> Optional[List[Any]]:
             continue
         print(_title(run, title) + ":")
         shown.append(display.show(table))
-    shown.append(display.show(plot_latency(run)))
+    knee = plot_knee(run)
+    shown.append(display.show(knee if knee is not None else plot_latency(run)))
     print("Notes:")
     for note in run.notes:
         print("-", note)

@@ -10,7 +10,11 @@ so Run All works with no network. The ALCF service is chosen by giving its base 
     endpoint_names = ["Metis", "Sophia"]
     base_urls = ["https://inference-api.alcf.anl.gov/resource_server/metis/api/v1",
                  "https://inference-api.alcf.anl.gov/resource_server/sophia/vllm/v1"]
-    models = ["gpt-oss-120b-131072", "openai/gpt-oss-120b"]
+    models = ["gpt-oss-120b", "openai/gpt-oss-120b"]
+
+Models are renamed on the service (Metis's ``gpt-oss-120b-131072`` became ``gpt-oss-120b`` in
+January 2026): ``current_model`` maps a course's old name to today's, ``RENAMED`` says when, and
+old logs and responses keep reading under the name they carry.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Any, Dict, Optional, Tuple
 
 from labkit.params import PATH, Config, Param, Spec, existing_file
 
-__all__ = ["SPEC", "EXERCISE", "ENDPOINTS", "LOCAL", "is_local", "local_configuration", "BUILTIN_PROMPTS"]
+__all__ = ["SPEC", "EXERCISE", "ENDPOINTS", "LOCAL", "is_local", "local_configuration", "BUILTIN_PROMPTS",
+           "RENAMED", "current_model", "GATEWAY"]
 
 EXERCISE = "sambanova/inference"
 #: A base URL that starts the local stand-in server in one of its configurations ("local:batched").
@@ -27,17 +32,35 @@ LOCAL = "local"
 #: The prompts that ship with labkit (no network): see prompts.py.
 BUILTIN_PROMPTS = "builtin"
 
-#: The ALCF endpoints the course documents (05-AITestbed/SambaNova/README.md and
-#: argonne-lcf/inference-endpoints): the same gpt-oss-120b weights, served by SambaNova on Metis
-#: and by vLLM on Sophia's GPUs. Nothing in labkit's tests reached them.
-ENDPOINTS: Dict[str, Dict[str, str]] = {
-    "metis": {"base_url": "https://inference-api.alcf.anl.gov/resource_server/metis/api/v1",
-              "model": "gpt-oss-120b-131072", "server": "SambaNova SN40L (Metis), SambaStack"},
-    "metis-llama": {"base_url": "https://inference-api.alcf.anl.gov/resource_server/metis/api/v1",
-                    "model": "Llama-4-Maverick-17B-128E-Instruct", "server": "SambaNova SN40L (Metis), SambaStack"},
-    "sophia": {"base_url": "https://inference-api.alcf.anl.gov/resource_server/sophia/vllm/v1",
-               "model": "openai/gpt-oss-120b", "server": "vLLM on Sophia (NVIDIA A100 GPUs)"},
+#: The ALCF inference service's gateway; each cluster is /resource_server/<cluster>/... below it.
+GATEWAY = "https://inference-api.alcf.anl.gov/resource_server"
+
+#: The ALCF endpoints as argonne-lcf/user-guides (docs/services/inference-endpoints.md) lists them
+#: in 2026: gpt-oss-120b served by SambaNova on Metis and by vLLM on Sophia's A100s; Minerva's B200s
+#: serve other models (nemotron-3-ultra, inkling-bf16), not gpt-oss. "serves" is what the guide
+#: listed, not a promise: ``discover.list_models`` asks the endpoint itself. Nothing in labkit's
+#: tests reached them.
+ENDPOINTS: Dict[str, Dict[str, Any]] = {
+    "metis": {"base_url": GATEWAY + "/metis/api/v1", "model": "gpt-oss-120b",
+              "server": "SambaNova SN40L (Metis), SambaNova API",
+              "serves": ["gpt-oss-120b", "Mistral-Large-3-675B-Instruct-2512", "gemma-4-31B-it"]},
+    "sophia": {"base_url": GATEWAY + "/sophia/vllm/v1", "model": "openai/gpt-oss-120b",
+               "server": "vLLM on Sophia (NVIDIA A100 GPUs)",
+               "serves": ["openai/gpt-oss-120b", "openai/gpt-oss-20b", "google/gemma-4-31B-it",
+                          "meta-llama/Llama-4-Maverick-17B-128E-Instruct", "meta-llama/Meta-Llama-3.1-8B-Instruct"]},
+    "minerva": {"base_url": GATEWAY + "/minerva/api/v1", "model": "nemotron-3-ultra",
+                "server": "Minerva (NVIDIA B200 GPUs)", "serves": ["nemotron-3-ultra", "inkling-bf16"]},
 }
+
+#: Served names that changed: old name -> (today's name, where and when, in words).
+RENAMED: Dict[str, Tuple[str, str]] = {
+    "gpt-oss-120b-131072": ("gpt-oss-120b", "renamed on Metis in January 2026"),
+}
+
+
+def current_model(model: str) -> str:
+    """Today's served name for ``model`` (itself when it was never renamed)."""
+    return RENAMED.get(model, (model, ""))[0]
 
 
 def is_local(base_url: str) -> bool:
@@ -88,6 +111,25 @@ def _check_levels(config: Config) -> Optional[Tuple[str, str]]:
     return None
 
 
+def _check_load(config: Config) -> Optional[Tuple[str, str]]:
+    rates = config.request_rate
+    if any(rate <= 0 or rate > 1000 for rate in rates):
+        return "request_rate", "each rate is requests per second, more than 0 and at most 1000"
+    if len(set(rates)) != len(rates):
+        return "request_rate", "each rate once"
+    if config.max_concurrency is not None and not rates and not config.knee:
+        return "max_concurrency", "caps requests in flight under a request_rate; with concurrency levels alone, " \
+                                  "the level is the cap (set request_rate, or leave max_concurrency None)"
+    if config.knee and not targets_given(config):
+        return "knee", "the knee is the load where goodput stops rising, and goodput needs a target: set " \
+                       "ttft_target_s, tpot_target_s or e2el_target_s"
+    return None
+
+
+def targets_given(config: Config) -> bool:
+    return any(getattr(config, name) is not None for name in ("ttft_target_s", "tpot_target_s", "e2el_target_s"))
+
+
 SPEC = Spec(
     EXERCISE,
     Param("endpoint_names", list, ["batched", "sequential"], item_type=str,
@@ -97,6 +139,9 @@ SPEC = Spec(
                "base URL ending in /v1, e.g. ALCF's Metis or Sophia URL (inference.ENDPOINTS)"),
     Param("models", list, ["auto", "auto"], item_type=str,
           help="per endpoint: the model name the server serves ('auto': the local stand-in's)"),
+    Param("local_reasoning_tokens", int, 0, min=0, max=1024,
+          help="the stand-in answers as a reasoning model does (gpt-oss): its first N tokens of every answer are "
+               "streamed as reasoning deltas, the rest as content; 0: no reasoning"),
     Param("local_model_size", str, "tiny", choices=("tiny", "small"),
           help="the stand-in's model (labkit.serving): a LLaMA with random weights; 'small' is about 8x the work "
                "per token"),
@@ -104,12 +149,39 @@ SPEC = Spec(
           help="'builtin' (prompts that ship with labkit), a local .json/.jsonl/.csv/.parquet file, or a "
                "Hugging Face dataset name (datasets.load_dataset; needs the network)"),
     Param("dataset_split", str, "train", help="the dataset's split, e.g. 'validation' for SQuAD"),
-    Param("dataset_field", str, "prompt", help="the field holding the prompt text, e.g. 'question' for SQuAD"),
+    Param("dataset_field", str, "prompt",
+          help="the dataset's column holding the prompt text, e.g. 'question' for SQuAD"),
+    Param("input_tokens", int, None, min=1, max=32768, optional=True,
+          help="synthetic prompts of about this many tokens (vllm bench serve's random dataset), made from the "
+               "dataset's text; None: the dataset's prompts as they are"),
+    Param("output_tokens", int, None, min=1, max=8192, optional=True,
+          help="a fixed output length: every request asks for this many tokens with ignore_eos (servers that "
+               "do not support ignore_eos may stop earlier: finish_reason says so); None: max_tokens, stop at will"),
+    Param("length_range", float, 0.0, min=0.0, max=0.9,
+          help="input/output lengths drawn uniformly from [n*(1-r), n*(1+r)] around input_tokens and "
+               "output_tokens (vLLM's --random-range-ratio); 0: fixed lengths"),
+    Param("ignore_eos", bool, False,
+          help="send vLLM's ignore_eos (every answer runs to max_tokens); set by output_tokens"),
     Param("num_prompts", int, 4, min=1, max=10000, help="prompts sent per concurrency level and repeat"),
     Param("max_tokens", int, 16, min=1, max=8192, help="max_tokens of every request"),
     Param("temperature", float, 0.0, min=0.0, max=2.0, help="0: greedy decoding, so runs can be compared"),
     Param("seed", int, 0, min=0, max=2 ** 31 - 1, help="sent with every request (servers that take one use it)"),
     Param("concurrency", list, [1, 4], item_type=int, help="requests in flight at once, one level after another"),
+    Param("request_rate", list, [], item_type=float,
+          help="requests per second, one level after another, instead of concurrency levels: arrivals are "
+               "scheduled ahead (Poisson, or gamma with burstiness), so a slow answer never lowers the rate; "
+               "[]: the concurrency levels"),
+    Param("burstiness", float, 1.0, min=0.0, min_exclusive=True, max=100.0,
+          help="the gamma shape of the gaps between arrivals under request_rate: 1 is Poisson, below 1 burstier, "
+               "above 1 more even (vllm bench serve's --burstiness)"),
+    Param("max_concurrency", int, None, min=1, max=256, optional=True,
+          help="under request_rate: at most this many requests in flight (later arrivals wait); None: no cap"),
+    Param("knee", bool, False,
+          help="search the knee: raise the load (concurrency, or request_rate's first rate, doubling) until "
+               "goodput stops rising or latency runs away, per endpoint, within knee_max_requests and knee_max_s"),
+    Param("knee_max_requests", int, 200, min=2, max=100000, help="the knee search's request budget per endpoint"),
+    Param("knee_max_s", float, 120.0, min=0.0, min_exclusive=True, max=7200.0,
+          help="the knee search's time budget per endpoint, in seconds (a level in flight finishes)"),
     Param("repeats", int, 3, min=1, max=100, help="how often each level is measured (for intervals)"),
     Param("warmup_requests", int, 1, min=0, max=100,
           help="requests sent to each endpoint first and left out of every number"),
@@ -126,5 +198,5 @@ SPEC = Spec(
     Param("log_path", list, [], item_type=PATH, check=existing_file,
           help="pasted evidence to read instead of measuring: chat-completion JSON, a curl + time transcript, "
                "a streamed (SSE) transcript, or a JSON of results"),
-    checks=[_check_lists, _check_levels],
+    checks=[_check_lists, _check_levels, _check_load],
 )

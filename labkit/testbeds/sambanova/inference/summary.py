@@ -21,8 +21,8 @@ from labkit.testbeds.sambanova.inference.timing import STATS, percentile
 __all__ = ["FIGURES", "SERVER_FIELDS", "configuration_rows", "server_rows", "overlap"]
 
 #: The client-side figures summarized per configuration (seconds, or per second for throughputs).
-FIGURES = tuple("{}_{}_s".format(name, stat) for name in ("ttft", "tpot", "itl", "e2el") for stat in STATS) + (
-    "output_throughput", "request_throughput", "goodput")
+FIGURES = tuple("{}_{}_s".format(name, stat) for name in ("ttft", "tpot", "itl", "e2el", "ttft_answer")
+                for stat in STATS) + ("output_throughput", "request_throughput", "goodput", "late_max_s")
 #: SambaNova's timing fields in ``usage`` (also sent by labkit's stand-in), and what each is.
 SERVER_FIELDS = (("time_to_first_token", "server_ttft_s"), ("total_latency", "server_total_latency_s"),
                  ("completion_tokens_after_first_per_sec", "server_decode_rate"))
@@ -46,12 +46,13 @@ def overlap(a: Tuple[float, float], b: Tuple[float, float]) -> bool:
 
 
 def configuration_rows(batches: Sequence[Any]) -> List[Dict[str, Any]]:
-    """One row per (endpoint, concurrency), in the order measured."""
-    groups: Dict[Tuple[str, int], List[Any]] = {}
+    """One row per (endpoint, load), in the order measured; ``load`` is the concurrency, or the
+    request rate (``request_rate`` then set, ``concurrency`` the cap)."""
+    groups: Dict[Tuple[str, int, Any], List[Any]] = {}
     for batch in batches:
-        groups.setdefault((batch.endpoint, batch.concurrency), []).append(batch)
+        groups.setdefault((batch.endpoint, batch.concurrency, getattr(batch, "rate", None)), []).append(batch)
     rows = []
-    for (endpoint, level), group in groups.items():
+    for (endpoint, level, rate), group in groups.items():
         failed: Dict[str, int] = {}
         for batch in group:
             for status, n in batch.figures["failed_by_status"].items():
@@ -63,9 +64,19 @@ def configuration_rows(batches: Sequence[Any]) -> List[Dict[str, Any]]:
                                "requests": sum(b.figures["requests"] for b in group), "completed": completed,
                                "failed": sum(failed.values()), "failed_by_status": failed, "output_tokens": tokens,
                                "tokens_per_request": tokens / completed if completed else float("nan"),
-                               "token_source": ", ".join(sources) or "none"}
+                               "token_source": ", ".join(sources) or "none", "request_rate": rate,
+                               "load": rate if rate is not None else level}
+        finishes: Dict[str, int] = {}
+        for batch in group:
+            for reason, n in batch.figures.get("finish_reasons", {}).items():
+                finishes[reason] = finishes.get(reason, 0) + n
+        row["finish_reasons"] = finishes
+        row["empty_answers"] = sum(b.figures.get("empty_answers", 0) for b in group)
+        for part in ("reasoning_tokens", "answer_tokens"):
+            total = sum(b.figures.get(part, 0) for b in group)
+            row[part + "_per_request"] = total / completed if completed else float("nan")
         for figure in FIGURES:
-            row[figure], row[figure + "_ci"] = _interval([b.figures[figure] for b in group])
+            row[figure], row[figure + "_ci"] = _interval([b.figures.get(figure, float("nan")) for b in group])
         rows.append(row)
     return rows
 
@@ -73,15 +84,18 @@ def configuration_rows(batches: Sequence[Any]) -> List[Dict[str, Any]]:
 def server_rows(batches: Sequence[Any]) -> List[Dict[str, Any]]:
     """Per (endpoint, concurrency): medians of the server's own timings beside the client's, for
     the requests whose usage carried them; empty when no server sent any."""
-    groups: Dict[Tuple[str, int], List[Any]] = {}
+    groups: Dict[Tuple[str, int, Any], List[Any]] = {}
     for batch in batches:
-        groups.setdefault((batch.endpoint, batch.concurrency), []).extend(t for t in batch.traces if t.ok)
+        groups.setdefault((batch.endpoint, batch.concurrency, getattr(batch, "rate", None)), []).extend(
+            t for t in batch.traces if t.ok)
     rows = []
-    for (endpoint, level), traces in groups.items():
-        timed = [t for t in traces if isinstance(t.usage.get("time_to_first_token"), (int, float))]
+    for (endpoint, level, rate), traces in groups.items():
+        timed = [t for t in traces if isinstance(t.usage.get("time_to_first_token"), (int, float))
+                 and t.ttft is not None]
         if not timed:
             continue
-        row: Dict[str, Any] = {"endpoint": endpoint, "concurrency": level, "requests": len(timed)}
+        row: Dict[str, Any] = {"endpoint": endpoint, "concurrency": level, "requests": len(timed),
+                               "request_rate": rate, "load": rate if rate is not None else level}
         for field, name in SERVER_FIELDS:
             values = [t.usage[field] for t in timed if isinstance(t.usage.get(field), (int, float))]
             row[name] = percentile(values, 50)

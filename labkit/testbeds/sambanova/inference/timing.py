@@ -19,6 +19,12 @@ the stream nothing. Definitions, as vLLM's benchmark (vllm/benchmarks/serve.py,
   duration; goodput: completed requests meeting every target / duration; failed requests are
   counted, never part of the latency figures.
 
+A reasoning model (gpt-oss) streams its thinking first, in ``reasoning_content`` or ``reasoning``
+deltas, then the answer in ``content``: every chunk with text of either kind is a token chunk (as
+vLLM's benchmark counts them), so TTFT is the time to the first token of any kind, and
+``ttft_answer`` the time to the first answer token. A request whose answer is empty because
+max_tokens was spent on reasoning (``finish_reason: length``) is completed, not failed.
+
 vLLM's benchmark times the first chunk with a choice; vLLM's server sends its role-only first
 chunk together with the first token, but other servers (labkit's stand-in among them) send it at
 once, which would make TTFT the time to an empty chunk: labkit counts the chunks with text.
@@ -45,6 +51,10 @@ class Trace:
     ``status``: "ok", or why it failed ("401", "404", "429", "timeout", "connection", "interrupted", ...);
     ``token_source``: where ``output_tokens`` came from ("server usage", "tokenizer" or "chunks").
     ``usage``: the server's usage object as sent (with SambaNova's own timings when it gives them).
+    ``answer_times``: the chunks whose text is answer (``content``), a subset of ``chunk_times``;
+    ``reasoning_tokens`` / ``answer_tokens``: from ``usage.completion_tokens_details`` when given,
+    else counted (``token_source`` says how). ``scheduled``: under a request rate, when the request
+    was due (seconds after the batch began); ``late``: how long after that it was sent.
     """
 
     endpoint: str = ""
@@ -61,18 +71,37 @@ class Trace:
     prompt_tokens: Optional[int] = None
     token_source: str = ""
     usage: Dict[str, Any] = field(default_factory=dict)
+    answer_times: List[float] = field(default_factory=list)
+    reasoning_text: str = ""
+    finish_reason: Optional[str] = None
+    reasoning_tokens: Optional[int] = None
+    answer_tokens: Optional[int] = None
+    scheduled: Optional[float] = None
+    late: Optional[float] = None
 
     @property
     def ok(self) -> bool:
-        return self.status == OK and bool(self.chunk_times)
+        """Streamed to its end with tokens, or ended at max_tokens with nothing shown (all reasoning, hidden)."""
+        return self.status == OK and (bool(self.chunk_times) or self.finish_reason == "length")
+
+    @property
+    def empty_answer(self) -> bool:
+        """Completed with no answer text: max_tokens spent on reasoning (finish_reason "length")."""
+        return self.ok and not self.answer_times and self.finish_reason == "length"
 
     @property
     def ttft(self) -> Optional[float]:
-        return self.chunk_times[0] - self.start if self.ok else None
+        """Time to the first token of any kind (reasoning or answer), as vLLM's benchmark times it."""
+        return self.chunk_times[0] - self.start if self.ok and self.chunk_times else None
+
+    @property
+    def ttft_answer(self) -> Optional[float]:
+        """Time to the first answer token (None when the answer is empty)."""
+        return self.answer_times[0] - self.start if self.ok and self.answer_times else None
 
     @property
     def e2el(self) -> Optional[float]:
-        return self.chunk_times[-1] - self.start if self.ok else None
+        return self.chunk_times[-1] - self.start if self.ok and self.chunk_times else None
 
     @property
     def itl(self) -> List[float]:
@@ -82,7 +111,7 @@ class Trace:
     @property
     def tpot(self) -> Optional[float]:
         """None for a request with at most one output token (vLLM leaves it out of TPOT statistics)."""
-        if not self.ok or not self.output_tokens or self.output_tokens < 2:
+        if not self.ok or not self.chunk_times or not self.output_tokens or self.output_tokens < 2:
             return None
         return (self.e2el - self.ttft) / (self.output_tokens - 1)  # type: ignore[operator]
 
@@ -91,7 +120,10 @@ class Trace:
         return {"endpoint": self.endpoint, "concurrency": self.concurrency, "repeat": self.repeat,
                 "prompt": self.index, "status": self.status, "output_tokens": self.output_tokens,
                 "token_source": self.token_source, "ttft_s": self.ttft, "tpot_s": self.tpot, "e2el_s": self.e2el,
-                "chunks": len(self.chunk_times)}
+                "chunks": len(self.chunk_times), "finish_reason": self.finish_reason,
+                "reasoning_tokens": self.reasoning_tokens, "answer_tokens": self.answer_tokens,
+                "ttft_answer_s": self.ttft_answer, "empty_answer": self.empty_answer, "scheduled_s": self.scheduled,
+                "late_s": self.late}
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -124,20 +156,30 @@ def summarize(traces: Sequence[Trace], duration: float, targets: Optional[Mappin
         if not t.ok:
             failed[t.status] = failed.get(t.status, 0) + 1
     tokens = sum(t.output_tokens or 0 for t in done)
+    finishes: Dict[str, int] = {}
+    for t in done:
+        finishes[t.finish_reason or "unknown"] = finishes.get(t.finish_reason or "unknown", 0) + 1
     figures: Dict[str, Any] = {"requests": len(traces), "completed": len(done), "failed": sum(failed.values()),
-                               "failed_by_status": failed, "output_tokens": tokens, "duration_s": duration}
+                               "failed_by_status": failed, "output_tokens": tokens, "duration_s": duration,
+                               "finish_reasons": finishes, "empty_answers": sum(t.empty_answer for t in done),
+                               "reasoning_tokens": sum(t.reasoning_tokens or 0 for t in done),
+                               "answer_tokens": sum(t.answer_tokens or 0 for t in done)}
+    lates = [t.late for t in traces if t.late is not None]
+    figures["late_max_s"] = max(lates) if lates else float("nan")
     per = duration if duration > 0 else float("nan")
     figures["request_throughput"] = len(done) / per
     figures["output_throughput"] = tokens / per
-    for name, values in (("ttft", [t.ttft for t in done]), ("tpot", [t.tpot for t in done if t.tpot is not None]),
-                         ("itl", [gap for t in done for gap in t.itl]), ("e2el", [t.e2el for t in done])):
+    for name, values in (("ttft", [t.ttft for t in done if t.ttft is not None]),
+                         ("tpot", [t.tpot for t in done if t.tpot is not None]),
+                         ("itl", [gap for t in done for gap in t.itl]), ("e2el", [t.e2el for t in done if t.e2el is not None]),
+                         ("ttft_answer", [t.ttft_answer for t in done if t.ttft_answer is not None])):
         for stat, value in _stats(values).items():  # type: ignore[arg-type]
             figures["{}_{}_s".format(name, stat)] = value
     if targets:
         good = 0
         for t in done:
             measured = {"ttft": t.ttft, "tpot": t.tpot if t.tpot is not None else 0.0, "e2el": t.e2el}
-            if all(measured[name] <= limit for name, limit in targets.items()):
+            if all(measured[name] is not None and measured[name] <= limit for name, limit in targets.items()):
                 good += 1
         figures["good"] = good
         figures["goodput"] = good / per
