@@ -340,11 +340,11 @@ class CerebrasReader(LineReader):
     def finish(self) -> List[Run]:
         self._close()
         first_of: Dict[str, int] = {}
-        for number, run in enumerate(self.runs, 1):
+        for index, run in enumerate(self.runs, 1):
             job = run.environment.get("execute_job_id")
             if job in first_of:
                 run.notes.append("This is run {} again (the same execute wsjob, {}): one run pasted twice, not a "
                                  "second measurement.".format(first_of[job], job))
             elif job:
-                first_of[job] = number
+                first_of[job] = index
         return self.runs

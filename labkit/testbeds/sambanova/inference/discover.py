@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 from urllib import error, request
 
 from labkit.testbeds.sambanova.inference.spec import GATEWAY, RENAMED, current_model
