@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -96,8 +97,7 @@ def level_batch(request, tmp_path_factory):
         results = grade_class(str(subs), RUBRIC, str(root / "out"), workers=2, limits=LIMITS, level=level)
     finally:
         listener.close()
-    return {"level": level, "id": request.node.callspec.id if hasattr(request.node, "callspec") else level,
-            "results": results, "out": root / "out", "subs": subs, "marker": marker, "before": before,
+    return {"level": level, "results": results, "out": root / "out", "subs": subs, "marker": marker, "before": before,
             "home": home, "hits": listener.hits}
 
 
@@ -213,7 +213,7 @@ def test_an_unprivileged_instructor_is_confined_too(tmp_path):
     if os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser"):
         pytest.skip("needs root, useradd and runuser to create the unprivileged instructor")
     python = _python_for_others()
-    packages = [p for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])]
+    packages = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
     if not python:
         pytest.skip("no python{}.{} outside /root that another user may run".format(*sys.version_info[:2]))
     if not all(os.access(p, os.R_OK) and _others_reach(p) for p in packages + [ROOT]):
@@ -225,12 +225,13 @@ def test_an_unprivileged_instructor_is_confined_too(tmp_path):
     user = pwd.getpwnam(USER)
     # Everything the user owns lives under /tmp: a venv (the system Python, with this venv's
     # packages through a .pth file), a home, the class and the grades.
-    top = Path(tempfile_dir()) / "labkit-user-{}".format(uuid.uuid4().hex[:8])
+    top = Path(tempfile.gettempdir()) / "labkit-user-{}".format(uuid.uuid4().hex[:8])
     top.mkdir(mode=0o755)
     try:
         venv = top / "venv"
         subprocess.run([python, "-m", "venv", "--without-pip", str(venv)], check=True)
-        site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        site = subprocess.run([str(venv / "bin" / "python"), "-c",
+                               "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                               check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
         Path(site, "labkit_shared.pth").write_text("\n".join(sorted(set(packages))) + "\n")
         home = top / "home"
@@ -245,11 +246,11 @@ def test_an_unprivileged_instructor_is_confined_too(tmp_path):
             if os.environ.get("LABKIT_DATA_DIR"):
                 env["LABKIT_DATA_DIR"] = os.environ["LABKIT_DATA_DIR"]
             out = top / "class" / "out"
-            done = subprocess.run(["runuser", "-u", USER, "--", "env", "-i"] + ["{}={}".format(k, v) for k, v in env.items()]
-                                  + [str(venv / "bin" / "python"), "-m", "labkit", "grade", str(subs), "--rubric", RUBRIC,
-                                     "--out", str(out), "--workers", "2", "--timeout", "25", "--cell-timeout", "8",
-                                     "--memory", "1.5"], cwd=str(home), stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, timeout=400)
+            env_args = ["{}={}".format(k, v) for k, v in env.items()]
+            grade = [str(venv / "bin" / "python"), "-m", "labkit", "grade", str(subs), "--rubric", RUBRIC,
+                     "--out", str(out), "--workers", "2", "--timeout", "25", "--cell-timeout", "8", "--memory", "1.5"]
+            done = subprocess.run(["runuser", "-u", USER, "--", "env", "-i"] + env_args + grade, cwd=str(home),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=400)
         finally:
             listener.close()
         assert done.returncode == 0, (done.stdout, done.stderr)
@@ -261,12 +262,6 @@ def test_an_unprivileged_instructor_is_confined_too(tmp_path):
             assert rows["escape"]["isolation"].startswith(expected), rows["escape"]
     finally:
         shutil.rmtree(str(top), ignore_errors=True)
-
-
-def tempfile_dir() -> str:
-    import tempfile
-
-    return tempfile.gettempdir()
 
 
 def _others_reach(path: str) -> bool:
