@@ -227,9 +227,12 @@ def _kernel_manager_class():
 
         def __init__(self, **kwargs: Any):
             super().__init__(**kwargs)
-            # $TMPDIR where /tmp is not writable (the grader's sandbox, which re-runs notebooks)
-            writable = os.access("/tmp", os.W_OK | os.X_OK)
-            self._socket_dir = tempfile.mkdtemp(prefix="lk-", dir="/tmp" if writable else None)
+            # $TMPDIR where /tmp is not writable (the grader's sandbox, which re-runs notebooks;
+            # under Landlock os.access still says yes, so the folder is tried, not asked about)
+            try:
+                self._socket_dir = tempfile.mkdtemp(prefix="lk-", dir="/tmp")
+            except OSError:
+                self._socket_dir = tempfile.mkdtemp(prefix="lk-")
             self.transport = "ipc"
             self.ip = os.path.join(self._socket_dir, "k")
 

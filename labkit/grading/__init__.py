@@ -2,10 +2,10 @@
 
     labkit grade SUBMISSIONS --rubric FILE --out DIR [--workers N] [--timeout S] [--memory GB] [--reproduce]
 
-See docs/grading.md. Modules: ``rubric`` (the YAML format and its checks), ``sandbox`` and
-``confine`` (isolation levels and limits), ``runner`` (one submission in a fresh sandboxed
+See docs/grading.md. Modules: ``rubric`` (the YAML format and its checks), ``sandbox``,
+``confine`` and ``landlock`` (isolation levels, limits, file confinement without root), ``runner`` (one submission in a fresh sandboxed
 kernel), ``jobs`` (its worker process), ``batch`` (a class, in parallel, resumable),
 ``isolated`` and ``contain`` (trusted processes import nothing from, and read nothing outside,
 a submission), ``recompute``, ``gradebook``, ``feedback``, ``cli``.
-Kept import-light: ``confine`` runs before every student kernel.
+Kept import-light: ``confine`` (and the ``landlock`` it loads) runs before every student kernel.
 """

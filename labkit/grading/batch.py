@@ -149,7 +149,7 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
                 limits: Optional[sandbox.Limits] = None, reproduce: bool = False, level: Optional[str] = None,
                 progress: Optional[Callable[[Dict[str, Any]], None]] = None, only: Optional[Sequence[str]] = None,
                 lms: Optional[str] = None, assignment: Optional[str] = None, executor: str = "local",
-                parsl_config: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
+                parsl_config: Optional[str] = None, allow_unconfined: bool = False) -> Dict[str, Dict[str, Any]]:
     """Grade every submission not yet graded with this rubric; return student -> result.
 
     ``only``: regrade just these students (even if already graded), keep everyone else's
@@ -157,6 +157,10 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
     default the rubric's title). ``executor="parsl"`` with ``parsl_config`` (a Parsl config file
     as for sweeps, docs/parsl/): each submission is graded on whatever node Parsl gives it, in
     its own sandbox; this process alone writes the state, gradebook and feedback.
+
+    Fails closed: where no level here keeps a submission inside its folder (no bubblewrap, no
+    Landlock), raises ``RuntimeError`` before any notebook runs, unless ``allow_unconfined``
+    (or ``level="none"``); every gradebook row then says ``unconfined``.
     """
     rubric = load_rubric(rubric_path)  # a bad rubric stops here, before any notebook runs
     limits = limits or sandbox.Limits()
@@ -172,6 +176,8 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
         raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(sandbox.LEVELS)))
     if executor == "local" and not sandbox.level_available(level):
         raise RuntimeError("isolation level {!r} does not work on this machine".format(level))
+    if executor == "local" and not allow_unconfined and sandbox.refusal(level):
+        raise RuntimeError(sandbox.refusal(level))
     preferred = os.path.basename(rubric.template_path) if rubric.template_path else None
     subs = find_submissions(submissions, preferred)
     if only:
@@ -207,7 +213,8 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
 
     try:
         if executor == "parsl":
-            jobs = [_job(s, keys[s.student], rubric_path, limits, level, hidden, reproduce) for s in pending]
+            jobs = [dict(_job(s, keys[s.student], rubric_path, limits, level, hidden, reproduce),
+                         allow_unconfined=allow_unconfined) for s in pending]
             by_name = {s.student: s for s in pending}
             run_parsl(jobs, config, out_dir,
                       lambda job, result: finished(by_name[job["student"]], _store_executed(result, out_dir)))

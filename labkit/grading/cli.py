@@ -1,5 +1,7 @@
 """``labkit grade``: grade a class's homework notebooks into a gradebook.
 
+    labkit grade --check        # which sandbox this machine and user get, what each level protects
+
     labkit grade submissions/ --rubric notebooks/homework/ai_testbeds.rubric.yml --out grades/ \
         --workers 2 --timeout 600 --memory 4 --reproduce
 
@@ -15,7 +17,8 @@ Run it again after an interruption: finished grades are kept, the rest are done.
 Also writes ``DIR/summary.md`` (per check: points distribution, commonest failure) and flags
 evidence two students both handed in (gradebook column ``duplicate_evidence``). Exit status: 0
 when the batch was graded (a student's failing notebook is a grade, not an error), 2 when it
-stopped on an error (the rubric, the folders, the options), 130 when interrupted (finished grades are kept).
+stopped on an error (the rubric, the folders, the options, no level here that keeps a submission
+inside its folder: see --check and --allow-unconfined), 130 when interrupted (finished grades are kept).
 """
 
 from __future__ import annotations
@@ -42,9 +45,13 @@ def _positive(kind: Any, what: str) -> Any:
 def register(subparsers: "argparse._SubParsersAction") -> None:
     parser = subparsers.add_parser("grade", help="batch-grade homework notebooks in a sandbox",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("submissions", metavar="SUBMISSIONS", help="folder of notebooks or of student folders")
-    parser.add_argument("--rubric", required=True, metavar="FILE", help="the YAML rubric (docs/grading.md)")
-    parser.add_argument("--out", required=True, metavar="DIR", help="where the gradebook and feedback go")
+    parser.add_argument("submissions", metavar="SUBMISSIONS", nargs="?",
+                        help="folder of notebooks or of student folders")
+    parser.add_argument("--check", action="store_true",
+                        help="print each isolation level, what it protects and needs here, and which one grading "
+                             "would use; grade nothing")
+    parser.add_argument("--rubric", metavar="FILE", help="the YAML rubric (docs/grading.md); required")
+    parser.add_argument("--out", metavar="DIR", help="where the gradebook and feedback go; required")
     parser.add_argument("--workers", type=_positive(int, "--workers"), default=1, metavar="N",
                         help="submissions graded at once (default 1)")
     parser.add_argument("--timeout", type=_positive(float, "--timeout"), default=600.0, metavar="S",
@@ -57,8 +64,10 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
                         help="processes and threads a kernel may have (default 128)")
     parser.add_argument("--file-size", type=_positive(float, "--file-size"), default=64.0, metavar="MB",
                         help="largest file a kernel may write (default 64)")
-    parser.add_argument("--isolation", choices=("bwrap", "unshare", "rlimits"), default=None,
-                        help="sandbox level (default: the strongest that works here)")
+    parser.add_argument("--isolation", choices=("bwrap", "unshare", "rlimits", "none"), default=None,
+                        help="sandbox level (default: the strongest that works here; 'none': unconfined)")
+    parser.add_argument("--allow-unconfined", action="store_true",
+                        help="grade even where no level keeps a submission inside its folder (rows say 'unconfined')")
     parser.add_argument("--executor", choices=("local", "parsl"), default="local",
                         help="local worker processes (default) or Parsl (needs --config)")
     parser.add_argument("--config", metavar="FILE", default=None,
@@ -79,6 +88,15 @@ def main(args: argparse.Namespace) -> int:
     from labkit.grading.batch import grade_class
     from labkit.grading.rubric import RubricError
 
+    if args.check:
+        print(sandbox.levels_report(args.isolation, args.allow_unconfined))
+        return 0
+    missing = [name for name, value in (("SUBMISSIONS", args.submissions), ("--rubric", args.rubric),
+                                        ("--out", args.out)) if not value]
+    if missing:
+        print("labkit grade: {} required (or --check alone)".format(" and ".join(missing) + (
+            " are" if len(missing) > 1 else " is")), file=sys.stderr)
+        return 2
     limits = sandbox.Limits(notebook_s=args.timeout, cell_s=args.cell_timeout or min(120.0, args.timeout),
                             memory_bytes=int(args.memory * (1 << 30)), nproc=args.processes,
                             fsize_bytes=int(args.file_size * (1 << 20)))
@@ -94,7 +112,7 @@ def main(args: argparse.Namespace) -> int:
         results = grade_class(args.submissions, args.rubric, args.out, workers=args.workers, limits=limits,
                               reproduce=args.reproduce, level=args.isolation, progress=show, only=args.only,
                               lms=args.lms, assignment=args.assignment, executor=args.executor,
-                              parsl_config=args.config)
+                              parsl_config=args.config, allow_unconfined=args.allow_unconfined)
     except (RubricError, FileNotFoundError, ValueError, RuntimeError) as exc:
         print("labkit grade: {}".format(exc), file=sys.stderr)
         return 2

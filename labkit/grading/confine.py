@@ -9,8 +9,10 @@ The grader puts this launcher between the sandbox (bubblewrap / unshare) and the
 Limits are set with ``setrlimit`` so they hold for the kernel and every process it starts.
 ``RLIMIT_NPROC`` is not enforced for root, so when started as root the launcher switches to
 an unprivileged uid (one per concurrent run, so one fork bomb cannot starve a neighbour) and
-sets ``PR_SET_NO_NEW_PRIVS`` so no setuid program can climb back. ``--die-with-parent`` makes the launcher (and the kernel it becomes) die with whatever started
-it, so a grader killed with SIGKILL leaves no kernel running at any isolation level; the CPU-time
+sets ``PR_SET_NO_NEW_PRIVS`` so no setuid program can climb back. ``--landlock`` confines the
+files the kernel may read and write (and TCP) with Landlock (:mod:`labkit.grading.landlock`).
+``--die-with-parent`` makes the launcher (and the kernel it becomes) die with whatever started it,
+so a grader killed with SIGKILL leaves no kernel running at any isolation level; the CPU-time
 limit (``--cpu``, a little above the notebook's time limit) is the backstop. ``--cgroup`` joins cgroups
 (made by the grader with a process and memory cap for the whole run) before the sandbox
 starts, since inside bubblewrap /sys is read-only. This module must stay
@@ -21,9 +23,11 @@ from __future__ import annotations
 
 import argparse
 import ctypes  # imported before the uid switch: the interpreter's files may be unreadable after it
+import importlib.util
 import os
 import resource
 import sys
+from types import ModuleType
 from typing import List, Optional
 
 PR_SET_NO_NEW_PRIVS = 38
@@ -64,6 +68,16 @@ def _die_with_parent(parent: Optional[int]) -> None:
         os._exit(137)
 
 
+def _landlock() -> ModuleType:
+    """``landlock.py`` beside this file, loaded by its path: run as ``python -I -S confine.py``, no
+    ``labkit`` is importable here (and none from a submission may be)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock.py")
+    spec = importlib.util.spec_from_file_location("_labkit_landlock", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labkit.grading.confine")
     parser.add_argument("--memory", type=int, help="RLIMIT_DATA in bytes (memory written, not libraries mapped)")
@@ -77,6 +91,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--die-with-parent", action="store_true",
                         help="SIGKILL this process when its parent dies (PR_SET_PDEATHSIG), after the uid switch")
     parser.add_argument("--parent", type=int, help="with --die-with-parent: the pid expected as parent")
+    parser.add_argument("--landlock", action="store_true",
+                        help="confine files with Landlock before exec (fail if the kernel has none)")
+    parser.add_argument("--landlock-read", action="append", default=[], metavar="PATH",
+                        help="with --landlock: may be read and executed (besides /usr, /lib*, public /etc...)")
+    parser.add_argument("--landlock-write", action="append", default=[], metavar="PATH",
+                        help="with --landlock: may be read and written")
+    parser.add_argument("--landlock-deny", action="append", default=[], metavar="PATH",
+                        help="with --landlock: never readable, even below a --landlock-read folder")
+    parser.add_argument("--landlock-tcp", action="store_true",
+                        help="with --landlock: no TCP connect or bind (Landlock ABI 4+)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -94,6 +118,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     _set_limit(resource.RLIMIT_CPU, args.cpu)
     _set_limit(resource.RLIMIT_NPROC, args.nproc)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core dumps of a crashed kernel
+    if args.landlock:  # before the uid switch: the rules' folders are opened while we can reach them
+        try:
+            _landlock().restrict(args.landlock_read, args.landlock_write, args.landlock_deny, args.landlock_tcp)
+        except OSError as exc:
+            print("labkit confine: Landlock was asked for and failed, the kernel is not started: {}".format(exc),
+                  file=sys.stderr)
+            return 126
     if args.uid is not None and os.geteuid() == 0:
         gid = args.gid if args.gid is not None else args.uid
         os.setgroups([])

@@ -109,7 +109,7 @@ def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int)
     result_path = os.path.join(run_dir, "result.json")
     job = dict(job, run_dir=run_dir, result=result_path, uid=slot.uid, cgroups=slot.cgroups,
                hidden=list(job["hidden"]) + [workroot],
-               isolation=level + ("+uid" if slot.uid is not None else "") + ("+cgroup" if slot.cgroups else ""))
+               isolation=sandbox.isolation_name(level, slot.uid is not None, bool(slot.cgroups)))
     job_path = os.path.join(run_dir, "job.json")
     with open(job_path, "w") as f:
         json.dump(job, f)

@@ -49,10 +49,11 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
     """Runs on a Parsl worker: grade one submission there and return its result."""
     host = socket.gethostname()
     rubric = load_rubric(job["rubric"])
-    if not sandbox.level_available(job["level"]):
+    refused = "" if job.get("allow_unconfined") else sandbox.refusal(job["level"])
+    if not sandbox.level_available(job["level"]) or refused:
+        why = refused or "isolation level {!r} does not work".format(job["level"])
         result = grading_jobs.failed_result(job["student"], job["key"], job["level"], "grader error",
-                                     "isolation level {!r} does not work on node {}; nothing was run".format(
-                                         job["level"], host), rubric, job["reproduce"])
+                                     "on node {}, {}; nothing was run".format(host, why), rubric, job["reproduce"])
         result["host"] = host
         return result
     grading_jobs.remove_stale_workroots()

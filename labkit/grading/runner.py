@@ -139,17 +139,21 @@ class ExecutionOutcome:
 
 
 def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], limits: sandbox.Limits,
-                  uid: Optional[int], cgroups: List[str] = (), readonly: List[str] = ()) -> List[str]:
-    """cgroups, then the namespace sandbox, then limits and the uid switch, then the command.
+                  uid: Optional[int], cgroups: List[str] = (), readonly: List[str] = (),
+                  tcp: bool = False) -> List[str]:
+    """cgroups, then the namespace sandbox, then limits, Landlock and the uid switch, then the command.
 
     Every stage dies with the one before it, and the first with this process (which itself
-    dies with the batch), so a grader killed with SIGKILL takes its kernels along.
+    dies with the batch), so a grader killed with SIGKILL takes its kernels along. Landlock
+    (every level but ``none``, where the kernel has it) is applied by the last stage, inside the
+    namespaces (bubblewrap itself could not mount under it); ``tcp``: deny TCP there too.
     """
     parent = os.getpid()
     outer = cgroup_command(cgroups, parent, always=(level == "unshare"))
     middle = sandbox.sandbox_prefix(level, workdir, conn_dir, hidden, readonly)
     first = not outer and not middle
-    return outer + middle + sandbox.confine_command(limits, uid, parent if first else None)
+    confined = sandbox.landlock_args(workdir, conn_dir, hidden, readonly, tcp) if sandbox.uses_landlock(level) else []
+    return outer + middle + sandbox.confine_command(limits, uid, parent if first else None, confined)
 
 
 def _first_error(nb: Any) -> Optional[str]:
@@ -167,7 +171,7 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: sandbox.Limi
 
     km = SandboxKernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(conn_dir, "k"),
                               connection_file=os.path.join(conn_dir, "kernel.json"))
-    km.launch_prefix = launch_prefix(level, workdir, conn_dir, hidden, limits, uid, cgroups)
+    km.launch_prefix = launch_prefix(level, workdir, conn_dir, hidden, limits, uid, cgroups, tcp=True)
     km.run_uid = uid
     # One huge message (a gigabyte printed at once) is dropped by ZMQ instead of filling our memory.
     km.context.setsockopt(zmq.MAXMSGSIZE, max(limits.output_bytes, 1 << 20) * 4)

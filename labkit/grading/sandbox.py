@@ -1,24 +1,34 @@
-"""Where and how a student's kernel runs: limits, a private uid, namespaces when allowed.
+"""Where and how a student's kernel runs: limits, a private uid, namespaces, Landlock.
 
     from labkit.grading import sandbox
     sandbox.best_level()          # 'bwrap', 'unshare' or 'rlimits' on this machine
+    sandbox.refusal(level)        # '' or why this level must not grade (no file protection)
 
 Isolation levels, strongest first (the gradebook reports the one in force for each run):
 
 - ``bwrap``: bubblewrap namespaces: no network (only a private loopback), own PID namespace
-  (everything the kernel started dies with it), a read-only view of the machine with the
-  submissions folder, the output folder, the rubric and the other runs' working folders
-  hidden, and only the run's own folder writable; plus everything below.
+  (everything the kernel started dies with it), a read-only view of the machine with ``/tmp``,
+  the grader's home, the submissions folder, the output folder, the rubric and the other
+  runs' working folders hidden (what the kernel needs is bound back wherever it lives), and
+  only the run's own folder writable; plus everything below.
 - ``unshare``: ``unshare --net --pid --fork --kill-child``: no network, own PID namespace;
-  other submissions are protected only by file permissions; plus everything below.
+  files protected by Landlock (below); plus everything below.
+- ``rlimits``: resource limits (writable memory, processes, file size, CPU time a little above
+  the notebook's limit, no core dumps), a scrubbed environment and, when the grader runs as
+  root, a private unprivileged uid per concurrent run (``RLIMIT_NPROC`` is not enforced for
+  root; :mod:`labkit.grading.uids`). Files protected by Landlock.
+- ``none`` (``--isolation none``): only the limits; the gradebook says ``unconfined``.
+- ``+landlockN`` (every level but ``none``, where the kernel has Landlock ABI N): the launcher
+  confines the kernel, and the trusted recomputation, to reading the system, Python and labkit,
+  and writing its own run folder (:mod:`labkit.grading.landlock`); with ABI 4+ no TCP, with 6+
+  no abstract UNIX socket nor signal outside. Needs no root and no package.
 - ``+cgroup`` (any level, where this grader may make cgroups, v1 or v2): one cap on the
   processes (``pids.max``) and memory of the whole run, which holds even without a uid switch
   (:mod:`labkit.grading.cgroups`).
-- ``rlimits``: resource limits (writable memory, processes, file size, CPU time a little above
-  the notebook's limit, no core dumps), a
-  scrubbed environment and, when the grader runs as root, a private unprivileged uid per
-  concurrent run (``RLIMIT_NPROC`` is not enforced for root; :mod:`labkit.grading.uids`).
-  Always in force.
+
+A level that keeps the kernel inside its files (``bwrap``, or Landlock) is required:
+:func:`refusal` says why grading must stop when none is, unless the instructor accepts an
+``unconfined`` run (``--allow-unconfined``, ``--isolation none``).
 
 At every level the kernel dies with its grader: each launcher stage sets
 ``PR_SET_PDEATHSIG`` (``labkit.grading.confine --die-with-parent``), bubblewrap runs with
@@ -26,7 +36,7 @@ At every level the kernel dies with its grader: each launcher stage sets
 leaves no student process running (tests/grading/test_killed.py).
 
 The kernel talks to the grader over ZMQ ``ipc`` sockets (files in the run's connection
-folder), which work across a network namespace and never collide on ports.
+folder), which work across a network namespace, under Landlock, and never collide on ports.
 """
 
 from __future__ import annotations
@@ -39,10 +49,14 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["Limits", "LEVELS", "CONFINE", "best_level", "level_available", "kernel_environment",
-           "confine_command", "cpu_limit_s", "sandbox_prefix", "uid_switch_possible"]
+from labkit.grading import landlock
 
-LEVELS = ("bwrap", "unshare", "rlimits")
+__all__ = ["Limits", "LEVELS", "CONFINE", "best_level", "level_available", "kernel_environment",
+           "confine_command", "cpu_limit_s", "sandbox_prefix", "uid_switch_possible", "landlock_abi",
+           "uses_landlock", "protects_files", "isolation_name", "refusal", "landlock_args", "levels_report"]
+
+#: Strongest first; ``none`` is used only when asked for.
+LEVELS = ("bwrap", "unshare", "rlimits", "none")
 
 # Environment variables the kernel keeps from the grader; everything else (tokens, the
 # grader's own settings, SSH agents, cloud credentials) is dropped.
@@ -86,16 +100,53 @@ def level_available(level: str) -> bool:
         elif level == "unshare":
             _PROBED[level] = shutil.which("unshare") is not None and _works(
                 ["unshare", "--net", "--pid", "--fork", "--kill-child", "true"])
-        else:
+        elif level in ("rlimits", "none"):
             _PROBED[level] = True
+        else:
+            raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(LEVELS)))
     return _PROBED[level]
 
 
 def best_level() -> str:
-    for level in LEVELS:
+    for level in LEVELS[:-1]:
         if level_available(level):
             return level
     return "rlimits"  # pragma: no cover - rlimits is always available
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI of this kernel (0: none); probed each call (it costs one syscall)."""
+    return landlock.abi_version()
+
+
+def uses_landlock(level: str) -> bool:
+    return level != "none" and landlock_abi() >= 1
+
+
+def protects_files(level: str) -> bool:
+    """Whether ``level`` keeps a kernel from reading and writing outside its run folder here."""
+    return level == "bwrap" or uses_landlock(level)
+
+
+def isolation_name(level: str, uid: bool, cgroup: bool) -> str:
+    """The gradebook's isolation column: ``unshare+landlock7+uid+cgroup``, ``unconfined+rlimits``..."""
+    parts = [] if protects_files(level) else ["unconfined"]
+    parts += [] if level == "none" else [level]
+    if uses_landlock(level):
+        parts.append("landlock{}".format(landlock_abi()))
+    return "+".join(parts + (["uid"] if uid else []) + (["cgroup"] if cgroup else []))
+
+
+def refusal(level: str) -> str:
+    """Why ``labkit grade`` must not run student code at ``level`` here ('' when it may), in one sentence."""
+    if protects_files(level) or level == "none":
+        return ""
+    return ("no isolation level here keeps a submission inside its own folder (isolation {!r}: bubblewrap is {}, "
+            "and this kernel has no Landlock), so a notebook could read and change every file {} can, other "
+            "students' submissions and earlier gradebooks included: install bubblewrap (apt-get install "
+            "bubblewrap), or grade on Linux 5.13+ with Landlock enabled, or accept the risk with "
+            "--allow-unconfined").format(level, "not installed" if not shutil.which("bwrap") else "not permitted",
+                                         "root" if os.geteuid() == 0 else "this user")
 
 
 def kernel_environment(workdir: str, extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -134,9 +185,13 @@ def cpu_limit_s(limits: Limits) -> int:
     return int(limits.notebook_s * 1.1 + 30)
 
 
-def confine_command(limits: Limits, uid: Optional[int], parent: Optional[int] = None) -> List[str]:
-    """``python -I -S .../confine.py ... --`` for these limits (dies with its parent)."""
-    cmd = list(CONFINE)
+def confine_command(limits: Limits, uid: Optional[int], parent: Optional[int] = None,
+                    confined: Sequence[str] = ()) -> List[str]:
+    """``python -I -S .../confine.py ... --`` for these limits (dies with its parent).
+
+    ``confined``: the Landlock arguments (:func:`landlock_args`), empty for none.
+    """
+    cmd = list(CONFINE) + list(confined)
     if limits.memory_bytes:
         cmd += ["--memory", str(int(limits.memory_bytes))]
     if limits.nproc:
@@ -153,14 +208,52 @@ def confine_command(limits: Limits, uid: Optional[int], parent: Optional[int] = 
     return cmd + ["--"]
 
 
+_LABKIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _needed_paths() -> List[str]:
-    """Paths the kernel must still see (the interpreter and labkit): never hidden."""
-    paths = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
-    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    """Paths the kernel must still see (the interpreter, its libraries and labkit): never hidden.
+
+    The Python prefix and base prefix, this process's ``sys.path`` (site-packages and what their
+    ``.pth`` files add; the worker's is the trusted path), labkit, the lab book's notebooks beside
+    it (a re-run reads them), ``PYTHONPATH`` and ``LABKIT_DATA_DIR``: absolute and existing only.
+    """
+    paths = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), _LABKIT,
+             os.path.join(os.path.dirname(_LABKIT), "notebooks")]
+    paths += [p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)]
+    for name, module in list(sys.modules.items()):  # editable installs (pip install -e) map packages to checkouts
+        mapping = getattr(module, "MAPPING", None) if name.startswith("__editable__") else None
+        if isinstance(mapping, dict):
+            paths += [p for p in mapping.values() if isinstance(p, str) and os.path.isabs(p)]
+    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isabs(p)]
     data = os.environ.get("LABKIT_DATA_DIR")
     if data:
         paths.append(data)
-    return [os.path.realpath(p) for p in paths]
+    found: List[str] = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if os.path.exists(real) and real not in found:
+            found.append(real)
+    return found
+
+
+def landlock_args(workdir: str, conn_dir: str, hidden: Sequence[str] = (), readonly: Sequence[str] = (),
+                  tcp: bool = True) -> List[str]:
+    """The launcher's Landlock arguments: read what the kernel needs, write ``workdir`` and ``conn_dir``.
+
+    ``hidden`` (the submissions, the output, the rubric, the other runs) stay unreadable even
+    below a needed folder (a checkout holding both labkit and the class's submissions);
+    ``tcp``: deny TCP (the kernel; the recomputation may start a lab-book kernel on 127.0.0.1).
+    """
+    args = ["--landlock"] + (["--landlock-tcp"] if tcp else [])
+    for path in _needed_paths() + [os.path.realpath(p) for p in readonly]:
+        args += ["--landlock-read", path]
+    for path in (workdir, conn_dir):
+        if path:
+            args += ["--landlock-write", os.path.realpath(path)]
+    for path in hidden:
+        args += ["--landlock-deny", os.path.realpath(path)]
+    return args
 
 
 def _unreachable(paths: Sequence[str]) -> List[Tuple[str, str]]:
@@ -209,18 +302,29 @@ def sandbox_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str
     ``conn_dir`` (may be empty) are writable; ``readonly`` folders are shown read-only (the
     submission, to the trusted recomputation that runs in a folder of its own).
     """
-    if level == "rlimits":
+    if level in ("rlimits", "none"):
         return []
     if level == "unshare":
         return ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
     if level != "bwrap":
         raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(LEVELS)))
     cmd = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-           "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-           "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/dev/shm"]
+           "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     needed = _needed_paths()
-    for closed, child in _unreachable(needed):
-        cmd += ["--tmpfs", closed, "--ro-bind", child, child]
+    made: List[str] = []
+    # Emptied: the shared temporary folders and the grader's home (its files are the instructor's).
+    home = os.path.realpath(os.path.expanduser("~"))
+    covered: List[str] = []
+    for folder in ["/tmp", "/var/tmp", "/dev/shm"] + ([home] if home != "/" else []) + \
+            [closed for closed, _child in _unreachable(needed)]:
+        if os.path.isdir(folder) and not any(_is_ancestor(c, folder) for c in covered):
+            covered.append(folder)
+            cmd += ["--tmpfs", folder]
+    # ... and what the kernel needs below them bound back, wherever it lives (a checkout under /tmp).
+    for path in needed:
+        inside_another = any(_is_ancestor(other, path) and other != path for other in needed)
+        if not inside_another and any(_is_ancestor(top, path) for top in covered):
+            cmd += _passable(path, covered, made) + ["--ro-bind", path, path]
     for path in hidden:
         real = os.path.realpath(path)
         if not os.path.exists(real) or real in ("/", "/tmp") or any(_is_ancestor(real, n) for n in needed):
@@ -230,16 +334,90 @@ def sandbox_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str
         else:
             cmd += ["--ro-bind", "/dev/null", real]
     covered = [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--tmpfs"]
-    made: List[str] = []
     binds = [("--bind", p) for p in (workdir, conn_dir) if p] + [("--ro-bind", p) for p in readonly]
     for how, path in binds:
-        # Folders bwrap would create on the way inside an empty tmpfs get mode 0700 (root):
-        # make them passable, so the run's uid can reach its own folders.
-        parts = os.path.realpath(path).strip(os.sep).split(os.sep)
-        for depth in range(1, len(parts)):
-            folder = os.sep + os.sep.join(parts[:depth])
-            if folder not in made and any(_is_ancestor(top, folder) and top != folder for top in covered):
-                made.append(folder)
-                cmd += ["--perms", "0711", "--dir", folder]
-        cmd += [how, path, path]
+        cmd += _passable(os.path.realpath(path), covered, made) + [how, path, path]
     return cmd + ["--chdir", workdir, "--"]
+
+
+def _passable(path: str, covered: Sequence[str], made: List[str]) -> List[str]:
+    """bwrap arguments making the folders on the way to ``path`` inside a tmpfs passable (mode 0711).
+
+    Folders bwrap would create on the way inside an empty tmpfs get mode 0700 (root): the run's
+    uid could not reach its own folders, nor the interpreter.
+    """
+    args: List[str] = []
+    parts = path.strip(os.sep).split(os.sep)
+    for depth in range(1, len(parts)):
+        folder = os.sep + os.sep.join(parts[:depth])
+        if folder not in made and any(_is_ancestor(top, folder) and top != folder for top in covered):
+            made.append(folder)
+            args += ["--perms", "0711", "--dir", folder]
+    return args
+
+
+_NEEDS = {"bwrap": "bubblewrap (apt-get install bubblewrap) and user namespaces or root",
+          "unshare": "root (util-linux unshare, namespaces permitted)",
+          "rlimits": "nothing (files: Landlock, Linux 5.13+)",
+          "none": "asking for it: --isolation none"}
+
+
+def _protections(level: str, abi: int, uid: bool, cgroup: bool) -> List[str]:
+    """files, network, processes, memory for ``level`` on this machine (as ``--check`` shows them)."""
+    landlocked = level != "none" and abi >= 1
+    if level == "bwrap":
+        files = "yes: hidden+read-only" + ("+Landlock" if landlocked else "")
+    else:
+        files = "yes: Landlock" if landlocked else "NO"
+    if level in ("bwrap", "unshare"):
+        network = "yes: no network"
+    else:
+        network = "TCP only: Landlock" if landlocked and abi >= 4 else "NO"
+    if level in ("bwrap", "unshare"):
+        processes = "yes: PID namespace"
+    else:
+        processes = "yes: private uid" if uid else ("yes: cgroup" if cgroup else "NO: background ones survive")
+    memory = "rlimits" + ("+cgroup" if cgroup else "")
+    return [files, network, processes, memory]
+
+
+def levels_report(chosen: Optional[str] = None, allow_unconfined: bool = False) -> str:
+    """What ``labkit grade --check`` prints: each level here, what it protects and needs, which is used."""
+    from labkit.grading.cgroups import cgroup_parents
+
+    abi = landlock_abi()
+    cgroup = bool(cgroup_parents())
+    lines = ["labkit grade --check: uid {}{}, Linux {}, Python {}".format(
+        os.geteuid(), " (root)" if os.geteuid() == 0 else "", os.uname().release, sys.prefix)]
+    if abi:
+        lines.append("Landlock ABI {}: files{}{}".format(abi, "; TCP denied (ABI 4+)" if abi >= 4 else "",
+                                                         "; abstract sockets and signals scoped (ABI 6+)"
+                                                         if abi >= 6 else ""))
+    else:
+        lines.append("Landlock: not available (needs Linux 5.13+ with landlock among its LSMs)")
+    lines.append("bubblewrap: {}".format("works" if level_available("bwrap") else
+                                         "installed, not permitted here" if shutil.which("bwrap") else
+                                         "not installed (apt-get install bubblewrap)"))
+    lines.append("cgroups: {}".format("yes (a process and memory cap per run)" if cgroup else
+                                      "no (not writable by this user)"))
+    rows = [["level", "works", "gradebook says", "files", "network", "processes", "memory", "needs"]]
+    for level in LEVELS:
+        works = level_available(level)
+        uid = works and os.geteuid() == 0 and uid_switch_possible(level) and level != "none"
+        name = isolation_name(level, uid, cgroup) if works else "-"
+        rows.append([level, "yes" if works else "no", name] + _protections(level, abi, uid, cgroup) + [_NEEDS[level]])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines.append("")
+    for row in rows:
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+    lines.append("Every level: kill -9 of labkit grade leaves no kernel; rlimits (memory, file size, CPU, processes).")
+    level = chosen or best_level()
+    why = "" if allow_unconfined else refusal(level)
+    if not level_available(level):
+        lines.append("labkit grade --isolation {} would stop: that level does not work here.".format(level))
+    elif why:
+        lines.append("labkit grade would refuse: " + why + ".")
+    else:
+        uid = os.geteuid() == 0 and uid_switch_possible(level) and level != "none"
+        lines.append("labkit grade would use: {} (gradebook: {})".format(level, isolation_name(level, uid, cgroup)))
+    return "\n".join(lines)

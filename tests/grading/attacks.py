@@ -96,3 +96,53 @@ def labkit_student(folder: Path) -> None:
     """A student folder named ``labkit`` (a login can be anything) that is a package: in the folder
     the instructor runs ``labkit grade`` from, it stops any trusted process importing it."""
     _write(folder / "__init__.py", _GUARD.format(name="labkit (a student folder)", up="") + _LEND.format(rel="labkit"))
+
+
+#: The escape attempts of issue 31, each printing ``ESCAPE <what>: <outcome>`` (``done`` when it worked).
+_ESCAPE = r'''import os, socket
+def attempt(what, action):
+    try:
+        print("ESCAPE {{}}: done {{}}".format(what, str(action())[:120]), flush=True)
+    except Exception as exc:
+        print("ESCAPE {{}}: blocked {{}}".format(what, type(exc).__name__), flush=True)
+def write(path):
+    with open(path, "a") as f:
+        f.write("escaped\n")
+    return path
+def search():
+    found = []
+    for top in ("/tmp", "/var/tmp", {home!r}, {subs!r}):
+        for folder, dirs, files in os.walk(top):
+            if folder.startswith(os.getcwd()):
+                continue
+            found += [os.path.join(folder, f) for f in files if f.endswith(".ipynb")]
+            if len(found) > 500:
+                break
+    if not found:
+        raise FileNotFoundError("no classmate's notebook found")
+    return "{{}} notebooks, e.g. {{}}".format(len(found), found[0])
+attempt("write /tmp", lambda: write("/tmp/{marker}"))
+attempt("write /var/tmp", lambda: write("/var/tmp/{marker}"))
+attempt("write home", lambda: write(os.path.join({home!r}, "{marker}")))
+attempt("write submissions", lambda: write(os.path.join({subs!r}, "{marker}")))
+attempt("read shadow", lambda: "SHADOW " + open("/etc/shadow").read().split(":")[0])
+attempt("search classmates", search)
+attempt("edit classmate", lambda: write({victim!r}))
+attempt("connect 127.0.0.1", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=3).sendall(b"stolen"))
+'''
+
+#: What :func:`escape_cell` tries, as its lines name them.
+ESCAPES = ("write /tmp", "write /var/tmp", "write home", "write submissions", "read shadow", "search classmates",
+           "edit classmate", "connect 127.0.0.1")
+
+
+def escape_cell(marker: str, home: str, subs: str, victim: str, port: int) -> str:
+    """A cell that writes to /tmp, /var/tmp, ``home`` and ``subs``, reads /etc/shadow, searches for and
+    appends to a classmate's notebook (``victim``) and connects to 127.0.0.1:``port``."""
+    return _ESCAPE.format(marker=marker, home=home, subs=subs, victim=victim, port=port)
+
+
+def escape_leftovers(marker: str, home: str, subs: str) -> list:
+    """Files the escape cell managed to write (none, where it is contained)."""
+    return [p for p in ("/tmp/" + marker, "/var/tmp/" + marker, os.path.join(home, marker), os.path.join(subs, marker))
+            if os.path.exists(p)]

@@ -18,7 +18,6 @@ from labkit.grading import sandbox, uids
 from labkit.grading.batch import grade_class
 from labkit.grading.gradebook import read_gradebook
 from tests.grading import notebooks as N
-from tests.grading.conftest import needs_bwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUBRIC = os.path.join(HERE, "rubric_toy.yml")
@@ -201,7 +200,7 @@ def test_a_gigabyte_of_output_is_not_kept(batch):
 
 
 def test_sibling_submissions_are_invisible(batch):
-    needs_bwrap(batch["level"])
+    assert sandbox.protects_files(batch["level"])  # bubblewrap or Landlock: the grader refuses otherwise
     text = executed_text(batch, "read_sibling")
     assert "honest_b.ipynb" not in text and "Toy homework" not in text.split("STOLEN")[-1]
     assert batch["results"]["read_sibling"]["status"] == "error"
@@ -216,10 +215,12 @@ def test_gradebook_cannot_be_written_from_a_notebook(batch):
 
 
 def test_no_network_connection_leaves_the_sandbox(batch):
-    needs_bwrap(batch["level"])
+    if batch["level"] == "rlimits" and sandbox.landlock_abi() < 4:
+        pytest.skip("at rlimits only Landlock ABI 4+ denies TCP; this kernel has ABI {}".format(sandbox.landlock_abi()))
     assert batch["hits"] == 0
     result = batch["results"]["network"]
-    assert result["status"] == "error" and ("Network is unreachable" in result["error"] or "refused" in result["error"])
+    assert result["status"] == "error" and any(why in result["error"] for why in (
+        "Network is unreachable", "refused", "Permission denied")), result["error"]
 
 
 def test_grader_environment_is_scrubbed(batch):

@@ -17,7 +17,7 @@ from nbformat.v4 import new_code_cell
 
 from labkit.grading import sandbox
 from tests.grading import notebooks as N
-from tests.grading.conftest import ensure_bubblewrap
+from tests.grading.conftest import ensure_bubblewrap, level_id
 from tests.grading.test_batch import labkit
 from tests.grading.test_hostile import RUBRIC
 
@@ -41,7 +41,7 @@ def _processes(marker: str):
     return found
 
 
-@pytest.mark.parametrize("level", sandbox.LEVELS)
+@pytest.mark.parametrize("level", sandbox.LEVELS, ids=level_id)
 def test_sigkill_of_the_grader_leaves_no_student_process(tmp_path, level):
     if level == "bwrap":
         ensure_bubblewrap()

@@ -25,7 +25,9 @@ from labkit.grading.gradebook import read_gradebook
 from labkit.grading.summary import class_summary, summary_markdown
 from tests.grading import attacks
 from tests.grading import notebooks as N
-from tests.grading.conftest import ensure_bubblewrap
+from tests.grading.conftest import level_id
+
+CONFINING = [level for level in sandbox.LEVELS if level != "none"]
 
 HERE = Path(__file__).resolve().parent
 RUBRIC = str(HERE / "rubric_threats.yml")
@@ -119,12 +121,11 @@ def build_grader_rows(subs: Path) -> None:
             answer="<script>alert('answer')</script> " + N.GOOD_ANSWER)
 
 
-@pytest.fixture(scope="module", params=sandbox.LEVELS)
+@pytest.fixture(scope="module", params=CONFINING, ids=level_id)
 def batch(request, tmp_path_factory, strongest_level):
     level = request.param
     if level == "bwrap":
-        ensure_bubblewrap()
-        sandbox._PROBED.pop("bwrap", None)
+        request.getfixturevalue("bubblewrap")
     if not sandbox.level_available(level):
         pytest.skip("isolation level {} does not work on this machine".format(level))
     root = tmp_path_factory.mktemp("threats-" + level)
@@ -264,7 +265,7 @@ def test_grader_row_html_in_answers_and_record_names_is_shown_as_text(batch):
     assert "<script>" not in (Path(str(batch["out"])) / "summary.md").read_text()
 
 
-@pytest.mark.parametrize("level", sandbox.LEVELS)
+@pytest.mark.parametrize("level", CONFINING, ids=level_id)
 def test_rerun_row_trusted_processes_see_nothing_of_the_submission(tmp_path, level, strongest_level):
     """The recomputation (and the lab-book kernel a re-run starts from it) runs isolated, elsewhere."""
     from labkit.grading.recompute import run_sandboxed
@@ -293,7 +294,7 @@ def test_rerun_row_trusted_processes_see_nothing_of_the_submission(tmp_path, lev
     assert seen["cwd"] == str(scratch.resolve())
 
 
-@pytest.mark.parametrize("level", sandbox.LEVELS)
+@pytest.mark.parametrize("level", CONFINING, ids=level_id)
 def test_recompute_row_files_a_log_points_to_stay_inside_the_submission(tmp_path, level, strongest_level):
     """Whatever a file leads trusted code to open (a Slurm file's pointer), it opens nothing of another
     student's, of the grader's, and no device: an audit hook in the recomputation refuses it."""

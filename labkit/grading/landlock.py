@@ -1,0 +1,213 @@
+"""Landlock (Linux 5.13+): a process confines itself, and every process it starts, without root.
+
+    abi = abi_version()                                  # 0 where the kernel has no Landlock
+    restrict(read=[...], write=[run_folder], deny=[submissions], deny_tcp=True)   # then exec
+
+After :func:`restrict`, the process can read (and execute) only below ``read`` and the system
+folders it needs (:func:`system_read_paths`), read and write only below ``write``, and nothing
+else, whatever its uid; with ABI 4+ it can neither connect nor bind a TCP socket, with ABI 6+
+it reaches no abstract UNIX socket and signals no process outside its own domain. Landlock
+also keeps it from ptracing (so from reading ``/proc/<pid>/environ`` of) processes outside.
+The calls are the kernel's three syscalls, through ``ctypes``: standard library only, since
+the launcher (``confine.py``, run with ``python -I -S``) loads this file before every kernel.
+``LABKIT_LANDLOCK=off`` in the environment makes :func:`abi_version` report 0 (what a kernel
+without Landlock gives: ``labkit grade --check`` then says so).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import stat
+import struct
+from typing import Iterable, List, Optional, Sequence, Set
+
+__all__ = ["abi_version", "restrict", "system_read_paths", "READ", "LandlockError"]
+
+# landlock_create_ruleset, landlock_add_rule, landlock_restrict_self: the same numbers on every
+# architecture that got them through the unified syscall table.
+_SYSCALLS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446), "arm64": (444, 445, 446),
+             "riscv64": (444, 445, 446), "ppc64le": (444, 445, 446), "s390x": (444, 445, 446)}
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+
+# Filesystem rights (include/uapi/linux/landlock.h), the ABI that brought each.
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_ABI1_FS = (1 << 13) - 1  # EXECUTE ... MAKE_SYM
+REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+_FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # what a rule on a non-folder may grant
+READ = EXECUTE | READ_FILE | READ_DIR
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
+
+#: Read-only system folders a Python kernel needs (those that exist); /etc is filtered (below).
+SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/opt", "/proc", "/sys")
+#: Devices a kernel may read and write (GPUs are added where they exist).
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+
+class LandlockError(OSError):
+    """Landlock is missing here, or the kernel refused a ruleset."""
+
+
+def _libc() -> Optional[ctypes.CDLL]:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        return libc
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return None
+
+
+def abi_version() -> int:
+    """The Landlock ABI this kernel offers (0: none, or disabled, or ``LABKIT_LANDLOCK=off``)."""
+    if os.environ.get("LABKIT_LANDLOCK", "").lower() in ("0", "off", "no", "false"):
+        return 0
+    numbers = _SYSCALLS.get(platform.machine())
+    libc = _libc()
+    if numbers is None or libc is None:
+        return 0
+    version = libc.syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    return int(version) if version > 0 else 0
+
+
+def _fs_rights(abi: int) -> int:
+    rights = _ABI1_FS
+    if abi >= 2:
+        rights |= REFER
+    if abi >= 3:
+        rights |= TRUNCATE
+    if abi >= 5:
+        rights |= IOCTL_DEV
+    return rights
+
+
+def _inside(path: str, folder: str) -> bool:
+    folder = folder.rstrip(os.sep) + os.sep
+    return (path.rstrip(os.sep) + os.sep).startswith(folder)
+
+
+def _minus(path: str, deny: Sequence[str], out: List[str], listed: Optional[List[str]] = None,
+           top: bool = True) -> None:
+    """``path``, or, when a denied path lies below it, its children but the way to what is denied.
+
+    A denied folder carves a hole in a larger grant; ``path`` itself inside a denied folder
+    (``top``: asked for by name, such as the run's own submission copy) stays granted. A folder
+    split so goes to ``listed``: Python's importer lists the folders on ``sys.path``, so it keeps
+    the right to list folders below it (names, never the bytes of a denied file).
+    """
+    if not top and any(_inside(path, d) for d in deny):
+        return
+    if not any(_inside(d, path) and d != path for d in deny):
+        out.append(path)
+        return
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return
+    if listed is not None:
+        listed.append(path)
+    for name in names:
+        _minus(os.path.join(path, name), deny, out, listed, top=False)
+
+
+def _private_under(top: str) -> List[str]:
+    """Files and folders below ``top`` other users may not read (``/etc/shadow``, ``/etc/ssl/private``)."""
+    found = []
+    for folder, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if stat.S_ISLNK(mode):
+                continue
+            if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
+                found.append(path)
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in found]
+    return found
+
+
+def system_read_paths() -> List[str]:
+    """The system folders a kernel reads: /usr, /lib*, /proc, /sys, and /etc minus what only root reads."""
+    paths = [p for p in SYSTEM_READ if os.path.exists(p)]
+    _minus("/etc", _private_under("/etc"), paths)
+    return paths
+
+
+def _add_rule(libc: ctypes.CDLL, number: int, ruleset: int, path: str, rights: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:  # gone, or unreadable to us: nothing to grant
+        return
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            rights &= _FILE_ONLY
+        attr = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)  # packed: u64 + s32
+        if libc.syscall(number, ruleset, _RULE_PATH_BENEATH, attr, ctypes.c_uint32(0)) != 0:
+            raise LandlockError(ctypes.get_errno(), "landlock_add_rule({}): {}".format(
+                path, os.strerror(ctypes.get_errno())))
+    finally:
+        os.close(fd)
+
+
+def restrict(read: Iterable[str], write: Iterable[str], deny: Sequence[str] = (), deny_tcp: bool = False,
+             system: bool = True) -> int:
+    """Confine this process from now on (it keeps its open files); return the ABI used.
+
+    ``read``: folders (or files) it may read and execute, minus anything under ``deny``;
+    ``write``: folders it may also write (the run's folder, its connection folder); ``system``:
+    add :func:`system_read_paths` and :data:`DEVICES`. Raises :class:`LandlockError` when Landlock
+    is missing: a caller that asked for it must not go on without it.
+    """
+    abi = abi_version()
+    libc = _libc()
+    if abi < 1 or libc is None:
+        raise LandlockError("this kernel has no Landlock (Linux 5.13+ with landlock in its LSM list)")
+    create, add, restrict_self = _SYSCALLS[platform.machine()]
+    fs = _fs_rights(abi)
+    net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if deny_tcp and abi >= 4 else 0
+    scoped = (_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL) if abi >= 6 else 0
+    attr = ctypes.create_string_buffer(struct.pack("=QQQ", fs, net, scoped), 24)
+    ruleset = libc.syscall(create, attr, ctypes.c_size_t(24 if abi >= 6 else 16), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise LandlockError(ctypes.get_errno(), "landlock_create_ruleset: " + os.strerror(ctypes.get_errno()))
+    try:
+        denied = [os.path.realpath(d) for d in deny if d]
+        readable: List[str] = []
+        listed: List[str] = []
+        for path in list(read) + (system_read_paths() if system else []):
+            if path:
+                _minus(os.path.realpath(path), denied, readable, listed)
+        for path in listed:
+            _add_rule(libc, add, ruleset, path, READ_DIR)
+        seen: Set[str] = set()
+        for path in readable:
+            if path not in seen:
+                seen.add(path)
+                _add_rule(libc, add, ruleset, path, READ & fs)
+        devices = list(DEVICES) + (_gpu_devices() if system else [])
+        for path in devices if system else []:
+            _add_rule(libc, add, ruleset, path, (READ_FILE | WRITE_FILE | IOCTL_DEV) & fs)
+        for path in write:
+            if path:
+                _add_rule(libc, add, ruleset, os.path.realpath(path), fs)
+        libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # required by landlock_restrict_self without CAP_SYS_ADMIN
+        if libc.syscall(restrict_self, ruleset, ctypes.c_uint32(0)) != 0:
+            raise LandlockError(ctypes.get_errno(), "landlock_restrict_self: " + os.strerror(ctypes.get_errno()))
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def _gpu_devices() -> List[str]:
+    """NVIDIA and DRI device files, so a kernel may still use the machine's GPU."""
+    try:
+        names = os.listdir("/dev")
+    except OSError:
+        return []
+    found = [os.path.join("/dev", n) for n in names if n.startswith("nvidia")]
+    return found + [p for p in ("/dev/dri",) if os.path.exists(p)]
