@@ -49,6 +49,8 @@ test-kernels: $(STAMP)
 LOWEST_VENV ?= .venv-lowest
 LOWEST_PY := $(LOWEST_VENV)/bin/python
 LOWEST_TESTS := tests/serving tests/execute tests/sambanova/test_inference_client.py tests/llm tests/bert
+# where seed 100 samples end-of-text depends on torch's random numbers, which change between releases
+LOWEST_DESELECT := --deselect tests/serving/test_server.py::test_ignore_eos_runs_a_sampled_completion_to_max_tokens
 # torch 2.0's wheels are built against NumPy 1.x and fail to import beside NumPy 2
 LOWEST_NUMPY := numpy<2
 
@@ -63,7 +65,7 @@ test-lowest:
 	$(LOWEST_PY) -m pip install --quiet --upgrade pip
 	$(LOWEST_PY) -m pip install --quiet -c $(LOWEST_VENV)/serve.txt -e '.[serve,inference,llm,bert,test]'
 	$(LOWEST_PY) -m pip list 2>/dev/null | grep -iE '^(torch|torchvision|transformers|tokenizers|papermill|nbformat|nbclient|openai|httpx|numpy) '
-	$(LOWEST_PY) -m pytest $(LOWEST_TESTS) -p no:cacheprovider -q
+	$(LOWEST_PY) -m pytest $(LOWEST_TESTS) $(LOWEST_DESELECT) -p no:cacheprovider -q
 	$(LOWEST_PY) -m pip install --quiet -c $(LOWEST_VENV)/llm.txt transformers tokenizers
 	$(LOWEST_PY) -m pip list 2>/dev/null | grep -iE '^(transformers|tokenizers) '
 	$(LOWEST_PY) -m pytest tests/llm tests/bert -p no:cacheprovider -q
