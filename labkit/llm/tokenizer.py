@@ -12,7 +12,8 @@ token, so any text round-trips) with the ``tokenizers`` library on the corpus's 
 Training is deterministic: the same text and vocabulary size give the same tokenizer file.
 It is cached under ``tokenizers/`` of labkit's cache directory
 (:func:`labkit.data.cache.cache_dir`), keyed by the corpus's fingerprint, the size, this
-module's recipe version and the ``tokenizers`` version (whose file format changes), written atomically under a lock so concurrent notebooks build it once.
+module's recipe version and the ``tokenizers`` version (whose file format changes), written
+atomically under a lock so concurrent notebooks build it once.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ Cache = List[Tuple[torch.Tensor, torch.Tensor]]
 
 
 def _cache_keyword(model: Any) -> str:
-    """The name ``model.forward`` takes its cache under: ``cache`` from transformers 5.x on
-    (``past_key_values`` is deprecated there, and removed in 5.40), ``past_key_values`` before."""
+    """The name ``model.forward`` takes its cache under: ``cache`` from transformers 5.24 on
+    (``past_key_values`` warns there and goes in 5.40), ``past_key_values`` before (4.40 to 5.23)."""
     import inspect
 
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
@@ -35,7 +35,7 @@ def _cache_keyword(model: Any) -> str:
 
 def _returned_cache(out: Any) -> Any:
     """The cache a forward pass returned: ``out.cache`` where the output has that field (transformers
-    5.x, where ``past_key_values`` is a deprecated alias), else ``out.past_key_values``."""
+    5.24 on, where ``past_key_values`` is a deprecated alias), else ``out.past_key_values``."""
     cache = getattr(out, "cache", None)
     return cache if cache is not None else out.past_key_values
 
