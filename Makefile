@@ -53,6 +53,7 @@ LOWEST_TESTS := tests/serving tests/execute tests/sambanova/test_inference_clien
 LOWEST_DESELECT := --deselect tests/serving/test_server.py::test_ignore_eos_runs_a_sampled_completion_to_max_tokens
 # torch 2.0's wheels are built against NumPy 1.x and fail to import beside NumPy 2
 LOWEST_NUMPY := numpy<2
+LOWEST_SHOWN := torch|torchvision|transformers|tokenizers|papermill|nbformat|nbclient|openai|httpx|numpy
 
 test-lowest:
 	rm -rf $(LOWEST_VENV)
@@ -64,7 +65,7 @@ test-lowest:
 	echo '$(LOWEST_NUMPY)' >> $(LOWEST_VENV)/llm.txt
 	$(LOWEST_PY) -m pip install --quiet --upgrade pip
 	$(LOWEST_PY) -m pip install --quiet -c $(LOWEST_VENV)/serve.txt -e '.[serve,inference,llm,bert,test]'
-	$(LOWEST_PY) -m pip list 2>/dev/null | grep -iE '^(torch|torchvision|transformers|tokenizers|papermill|nbformat|nbclient|openai|httpx|numpy) '
+	$(LOWEST_PY) -m pip list 2>/dev/null | grep -iE '^($(LOWEST_SHOWN)) '
 	$(LOWEST_PY) -m pytest $(LOWEST_TESTS) $(LOWEST_DESELECT) -p no:cacheprovider -q
 	$(LOWEST_PY) -m pip install --quiet -c $(LOWEST_VENV)/llm.txt transformers tokenizers
 	$(LOWEST_PY) -m pip list 2>/dev/null | grep -iE '^(transformers|tokenizers) '
