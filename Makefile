@@ -14,7 +14,7 @@ export LABKIT_DATA_DIR := $(SHARED_MNIST)
 endif
 endif
 
-.PHONY: lab test test-kernels setup golden bench clean setup-browser test-browser book
+.PHONY: lab test test-kernels test-lowest setup golden bench clean setup-browser test-browser book
 
 setup: $(STAMP)
 
@@ -42,6 +42,34 @@ test: $(STAMP)
 # empty and warm labkit cache (tests/golden/kernels.py says which passes and why).
 test-kernels: $(STAMP)
 	$(PY) tests/golden/kernels.py
+
+# The lowest versions pyproject.toml declares for the libraries labkit calls most, in a venv of
+# their own made anew: torch, papermill, nbclient, openai and transformers at the serve floor, then
+# transformers and tokenizers at the bert/llm floor. tests/lowest_versions.py writes the pins.
+LOWEST_VENV ?= .venv-lowest
+LOWEST_PY := $(LOWEST_VENV)/bin/python
+LOWEST_TESTS := tests/serving tests/execute tests/sambanova/test_inference_client.py tests/llm tests/bert
+# where seed 100 samples end-of-text depends on torch's random numbers, which change between releases
+LOWEST_DESELECT := --deselect tests/serving/test_server.py::test_ignore_eos_runs_a_sampled_completion_to_max_tokens
+# torch 2.0's wheels are built against NumPy 1.x and fail to import beside NumPy 2
+LOWEST_NUMPY := numpy<2
+LOWEST_SHOWN := torch|torchvision|transformers|tokenizers|papermill|nbformat|nbclient|openai|httpx|numpy
+
+test-lowest:
+	rm -rf $(LOWEST_VENV)
+	$(PYTHON) -m venv $(LOWEST_VENV)
+	$(PYTHON) tests/lowest_versions.py --extra serve --extra inference \
+		torch torchvision transformers papermill nbformat nbclient openai httpx > $(LOWEST_VENV)/serve.txt
+	echo '$(LOWEST_NUMPY)' >> $(LOWEST_VENV)/serve.txt
+	$(PYTHON) tests/lowest_versions.py --extra llm --extra bert torch transformers tokenizers > $(LOWEST_VENV)/llm.txt
+	echo '$(LOWEST_NUMPY)' >> $(LOWEST_VENV)/llm.txt
+	$(LOWEST_PY) -m pip install --quiet --upgrade pip
+	$(LOWEST_PY) -m pip install --quiet -c $(LOWEST_VENV)/serve.txt -e '.[serve,inference,llm,bert,test]'
+	$(LOWEST_PY) -m pip list 2>/dev/null | grep -iE '^($(LOWEST_SHOWN)) '
+	$(LOWEST_PY) -m pytest $(LOWEST_TESTS) $(LOWEST_DESELECT) -p no:cacheprovider -q
+	$(LOWEST_PY) -m pip install --quiet -c $(LOWEST_VENV)/llm.txt transformers tokenizers
+	$(LOWEST_PY) -m pip list 2>/dev/null | grep -iE '^(transformers|tokenizers) '
+	$(LOWEST_PY) -m pytest tests/llm tests/bert -p no:cacheprovider -q
 
 golden: $(STAMP)
 	$(PY) tests/golden/regenerate.py

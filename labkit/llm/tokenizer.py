@@ -11,8 +11,9 @@ a small model's cost. So labkit trains a byte-level BPE (GPT-2's scheme: every b
 token, so any text round-trips) with the ``tokenizers`` library on the corpus's training text.
 Training is deterministic: the same text and vocabulary size give the same tokenizer file.
 It is cached under ``tokenizers/`` of labkit's cache directory
-(:func:`labkit.data.cache.cache_dir`), keyed by the corpus's fingerprint, the size and this
-module's recipe version, written atomically under a lock so concurrent notebooks build it once.
+(:func:`labkit.data.cache.cache_dir`), keyed by the corpus's fingerprint, the size, this
+module's recipe version and the ``tokenizers`` version (whose file format changes), written
+atomically under a lock so concurrent notebooks build it once.
 """
 
 from __future__ import annotations
@@ -69,8 +70,13 @@ def wrap_tokenizer(tokenizer: Any) -> Any:
 
 
 def tokenizer_path(fingerprint: str, vocab_size: int) -> Path:
-    """Where the tokenizer of a corpus (by its fingerprint) and a vocabulary size is cached."""
-    return cache_dir() / "tokenizers" / "bpe-v{}-{}-{}.json".format(_RECIPE_VERSION, fingerprint, vocab_size)
+    """Where the tokenizer of a corpus (by its fingerprint) and a vocabulary size is cached, for
+    the installed ``tokenizers``: its file format changes between versions (0.20 writes merges
+    that 0.19 cannot read), and the cache directory is shared by every environment of a user."""
+    import tokenizers
+
+    return cache_dir() / "tokenizers" / "bpe-v{}-{}-{}-tokenizers{}.json".format(
+        _RECIPE_VERSION, fingerprint, vocab_size, tokenizers.__version__)
 
 
 def load_tokenizer(path: Path) -> Any:

@@ -25,6 +25,21 @@ __all__ = ["ChatModel", "Cache", "load_model", "VOCAB_SIZE"]
 Cache = List[Tuple[torch.Tensor, torch.Tensor]]
 
 
+def _cache_keyword(model: Any) -> str:
+    """The name ``model.forward`` takes its cache under: ``cache`` from transformers 5.24 on
+    (``past_key_values`` warns there and goes in 5.40), ``past_key_values`` before (4.40 to 5.23)."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _returned_cache(out: Any) -> Any:
+    """The cache a forward pass returned: ``out.cache`` where the output has that field (transformers
+    5.24 on, where ``past_key_values`` is a deprecated alias), else ``out.past_key_values``."""
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else out.past_key_values
+
+
 def _cache_object(cache: Optional[Cache]) -> Any:
     """A transformers cache holding ``cache`` (None: an empty one), for this transformers version."""
     from transformers import DynamicCache
@@ -59,6 +74,9 @@ class ChatModel:
     context_length: int
     description: str
 
+    def __post_init__(self) -> None:
+        self._cache_keyword = _cache_keyword(self.model)
+
     def encode(self, text: str) -> List[int]:
         return list(self.tokenizer.encode(text))
 
@@ -69,8 +87,8 @@ class ChatModel:
     def prefill(self, ids: Sequence[int]) -> Tuple[torch.Tensor, Cache]:
         """The next-token logits ``[vocab]`` after the prompt ``ids``, and its cache (batch of 1)."""
         input_ids = torch.tensor([list(ids)], dtype=torch.long)
-        out = self.model(input_ids=input_ids, past_key_values=_cache_object(None), use_cache=True)
-        return out.logits[0, -1].float(), _cache_tensors(out.past_key_values)
+        out = self.model(input_ids=input_ids, use_cache=True, **{self._cache_keyword: _cache_object(None)})
+        return out.logits[0, -1].float(), _cache_tensors(_returned_cache(out))
 
     @torch.inference_mode()
     def decode_step(self, tokens: torch.Tensor, positions: torch.Tensor, cache: Cache,
@@ -80,8 +98,8 @@ class ChatModel:
         Returns the logits ``[batch, vocab]`` and the cache one position longer."""
         attention = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
         out = self.model(input_ids=tokens[:, None], position_ids=positions[:, None], attention_mask=attention,
-                         past_key_values=_cache_object(cache), use_cache=True)
-        return out.logits[:, -1].float(), _cache_tensors(out.past_key_values)
+                         use_cache=True, **{self._cache_keyword: _cache_object(cache)})
+        return out.logits[:, -1].float(), _cache_tensors(_returned_cache(out))
 
 
 #: The tokenizer's vocabulary (labkit.llm's byte-level BPE, trained on the offline corpus).

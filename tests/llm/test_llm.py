@@ -86,6 +86,21 @@ def test_tokenizer_training_is_deterministic_and_cached_once(corpus, cache):
         llm.train_tokenizer(corpus.train.split("\n\n"), 600))("a test").input_ids
 
 
+def test_a_tokenizer_cached_by_another_tokenizers_version_is_not_read(corpus, cache, monkeypatch):
+    import tokenizers
+
+    # another environment sharing the cache wrote its file format (0.20's cannot be read by 0.19)
+    with monkeypatch.context() as patch:
+        patch.setattr(tokenizers, "__version__", "0.0.1")
+        theirs = tokenizer_module.tokenizer_path(corpus.fingerprint, 600)
+    theirs.parent.mkdir(parents=True, exist_ok=True)
+    theirs.write_text("{ a format this tokenizers cannot read", encoding="utf-8")
+    ours = tokenizer_module.tokenizer_path(corpus.fingerprint, 600)
+    assert ours != theirs and tokenizers.__version__ in ours.name
+    assert len(llm.corpus_tokenizer(corpus, 600)) == 600
+    assert ours.is_file() and theirs.read_text(encoding="utf-8").startswith("{ a format")
+
+
 def test_tokenizer_is_the_same_in_a_fresh_process(corpus, cache, tmp_path):
     code = ("import os; from labkit import llm; c = llm.load_corpus(); "
             "print(llm.train_tokenizer(c.train.split('\\n\\n'), 700).to_str())")

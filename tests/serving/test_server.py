@@ -150,8 +150,10 @@ def test_sixteen_concurrent_streams_all_finish_and_are_decoded_together(batched)
 
 
 def test_an_unknown_model_or_path_is_a_404_with_an_openai_error_body(batched):
-    with pytest.raises(openai.NotFoundError) as caught:
-        _client(batched).chat.completions.create(model="gpt-oss-120b", max_tokens=4, **_chat("hi"))
+    # closed here: the error's traceback holds the client in a cycle, which the garbage collector may
+    # take apart socket first (a ResourceWarning under openai 1.55 and httpx 0.24)
+    with _client(batched) as client, pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(model="gpt-oss-120b", max_tokens=4, **_chat("hi"))
     assert caught.value.status_code == 404 and caught.value.code == "model_not_found"
     for method, url in (("POST", "/chat/completions/"), ("GET", "/chat/completion"), ("POST", "/v2/chat")):
         response = httpx.request(method, batched.base_url + url, json={})
@@ -183,8 +185,8 @@ def test_a_body_that_is_not_json_is_a_400_and_another_method_a_405(batched):
 
 
 def test_a_missing_or_wrong_key_is_a_401(sequential):
-    with pytest.raises(openai.AuthenticationError):
-        _client(sequential, key="wrong").models.list()
+    with _client(sequential, key="wrong") as client, pytest.raises(openai.AuthenticationError):
+        client.models.list()  # closed: see test_an_unknown_model_or_path_is_a_404_with_an_openai_error_body
     response = httpx.get(sequential.base_url + "/models")
     assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_api_key"
     assert [m.id for m in _client(sequential, key=KEY).models.list().data] == [sequential.model]
