@@ -173,7 +173,7 @@ def test_a_kernel_that_ignores_the_second_ctrl_c_is_killed_after_the_grace(tmp_p
 
 
 def test_a_stop_between_cells_marks_the_next_code_cell_not_a_markdown_one(tmp_path):
-    from labkit.execute import CtrlC
+    from labkit.ctrl_c import CtrlC
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_markdown_cell("## Show"),
