@@ -14,7 +14,16 @@ os.environ.setdefault("LABKIT_PROGRESS", "text")
 if shared_folder.real_mnist().is_dir():
     os.environ.setdefault("LABKIT_DATA_DIR", str(shared_folder.real_mnist()))
 
+import signal
+
 import pytest
+
+# A shell without job control (CI's `make test &`, nohup) starts pytest with SIGINT ignored, and
+# Python then installs no KeyboardInterrupt handler: every test that sends itself a real SIGINT,
+# as Kernel -> Interrupt does, would see nothing happen. Give the suite the handler a terminal and
+# a Jupyter kernel have.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _present(path: Path) -> Path:
