@@ -259,6 +259,7 @@ def test_a_client_that_hangs_up_while_queued_leaves_the_queue(sequential):
 # -- stopping (last: these end the file's servers) ------------------------------------------------
 
 
+@pytest.mark.timing
 def test_sigint_ends_the_streams_in_flight_and_the_server(sequential):
     client, seen, ended = _client(sequential, key=KEY), threading.Event(), []
 
