@@ -14,7 +14,7 @@ export LABKIT_DATA_DIR := $(SHARED_MNIST)
 endif
 endif
 
-.PHONY: lab test test-kernels test-lowest setup golden bench clean setup-browser test-browser book
+.PHONY: lab test test-quick test-flaky test-kernels test-lowest setup golden bench clean setup-browser test-browser book
 
 setup: $(STAMP)
 
@@ -36,7 +36,17 @@ test: $(STAMP)
 	@# pytest exits 5 when it collected no tests: a broken collection must never look green
 	$(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/sanitize.cfg -p no:cacheprovider; \
 	status=$$?; if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; exit $$status
-	$(MAKE) --no-print-directory test-kernels
+	$(PY) tests/golden/kernels.py --after-suite
+
+# The loop between two changes (under 3 minutes): the tests not marked slow or timing
+# (tests/conftest.py marks the files that start kernels, servers, jobs or train).
+test-quick: $(STAMP)
+	$(PY) -m pytest tests -m "not slow and not timing" -q -p no:cacheprovider
+
+# The tests marked `timing` (interrupts, queues, timeouts, kills), 20 runs while a busy loop per
+# core competes for the CPU (the loops stop by themselves); each test's passes out of 20.
+test-flaky: $(STAMP)
+	$(PY) tests/timing_repeat.py --runs $(or $(RUNS),20)
 
 # Every golden notebook again under PyTorch's baseline and best CPU kernels, 1 and 2 threads,
 # empty and warm labkit cache (tests/golden/kernels.py says which passes and why).

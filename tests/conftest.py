@@ -5,6 +5,7 @@
 LABKIT_SHARED, when its folder is missing.
 """
 
+import fnmatch
 import os
 from pathlib import Path
 
@@ -14,7 +15,16 @@ os.environ.setdefault("LABKIT_PROGRESS", "text")
 if shared_folder.real_mnist().is_dir():
     os.environ.setdefault("LABKIT_DATA_DIR", str(shared_folder.real_mnist()))
 
+import signal
+
 import pytest
+
+# A shell without job control (CI's `make test &`, nohup) starts pytest with SIGINT ignored, and
+# Python then installs no KeyboardInterrupt handler: every test that sends itself a real SIGINT,
+# as Kernel -> Interrupt does, would see nothing happen. Give the suite the handler a terminal and
+# a Jupyter kernel have.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _present(path: Path) -> Path:
@@ -39,3 +49,26 @@ def testbed_logs() -> Path:
 def mnist_dir() -> Path:
     """The real MNIST IDX files."""
     return _present(shared_folder.real_mnist())
+
+
+#: Files whose tests start kernels, servers, Slurm jobs or sandboxes, train models or grade a
+#: class: marked ``slow``, so that ``make test-quick`` (``-m "not slow and not timing"``) gives
+#: the loop between two changes in under three minutes. ``make test`` runs everything.
+SLOW_FILES = (
+    "book/*", "bert/*", "browser/*", "grading/*", "homework/*", "serving/*", "slurm/*", "sweep/*", "execute/*",
+    "llm/*", "*/test_notebook.py", "*/test_*_notebook.py", "test_notebooks.py", "test_editing_cells.py",
+    "cerebras/test_llama_*.py", "*/test_portable.py", "groq/test_models.py", "groq/test_exercise.py",
+    "sambanova/test_inference_client.py", "sambanova/test_allreduce.py", "test_recipe.py", "test_ranks.py",
+    "test_interrupts.py", "golden/*.ipynb",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        try:
+            relative = Path(str(item.path)).resolve().relative_to(tests).as_posix()
+        except ValueError:
+            continue
+        if any(fnmatch.fnmatch(relative, pattern) for pattern in SLOW_FILES):
+            item.add_marker(pytest.mark.slow)

@@ -10,6 +10,8 @@ from labkit import bert, interrupts
 from labkit.params import Param, Spec, StaleConfigError
 from labkit.testbeds.graphcore import train as training
 
+pytestmark = pytest.mark.timing
+
 
 def test_first_interrupt_requests_a_stop_second_raises_and_the_handler_is_restored():
     before = signal.getsignal(signal.SIGINT)

@@ -70,6 +70,7 @@ def test_a_rank_that_raises_brings_its_traceback_back_and_the_others_are_stopped
     assert all(_gone(pid) for pid in _pids(tmp_path, 1))
 
 
+@pytest.mark.timing
 def test_a_hanging_rank_is_stopped_at_the_timeout(tmp_path):
     start = time.monotonic()
     with pytest.raises(ranks.RanksFailed, match="no result after 3s"):
@@ -100,6 +101,7 @@ def _interrupt_when_all_ready(folder: Path, world: int, log: list):
     return on_message
 
 
+@pytest.mark.timing
 def test_with_stop_on_interrupt_an_interrupt_stops_the_ranks_and_returns(tmp_path):
     log = []
     outcome = ranks.launch(_hang, 2, args=(str(tmp_path),), stop_on_interrupt=True,
@@ -109,6 +111,7 @@ def test_with_stop_on_interrupt_an_interrupt_stops_the_ranks_and_returns(tmp_pat
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is given back
 
 
+@pytest.mark.timing
 def test_without_stop_on_interrupt_the_interrupt_propagates_and_no_rank_is_left(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         ranks.launch(_hang, 2, args=(str(tmp_path),), on_message=_interrupt_when_all_ready(tmp_path, 2, []), **FAST)

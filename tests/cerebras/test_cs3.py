@@ -167,6 +167,7 @@ def test_a_run_on_the_cs3_echoes_the_command_streams_the_log_and_reads_it(node):
     assert again.metrics["global_rate"] == rate
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("how", ["sigint", "raise"])
 def test_an_interrupt_cancels_the_wsjob_and_keeps_the_partial_run(node, monkeypatch, how):
     monkeypatch.setenv("FAKE_CSZOO_STEP_SLEEP", "0.2")
@@ -191,6 +192,7 @@ def test_an_interrupt_cancels_the_wsjob_and_keeps_the_partial_run(node, monkeypa
     assert run.environment["cancelled_wsjobs"] == [job]
 
 
+@pytest.mark.timing
 def test_without_csctl_the_interrupt_says_how_to_cancel_by_hand(node, monkeypatch):
     (node.bin / "csctl").unlink()
     monkeypatch.setenv("FAKE_CSZOO_STEP_SLEEP", "0.2")

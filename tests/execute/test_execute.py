@@ -95,6 +95,7 @@ def test_cli_failing_notebook_exits_1_and_writes_the_output(tmp_path):
     assert results.read(tmp_path / "failed.ipynb").error.startswith("RuntimeError")
 
 
+@pytest.mark.timing
 def test_timeout_and_dead_kernel_are_outcomes_not_exceptions(tmp_path):
     nb = str(make_demo(tmp_path))
     hung = execute.run_notebook(nb, str(tmp_path / "hang.ipynb"), {"mode": "hang"}, timeout=1.5)

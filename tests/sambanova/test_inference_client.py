@@ -59,6 +59,7 @@ def test_a_wrong_path_or_model_is_a_404_kept_with_the_others(batched, wrong):
     assert "no trailing slash and without /chat/completions" in explain("404", "Metis", target.base_url)
 
 
+@pytest.mark.timing
 def test_a_full_queue_is_a_429_and_the_request_decoded_is_kept():
     with serving.start_server(config="sequential", model_size="tiny", max_queue=0) as server:
         target = Endpoint("seq", server.base_url, server.model, Secret("none"), local=True)
@@ -78,6 +79,7 @@ def test_a_full_queue_is_a_429_and_the_request_decoded_is_kept():
     assert "lower the concurrency" in explain("429", "seq", server.base_url)
 
 
+@pytest.mark.timing
 def test_an_answer_slower_than_timeout_s_is_a_timeout_and_the_rest_is_kept():
     with serving.start_server(config="sequential", model_size="tiny", max_queue=4) as server:
         target = Endpoint("seq", server.base_url, server.model, Secret("none"), local=True)
@@ -96,6 +98,7 @@ def test_max_tokens_beyond_the_context_is_a_400_that_says_so(batched):
     assert "lower max_tokens" in explain("400", "stand-in", batched.base_url)
 
 
+@pytest.mark.timing
 def test_an_interrupt_closes_the_streams_in_flight_and_keeps_the_batches_before(batched):
     def interrupt_later():
         time.sleep(3.0)
@@ -116,6 +119,7 @@ def test_an_interrupt_closes_the_streams_in_flight_and_keeps_the_batches_before(
     assert all(b.figures for b in measured.batches)  # every batch kept, the one stopped included
 
 
+@pytest.mark.timing
 def test_an_interrupt_the_moment_the_bar_appears_returns_the_run_not_a_keyboard_interrupt(batched, monkeypatch):
     # A student presses Interrupt as soon as the bar shows (tests/test_editing_cells.py does the
     # same through a kernel, where the bar could show before the interrupt was caught).

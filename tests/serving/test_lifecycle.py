@@ -18,6 +18,7 @@ from tests.serving.processes import gone, listening
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.timing
 def test_killing_the_parent_leaves_nothing_listening():
     parent = textwrap.dedent("""
         import sys, time
@@ -49,6 +50,7 @@ def test_bad_arguments_are_refused_before_a_process_starts():
             serving.start_server(**kwargs)
 
 
+@pytest.mark.timing
 def test_a_server_not_ready_in_time_is_killed_and_said_so():
     with pytest.raises(serving.ServerStartError, match="did not start within 0 s") as caught:
         serving.start_server(startup_timeout=0.3)

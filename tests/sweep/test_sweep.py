@@ -58,6 +58,7 @@ def test_noise_alone_is_within_noise(tmp_path):
     assert "within noise" in accuracy and "real difference" not in accuracy
 
 
+@pytest.mark.timing
 def test_failures_are_rows_with_causes_and_a_restart_redoes_only_unfinished_runs(tmp_path):
     nb = make_demo(tmp_path / "nb")
     out = tmp_path / "out"
