@@ -7,6 +7,7 @@ LABKIT_SHARED, when its folder is missing.
 
 import fnmatch
 import os
+import signal
 from pathlib import Path
 
 from tests import shared as shared_folder
@@ -14,8 +15,6 @@ from tests import shared as shared_folder
 os.environ.setdefault("LABKIT_PROGRESS", "text")
 if shared_folder.real_mnist().is_dir():
     os.environ.setdefault("LABKIT_DATA_DIR", str(shared_folder.real_mnist()))
-
-import signal
 
 import pytest
 
