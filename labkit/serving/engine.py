@@ -123,7 +123,7 @@ class Engine:
         with self._wake:
             if self._stopping:
                 raise EngineStopped("the server is shutting down")
-            in_server = len(self._waiting) + len(self._rows) + self._admitting
+            in_server = len(self._waiting) + self._decoding() + self._admitting
             if in_server >= self.max_batch + self.max_queue:
                 raise QueueFull("{} requests are in the server ({} decoded at once, {} may wait): try again "
                                 "later".format(in_server, self.max_batch, self.max_queue))
@@ -141,7 +141,12 @@ class Engine:
     def load(self) -> Dict[str, int]:
         """How many requests are decoding and waiting now."""
         with self._wake:
-            return {"running": len(self._rows), "waiting": len(self._waiting)}
+            return {"running": self._decoding(), "waiting": len(self._waiting)}
+
+    def _decoding(self) -> int:
+        # a row whose answer is complete stays in the batch until the next step drops it; its client
+        # has everything, so it no longer counts against max_queue (a 429 would refuse a free place)
+        return sum(1 for gen in self._rows if gen.finished_at is None)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Take no new request, end every pending one with an error, and join the thread."""
