@@ -1,8 +1,8 @@
 """The house rules of docs/architecture.md, checked on the source so they stay true.
 
 - one package per exercise: notebooks/<exercise>/ has labkit/testbeds/<exercise>/;
-- no import cycle among labkit's modules (imports at module level; a module importing its own
-  parent package is not one);
+- no import cycle among labkit's modules, counting imports inside functions and the package
+  ``__init__`` that importing a submodule runs;
 - no private name (``_x``) of one labkit module used by another;
 - every name a notebook cell takes from labkit is in that module's ``__all__``, and every
   ``__all__`` name exists;
@@ -58,44 +58,42 @@ def _known(name: str) -> str:
     return name
 
 
-def _top_level_imports(module: str, path: Path) -> Set[str]:
+def _ancestors(module: str) -> List[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def imports_of(module: str, path: Path) -> Set[str]:
+    """Every labkit module that importing ``module``, or calling any of its functions, may run.
+
+    Imports inside functions count (a late import that dodges a cycle is still one at run time),
+    and so does each package ``__init__`` on the way to the module named: importing
+    ``labkit.logs.base`` runs ``labkit/logs/__init__.py`` first. A module's own parent packages
+    are left out: Python runs them before the module, whoever imports it.
+    """
     tree = ast.parse(path.read_text())
-    statements = [n for top in tree.body for n in ast.walk(top) if isinstance(n, (ast.Import, ast.ImportFrom))
-                  and not any(isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) for p in _parents(top, n))]
     found = set()
-    for node in statements:
+    for node in ast.walk(tree):
         for base, name in _imported(node, module, path.name == "__init__.py"):
             target = _known(base + "." + name if name else base) or _known(base)
-            if target and target != module and not module.startswith(target + "."):
-                found.add(target)
+            if not target:
+                continue
+            for step in _ancestors(target) + [target]:
+                if step in MODULES and step != module and step not in _ancestors(module):
+                    found.add(step)
     return found
 
 
-def _parents(top: ast.AST, target: ast.AST) -> List[ast.AST]:
-    """The nodes from ``top`` down to ``target`` (imports inside functions run late: not cycles)."""
-    if top is target:
-        return []
-    for child in ast.iter_child_nodes(top):
-        if child is target or any(n is target for n in ast.walk(child)):
-            return [top] + _parents(child, target)
-    return []
-
-
-def test_every_exercise_notebook_folder_has_its_package():
-    folders = sorted(p.name for p in (ROOT / "notebooks").iterdir() if p.is_dir() and list(p.glob("*.ipynb")))
-    missing = [f for f in folders if "labkit.testbeds." + f not in MODULES]
-    assert folders and not missing, "notebooks/<x>/ without labkit/testbeds/<x>/: {}".format(missing)
-
-
-def test_no_import_cycles():
-    graph = {m: _top_level_imports(m, p) for m, p in MODULES.items()}
+def import_cycles() -> List[List[str]]:
+    """The strongly connected components (more than one module) of the import graph (Tarjan)."""
+    graph = {m: imports_of(m, p) for m, p in MODULES.items()}
     cycles, index, low, stack, on = [], {}, {}, [], set()
 
-    def visit(v):  # Tarjan's strongly connected components
+    def visit(v):
         index[v] = low[v] = len(index)
         stack.append(v)
         on.add(v)
-        for w in graph[v]:
+        for w in sorted(graph[v]):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -109,10 +107,21 @@ def test_no_import_cycles():
             if len(component) > 1:
                 cycles.append(sorted(component))
 
-    for module in graph:
+    for module in sorted(graph):
         if module not in index:
             visit(module)
-    assert not cycles, "import cycles: {}".format(cycles)
+    return cycles
+
+
+def test_every_exercise_notebook_folder_has_its_package():
+    folders = sorted(p.name for p in (ROOT / "notebooks").iterdir() if p.is_dir() and list(p.glob("*.ipynb")))
+    missing = [f for f in folders if "labkit.testbeds." + f not in MODULES]
+    assert folders and not missing, "notebooks/<x>/ without labkit/testbeds/<x>/: {}".format(missing)
+
+
+def test_no_import_cycles():
+    cycles = import_cycles()
+    assert not cycles, "import cycles (function-level imports and package __init__s counted): {}".format(cycles)
 
 
 def test_no_private_names_across_modules():
