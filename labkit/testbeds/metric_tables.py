@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from labkit.metrics import MetricTable
-from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
-from labkit.testbeds.cerebras.metrics import BERT_METRICS as CEREBRAS_METRICS
+from labkit.testbeds.cerebras.bert_large.metrics import METRICS as CEREBRAS_METRICS
+from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS as LLAMA_METRICS
 from labkit.testbeds.comparison.metrics import SCALING_METRICS
 from labkit.testbeds.graphcore.metrics import BERT_METRICS as GRAPHCORE_BERT_METRICS
 from labkit.testbeds.graphcore.metrics import MNIST_METRICS

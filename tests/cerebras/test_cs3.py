@@ -21,9 +21,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from labkit.testbeds.cerebras import cszoo
+from labkit.testbeds.cerebras.llama2_7b import cszoo
 from labkit.testbeds.cerebras.llama2_7b.log import read_log
-from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
+from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS
 from labkit.testbeds.cerebras.llama2_7b.testbed import run_on_cs3
 from tests.cerebras.cs3_stack import PARAMS_2_6, CS3Node
 from tests.fakes import CSZOO
@@ -153,7 +153,7 @@ def test_a_run_on_the_cs3_echoes_the_command_streams_the_log_and_reads_it(node):
     assert m["steps"] == 20 and m["global_rate"] == rate and m["samples"] == 20 * 256
     assert m["tokens_per_s"] == round(rate * 4096, 1) and run.params["sequence_length"] == 4096
     assert m["checkpoint_s"] == 464.0 and "compile_s" in m and "compile_cached" not in m  # the first compile
-    assert LLAMA_METRICS.check(run) == []
+    assert METRICS.check(run) == []
     log = Path(run.environment["log_path"])
     assert log.parent == node.work and not log.read_text().startswith("$ ")  # the output alone, as tee writes it
     assert run.environment["wsjob_ids"][-1] == run.environment["execute_job_id"]
@@ -230,7 +230,7 @@ def test_the_course_sample_read_for_the_exercise_gives_tokens_per_second_from_th
     assert run.metrics["tokens_per_s"] == round(31.99 * 4096, 1)
     notes = " ".join(run.notes)
     assert "the sequence length of the config" in notes and "does not give the sequence length" not in notes
-    assert LLAMA_METRICS.check(run) == []
+    assert METRICS.check(run) == []
     bare = read_log(str(SAMPLE))
     assert "tokens_per_s" not in bare.metrics and "does not give the sequence length" in " ".join(bare.notes)
 

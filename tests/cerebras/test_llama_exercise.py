@@ -116,7 +116,7 @@ def test_plan_without_a_cs3_trains_the_portable_llama_and_a_log_is_read(tmp_path
 def test_portable_run_reports_the_cs3_metrics_in_their_units(small_run):
     run, _ = small_run
     assert run.status == "complete" and run.source == "portable"
-    assert not llama2_7b.LLAMA_METRICS.check(run)
+    assert not llama2_7b.METRICS.check(run)
     m = run.metrics
     assert m["steps"] == 12 and m["samples"] == 48
     assert m["tokens_per_s"] == pytest.approx(m["global_rate"] * 32, rel=1e-3)

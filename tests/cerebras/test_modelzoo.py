@@ -11,7 +11,9 @@ import yaml
 
 from labkit.devices import DeviceError
 from labkit.params import ParameterError
-from labkit.testbeds import cerebras
+from labkit.testbeds.cerebras import bert_large
+from labkit.testbeds.cerebras.bert_large.exercise import run_bert
+from labkit.testbeds.cerebras.stream import stream_command
 
 from tests.fakes.cerebras_run import parse as modelzoo_parse
 
@@ -21,11 +23,11 @@ SMALL = {"batch_size": 256, "max_steps": 30, "log_steps": 10, "target": "CSX"}
 def config(**values):
     merged = dict(SMALL)
     merged.update(values)
-    return cerebras.BERT_SPEC.validate(merged)
+    return bert_large.SPEC.validate(merged)
 
 
 def test_command_is_the_courses_run_py_csx():
-    command = cerebras.modelzoo_command("configs/p.yaml", "model_dir/x", "/home/me/R_2.0.3/modelzoo/",
+    command = bert_large.modelzoo_command("configs/p.yaml", "model_dir/x", "/home/me/R_2.0.3/modelzoo/",
                                         python="python", compile_dir="me")
     assert command[:3] == ["python", "run.py", "CSX"]
     text = " ".join(command)
@@ -41,12 +43,12 @@ def test_command_is_the_courses_run_py_csx():
 
 def test_command_rejects_zero_systems():
     with pytest.raises(ValueError, match="num_csx"):
-        cerebras.modelzoo_command("p.yaml", "m", "/mz", num_csx=0)
+        bert_large.modelzoo_command("p.yaml", "m", "/mz", num_csx=0)
 
 
 def test_params_yaml_changes_only_the_runs_choices(fake_stack, tmp_path):
     out = tmp_path / "params.yaml"
-    cerebras.write_params_yaml(config(batch_size=2048, micro_batch_size=256, seed=7), str(fake_stack.template), str(out))
+    bert_large.write_params_yaml(config(batch_size=2048, micro_batch_size=256, seed=7), str(fake_stack.template), str(out))
     written = yaml.safe_load(out.read_text())
     original = yaml.safe_load(fake_stack.template.read_text())
     assert written["train_input"]["batch_size"] == 2048
@@ -56,7 +58,7 @@ def test_params_yaml_changes_only_the_runs_choices(fake_stack, tmp_path):
     assert written["model"] == original["model"]  # "large" keeps the template's BERT-Large
     assert written["train_input"]["data_dir"] == original["train_input"]["data_dir"]
     assert written["optimizer"] == original["optimizer"]
-    cerebras.write_params_yaml(config(model_size="mini"), str(fake_stack.template), str(out))
+    bert_large.write_params_yaml(config(model_size="mini"), str(fake_stack.template), str(out))
     assert yaml.safe_load(out.read_text())["model"]["num_hidden_layers"] == 4
 
 
@@ -65,26 +67,26 @@ def test_csx_without_the_stack_says_what_is_missing(tmp_path, monkeypatch):
     monkeypatch.delenv("LABKIT_MODELZOO", raising=False)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(DeviceError) as info:
-        cerebras.run_bert(config(), workdir=str(tmp_path))
+        run_bert(config(), workdir=str(tmp_path))
     message = str(info.value)
     assert "cerebras_pytorch" in message and "modelzoo" in message and "target='auto'" in message
     assert list(tmp_path.iterdir()) == []  # nothing was written, nothing ran
 
 
 def test_auto_picks_the_cs2_when_the_stack_is_here(fake_stack):
-    chosen = cerebras.plan(config(target="auto", modelzoo_dir=str(fake_stack.modelzoo)))
+    chosen = bert_large.plan(config(target="auto", modelzoo_dir=str(fake_stack.modelzoo)))
     assert chosen.path == "modelzoo"
     assert chosen.stack.bert_dir == str(fake_stack.bert_dir)
 
 
 def test_template_sequence_length_must_match(fake_stack):
     with pytest.raises(ParameterError, match="max_seq_length = 512"):
-        cerebras.plan(config(modelzoo_dir=str(fake_stack.modelzoo), max_seq_length=512))
+        bert_large.plan(config(modelzoo_dir=str(fake_stack.modelzoo), max_seq_length=512))
 
 
 def test_stream_shows_lines_while_the_process_runs(fake_stack, tmp_path, monkeypatch):
     params = tmp_path / "p.yaml"
-    cerebras.write_params_yaml(config(), str(fake_stack.template), str(params))
+    bert_large.write_params_yaml(config(), str(fake_stack.template), str(params))
     go = tmp_path / "go"
     monkeypatch.setenv("FAKE_RUNPY_HANDSHAKE", str(go))
     seen = []
@@ -93,9 +95,9 @@ def test_stream_shows_lines_while_the_process_runs(fake_stack, tmp_path, monkeyp
         seen.append(line)
         go.touch()  # the fake waits for this before its second line: it exits 3 if we only saw lines at the end
 
-    command = cerebras.modelzoo_command(str(params), str(tmp_path / "md"), str(fake_stack.modelzoo), compile_dir="t")
+    command = bert_large.modelzoo_command(str(params), str(tmp_path / "md"), str(fake_stack.modelzoo), compile_dir="t")
     log = tmp_path / "run.log"
-    status = cerebras.stream_command(command, str(fake_stack.bert_dir), str(log), echo=echo)
+    status = stream_command(command, str(fake_stack.bert_dir), str(log), echo=echo)
     assert status == 0
     assert "Effective batch size is 256." in seen[0]
     assert log.read_text().splitlines()[1:] == seen  # the file is the echo, after the command line
@@ -104,7 +106,7 @@ def test_stream_shows_lines_while_the_process_runs(fake_stack, tmp_path, monkeyp
 
 def test_modelzoo_run_reads_its_metrics_from_the_log(fake_stack, tmp_path, capsys):
     cfg = config(modelzoo_dir=str(fake_stack.modelzoo), model_dir=str(tmp_path / "model_dir"))
-    run = cerebras.run_bert(cfg, workdir=str(tmp_path / "work"))
+    run = run_bert(cfg, workdir=str(tmp_path / "work"))
     out = capsys.readouterr().out
     assert "| Train Device=CSX, Step=30" in out  # streamed into the notebook
     log = run.environment["log_path"]
@@ -126,6 +128,6 @@ def test_modelzoo_run_reads_its_metrics_from_the_log(fake_stack, tmp_path, capsy
 def test_failed_modelzoo_run_is_marked_failed(fake_stack, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_RUNPY_FAIL", "1")
     cfg = config(modelzoo_dir=str(fake_stack.modelzoo), model_dir=str(tmp_path / "md"))
-    run = cerebras.run_bert(cfg, workdir=str(tmp_path))
+    run = run_bert(cfg, workdir=str(tmp_path))
     assert run.status == "failed"
     assert any("exited with status 1" in note for note in run.notes)

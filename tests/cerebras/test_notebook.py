@@ -37,11 +37,11 @@ def test_notebook_is_committed_clean_and_declares_its_spec():
     assert "config = cerebras.SPEC.from_notebook(globals())" in code[1].source
     assert all(not c.get("outputs") and not c.get("execution_count") for c in code)
     assert nb.metadata["labkit"]["spec"] == "labkit.testbeds.cerebras:SPEC"
-    from labkit.testbeds.cerebras import BERT_SPEC
+    from labkit.testbeds.cerebras.bert_large import SPEC
 
     namespace = {}
     exec(code[0].source, namespace)  # the parameters cell holds exactly the spec's defaults
-    assert {k: v for k, v in namespace.items() if not k.startswith("__")} == BERT_SPEC.defaults()
+    assert {k: v for k, v in namespace.items() if not k.startswith("__")} == SPEC.defaults()
 
 
 def test_batch_size_zero_stops_at_the_parameters(tmp_path):

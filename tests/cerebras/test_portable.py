@@ -7,7 +7,7 @@ import re
 import pytest
 
 import labkit.logs
-from labkit.testbeds import cerebras
+from labkit.testbeds.cerebras import bert_large
 
 from .conftest import STUDENT_LOGS
 
@@ -19,8 +19,8 @@ MICRO = {"model_size": "micro", "batch_size": 4, "max_steps": 6, "log_steps": 3,
 def portable(tmp_path_factory):
     log = tmp_path_factory.mktemp("portable") / "portable.log"
     printed = []
-    config = cerebras.BERT_SPEC.validate(MICRO)
-    run = cerebras.run_portable(config, cerebras.plan(config).device, log_path=str(log), echo=printed.append,
+    config = bert_large.SPEC.validate(MICRO)
+    run = bert_large.run_portable(config, bert_large.plan(config).device, log_path=str(log), echo=printed.append,
                                 progress=False)
     return run, log, printed
 
@@ -38,7 +38,7 @@ def test_lines_are_in_the_modelzoo_format(portable):
 
 def test_the_log_reader_reads_the_same_metrics(portable):
     run, log, _printed = portable
-    read = cerebras.read_log(str(log))
+    read = bert_large.read_log(str(log))
     assert labkit.logs.read(str(log)).format == "cerebras"  # detected as a CS-2 log
     assert read.exercise == run.exercise == "cerebras/bert_large"
     assert read.status == run.status == "complete"
@@ -59,9 +59,9 @@ def test_portable_record_has_warmup_apart(portable):
 
 
 def test_student_logs_compare_by_batch_size(cerebras_logs):
-    config = cerebras.BERT_SPEC.validate({"compare_logs": [str(p) for p in STUDENT_LOGS.values()]})
-    runs = cerebras.compare(config)
-    table = cerebras.comparison_table(runs)
+    config = bert_large.SPEC.validate({"compare_logs": [str(p) for p in STUDENT_LOGS.values()]})
+    runs = bert_large.compare(config)
+    table = bert_large.comparison_table(runs)
     assert list(table["batch_size"]) == [512, 1024, 2048]
     for row in table.itertuples():
         text = STUDENT_LOGS[row.batch_size].read_text()
@@ -70,7 +70,7 @@ def test_student_logs_compare_by_batch_size(cerebras_logs):
         assert row.samples_per_sec == last_global
         assert row.time_per_sample_ms == pytest.approx(1000 * float(seconds) / int(samples))
         assert row.source == "log"
-    figure = cerebras.plot_comparison(table)
+    figure = bert_large.plot_comparison(table)
     assert [ax.get_xlabel() for ax in figure.axes] == ["batch size", "batch size"]
     assert list(figure.axes[0].lines[0].get_ydata()) == list(table["samples_per_sec"])
     import matplotlib.pyplot as plt

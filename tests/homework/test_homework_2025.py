@@ -21,7 +21,7 @@ from labkit.grading import sandbox
 from labkit.grading.batch import grade_class
 from labkit.grading.recompute import from_evidence
 from labkit.testbeds import homework
-from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
+from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS as LLAMA_METRICS
 from labkit.testbeds.homework import fall2025
 from labkit.testbeds.homework.against import points_against
 from labkit.testbeds.homework.where import where_it_ran

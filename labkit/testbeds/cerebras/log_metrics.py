@@ -5,7 +5,7 @@
 
 :mod:`labkit.testbeds.cerebras.log` reads a modelzoo log (CS-2 ``run.py CSX`` or CS-3
 ``cszoo fit``) into these names whatever the model; the BERT-Large table
-(:mod:`labkit.testbeds.cerebras.metrics`) and the LLaMA-2-7B table
+(:mod:`labkit.testbeds.cerebras.bert_large.metrics`) and the LLaMA-2-7B table
 (:mod:`labkit.testbeds.cerebras.llama2_7b.metrics`) both include them, so a log read for either
 exercise records metrics its table holds.
 """

@@ -20,7 +20,7 @@ from typing import Any, Dict, Tuple
 
 from labkit.params import PATH, Param, Spec
 from labkit.results import Run
-from labkit.testbeds.cerebras.metrics import BERT_METRICS as CEREBRAS
+from labkit.testbeds.cerebras.bert_large.metrics import METRICS as CEREBRAS
 from labkit.testbeds.graphcore.metrics import MNIST_METRICS as GRAPHCORE
 from labkit.testbeds.groq.metrics import BERT_TINY_METRICS as GROQ
 from labkit.testbeds.sambanova.metrics import BERT_METRICS as SAMBANOVA

@@ -21,7 +21,7 @@ the evidence and the grader.
 from __future__ import annotations
 
 from labkit.params import PATH, Param, Spec
-from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS as CS3
+from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS as CS3
 from labkit.testbeds.homework.endpoints import endpoint_table, plot_endpoints
 from labkit.testbeds.homework.spec import Exercise, Homework
 from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS as INFERENCE

@@ -1,31 +1,87 @@
-"""The whole exercise: the notebook's run step (:func:`run_exercise`, :func:`run_bert`) and the
-homework's :func:`compare`.
+"""The notebook's plan and run steps (:func:`plan`, :func:`run_exercise`) and the homework's :func:`compare`.
 
-    from labkit.testbeds import cerebras
-    cerebras.plan(config)                          # the CS-2, the portable BERT, or a log, and why
-    run = cerebras.run_exercise(config)            # a log read, the CS-2, or the portable BERT
-    cerebras.show(run)
-    runs = cerebras.compare(config, runs=[run])    # plus compare_logs and compare_batch_sizes
+    from labkit.testbeds.cerebras import bert_large
+    bert_large.plan(config)                          # the CS-2, the portable BERT, or a log, and why
+    run = bert_large.run_exercise(config)            # a log read, the CS-2, or the portable BERT
+    bert_large.show(run)
+    runs = bert_large.compare(config, runs=[run])    # plus compare_logs and compare_batch_sizes
+
+A plan decides, it never trains: ``target="CSX"`` without the Cerebras stack, or a portable run
+that would take hours, is refused here (see ``allow_long_run``).
 """
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+import os
+from dataclasses import dataclass
+from typing import Any, List, Optional, Sequence
 
+from labkit import bert, devices
 from labkit.interrupts import run_step
-from labkit.params import Config
+from labkit.params import Config, ParameterError
+from labkit.plans import RunPlan, device_why
 from labkit.results import Run
-from labkit.testbeds.cerebras.host import Plan, plan
-from labkit.testbeds.cerebras.metrics import read_log
-from labkit.testbeds.cerebras.modelzoo import run_modelzoo
-from labkit.testbeds.cerebras.portable import run_portable
+from labkit.testbeds.cerebras.bert_large.host import CerebrasStack, cerebras_stack, check_template
+from labkit.testbeds.cerebras.bert_large.log import read_log
+from labkit.testbeds.cerebras.bert_large.modelzoo import run_modelzoo
+from labkit.testbeds.cerebras.bert_large.portable import run_portable
+from labkit.testbeds.cerebras.bert_large.spec import CEREBRAS_HELP, EXERCISE, LONG_RUN_SECONDS
 
-__all__ = ["run_exercise", "run_bert", "compare"]
+__all__ = ["BertLargePlan", "plan", "run_exercise", "run_bert", "compare", "estimated_seconds"]
+
+
+@dataclass(repr=False)
+class BertLargePlan(RunPlan):
+    """A :class:`labkit.plans.RunPlan` whose ``path`` is "log", "modelzoo" (the CS-2) or "portable",
+    with the Cerebras ``stack`` a "modelzoo" run uses."""
+
+    stack: Optional[CerebrasStack] = None
+
+
+def plan(config: Config, sizes: Optional[Sequence[int]] = None) -> BertLargePlan:
+    """Decide where ``config`` runs, before anything runs.
+
+    Raises :class:`labkit.devices.DeviceError` saying what is missing when ``target="CSX"``
+    and the Cerebras stack is not here, or a GPU that was asked for is absent; raises
+    ParameterError when a portable run would take hours (see ``allow_long_run``); ``sizes``
+    are the batch sizes that will train (default: ``batch_size`` and ``compare_batch_sizes``).
+    """
+    if config.log_path:
+        return BertLargePlan("log", "reads the log at {} (a CS-2 run; nothing is trained)".format(config.log_path),
+                             "log_path is set: the run is read from that log")
+    why = ""
+    if config.target in ("CSX", "auto"):
+        stack = cerebras_stack(config.modelzoo_dir)
+        if stack.complete:
+            check_template(config, stack)
+            why = "target={!r} and the Cerebras stack is here (cerebras_pytorch and the modelzoo's run.py)".format(
+                config.target)
+            return BertLargePlan("modelzoo", "the CS-2, with the modelzoo in {}".format(stack.bert_dir), why,
+                                 stack=stack)
+        if config.target == "CSX":
+            raise devices.DeviceError("target='CSX' was asked for, but the Cerebras stack is not here: {}. {}".format(
+                "; ".join(stack.missing), CEREBRAS_HELP))
+        why = "no CS-2 here ({}); ".format("; ".join(stack.missing))
+    device = devices.torch_device("auto" if config.target in ("CSX", "auto") else config.target)
+    _check_cost(config, device, sizes)
+    return BertLargePlan("portable", "the portable BERT on {} ({})".format(device, devices.device_name(device)),
+                         why + device_why("target", config.target, device), device=device)
+
+
+_plan_step = plan  # run_exercise's argument is called plan too
 
 
 @run_step
-def run_bert(config: Config, chosen: Optional[Plan] = None, workdir: str = ".", log_path: Optional[str] = None) -> Run:
-    """Run the exercise as ``config`` says (see :func:`plan`) and return its record."""
+def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
+    """The notebook's run step: :func:`run_bert` where ``plan`` (default: :func:`plan` now) says."""
+    return run_bert(config, plan if plan is not None else _plan_step(config))
+
+
+@run_step
+def run_bert(config: Config, chosen: Optional[BertLargePlan] = None, workdir: str = ".",
+             log_path: Optional[str] = None) -> Run:
+    """Run the exercise as ``config`` and ``chosen`` (default: :func:`plan` now) say and return its record;
+    a CS-2 run writes its params file and log in ``workdir``, a portable run its log lines to ``log_path``."""
     chosen = chosen or plan(config)
     if chosen.path == "log":
         run = read_log(config.log_path, config)
@@ -38,13 +94,8 @@ def run_bert(config: Config, chosen: Optional[Plan] = None, workdir: str = ".", 
 
 
 @run_step
-def run_exercise(config: Config, plan: Optional[Plan] = None) -> Run:
-    """The notebook's run step: :func:`run_bert` where ``plan`` (default: :func:`plan` now) says."""
-    return run_bert(config, plan)
-
-
-@run_step
-def compare(config: Config, chosen: Optional[Plan] = None, runs: Sequence[Run] = (), workdir: str = ".") -> List[Run]:
+def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequence[Run] = (),
+            workdir: str = ".") -> List[Run]:
     """The homework's runs: ``runs`` already made, the ``compare_logs`` read, and one run per
     ``compare_batch_sizes`` entry trained here (on the CS-2 or the portable path); a batch size
     already trained in ``runs`` is not trained again."""
@@ -65,3 +116,38 @@ def compare(config: Config, chosen: Optional[Plan] = None, runs: Sequence[Run] =
             if found[-1].status == "interrupted":  # the student stopped it: no more runs
                 break
     return found
+
+
+def estimated_seconds(config: Config, device: Any, batch_size: Optional[int] = None) -> float:
+    """A rough, deliberately optimistic time for a portable run (to refuse hopeless ones)."""
+    cfg = bert.model_config(config.model_size, config.max_seq_length)
+    layers, hidden, seq = cfg.num_hidden_layers, cfg.hidden_size, config.max_seq_length
+    per_token = 6 * (12 * layers * hidden * hidden + 2 * layers * seq * hidden) + 6 * 0.15 * cfg.vocab_size * hidden
+    tokens = (batch_size or config.batch_size) * config.max_steps * seq
+    kind = getattr(device, "type", str(device))
+    flops = {"cuda": 5e13, "mps": 5e12}.get(kind, 2e10 * (os.cpu_count() or 1))
+    return per_token * tokens / flops
+
+
+def _check_cost(config: Config, device: Any, sizes: Optional[Sequence[int]] = None) -> None:
+    if config.allow_long_run:
+        return
+    if sizes is None:
+        sizes = [config.batch_size] + list(config.compare_batch_sizes)
+    seconds = sum(estimated_seconds(config, device, b) for b in sizes)
+    if seconds > LONG_RUN_SECONDS:
+        raise ParameterError([
+            "model_size = {!r}, {}, max_steps = {}: on {} this portable training would take about {} "
+            "(a rough estimate); the CS-2 does it in minutes. Allowed here: something smaller, e.g. model_size='tiny', "
+            "batch_size=32, max_steps=100, log_steps=10; or read a CS-2 log with log_path; or set "
+            "allow_long_run=True.".format(config.model_size, "batch_size = {}".format(sizes[0]) if len(sizes) == 1 else
+                                          "batch sizes {}".format(list(sizes)), config.max_steps,
+                                          device, _duration(seconds))], EXERCISE)
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 86400:
+        return "{:.0f} days".format(seconds / 86400)
+    if seconds >= 3600:
+        return "{:.0f} hours".format(seconds / 3600)
+    return "{:.0f} minutes".format(seconds / 60)

@@ -1,9 +1,9 @@
 """The CS-2 path: the modelzoo's params YAML, the course's ``python run.py CSX ...`` command, the run.
 
-    from labkit.testbeds import cerebras
-    cerebras.write_params_yaml(config, template, "params.yaml")
-    cerebras.modelzoo_command("params.yaml", "model_dir", "/home/me/R_2.3.0/modelzoo")
-    run = cerebras.run_modelzoo(config, cerebras.cerebras_stack())
+    from labkit.testbeds.cerebras import bert_large
+    bert_large.write_params_yaml(config, template, "params.yaml")
+    bert_large.modelzoo_command("params.yaml", "model_dir", "/home/me/R_2.3.0/modelzoo")
+    run = bert_large.run_modelzoo(config, bert_large.cerebras_stack())
 
 Verified only on the testbed; here it is tested against a fake ``run.py`` that prints the real
 log format (tests/fakes/cerebras_run.py).
@@ -20,9 +20,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from labkit import bert
 from labkit.params import Config
 from labkit.results import Run
-from labkit.testbeds.cerebras.host import CerebrasStack, template_path
+from labkit.testbeds.cerebras.bert_large.host import CerebrasStack, template_path
+from labkit.testbeds.cerebras.bert_large.log import read_log
 from labkit.testbeds.cerebras.loglines import step_of
-from labkit.testbeds.cerebras.metrics import read_log
 from labkit.testbeds.cerebras.stream import echo_above, stream_command
 
 __all__ = ["write_params_yaml", "modelzoo_command", "run_modelzoo"]

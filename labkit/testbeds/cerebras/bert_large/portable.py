@@ -1,7 +1,7 @@
 """The portable path: :mod:`labkit.bert` trains BERT on a torch device, printing the modelzoo's log lines.
 
-    from labkit.testbeds import cerebras
-    run = cerebras.run_portable(config, device, log_path="portable.log")
+    from labkit.testbeds.cerebras import bert_large
+    run = bert_large.run_portable(config, device, log_path="portable.log")
 
 The lines in ``log_path`` read with :mod:`labkit.logs` as a CS-2 log does.
 """
@@ -16,11 +16,10 @@ from labkit import bert, devices, interrupts
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.params import Config
 from labkit.results import Run
+from labkit.testbeds.cerebras.bert_large.metrics import METRICS
+from labkit.testbeds.cerebras.bert_large.spec import EXERCISE
 from labkit.testbeds.cerebras.loglines import info_line, processed_line, train_line
-from labkit.testbeds.cerebras.metrics import add_train_metrics
-from labkit.testbeds.cerebras.spec import EXERCISE
 from labkit.testbeds.cerebras.stream import echo_above
-from labkit.testbeds.cerebras.metrics import BERT_METRICS
 
 __all__ = ["run_portable"]
 
@@ -97,12 +96,12 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     elif loss_divergence(result.losses):  # bert.train stops early only on a non-finite loss
         run.status = "diverged"
         run.notes.append(divergence_note(result.losses, where="step", advice="Lower learning_rate."))
-    add_train_metrics(run, result)
+    _add_train_metrics(run, result)
     run.add_series("loss", list(range(1, len(result.losses) + 1)), result.losses)
     run.add_series("rate", [e.step for e in result.logs], [e.rate for e in result.logs])
     run.add_series("global_rate", [e.step for e in result.logs], [e.global_rate for e in result.logs])
-    BERT_METRICS.add(run, "setup_time", round(setup_time, 4))
-    BERT_METRICS.add(run, "warmup_time", round(result.warmup_time, 4))
+    METRICS.add(run, "setup_time", round(setup_time, 4))
+    METRICS.add(run, "warmup_time", round(result.warmup_time, 4))
     run.environment = devices.environment(device, {"parameters": bert.count_parameters(model)})
     if log_path:
         run.environment["log_path"] = os.path.abspath(log_path)
@@ -112,3 +111,22 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     if getattr(device, "type", "") == "cuda":
         torch.cuda.empty_cache()
     return run
+
+
+def _add_train_metrics(run: Run, result: bert.TrainResult) -> None:
+    """The exercise's metrics, and the log reader's names for the same numbers."""
+    last = result.logs[-1] if result.logs else None
+    # The last GlobalRate, as a log gives it (at the last step; "Processed ... in T seconds"
+    # is taken a moment later, so total_samples / total_time differs in the last digits).
+    add = METRICS.add
+    add(run, "samples_per_sec", round(last.global_rate if last else result.global_rate, 2))
+    add(run, "time_per_sample", result.time_per_sample)
+    add(run, "final_loss", round(result.final_loss, 5))
+    add(run, "total_samples", result.total_samples)
+    add(run, "total_time", result.total_time)
+    add(run, "steps", len(result.losses))
+    # The same numbers under the names labkit.logs gives a CS-2 log, so tables line up.
+    add(run, "global_rate", round(last.global_rate, 2) if last else 0.0)
+    add(run, "last_rate", round(last.rate, 2) if last else 0.0)
+    add(run, "samples", result.total_samples)
+    add(run, "train_seconds", result.total_time)

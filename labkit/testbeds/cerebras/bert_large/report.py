@@ -1,11 +1,11 @@
 """The exercise's tables and plots: one run's metrics and loss, the homework's batch-size comparison.
 
-    from labkit.testbeds import cerebras
-    cerebras.show(run)                               # the notebook's show step: metrics, notes, loss
-    cerebras.format_table(cerebras.metrics_table(run))   # each number beside its unit
-    cerebras.plot_loss(run)
-    table = cerebras.comparison_table(runs)
-    cerebras.format_table(table); cerebras.plot_comparison(table)
+    from labkit.testbeds.cerebras import bert_large
+    bert_large.show(run)                                   # the notebook's show step: metrics, notes, loss
+    bert_large.format_table(bert_large.metrics_table(run))   # each number beside its unit
+    bert_large.plot_loss(run)
+    table = bert_large.comparison_table(runs)
+    bert_large.format_table(table); bert_large.plot_comparison(table)
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from labkit import display, plots
 from labkit.results import Run
-from labkit.testbeds.cerebras.metrics import BERT_METRICS, standardize
+from labkit.testbeds.cerebras.bert_large.log import standardize
+from labkit.testbeds.cerebras.bert_large.metrics import METRICS
 
 __all__ = ["comparison_table", "plot_comparison", "metrics_table", "plot_loss", "show", "format_table",
            "TABLE_UNITS", "SHOWN_METRICS"]
@@ -80,7 +81,7 @@ def metrics_table(run: Run):
     """The run's main metrics as a table: metric, value, unit (from the exercise's table of metrics)."""
     import pandas as pd
 
-    rows = [{"metric": name, "value": run.metrics[name], "unit": BERT_METRICS.unit(name)}
+    rows = [{"metric": name, "value": run.metrics[name], "unit": METRICS.unit(name)}
             for name in SHOWN_METRICS if name in run.metrics]
     rows[:0] = [{"metric": name, "value": text, "unit": ""} for name, text in run.partial_rows()]
     return pd.DataFrame(rows, columns=["metric", "value", "unit"], dtype=object)  # object: counts stay ints

@@ -1,10 +1,11 @@
-"""The Cerebras BERT-Large exercise's parameters: :data:`BERT_SPEC`, its defaults and checks.
+"""The Cerebras BERT-Large exercise's parameters: :data:`SPEC`, its defaults and checks.
 
-    from labkit.testbeds.cerebras import BERT_SPEC
-    config = BERT_SPEC.validate({"model_size": "micro", "batch_size": 8, "max_steps": 20, "log_steps": 10})
+    from labkit.testbeds.cerebras import bert_large
+    config = bert_large.SPEC.validate({"model_size": "micro", "batch_size": 8, "max_steps": 20, "log_steps": 10})
 
-The notebook reads it with ``BERT_SPEC.from_notebook(globals())`` (metadata
-``labkit.testbeds.cerebras:BERT_SPEC``); docs/cerebras.md lists every parameter.
+The notebook reads it with ``SPEC.from_notebook(globals())`` (its metadata says
+``labkit.testbeds.cerebras:SPEC``, which the cerebras package forwards here); docs/cerebras.md
+lists every parameter.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Optional
 from labkit import bert
 from labkit.params import PATH, Config, Param, Spec, existing_file
 
-__all__ = ["SPEC", "EXERCISE", "DEFAULT_TEMPLATE", "MAX_STEPS", "LONG_RUN_SECONDS", "BERT_SPEC", "CEREBRAS_HELP"]
+__all__ = ["SPEC", "EXERCISE", "DEFAULT_TEMPLATE", "MAX_STEPS", "LONG_RUN_SECONDS", "CEREBRAS_HELP"]
 
 EXERCISE = "cerebras/bert_large"
 
@@ -48,7 +49,7 @@ def _micro_batch_divides(config: Config):
     return None
 
 
-BERT_SPEC = Spec(
+SPEC = Spec(
     EXERCISE,
     Param("batch_size", int, 1024, "samples per optimizer step (the modelzoo's effective batch size)", min=1, max=65536),
     Param("max_steps", int, 1000, "optimizer steps (runconfig.max_steps)", min=1, max=MAX_STEPS),
@@ -83,6 +84,3 @@ CEREBRAS_HELP = (
     "and `git checkout Release_<release>`; pass its path as modelzoo_dir, or keep it under ~/R_<release>/modelzoo). "
     "Elsewhere use target='auto', 'cuda', 'mps' or 'cpu' (the portable BERT), or log_path to read a CS-2 log."
 )
-
-#: The exercise's spec under the name every exercise uses (``BERT_SPEC`` is its older name).
-SPEC = BERT_SPEC

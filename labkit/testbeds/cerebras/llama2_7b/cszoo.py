@@ -1,6 +1,6 @@
 """The CS-3 path (modelzoo Release 2.6): the course's params YAML, ``cszoo fit``, ``csctl cancel job``.
 
-    from labkit.testbeds.cerebras import cszoo
+    from labkit.testbeds.cerebras.llama2_7b import cszoo
     source = cszoo.course_params_file()              # /software/cerebras/dataset/params_llama2_7b.yaml, else the modelzoo's
     edit = cszoo.write_params_yaml(source, "configs/params_llama2_7b_bs256.yaml", batch_size=256, steps=200)
     edit.changes                                     # [("trainer.fit.train_dataloader.batch_size", 1024, 256), ...]
@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from labkit.progress import bar
-from labkit.testbeds.cerebras.host import candidate_modelzoos
+from labkit.testbeds.cerebras.checkouts import candidate_modelzoos
 from labkit.testbeds.cerebras.loglines import step_of, wsjob_of
 from labkit.testbeds.cerebras.stream import echo_above, stream_command
 from labkit.testbeds.cerebras.yaml_edit import find_keys, key_paths, set_scalar

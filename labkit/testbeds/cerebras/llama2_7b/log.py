@@ -19,10 +19,9 @@ import labkit.logs
 from labkit.params import existing_file
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.metrics import add_tokens_per_s
+from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE
 
-__all__ = ["EXERCISE", "read_log"]
-
-EXERCISE = "cerebras/llama2_7b"
+__all__ = ["read_log"]
 
 _NO_LENGTH = "The log does not give the sequence length"
 

@@ -1,7 +1,7 @@
 """The LLaMA-2-7B exercise's metrics, under the same names from a CS-3 log and from a portable run.
 
-    from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS, add_tokens_per_s
-    LLAMA_METRICS.frame()                 # what each metric means
+    from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS, add_tokens_per_s
+    METRICS.frame()                       # what each metric means
     add_tokens_per_s(run, 1024)           # tokens_per_s = global_rate x sequence length
 
 The table leads with ``global_rate`` (the modelzoo's GlobalRate, samples/s), ``tokens_per_s``
@@ -15,9 +15,10 @@ from typing import Optional
 
 from labkit.metrics import Metric, MetricTable
 from labkit.results import Run
+from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE
 from labkit.testbeds.cerebras.log_metrics import LOG_METRICS
 
-__all__ = ["LLAMA_METRICS", "add_tokens_per_s"]
+__all__ = ["METRICS", "add_tokens_per_s"]
 
 _OWN = (
     Metric("global_rate", "samples/s", "the modelzoo's GlobalRate at the last logged step: samples (sequences) per "
@@ -39,8 +40,8 @@ _PORTABLE = (
 )
 
 #: Every metric of a LLaMA-2-7B run: a CS-3 log's (``cszoo fit``) and a portable run's.
-LLAMA_METRICS = MetricTable(
-    ("cerebras/llama2_7b",),
+METRICS = MetricTable(
+    (EXERCISE,),
     *(_OWN + tuple(m for m in LOG_METRICS if m.name not in {o.name for o in _OWN}) + _PORTABLE),
 )
 
@@ -50,5 +51,5 @@ def add_tokens_per_s(run: Run, sequence_length: Optional[int]) -> bool:
     rate = run.metrics.get("global_rate")
     if rate is None or not sequence_length:
         return False
-    LLAMA_METRICS.add(run, "tokens_per_s", round(float(rate) * int(sequence_length), 1))
+    METRICS.add(run, "tokens_per_s", round(float(rate) * int(sequence_length), 1))
     return True

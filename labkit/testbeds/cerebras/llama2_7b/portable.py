@@ -23,11 +23,11 @@ from labkit.divergence import divergence_note, loss_divergence
 from labkit.params import Config
 from labkit.progress import bar
 from labkit.results import Run
-from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS, add_tokens_per_s
+from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS, add_tokens_per_s
 from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE, effective
 from labkit.testbeds.cerebras.stream import echo_above
 
-__all__ = ["run_portable", "train_line", "processed_line", "VOCAB_SIZE", "VALIDATION_BATCHES"]
+__all__ = ["run_portable", "VOCAB_SIZE", "VALIDATION_BATCHES"]
 
 #: The portable tokenizer's vocabulary (LLaMA-2's 32,000 would make a small model mostly output layer).
 VOCAB_SIZE = 2048
@@ -128,25 +128,25 @@ def _record(config: Config, values: dict, device: Any, result: Any, setup_s: flo
         run.notes.append(divergence_note(result.losses, where="step", advice="Lower learning_rate."))
     logs = result.logs
     if logs:
-        LLAMA_METRICS.add(run, "global_rate", round(logs[-1].global_rate, 3))
-        LLAMA_METRICS.add(run, "last_rate", round(logs[-1].rate, 3))
-        LLAMA_METRICS.add(run, "min_rate", round(min(r.rate for r in logs), 3))
-        LLAMA_METRICS.add(run, "max_rate", round(max(r.rate for r in logs), 3))
-        LLAMA_METRICS.add(run, "final_loss", round(logs[-1].loss, 5))
-        LLAMA_METRICS.add(run, "steps", logs[-1].step)
+        METRICS.add(run, "global_rate", round(logs[-1].global_rate, 3))
+        METRICS.add(run, "last_rate", round(logs[-1].rate, 3))
+        METRICS.add(run, "min_rate", round(min(r.rate for r in logs), 3))
+        METRICS.add(run, "max_rate", round(max(r.rate for r in logs), 3))
+        METRICS.add(run, "final_loss", round(logs[-1].loss, 5))
+        METRICS.add(run, "steps", logs[-1].step)
         add_tokens_per_s(run, values["sequence_length"])
     elif result.losses:  # interrupted before the first report: the steps it made still count
-        LLAMA_METRICS.add(run, "final_loss", round(result.losses[-1], 5))
-        LLAMA_METRICS.add(run, "steps", len(result.losses))
-    LLAMA_METRICS.add(run, "samples", result.total_samples)
-    LLAMA_METRICS.add(run, "train_seconds", round(result.total_time, 4))
+        METRICS.add(run, "final_loss", round(result.losses[-1], 5))
+        METRICS.add(run, "steps", len(result.losses))
+    METRICS.add(run, "samples", result.total_samples)
+    METRICS.add(run, "train_seconds", round(result.total_time, 4))
     if result.total_time > 0:
-        LLAMA_METRICS.add(run, "samples_per_s", round(result.total_samples / result.total_time, 3))
-    LLAMA_METRICS.add(run, "first_step_s", round(result.first_step_s, 4))
-    LLAMA_METRICS.add(run, "build_s", round(setup_s, 4))
+        METRICS.add(run, "samples_per_s", round(result.total_samples / result.total_time, 3))
+    METRICS.add(run, "first_step_s", round(result.first_step_s, 4))
+    METRICS.add(run, "build_s", round(setup_s, 4))
     if validation == validation:  # not NaN
-        LLAMA_METRICS.add(run, "validation_loss", round(validation, 5))
-    LLAMA_METRICS.add(run, "parameters", parameters)
+        METRICS.add(run, "validation_loss", round(validation, 5))
+    METRICS.add(run, "parameters", parameters)
     run.add_series("loss", list(range(1, len(result.losses) + 1)), result.losses)
     run.add_series("rate", [r.step for r in logs], [r.rate for r in logs])
     run.add_series("global_rate", [r.step for r in logs], [r.global_rate for r in logs])

@@ -14,7 +14,7 @@ from typing import Any, List, Optional, Sequence
 
 from labkit import display, plots
 from labkit.results import Run
-from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
+from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS
 
 __all__ = ["where_label", "metrics_table", "throughput_table", "format_throughput", "plot_loss", "plot_throughput",
            "show", "SHOWN_METRICS", "THROUGHPUT_UNITS"]
@@ -59,7 +59,7 @@ def metrics_table(run: Run):
     rows.append({"metric": "where", "value": where_label(run), "meaning": "where the run ran"})
     for name in SHOWN_METRICS:
         if name in run.metrics:
-            metric = LLAMA_METRICS[name]
+            metric = METRICS[name]
             rows.append({"metric": name, "value": _text(run.metrics[name], metric.unit), "meaning": metric.meaning})
     return pd.DataFrame(rows, columns=["metric", "value", "meaning"]).set_index("metric")
 

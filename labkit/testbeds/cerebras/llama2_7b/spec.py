@@ -22,13 +22,10 @@ from typing import Any, Dict, Optional
 from labkit.llm import MODEL_SIZES
 from labkit.params import PATH, Config, Param, Spec, existing_file
 
-__all__ = ["SPEC", "EXERCISE", "COURSE", "COURSE_TEMPLATE", "PORTABLE_DEFAULTS", "PORTABLE_SIZE", "MAX_STEPS",
-           "LONG_RUN_SECONDS", "effective"]
+__all__ = ["SPEC", "EXERCISE", "COURSE", "PORTABLE_DEFAULTS", "PORTABLE_SIZE", "MAX_STEPS", "LONG_RUN_SECONDS",
+           "effective"]
 
 EXERCISE = "cerebras/llama2_7b"
-
-#: Where the ALCF course keeps its params file (copied into the modelzoo's llama/configs/).
-COURSE_TEMPLATE = "/software/cerebras/dataset/params_llama2_7b.yaml"
 
 #: The course's run (its sample log: 200 steps of 1024 samples, a report every 50 steps) and the
 #: modelzoo's params_llama2_7b.yaml (sequences of 4096 tokens, AdamW peaking at 3e-4, seed 1).

@@ -25,9 +25,10 @@ from typing import Any, Callable, Optional
 
 from labkit.interrupts import where
 from labkit.results import Run
-from labkit.testbeds.cerebras.cszoo import COURSE_PARAMS, LLAMA_DIR, course_params_file, cszoo_command, llama_dir, \
-    params_values, run_cszoo, write_params_yaml
-from labkit.testbeds.cerebras.llama2_7b.log import EXERCISE, read_log
+from labkit.testbeds.cerebras.llama2_7b.cszoo import COURSE_PARAMS, LLAMA_DIR, course_params_file, cszoo_command, \
+    llama_dir, params_values, run_cszoo, write_params_yaml
+from labkit.testbeds.cerebras.llama2_7b.log import read_log
+from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE
 
 __all__ = ["run_on_cs3", "VENV_HINT"]
 
