@@ -1,6 +1,6 @@
 """Run a command and stream its output into the notebook and a log file, like the course's ``|& tee``.
 
-    from labkit.testbeds.cerebras import stream_command
+    from labkit.testbeds.cerebras.stream import stream_command
     status = stream_command(["python", "run.py", "CSX", ...], cwd=bert_dir, log_path="run.log")
 
 This follows a local child process (``run.py CSX`` submits and follows its own wsjobs on the
