@@ -10,7 +10,10 @@
 The two share no code, so this package holds nothing of its own.
 """
 
-from typing import Any
+from typing import Any, List
+
+#: Nothing of its own: the exercises are the sub-packages ``bert_large`` and ``inference``.
+__all__: List[str] = []
 
 
 def __getattr__(name: str) -> Any:
