@@ -1,9 +1,9 @@
 """Where the SambaNova exercise can run: SambaFlow's paths, whether this is a SambaNova node,
 and which target ('testbed', 'portable' or 'log') a configuration resolves to.
 
-    from labkit.testbeds.sambanova import bert_large
-    bert_large.sambanova_host()                 # sbatch on PATH and SambaFlow under /opt/sambaflow
-    bert_large.resolve_target(config)           # says why when the asked-for target is impossible
+    from labkit.testbeds.sambanova.bert_large.host import resolve_target, sambanova_host
+    sambanova_host()                 # sbatch on PATH and SambaFlow under /opt/sambaflow
+    resolve_target(config)           # says why when the asked-for target is impossible
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Optional, Tuple
 from labkit import jobs
 from labkit.params import PATH, Config, Param, Spec, existing_file
 
-__all__ = ["SPEC", "EXERCISE", "MODEL_SIZES", "TARGETS", "COURSE_LEARNING_RATE", "slurm_request", "describe_request"]
+__all__ = ["SPEC", "EXERCISE", "MODEL_SIZES", "slurm_request", "describe_request"]
 
 EXERCISE = "sambanova/bert_large"
 #: labkit.bert's presets (tests/sambanova checks they stay equal).
