@@ -122,8 +122,8 @@ def test_every_metric_every_log_reader_gives_on_every_real_log_is_in_its_table(s
 
 
 def test_the_exercises_own_log_readers_add_only_their_tables_metrics(shared):
-    from labkit.testbeds import sambanova
     from labkit.testbeds.cerebras import bert_large
+    from labkit.testbeds.sambanova import bert_large as sambanova
 
     checked = 0
     for path in _logs(shared):

@@ -36,7 +36,7 @@ from labkit.testbeds.cerebras.log import CerebrasReader
 from labkit.testbeds.graphcore.log import GraphcoreReader
 from labkit.testbeds.groq.log import GroqReader
 from labkit.testbeds.sambanova.inference.log import InferenceReader
-from labkit.testbeds.sambanova.log import SambaNovaReader
+from labkit.testbeds.sambanova.bert_large.log import SambaNovaReader
 
 __all__ = ["read", "LogReport", "NoRunError", "record", "table", "FORMATS", "reader_for"]
 

@@ -22,8 +22,8 @@ from labkit.testbeds.graphcore.metrics import BERT_METRICS as GRAPHCORE_BERT_MET
 from labkit.testbeds.graphcore.metrics import MNIST_METRICS
 from labkit.testbeds.groq.metrics import BERT_TINY_METRICS
 from labkit.testbeds.homework.metrics import HOMEWORK_2025_METRICS, HOMEWORK_METRICS
-from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS
-from labkit.testbeds.sambanova.metrics import BERT_METRICS as SAMBANOVA_METRICS
+from labkit.testbeds.sambanova.inference.metrics import METRICS as INFERENCE_METRICS
+from labkit.testbeds.sambanova.bert_large.metrics import METRICS as SAMBANOVA_METRICS
 
 __all__ = ["TABLES", "table_for", "markdown"]
 

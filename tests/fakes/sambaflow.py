@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from labkit.testbeds.sambanova import SambaFlow
+from labkit.testbeds.sambanova.bert_large import SambaFlow
 from tests.shared import real_logs, require
 
 

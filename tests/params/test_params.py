@@ -113,18 +113,19 @@ def test_describe_lists_every_parameter():
 
 def test_every_exercises_path_parameters_fail_the_same_way(tmp_path, monkeypatch):
     """A missing log reads the same in every exercise: the parameter, the value, what is allowed."""
-    from labkit.testbeds import cerebras, graphcore, groq, sambanova
+    from labkit.testbeds import cerebras, graphcore, groq
     from labkit.testbeds.comparison import SCALING_SPEC
+    from labkit.testbeds.sambanova import bert_large as sambanova
 
     monkeypatch.chdir(tmp_path)
     for spec, name in ((graphcore.MNIST_SPEC, "log_path"), (cerebras.SPEC, "log_path"),
-                       (cerebras.SPEC, "params_template"), (sambanova.BERT_SPEC, "log_path"),
+                       (cerebras.SPEC, "params_template"), (sambanova.SPEC, "log_path"),
                        (groq.BERT_TINY_SPEC, "log_path"), (SCALING_SPEC, "reference_csv")):
         with pytest.raises(ParameterError) as caught:
             spec.validate({name: "missing.log"})
         assert "{} = 'missing.log': no such file (relative paths start from {}); allowed: a path naming a " \
                "readable file, or None".format(name, tmp_path) in str(caught.value), spec.name
-    for spec in (cerebras.SPEC, sambanova.BERT_SPEC):
+    for spec in (cerebras.SPEC, sambanova.SPEC):
         with pytest.raises(ParameterError) as caught:
             spec.validate({"compare_logs": [str(tmp_path), "~/no-such.log"]})
         assert "compare_logs = [{!r}, '~/no-such.log']: {!r}: is a directory, not a file; {!r}: no such file; " \

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from labkit import ranks
-from labkit.testbeds.sambanova.launch import PRELOAD, AllReduceOptimizer
+from labkit.testbeds.sambanova.bert_large.launch import PRELOAD, AllReduceOptimizer
 
 
 def _rank(rank):

@@ -8,7 +8,7 @@ import pytest
 from labkit import bert, jobs
 from labkit.devices import DeviceError
 from labkit.params import ParameterError
-from labkit.testbeds import sambanova
+from labkit.testbeds.sambanova import bert_large
 from tests.sambanova.fixture_logs import FIXTURES, needs_logs
 
 SMALL = dict(ntasks=2, ntasks_per_node=2, model_size="micro", batch_size=4, steps=4, max_seq_length=32,
@@ -16,14 +16,14 @@ SMALL = dict(ntasks=2, ntasks_per_node=2, model_size="micro", batch_size=4, step
 
 
 def test_defaults_are_the_course_values():
-    config = sambanova.BERT_SPEC.validate({})
+    config = bert_large.SPEC.validate({})
     expected = dict(ntasks=16, ntasks_per_node=16, nodes=1, cpus_per_task=8, rdus_per_node=8, num_tiles=4,
                     batch_size=256, steps=505, max_seq_length=128, model_size="large", seed=0, log_path=None)
     assert {k: config[k] for k in expected} == expected
 
 
 def test_model_sizes_are_labkit_berts_presets():
-    assert sambanova.MODEL_SIZES == tuple(bert.MODEL_SIZES)
+    assert bert_large.MODEL_SIZES == tuple(bert.MODEL_SIZES)
 
 
 @pytest.mark.parametrize("values, words", [
@@ -42,18 +42,18 @@ def test_model_sizes_are_labkit_berts_presets():
 ])
 def test_bad_parameters_are_explained(values, words):
     with pytest.raises(ParameterError) as caught:
-        sambanova.BERT_SPEC.validate(values)
+        bert_large.SPEC.validate(values)
     assert words in str(caught.value)
 
 
 def test_the_32_task_homework_variant_is_valid_on_two_nodes():
-    config = sambanova.BERT_SPEC.validate({"ntasks": 32, "nodes": 2})
-    assert sambanova.slurm_request(config).problems(jobs.SN30) == []
+    config = bert_large.SPEC.validate({"ntasks": 32, "nodes": 2})
+    assert bert_large.slurm_request(config).problems(jobs.SN30) == []
 
 
 def test_portable_data_parallel_run_reports_sambanova_metrics():
-    config = sambanova.BERT_SPEC.validate(SMALL)
-    run = sambanova.run(config, show=False)
+    config = bert_large.SPEC.validate(SMALL)
+    run = bert_large.run(config, show=False)
     assert (run.source, run.status, run.params["ntasks"]) == ("portable", "complete", 2)
     m = run.metrics
     assert m["training_sequences_per_second"] == pytest.approx(2 * 4 * 4 * 32 / m["e2e_train_time"])
@@ -69,15 +69,15 @@ def test_portable_data_parallel_run_reports_sambanova_metrics():
 def test_rank_zero_trains_like_a_single_process_on_the_first_step():
     # Same seed, same first batch on rank 0: the first loss does not depend on ntasks
     # (the gradients only meet after the forward pass).
-    one = sambanova.run_portable(sambanova.BERT_SPEC.validate(dict(SMALL, steps=1)), ntasks=1, show=False)
-    two = sambanova.run_portable(sambanova.BERT_SPEC.validate(dict(SMALL, steps=1)), ntasks=2, show=False)
+    one = bert_large.run_portable(bert_large.SPEC.validate(dict(SMALL, steps=1)), ntasks=1, show=False)
+    two = bert_large.run_portable(bert_large.SPEC.validate(dict(SMALL, steps=1)), ntasks=2, show=False)
     assert one.series["loss"]["y"][0] == pytest.approx(two.series["loss"]["y"][0], rel=1e-6)
 
 
 def test_a_run_that_cannot_fit_in_memory_is_refused_before_anything_starts():
-    config = sambanova.BERT_SPEC.validate({"target": "portable", "device": "cpu"})  # BERT-Large, 16 x 256
+    config = bert_large.SPEC.validate({"target": "portable", "device": "cpu"})  # BERT-Large, 16 x 256
     with pytest.raises(MemoryError, match="model_size='large' with ntasks=16.*nothing was run.*'tiny' or 'micro'") as caught:
-        sambanova.run(config, show=False)
+        bert_large.run(config, show=False)
     # A ParameterError too: Jupyter shows the one message a student needs, not a traceback.
     assert isinstance(caught.value, ParameterError)
     shown = caught.value._render_traceback_()
@@ -90,20 +90,20 @@ def test_asking_for_gpus_that_are_not_there_is_an_error():
     if torch.cuda.device_count() >= 2:
         pytest.skip("this machine has the GPUs")
     with pytest.raises(DeviceError, match="NCCL needs one GPU per rank"):
-        sambanova.run(sambanova.BERT_SPEC.validate(dict(SMALL, device="cuda")), show=False)
+        bert_large.run(bert_large.SPEC.validate(dict(SMALL, device="cuda")), show=False)
 
 
 def test_target_log_needs_a_log_path():
     with pytest.raises(ParameterError, match="target = 'log': give log_path"):
-        sambanova.run(sambanova.BERT_SPEC.validate({"target": "log"}))
+        bert_large.run(bert_large.SPEC.validate({"target": "log"}))
 
 
 @needs_logs
 def test_reading_a_real_training_log():
     log = FIXTURES / "tstabrawa-fall2024-HW7-BertLarge-16tasks-2ndlog.log"
-    config = sambanova.BERT_SPEC.validate({"log_path": str(log)})
-    assert sambanova.resolve_target(config) == "log"
-    run = sambanova.run(config)
+    config = bert_large.SPEC.validate({"log_path": str(log)})
+    assert bert_large.resolve_target(config) == "log"
+    run = bert_large.run(config)
     assert run.source == "log" and run.params["ntasks"] == 16 and run.params["steps"] == 505
     assert run.metrics["e2e_train_time"] == pytest.approx(470.3965759277344)
     # SambaNova's figure is tokens/s: ntasks x batch x steps x length / time
@@ -115,7 +115,7 @@ def test_a_slurm_pointer_file_alone_says_where_the_log_is():
     import labkit.logs
 
     with pytest.raises(labkit.logs.NoRunError, match="/home/stabrawa/BertLarge/112124.21/BertLarge.out"):
-        sambanova.read_log(FIXTURES / "tstabrawa-fall2024-slurm-43715.log")
+        bert_large.read_log(FIXTURES / "tstabrawa-fall2024-slurm-43715.log")
 
 
 @needs_logs
@@ -125,16 +125,16 @@ def test_homework_table_and_plot_from_real_logs_and_a_portable_run():
     matplotlib.use("Agg")
     names = ["student-xiaoruiDong-spring2024-bertlarge-ntasks4-run.log", "tstabrawa-fall2024-HW7-BertLarge-8tasks-2ndlog.log",
              "tstabrawa-fall2024-HW7-BertLarge-16tasks-2ndlog.log", "student-anil-bilgin-spring2024-bertlarge-ntasks32-run.log"]
-    runs = [sambanova.read_log(FIXTURES / n) for n in names]
-    runs.append(sambanova.run_portable(sambanova.BERT_SPEC.validate(dict(SMALL, steps=2)), ntasks=1, show=False))
-    table = sambanova.throughput_table(runs)
+    runs = [bert_large.read_log(FIXTURES / n) for n in names]
+    runs.append(bert_large.run_portable(bert_large.SPEC.validate(dict(SMALL, steps=2)), ntasks=1, show=False))
+    table = bert_large.throughput_table(runs)
     logs = table[table.source == "log"]
     assert list(logs.ntasks) == [4, 8, 16, 32]
     tokens = list(logs["training_sequences_per_second (tokens/s)"])
     assert tokens == sorted(tokens)  # more tasks, more throughput on the testbed
     assert list(logs["sequences/s"] * 128) == pytest.approx(tokens, rel=1e-3)
     assert list(table[table.source == "portable"].ntasks) == [1]
-    ax = sambanova.plot_throughput(table)
+    ax = bert_large.plot_throughput(table)
     labels = [line.get_label() for line in ax.get_lines()]
     assert "log (large)" in labels and "portable (micro)" in labels
     x, y = ax.get_lines()[labels.index("log (large)")].get_data()
@@ -145,17 +145,17 @@ def test_homework_table_and_plot_from_real_logs_and_a_portable_run():
 @needs_logs
 def test_log_path_goes_through_plan_run_exercise_and_show():
     log = FIXTURES / "tstabrawa-fall2024-HW7-BertLarge-16tasks-2ndlog.log"
-    config = sambanova.SPEC.validate({"log_path": str(log)})
-    plan = sambanova.plan(config)
+    config = bert_large.SPEC.validate({"log_path": str(log)})
+    plan = bert_large.plan(config)
     assert plan.path == "log" and plan.where == "reads the log at {}".format(log)
     assert "target='auto' and log_path is set" in plan.why and "sbatch --ntasks 16" in str(plan)
-    run = sambanova.run_exercise(config, plan)
+    run = bert_large.run_exercise(config, plan)
     assert run.source == "log" and run.metrics["e2e_train_time"] == pytest.approx(470.3965759277344)
-    table, figure = sambanova.show(run)  # outside a kernel: what it would show, like a local run
+    table, figure = bert_large.show(run)  # outside a kernel: what it would show, like a local run
     assert "e2e_train_time" in table.index and figure.axes[0].get_title() == "log run, ntasks=16"
 
 
 def test_the_plan_of_a_portable_run_says_why():
-    plan = sambanova.plan(sambanova.SPEC.validate(dict(SMALL, target="auto")))
+    plan = bert_large.plan(bert_large.SPEC.validate(dict(SMALL, target="auto")))
     assert plan.path == "portable" and plan.where.startswith("2 portable data-parallel rank(s) here")
     assert "this is not a SambaNova node" in plan.why

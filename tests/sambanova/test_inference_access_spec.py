@@ -1,6 +1,5 @@
 """The access token (found, never shown) and the parameters' one-sentence errors."""
 
-import os
 import pickle
 import shutil
 from pathlib import Path

@@ -69,11 +69,12 @@ def test_a_server_without_authentication_needs_no_token_and_gets_none(tmp_path, 
     monkeypatch.chdir(tmp_path)  # no inference_auth_token.py here
     monkeypatch.delenv("ALCF_ACCESS_TOKEN", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("LABKIT_PROGRESS", "off")
     with serving.start_server(config="batched", model_size="tiny") as server:
         config = inference.SPEC.from_notebook(dict(
             inference.SPEC.defaults(), endpoint_names=["mine"], base_urls=[server.base_url], models=[server.model],
             num_prompts=2, max_tokens=4, concurrency=[1], repeats=1, warmup_requests=0))
-        run = inference.run_exercise(config, show_progress=False)
+        run = inference.run_exercise(config)
     assert run.status == "complete" and run.metrics["requests_failed"] == 0
     assert run.environment["endpoints"][0]["token_from"].startswith("no key")
 

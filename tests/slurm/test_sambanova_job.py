@@ -8,7 +8,7 @@ import pytest
 
 from labkit import jobs
 from labkit.params import ParameterError
-from labkit.testbeds import sambanova
+from labkit.testbeds.sambanova import bert_large as sambanova
 from tests.fakes.sambaflow import fixtures_dir, make_fake_sambaflow
 
 pytestmark = pytest.mark.usefixtures("slurm_cluster")
@@ -27,7 +27,7 @@ def config(tmp_path, **changes):
     values = dict(ntasks=2, ntasks_per_node=2, nodes=1, cpus_per_task=1, rdus_per_node=1, num_tiles=4,
                   batch_size=16, steps=6, max_seq_length=128, target="testbed", work_dir=str(tmp_path / "BertLarge"))
     values.update(changes)
-    return sambanova.BERT_SPEC.validate(values)
+    return sambanova.SPEC.validate(values)
 
 
 def test_compile_submit_follow_and_read_the_training_log(tmp_path, setup):

@@ -24,7 +24,7 @@ from labkit.params import PATH, Param, Spec
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS as CS3
 from labkit.testbeds.homework.endpoints import endpoint_table, plot_endpoints
 from labkit.testbeds.homework.spec import Exercise, Homework
-from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS as INFERENCE
+from labkit.testbeds.sambanova.inference.metrics import METRICS as INFERENCE
 
 __all__ = ["SPEC", "TESTBEDS", "HOMEWORK_2025", "COURSE_BATCH_SIZE", "MIN_PROMPTS"]
 

@@ -30,7 +30,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit.results import Run
-from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS
+from labkit.testbeds.sambanova.inference.metrics import METRICS
 from labkit.testbeds.sambanova.inference.results_json import add_counts as _counts
 from labkit.testbeds.sambanova.inference.results_json import endpoint_name, fill_results, result_groups, same_model
 
@@ -99,7 +99,7 @@ def _server(run: Run, usage: Dict[str, Any]) -> bool:
     for field, metric in (("time_to_first_token", "server_ttft_median"), ("total_latency", "server_total_latency_median"),
                           ("completion_tokens_after_first_per_sec", "server_decode_rate_median")):
         if isinstance(usage.get(field), (int, float)):
-            INFERENCE_METRICS.add(run, metric, float(usage[field]))
+            METRICS.add(run, metric, float(usage[field]))
             timed = True
     return timed
 
@@ -121,7 +121,7 @@ def _completion_run(body: Dict[str, Any], name: str, kind: str, real: Optional[f
     _counts(run, 1, 1, usage.get("completion_tokens"), "server usage")
     timed = _server(run, usage)
     if real is not None:
-        INFERENCE_METRICS.add(run, "e2el_median", real)
+        METRICS.add(run, "e2el_median", real)
         run.notes.append("The `time` of the curl command ({:.3f} s) is one client-side end-to-end latency: it holds "
                          "curl's start, DNS and TLS, the ALCF gateway and its authentication, queueing and the whole "
                          "answer; with no streaming, the time to the first token cannot be told apart from "

@@ -1,4 +1,4 @@
-"""The inference notebook's plan, run and show steps.
+"""The inference notebook's plan and run steps (its show step is :func:`report.show`).
 
     from labkit.testbeds.sambanova import inference
     config = inference.SPEC.from_notebook(globals())
@@ -32,10 +32,9 @@ from labkit.testbeds.sambanova.inference.measure import local_tokenizer, measure
 from labkit.testbeds.sambanova.inference.notes import STAND_IN
 from labkit.testbeds.sambanova.inference.prompts import load_prompts, synthetic_prompts
 from labkit.testbeds.sambanova.inference.record import as_run
-from labkit.testbeds.sambanova.inference.report import show
 from labkit.testbeds.sambanova.inference.spec import ENDPOINTS, RENAMED, is_local, local_configuration
 
-__all__ = ["plan", "run_exercise", "show", "targets_of", "options_of"]
+__all__ = ["plan", "run_exercise"]
 
 
 def _served_by(url: str) -> str:
@@ -78,18 +77,18 @@ def plan(config: Config) -> RunPlan:
 _plan_step = plan
 
 
-def targets_of(config: Config) -> Dict[str, float]:
+def _targets_of(config: Config) -> Dict[str, float]:
     found = {"ttft": config.ttft_target_s, "tpot": config.tpot_target_s, "e2el": config.e2el_target_s}
     return {name: value for name, value in found.items() if value is not None}
 
 
-def options_of(config: Config) -> Options:
+def _options_of(config: Config) -> Options:
     fixed = config.output_tokens is not None
     return Options(max_tokens=config.output_tokens if fixed else config.max_tokens, temperature=config.temperature,
                    seed=config.seed, timeout_s=config.timeout_s, ignore_eos=config.ignore_eos or fixed)
 
 
-def knee_budget(config: Config) -> Optional[Dict[str, float]]:
+def _knee_budget(config: Config) -> Optional[Dict[str, float]]:
     return {"max_requests": config.knee_max_requests, "max_s": config.knee_max_s} if config.knee else None
 
 
@@ -129,9 +128,10 @@ def _tokenizer_for(endpoints: List[Endpoint], config: Config) -> Any:
 
 
 @run_step
-def run_exercise(config: Config, plan: Optional[RunPlan] = None, show_progress: bool = True) -> Run:
+def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     """Measure the endpoints (or read ``log_path``) and return the run; ``run.details`` holds the
-    per-request traces, the configuration rows and the server's timings."""
+    per-request traces, the configuration rows and the server's timings. The requests' progress
+    bar follows :mod:`labkit.progress` (``LABKIT_PROGRESS=off`` hides it)."""
     chosen = plan if plan is not None else _plan_step(config)
     if chosen.path == "log":
         return evidence.read_evidence(config.log_path)
@@ -148,8 +148,8 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None, show_progress: 
             prompts = synthetic_prompts(prompts, config.num_prompts, config.input_tokens, config.output_tokens,
                                         config.length_range, config.seed, _tokenizer_for(endpoints, config))
         measured = measure(endpoints, prompts, config.concurrency, config.repeats, config.warmup_requests,
-                           options_of(config), targets_of(config), show_progress=show_progress,
+                           _options_of(config), _targets_of(config),
                            rates=config.request_rate, cap=config.max_concurrency, burstiness=config.burstiness,
-                           seed=config.seed, knee=knee_budget(config))
+                           seed=config.seed, knee=_knee_budget(config))
         measured.readiness = [line.renamed for line in ready if line.renamed]  # type: ignore[attr-defined]
-    return as_run(config, endpoints, measured, targets_of(config), source=chosen.path)
+    return as_run(config, endpoints, measured, _targets_of(config), source=chosen.path)

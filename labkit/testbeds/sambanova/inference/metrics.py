@@ -1,7 +1,7 @@
 """The inference exercise's metrics: what a measured run and a read piece of evidence record.
 
-    from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS
-    INFERENCE_METRICS.frame()        # name, unit, meaning, primary, timing
+    from labkit.testbeds.sambanova.inference.metrics import METRICS
+    METRICS.frame()        # name, unit, meaning, primary, timing
 
 A run compares several endpoints at several concurrency levels; its metrics are the counts of
 the whole run and the figures of its *reference configuration* (the first endpoint at the lowest
@@ -15,9 +15,9 @@ from __future__ import annotations
 from labkit.metrics import Metric, MetricTable
 from labkit.testbeds.sambanova.inference.spec import EXERCISE
 
-__all__ = ["INFERENCE_METRICS", "HEADLINE"]
+__all__ = ["METRICS", "HEADLINE"]
 
-INFERENCE_METRICS = MetricTable(
+METRICS = MetricTable(
     (EXERCISE,),
     Metric("ttft_median", "s", "client-side time to first token (first streamed chunk with a choice, from the "
                                "send), median over the reference configuration's requests", primary=True, timing=True),

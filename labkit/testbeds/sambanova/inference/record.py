@@ -15,7 +15,7 @@ import math
 from typing import Any, Dict, List, Mapping, Sequence
 
 from labkit.results import Run
-from labkit.testbeds.sambanova.inference.metrics import HEADLINE, INFERENCE_METRICS
+from labkit.testbeds.sambanova.inference.metrics import HEADLINE, METRICS
 from labkit.testbeds.sambanova.inference.notes import STAND_IN, load_label, comparison_notes, failure_notes, load_notes
 from labkit.testbeds.sambanova.inference.summary import configuration_rows, server_rows
 
@@ -43,7 +43,7 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
     traces = measured.traces
     done = [t for t in traces if t.ok]
     failed = [t for t in traces if not t.ok]
-    add = INFERENCE_METRICS.add
+    add = METRICS.add
     add(run, "requests", len(traces))
     add(run, "requests_completed", len(done))
     add(run, "requests_failed", len(failed))

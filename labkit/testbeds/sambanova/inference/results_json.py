@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit.results import Run
-from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS
+from labkit.testbeds.sambanova.inference.metrics import METRICS
 from labkit.testbeds.sambanova.inference.timing import percentile
 
 __all__ = ["Group", "result_groups", "fill_results", "add_counts", "endpoint_name", "same_model", "latency",
@@ -169,14 +169,14 @@ def result_groups(value: Any) -> Optional[List[Group]]:
 
 
 def add_counts(run: Run, requests: int, completed: int, tokens: Optional[int], source: str) -> None:
-    INFERENCE_METRICS.add(run, "requests", requests)
-    INFERENCE_METRICS.add(run, "requests_completed", completed)
-    INFERENCE_METRICS.add(run, "requests_failed", requests - completed)
+    METRICS.add(run, "requests", requests)
+    METRICS.add(run, "requests_completed", completed)
+    METRICS.add(run, "requests_failed", requests - completed)
     if tokens is not None:
-        INFERENCE_METRICS.add(run, "output_tokens", tokens)
+        METRICS.add(run, "output_tokens", tokens)
         if completed:
-            INFERENCE_METRICS.add(run, "output_tokens_per_request", round(tokens / completed, 3))
-        INFERENCE_METRICS.add(run, "token_count_source", source)
+            METRICS.add(run, "output_tokens_per_request", round(tokens / completed, 3))
+        METRICS.add(run, "token_count_source", source)
 
 
 class _Figures:
@@ -260,17 +260,17 @@ def fill_results(run: Run, groups: List[Group]) -> None:
                sum(sum(t) for t in tokens) if all(t is not None for t in tokens) else None, "server usage")
     named = [g for g in groups if g.name]
     if named:
-        INFERENCE_METRICS.add(run, "endpoints", len(named))
+        METRICS.add(run, "endpoints", len(named))
         run.params["endpoint_names"] = [g.name for g in named]
         run.params["models"] = [g.model for g in named]
     run.params["num_prompts"] = len(groups[0].items)
     reference = figures[0]  # the first endpoint's figures are the record's, as in a measured run
     if reference.latencies:
-        INFERENCE_METRICS.add(run, "e2el_median", percentile(reference.latencies, 50))
+        METRICS.add(run, "e2el_median", percentile(reference.latencies, 50))
     if reference.throughput is not None:
-        INFERENCE_METRICS.add(run, "output_throughput", reference.throughput)
+        METRICS.add(run, "output_throughput", reference.throughput)
     if reference.ttfts:
-        INFERENCE_METRICS.add(run, "ttft_median", percentile(reference.ttfts, 50))
+        METRICS.add(run, "ttft_median", percentile(reference.ttfts, 50))
     concurrent = [g.concurrency is not None and g.concurrency > 1 or bool(_overlap(g.items)) for g in groups]
     run.environment["endpoints"] = []
     for group, fig, many in zip(groups, figures, concurrent):

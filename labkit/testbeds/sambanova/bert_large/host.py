@@ -1,9 +1,9 @@
 """Where the SambaNova exercise can run: SambaFlow's paths, whether this is a SambaNova node,
 and which target ('testbed', 'portable' or 'log') a configuration resolves to.
 
-    from labkit.testbeds import sambanova
-    sambanova.sambanova_host()                 # sbatch on PATH and SambaFlow under /opt/sambaflow
-    sambanova.resolve_target(config)           # says why when the asked-for target is impossible
+    from labkit.testbeds.sambanova.bert_large.host import resolve_target, sambanova_host
+    sambanova_host()                 # sbatch on PATH and SambaFlow under /opt/sambaflow
+    resolve_target(config)           # says why when the asked-for target is impossible
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Tuple
 
 from labkit import jobs
 from labkit.params import Config, ParameterError
-from labkit.testbeds.sambanova.spec import EXERCISE
+from labkit.testbeds.sambanova.bert_large.spec import EXERCISE
 
 __all__ = ["SambaFlow", "sambanova_host", "resolve_target"]
 

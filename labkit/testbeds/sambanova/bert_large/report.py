@@ -1,18 +1,20 @@
 """What the SambaNova notebook shows: the run's metrics, its loss curve, and the homework's
 throughput table and plot against ntasks.
 
-    from labkit.testbeds import sambanova
-    sambanova.metrics_table(run);  sambanova.plot_loss(run)
-    table = sambanova.throughput_table(runs);  sambanova.format_throughput(table);  sambanova.plot_throughput(table)
+    from labkit.testbeds.sambanova import bert_large
+    bert_large.show(run)                  # the notebook's show step: the metrics, the notes, the loss
+    bert_large.metrics_table(run);  bert_large.plot_loss(run)
+    table = bert_large.throughput_table(runs);  bert_large.format_throughput(table);  bert_large.plot_throughput(table)
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, List, Optional, Sequence
 
+from labkit import display
 from labkit.results import Run
 
-__all__ = ["throughput_table", "plot_throughput", "metrics_table", "format_throughput", "plot_loss"]
+__all__ = ["show", "throughput_table", "plot_throughput", "metrics_table", "format_throughput", "plot_loss"]
 
 
 def throughput_table(runs: Sequence[Run]):
@@ -127,3 +129,12 @@ def plot_loss(run_: Run, ax=None):
     ax.set_title("{} run, ntasks={}".format(run_.source, run_.params.get("ntasks"))
                  + run_.partial_title())
     return ax
+
+
+def show(run: Run) -> Optional[List[Any]]:
+    """The metrics with what each means, the run's notes, the loss curve (the rule of
+    :func:`labkit.display.shown`: None in a kernel)."""
+    table = display.show(metrics_table(run))
+    for note in run.notes:
+        print("-", note)
+    return display.shown([table, display.show(plot_loss(run).figure)])

@@ -1,7 +1,7 @@
 """The SambaNova BERT-Large exercise's parameters: the spec, its checks, and the sbatch request.
 
-    from labkit.testbeds.sambanova import BERT_SPEC
-    config = BERT_SPEC.validate({"ntasks": 2, "model_size": "micro", "steps": 5})
+    from labkit.testbeds.sambanova.bert_large import SPEC, describe_request
+    config = SPEC.validate({"ntasks": 2, "model_size": "micro", "steps": 5})
     print(describe_request(config))      # the course's sbatch line for these parameters
 
 Every target checks the request against ALCF's SN30 nodes (labkit.jobs.SN30), so the portable
@@ -15,8 +15,7 @@ from typing import Optional, Tuple
 from labkit import jobs
 from labkit.params import PATH, Config, Param, Spec, existing_file
 
-__all__ = ["SPEC", "EXERCISE", "MODEL_SIZES", "TARGETS", "COURSE_LEARNING_RATE", "BERT_SPEC", "slurm_request",
-           "describe_request"]
+__all__ = ["SPEC", "EXERCISE", "MODEL_SIZES", "slurm_request", "describe_request"]
 
 EXERCISE = "sambanova/bert_large"
 #: labkit.bert's presets (tests/sambanova checks they stay equal).
@@ -26,7 +25,7 @@ TARGETS = ("auto", "testbed", "portable", "log")
 COURSE_LEARNING_RATE = 0.000175
 
 
-BERT_SPEC = Spec(
+SPEC = Spec(
     EXERCISE,
     Param("ntasks", int, 16, min=1, max=4096, help="sbatch --ntasks: data-parallel ranks (SambaFlow processes)"),
     Param("ntasks_per_node", int, 16, min=1, max=1024, help="sbatch --ntasks-per-node"),
@@ -80,7 +79,7 @@ def _check_sweep(config: Config) -> Optional[Tuple[str, str]]:
     return None
 
 
-BERT_SPEC.checks.extend([_check_slurm_request, _check_sweep])
+SPEC.checks.extend([_check_slurm_request, _check_sweep])
 
 
 def describe_request(config: Config) -> str:
@@ -97,6 +96,3 @@ def describe_request(config: Config) -> str:
         "  fits an SN30 node: yes (labkit checked it against {} CPUs and {} RDUs per node)".format(
             jobs.SN30.cpus_per_node, jobs.SN30.rdus_per_node),
     ])
-
-#: The exercise's spec under the name every exercise uses (``BERT_SPEC`` is its older name).
-SPEC = BERT_SPEC

@@ -1,9 +1,9 @@
 """The testbed path: compile, submit the training job with sbatch, follow it, read its log;
 and reading a training log a testbed wrote.
 
-    from labkit.testbeds import sambanova
-    run = sambanova.run_testbed(config)                       # on a SambaNova node
-    run = sambanova.read_log("~/BertLarge/112124.22/BertLarge.out")
+    from labkit.testbeds.sambanova import bert_large
+    run = bert_large.run_testbed(config)                       # on a SambaNova node
+    run = bert_large.read_log("~/BertLarge/112124.22/BertLarge.out")
 
 Verified only against a real Slurm with SambaFlow replaced by a script that writes SambaFlow's
 log lines (tests/slurm/test_sambanova_job.py): no SambaFlow could be installed here.
@@ -24,9 +24,9 @@ import labkit.logs
 from labkit import jobs
 from labkit.params import Config
 from labkit.results import Run
-from labkit.testbeds.sambanova.host import SambaFlow
-from labkit.testbeds.sambanova.script import compile_script, run_script
-from labkit.testbeds.sambanova.spec import slurm_request
+from labkit.testbeds.sambanova.bert_large.host import SambaFlow
+from labkit.testbeds.sambanova.bert_large.script import compile_script, run_script
+from labkit.testbeds.sambanova.bert_large.spec import slurm_request
 
 __all__ = ["run_testbed", "read_log", "DURATION_NOTE"]
 

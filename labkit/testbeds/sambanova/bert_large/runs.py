@@ -1,9 +1,9 @@
 """One run where ``target`` says (the testbed job, the portable ranks, or a log), and the
 homework's runs: one more per ``sweep_ntasks`` value plus the ``compare_logs``.
 
-    from labkit.testbeds import sambanova
-    run = sambanova.run(config)
-    runs = sambanova.homework_runs(config, run)
+    from labkit.testbeds.sambanova import bert_large
+    run = bert_large.run(config)
+    runs = bert_large.homework_runs(config, run)
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any, List, Optional
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.results import Run
-from labkit.testbeds.sambanova.host import SambaFlow, resolve_target
-from labkit.testbeds.sambanova.portable import run_portable
-from labkit.testbeds.sambanova.testbed import read_log, run_testbed
+from labkit.testbeds.sambanova.bert_large.host import SambaFlow, resolve_target
+from labkit.testbeds.sambanova.bert_large.portable import run_portable
+from labkit.testbeds.sambanova.bert_large.testbed import read_log, run_testbed
 
 __all__ = ["run", "homework_runs"]
 

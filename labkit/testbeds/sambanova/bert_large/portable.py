@@ -1,12 +1,12 @@
 """The portable run: SambaNova's data-parallel BERT training as ``ntasks`` torch.distributed
 ranks on this machine (gloo on CPU, NCCL with one GPU per rank), measured as SambaNova does.
 
-    from labkit.testbeds import sambanova
-    config = sambanova.BERT_SPEC.validate({"ntasks": 2, "ntasks_per_node": 2, "model_size": "micro",
-                                           "batch_size": 4, "steps": 4, "max_seq_length": 32})
-    run = sambanova.run_portable(config)
+    from labkit.testbeds.sambanova import bert_large
+    config = bert_large.SPEC.validate({"ntasks": 2, "ntasks_per_node": 2, "model_size": "micro",
+                                       "batch_size": 4, "steps": 4, "max_seq_length": 32})
+    run = bert_large.run_portable(config)
 
-The ranks themselves are in :mod:`labkit.testbeds.sambanova.launch`.
+The ranks themselves are in :mod:`labkit.testbeds.sambanova.bert_large.launch`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from labkit import interrupts
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.params import Config, ParameterError
 from labkit.results import Run
-from labkit.testbeds.sambanova.launch import launch_bert_ranks
-from labkit.testbeds.sambanova.spec import EXERCISE
-from labkit.testbeds.sambanova.metrics import BERT_METRICS
+from labkit.testbeds.sambanova.bert_large.launch import launch_bert_ranks
+from labkit.testbeds.sambanova.bert_large.spec import EXERCISE
+from labkit.testbeds.sambanova.bert_large.metrics import METRICS
 
 __all__ = ["run_portable", "tokens_per_second", "sequences_per_second", "TooBigForMemory", "TOKENS_NOTE"]
 
@@ -146,12 +146,12 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     run_.params["ntasks"] = ranks
     tokens = tokens_per_second(ranks, config.batch_size, config.steps, config.max_seq_length, e2e)
     sequences = sequences_per_second(ranks, config.batch_size, config.steps, e2e)
-    BERT_METRICS.add(run_, "e2e_train_time", e2e)
-    BERT_METRICS.add(run_, "training_sequences_per_second", tokens)  # SambaNova's name; see TOKENS_NOTE
-    BERT_METRICS.add(run_, "sequences_per_second", sequences)
-    BERT_METRICS.add(run_, "throughput_per_task", tokens / ranks)
-    BERT_METRICS.add(run_, "final_loss", losses[-1] if losses else float("nan"))
-    BERT_METRICS.add(run_, "replicas_in_sync", bool(result["replicas_in_sync"]))
+    METRICS.add(run_, "e2e_train_time", e2e)
+    METRICS.add(run_, "training_sequences_per_second", tokens)  # SambaNova's name; see TOKENS_NOTE
+    METRICS.add(run_, "sequences_per_second", sequences)
+    METRICS.add(run_, "throughput_per_task", tokens / ranks)
+    METRICS.add(run_, "final_loss", losses[-1] if losses else float("nan"))
+    METRICS.add(run_, "replicas_in_sync", bool(result["replicas_in_sync"]))
     if not result["replicas_in_sync"]:
         run_.status = "failed"
         run_.notes.append("The ranks' weights differ after training: the gradient all-reduce did not keep the "
@@ -179,7 +179,7 @@ def _interrupted_run(config: Config, ranks: int, steps_done: List[int], losses: 
     run_.params["ntasks"] = ranks
     run_.mark_interrupted(line, "the ranks were stopped, so there is no end-to-end time or throughput.")
     if losses:
-        BERT_METRICS.add(run_, "final_loss", losses[-1])
-    BERT_METRICS.add(run_, "steps", len(steps_done))
+        METRICS.add(run_, "final_loss", losses[-1])
+    METRICS.add(run_, "steps", len(steps_done))
     run_.add_series("loss", steps_done, losses)
     return run_

@@ -30,7 +30,7 @@ from typing import Dict, List, Optional
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, new_run
 from labkit.results import Run
-from labkit.testbeds.sambanova.metrics import BERT_METRICS
+from labkit.testbeds.sambanova.bert_large.metrics import METRICS
 
 __all__ = ["SambaNovaReader"]
 
@@ -281,18 +281,18 @@ class SambaNovaReader(LineReader):
         run = cur.run
         run.params["log_kind"] = "compile+submit" if cur.kind != "submission" else "submission"
         if cur.compile_end is not None:
-            BERT_METRICS.add(run, "compile_s", cur.compile_end)
+            METRICS.add(run, "compile_s", cur.compile_end)
         compiled = cur.compile_start or cur.compile_end is not None
         skipped = (not compiled and cur.kind != "submission") or cur.pef_exists is not None
         if cur.kind != "submission" or skipped:
-            BERT_METRICS.add(run, "compile_skipped", bool(skipped))
+            METRICS.add(run, "compile_skipped", bool(skipped))
         if cur.job is not None:
             run.params["job_id"] = cur.job
         if cur.duration is not None:
-            BERT_METRICS.add(run, "duration_s", cur.duration)
+            METRICS.add(run, "duration_s", cur.duration)
         if cur.rejected:
             run.status = "failed"
-            BERT_METRICS.add(run, "submitted", False)
+            METRICS.add(run, "submitted", False)
             flags = run.params
             detail = cur.rejected
             if all(k in flags for k in ("ntasks", "ntasks_per_node", "nodes")) and \
@@ -301,7 +301,7 @@ class SambaNovaReader(LineReader):
                     flags["ntasks"], flags["nodes"], flags["ntasks_per_node"])
             run.notes.append(REJECT_NOTE.format(detail))
         elif cur.job is not None:
-            BERT_METRICS.add(run, "submitted", True)
+            METRICS.add(run, "submitted", True)
             run.status = "complete" if cur.duration is not None or cur.kind == "submission" else "incomplete"
             if cur.duration is not None:
                 if skipped and cur.duration <= 5:
@@ -337,12 +337,12 @@ class SambaNovaReader(LineReader):
         if cur.steps:
             run.add_series("loss", cur.steps, cur.losses)
         if cur.ranks and cur.steps:  # the e2e line's process id alone is not a rank that trained
-            BERT_METRICS.add(run, "ranks_seen", len(cur.ranks))
+            METRICS.add(run, "ranks_seen", len(cur.ranks))
         e2e = cur.e2e
         for key in ("e2e_train_time", "training_sequences_per_second", "final_loss", "training_samples_per_second"):
             if key in e2e:  # the table's unit; the log names this one's unit wrongly, and the record says so
                 note = " (logged as sequences/s)" if key == "training_sequences_per_second" else ""
-                run.add_metric(key, e2e[key], BERT_METRICS.unit(key) + note)
+                run.add_metric(key, e2e[key], METRICS.unit(key) + note)
         losses = list(cur.losses) + ([e2e["final_loss"]] if isinstance(e2e.get("final_loss"), float) else [])
         if loss_divergence(losses):
             run.status = "diverged"
@@ -360,8 +360,8 @@ class SambaNovaReader(LineReader):
         if throughput and t and all(k in p for k in need):
             tokens = p["ntasks"] * p["batch_size"] * p["steps_this_run"] * p["max_seq_length"] / t
             sequences = tokens / p["max_seq_length"]
-            BERT_METRICS.add(run, "sequences_per_second", round(sequences, 3))
-            BERT_METRICS.add(run, "throughput_per_task", round(throughput / p["ntasks"], 1))
+            METRICS.add(run, "sequences_per_second", round(sequences, 3))
+            METRICS.add(run, "throughput_per_task", round(throughput / p["ntasks"], 1))
             if abs(tokens - throughput) <= 0.01 * throughput:
                 run.notes.append(TOKENS_NOTE.format(p["ntasks"], p["batch_size"], p["steps_this_run"],
                                                     p["max_seq_length"], t, tokens, sequences))
@@ -375,20 +375,20 @@ class SambaNovaReader(LineReader):
                              "max_seq_length / e2e time), not sequences.")
         if cur.assertion:
             bound, limit, found = cur.assertion
-            BERT_METRICS.add(run, "throughput_check", "failed (at {} {:.0f})".format(bound, limit))
+            METRICS.add(run, "throughput_check", "failed (at {} {:.0f})".format(bound, limit))
             if "e2e_train_time" in e2e:
                 run.notes.append(ASSERT_NOTE.format(bound, limit, found))
             if bound == "most" and p.get("nodes", 1) > 1:
                 run.notes.append("This {}-node run is faster than the script's upper bound, which was set for "
                                  "one node.".format(p["nodes"]))
         if cur.duration is not None:
-            BERT_METRICS.add(run, "duration_s", cur.duration)
+            METRICS.add(run, "duration_s", cur.duration)
         if not cur.steps and set(run.params) <= {"log_kind"} and cur.e2e:
             run.notes.append("Only the e2e summary line was given: ntasks, batch size, steps and whether the model "
                              "was compiled are not in it. e2e_train_time is the whole training time, not the time "
                              "per step or per sequence.")
         elif not cur.compile_start and cur.compile_end is None:
-            BERT_METRICS.add(run, "compile_skipped", True)
+            METRICS.add(run, "compile_skipped", True)
             run.notes.append("The log starts at RUN: compilation was skipped because the compiled PEF existed.")
 
     def finish(self) -> List[Run]:

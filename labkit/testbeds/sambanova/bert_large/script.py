@@ -1,9 +1,10 @@
 """The testbed's two shell scripts, written from the parameters: the compile the course's
 BertLarge.sh runs before ``sbatch``, and the course's BertLarge_run.sh batch job.
 
-    from labkit.testbeds import sambanova
-    print(sambanova.compile_script(config, sambanova.SambaFlow(), "/home/me/BertLarge", "/home/me/BertLarge/log"))
-    print(sambanova.run_script(config, sambanova.SambaFlow(), "/home/me/BertLarge"))
+    from labkit.testbeds.sambanova.bert_large.host import SambaFlow
+    from labkit.testbeds.sambanova.bert_large.script import compile_script, run_script
+    print(compile_script(config, SambaFlow(), "/home/me/BertLarge", "/home/me/BertLarge/log"))
+    print(run_script(config, SambaFlow(), "/home/me/BertLarge"))
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import shlex
 
 from labkit.params import Config
-from labkit.testbeds.sambanova.host import SambaFlow
+from labkit.testbeds.sambanova.bert_large.host import SambaFlow
 
 __all__ = ["compile_script", "run_script", "pef_name"]
 
@@ -49,7 +50,7 @@ def compile_script(config: Config, setup: SambaFlow, work_dir: str, log_dir: str
     ])
     return "\n".join([
         "#!/bin/bash",
-        "# Written by labkit (labkit/testbeds/sambanova/script.py) from the course's BertLarge.sh: compile only;",
+        "# Written by labkit (labkit/testbeds/sambanova/bert_large/script.py) from the course's BertLarge.sh: compile only;",
         "# labkit submits the training job itself, after checking the sbatch request.",
         "set -e",
         "export SOFTWARE_HOME=/opt",
@@ -110,7 +111,7 @@ def run_script(config: Config, setup: SambaFlow, work_dir: str) -> str:
     ])
     return "\n".join([
         "#!/bin/bash",
-        "# Written by labkit (labkit/testbeds/sambanova/script.py) from the course's BertLarge_run.sh.",
+        "# Written by labkit (labkit/testbeds/sambanova/bert_large/script.py) from the course's BertLarge_run.sh.",
         "set -e",
         "export SOFTWARE_HOME=/opt",
         'LOGDIR=$(date +%m%d%y.%H)',

@@ -1,6 +1,6 @@
 """The portable run's data-parallel ranks: N processes of BERT training, gradients all-reduced.
 
-    from labkit.testbeds.sambanova.launch import launch_bert_ranks
+    from labkit.testbeds.sambanova.bert_large.launch import launch_bert_ranks
     outcome = launch_bert_ranks(2, {"model_size": "micro", "max_seq_length": 32, "seed": 0,
                                     "batch_size": 4, "steps": 4, "learning_rate": 1e-4}, "cpu", threads=1)
     outcome.result["e2e_train_time"], outcome.losses      # rank 0's figures
@@ -34,7 +34,7 @@ class RanksOutcome:
 
 #: Modules the rank processes need, imported once by the fork server rather than by every rank
 #: of every run (importing transformers takes seconds).
-PRELOAD = ["labkit.testbeds.sambanova.launch", "labkit.bert", "transformers.models.bert.modeling_bert"]
+PRELOAD = ["labkit.testbeds.sambanova.bert_large.launch", "labkit.bert", "transformers.models.bert.modeling_bert"]
 
 
 class _RankZeroProgress:

@@ -1,7 +1,7 @@
 """The SambaNova exercise's metrics: what the portable ranks, a Slurm job and the log reader record.
 
-    from labkit.testbeds.sambanova.metrics import BERT_METRICS
-    BERT_METRICS.frame()             # name, unit, meaning, primary, timing
+    from labkit.testbeds.sambanova.bert_large.metrics import METRICS
+    METRICS.frame()             # name, unit, meaning, primary, timing
 
 The compile log and the training log of one job are different runs: a compile log's
 ``duration_s`` is compiling and submitting, never training; training time is ``e2e_train_time``.
@@ -10,11 +10,11 @@ The compile log and the training log of one job are different runs: a compile lo
 from __future__ import annotations
 
 from labkit.metrics import Metric, MetricTable
-from labkit.testbeds.sambanova.spec import EXERCISE
+from labkit.testbeds.sambanova.bert_large.spec import EXERCISE
 
-__all__ = ["BERT_METRICS"]
+__all__ = ["METRICS"]
 
-BERT_METRICS = MetricTable(
+METRICS = MetricTable(
     (EXERCISE,),
     # SambaNova's own name; the training log calls its unit sequences/s, and records say so after the unit.
     Metric("training_sequences_per_second", "tokens/s", "SambaNova's name, but ntasks x batch x steps x "
