@@ -23,7 +23,7 @@ from typing import Any, List, Optional
 from labkit import display
 from labkit.results import Run
 
-__all__ = ["show", "with_speedup", "speedup_table", "plot_speedup", "SHOWN_COLUMNS", "REFERENCE_MODEL"]
+__all__ = ["show", "with_speedup", "speedup_table", "plot_speedup", "REFERENCE_MODEL"]
 
 #: The columns :func:`show` gives of each configuration measured.
 SHOWN_COLUMNS = ["platform", "model", "replicas", "micro_batch", "images_per_epoch", "status", "note"]

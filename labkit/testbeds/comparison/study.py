@@ -36,6 +36,7 @@ from typing import Any, Dict, List, Sequence
 
 from labkit.divergence import loss_divergence
 from labkit.params import existing_file
+from labkit.results import Run
 from labkit.testbeds.comparison.models import model_choice
 from labkit.testbeds.comparison.replicas import measure_ipu, measure_torch
 from labkit.testbeds.comparison.metrics import METRICS
@@ -212,8 +213,6 @@ def as_run(frame, params: Dict[str, Any]):
     against replicas per micro-batch, and each configuration's losses (``loss_r2_mb10``: 2
     replicas, micro-batch 10), so a diverged run can be seen, not only counted.
     """
-    from labkit.results import Run
-
     frame = with_speedup(frame)
     complete = frame[frame["status"] == "complete"]
     measured = frame[frame["throughput"] == frame["throughput"]]
