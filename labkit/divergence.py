@@ -27,7 +27,7 @@ Why 10 (checked by tests/test_divergence.py on every real log in ../shared/fixtu
 import math
 from typing import Iterable, Optional, Sequence
 
-__all__ = ["EXPLODE_FACTOR", "EXPLODE_FLOOR", "loss_divergence", "is_diverged", "divergence_note",
+__all__ = ["EXPLODE_FACTOR", "EXPLODE_FLOOR", "loss_divergence", "divergence_note",
            "loss_trend", "TREND_FALLING", "TREND_RISING", "TREND_FLAT"]
 
 EXPLODE_FACTOR = 10.0
@@ -63,11 +63,6 @@ def loss_divergence(losses: Iterable[float]) -> Optional[str]:
     ``"loss exploded"`` (max finite loss > EXPLODE_FACTOR x the first finite loss and > EXPLODE_FLOOR).
     """
     return _first_bad(losses)[0]
-
-
-def is_diverged(losses: Iterable[float]) -> bool:
-    """True when :func:`loss_divergence` finds a reason."""
-    return loss_divergence(losses) is not None
 
 
 def divergence_note(losses: Sequence[float], where: str = "logged value", advice: str = "Lower the learning rate.") -> str:

@@ -11,7 +11,7 @@ PyTorch Lightning's graceful shutdown does on ``KeyboardInterrupt``. The trainin
             if stop.requested:
                 break
 
-and a run step (``graphcore.run_mnist`` ...) is wrapped in :func:`run_step`, which checks its
+and a run step (``graphcore.run_exercise`` ...) is wrapped in :func:`run_step`, which checks its
 config against the notebook first and turns an interrupt that reaches it anyway (during
 set-up, a download, a compile) into one line instead of a traceback.
 """

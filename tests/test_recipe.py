@@ -113,7 +113,7 @@ FILES = {
             ACME_METRICS.add(run, "final_loss", round(losses[-1], 4))
             ACME_METRICS.add(run, "train_time", time.perf_counter() - started)
             run.add_series("loss", list(range(1, len(losses) + 1)), losses, x_label="epoch")
-            if divergence.is_diverged(losses):
+            if divergence.loss_divergence(losses):
                 run.status = "diverged"
             return run
     ''',

@@ -17,10 +17,10 @@ from typing import Optional, Tuple
 from labkit.metrics import MetricTable
 from labkit.testbeds.cerebras.bert_large.metrics import METRICS as CEREBRAS_METRICS
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS as LLAMA_METRICS
-from labkit.testbeds.comparison.metrics import SCALING_METRICS
+from labkit.testbeds.comparison.metrics import METRICS as SCALING_METRICS
 from labkit.testbeds.graphcore.metrics import BERT_METRICS as GRAPHCORE_BERT_METRICS
-from labkit.testbeds.graphcore.metrics import MNIST_METRICS
-from labkit.testbeds.groq.metrics import BERT_TINY_METRICS
+from labkit.testbeds.graphcore.metrics import METRICS as MNIST_METRICS
+from labkit.testbeds.groq.metrics import METRICS as BERT_TINY_METRICS
 from labkit.testbeds.homework.metrics import HOMEWORK_2025_METRICS, HOMEWORK_METRICS
 from labkit.testbeds.sambanova.inference.metrics import METRICS as INFERENCE_METRICS
 from labkit.testbeds.sambanova.bert_large.metrics import METRICS as SAMBANOVA_METRICS

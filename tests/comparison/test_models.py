@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from labkit.params import ParameterError
-from labkit.testbeds.comparison import SCALING_SPEC, models as scaling_models, replicas, study as scaling
+from labkit.testbeds.comparison import SPEC, models as scaling_models, replicas, study as scaling
 
 
 def test_representative_model_has_the_studys_counts_and_its_frozen_half_stays_frozen():
@@ -33,10 +33,10 @@ def test_small_model_is_all_trained():
 
 
 def test_model_parameter_is_checked_by_the_spec():
-    assert SCALING_SPEC.validate({}).model == "representative"
-    assert SCALING_SPEC.validate({"model": "small"}).model == "small"
+    assert SPEC.validate({}).model == "representative"
+    assert SPEC.validate({"model": "small"}).model == "small"
     with pytest.raises(ParameterError) as info:
-        SCALING_SPEC.validate({"model": "resnet"})
+        SPEC.validate({"model": "resnet"})
     assert "model = 'resnet'" in str(info.value) and "'representative', 'small'" in str(info.value)
     with pytest.raises(ValueError, match="model = 'resnet': unknown; allowed: 'representative', 'small'"):
         scaling.study([1], [10], device="cpu", model="resnet")

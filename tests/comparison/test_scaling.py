@@ -17,13 +17,6 @@ from tests.fakes import POPTORCH
 FAKE = str(POPTORCH)
 
 
-@pytest.mark.parametrize("losses", [[2.3, 2.1, 1.9], [2.3, float("nan")], [2.3, float("inf")], [2.3, 5.0, 40.0],
-                                    [0.01, 0.5], [], [float("nan")]])
-def test_divergence_is_labkits_one_rule(losses):
-    assert scaling.diverged(losses) == (loss_divergence(losses) is not None)
-    assert scaling.diverged([2.3, 5.0, 40.0]) and not scaling.diverged([2.3, 2.1, 1.9])
-
-
 def test_two_gloo_replicas_measure_throughput_after_the_first_epoch():
     row = scaling.measure(2, 32, images_per_epoch=256, epochs=2, learning_rate=0.05, device="cpu", model="small")
     assert row["status"] == "complete" and row["note"] == "" and row["model"] == "small"

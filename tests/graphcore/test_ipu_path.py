@@ -9,6 +9,8 @@ import pytest
 from labkit import devices
 from labkit.devices import DeviceError
 from labkit.testbeds import graphcore
+from labkit.testbeds.graphcore.device import choose_device
+from labkit.testbeds.graphcore.run import run_mnist
 from tests.fakes import POPTORCH
 
 FAKES = str(POPTORCH)
@@ -28,27 +30,27 @@ def fake_poptorch(monkeypatch):
 def test_ipu_without_poptorch_says_how_to_get_it(monkeypatch):
     monkeypatch.setattr(devices, "module_available", lambda name: False)
     with pytest.raises(DeviceError) as err:
-        graphcore.choose_device("ipu")
+        choose_device("ipu")
     message = str(err.value)
     assert "Poplar SDK" in message and "srun --ipus=1" in message and "pip install" in message
 
 
 def test_auto_prefers_an_ipu_when_poptorch_sees_one(fake_poptorch):
-    assert graphcore.choose_device("auto") == "ipu"
+    assert choose_device("auto") == "ipu"
 
 
 def test_ipu_present_but_not_attached(fake_poptorch, monkeypatch):
     monkeypatch.setattr(fake_poptorch, "ipuHardwareIsAvailable", lambda num_ipus=1: False)
     with pytest.raises(DeviceError, match="srun --ipus=1"):
-        graphcore.choose_device("ipu")
-    assert str(graphcore.choose_device("auto")) == "cpu"
+        choose_device("ipu")
+    assert str(choose_device("auto")) == "cpu"
 
 
 def test_ipu_run_follows_the_tutorial(fake_poptorch):
-    config = graphcore.MNIST_SPEC.validate({
+    config = graphcore.SPEC.validate({
         "device": "ipu", "epochs": 2, "batch_size": 8, "device_iterations": 10,
         "max_train_samples": 800, "max_test_samples": 400, "learning_rate": 0.05})
-    result = graphcore.run_mnist(config, verbose=False)
+    result = run_mnist(config, verbose=False)
     calls = fake_poptorch.CALLS
     # Options with device iterations and output mode All, a poptorch DataLoader of micro-batches,
     # compiled before timing, weights back to the host, detached before the inference model.

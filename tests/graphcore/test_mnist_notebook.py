@@ -34,14 +34,14 @@ BAD = [
 @pytest.mark.parametrize("name,value,words", BAD, ids=[b[0] + "-" + str(b[1]) for b in BAD])
 def test_bad_values_are_refused_by_the_spec(name, value, words):
     with pytest.raises(ParameterError) as err:
-        graphcore.MNIST_SPEC.validate({name: value})
+        graphcore.SPEC.validate({name: value})
     for word in words:
         assert word in str(err.value)
 
 
 def test_every_problem_is_reported_at_once():
     with pytest.raises(ParameterError) as err:
-        graphcore.MNIST_SPEC.validate({"epochs": "ten", "batch_size": 0, "epoch": 5})
+        graphcore.SPEC.validate({"epochs": "ten", "batch_size": 0, "epoch": 5})
     assert len(err.value.problems) == 3
 
 

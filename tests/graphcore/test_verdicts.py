@@ -18,14 +18,15 @@ import pytest
 
 from labkit.results import Run
 from labkit.testbeds import graphcore
+from labkit.testbeds.graphcore.run import run_mnist
 from labkit.testbeds.graphcore.verdict import judge
 
 
 def _short_run(learning_rate: float):
-    config = graphcore.MNIST_SPEC.validate({
+    config = graphcore.SPEC.validate({
         "learning_rate": learning_rate, "epochs": 1, "max_train_samples": 400, "max_test_samples": 160,
         "device_iterations": 10, "device": "cpu", "seed": 0})
-    return graphcore.run_mnist(config, verbose=False).run
+    return run_mnist(config, verbose=False).run
 
 
 def _made_run(losses, accuracy=11.0):

@@ -13,12 +13,12 @@ LOGS = real_logs("groq")
 
 def _problems(**values):
     with pytest.raises(ParameterError) as err:
-        groq.BERT_TINY_SPEC.validate(values)
+        groq.SPEC.validate(values)
     return str(err.value)
 
 
 def test_defaults_are_the_proof_points():
-    config = groq.BERT_TINY_SPEC.validate({})
+    config = groq.SPEC.validate({})
     assert (config.model, config.max_seq_length, config.batch_size) == ("M-FAC/bert-tiny-finetuned-sst2", 128, 1)
     assert config.num_samples is None and config.custom_text is None and config.backends == "auto"
 
@@ -62,7 +62,7 @@ def test_batches_larger_than_one_score_every_sample_once(tiny_dirs, kind):
               "backends": "cpu,onnxruntime"}
     if kind == "encoder":
         values["custom_text"] = ["a man plays guitar", "the man plays a guitar", "the cat sleeps"]
-    config = groq.BERT_TINY_SPEC.validate(values)
+    config = groq.SPEC.validate(values)
     loaded = groq.load_model(config)
     data = groq.load_data(config, loaded)
     engines = groq.build(config, loaded)

@@ -6,13 +6,14 @@ import pytest
 
 from labkit.testbeds.groq import backends, groqchip
 from labkit.testbeds import groq
+from labkit.testbeds.groq.report import make_run
 
 
 def _config(tiny_dirs, **values):
     values.setdefault("model", str(tiny_dirs["classifier"]))
     values.setdefault("max_seq_length", 16)
     values.setdefault("num_samples", 6)
-    return groq.BERT_TINY_SPEC.validate(values)
+    return groq.SPEC.validate(values)
 
 
 def test_groq_is_found_through_groqflows_chip_count(fake_groqflow):
@@ -50,7 +51,7 @@ def test_the_proof_points_method_on_groq(fake_groqflow, tiny_dirs, capsys):
     # FP16 on the "chip" still gives the CPU's labels on these inputs, and the differences are reported
     assert result.disagreements["groq"] == [] and 0 < result.max_difference["groq"] < 1e-2
     assert result.parity.iloc[0]["disagreements"] == 0
-    run = groq.make_run(config, loaded, data, result)
+    run = make_run(config, loaded, data, result)
     assert run.source == "testbed"
     assert run.metrics["groq_onchip_latency_ms"] == pytest.approx(0.03)
     assert run.metrics["groq_e2e_latency_ms"] == pytest.approx(0.06)

@@ -113,14 +113,14 @@ def test_describe_lists_every_parameter():
 
 def test_every_exercises_path_parameters_fail_the_same_way(tmp_path, monkeypatch):
     """A missing log reads the same in every exercise: the parameter, the value, what is allowed."""
-    from labkit.testbeds import cerebras, graphcore, groq
-    from labkit.testbeds.comparison import SCALING_SPEC
+    from labkit.testbeds import comparison, graphcore, groq
+    from labkit.testbeds.cerebras import bert_large as cerebras
     from labkit.testbeds.sambanova import bert_large as sambanova
 
     monkeypatch.chdir(tmp_path)
-    for spec, name in ((graphcore.MNIST_SPEC, "log_path"), (cerebras.SPEC, "log_path"),
+    for spec, name in ((graphcore.SPEC, "log_path"), (cerebras.SPEC, "log_path"),
                        (cerebras.SPEC, "params_template"), (sambanova.SPEC, "log_path"),
-                       (groq.BERT_TINY_SPEC, "log_path"), (SCALING_SPEC, "reference_csv")):
+                       (groq.SPEC, "log_path"), (comparison.SPEC, "reference_csv")):
         with pytest.raises(ParameterError) as caught:
             spec.validate({name: "missing.log"})
         assert "{} = 'missing.log': no such file (relative paths start from {}); allowed: a path naming a " \

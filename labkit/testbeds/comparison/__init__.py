@@ -6,13 +6,16 @@
     config = comparison.SPEC.validate({"replicas": [1, 2], "device": "cpu"})
     comparison.plan(config); run = comparison.run_exercise(config); comparison.show(run)
 
-Modules: ``spec`` (the notebook's parameters), ``exercise`` (the notebook's plan, run and show steps), ``models`` (the CNNs trained: small, representative),
-``study`` (measuring throughput over replicas and micro-batch sizes, the reference tables),
-``report`` (speed-up tables and plots), ``reference/`` (the published IPU-POD16/A100 table and a
-2-core CPU example, with their provenance).
+Modules: ``spec`` (the notebook's parameters: ``SPEC``), ``metrics`` (``METRICS``), ``exercise`` (the
+notebook's plan and run steps), ``report`` (its show step, speed-up tables and plots), ``models``
+(the CNNs trained: small, representative), ``study`` (measuring throughput over replicas and
+micro-batch sizes, the reference tables), ``replicas`` (the processes or IPU replicas that train),
+``reference/`` (the published IPU-POD16/A100 table and a 2-core CPU example, with their provenance).
 """
 
-from labkit.testbeds.comparison.exercise import plan, run_exercise, show
-from labkit.testbeds.comparison.spec import SCALING_SPEC, SPEC
+from labkit.testbeds.comparison.exercise import plan, run_exercise
+from labkit.testbeds.comparison.metrics import METRICS
+from labkit.testbeds.comparison.report import show
+from labkit.testbeds.comparison.spec import SPEC
 
-__all__ = ["SPEC", "SCALING_SPEC", "plan", "run_exercise", "show"]
+__all__ = ["SPEC", "METRICS", "plan", "run_exercise", "show"]

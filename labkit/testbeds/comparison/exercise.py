@@ -1,4 +1,5 @@
-"""The scaling study's plan, run and show steps: the five-step shape every exercise notebook has.
+"""The scaling study's plan and run steps (its show step is in ``report.py``): the five-step shape
+every exercise notebook has.
 
     from labkit.testbeds import comparison
     config = comparison.SPEC.from_notebook(globals())
@@ -14,19 +15,15 @@ notebook's further sections; they take the local rows from ``run.details``.
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional
+from typing import Optional
 
-from labkit import display
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
 from labkit.testbeds.comparison.study import allowed_replicas, as_run, resolve_device, study
 
-__all__ = ["plan", "run_exercise", "show", "SHOWN_COLUMNS"]
-
-#: The columns :func:`show` gives of each configuration measured.
-SHOWN_COLUMNS = ["platform", "model", "replicas", "micro_batch", "images_per_epoch", "status", "note"]
+__all__ = ["plan", "run_exercise"]
 
 
 def plan(config: Config) -> RunPlan:
@@ -62,11 +59,3 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     run.details = local
     return run
 
-
-def show(run: Run) -> Optional[List[Any]]:
-    """The configurations measured here, with their status (the rule of :func:`labkit.display.shown`)."""
-    local = getattr(run, "details", None)
-    if local is None:
-        print("This run holds no measurements of its own configurations to show.")
-        return display.shown([])
-    return display.shown([display.show(local[[c for c in SHOWN_COLUMNS if c in local.columns]])])

@@ -1,7 +1,7 @@
 """The scaling study's metrics: what ``study.as_run`` records of the configurations it measured.
 
-    from labkit.testbeds.comparison.metrics import SCALING_METRICS
-    SCALING_METRICS.frame()          # name, unit, meaning, primary, timing
+    from labkit.testbeds.comparison.metrics import METRICS
+    METRICS.frame()                  # name, unit, meaning, primary, timing
 
 The per-configuration throughputs and speed-ups are series, not metrics (``throughput_mb10``:
 throughput against replicas at micro-batch 10).
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from labkit.metrics import Metric, MetricTable
 
-__all__ = ["SCALING_METRICS"]
+__all__ = ["METRICS"]
 
-SCALING_METRICS = MetricTable(
+METRICS = MetricTable(
     ("comparison/ipu_vs_gpu",),
     Metric("best_throughput", "images/s", "the highest training throughput of the configurations that completed "
                                           "(all replicas together)", primary=True, timing=True),

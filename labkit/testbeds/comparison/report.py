@@ -1,5 +1,7 @@
-"""Compare like with like in the scaling study: speed-up and scaling efficiency, as a table and a plot.
+"""What the scaling notebook shows: the configurations measured here (its show step), and like
+compared with like: speed-up and scaling efficiency, as a table and a plot.
 
+    comparison.show(run)                         # the configurations measured here, with their status
     from labkit.testbeds.comparison import study as scaling, report as scaling_report
     reference = scaling.load_reference(scaling.PUBLISHED_REFERENCE)
     scaling_report.speedup_table(reference)      # IPU 16 replicas: 7.29x, 46 % of ideal
@@ -16,14 +18,26 @@ named in its legend. Used by notebooks/comparison/ipu_vs_gpu.ipynb.
 from __future__ import annotations
 
 import math
-from typing import List
+from typing import Any, List, Optional
 
-from labkit.display import show
+from labkit import display
+from labkit.results import Run
 
-__all__ = ["with_speedup", "speedup_table", "plot_speedup", "REFERENCE_MODEL"]
+__all__ = ["show", "with_speedup", "speedup_table", "plot_speedup", "REFERENCE_MODEL"]
 
+#: The columns :func:`show` gives of each configuration measured.
+SHOWN_COLUMNS = ["platform", "model", "replicas", "micro_batch", "images_per_epoch", "status", "note"]
 #: What the ``model`` column says for reference rows, which carry none.
 REFERENCE_MODEL = "the study's"
+
+
+def show(run: Run) -> Optional[List[Any]]:
+    """The configurations measured here, with their status (the rule of :func:`labkit.display.shown`)."""
+    local = getattr(run, "details", None)
+    if local is None:
+        print("This run holds no measurements of its own configurations to show.")
+        return display.shown([])
+    return display.shown([display.show(local[[c for c in SHOWN_COLUMNS if c in local.columns]])])
 
 
 def _series_key(frame):
@@ -142,4 +156,4 @@ def plot_speedup(frame, title: str = "Speed-up over 1 replica (same platform, sa
     ax.legend(handles, labels, fontsize="x-small", loc="upper left", framealpha=0.9)
     fig.tight_layout()
 
-    return show(fig)  # in a notebook: shown exactly once; elsewhere: the figure
+    return display.show(fig)  # in a notebook: shown exactly once; elsewhere: the figure

@@ -12,7 +12,7 @@ from typing import List, Optional
 from labkit.params import PATH, Param, Spec, existing_file
 from labkit.testbeds.comparison.models import MODELS
 
-__all__ = ["SPEC", "SCALING_SPEC"]
+__all__ = ["SPEC"]
 
 
 def _positive_ints(values: List[int]) -> Optional[str]:
@@ -22,7 +22,7 @@ def _positive_ints(values: List[int]) -> Optional[str]:
     return "every value must be >= 1 (got {})".format(bad) if bad else None
 
 
-SCALING_SPEC = Spec(
+SPEC = Spec(
     "comparison/ipu_vs_gpu",
     Param("replicas", list, [1, 2, 4, 8, 16], "data-parallel replicas to try (those the hardware allows run)",
           item_type=int, check=_positive_ints),
@@ -40,6 +40,3 @@ SCALING_SPEC = Spec(
           "and A100 table (labkit/testbeds/comparison/reference/scaling_pod16_a100.csv)",
           optional=True, check=existing_file),
 )
-
-#: The exercise's spec under the name every exercise uses (``SCALING_SPEC`` is its older name).
-SPEC = SCALING_SPEC

@@ -36,12 +36,14 @@ from typing import Any, Dict, List, Sequence
 
 from labkit.divergence import loss_divergence
 from labkit.params import existing_file
+from labkit.results import Run
 from labkit.testbeds.comparison.models import model_choice
 from labkit.testbeds.comparison.replicas import measure_ipu, measure_torch
-from labkit.testbeds.comparison.metrics import SCALING_METRICS
+from labkit.testbeds.comparison.metrics import METRICS
+from labkit.testbeds.comparison.report import with_speedup
 
 __all__ = ["study", "measure", "load_reference", "display_table", "EXAMPLE_REFERENCE",
-           "PUBLISHED_REFERENCE", "PUBLISHED_PROVENANCE", "REFERENCE_COLUMNS", "allowed_replicas", "diverged",
+           "PUBLISHED_REFERENCE", "PUBLISHED_PROVENANCE", "REFERENCE_COLUMNS", "allowed_replicas",
            "as_run", "resolve_device"]
 
 #: Columns a CSV of results measured elsewhere must have (extra columns are kept).
@@ -57,9 +59,6 @@ PUBLISHED_PROVENANCE = ("the course's IPU-vs-GPU comparison study, as published:
 #: An example CSV in the same format, measured with this notebook on labkit's 2-core CI machine.
 EXAMPLE_REFERENCE = os.path.join(_REFERENCE_DIR, "scaling_cpu_2core.csv")
 
-def diverged(losses: Sequence[float]) -> bool:
-    """True when labkit's one rule (:func:`labkit.divergence.loss_divergence`) calls ``losses`` diverged."""
-    return loss_divergence(losses) is not None
 
 def allowed_replicas(requested: Sequence[int], device: str) -> List[int]:
     """The replica counts this hardware can run: up to the CPU count (gloo) or GPU count (NCCL)."""
@@ -214,18 +213,15 @@ def as_run(frame, params: Dict[str, Any]):
     against replicas per micro-batch, and each configuration's losses (``loss_r2_mb10``: 2
     replicas, micro-batch 10), so a diverged run can be seen, not only counted.
     """
-    from labkit.results import Run
-    from labkit.testbeds.comparison.report import with_speedup
-
     frame = with_speedup(frame)
     complete = frame[frame["status"] == "complete"]
     measured = frame[frame["throughput"] == frame["throughput"]]
     run = Run("comparison/ipu_vs_gpu", params=dict(params))
     if frame.attrs.get("interrupted"):  # scaling.study stopped by the student: the configurations so far
         run.mark_interrupted(frame.attrs["interrupted"], "only the configurations measured before it are in the study.")
-    SCALING_METRICS.add(run, "best_throughput", float(complete["throughput"].max()) if len(complete) else float("nan"))
-    SCALING_METRICS.add(run, "configurations", int(len(frame)))
-    SCALING_METRICS.add(run, "diverged", int((frame["status"] == "diverged").sum()))
+    METRICS.add(run, "best_throughput", float(complete["throughput"].max()) if len(complete) else float("nan"))
+    METRICS.add(run, "configurations", int(len(frame)))
+    METRICS.add(run, "diverged", int((frame["status"] == "diverged").sum()))
     for micro_batch, group in measured.groupby("micro_batch"):
         group = group.sort_values("replicas")
         run.add_series("throughput_mb{}".format(micro_batch), group["replicas"].tolist(), group["throughput"].tolist(),

@@ -11,20 +11,17 @@ From Python (the notebook's five steps):
     config = graphcore.SPEC.validate({"epochs": 1})
     graphcore.plan(config); run = graphcore.run_exercise(config); graphcore.show(run)
 
-Modules, one concern each: ``spec`` (parameters), ``device`` (where it runs), ``exercise`` (the
-notebook's plan, run and show steps), ``run`` (training or reading the log: :func:`run_mnist`),
-``portable`` + ``train`` (the PyTorch path), ``ipu`` (PopTorch), ``model`` (the network),
-``result`` (the record both paths make), ``progress_bars``, ``verdict`` (near-chance notes),
-``log`` (the testbed log reader), ``metrics`` (the table of metrics), ``report`` (the network table).
+Modules, one concern each: ``spec`` (parameters: ``SPEC``), ``metrics`` (``METRICS``; ``BERT_METRICS``
+for the BERT demo's log), ``exercise`` (the notebook's plan and run steps), ``report`` (its show step
+and the network table), ``device`` (where it runs), ``run`` (training or reading the log:
+``run_mnist``), ``portable`` + ``train`` (the PyTorch path), ``ipu`` (PopTorch), ``model`` (the
+network), ``result`` (the record both paths make), ``progress_bars``, ``verdict`` (near-chance
+notes), ``log`` (the testbed log reader, ``GraphcoreReader``).
 """
 
-from labkit.testbeds.graphcore.device import POPTORCH_HELP, choose_device
-from labkit.testbeds.graphcore.exercise import plan, run_exercise, show
-from labkit.testbeds.graphcore.report import model_summary
-from labkit.testbeds.graphcore.result import MnistResult
-from labkit.testbeds.graphcore.run import run_mnist
-from labkit.testbeds.graphcore.metrics import MNIST_METRICS
-from labkit.testbeds.graphcore.spec import SPEC, MNIST_SPEC
+from labkit.testbeds.graphcore.exercise import plan, run_exercise
+from labkit.testbeds.graphcore.metrics import METRICS
+from labkit.testbeds.graphcore.report import model_summary, show
+from labkit.testbeds.graphcore.spec import SPEC
 
-__all__ = ["SPEC", "MNIST_SPEC", "plan", "run_exercise", "show", "MNIST_METRICS", "MnistResult", "run_mnist",
-           "choose_device", "model_summary", "POPTORCH_HELP"]
+__all__ = ["SPEC", "METRICS", "plan", "run_exercise", "show", "model_summary"]

@@ -1,4 +1,5 @@
-"""The MNIST notebook's plan, run and show steps: the five-step shape every exercise notebook has.
+"""The MNIST notebook's plan and run steps (its show step is in ``report.py``): the five-step shape
+every exercise notebook has.
 
     from labkit.testbeds import graphcore
     config = graphcore.SPEC.from_notebook(globals())
@@ -10,9 +11,9 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Optional
 
-from labkit import display, devices
+from labkit import devices
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan, device_why
@@ -20,7 +21,7 @@ from labkit.results import Run
 from labkit.testbeds.graphcore.device import choose_device
 from labkit.testbeds.graphcore.run import run_mnist
 
-__all__ = ["plan", "run_exercise", "show"]
+__all__ = ["plan", "run_exercise"]
 
 
 def plan(config: Config) -> RunPlan:
@@ -56,11 +57,3 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     run.details = result  # the trained model and its step history, for cells that look further
     return run
 
-
-def show(run: Run) -> Optional[List[Any]]:
-    """The run's metrics with their units, then its loss and accuracy curves (the rule of
-    :func:`labkit.display.shown`: None in a kernel)."""
-    from labkit import plots
-
-    # a log without per-step values: training_curves says so instead of drawing
-    return display.shown([display.show(run.table()), plots.training_curves(run)])

@@ -28,7 +28,7 @@ from typing import Dict, List, Optional
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, clock_seconds, new_run, number, params_from_filename
 from labkit.results import Run
-from labkit.testbeds.graphcore.metrics import BERT_METRICS, MNIST_METRICS
+from labkit.testbeds.graphcore.metrics import BERT_METRICS, METRICS
 from labkit.testbeds.graphcore.verdict import judge
 
 __all__ = ["GraphcoreReader"]
@@ -243,17 +243,17 @@ class GraphcoreReader(LineReader):
         if from_name:
             run.notes.append("Read from the file name only, not from the log: {}.".format(", ".join(from_name)))
         if cur.accuracy is not None:
-            MNIST_METRICS.add(run, "test_accuracy", cur.accuracy)
+            METRICS.add(run, "test_accuracy", cur.accuracy)
         if cur.train_compile_s is not None:
-            MNIST_METRICS.add(run, "train_compile_time", cur.train_compile_s)
+            METRICS.add(run, "train_compile_time", cur.train_compile_s)
         if cur.infer_compile_s is not None:
-            MNIST_METRICS.add(run, "test_compile_time", cur.infer_compile_s)
+            METRICS.add(run, "test_compile_time", cur.infer_compile_s)
         self._epoch_times(cur)
         if cur.losses:
             steps = list(range(1, len(cur.losses) + 1))
             run.add_series("loss", steps, cur.losses, x_label="logged step")
             run.add_series("batch_accuracy", steps, cur.batch_accuracies, x_label="logged step")
-            MNIST_METRICS.add(run, "final_batch_loss", cur.losses[-1])
+            METRICS.add(run, "final_batch_loss", cur.losses[-1])
         # Status: complete when it ran to the end; diverged only by the one rule (labkit.divergence),
         # never for a low accuracy alone (verdict.judge notes a near-chance run instead).
         if cur.epochs_done and cur.accuracy is not None:
@@ -287,16 +287,16 @@ class GraphcoreReader(LineReader):
             return
         last = done[-1]
         total_s = cur.epoch_elapsed[last]
-        MNIST_METRICS.add(run, "total_train_time", total_s)
+        METRICS.add(run, "total_train_time", total_s)
         by_clock = round(total_s / last, 3)
         if cur.seconds_per_epoch is not None and abs(cur.seconds_per_epoch - by_clock) <= 1.0 / last + 0.01 * by_clock:
             # tqdm's s/it has 4 significant digits; its mm:ss clock has 1 s steps. Take the precise one.
-            MNIST_METRICS.add(run, "mean_epoch_time", cur.seconds_per_epoch)
+            METRICS.add(run, "mean_epoch_time", cur.seconds_per_epoch)
             run.notes.append("mean_epoch_time {} s is tqdm's s/it figure on the Epochs bar, the most precise time the "
                              "log prints (the elapsed clock {} / {} epochs gives {} s, to 1 s steps).".format(
                                  cur.seconds_per_epoch, _clock_text(total_s), last, by_clock))
         else:
-            MNIST_METRICS.add(run, "mean_epoch_time", by_clock)
+            METRICS.add(run, "mean_epoch_time", by_clock)
             run.notes.append("mean_epoch_time {} s is the elapsed clock {} / {} epochs{}.".format(
                 by_clock, _clock_text(total_s), last,
                 " (tqdm's s/it, {} s, is a moving average of the last epochs and disagrees, so it was not used)".format(
@@ -313,10 +313,10 @@ class GraphcoreReader(LineReader):
             run.add_series("epoch_time", xs, ys, x_label="epoch")
         if xs and xs[0] == 1 and len(xs) >= 3:
             steady = median(ys[1:])
-            MNIST_METRICS.add(run, "first_epoch_time", ys[0])
-            MNIST_METRICS.add(run, "epoch_time", steady)
+            METRICS.add(run, "first_epoch_time", ys[0])
+            METRICS.add(run, "epoch_time", steady)
             if steady > 0:
-                MNIST_METRICS.add(run, "first_epoch_ratio", round(ys[0] / steady, 2))
+                METRICS.add(run, "first_epoch_ratio", round(ys[0] / steady, 2))
             if cur.train_compile_s:
                 run.notes.append("Here the first epoch took {} s = about {} s of steady training + {} s of graph "
                                  "compilation.".format(ys[0], steady, cur.train_compile_s))

@@ -1,8 +1,8 @@
 """The Graphcore exercise's metrics: what the MNIST run (IPU or portable) and its log reader record.
 
-    from labkit.testbeds.graphcore.metrics import MNIST_METRICS
-    MNIST_METRICS.frame()            # name, unit, meaning, primary, timing
-    MNIST_METRICS.primary            # what a sweep's summary leads with: test accuracy, steady throughput, epoch time
+    from labkit.testbeds.graphcore.metrics import METRICS
+    METRICS.frame()                  # name, unit, meaning, primary, timing
+    METRICS.primary                  # what a sweep's summary leads with: test accuracy, steady throughput, epoch time
 
 ``BERT_METRICS`` is the table of the course's PopTorch BERT demo, which only the log reader sees
 (``graphcore/bert``: the sample output the course ships beside the MNIST tutorial).
@@ -13,9 +13,9 @@ from __future__ import annotations
 from labkit.metrics import Metric, MetricTable
 from labkit.testbeds.graphcore.spec import EXERCISE
 
-__all__ = ["MNIST_METRICS", "BERT_METRICS"]
+__all__ = ["METRICS", "BERT_METRICS"]
 
-MNIST_METRICS = MetricTable(
+METRICS = MetricTable(
     (EXERCISE,),
     Metric("test_accuracy", "%", "accuracy on the test images after training, the mean of the test batches' "
                                  "accuracies (as the tutorial computes it)", primary=True),

@@ -1,18 +1,32 @@
-"""Tables the MNIST notebook shows besides a run's own metrics: the tutorial's network, layer by layer.
+"""What the MNIST notebook shows: a run's metrics and training curves, and the tutorial's network.
 
     from labkit.testbeds import graphcore
+    graphcore.show(run)            # the metrics table and the loss and accuracy curves
     graphcore.model_summary()      # pandas DataFrame, one row per layer, the total last
 """
 
 from __future__ import annotations
 
-__all__ = ["model_summary"]
+from typing import Any, List, Optional
+
+from labkit import display, plots
+from labkit.results import Run
+
+__all__ = ["show", "model_summary"]
+
+
+def show(run: Run) -> Optional[List[Any]]:
+    """The run's metrics with their units, then its loss and accuracy curves (the rule of
+    :func:`labkit.display.shown`: None in a kernel)."""
+    # a log without per-step values: training_curves says so instead of drawing
+    return display.shown([display.show(run.table()), plots.training_curves(run)])
 
 
 def model_summary():
     """The tutorial's network, layer by layer, as a table (the total is the last row)."""
     import pandas as pd
 
+    # PyTorch loads only here: show() of a run read from a log needs none of it
     from labkit.testbeds.graphcore.model import Network, summary
 
     rows = summary(Network())

@@ -13,7 +13,7 @@ from labkit import devices
 from labkit.params import Config
 from labkit.results import Run
 from labkit.testbeds.graphcore.spec import EXERCISE
-from labkit.testbeds.graphcore.metrics import MNIST_METRICS
+from labkit.testbeds.graphcore.metrics import METRICS
 
 __all__ = ["MnistResult", "finish_run"]
 
@@ -51,18 +51,18 @@ def finish_run(config: Config, device: Any, history: Any, test_accuracy: Optiona
     last_epoch = [s for s in history.steps if s.epoch == history.steps[-1].epoch]
     steady_epoch = history.samples_per_epoch / history.throughput if history.throughput > 0 else float("nan")
     if test_accuracy is not None:
-        MNIST_METRICS.add(run, "test_accuracy", round(test_accuracy, 4))
-    MNIST_METRICS.add(run, "final_loss", round(history.steps[-1].loss, 6))
-    MNIST_METRICS.add(run, "train_accuracy", round(sum(s.accuracy for s in last_epoch) / len(last_epoch), 4))
-    MNIST_METRICS.add(run, "train_throughput", round(history.throughput, 2))
+        METRICS.add(run, "test_accuracy", round(test_accuracy, 4))
+    METRICS.add(run, "final_loss", round(history.steps[-1].loss, 6))
+    METRICS.add(run, "train_accuracy", round(sum(s.accuracy for s in last_epoch) / len(last_epoch), 4))
+    METRICS.add(run, "train_throughput", round(history.throughput, 2))
     if test_accuracy is not None:
-        MNIST_METRICS.add(run, "test_throughput", round(test_throughput, 2))
-    MNIST_METRICS.add(run, warmup_key, round(warmup_seconds, 4))
-    MNIST_METRICS.add(run, "epoch_time", round(steady_epoch, 4))
+        METRICS.add(run, "test_throughput", round(test_throughput, 2))
+    METRICS.add(run, warmup_key, round(warmup_seconds, 4))
+    METRICS.add(run, "epoch_time", round(steady_epoch, 4))
     if history.epoch_seconds:
-        MNIST_METRICS.add(run, "first_epoch_time", round(history.epoch_seconds[0], 4))
-        MNIST_METRICS.add(run, "total_train_time", round(sum(history.epoch_seconds), 4))
-    MNIST_METRICS.add(run, "steps_per_epoch", history.steps_per_epoch)
+        METRICS.add(run, "first_epoch_time", round(history.epoch_seconds[0], 4))
+        METRICS.add(run, "total_train_time", round(sum(history.epoch_seconds), 4))
+    METRICS.add(run, "steps_per_epoch", history.steps_per_epoch)
     run.add_series("loss", [s.step for s in history.steps], [s.loss for s in history.steps])
     run.add_series("accuracy", [s.step for s in history.steps], [s.accuracy for s in history.steps])
     run.add_series("epoch_time", list(range(1, len(history.epoch_seconds) + 1)), history.epoch_seconds, x_label="epoch")

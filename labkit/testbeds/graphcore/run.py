@@ -1,7 +1,8 @@
 """The MNIST exercise's run step: train and test here (IPU or portable backend), or read a testbed log.
 
     from labkit.testbeds import graphcore
-    result = graphcore.run_mnist(graphcore.MNIST_SPEC.validate({"epochs": 1}))
+    from labkit.testbeds.graphcore.run import run_mnist
+    result = run_mnist(graphcore.SPEC.validate({"epochs": 1}))     # the MnistResult; run_exercise gives its Run
 
 ``device="auto"`` takes an IPU when PopTorch is importable and an IPU is attached, else CUDA,
 else Apple MPS, else the CPU. The IPU path follows the course's ``mnist_poptorch.py`` and
@@ -17,12 +18,14 @@ from typing import Any, Optional
 import numpy as np
 
 from labkit import logs
+from labkit.data import load_mnist
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.results import Run
 from labkit.testbeds.graphcore.device import choose_device
 from labkit.testbeds.graphcore.result import MnistResult
 from labkit.testbeds.graphcore.spec import EXERCISE
+from labkit.testbeds.graphcore.verdict import judge
 
 __all__ = ["run_mnist"]
 
@@ -47,8 +50,6 @@ def run_mnist(config: Config, verbose: bool = True, device: Any = None) -> Mnist
     """
     if config.log_path:
         return _from_log(config)
-    from labkit.data import load_mnist
-
     device = choose_device(config.device) if device is None else device
     data = load_mnist(config.data_dir)
     notes = list(data.notes)
@@ -65,6 +66,7 @@ def run_mnist(config: Config, verbose: bool = True, device: Any = None) -> Mnist
     if len(test_labels) < config.test_batch_size:
         raise ValueError("The test set here has {} samples, fewer than test_batch_size = {}.".format(
             len(test_labels), config.test_batch_size))
+    # PyTorch (and PopTorch for an IPU) load only here: reading a testbed log needs neither
     if device == "ipu":
         from labkit.testbeds.graphcore import ipu as backend
     else:
@@ -87,8 +89,6 @@ def run_mnist(config: Config, verbose: bool = True, device: Any = None) -> Mnist
 
 def _judge(run: Run) -> None:
     """Diverged by the one rule (labkit.divergence), or complete with a note when near chance."""
-    from labkit.testbeds.graphcore.verdict import judge
-
     steps, per_step, epochs = (run.metrics.get("steps_per_epoch"), run.params.get("device_iterations"),
                                run.params.get("epochs"))
     updates = steps * per_step * epochs if all(isinstance(v, int) for v in (steps, per_step, epochs)) else None

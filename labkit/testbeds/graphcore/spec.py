@@ -1,14 +1,14 @@
 """The MNIST exercise's parameters: their defaults, ranges and the checks that span two of them.
 
-    from labkit.testbeds.graphcore.spec import MNIST_SPEC
-    config = MNIST_SPEC.validate({"epochs": 1})       # or MNIST_SPEC.from_notebook(globals())
+    from labkit.testbeds.graphcore.spec import SPEC
+    config = SPEC.validate({"epochs": 1})       # or SPEC.from_notebook(globals())
 """
 
 from __future__ import annotations
 
 from labkit.params import PATH, Config, Param, Spec, existing_file, usable_directory
 
-__all__ = ["SPEC", "MNIST_SPEC", "EXERCISE"]
+__all__ = ["SPEC", "EXERCISE"]
 
 EXERCISE = "graphcore/mnist"
 
@@ -30,7 +30,7 @@ def _fits_one_test_batch(config: Config):
     return None
 
 
-MNIST_SPEC = Spec(
+SPEC = Spec(
     EXERCISE,
     Param("learning_rate", float, 0.03, "SGD learning rate (no momentum)", min=0, min_exclusive=True, max=100),
     Param("epochs", int, 10, "passes over the training set", min=1, max=1000),
@@ -45,6 +45,3 @@ MNIST_SPEC = Spec(
     Param("log_path", PATH, None, "read this testbed log instead of training", optional=True, check=existing_file),
     checks=[_fits_one_step, _fits_one_test_batch],
 )
-
-#: The exercise's spec under the name every exercise uses (``MNIST_SPEC`` is its older name).
-SPEC = MNIST_SPEC

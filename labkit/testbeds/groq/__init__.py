@@ -21,23 +21,22 @@ loop's wall time divided by the number of samples); ``onnxruntime`` runs a fixed
 ``torch.onnx`` export; ``cuda`` appears with a GPU; ``groq`` with GroqFlow and a GroqChip
 (verified only on the testbed). See docs/groq.md.
 
-Modules, one concern each: ``spec`` (parameters and checks), ``exercise`` (the notebook's plan,
-run and show steps, and the latency and parity sections), ``steps`` (load model and data,
-build, evaluate), ``result`` (GroqResult and its tables), ``custom_text`` (the student's own
-sentences, the fixed-shape lesson), ``report`` (run record, plot, tables from logs), ``models``
-(hub, local or offline model), ``evalsets`` (evaluation sets, tokenization, scores), ``backends``
-(which run here; ``engine``: eager CPU and CUDA, ``onnx_engine``: ONNX Runtime, ``groqchip``:
-GroqFlow), ``textsets`` (the shipped sentence sets), ``log`` (the
-GroqFlow log reader behind labkit.logs).
+Modules, one concern each: ``spec`` (parameters and checks: ``SPEC``), ``metrics`` (``METRICS``),
+``exercise`` (the notebook's plan and run steps), ``report`` (its show step, the latency and parity
+sections, the run record, GroqFlow's table from logs), ``steps`` (load model and data, build,
+evaluate), ``result`` (GroqResult and its tables, GroqDetails), ``custom_text`` (the student's own
+sentences, the fixed-shape lesson), ``models`` (hub, local or offline model), ``evalsets``
+(evaluation sets, tokenization, scores), ``backends`` (which run here; ``engine``: eager CPU and
+CUDA, ``onnx_engine``: ONNX Runtime, ``groqchip``: GroqFlow), ``textsets`` (the shipped sentence
+sets), ``log`` (the GroqFlow log reader, ``GroqReader``).
 """
 
 from labkit.testbeds.groq.custom_text import custom, shape_lesson
-from labkit.testbeds.groq.exercise import GroqDetails, plan, run_exercise, show, show_latency, show_parity
-from labkit.testbeds.groq.report import log_table, make_run, plot_latency, table_from_runs
-from labkit.testbeds.groq.result import GroqResult
-from labkit.testbeds.groq.spec import SPEC, BERT_TINY_SPEC
+from labkit.testbeds.groq.exercise import plan, run_exercise
+from labkit.testbeds.groq.metrics import METRICS
+from labkit.testbeds.groq.report import log_table, show, show_latency, show_parity, table_from_runs
+from labkit.testbeds.groq.spec import SPEC
 from labkit.testbeds.groq.steps import build, evaluate, load_data, load_model
 
-__all__ = ["SPEC", "BERT_TINY_SPEC", "plan", "run_exercise", "show", "show_latency", "show_parity", "GroqDetails",
-           "load_model", "load_data", "build", "evaluate", "custom", "shape_lesson",
-           "make_run", "plot_latency", "log_table", "table_from_runs", "GroqResult"]
+__all__ = ["SPEC", "METRICS", "plan", "run_exercise", "show", "show_latency", "show_parity", "custom", "shape_lesson",
+           "load_model", "load_data", "build", "evaluate", "log_table", "table_from_runs"]

@@ -17,6 +17,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from labkit.params import Config
 from labkit.results import same_value
+from labkit.testbeds.groq import evalsets
+from labkit.testbeds.groq.report import details_of
 from labkit.testbeds.groq.result import format_ms
 from labkit.testbeds.groq.spec import SIMILARITY_TOLERANCE
 from labkit.testbeds.groq.steps import to_batches
@@ -28,8 +30,6 @@ def _model_and_engines(loaded: Any, engines: Optional[Dict[str, Any]], section: 
     """(loaded, engines) from a Run made by run_exercise, or as given; None for a run read from a log."""
     if engines is not None:
         return loaded, engines
-    from labkit.testbeds.groq.exercise import details_of
-
     details = details_of(loaded, section)
     return None if details is None else (details.loaded, details.engines)
 
@@ -42,8 +42,6 @@ def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None
     that one input (one run on groq).
     """
     import pandas as pd
-
-    from labkit.testbeds.groq import evalsets
 
     if not config.custom_text:
         print("custom_text is None: set it to a list of your own sentences to run them here.")
@@ -102,8 +100,6 @@ def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None
 def shape_lesson(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None) -> List[str]:
     """What happens when an input of another length meets each engine: eager PyTorch runs it,
     the fixed-shape ONNX session refuses it (as a GroqChip program would). Returns the lines shown."""
-    from labkit.testbeds.groq import evalsets
-
     found = _model_and_engines(loaded, engines, "engine to feed another shape")
     if found is None:
         return []

@@ -1,5 +1,5 @@
-"""The Groq notebook's plan, run and show steps (the five-step shape every exercise notebook has),
-and the extra sections that look further into a run made here.
+"""The Groq notebook's plan and run steps (the five-step shape every exercise notebook has; its
+show step and the extra sections that look further into a run made here are in ``report.py``).
 
     from labkit.testbeds import groq
     config = groq.SPEC.from_notebook(globals())
@@ -16,30 +16,19 @@ and the extra sections say so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Optional
 
 import labkit.logs
-from labkit import display
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
-from labkit.testbeds.groq.report import make_run, plot_latency, table_from_runs
-from labkit.testbeds.groq.result import GroqResult
+from labkit.testbeds.groq import backends
+from labkit.testbeds.groq.report import make_run
+from labkit.testbeds.groq.result import GroqDetails
 from labkit.testbeds.groq.steps import build, evaluate, load_data, load_model
 
-__all__ = ["GroqDetails", "plan", "run_exercise", "show", "show_latency", "show_parity", "details_of"]
-
-
-@dataclass
-class GroqDetails:
-    """What a run made here measured beyond its record, for the notebook's extra sections."""
-
-    loaded: Any
-    data: Any
-    engines: Dict[str, Any]
-    result: GroqResult
+__all__ = ["plan", "run_exercise"]
 
 
 def plan(config: Config) -> RunPlan:
@@ -47,8 +36,6 @@ def plan(config: Config) -> RunPlan:
 
     A backend named in ``backends`` that is not here fails now, with the reason.
     """
-    from labkit.testbeds.groq import backends
-
     if config.log_path:
         return RunPlan("log", "reads the GroqFlow log at {}".format(config.log_path),
                        "log_path is set: its table is read, nothing is built or run here")
@@ -102,35 +89,3 @@ def _from_log(path: str) -> Run:
     run.details = None
     return run
 
-
-def details_of(run: Run, section: str) -> Optional[GroqDetails]:
-    """``run.details``, or None after saying why ``section`` has nothing to show (a run read from a log)."""
-    details = getattr(run, "details", None)
-    if details is None:
-        print("This run was read from a log: nothing ran here, so there is no {} to show.".format(section))
-    return details
-
-
-def show(run: Run) -> Optional[List[Any]]:
-    """The proof point's table (GroqFlow's columns), for a run made here or read from a log (the
-    rule of :func:`labkit.display.shown`: None in a kernel)."""
-    details = getattr(run, "details", None)
-    table = details.result.table if details is not None else table_from_runs([run])
-    return display.shown([display.show(table)])
-
-
-def show_latency(run: Run) -> Optional[List[Any]]:
-    """Both kinds of latency for every backend: the table and the bar plot."""
-    details = details_of(run, "latency measured here")
-    if details is None:
-        return display.shown([])
-    return display.shown([display.show(details.result.latency_table), display.show(plot_latency(details.result))])
-
-
-def show_parity(run: Run, limit: int = 5) -> Optional[List[Any]]:
-    """Every backend's predictions against the CPU's, and up to ``limit`` disagreeing samples each."""
-    details = details_of(run, "prediction to compare")
-    if details is None:
-        return display.shown([])
-    return display.shown([display.show(details.result.parity),
-                          display.show(details.result.disagreement_examples(limit))])

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional
 
 from labkit.logs.base import LineReader, new_run, number
 from labkit.results import Run
-from labkit.testbeds.groq.metrics import BERT_TINY_METRICS
+from labkit.testbeds.groq.metrics import METRICS
 
 __all__ = ["GroqReader"]
 
@@ -155,7 +155,7 @@ class GroqReader(LineReader):
             for key, value in row.items():
                 if value is not None:
                     name = "{}_{}".format(source, key)  # units from the exercise's table of metrics
-                    run.add_metric(name, value, BERT_TINY_METRICS.unit(name) if name in BERT_TINY_METRICS else "")
+                    run.add_metric(name, value, METRICS.unit(name) if name in METRICS else "")
         if st.headerless:
             run.notes.append("Read from table row(s) without their header: the columns were taken in GroqFlow's "
                              "order (Source, {}, end-to-end latency (ms), end-to-end IPS, on-chip latency (ms), "
@@ -172,7 +172,7 @@ class GroqReader(LineReader):
                 run.notes.append(ONCHIP_NOTE)
             cpu, groq = st.rows.get("cpu", {}), st.rows.get("groq", {})
             if cpu.get("e2e_ips") and groq.get("e2e_ips"):
-                BERT_TINY_METRICS.add(run, "groq_vs_cpu_e2e_speedup", round(groq["e2e_ips"] / cpu["e2e_ips"], 2))
+                METRICS.add(run, "groq_vs_cpu_e2e_speedup", round(groq["e2e_ips"] / cpu["e2e_ips"], 2))
         else:
             run.notes.append("No result table: the run was cut short before GroqFlow printed it.")
         if st.cached:

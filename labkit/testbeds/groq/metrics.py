@@ -1,7 +1,7 @@
 """The Groq exercise's metrics: what each backend's evaluation and the GroqFlow log reader record.
 
-    from labkit.testbeds.groq.metrics import BERT_TINY_METRICS
-    BERT_TINY_METRICS.frame()        # name, unit, meaning, primary, timing
+    from labkit.testbeds.groq.metrics import METRICS
+    METRICS.frame()                  # name, unit, meaning, primary, timing
 
 Every backend (``cpu``, ``onnxruntime``, ``cuda``, ``groq``) records the same metrics under its
 own prefix (``cpu_accuracy``, ``groq_e2e_latency_ms``), as GroqFlow's result table names its
@@ -17,7 +17,7 @@ from labkit.metrics import Metric, MetricTable
 from labkit.testbeds.groq.backends import BACKENDS
 from labkit.testbeds.groq.spec import EXERCISE
 
-__all__ = ["BERT_TINY_METRICS"]
+__all__ = ["METRICS"]
 
 
 def _per_backend(backend: str) -> List[Metric]:
@@ -46,7 +46,7 @@ def _per_backend(backend: str) -> List[Metric]:
     return found
 
 
-BERT_TINY_METRICS = MetricTable(
+METRICS = MetricTable(
     (EXERCISE, "groq/minilm"),
     *[metric for backend in BACKENDS for metric in _per_backend(backend)],
     Metric("groq_vs_cpu_e2e_speedup", "x", "groq_e2e_ips / cpu_e2e_ips, from the log's table (the two rows time "

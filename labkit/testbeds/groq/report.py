@@ -1,24 +1,63 @@
-"""The Groq exercise's records and reports: a :class:`labkit.results.Run` from a result, the
-latency plot, and GroqFlow's table from run records or from a testbed log.
+"""The Groq exercise's records and reports: the notebook's show step and the sections that look
+further into a run made here, a :class:`labkit.results.Run` from a result, the latency plot, and
+GroqFlow's table from run records or from a testbed log.
 
-    run = groq.make_run(config, loaded, data, result)   # metrics named like labkit.logs names them
-    groq.plot_latency(result); groq.log_table("bert_tiny.out")
+    groq.show(run)                                       # the proof point's table
+    groq.show_latency(run); groq.show_parity(run)        # the two kinds of latency; predictions against the CPU's
+    groq.log_table("bert_tiny.out")                      # GroqFlow's table from a testbed log
+    run = make_run(config, loaded, data, result)         # metrics named like labkit.logs names them
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import labkit.logs
+from labkit import display
 from labkit.params import Config
-from labkit.testbeds.groq.result import GroqResult
+from labkit.results import Run
+from labkit.testbeds.groq.metrics import METRICS
+from labkit.testbeds.groq.result import GroqDetails, GroqResult
 from labkit.testbeds.groq.spec import EXERCISE
-from labkit.testbeds.groq.metrics import BERT_TINY_METRICS
 
-__all__ = ["make_run", "plot_latency", "table_from_runs", "log_table"]
+__all__ = ["show", "show_latency", "show_parity", "details_of", "make_run", "plot_latency", "table_from_runs",
+           "log_table"]
 
 
-def make_run(config: Config, loaded: Any, data: Any, result: GroqResult, custom_table: Any = None):
+def details_of(run: Run, section: str) -> Optional[GroqDetails]:
+    """``run.details``, or None after saying why ``section`` has nothing to show (a run read from a log)."""
+    details = getattr(run, "details", None)
+    if details is None:
+        print("This run was read from a log: nothing ran here, so there is no {} to show.".format(section))
+    return details
+
+
+def show(run: Run) -> Optional[List[Any]]:
+    """The proof point's table (GroqFlow's columns), for a run made here or read from a log (the
+    rule of :func:`labkit.display.shown`: None in a kernel)."""
+    details = getattr(run, "details", None)
+    table = details.result.table if details is not None else table_from_runs([run])
+    return display.shown([display.show(table)])
+
+
+def show_latency(run: Run) -> Optional[List[Any]]:
+    """Both kinds of latency for every backend: the table and the bar plot."""
+    details = details_of(run, "latency measured here")
+    if details is None:
+        return display.shown([])
+    return display.shown([display.show(details.result.latency_table), display.show(plot_latency(details.result))])
+
+
+def show_parity(run: Run, limit: int = 5) -> Optional[List[Any]]:
+    """Every backend's predictions against the CPU's, and up to ``limit`` disagreeing samples each."""
+    details = details_of(run, "prediction to compare")
+    if details is None:
+        return display.shown([])
+    return display.shown([display.show(details.result.parity),
+                          display.show(details.result.disagreement_examples(limit))])
+
+
+def make_run(config: Config, loaded: Any, data: Any, result: GroqResult) -> Run:
     """A labkit.results.Run holding the table's numbers (record it with labkit.results.record).
 
     Metric names are those labkit.logs gives a GroqFlow log ("cpu_accuracy",
@@ -27,31 +66,28 @@ def make_run(config: Config, loaded: Any, data: Any, result: GroqResult, custom_
     "<source>_compile_input_latency_ms" add the two kinds of latency.
     """
     from labkit.devices import environment
-    from labkit.results import Run
 
     exercise = EXERCISE if result.task == "classification" else "groq/minilm"
     run = Run(exercise, source="testbed" if "groq" in result.latency else "portable", params=config.to_dict())
     for name, lat in result.latency.items():
         if result.task == "classification":
-            BERT_TINY_METRICS.add(run, "{}_accuracy".format(name), round(result.scores[name] * 100, 4))
+            METRICS.add(run, "{}_accuracy".format(name), round(result.scores[name] * 100, 4))
         else:
-            BERT_TINY_METRICS.add(run, "{}_spearman".format(name), result.scores[name])
-        BERT_TINY_METRICS.add(run, "{}_e2e_latency_ms".format(name), lat["end_to_end"] * 1000)
-        BERT_TINY_METRICS.add(run, "{}_e2e_ips".format(name), result.batch_size / lat["end_to_end"])
+            METRICS.add(run, "{}_spearman".format(name), result.scores[name])
+        METRICS.add(run, "{}_e2e_latency_ms".format(name), lat["end_to_end"] * 1000)
+        METRICS.add(run, "{}_e2e_ips".format(name), result.batch_size / lat["end_to_end"])
         if lat.get("on_chip"):
-            BERT_TINY_METRICS.add(run, "{}_onchip_latency_ms".format(name), lat["on_chip"] * 1000)
-            BERT_TINY_METRICS.add(run, "{}_onchip_ips".format(name), result.batch_size / lat["on_chip"])
-        BERT_TINY_METRICS.add(run, "{}_loop_latency_ms".format(name), lat["loop"] * 1000)
-        BERT_TINY_METRICS.add(run, "{}_compile_input_latency_ms".format(name), lat["compile_inputs"] * 1000)
+            METRICS.add(run, "{}_onchip_latency_ms".format(name), lat["on_chip"] * 1000)
+            METRICS.add(run, "{}_onchip_ips".format(name), result.batch_size / lat["on_chip"])
+        METRICS.add(run, "{}_loop_latency_ms".format(name), lat["loop"] * 1000)
+        METRICS.add(run, "{}_compile_input_latency_ms".format(name), lat["compile_inputs"] * 1000)
         if name != "cpu":
-            BERT_TINY_METRICS.add(run, "{}_disagreements".format(name), len(result.disagreements[name]))
-    BERT_TINY_METRICS.add(run, "samples", result.samples)
+            METRICS.add(run, "{}_disagreements".format(name), len(result.disagreements[name]))
+    METRICS.add(run, "samples", result.samples)
     run.notes.extend(loaded.notes + data.notes + result.notes)
     run.notes.append("data: " + data.name)
     run.notes.append("end-to-end latency: the dataset loop for host backends, benchmark() on the compile-time "
                      "inputs for groq (as GroqFlow's proof point reports them)")
-    if custom_table is not None:
-        run.notes.append("custom_text run on {} backend(s)".format(len(result.latency)))
     run.environment = environment(extra={"model_used": loaded.used})
     return run
 

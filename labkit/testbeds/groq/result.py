@@ -1,5 +1,6 @@
 """What :func:`labkit.testbeds.groq.evaluate` measured: :class:`GroqResult` and its tables
-(GroqFlow's table, both kinds of latency, parity with the CPU, disagreeing samples).
+(GroqFlow's table, both kinds of latency, parity with the CPU, disagreeing samples), and
+:class:`GroqDetails`, what a run made here keeps beyond its record (``run.details``).
 
     result = groq.evaluate(config, loaded, data, engines)
     result.table; result.latency_table; result.parity; result.disagreement_examples(5)
@@ -12,7 +13,7 @@ from typing import Any, Dict, List, Optional
 
 from labkit.testbeds.groq.spec import SIMILARITY_TOLERANCE
 
-__all__ = ["GroqResult", "format_ms"]
+__all__ = ["GroqResult", "GroqDetails", "format_ms"]
 
 
 @dataclass
@@ -95,6 +96,16 @@ class GroqResult:
                              "cpu": _format_prediction(self.predictions["cpu"][i]),
                              name: _format_prediction(self.predictions[name][i])})
         return pd.DataFrame(rows, columns=["backend", "sample", "text", "cpu"] + [n for n in self.disagreements])
+
+
+@dataclass
+class GroqDetails:
+    """What a run made here measured beyond its record, for the notebook's extra sections."""
+
+    loaded: Any
+    data: Any
+    engines: Dict[str, Any]
+    result: GroqResult
 
 
 def _difference(value: float) -> str:

@@ -1,7 +1,7 @@
-"""The Groq exercise's parameters: :data:`BERT_TINY_SPEC`, its defaults and its checks.
+"""The Groq exercise's parameters: :data:`SPEC`, its defaults and its checks.
 
-    from labkit.testbeds.groq.spec import BERT_TINY_SPEC
-    config = BERT_TINY_SPEC.validate({"num_samples": 50, "backends": "cpu,onnxruntime"})
+    from labkit.testbeds.groq.spec import SPEC
+    config = SPEC.validate({"num_samples": 50, "backends": "cpu,onnxruntime"})
 
 Checks name the parameter and what is allowed; the model, the sequence length and the backends
 are checked against this machine (is the hub reachable, is there a GroqChip) before anything runs.
@@ -12,8 +12,10 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from labkit.params import Config, Param, PATH, Spec, existing_file
+from labkit.testbeds.groq import backends, models
+from labkit.testbeds.groq.sources import COURSE_MODELS
 
-__all__ = ["SPEC", "BERT_TINY_SPEC", "EXERCISE", "SIMILARITY_TOLERANCE", "MAX_CUSTOM"]
+__all__ = ["SPEC", "EXERCISE", "SIMILARITY_TOLERANCE", "MAX_CUSTOM"]
 
 EXERCISE = "groq/bert_tiny"
 #: Similarity scores further apart than this between a backend and the CPU count as a disagreement.
@@ -22,14 +24,10 @@ MAX_CUSTOM = 20
 
 
 def _check_model(value: str) -> Optional[str]:
-    from labkit.testbeds.groq import models
-
     return models.problem_with_model(value)
 
 
 def _check_backends(value: str) -> Optional[str]:
-    from labkit.testbeds.groq import backends
-
     try:
         backends.parse_backends(value)
     except ValueError as exc:
@@ -48,8 +46,6 @@ def _check_custom(value: List[str]) -> Optional[str]:
 
 
 def _cross_length(config: Config) -> Optional[Tuple[str, str]]:
-    from labkit.testbeds.groq import models
-
     limit = models.model_limit(config.model)
     if limit is not None and config.max_seq_length > limit:
         return "max_seq_length", "{} accepts at most {} tokens (its max_position_embeddings)".format(config.model, limit)
@@ -57,8 +53,6 @@ def _cross_length(config: Config) -> Optional[Tuple[str, str]]:
 
 
 def _cross_custom(config: Config) -> Optional[Tuple[str, str]]:
-    from labkit.testbeds.groq.sources import COURSE_MODELS
-
     course = COURSE_MODELS.get(config.model)
     if config.custom_text is not None and course is not None and course.task == "similarity" and len(config.custom_text) < 2:
         return "custom_text", "sentence similarity compares sentences in pairs: give at least 2 sentences"
@@ -66,8 +60,6 @@ def _cross_custom(config: Config) -> Optional[Tuple[str, str]]:
 
 
 def _cross_backends(config: Config) -> Optional[Tuple[str, str]]:
-    from labkit.testbeds.groq import backends
-
     try:
         backends.resolve_backends(config.backends)
     except ValueError as exc:
@@ -75,7 +67,7 @@ def _cross_backends(config: Config) -> Optional[Tuple[str, str]]:
     return None
 
 
-BERT_TINY_SPEC = Spec(
+SPEC = Spec(
     EXERCISE,
     Param("model", str, "M-FAC/bert-tiny-finetuned-sst2", check=_check_model,
           help="Hugging Face model id or local directory: the BERT-tiny SST-2 checkpoint (spring) or "
@@ -90,6 +82,3 @@ BERT_TINY_SPEC = Spec(
     Param("log_path", PATH, None, optional=True, check=existing_file, help="a GroqFlow log from the testbed to read"),
     checks=[_cross_length, _cross_custom, _cross_backends],
 )
-
-#: The exercise's spec under the name every exercise uses (``BERT_TINY_SPEC`` is its older name).
-SPEC = BERT_TINY_SPEC

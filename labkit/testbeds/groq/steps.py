@@ -14,6 +14,7 @@ from labkit.display import in_kernel, show
 from labkit.interrupts import run_step
 from labkit.params import Config, ParameterError
 from labkit.results import same_value
+from labkit.testbeds.groq import backends, evalsets, models, sources
 from labkit.testbeds.groq.result import GroqResult
 from labkit.testbeds.groq.spec import EXERCISE, SIMILARITY_TOLERANCE
 
@@ -27,8 +28,6 @@ def _parameter_error(problem: str) -> ParameterError:
 @run_step
 def load_model(config: Config):
     """The model and tokenizer (hub, local directory or offline copy); prints what was used."""
-    from labkit.testbeds.groq import models, sources
-
     try:
         loaded = models.load(config.model, config.max_seq_length)
     except sources.ModelUnavailable as exc:
@@ -41,8 +40,6 @@ def load_model(config: Config):
 
 def load_data(config: Config, loaded: Any):
     """The evaluation set, tokenized to max_seq_length as the proof point does; prints its source."""
-    from labkit.testbeds.groq import evalsets, sources
-
     reachable, _ = sources.hub_status()
     data = evalsets.load(loaded.task, loaded.tokenizer, config.max_seq_length, config.num_samples, hub=reachable)
     print(data.describe())
@@ -57,8 +54,6 @@ def build(config: Config, loaded: Any) -> Dict[str, Any]:
     the cache when this model and shape were exported before), a GroqChip program.
     """
     import pandas as pd
-
-    from labkit.testbeds.groq import backends, evalsets
 
     names = backends.resolve_backends(config.backends)
     dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
@@ -108,8 +103,6 @@ def _per_sample(outputs: Sequence[Any], rows_per_sample: int, count: int) -> Lis
 
 
 def _predictions(task: str, outputs: Sequence[Any], inputs: Sequence[Dict[str, Any]], labels: Dict[int, str]) -> List[Any]:
-    from labkit.testbeds.groq import evalsets
-
     if task == "classification":
         return [labels.get(int(o[0].argmax()), str(int(o[0].argmax()))) for o in outputs]
     return [evalsets.pair_similarity(o, x["attention_mask"]) for o, x in zip(outputs, inputs)]
@@ -134,8 +127,6 @@ def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], re
       after one warm-up (GroqFlow's benchmark() runs them 100 times on the chip).
     GroqFlow's table reports the dataset loop for the host rows and benchmark() for groq.
     """
-    from labkit.testbeds.groq import evalsets
-
     batches, filler = to_batches(data.inputs, config.batch_size)
     dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
     rows_per_sample = 1 if loaded.task == "classification" else 2

@@ -21,8 +21,8 @@ from typing import Any, Dict, Tuple
 from labkit.params import PATH, Param, Spec
 from labkit.results import Run
 from labkit.testbeds.cerebras.bert_large.metrics import METRICS as CEREBRAS
-from labkit.testbeds.graphcore.metrics import MNIST_METRICS as GRAPHCORE
-from labkit.testbeds.groq.metrics import BERT_TINY_METRICS as GROQ
+from labkit.testbeds.graphcore.metrics import METRICS as GRAPHCORE
+from labkit.testbeds.groq.metrics import METRICS as GROQ
 from labkit.testbeds.sambanova.bert_large.metrics import METRICS as SAMBANOVA
 
 __all__ = ["SPEC", "HOMEWORK_SPEC", "Exercise", "Homework", "TESTBEDS", "HOMEWORK_2024", "exercise_for"]
