@@ -12,10 +12,12 @@ import os
 import signal
 from typing import Any, Dict, Optional
 
+from labkit.errors import LabkitError
+
 __all__ = ["CtrlC"]
 
 
-class _StoppedBeforeCell(Exception):
+class _StoppedBeforeCell(LabkitError):
     """Ctrl-C came while no cell was running: the next cell does not start."""
 
 

@@ -13,6 +13,8 @@ import platform
 import sys
 from typing import Any, Dict, Optional
 
+from labkit.errors import LabkitError
+
 __all__ = [
     "module_available",
     "cuda_available",
@@ -23,11 +25,10 @@ __all__ = [
 ]
 
 
-class DeviceError(RuntimeError):
+class DeviceError(LabkitError, RuntimeError):
     """The requested device or vendor stack is not here; the message says how to get it."""
 
-    def _render_traceback_(self):  # IPython hook: the message is the whole story
-        return ["DeviceError: " + str(self)]
+    shown_as = "DeviceError"
 
 
 def module_available(name: str) -> bool:

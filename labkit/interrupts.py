@@ -21,18 +21,23 @@ from __future__ import annotations
 import functools
 import signal
 import threading
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Optional
 
+from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
 
 __all__ = ["graceful", "StopRequest", "Interrupted", "run_step", "where"]
 
 
 class Interrupted(KeyboardInterrupt):
-    """An interrupt that arrived outside a training loop; shown in Jupyter as its one line."""
+    """An interrupt that arrived outside a training loop; shown in Jupyter as its one line.
 
-    def _render_traceback_(self) -> List[str]:
-        return [str(self)]
+    Not a :class:`labkit.errors.LabkitError`: that is an ``Exception``, and a stop must get past
+    ``except Exception``.
+    """
+
+    shown_as = ""
+    _render_traceback_ = one_line_traceback
 
 
 class StopRequest:

@@ -19,6 +19,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from labkit.errors import LabkitError
+
 __all__ = ["Param", "Spec", "Config", "ParameterError", "StaleConfigError", "check_current", "PATH", "injected_names",
            "existing_file", "usable_directory"]
 
@@ -28,13 +30,15 @@ PATH = "path"
 _TYPE_NAMES = {int: "int", float: "float", str: "str", bool: "bool", list: "list", PATH: "path"}
 
 
-class ParameterError(ValueError):
+class ParameterError(LabkitError, ValueError):
     """One or more notebook parameters are wrong.
 
     Jupyter shows only the message (no traceback from deep inside labkit), because the
     message already says everything a student needs: which parameter, what was given,
     what is allowed.
     """
+
+    shown_as = "ParameterError"
 
     def __init__(self, problems: Sequence[str], spec_name: str = ""):
         self.problems = list(problems)
@@ -44,9 +48,6 @@ class ParameterError(ValueError):
             head += " for " + spec_name
         super().__init__(head + ":\n" + "\n".join("  - " + p for p in self.problems))
 
-    def _render_traceback_(self) -> List[str]:  # IPython hook: show the message alone
-        return ["ParameterError: " + str(self)]
-
 
 class StaleConfigError(ParameterError):
     """The notebook's parameters changed since its config was built (a cell edited and run alone).
@@ -55,13 +56,12 @@ class StaleConfigError(ParameterError):
     config: run the config cell again (or Run All)``.
     """
 
+    shown_as = ""
+
     def __init__(self, differences: Sequence[str], spec_name: str = ""):
         ValueError.__init__(self, ", and ".join(differences) + ": run the config cell again (or Run All)")
         self.problems = list(differences)
         self.spec_name = spec_name
-
-    def _render_traceback_(self) -> List[str]:
-        return [str(self)]
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from labkit.errors import LabkitError
+
 __all__ = ["Rank", "RanksOutcome", "RanksFailed", "launch", "process_context", "STORE_TIMEOUT_S"]
 
 #: How long a rank waits for the others at the rendezvous.
@@ -46,7 +48,7 @@ STORE_TIMEOUT_S = 300
 _RESULT, _ERROR = "__result__", "__error__"
 
 
-class RanksFailed(RuntimeError):
+class RanksFailed(LabkitError, RuntimeError):
     """A rank raised, died or did not finish in time; the message says which and why."""
 
 

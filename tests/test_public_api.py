@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["labkit.params", "labkit.results", "labkit.devices", "labkit.progress", "labkit.data",
+MODULES = ["labkit.errors", "labkit.params", "labkit.results", "labkit.devices", "labkit.progress", "labkit.data",
            "labkit.plots", "labkit.testbeds.graphcore", "labkit.interrupts",
            # the 2025 course's packages: the small LLaMA, the local server, and their two exercises
            "labkit.llm", "labkit.serving", "labkit.testbeds.cerebras.llama2_7b", "labkit.testbeds.sambanova.inference",

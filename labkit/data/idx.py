@@ -15,12 +15,14 @@ from typing import Tuple, Union
 
 import numpy as np
 
+from labkit.errors import LabkitError
+
 __all__ = ["IdxError", "read_idx", "content_md5"]
 
 _DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
-class IdxError(ValueError):
+class IdxError(LabkitError, ValueError):
     """An IDX file is missing, truncated or corrupted; the message names the file."""
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from labkit.data.cache import data_dir as resolve_data_dir
 from labkit.data.cache import locked
 from labkit.data.idx import IdxError, content_md5, read_idx
+from labkit.errors import LabkitError
 
 __all__ = ["MnistData", "load_mnist", "MnistDataError", "SAMPLE_DIR", "MEAN", "STD"]
 
@@ -53,11 +54,10 @@ FULL_COUNTS = {"train": 60000, "test": 10000}
 SAMPLE_DIR = Path(__file__).resolve().parent / "mnist_sample"
 
 
-class MnistDataError(RuntimeError):
+class MnistDataError(LabkitError, RuntimeError):
     """MNIST could not be loaded; the message names the file and says how to fix it."""
 
-    def _render_traceback_(self):
-        return ["MnistDataError: " + str(self)]
+    shown_as = "MnistDataError"
 
 
 @dataclass

@@ -36,7 +36,7 @@ from labkit.grading.feedback import feedback_html
 from labkit.grading.gradebook import write_gradebook
 from labkit.grading.lms import LMS_FORMATS, canvas_csv
 from labkit.grading.summary import class_summary, summary_markdown
-from labkit.grading.jobs import Running, Submission, collect_job, kill_job, remove_stale_workroots, start_job
+from labkit.grading.worker import Running, Submission, collect_job, kill_job, remove_stale_workroots, start_job
 from labkit.grading.parsl_executor import load_config, run_parsl
 from labkit.grading.rubric import load_rubric
 

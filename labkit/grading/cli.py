@@ -84,12 +84,12 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from labkit.grading import sandbox
+    from labkit.grading import isolation_report, sandbox
     from labkit.grading.batch import grade_class
     from labkit.grading.rubric import RubricError
 
     if args.check:
-        print(sandbox.levels_report(args.isolation, args.allow_unconfined))
+        print(isolation_report.levels_report(args.isolation, args.allow_unconfined))
         return 0
     missing = [name for name, value in (("SUBMISSIONS", args.submissions), ("--rubric", args.rubric),
                                         ("--out", args.out)) if not value]

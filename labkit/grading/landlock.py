@@ -8,8 +8,9 @@ folders it needs (:func:`system_read_paths`), read and write only below ``write`
 else, whatever its uid; with ABI 4+ it can neither connect nor bind a TCP socket, with ABI 6+
 it reaches no abstract UNIX socket and signals no process outside its own domain. Landlock
 also keeps it from ptracing (so from reading ``/proc/<pid>/environ`` of) processes outside.
-The calls are the kernel's three syscalls, through ``ctypes``: standard library only, since
-the launcher (``confine.py``, run with ``python -I -S``) loads this file before every kernel.
+The calls are the kernel's three syscalls, through ``ctypes``: standard library only (and
+labkit's error base where labkit is importable), since the launcher (``confine.py``, run with
+``python -I -S``) loads this file before every kernel.
 ``LABKIT_LANDLOCK=off`` in the environment makes :func:`abi_version` report 0 (what a kernel
 without Landlock gives: ``labkit grade --check`` then says so).
 """
@@ -22,6 +23,12 @@ import platform
 import stat
 import struct
 from typing import Iterable, List, Optional, Sequence, Set
+
+try:
+    from labkit.errors import LabkitError
+except ImportError:  # loaded by its path in the kernel's launcher (python -I -S confine.py): no labkit there
+    class LabkitError(Exception):  # type: ignore[no-redef]
+        """A stand-in: the launcher only catches OSError."""
 
 __all__ = ["abi_version", "restrict", "system_read_paths", "READ", "LandlockError"]
 
@@ -48,7 +55,7 @@ SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
 
-class LandlockError(OSError):
+class LandlockError(LabkitError, OSError):
     """Landlock is missing here, or the kernel refused a ruleset."""
 
 

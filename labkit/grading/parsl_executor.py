@@ -25,8 +25,7 @@ import time
 from concurrent.futures import as_completed
 from typing import Any, Callable, Dict, List, Optional
 
-from labkit.grading import jobs as grading_jobs
-from labkit.grading import sandbox
+from labkit.grading import sandbox, worker
 from labkit.grading.rubric import load_rubric
 
 __all__ = ["load_config", "run_parsl", "grade_on_worker"]
@@ -52,28 +51,28 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
     refused = "" if job.get("allow_unconfined") else sandbox.refusal(job["level"])
     if not sandbox.level_available(job["level"]) or refused:
         why = refused or "isolation level {!r} does not work".format(job["level"])
-        result = grading_jobs.failed_result(job["student"], job["key"], job["level"], "grader error",
-                                     "on node {}, {}; nothing was run".format(host, why), rubric, job["reproduce"])
+        result = worker.failed_result(job["student"], job["key"], job["level"], "grader error",
+                                      "on node {}, {}; nothing was run".format(host, why), rubric, job["reproduce"])
         result["host"] = host
         return result
-    grading_jobs.remove_stale_workroots()
+    worker.remove_stale_workroots()
     workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
     os.chmod(workroot, 0o711)
-    sub = grading_jobs.Submission(job["student"], job["source"], job["notebook"], job["problem"])
+    sub = worker.Submission(job["student"], job["source"], job["notebook"], job["problem"])
     item = None
     try:
-        item = grading_jobs.start_job(job, sub, workroot, 1)
+        item = worker.start_job(job, sub, workroot, 1)
         while item.proc.poll() is None and time.monotonic() <= item.deadline:
             time.sleep(0.1)
         limits = sandbox.Limits(**job["limits"])
-        result = grading_jobs.collect_job(item, item.proc.poll() is None, limits, job["level"], rubric, job["reproduce"])
+        result = worker.collect_job(item, item.proc.poll() is None, limits, job["level"], rubric, job["reproduce"])
         executed = result.pop("executed", None)
         if executed and os.path.exists(executed):
             with open(executed, encoding="utf-8") as f:
                 result["executed_text"] = f.read()
     finally:
         if item is not None and item.proc.poll() is None:  # the task itself was cancelled
-            grading_jobs.kill_job(item.proc)
+            worker.kill_job(item.proc)
             item.slot.release()
         shutil.rmtree(workroot, ignore_errors=True)
     result["host"] = host
@@ -98,7 +97,7 @@ def run_parsl(jobs: List[Dict[str, Any]], config: Any, out_dir: str,
             try:
                 result = future.result()
             except Exception as exc:  # the Parsl task itself failed (worker lost, node gone)
-                result = grading_jobs.failed_result(job["student"], job["key"], job["level"], "grader error",
-                                       "the Parsl task failed: {}: {}".format(type(exc).__name__, str(exc)[:300]),
-                                       load_rubric(job["rubric"]), job["reproduce"])
+                why = "the Parsl task failed: {}: {}".format(type(exc).__name__, str(exc)[:300])
+                result = worker.failed_result(job["student"], job["key"], job["level"], "grader error", why,
+                                              load_rubric(job["rubric"]), job["reproduce"])
             on_result(job, result)

@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import yaml
 
+from labkit.errors import LabkitError
 from labkit.grading.answer_checks import grade_answer, grade_no_error
 from labkit.grading.checks import NUMBER, Check, CheckResult, Evidence
 from labkit.grading.record_checks import grade_record, grade_rerun, grade_reproduce, grade_runs
@@ -37,7 +38,7 @@ from labkit.grading.trusted import prefetch_trusted
 __all__ = ["Rubric", "RubricError", "load_rubric", "CHECK_TYPES", "EVIDENCE_KINDS", "COMMON"]
 
 
-class RubricError(ValueError):
+class RubricError(LabkitError, ValueError):
     """The rubric file is wrong; the message names the file, the line and what is allowed."""
 
 

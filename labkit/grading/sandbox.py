@@ -4,6 +4,9 @@
     sandbox.best_level()          # 'bwrap', 'unshare' or 'rlimits' on this machine
     sandbox.refusal(level)        # '' or why this level must not grade (no file protection)
 
+What each level protects on this machine, as ``labkit grade --check`` prints it:
+:mod:`labkit.grading.isolation_report`.
+
 Isolation levels, strongest first (the gradebook reports the one in force for each run):
 
 - ``bwrap``: bubblewrap namespaces: no network (only a private loopback), own PID namespace
@@ -53,7 +56,7 @@ from labkit.grading import landlock
 
 __all__ = ["Limits", "LEVELS", "CONFINE", "best_level", "level_available", "kernel_environment",
            "confine_command", "cpu_limit_s", "sandbox_prefix", "uid_switch_possible", "landlock_abi",
-           "uses_landlock", "protects_files", "isolation_name", "refusal", "landlock_args", "levels_report"]
+           "uses_landlock", "protects_files", "isolation_name", "refusal", "landlock_args"]
 
 #: Strongest first; ``none`` is used only when asked for.
 LEVELS = ("bwrap", "unshare", "rlimits", "none")
@@ -354,70 +357,3 @@ def _passable(path: str, covered: Sequence[str], made: List[str]) -> List[str]:
             made.append(folder)
             args += ["--perms", "0711", "--dir", folder]
     return args
-
-
-_NEEDS = {"bwrap": "bubblewrap (apt-get install bubblewrap) and user namespaces or root",
-          "unshare": "root (util-linux unshare, namespaces permitted)",
-          "rlimits": "nothing (files: Landlock, Linux 5.13+)",
-          "none": "asking for it: --isolation none"}
-
-
-def _protections(level: str, abi: int, uid: bool, cgroup: bool) -> List[str]:
-    """files, network, processes, memory for ``level`` on this machine (as ``--check`` shows them)."""
-    landlocked = level != "none" and abi >= 1
-    if level == "bwrap":
-        files = "yes: hidden+read-only" + ("+Landlock" if landlocked else "")
-    else:
-        files = "yes: Landlock" if landlocked else "NO"
-    if level in ("bwrap", "unshare"):
-        network = "yes: no network"
-    else:
-        network = "TCP only: Landlock" if landlocked and abi >= 4 else "NO"
-    if level in ("bwrap", "unshare"):
-        processes = "yes: PID namespace"
-    else:
-        processes = "yes: private uid" if uid else ("yes: cgroup" if cgroup else "NO: background ones survive")
-    memory = "rlimits" + ("+cgroup" if cgroup else "")
-    return [files, network, processes, memory]
-
-
-def levels_report(chosen: Optional[str] = None, allow_unconfined: bool = False) -> str:
-    """What ``labkit grade --check`` prints: each level here, what it protects and needs, which is used."""
-    from labkit.grading.cgroups import cgroup_parents
-
-    abi = landlock_abi()
-    cgroup = bool(cgroup_parents())
-    lines = ["labkit grade --check: uid {}{}, Linux {}, Python {}".format(
-        os.geteuid(), " (root)" if os.geteuid() == 0 else "", os.uname().release, sys.prefix)]
-    if abi:
-        lines.append("Landlock ABI {}: files{}{}".format(abi, "; TCP denied (ABI 4+)" if abi >= 4 else "",
-                                                         "; abstract sockets and signals scoped (ABI 6+)"
-                                                         if abi >= 6 else ""))
-    else:
-        lines.append("Landlock: not available (needs Linux 5.13+ with landlock among its LSMs)")
-    lines.append("bubblewrap: {}".format("works" if level_available("bwrap") else
-                                         "installed, not permitted here" if shutil.which("bwrap") else
-                                         "not installed (apt-get install bubblewrap)"))
-    lines.append("cgroups: {}".format("yes (a process and memory cap per run)" if cgroup else
-                                      "no (not writable by this user)"))
-    rows = [["level", "works", "gradebook says", "files", "network", "processes", "memory", "needs"]]
-    for level in LEVELS:
-        works = level_available(level)
-        uid = works and os.geteuid() == 0 and uid_switch_possible(level) and level != "none"
-        name = isolation_name(level, uid, cgroup) if works else "-"
-        rows.append([level, "yes" if works else "no", name] + _protections(level, abi, uid, cgroup) + [_NEEDS[level]])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines.append("")
-    for row in rows:
-        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
-    lines.append("Every level: kill -9 of labkit grade leaves no kernel; rlimits (memory, file size, CPU, processes).")
-    level = chosen or best_level()
-    why = "" if allow_unconfined else refusal(level)
-    if not level_available(level):
-        lines.append("labkit grade --isolation {} would stop: that level does not work here.".format(level))
-    elif why:
-        lines.append("labkit grade would refuse: " + why + ".")
-    else:
-        uid = os.geteuid() == 0 and uid_switch_possible(level) and level != "none"
-        lines.append("labkit grade would use: {} (gradebook: {})".format(level, isolation_name(level, uid, cgroup)))
-    return "\n".join(lines)

@@ -13,21 +13,21 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from labkit.errors import LabkitError
 from labkit.jobs.scheduler import JobError, run_scheduler
 
 __all__ = ["ClusterLimits", "SN30", "SlurmRequest", "JobRequestError", "parse_gres"]
 
 
-class JobRequestError(ValueError):
+class JobRequestError(LabkitError, ValueError):
     """A job request that cannot run on the cluster; ``problems`` lists why, in plain words."""
+
+    shown_as = "JobRequestError"
 
     def __init__(self, problems: Sequence[str], cluster: str = ""):
         self.problems = list(problems)
         head = "This job request cannot run" + (" on " + cluster if cluster else "")
         super().__init__(head + ":\n" + "\n".join("  - " + p for p in self.problems))
-
-    def _render_traceback_(self) -> List[str]:  # IPython: the message is the whole story
-        return ["JobRequestError: " + str(self)]
 
 
 @dataclass(frozen=True)

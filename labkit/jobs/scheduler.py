@@ -8,10 +8,12 @@ import shutil
 import subprocess
 from typing import Optional, Sequence
 
+from labkit.errors import LabkitError
+
 __all__ = ["JobRejected", "JobError", "slurm_available", "run_scheduler"]
 
 
-class JobRejected(RuntimeError):
+class JobRejected(LabkitError, RuntimeError):
     """The scheduler itself refused the submission; the message is its own (``sbatch: error: ...``)."""
 
     def __init__(self, message: str, argv: Sequence[str]):
@@ -21,7 +23,7 @@ class JobRejected(RuntimeError):
             os.path.basename(self.argv[0]) if self.argv else "sbatch", self.message, shlex.join(self.argv)))
 
 
-class JobError(RuntimeError):
+class JobError(LabkitError, RuntimeError):
     """Slurm could not be asked (no sbatch here, a timeout, an unknown job)."""
 
 

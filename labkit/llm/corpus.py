@@ -24,6 +24,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
 
+from labkit.errors import LabkitError
+
 __all__ = ["Corpus", "OFFLINE_CORPUS", "load_corpus", "split_documents", "pydoc_documents", "hub_documents",
            "CorpusUnavailable"]
 
@@ -34,7 +36,7 @@ OFFLINE_CORPUS = "pydoc"
 VALIDATION_SHARE = 0.1
 
 
-class CorpusUnavailable(RuntimeError):
+class CorpusUnavailable(LabkitError, RuntimeError):
     """A hub dataset could not be loaded (no ``datasets`` package, no network, no such name)."""
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Dict, Optional
 
+from labkit.errors import LabkitError
+
 __all__ = ["MODEL_SIZES", "LLAMA2_VOCAB_SIZE", "ModelTooLarge", "model_config", "build_model", "count_parameters",
            "parameter_count", "training_bytes", "available_memory_bytes"]
 
@@ -38,7 +40,7 @@ MODEL_SIZES: Dict[str, Dict[str, int]] = {
 _TRAINING_BYTES_PER_PARAMETER = 16
 
 
-class ModelTooLarge(MemoryError):
+class ModelTooLarge(LabkitError, MemoryError):
     """The model would not fit in this machine's memory to train."""
 
 

@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
+from labkit.errors import LabkitError
 from labkit.logs import detect as _detect
 from labkit.logs.base import LineReader, dedupe_notes
 from labkit.logs.keras import KerasReader
@@ -51,7 +52,7 @@ _READERS: Dict[str, Callable[[str], LineReader]] = {
 _MAX_LINE_ERRORS = 5
 
 
-class NoRunError(LookupError):
+class NoRunError(LabkitError, LookupError):
     """The log held no run (a pointer file, an empty or unreadable file)."""
 
 

@@ -20,6 +20,8 @@ import os
 import re
 from typing import IO, Iterator, Optional, Union
 
+from labkit.errors import LabkitError
+
 __all__ = ["Source", "open_source", "iter_lines", "strip_ansi", "BinaryLogError", "MAX_LINE"]
 
 #: Longest piece returned as one line (tqdm lines reach thousands of characters; a file
@@ -36,7 +38,7 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\r\n]*(?:\x07|\x1b\\
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-class BinaryLogError(ValueError):
+class BinaryLogError(LabkitError, ValueError):
     """The file is not text (an executable, an image, an archive)."""
 
 

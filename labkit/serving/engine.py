@@ -20,16 +20,17 @@ from typing import Deque, Dict, List, Optional
 import torch
 import torch.nn.functional as F
 
+from labkit.errors import LabkitError
 from labkit.serving.model import Cache, ChatModel
 
 __all__ = ["Engine", "Generation", "QueueFull", "EngineStopped"]
 
 
-class QueueFull(RuntimeError):
+class QueueFull(LabkitError, RuntimeError):
     """More requests than the engine decodes at once plus ``max_queue`` waiting (HTTP 429)."""
 
 
-class EngineStopped(RuntimeError):
+class EngineStopped(LabkitError, RuntimeError):
     """The engine is shutting down and takes no new request."""
 
 

@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import labkit
+from labkit.errors import LabkitError
 from labkit.llm import MODEL_SIZES
 from labkit.serving.configs import API_KEY_ENV, CONFIGS, DEFAULT_MAX_QUEUE, DEFAULT_THREADS, REASONING_FIELDS
 
 __all__ = ["LocalServer", "start_server", "ServerStartError"]
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(LabkitError, RuntimeError):
     """The server process exited, or said nothing, before it was ready."""
 
 

@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from labkit.errors import LabkitError
 from labkit.serving.engine import Generation
 from labkit.serving.chat import ROLES
 
@@ -28,7 +29,7 @@ __all__ = ["ApiError", "ChatRequest", "parse_chat_request", "error_body", "compl
 DEFAULT_MAX_TOKENS = 64
 
 
-class ApiError(Exception):
+class ApiError(LabkitError):
     """An error answered as the OpenAI API does: an HTTP status and ``{"error": {...}}``."""
 
     def __init__(self, status: int, message: str, type: str = "invalid_request_error",

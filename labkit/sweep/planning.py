@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from labkit.errors import LabkitError
 from labkit.execute import NotebookParameters, notebook_parameters
 from labkit.files import write_atomic
 from labkit.params import ParameterError
@@ -32,7 +33,7 @@ FORMAT = "labkit-sweep/1"
 RUNS = "runs"
 
 
-class SweepError(ValueError):
+class SweepError(LabkitError, ValueError):
     """The sweep's arguments are wrong, or its --out belongs to another sweep."""
 
 

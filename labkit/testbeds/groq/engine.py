@@ -16,14 +16,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from labkit.errors import LabkitError
+
 __all__ = ["BackendError", "BuildInfo", "select_output", "Engine", "TorchEngine"]
 
 
-class BackendError(RuntimeError):
+class BackendError(LabkitError, RuntimeError):
     """A backend cannot run here; the message says why and what to do."""
 
-    def _render_traceback_(self) -> List[str]:
-        return ["BackendError: " + str(self)]
+    shown_as = "BackendError"
 
 
 @dataclass

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import urlparse
 
+from labkit.errors import LabkitError
+
 __all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "CourseModel", "COURSE_MODELS", "ModelUnavailable",
            "hub_status", "hub_cached", "minilm_package_dir", "quiet_transformers"]
 
@@ -39,12 +41,10 @@ COURSE_MODELS = {
 }
 
 
-class ModelUnavailable(ValueError):
+class ModelUnavailable(LabkitError, ValueError):
     """The model cannot be loaded here; the message says why and what can be used instead."""
 
-    def _render_traceback_(self) -> List[str]:  # IPython hook: the message is the whole story
-        return ["ModelUnavailable: " + str(self)]
-
+    shown_as = "ModelUnavailable"
 
 # ---------------------------------------------------------------------------------------------
 # Is the hub reachable? One quick probe per process.

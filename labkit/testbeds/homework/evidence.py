@@ -31,6 +31,7 @@ import tempfile
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from labkit import results, sweep
+from labkit.errors import LabkitError
 from labkit.sweep.planning import RUNS
 from labkit.results import Run, same_value
 
@@ -60,7 +61,7 @@ _RESULTS_CSV = "results.csv"
 _FIXED = ("run", "status", "error", "duration", "notebook", "gpu")
 
 
-class EvidenceError(ValueError):
+class EvidenceError(LabkitError, ValueError):
     """A notebook or sweep folder that cannot count as evidence; the message says why."""
 
 

@@ -22,6 +22,8 @@ import os
 from typing import Optional, Tuple
 from urllib.parse import urlsplit
 
+from labkit.errors import LabkitError
+
 __all__ = ["Secret", "AccessError", "find_token", "key_for", "is_alcf", "status_of", "explain", "HELPER", "REFRESH",
            "NO_KEY"]
 
@@ -55,11 +57,10 @@ class Secret:
         raise TypeError("an access token is not pickled (it would end up on disk)")
 
 
-class AccessError(RuntimeError):
+class AccessError(LabkitError, RuntimeError):
     """No token could be found; the message says how to get one. Shown in Jupyter as its one line."""
 
-    def _render_traceback_(self):
-        return ["AccessError: " + str(self)]
+    shown_as = "AccessError"
 
 
 def _helper_module(folder: str):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional
 from urllib import error, request
 
+from labkit.errors import LabkitError
 from labkit.testbeds.sambanova.inference.spec import GATEWAY, RENAMED, current_model
 
 __all__ = ["Readiness", "NotServed", "list_models", "readiness", "alcf_endpoints", "cluster_jobs", "job_state",
@@ -31,11 +32,10 @@ __all__ = ["Readiness", "NotServed", "list_models", "readiness", "alcf_endpoints
 COLD = "cold: loading takes 10-15 min (the first request starts it; Sophia unloads a model after 2 h unused)"
 
 
-class NotServed(RuntimeError):
+class NotServed(LabkitError, RuntimeError):
     """The endpoint does not serve the model asked for; the message names what it serves now."""
 
-    def _render_traceback_(self):
-        return ["NotServed: " + str(self)]
+    shown_as = "NotServed"
 
 
 @dataclass

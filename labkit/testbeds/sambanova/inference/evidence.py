@@ -29,6 +29,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from labkit.errors import LabkitError
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference.metrics import METRICS
 from labkit.testbeds.sambanova.inference.results_json import add_counts as _counts
@@ -46,9 +47,8 @@ _ZSH_TOTAL = re.compile(r"\s([\d.]+) total\s*$", re.MULTILINE)
 _URL = re.compile(r"(https?://[^\s'\"]+)")
 
 
-class EvidenceError(ValueError):
-    def _render_traceback_(self):
-        return ["EvidenceError: " + str(self)]
+class EvidenceError(LabkitError, ValueError):
+    shown_as = "EvidenceError"
 
 
 def _json_values(text: str) -> List[Tuple[Any, int, int]]:

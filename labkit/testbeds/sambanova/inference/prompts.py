@@ -16,17 +16,18 @@ import os
 import random
 from typing import Any, List, Optional, Tuple, Union
 
+from labkit.errors import LabkitError
+
 __all__ = ["load_prompts", "builtin_prompts", "PromptError", "LOCAL_FORMATS", "synthetic_prompts", "lengths"]
 
 #: Local file suffixes and the ``datasets`` builder that reads each.
 LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
 
 
-class PromptError(ValueError):
+class PromptError(LabkitError, ValueError):
     """The prompts could not be loaded; the message names the dataset, split or field and what to do."""
 
-    def _render_traceback_(self):
-        return ["PromptError: " + str(self)]
+    shown_as = "PromptError"
 
 
 def builtin_prompts() -> List[str]:

@@ -1,4 +1,4 @@
-"""One grading job: the worker process that grades one submission, started, watched, collected.
+"""The grading worker: the process that grades one submission, started, watched, collected.
 
     item = start_job(job, sub, workroot, 1)      # python -I ... labkit.grading.runner JOB.json
     result = collect_job(item, timed_out, limits, level, rubric, reproduce)
