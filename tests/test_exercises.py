@@ -97,3 +97,20 @@ def test_reading_a_log_imports_only_that_formats_reader():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['labkit.testbeds.cerebras.log']"
+
+
+def test_the_tests_that_keep_a_case_per_exercise_have_one_for_every_entry():
+    """The golden copies, the browser cases and the edit-and-rerun cases hold test data per exercise;
+    a new entry without its cases fails here, not silently untested."""
+    import yaml
+
+    from tests.browser.cases import CASES
+    from tests.test_editing_cells import EXERCISES
+
+    with_notebook = sorted(e.name for e in exercises.ENTRIES if e.notebook)
+    golden = yaml.safe_load((ROOT / "tests" / "golden" / "golden.yml").read_text())
+    assert sorted(golden) == with_notebook
+    assert sorted(c.key for c in CASES) == with_notebook
+    assert sorted(EXERCISES) == with_notebook
+    for name, case in EXERCISES.items():
+        assert case.notebook == exercises.entry(name).notebook
