@@ -14,6 +14,7 @@ import sys
 from typing import Any, Dict, Optional
 
 from labkit.errors import LabkitError
+from labkit.machine_share import recorded_share
 
 __all__ = [
     "module_available",
@@ -119,8 +120,6 @@ def environment(device: Any = None, extra: Optional[Dict[str, Any]] = None) -> D
         env["device_name"] = device_name(device)
     if "torch" in sys.modules:
         env["torch_threads"] = sys.modules["torch"].get_num_threads()
-    from labkit.sweep.share import recorded_share
-
     part = recorded_share(os.environ)
     if part:  # a sweep worker's share: its timings are per share, not the whole machine's
         env["sweep_share"] = "{threads} of {cores} cores ({workers} workers at once)".format(**part)

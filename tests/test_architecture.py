@@ -113,6 +113,37 @@ def import_cycles() -> List[List[str]]:
     return cycles
 
 
+def layers() -> List[Tuple[str, List[str]]]:
+    """docs/architecture.md's layer table, top layer first: [(layer, [module prefixes])]."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    block = text.split("<!-- layers:", 1)[1].split("```", 2)[1]
+    return [(line.split()[0], line.split()[1:]) for line in block.strip().splitlines()]
+
+
+def layer_of(module: str, table: List[Tuple[str, List[str]]]) -> int:
+    """The index of the layer whose most specific prefix names ``module`` (0 is the top)."""
+    best, depth = -1, -1
+    for index, (_, prefixes) in enumerate(table):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and prefix.count(".") > depth:
+                best, depth = index, prefix.count(".")
+    return best
+
+
+def test_every_import_goes_down_the_layers_the_docs_draw():
+    table = layers()
+    assert [name for name, _ in table][:2] == ["cli", "grading"] and table[-1][0] == "foundations"
+    unplaced = sorted(m for m in MODULES if layer_of(m, table) < 0)
+    assert not unplaced, "modules in no layer of docs/architecture.md: {}".format(unplaced)
+    upward = []
+    for module, path in MODULES.items():
+        for target in imports_of(module, path):
+            if layer_of(target, table) < layer_of(module, table):
+                upward.append("{} ({}) imports {} ({})".format(module, table[layer_of(module, table)][0], target,
+                                                              table[layer_of(target, table)][0]))
+    assert not upward, upward
+
+
 def test_every_exercise_notebook_folder_has_its_package():
     folders = sorted(p.name for p in (ROOT / "notebooks").iterdir() if p.is_dir() and list(p.glob("*.ipynb")))
     missing = [f for f in folders if "labkit.testbeds." + f not in MODULES]

@@ -23,7 +23,8 @@ from labkit import results
 from labkit.metrics import Metric, MetricTable
 from labkit.results import Run
 from labkit.sweep import report as sweep_report
-from labkit.testbeds.metric_tables import TABLES, table_for
+from labkit.exercises import metric_table as table_for
+from labkit.exercises import metric_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = sorted((ROOT / "tests" / "golden").glob("*/*.ipynb"))
@@ -170,7 +171,7 @@ RULE_DISAGREES = {"onnxruntime_accuracy", "onnxruntime_spearman", "onnxruntime_d
 
 
 def test_the_tables_timings_are_those_the_comparison_rule_skips_but_the_known_few():
-    disagree = {m.name for table in TABLES for m in table
+    disagree = {m.name for table in metric_tables() for m in table
                 if m.timing != results.is_unstable({"units": {m.name: m.unit}}, m.name)}
     assert disagree == RULE_DISAGREES
 
@@ -219,8 +220,8 @@ def test_a_sweep_marks_timings_by_the_table_where_the_name_rule_would_not(tmp_pa
 
 
 def test_docs_metrics_md_shows_the_tables_as_they_are():
-    from labkit.testbeds.metric_tables import markdown
+    from labkit.exercises import metrics_markdown
 
     page = (ROOT / "docs" / "metrics.md").read_text()
-    assert page == markdown() + "\n", ("docs/metrics.md is out of date: python -c 'from labkit.testbeds.metric_tables "
-                                       "import markdown; print(markdown())' > docs/metrics.md")
+    assert page == metrics_markdown() + "\n", ("docs/metrics.md is out of date: python -c 'from labkit.exercises "
+                                               "import metrics_markdown; print(metrics_markdown())' > docs/metrics.md")

@@ -24,29 +24,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
+from labkit import exercises
 from labkit.errors import LabkitError
 from labkit.logs import detect as _detect
 from labkit.logs.base import LineReader, dedupe_notes
-from labkit.logs.keras import KerasReader
 from labkit.logs.text import BinaryLogError, iter_lines, open_source
 from labkit.logs.unwrap import unwrap
 from labkit.results import Run
-from labkit.testbeds.cerebras.log import CerebrasReader
-from labkit.testbeds.graphcore.log import GraphcoreReader
-from labkit.testbeds.groq.log import GroqReader
-from labkit.testbeds.sambanova.inference.log import InferenceReader
-from labkit.testbeds.sambanova.bert_large.log import SambaNovaReader
 
 __all__ = ["read", "LogReport", "NoRunError", "record", "table", "FORMATS", "reader_for"]
 
 FORMATS = _detect.FORMATS
-
-# The registry: each format's reader (the readers know nothing of it; code that reads logs imports this package).
-_READERS: Dict[str, Callable[[str], LineReader]] = {
-    "graphcore": GraphcoreReader, "cerebras": CerebrasReader, "sambanova": SambaNovaReader, "groq": GroqReader,
-    "keras": KerasReader, "openai": InferenceReader}
 
 #: At most this many "could not read line N" notes per file (a mangled file has thousands).
 _MAX_LINE_ERRORS = 5
@@ -88,11 +78,13 @@ class LogReport:
 
 
 def reader_for(fmt: str, name: str = "<text>") -> LineReader:
-    """A fresh reader for format ``fmt``."""
-    if fmt not in _READERS:
+    """A fresh reader for format ``fmt``: the registry (:mod:`labkit.exercises`) names its class, an
+    exercise's ``log.py``, imported now (so that importing this package imports no exercise)."""
+    known = [f.name for f in exercises.log_formats()]
+    if fmt not in known:
         raise ValueError("format: {!r} is not a log format labkit reads; use one of {} or None to detect it".format(
-            fmt, ", ".join(FORMATS)))
-    return _READERS[fmt](name)
+            fmt, ", ".join(known)))
+    return exercises.log_format(fmt).reader()(name)
 
 
 def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[str] = None,
@@ -107,7 +99,7 @@ def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[s
     be read is in ``report.notes``. Raises ``FileNotFoundError`` / ``OSError`` when the file
     cannot be opened and ``ValueError`` for an unknown ``format``.
     """
-    if format is not None and format not in FORMATS:
+    if format is not None:
         reader_for(format)  # raises the ValueError that names the allowed formats
     try:
         source = open_source(path_or_text)

@@ -35,7 +35,9 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
     parse = logs_sub.add_parser("parse", help="read each FILE and print what it holds")
     parse.add_argument("files", nargs="+", metavar="FILE", help="log files (a path per run log)")
     parse.add_argument("--json", action="store_true", help="one JSON object per file instead of a summary")
-    parse.add_argument("--format", choices=FORMATS, default=None, help="skip detection and read as this format")
+    parse.add_argument("--format", default=None, metavar="FORMAT",
+                       help="skip detection and read as this format: {} (or one an exercise registered from outside "
+                            "labkit brings)".format(", ".join(FORMATS)))
     parse.set_defaults(func=main)
 
 
@@ -66,8 +68,14 @@ def _summary(report: Any) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    from labkit import exercises
     from labkit.logs import read
 
+    known = [f.name for f in exercises.log_formats()]
+    if args.format is not None and args.format not in known:
+        print("labkit logs parse: --format {!r} is not a log format labkit reads; use one of {}".format(
+            args.format, ", ".join(known)), file=sys.stderr)
+        return 2
     status = 0
     for path in args.files:
         try:

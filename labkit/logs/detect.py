@@ -12,45 +12,20 @@ from __future__ import annotations
 import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from labkit.exercises import LOG_FORMATS, log_formats
+
 __all__ = ["FORMATS", "detect", "detect_both", "scores", "SAMPLE_LINES"]
 
-FORMATS = ("graphcore", "cerebras", "sambanova", "groq", "keras", "openai")
+#: The formats labkit itself reads (:data:`labkit.exercises.LOG_FORMATS`), in tie-break order; detection
+#: also weighs formats that exercises registered from outside labkit bring (``log_formats()``).
+FORMATS = tuple(f.name for f in LOG_FORMATS)
 
 #: How many lines (and characters) of the head of a file are looked at.
 SAMPLE_LINES = 20000
 _SAMPLE_CHARS = 1_000_000
 
-# (substring, weight): strong signs weigh more; all are plain substrings so the scan is fast.
-_SIGNS: Dict[str, Tuple[Tuple[str, int], ...]] = {
-    "graphcore": (("poptorch", 3), ("Graph compilation:", 3), ("Accuracy on test set", 5), ("Epochs:", 2),
-                  ("PL:POPLIN", 3), ("--ipus", 3), ("Compiled/Loaded model", 5), ("run_pretraining", 5),
-                  ("TrainingModelWithLoss", 3), ("popart", 2)),
-    "cerebras": (("| Train Device=", 6), ("Effective batch size is", 5), ("wsjob", 4), ("Compile hash is", 5),
-                 ("run.py CSX", 6), ("Processed ", 1), ("Cerebras", 3), ("Beginning appliance run", 5),
-                 ("cszoo", 6), ("LoopTimeRemaining=", 6)),
-    "sambanova": (("COMPILE START AT", 6), ("COMPILE END AT", 6), ("sambaflow", 2), ("e2e_train_time", 6),
-                  ("for output", 2), ("BertLarge", 3), ("SLURM_NTASKS", 3), ("Duration:", 2), (".pef", 3),
-                  ("transformers_hook", 4), ("Submitted batch job", 2), ("SN30", 3)),
-    "groq": (("groqflow", 4), ("end-to-end IPS", 8), ("GroqChip", 5), ("on-chip latency", 8),
-             ("Woohoo!", 3), ("Proof point", 3)),
-    "keras": (("ms/step", 4), ("s/step", 2), ("Epoch 1/", 3), ("training time", 2), ("val_loss", 2),
-              ("tensorflow", 1)),
-    # pasted OpenAI-compatible chat completions (Metis, Sophia): JSON, a curl transcript, an SSE stream
-    "openai": (('"chat.completion', 6), ('"completion_tokens"', 3), ("data: [DONE]", 6), ('"time_to_first_token"', 4),
-               ("/chat/completions", 3)),
-}
-
+# A Keras progress bar: labkit's own generic format, counted beside its plain signs.
 _KERAS_BAR = re.compile(r"\d+/\d+ \[[=>.]+\] - ")
-# Single summary lines a student pastes on their own (one is enough to say which format it is).
-_LINE_SIGNS = (
-    ("cerebras", re.compile(r"Processed \d+ (?:training )?sample\(s\) in"), 6),  # 2.6 adds "training"
-    ("groq", re.compile(r"^\|\s*(?:cpu|groq)\s*\|", re.MULTILINE), 8),
-    ("graphcore", re.compile(r"Epochs:\s*\d+%.*?\d+/\d+ \["), 4),
-)
-
-_NAME_HINTS = (("graphcore", "graphcore"), ("poptorch", "graphcore"), ("mnist", "graphcore"), ("cerebras", "cerebras"),
-               ("sambanova", "sambanova"), ("bertlarge", "sambanova"), ("slurm-", "sambanova"), ("groq", "groq"),
-               ("keras", "keras"))
 
 
 def scores(lines: Iterable[str]) -> Dict[str, int]:
@@ -66,12 +41,11 @@ def scores(lines: Iterable[str]) -> Dict[str, int]:
     # One big string and str.count per sign: far faster than testing every sign on every line.
     text = "\n".join(sample)
     found: Dict[str, int] = {}
-    for fmt, signs in _SIGNS.items():
-        found[fmt] = sum(min(text.count(sign), 20) * weight for sign, weight in signs)
+    for fmt in log_formats():
+        found[fmt.name] = sum(min(text.count(sign), 20) * weight for sign, weight in fmt.signs)
+        found[fmt.name] += sum(min(len(pattern.findall(text)), 20) * weight for pattern, weight in fmt.line_signs)
     if "] - " in text:
         found["keras"] += min(len(_KERAS_BAR.findall(text)), 20) * 6
-    for fmt, pattern, weight in _LINE_SIGNS:
-        found[fmt] += min(len(pattern.findall(text)), 20) * weight
     return found
 
 
@@ -80,24 +54,19 @@ def detect(lines: Iterable[str], name: str = "") -> Optional[str]:
     return detect_both(lines, name)[0]
 
 
-#: A homework Markdown may hold a vendor's log and pasted chat completions (a CS-3 section and an
-#: inference section): their signs are disjoint, so the other one is read too when it shows this much
-#: (one answer's ``"chat.completion`` and ``"completion_tokens"``; two of a vendor's strong signs).
-_COMPANION_MIN = {"openai": 9, "vendor": 12}
-
-
 def detect_both(lines: Iterable[str], name: str = "") -> Tuple[Optional[str], Optional[str]]:
     """The most likely format, and a second one the same file also holds (chat completions beside a
-    vendor's log, or the other way round), else None for either."""
+    vendor's log, or the other way round: formats of another ``family``), else None for either."""
     found = scores(lines)
     lower = name.lower()
-    for hint, fmt in _NAME_HINTS:
-        if hint in lower:
-            found[fmt] += 2
-    best = max(FORMATS, key=lambda fmt: found[fmt])
-    if found[best] < 4:
+    formats = log_formats()
+    for fmt in formats:
+        found[fmt.name] += 2 * sum(hint in lower for hint in fmt.name_hints)
+    best = max(formats, key=lambda fmt: found[fmt.name])
+    if found[best.name] < 4:
         return None, None
-    if best != "openai":
-        return best, "openai" if found["openai"] >= _COMPANION_MIN["openai"] else None
-    vendor = max((fmt for fmt in FORMATS if fmt != "openai"), key=lambda fmt: found[fmt])
-    return best, vendor if found[vendor] >= _COMPANION_MIN["vendor"] else None
+    others = [fmt for fmt in formats if fmt.family != best.family]
+    if not others:
+        return best.name, None
+    other = max(others, key=lambda fmt: found[fmt.name])
+    return best.name, other.name if found[other.name] >= other.companion_min else None

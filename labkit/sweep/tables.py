@@ -6,14 +6,14 @@
 The rows come from ``runs/*.json``, each written once its run ended, so the tables are
 rebuilt from what is actually done (also after an interrupted sweep).
 
-Statistics (see :mod:`labkit.sweep.stats`): per configuration the mean, the sample standard
+Statistics (see :mod:`labkit.stats`): per configuration the mean, the sample standard
 deviation and a 95 % confidence interval of the mean (Student t with n-1 degrees of
 freedom). A configuration's difference from the baseline is "within noise" when Welch's
 two-sided t-test (unequal variances) gives p >= 0.05. Only runs with status ``complete``
 enter the statistics; the others are listed with their cause.
 
 Timings (metrics with a time or speed unit or name, see :func:`labkit.results.is_unstable`)
-are per worker share (:mod:`labkit.sweep.share`). A run whose share overlapped another's, or
+are per worker share (:mod:`labkit.machine_share`). A run whose share overlapped another's, or
 that ran on a busy machine, has ``timing_contended`` set in results.csv; a timing metric of a
 configuration with such a run (or whose baseline has one) gets no "real difference" verdict.
 
@@ -28,7 +28,7 @@ import math
 import os
 from typing import Any, Dict, List, Union
 
-from labkit.sweep import stats
+from labkit import exercises, stats
 from labkit.sweep.planning import MANIFEST, RUNS, SweepError, is_sweep, same_grid_value
 
 __all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "collect", "table", "summary_frame", "is_timing",
@@ -99,11 +99,9 @@ def is_timing(metric: str, units: Dict[str, str], table: Any = None) -> bool:
 
 
 def exercise_table(frame) -> Any:
-    """The :class:`labkit.metrics.MetricTable` of the one exercise the sweep ran, else None."""
-    from labkit.testbeds.metric_tables import table_for
-
-    exercises = set(frame["exercise"].dropna()) if "exercise" in frame else set()
-    return table_for(str(exercises.pop())) if len(exercises) == 1 else None
+    """The :class:`labkit.metrics.MetricTable` of the one exercise the sweep ran (from the registry), else None."""
+    names = set(frame["exercise"].dropna()) if "exercise" in frame else set()
+    return exercises.metric_table(str(names.pop())) if len(names) == 1 else None
 
 
 def contended_mask(frame):

@@ -33,6 +33,13 @@ def test_every_notebook_belongs_to_exactly_one_offering():
         sorted(set(listed) ^ set(present)))
 
 
+def test_offerings_yml_lists_the_registrys_notebooks_year_by_year():
+    """docs/book/offerings.yml adds each year's title; which notebook is in which year is the registry's."""
+    from labkit import exercises
+
+    assert [(o["year"], o["notebooks"]) for o in _offerings()] == list(exercises.offerings().items())
+
+
 def test_the_current_offering_comes_first():
     years = [offering["year"] for offering in _offerings()]
     assert years == sorted(years, reverse=True) and years[:2] == [2025, 2024]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import labkit.logs
-from labkit.testbeds.metric_tables import table_for
+from labkit.exercises import metric_table as table_for
 
 SAMPLE = (Path(__file__).resolve().parent.parent / "fixtures" / "testbed-logs" / "cerebras"
           / "upstream-fall2025-llama2-7b-sample-output.log")

@@ -51,11 +51,12 @@ def test_unopenable_file_exits_non_zero_but_the_others_are_still_read(tmp_path, 
     assert "keras format, 1 run" in captured.out
 
 
-def test_format_option_is_checked_by_argparse(capsys):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["logs", "parse", "--format", "poplar", "x.log"])
-    assert exc.value.code == 2
-    assert "invalid choice: 'poplar'" in capsys.readouterr().err
+def test_an_unknown_format_is_refused_before_any_file_is_read(capsys):
+    code = cli.main(["logs", "parse", "--format", "poplar", "x.log"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--format 'poplar' is not a log format labkit reads" in err and "graphcore, cerebras" in err
+    assert "x.log" not in err  # refused before reading
 
 
 def test_python_m_labkit_logs_parse_json_subprocess(testbed_logs, tmp_path):

@@ -20,7 +20,7 @@ import pytest
 import labkit.logs
 from labkit.grading.recompute import from_evidence
 from labkit.testbeds.homework import fall2025
-from labkit.testbeds.metric_tables import table_for
+from labkit.exercises import metric_table as table_for
 from tests.logs.conftest import CASES
 
 MARKDOWN = CASES / "cs3-homework-batch-sizes.md"

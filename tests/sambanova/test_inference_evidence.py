@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import labkit.logs
-from labkit.testbeds.metric_tables import table_for
+from labkit.exercises import metric_table as table_for
 from labkit.testbeds.sambanova import inference
 
 HERE = Path(__file__).resolve().parent / "evidence"

@@ -14,7 +14,7 @@ import pytest
 
 from labkit import cli, sweep
 from labkit.sweep import plots as sweep_plots
-from labkit.sweep import share as sweep_share
+from labkit import machine_share as sweep_share
 from labkit.sweep import tables as sweep_tables
 from tests.execute.demo import make_demo
 

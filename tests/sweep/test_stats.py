@@ -1,4 +1,4 @@
-"""labkit.sweep.stats: the scipy-free fallback agrees with scipy (an independent implementation)."""
+"""labkit.stats: the scipy-free fallback agrees with scipy (an independent implementation)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 from scipy import stats as scipy_stats
 
-from labkit.sweep import stats
+from labkit import stats
 
 
 @pytest.mark.parametrize("df", [1, 2, 3.5, 7, 30, 200])

@@ -5,7 +5,7 @@
     rows[0]["ttft_median_s"], rows[0]["ttft_median_s_ci"]    # 0.21, (0.18, 0.24)
 
 Each repeat gives one value of each figure (a median over its requests, or its throughput); the
-row holds their mean and the 95 % Student-t interval of that mean (labkit.sweep.stats.mean_ci);
+row holds their mean and the 95 % Student-t interval of that mean (labkit.stats.mean_ci);
 with one repeat there is no interval (NaN) and no verdict on noise. The server's own timings
 (``usage``) are summarized apart, in :func:`server_rows`: they are never a client-side figure.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Sequence, Tuple
 
-from labkit.sweep import stats
+from labkit import stats
 from labkit.testbeds.sambanova.inference.timing import STATS, percentile
 
 __all__ = ["FIGURES", "SERVER_FIELDS", "configuration_rows", "server_rows", "overlap"]

@@ -1,6 +1,6 @@
 """Is a difference between two configurations real, or run-to-run noise?
 
-    from labkit.sweep import stats
+    from labkit import stats
     stats.mean_ci([97.1, 98.6, 97.9])            # (mean, std, low, high) at 95 %
     stats.welch([97.1, 98.6, 97.9], [98.0, 98.2]) # (t, df, p)
 
