@@ -38,14 +38,18 @@ class BertLargePlan(RunPlan):
     stack: Optional[CerebrasStack] = None
 
 
-def plan(config: Config, sizes: Optional[Sequence[int]] = None) -> BertLargePlan:
+def plan(config: Config) -> BertLargePlan:
     """Decide where ``config`` runs, before anything runs.
 
     Raises :class:`labkit.devices.DeviceError` saying what is missing when ``target="CSX"``
     and the Cerebras stack is not here, or a GPU that was asked for is absent; raises
-    ParameterError when a portable run would take hours (see ``allow_long_run``); ``sizes``
-    are the batch sizes that will train (default: ``batch_size`` and ``compare_batch_sizes``).
+    ParameterError when a portable run would take hours (see ``allow_long_run``).
     """
+    return _plan_for(config, None)
+
+
+def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
+    """:func:`plan` for the batch sizes that will train (``None``: ``batch_size`` and ``compare_batch_sizes``)."""
     if config.log_path:
         return BertLargePlan("log", "reads the log at {} (a CS-2 run; nothing is trained)".format(config.log_path),
                              "log_path is set: the run is read from that log")
@@ -107,7 +111,7 @@ def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequen
     if sizes:
         chosen = chosen or plan(config)
         if chosen.path == "log":  # the main run was read; where do the comparison runs train?
-            chosen = plan(config.replace(log_path=None, compare_batch_sizes=[]), sizes=sizes)
+            chosen = _plan_for(config.replace(log_path=None, compare_batch_sizes=[]), sizes)
         for size in sizes:
             if chosen.path == "modelzoo":
                 found.append(run_modelzoo(config.replace(batch_size=size), chosen.stack, workdir))
