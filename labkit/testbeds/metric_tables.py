@@ -21,7 +21,7 @@ from labkit.testbeds.comparison.metrics import SCALING_METRICS
 from labkit.testbeds.graphcore.metrics import BERT_METRICS as GRAPHCORE_BERT_METRICS
 from labkit.testbeds.graphcore.metrics import MNIST_METRICS
 from labkit.testbeds.groq.metrics import BERT_TINY_METRICS
-from labkit.testbeds.homework.metrics import HOMEWORK_2025_METRICS, HOMEWORK_METRICS
+from labkit.testbeds.homework import fall2024, fall2025
 from labkit.testbeds.sambanova.inference.metrics import INFERENCE_METRICS
 from labkit.testbeds.sambanova.metrics import BERT_METRICS as SAMBANOVA_METRICS
 
@@ -30,7 +30,7 @@ __all__ = ["TABLES", "table_for", "markdown"]
 #: One table per exercise (a table may serve several exercises that record the same metrics).
 TABLES: Tuple[MetricTable, ...] = (MNIST_METRICS, GRAPHCORE_BERT_METRICS, CEREBRAS_METRICS, LLAMA_METRICS,
                                    SAMBANOVA_METRICS, INFERENCE_METRICS, BERT_TINY_METRICS, SCALING_METRICS,
-                                   HOMEWORK_METRICS, HOMEWORK_2025_METRICS)
+                                   fall2024.METRICS, fall2025.METRICS)
 
 
 def table_for(exercise: str) -> Optional[MetricTable]:
