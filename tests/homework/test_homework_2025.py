@@ -25,7 +25,7 @@ from labkit.testbeds.cerebras.llama2_7b.metrics import LLAMA_METRICS
 from labkit.testbeds.homework import fall2025
 from labkit.testbeds.homework import fall2024
 from labkit.testbeds.homework.hardware import where_it_ran
-from labkit.testbeds.homework.homeworks import HOMEWORKS, homework_for_runs, homework_of
+from labkit.testbeds.homework.homeworks import HOMEWORKS, homework_for_runs, homework_of, is_overview, register
 from labkit.testbeds.homework.report import points_against
 from tests.homework import classroom, classroom_2025
 from tests.homework.cs3_logs import write_cs3_log
@@ -52,6 +52,19 @@ def test_each_config_record_and_run_names_its_year():
     assert fall2025.HOMEWORK.section_for("sambanova").exercise == "sambanova/inference"
     with pytest.raises(ValueError, match="'groq' is not one of cerebras, sambanova"):
         fall2025.HOMEWORK.section_for("groq")
+
+
+def test_each_year_is_one_exercise_module_and_registered_once():
+    for year, module in ((2024, fall2024), (2025, fall2025)):
+        assert {"SPEC", "METRICS", "plan", "run_exercise", "show"} <= set(module.__all__)
+        assert module.HOMEWORK is HOMEWORKS[module.SPEC.name] and module.HOMEWORK.year == year
+        assert module.METRICS is module.HOMEWORK.metrics and module.METRICS.exercises == (module.SPEC.name,)
+        assert module.METRICS.names == tuple("{}_runs".format(t) for t in module.TESTBEDS)
+    assert is_overview(results.Run(fall2025.SPEC.name)) and is_overview({"exercise": "homework/ai_testbeds"})
+    assert not is_overview(results.Run("cerebras/llama2_7b"))
+    with pytest.raises(ValueError, match="'homework/ai_testbeds_2025' is registered already .by the 2025 homework"):
+        register(fall2025.HOMEWORK)
+    assert list(HOMEWORKS) == ["homework/ai_testbeds_2025", "homework/ai_testbeds"]
 
 
 def test_cs3_logs_are_gathered_as_cs3_runs_and_cs2_logs_by_2024_only(tmp_path, monkeypatch):
