@@ -148,7 +148,7 @@ def test_the_exercises_own_log_readers_add_only_their_tables_metrics(shared):
 
 @pytest.mark.parametrize("year", [2024, 2025])
 def test_the_homework_compares_and_the_rubric_grades_only_metrics_in_the_tables(year):
-    from labkit.testbeds.homework.years import HOMEWORKS
+    from labkit.testbeds.homework.homeworks import HOMEWORKS
 
     homework = next(h for h in HOMEWORKS.values() if h.year == year)
     for exercise in homework.testbeds.values():

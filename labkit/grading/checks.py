@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from labkit.grading.contain import shown
-from labkit.testbeds.homework.where import is_portable, where_it_ran
+from labkit.testbeds.homework.hardware import is_portable, where_it_ran
 from labkit.results import Run, same_value
 
 __all__ = ["Evidence", "CheckResult", "Check", "NUMBER", "runs_in", "split_evidence", "run_label", "wheres_of",

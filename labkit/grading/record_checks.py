@@ -11,7 +11,7 @@ from labkit.grading.checks import (NUMBER, Check, CheckResult, Evidence, describ
                                    select_runs, split_evidence, wheres_of)
 from labkit.grading.contain import shown
 from labkit.grading.trusted import verify_run
-from labkit.testbeds.homework.where import is_portable, where_it_ran
+from labkit.testbeds.homework.hardware import is_portable, where_it_ran
 from labkit.results import Run, same_value
 
 __all__ = ["grade_record", "grade_runs", "grade_reproduce", "grade_rerun", "RERUN_FUNCTION"]

@@ -13,7 +13,7 @@ then says only whether it passed). Check types: ``record``, ``runs``, ``answer``
 ``record`` and ``runs`` checks say what evidence counts: ``evidence: any`` (default) takes
 testbed and portable runs alike, ``evidence: testbed`` refuses portable runs with a reason
 that says so, and ``portable_points`` caps what portable runs alone can earn. Every reason
-names where each run it cites ran (:func:`labkit.testbeds.homework.where.where_it_ran`).
+names where each run it cites ran (:func:`labkit.testbeds.homework.hardware.where_it_ran`).
 
 The checks live in :mod:`labkit.grading.checks` (evidence, results, run selection),
 :mod:`labkit.grading.record_checks`, :mod:`labkit.grading.answer_checks` and

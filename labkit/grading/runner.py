@@ -42,7 +42,8 @@ from labkit.grading.duplicates import record_fingerprints
 from labkit.grading.checks import Evidence
 from labkit.grading.recompute import run_sandboxed
 from labkit.grading.rubric import Rubric, load_rubric
-from labkit.testbeds.homework.where import OVERVIEW_EXERCISES, where_it_ran
+from labkit.testbeds.homework.hardware import where_it_ran
+from labkit.testbeds.homework.homeworks import is_overview
 
 __all__ = ["run_job", "execute_sandboxed", "ExecutionOutcome"]
 
@@ -359,7 +360,7 @@ def _finish(result: Dict[str, Any], rubric: Rubric, evidence: Evidence, job: Dic
     result.setdefault("phases", {})["grade_s"] = round(time.monotonic() - grading, 3)
     # Where each graded run ran, for the feedback page and the gradebook's "where" column.
     result["runs"] = [{"name": name[:200], "exercise": str(run.exercise)[:200], "where": where_it_ran(run)}
-                      for name, run in evidence.fresh_runs() if run.exercise not in OVERVIEW_EXERCISES]
+                      for name, run in evidence.fresh_runs() if not is_overview(run)]
     result["where"] = ", ".join(sorted({r["where"] for r in result["runs"]}))
     result["total"] = round(sum(c["score"] for c in result["checks"]), 3)
     result["max_total"] = round(sum(c["points"] for c in result["checks"] if not c.get("skipped")), 3)

@@ -106,7 +106,7 @@ def _with_outputs(nb, folder: Path, edit: Optional[Dict[str, Dict[str, float]]] 
     with _cwd(folder):
         for testbed in homework.TESTBEDS:
             cell = nb.cells[_section_cell(nb, testbed)]
-            runs = homework.runs_for(homework.HOMEWORK_SPEC.from_notebook({}), testbed, verbose=False)
+            runs = homework.runs_for(homework.SPEC.from_notebook({}), testbed, verbose=False)
             outputs = []
             for number, run in enumerate(runs, 1):
                 name = "{}_{}".format(testbed, number)

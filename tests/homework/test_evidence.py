@@ -18,7 +18,7 @@ from labkit.grading.checks import Evidence
 from labkit.grading.rubric import RubricError, load_rubric
 from labkit.results import Run
 from labkit.testbeds.homework import evidence
-from labkit.testbeds.homework.where import where_it_ran
+from labkit.testbeds.homework.hardware import where_it_ran
 from tests.homework import classroom
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -218,19 +218,18 @@ def test_the_default_rubric_accepts_any_evidence_and_reads_it_again():
 
 def test_the_homeworks_own_record_is_an_overview_of_the_runs_it_gathered(monkeypatch, capsys):
     from labkit.testbeds import homework
-    from labkit.testbeds.homework.where import OVERVIEW_EXERCISE
+    from labkit.testbeds.homework.homeworks import is_overview
 
     monkeypatch.chdir(str(GOLDEN / "homework"))  # its runs/: the portable runs a student hands in
     config = homework.SPEC.validate({})
     assert "- graphcore: no log folder logs/graphcore; 3 notebook(s) in runs/graphcore" in str(homework.plan(config))
     run = homework.run_exercise(config)
-    assert run.exercise == OVERVIEW_EXERCISE and run.metrics == {"graphcore_runs": 3, "cerebras_runs": 3,
+    assert run.exercise == "homework/ai_testbeds" and is_overview(run) and run.metrics == {"graphcore_runs": 3, "cerebras_runs": 3,
                                                                  "sambanova_runs": 3, "groq_runs": 2}
     assert [r.exercise for r in homework.runs_of("groq", run)] == ["groq/bert_tiny"] * 2
     (overview,) = homework.show(run)  # outside a kernel: what it would show
     assert overview.loc["cerebras", "where they ran"] == "portable: CPU"
     table, figure = homework.show_testbed("graphcore", run)
     assert list(table["run"]) == ["graphcore_1", "graphcore_2", "graphcore_3"] and figure is not None
-    assert homework.show("graphcore", homework.runs_of("graphcore", run))[0].equals(table)  # the older form
     with pytest.raises(ValueError, match="a cell above gave the name `run` to something else"):
         homework.record_runs("cerebras", homework.runs_of("graphcore", run)[-1])  # `run` reused by a loop

@@ -23,9 +23,10 @@ from labkit.grading.recompute import from_evidence
 from labkit.testbeds import homework
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS as LLAMA_METRICS
 from labkit.testbeds.homework import fall2025
-from labkit.testbeds.homework.against import points_against
-from labkit.testbeds.homework.where import where_it_ran
-from labkit.testbeds.homework.years import HOMEWORKS, homework_for_runs, homework_of
+from labkit.testbeds.homework import fall2024
+from labkit.testbeds.homework.hardware import where_it_ran
+from labkit.testbeds.homework.homeworks import HOMEWORKS, homework_for_runs, homework_of, is_overview, register
+from labkit.testbeds.homework.report import points_against
 from tests.homework import classroom, classroom_2025
 from tests.homework.cs3_logs import write_cs3_log
 
@@ -45,12 +46,25 @@ def test_each_config_record_and_run_names_its_year():
     with pytest.raises(ValueError, match="'homework/ai_testbeds_2023' is not a homework"):
         homework_of("homework/ai_testbeds_2023")
     # the 2024 homework is what it was
-    assert homework.HOMEWORK_2024.testbeds is homework.TESTBEDS
-    assert homework.HOMEWORK_2024.exercise_for("cerebras").exercise == "cerebras/bert_large"
-    assert fall2025.HOMEWORK_2025.exercise_for("cerebras").exercise == "cerebras/llama2_7b"
-    assert fall2025.HOMEWORK_2025.exercise_for("sambanova").exercise == "sambanova/inference"
+    assert homework.SPEC is fall2024.SPEC and fall2024.HOMEWORK.testbeds is homework.TESTBEDS  # the package is 2024's
+    assert fall2024.HOMEWORK.section_for("cerebras").exercise == "cerebras/bert_large"
+    assert fall2025.HOMEWORK.section_for("cerebras").exercise == "cerebras/llama2_7b"
+    assert fall2025.HOMEWORK.section_for("sambanova").exercise == "sambanova/inference"
     with pytest.raises(ValueError, match="'groq' is not one of cerebras, sambanova"):
-        fall2025.HOMEWORK_2025.exercise_for("groq")
+        fall2025.HOMEWORK.section_for("groq")
+
+
+def test_each_year_is_one_exercise_module_and_registered_once():
+    for year, module in ((2024, fall2024), (2025, fall2025)):
+        assert {"SPEC", "METRICS", "plan", "run_exercise", "show"} <= set(module.__all__)
+        assert module.HOMEWORK is HOMEWORKS[module.SPEC.name] and module.HOMEWORK.year == year
+        assert module.METRICS is module.HOMEWORK.metrics and module.METRICS.exercises == (module.SPEC.name,)
+        assert module.METRICS.names == tuple("{}_runs".format(t) for t in module.TESTBEDS)
+    assert is_overview(results.Run(fall2025.SPEC.name)) and is_overview({"exercise": "homework/ai_testbeds"})
+    assert not is_overview(results.Run("cerebras/llama2_7b"))
+    with pytest.raises(ValueError, match="'homework/ai_testbeds_2025' is registered already .by the 2025 homework"):
+        register(fall2025.HOMEWORK)
+    assert list(HOMEWORKS) == ["homework/ai_testbeds_2025", "homework/ai_testbeds"]
 
 
 def test_cs3_logs_are_gathered_as_cs3_runs_and_cs2_logs_by_2024_only(tmp_path, monkeypatch):
@@ -84,10 +98,10 @@ def test_the_cs3_section_plots_global_rate_and_tokens_against_the_batch_size(tmp
     portable = results.Run("cerebras/llama2_7b", source="portable", params={"batch_size": 8, "device": "cpu"})
     LLAMA_METRICS.add(portable, "global_rate", 2.0)
     LLAMA_METRICS.add(portable, "tokens_per_s", 32.0)
-    exercise = fall2025.HOMEWORK_2025.exercise_for("cerebras")
-    assert points_against(exercise, runs + [portable], "global_rate") == {
+    section = fall2025.HOMEWORK.section_for("cerebras")
+    assert points_against(section, runs + [portable], "global_rate") == {
         "CS-3": [(512.0, 17.2), (1024.0, 31.99), (2048.0, 58.4)], "portable: CPU": [(8.0, 2.0)]}
-    assert points_against(exercise, runs, "tokens_per_s") == {}  # a CS-3 log has no sequence length
+    assert points_against(section, runs, "tokens_per_s") == {}  # a CS-3 log has no sequence length
     fig = fall2025.plot("cerebras", runs + [portable])
     assert [ax.get_xlabel() for ax in fig.axes] == ["batch_size", "batch_size"]
     assert [ax.get_ylabel() for ax in fig.axes] == ["global_rate (samples/s)", "tokens_per_s (tokens/s)"]

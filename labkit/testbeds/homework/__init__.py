@@ -1,6 +1,6 @@
-"""The module's homework (notebooks/homework/ai_testbeds.ipynb): gather your runs, compare them.
+"""The module's homework: gather your runs from the testbeds, compare them; one module per offering.
 
-    from labkit.testbeds import homework
+    from labkit.testbeds import homework                 # the 2024 notebook (notebooks/homework/ai_testbeds.ipynb)
     config = homework.SPEC.from_notebook(globals())
     homework.plan(config)                               # which logs and lab-book runs are where
     run = homework.run_exercise(config)                 # every testbed's runs: logs/<testbed>/, runs/<testbed>/
@@ -8,26 +8,24 @@
     homework.record_runs("graphcore", run)              # records graphcore_1, graphcore_2, ...
     homework.show_testbed("graphcore", run)             # table + plot, or what to run when there is nothing
 
-The 2025 homework (notebooks/homework/ai_testbeds_2025.ipynb) has the same steps under
-``from labkit.testbeds.homework import fall2025``; every function here serves both, and finds
-which homework it works for from the config's spec or the overview Run (``years``).
+    from labkit.testbeds.homework import fall2025       # the 2025 notebook: the same steps, its own SPEC
 
-Modules: ``spec`` (the notebook's parameters and what is compared for each testbed; ``spec_2025``
-for 2025, ``years`` the registry of both), ``exercise``
-(the notebook's plan and run steps), ``gather`` (a
-student's runs from testbed logs, lab-book notebooks and sweeps), ``evidence`` (trusted reading of
-those notebooks and sweep folders), ``where`` (the label of where a run ran), ``report`` (the table
-and plot). The grader (:mod:`labkit.grading`) reads the same evidence again; it imports this
-package, never the other way round.
+Modules: ``fall2024`` and ``fall2025`` (each offering whole: its notebook's ``SPEC``, its sections
+``TESTBEDS``, its overview ``METRICS`` and its ``HOMEWORK``), ``homeworks`` (what a Homework and a
+Section are, and the registry of every offering: which one a config, record or runs belong to; none
+named is 2024's), ``exercise`` (the notebook's plan and run steps), ``gather`` (a student's runs
+from testbed logs, lab-book notebooks and sweeps), ``evidence`` (trusted reading of those notebooks
+and sweep folders), ``hardware`` (the label of where a run ran), ``report`` (the tables and plots),
+``endpoints`` (2025: each inference endpoint's figures), ``metrics`` (the overview record's table).
+The grader (:mod:`labkit.grading`) reads the same evidence again; it imports this package, never the
+other way round.
 """
 
-from labkit.testbeds.homework.exercise import plan, run_exercise
-from labkit.testbeds.homework.gather import record_runs, runs_for, runs_from_lab_book, runs_from_logs, runs_of
-from labkit.testbeds.homework.report import comparison, nothing_yet, overview, plot, show, show_testbed
-from labkit.testbeds.homework.spec import HOMEWORK_2024, HOMEWORK_SPEC, SPEC, TESTBEDS
-from labkit.testbeds.homework.spec_2025 import HOMEWORK_2025
-from labkit.testbeds.homework.years import HOMEWORKS, homework_of
+# The package gives the 2024 notebook (and the 2024 hand-ins the grader re-runs) its names, and
+# imports every offering so that the registry (homeworks.HOMEWORKS) is whole whichever module runs.
+from labkit.testbeds.homework import fall2025  # noqa: F401  (registers the 2025 homework)
+from labkit.testbeds.homework.fall2024 import (METRICS, SPEC, TESTBEDS, comparison, nothing_yet, overview, plan, plot,
+                                               record_runs, run_exercise, runs_for, runs_of, show, show_testbed)
 
-__all__ = ["SPEC", "HOMEWORK_SPEC", "plan", "run_exercise", "show", "show_testbed", "overview", "runs_of", "TESTBEDS",
-           "runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs", "comparison", "plot", "nothing_yet",
-           "HOMEWORK_2024", "HOMEWORK_2025", "HOMEWORKS", "homework_of"]
+__all__ = ["SPEC", "METRICS", "TESTBEDS", "plan", "run_exercise", "show", "show_testbed", "record_runs", "runs_for",
+           "runs_of", "comparison", "plot", "overview", "nothing_yet"]

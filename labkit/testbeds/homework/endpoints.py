@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit.results import Run
-from labkit.testbeds.homework.where import is_portable, where_it_ran
+from labkit.testbeds.homework.hardware import is_portable, where_it_ran
 
-__all__ = ["FIGURES", "endpoint_table", "plot_endpoints", "endpoint_points"]
+__all__ = ["endpoint_table", "plot_endpoints"]
 
 #: (series prefix, column, unit) of the figures shown per endpoint.
 FIGURES = (("ttft_median_time", "TTFT median", "s"), ("tpot_median_time", "TPOT median", "s"),

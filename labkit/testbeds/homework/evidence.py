@@ -34,6 +34,7 @@ from labkit import results, sweep
 from labkit.errors import LabkitError
 from labkit.sweep.planning import RUNS
 from labkit.results import Run, same_value
+from labkit.testbeds.homework.hardware import PORTABLE_CPU, where_it_ran
 
 __all__ = ["SPECS", "OLDER_SPECS", "MAIN_RECORD", "EvidenceError", "notebook_run", "sweep_runs", "trusted_record",
            "lab_book_notebook", "rerun_smallest"]
@@ -232,7 +233,6 @@ def rerun_smallest(params: Mapping[str, Any]) -> Dict[str, Any]:
     golden tolerances (timings are skipped).
     """
     from labkit.execute import run_notebook
-    from labkit.testbeds.homework.where import PORTABLE_CPU, where_it_ran
 
     limit = float(params.get("max_seconds", 300))
     chosen = None

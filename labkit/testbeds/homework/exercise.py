@@ -23,13 +23,13 @@ from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
 from labkit.testbeds.homework.gather import runs_for
-from labkit.testbeds.homework.metrics import metrics_for, runs_metric
-from labkit.testbeds.homework.years import homework_of
+from labkit.testbeds.homework.homeworks import homework_of
+from labkit.testbeds.homework.metrics import runs_metric
 
-__all__ = ["plan", "run_exercise", "found_files"]
+__all__ = ["plan", "run_exercise"]
 
 
-def found_files(folder: str) -> List[str]:
+def _found_files(folder: str) -> List[str]:
     """The files under ``folder`` that can hold runs (no hidden ones), relative to it, sorted."""
     found = []
     for root, dirs, files in os.walk(folder):
@@ -42,7 +42,7 @@ def found_files(folder: str) -> List[str]:
 def _files_line(kind: str, folder: str) -> str:
     if not os.path.isdir(folder):
         return "no {} folder {}".format(kind, folder)
-    files = found_files(folder)
+    files = _found_files(folder)
     notebooks = [f for f in files if f.endswith(".ipynb")]
     if kind == "lab-book":
         return "{} notebook(s) in {}".format(len(notebooks), folder)
@@ -74,7 +74,7 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     gathered = {testbed: runs_for(config, testbed) for testbed in homework.testbeds}
     run = Run(homework.name, source="log", params=config.to_dict())
     for testbed, runs in gathered.items():
-        metrics_for(homework).add(run, runs_metric(testbed), len(runs))
+        homework.metrics.add(run, runs_metric(testbed), len(runs))
     missing = [testbed for testbed, runs in gathered.items() if not runs]
     if missing:
         run.notes.append("no runs yet for {}: each section says what to run".format(", ".join(missing)))

@@ -10,25 +10,83 @@
     fall2025.record_runs("cerebras", run)      # records cerebras_1, cerebras_2, ...
     fall2025.show_testbed("cerebras", run)     # table, notes and GlobalRate, tokens/s against batch size
 
-The same functions as :mod:`labkit.testbeds.homework` (they serve both years, by the config's
-spec); this module gives the 2025 notebook its own ``SPEC`` (:mod:`.spec_2025`).
+The course's homework (05-AITestbed/README.md, Fall 2025):
+
+- **Cerebras**: "Run the Llama-7B example for different batch sizes and compare the performance":
+  the ``cerebras/llama2_7b`` exercise (``cszoo fit`` on the CS-3, its log ``mytest.log``, or the
+  lab book's notebook, on the CS-3 or portably), compared by GlobalRate and tokens/s against the
+  batch size, the course's default 1024 (its params_llama2_7b.yaml) among them;
+- **SambaNova**: "Use your choice of huggingface dataset and compare the performance on GptOSS model
+  using both Metis and Sophia, reason out the possible differences": the ``sambanova/inference``
+  exercise (the lab book's notebook against both endpoints, or saved endpoint responses read like
+  logs), compared by its streaming figures (TTFT, TPOT, E2EL, output throughput).
+
+This module is the whole of the 2025 offering (``SPEC``, ``TESTBEDS``, ``METRICS``, ``HOMEWORK``);
+the steps are the functions both years share, and ``comparison``, ``plot`` and ``nothing_yet`` take
+2025's sections by default. The 2024 homework (:mod:`labkit.testbeds.homework.fall2024`) is
+unchanged; both share the gathering, the evidence and the grader.
 """
 
 from __future__ import annotations
 
 from functools import partial
 
+from labkit.params import PATH, Param, Spec
+from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS as CS3
 from labkit.testbeds.homework import report
+from labkit.testbeds.homework.endpoints import endpoint_table, plot_endpoints
 from labkit.testbeds.homework.exercise import plan, run_exercise
 from labkit.testbeds.homework.gather import record_runs, runs_for, runs_of
+from labkit.testbeds.homework.homeworks import Homework, Section, register
+from labkit.testbeds.homework.metrics import overview_table
 from labkit.testbeds.homework.report import overview, show, show_testbed
-from labkit.testbeds.homework.spec_2025 import COURSE_BATCH_SIZE, HOMEWORK_2025, MIN_PROMPTS, SPEC, TESTBEDS
+from labkit.testbeds.sambanova.inference.metrics import METRICS as INFERENCE
+
+__all__ = ["SPEC", "METRICS", "TESTBEDS", "HOMEWORK", "plan", "run_exercise", "show", "show_testbed", "record_runs",
+           "runs_for", "runs_of", "comparison", "plot", "overview", "nothing_yet"]
+
+SPEC = Spec(
+    "homework/ai_testbeds_2025",
+    Param("logs_dir", PATH, "logs", "folder with one sub-folder per testbed: cerebras/ (CS-3 logs such as "
+                                    "mytest.log), sambanova/ (saved endpoint responses and transcripts)"),
+    Param("runs_dir", PATH, "runs", "folder with one sub-folder per testbed of lab-book notebooks executed by "
+                                    "`labkit run` or `labkit sweep --out runs/<testbed>`"),
+)
+
+# The portable commands were timed on labkit's shared 2-core machine (docs/grading.md, "The 2025 homework").
+TESTBEDS = {
+    "cerebras": Section(
+        "cerebras/llama2_7b", ("batch_size",),
+        CS3.select("global_rate", "tokens_per_s", "final_loss", "train_seconds", "staging_s", "checkpoint_s",
+                   "compile_cached"),
+        CS3.select("global_rate", "tokens_per_s"),
+        "labkit sweep notebooks/cerebras/llama2_7b.ipynb -p batch_size 2,8,1024 -p model_size tiny -p steps 2 "
+        "-p log_steps 1 -p sequence_length 16 -p device cpu --out runs/cerebras",
+        "the course's `cszoo fit configs/params_llama2_7b.yaml ... |& tee mytest.log` with "
+        "`train_input.batch_size` changed (or the lab book's notebook with `device CSX`) on the CS-3",
+        against="batch_size"),
+    "sambanova": Section(
+        "sambanova/inference", ("endpoint_names", "models", "dataset", "num_prompts", "concurrency"),
+        # The run's own metrics are its reference configuration's (first endpoint, lowest level): the
+        # table keeps the counts, and each endpoint's figures are the detail table's (endpoints.py).
+        INFERENCE.select("endpoints", "requests", "requests_failed", "output_tokens_per_request"),
+        INFERENCE.select("ttft_median", "tpot_median", "e2el_median"),
+        "labkit run notebooks/sambanova/inference.ipynb runs/sambanova/local.ipynb -p num_prompts 20 "
+        "-p local_model_size tiny -p concurrency [1] -p repeats 1 -p max_tokens 8",
+        "the lab book's notebook against Metis and Sophia (`base_urls` and `models`: inference.ENDPOINTS, "
+        "gpt-oss-120b on both; the old gpt-oss-120b-131072 is read as the same model; with your Globus token), or "
+        "their responses saved with `curl` into logs/sambanova/",
+        detail_table=endpoint_table, detail_plot=plot_endpoints),
+}
+
+METRICS = overview_table(SPEC.name, TESTBEDS)
+
+HOMEWORK = register(Homework(2025, SPEC, TESTBEDS, METRICS,
+                             {"cerebras": "CS-3", "sambanova": "ALCF service (Metis, Sophia)"},
+                             "notebooks/homework/ai_testbeds_2025.ipynb", run_notes=True))
 
 # The 2025 sections by default (the shared functions default to 2024's, which notebooks handed in
 # before 2025 rely on): what to run when there is nothing yet, a section's table and its plot.
-nothing_yet = partial(report.nothing_yet, homework=HOMEWORK_2025)
-comparison = partial(report.comparison, homework=HOMEWORK_2025)
-plot = partial(report.plot, homework=HOMEWORK_2025)
-
-__all__ = ["SPEC", "HOMEWORK_2025", "TESTBEDS", "COURSE_BATCH_SIZE", "MIN_PROMPTS", "plan", "run_exercise", "show",
-           "show_testbed", "record_runs", "runs_for", "runs_of", "comparison", "plot", "overview", "nothing_yet"]
+nothing_yet = partial(report.nothing_yet, homework=HOMEWORK)
+comparison = partial(report.comparison, homework=HOMEWORK)
+plot = partial(report.plot, homework=HOMEWORK)

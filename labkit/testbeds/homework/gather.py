@@ -15,7 +15,7 @@ Three kinds of evidence count for each testbed, all read by labkit:
 
 The grader reads each source again with trusted code (``labkit.grading.recompute:from_evidence``)
 and rejects a record whose numbers the source does not hold. Every table, plot and grade says
-where each run ran (:func:`labkit.testbeds.homework.where.where_it_ran`): ``IPU``, ``CS-2``, ``SN30``,
+where each run ran (:func:`labkit.testbeds.homework.hardware.where_it_ran`): ``IPU``, ``CS-2``, ``SN30``,
 ``GroqChip``, or ``portable: CPU`` / ``portable: GPU``, a model of the exercise, not a
 measurement of the testbed.
 """
@@ -27,8 +27,8 @@ from typing import Any, List, Sequence, Tuple, Union
 
 import labkit.logs
 from labkit.results import Run, record
-from labkit.testbeds.homework.where import OVERVIEW_EXERCISES, where_it_ran
-from labkit.testbeds.homework.years import homework_of
+from labkit.testbeds.homework.hardware import where_it_ran
+from labkit.testbeds.homework.homeworks import homework_of, is_overview
 
 __all__ = ["runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs", "runs_of"]
 
@@ -36,9 +36,9 @@ __all__ = ["runs_for", "runs_from_logs", "runs_from_lab_book", "record_runs", "r
 def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True, homework: Any = None) -> List[Run]:
     """Every run of the testbed's exercise in the logs under ``logs_dir/<testbed>/``, in file order.
 
-    ``homework``: whose section (default 2024's: :func:`labkit.testbeds.homework.years.homework_of`).
+    ``homework``: whose section (default 2024's: :func:`labkit.testbeds.homework.homeworks.homework_of`).
     """
-    exercise = homework_of(homework).exercise_for(testbed)
+    section = homework_of(homework).section_for(testbed)
     folder = os.path.join(os.fspath(logs_dir), testbed)
     if not os.path.isdir(folder):
         return []
@@ -49,13 +49,13 @@ def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True, homework: 
             continue
         report = labkit.logs.read(path)
         for index, run in enumerate(report.runs):
-            if run.exercise != exercise.exercise or (exercise.keep is not None and not exercise.keep(run)):
+            if run.exercise != section.exercise or (section.keep is not None and not section.keep(run)):
                 continue
             run.params["log"] = path  # where the grader reads it again
             run.params["log_run"] = index
             runs.append(run)
     if verbose and runs:
-        print("{}: {} run(s) of {} from testbed logs in {}".format(testbed, len(runs), exercise.exercise, folder))
+        print("{}: {} run(s) of {} from testbed logs in {}".format(testbed, len(runs), section.exercise, folder))
     return runs
 
 
@@ -68,7 +68,7 @@ def runs_from_lab_book(runs_dir: str, testbed: str, verbose: bool = True, homewo
     from labkit import sweep
     from labkit.testbeds.homework import evidence
 
-    exercise = homework_of(homework).exercise_for(testbed)
+    section = homework_of(homework).section_for(testbed)
     folder = os.path.join(os.fspath(runs_dir), testbed)
     if not os.path.isdir(folder):
         return []
@@ -90,8 +90,8 @@ def runs_from_lab_book(runs_dir: str, testbed: str, verbose: bool = True, homewo
                 found.append((path, None, str(exc)))
     runs: List[Run] = []
     for path, run, problem in found:
-        if run is not None and run.exercise != exercise.exercise:
-            problem, run = "{}: a run of {}, not of {}".format(path, run.exercise, exercise.exercise), None
+        if run is not None and run.exercise != section.exercise:
+            problem, run = "{}: a run of {}, not of {}".format(path, run.exercise, section.exercise), None
         if run is None:
             if verbose:
                 print("not counted: {}".format(problem))
@@ -100,7 +100,7 @@ def runs_from_lab_book(runs_dir: str, testbed: str, verbose: bool = True, homewo
         runs.append(run)
     if verbose and runs:
         print("{}: {} run(s) of {} from lab-book notebooks in {} ({})".format(
-            testbed, len(runs), exercise.exercise, folder, ", ".join(sorted({where_it_ran(r) for r in runs}))))
+            testbed, len(runs), section.exercise, folder, ", ".join(sorted({where_it_ran(r) for r in runs}))))
     return runs
 
 
@@ -117,7 +117,7 @@ def runs_for(config: Any, testbed: str, verbose: bool = True) -> List[Run]:
 def runs_of(testbed: str, runs: Union[Run, Sequence[Run]]) -> List[Run]:
     """The testbed's runs: ``runs`` itself, or those the homework's Run gathered (its ``details``)."""
     if isinstance(runs, Run):
-        if runs.exercise not in OVERVIEW_EXERCISES:  # a cell above reused the name: say so, never show nothing
+        if not is_overview(runs):  # a cell above reused the name: say so, never show nothing
             raise ValueError("this is a run of {}, not the homework's overview from homework.run_exercise(config): "
                              "a cell above gave the name `run` to something else; run the cell "
                              "`run = homework.run_exercise(config)` again, or name your own variables "

@@ -1,9 +1,9 @@
-"""The homework's own metrics: what its overview record (``homework/ai_testbeds``) counts.
+"""The homework's own metrics: what an overview record (``homework/ai_testbeds``, ``..._2025``) counts.
 
-    from labkit.testbeds.homework.metrics import HOMEWORK_METRICS
-    HOMEWORK_METRICS.frame()         # name, unit, meaning (2024's overview)
-    HOMEWORK_2025_METRICS.frame()    # 2025's overview
-    metrics_for(homework)            # the overview table of either
+    from labkit.testbeds.homework import fall2024, fall2025
+    fall2024.METRICS.frame()         # name, unit, meaning (2024's overview)
+    fall2025.METRICS.frame()         # 2025's overview
+    overview_table(name, sections)   # the table of an offering's overview: one count per section
 
 The runs each section shows keep their own exercise's table (graphcore/mnist, cerebras/bert_large,
 ...); the overview only says how many of them were found, so a grader sees at a glance which
@@ -12,11 +12,12 @@ testbeds a student handed nothing in for.
 
 from __future__ import annotations
 
-from labkit.metrics import Metric, MetricTable
-from labkit.testbeds.homework.spec import HOMEWORK_2024, Homework
-from labkit.testbeds.homework.spec_2025 import HOMEWORK_2025
+from typing import Mapping
 
-__all__ = ["HOMEWORK_METRICS", "HOMEWORK_2025_METRICS", "runs_metric", "metrics_for"]
+from labkit.metrics import Metric, MetricTable
+from labkit.testbeds.homework.homeworks import Section
+
+__all__ = ["runs_metric", "overview_table"]
 
 
 def runs_metric(testbed: str) -> str:
@@ -24,20 +25,12 @@ def runs_metric(testbed: str) -> str:
     return "{}_runs".format(testbed)
 
 
-def _overview_table(homework: Homework) -> MetricTable:
+def overview_table(name: str, sections: Mapping[str, Section]) -> MetricTable:
+    """The table of the overview record ``name``: one count of runs per section (by testbed)."""
     return MetricTable(
-        (homework.name,),
+        (name,),
         *(Metric(runs_metric(testbed), "", "runs of {} found in logs/{}/ and runs/{}/ (testbed logs, lab-book "
-                                           "notebooks and sweeps)".format(exercise.exercise, testbed, testbed),
+                                           "notebooks and sweeps)".format(section.exercise, testbed, testbed),
                  primary=True)
-          for testbed, exercise in homework.testbeds.items()),
+          for testbed, section in sections.items()),
     )
-
-
-HOMEWORK_METRICS = _overview_table(HOMEWORK_2024)
-HOMEWORK_2025_METRICS = _overview_table(HOMEWORK_2025)
-
-
-def metrics_for(homework: Homework) -> MetricTable:
-    """The overview table of ``homework``'s record."""
-    return HOMEWORK_2025_METRICS if homework.name == HOMEWORK_2025.name else HOMEWORK_METRICS

@@ -1,29 +1,32 @@
-"""The homework's comparison of a testbed's runs: a table and a bar plot, each run labelled with where it ran.
+"""The homework's comparison of a testbed's runs: a table and a plot, each run labelled with where it ran.
 
     from labkit.testbeds import homework
     homework.show(run)                                  # the overview: each testbed's runs, where they ran
     homework.show_testbed("graphcore", run)             # table + plot, or what to run when there is nothing
     homework.comparison("graphcore", runs)              # the table alone: one row per run
     homework.plot("graphcore", runs)                    # the plot alone (None without runs)
+    plot_against(section, runs, "CS-3")                 # 2025: metrics against the batch size, a line per place
 
-Portable runs (``portable: CPU`` / ``portable: GPU``) model the exercise on a stand-in device:
-they are hatched in the plot and named in a warning, never passed off as the testbed's speed.
+The plot is bars, one group per run; or, for a section that names a parameter (``against``), its
+metrics against that parameter (:func:`plot_against`); or the section's own (2025 inference:
+:mod:`.endpoints`). Portable runs (``portable: CPU`` / ``portable: GPU``) model the exercise on a
+stand-in device: they are hatched or dashed in the plot and named in a warning, never passed off as
+the testbed's speed.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional, Sequence, Union
+import statistics
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from labkit import display
 from labkit.results import Run
-from labkit.testbeds.homework.against import plot_against
 from labkit.testbeds.homework.gather import runs_of
-from labkit.testbeds.homework.spec import Exercise
-from labkit.testbeds.homework.where import is_portable, where_it_ran
-from labkit.testbeds.homework.years import homework_for_runs, homework_of
+from labkit.testbeds.homework.hardware import is_portable, where_it_ran
+from labkit.testbeds.homework.homeworks import Section, homework_for_runs, homework_of
 
-__all__ = ["comparison", "plot", "show", "show_testbed", "overview", "nothing_yet"]
+__all__ = ["comparison", "plot", "plot_against", "points_against", "show", "show_testbed", "overview", "nothing_yet"]
 
 
 def _source_name(run: Run) -> str:
@@ -38,22 +41,22 @@ def comparison(testbed: str, runs: Sequence[Run], homework: Any = None):
     """
     import pandas as pd
 
-    exercise = homework_for_runs(testbed, runs, homework).exercise_for(testbed)
+    section = homework_for_runs(testbed, runs, homework).section_for(testbed)
     rows = []
     for number, run in enumerate(runs, 1):
         row = {"run": "{}_{}".format(testbed, number), "where it ran": where_it_ran(run), "from": _source_name(run)}
-        row.update({p: run.params.get(p) for p in exercise.params})
-        row.update({m: run.metrics.get(m) for m in exercise.metrics})
+        row.update({p: run.params.get(p) for p in section.params})
+        row.update({m: run.metrics.get(m) for m in section.metrics})
         row["status"] = run.status
         rows.append(row)
-    columns = ["run", "where it ran", "from"] + list(exercise.params) + list(exercise.metrics) + ["status"]
+    columns = ["run", "where it ran", "from"] + list(section.params) + list(section.metrics) + ["status"]
     table = pd.DataFrame(rows, columns=columns)
     return table.dropna(axis=1, how="all") if rows else table
 
 
-def _bar_label(exercise: Exercise, number: int, run: Run) -> str:
+def _bar_label(section: Section, number: int, run: Run) -> str:
     # One parameter a line: three side by side ran into the next bar's label.
-    changed = "\n".join("{}={}".format(p, run.params[p]) for p in exercise.params if p in run.params)
+    changed = "\n".join("{}={}".format(p, run.params[p]) for p in section.params if p in run.params)
     return "{}\n[{}]".format(changed or "run {}".format(number), where_it_ran(run))
 
 
@@ -66,13 +69,13 @@ def plot(testbed: str, runs: Sequence[Run], homework: Any = None):
     import matplotlib.pyplot as plt
 
     book = homework_for_runs(testbed, runs, homework)
-    exercise = book.exercise_for(testbed)
+    section = book.section_for(testbed)
     hardware = book.hardware.get(testbed, testbed)
-    if exercise.detail_plot is not None:
-        return exercise.detail_plot(runs, hardware)
-    if exercise.against:
-        return plot_against(exercise, runs, hardware)
-    metrics = [m for m in exercise.plotted if any(isinstance(r.metrics.get(m), (int, float)) for r in runs)]
+    if section.detail_plot is not None:
+        return section.detail_plot(runs, hardware)
+    if section.against:
+        return plot_against(section, runs, hardware)
+    metrics = [m for m in section.plotted if any(isinstance(r.metrics.get(m), (int, float)) for r in runs)]
     shown = [r for r in runs if any(isinstance(r.metrics.get(m), (int, float)) for m in metrics)]
     if not shown:
         return None
@@ -93,10 +96,10 @@ def plot(testbed: str, runs: Sequence[Run], homework: Any = None):
                                    if portable else "measured on the {}".format(where_it_ran(run)))
             legend.setdefault(key, bar)
     ax.set_xticks(range(len(shown)))
-    ax.set_xticklabels([_bar_label(exercise, i, r) for i, r in enumerate(shown, 1)], fontsize=8)
+    ax.set_xticklabels([_bar_label(section, i, r) for i, r in enumerate(shown, 1)], fontsize=8)
     unit = next((r.units.get(metrics[0]) for r in shown if r.units.get(metrics[0])), None)
     ax.set_ylabel((metrics[0] + (" ({})".format(unit) if unit else "")) if len(metrics) == 1 else "value")
-    ax.set_title("{}: {} per run".format(exercise.exercise, ", ".join(metrics)))
+    ax.set_title("{}: {} per run".format(section.exercise, ", ".join(metrics)))
     # Below the axes, never over a bar: "best" still covered the tallest bar in the browser test.
     ax.legend(list(legend.values()), list(legend), fontsize=7, loc="upper center",
               bbox_to_anchor=(0.5, -0.35), ncol=min(2, len(legend)), frameon=False)
@@ -105,17 +108,83 @@ def plot(testbed: str, runs: Sequence[Run], homework: Any = None):
     return fig
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def points_against(section: Section, runs: Sequence[Run], metric: str) -> Dict[str, List[Tuple[float, float]]]:
+    """``{where it ran: [(parameter value, metric value), ...]}`` sorted by the parameter, for runs that have both."""
+    found: Dict[str, List[Tuple[float, float]]] = {}
+    for run in runs:
+        x, y = run.params.get(section.against), run.metrics.get(metric)
+        if _number(x) and _number(y):
+            found.setdefault(where_it_ran(run), []).append((float(x), float(y)))
+    return {where: sorted(points) for where, points in found.items()}
+
+
+def _medians(points: List[Tuple[float, float]]) -> List[Tuple[float, float]]:
+    by_x: Dict[float, List[float]] = {}
+    for x, y in points:
+        by_x.setdefault(x, []).append(y)
+    return [(x, statistics.median(ys)) for x, ys in sorted(by_x.items())]
+
+
+def plot_against(section: Section, runs: Sequence[Run], hardware: str):
+    """One panel per plotted metric against ``section.against`` (2025: GlobalRate and tokens/s against the
+    batch size), one line per place the runs ran; None when no run has both numbers.
+
+    Runs at the same value (repeats) are all drawn; the line joins their medians. Portable runs are
+    drawn with open markers and dashed lines, and the legend says they model the exercise, not the
+    hardware: a CPU's samples/s never sits on the same line as the CS-3's.
+    """
+    import matplotlib.pyplot as plt
+
+    panels = [(m, points_against(section, runs, m)) for m in section.plotted]
+    panels = [(m, p) for m, p in panels if p]
+    if not panels:
+        return None
+    portable_of = {where_it_ran(r): is_portable(r) for r in runs}
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
+    colors = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3"]
+    color_of = {where: colors[i % len(colors)] for i, where in enumerate(sorted(portable_of))}  # same in every panel
+    for ax, (metric, by_where) in zip(axes[0], panels):
+        for where, points in sorted(by_where.items()):
+            portable = portable_of.get(where, False)
+            color = color_of[where]
+            label = "{}: a model, not the {}".format(where, hardware) if portable else "measured on the {}".format(where)
+            ax.scatter([x for x, _ in points], [y for _, y in points], color=color, marker="o",
+                       facecolors="none" if portable else color, zorder=3)
+            line = _medians(points)
+            ax.plot([x for x, _ in line], [y for _, y in line], color=color, linestyle="--" if portable else "-",
+                    label=label)
+        values = sorted({x for points in by_where.values() for x, _ in points})
+        if len(values) > 1 and values[0] > 0 and values[-1] / values[0] >= 8:
+            ax.set_xscale("log", base=2)  # batch sizes double: equal steps for each doubling
+        ax.set_xticks(values)
+        ax.set_xticklabels(["{:g}".format(v) for v in values], fontsize=8)
+        unit = next((r.units.get(metric) for r in runs if r.units.get(metric)), None)
+        ax.set_xlabel(section.against)
+        ax.set_ylabel(metric + (" ({})".format(unit) if unit else ""))
+        ax.set_ylim(bottom=0)
+        ax.set_title("{} against {}".format(metric, section.against), fontsize=10)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
+    fig.suptitle("{}: {} runs".format(section.exercise, len(runs)), fontsize=10)
+    fig.tight_layout()
+    plt.close(fig)  # the notebook shows the returned figure once
+    return fig
+
+
 def nothing_yet(testbed: str, homework: Any = None) -> str:
     """What to run, and where to put it, for a testbed with no runs yet (in ``homework``'s section)."""
-    exercise = homework_of(homework).exercise_for(testbed)
+    section = homework_of(homework).section_for(testbed)
     return ("No runs of {ex} yet, so there is nothing to compare. Either\n"
             "  - portably, on a laptop or a GPU node (about five minutes on 2 cores), from the lab book's folder:\n"
             "      {portable}\n"
             "    and put runs/{tb}/ beside this notebook; or\n"
             "  - on the testbed: run {testbed}, and copy the logs into logs/{tb}/ beside this notebook\n"
             "    (or run the lab book's notebook there with `labkit sweep ... --out runs/{tb}`).\n"
-            "Then run this notebook again.").format(ex=exercise.exercise, portable=exercise.portable, tb=testbed,
-                                                    testbed=exercise.testbed)
+            "Then run this notebook again.").format(ex=section.exercise, portable=section.portable, tb=testbed,
+                                                    testbed=section.testbed)
 
 
 def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]], homework: Any = None) -> Optional[List[Any]]:
@@ -130,8 +199,8 @@ def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]], homework: Any = 
         print(nothing_yet(testbed, book))
         return display.shown([])
     table = display.show(comparison(testbed, runs, book))
-    exercise = book.exercise_for(testbed)
-    detail = None if exercise.detail_table is None else display.show(exercise.detail_table(runs, testbed))
+    section = book.section_for(testbed)
+    detail = None if section.detail_table is None else display.show(section.detail_table(runs, testbed))
     portable = sorted({where_it_ran(r) for r in runs if is_portable(r)})
     hardware = book.hardware.get(testbed, testbed)
     if portable:
@@ -141,7 +210,7 @@ def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]], homework: Any = 
     for note in _notes(runs) if book.run_notes else []:
         print("Note:", note)
     fig = plot(testbed, runs, book)
-    shown = [table] + ([detail] if exercise.detail_table is not None else [])
+    shown = [table] + ([detail] if section.detail_table is not None else [])
     return display.shown(shown + [None if fig is None else display.show(fig)])
 
 
@@ -169,14 +238,8 @@ def overview(run: Run):
     return pd.DataFrame(rows).set_index("testbed")
 
 
-def show(run: Union[Run, str], runs: Optional[Sequence[Run]] = None) -> Optional[List[Any]]:
-    """The notebook's show step: :func:`overview` of the homework's Run, and its notes.
-
-    ``show("graphcore", runs)``, the form of notebooks made before the five steps, is
-    :func:`show_testbed`, so a homework handed in with those cells still runs.
-    """
-    if isinstance(run, str):
-        return show_testbed(run, runs or [])
+def show(run: Run) -> Optional[List[Any]]:
+    """The notebook's show step: :func:`overview` of the homework's Run, and its notes."""
     table = display.show(overview(run))
     for note in run.notes:
         print("Note:", note)

@@ -1,6 +1,6 @@
-"""Where a run ran, in the words every table, plot, feedback page and gradebook row uses.
+"""Where a run ran: the hardware labels every table, plot, feedback page and gradebook row uses.
 
-    from labkit.testbeds.homework.where import where_it_ran
+    from labkit.testbeds.homework.hardware import where_it_ran
     where_it_ran(run)          # "IPU", "CS-2", "SN30", "GroqChip", "CS-3", "Metis/Sophia",
                                # "portable: CPU" or "portable: GPU"
 
@@ -17,19 +17,13 @@ from typing import Any, Mapping, Union
 
 from labkit.results import Run
 
-__all__ = ["where_it_ran", "is_portable", "HARDWARE", "EXERCISE_HARDWARE", "PORTABLE_CPU", "PORTABLE_GPU",
-           "OVERVIEW_EXERCISE", "OVERVIEW_EXERCISES", "is_overview"]
+__all__ = ["where_it_ran", "is_portable", "HARDWARE", "EXERCISE_HARDWARE", "PORTABLE_CPU", "PORTABLE_GPU"]
 
 #: The testbed's hardware, by the first part of the exercise name.
 HARDWARE = {"graphcore": "IPU", "cerebras": "CS-2", "sambanova": "SN30", "groq": "GroqChip", "comparison": "IPU"}
 #: The hardware of exercises whose testbed changed between offerings (2025: the CS-3; the ALCF
 #: inference service, SambaNova's Metis and vLLM on Sophia), before the testbed's name.
 EXERCISE_HARDWARE = {"cerebras/llama2_7b": "CS-3", "sambanova/inference": "Metis/Sophia"}
-#: The homework notebook's own record (homework.run_exercise): how many runs it gathered for each
-#: testbed. It ran nowhere, so lists of where the graded runs ran leave it out.
-OVERVIEW_EXERCISE = "homework/ai_testbeds"
-#: The overview records of every offering's homework (2024's, 2025's).
-OVERVIEW_EXERCISES = (OVERVIEW_EXERCISE, "homework/ai_testbeds_2025")
 PORTABLE_CPU = "portable: CPU"
 PORTABLE_GPU = "portable: GPU"
 _GPU_DEVICES = ("cuda", "mps", "gpu", "rocm", "xpu")
@@ -57,7 +51,3 @@ def is_portable(run: Union[Run, Mapping[str, Any]]) -> bool:
     """True for a run that models the exercise on a stand-in device rather than measuring the testbed."""
     return where_it_ran(run).startswith("portable")
 
-
-def is_overview(run: Union[Run, Mapping[str, Any]]) -> bool:
-    """True for a homework notebook's overview record (it counts runs; it ran nowhere)."""
-    return _as_run(run).exercise in OVERVIEW_EXERCISES
