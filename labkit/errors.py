@@ -21,6 +21,8 @@ catches it. The hierarchy (built-in base in brackets; where each is raised):
     * ``TooBigForMemory`` [MemoryError] (:mod:`labkit.testbeds.sambanova`): the portable BERT
       run would not fit in this machine's memory; says which sizes would.
 
+  * ``UnknownExercise`` [LookupError] (:mod:`labkit.exercises`): a name, notebook or log format the
+    registry of exercises does not hold; says which it holds.
   * ``SweepError`` [ValueError] (:mod:`labkit.sweep`): a sweep's arguments are wrong, or its
     ``--out`` folder belongs to another sweep.
   * ``EvidenceError`` [ValueError] (:mod:`labkit.testbeds.homework`): a notebook or sweep folder

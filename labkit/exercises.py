@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Pattern, Protocol, Tuple, Union
 
+from labkit.errors import LabkitError
+
 __all__ = ["Entry", "Exercise", "LogFormat", "ENTRIES", "LOG_FORMATS", "entries", "entry", "find", "for_notebook",
            "metric_table", "metric_tables", "metrics_markdown", "hardware", "log_format", "log_formats", "offerings", "UnknownExercise"]
 
@@ -114,7 +116,7 @@ LOG_FORMATS: Tuple[LogFormat, ...] = (
 )
 
 
-class UnknownExercise(LookupError):
+class UnknownExercise(LabkitError, LookupError):
     """A name, notebook or log format that no registry entry has."""
 
 

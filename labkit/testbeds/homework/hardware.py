@@ -15,15 +15,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Union
 
+from labkit import exercises
 from labkit.results import Run
 
-__all__ = ["where_it_ran", "is_portable", "HARDWARE", "EXERCISE_HARDWARE", "PORTABLE_CPU", "PORTABLE_GPU"]
+__all__ = ["where_it_ran", "is_portable", "PORTABLE_CPU", "PORTABLE_GPU"]
 
-#: The testbed's hardware, by the first part of the exercise name.
-HARDWARE = {"graphcore": "IPU", "cerebras": "CS-2", "sambanova": "SN30", "groq": "GroqChip", "comparison": "IPU"}
-#: The hardware of exercises whose testbed changed between offerings (2025: the CS-3; the ALCF
-#: inference service, SambaNova's Metis and vLLM on Sophia), before the testbed's name.
-EXERCISE_HARDWARE = {"cerebras/llama2_7b": "CS-3", "sambanova/inference": "Metis/Sophia"}
 PORTABLE_CPU = "portable: CPU"
 PORTABLE_GPU = "portable: GPU"
 _GPU_DEVICES = ("cuda", "mps", "gpu", "rocm", "xpu")
@@ -36,10 +32,9 @@ def _as_run(run: Union[Run, Mapping[str, Any]]) -> Run:
 def where_it_ran(run: Union[Run, Mapping[str, Any]]) -> str:
     """The label of ``run`` (a :class:`Run` or its recorded dict); see the module docstring."""
     run = _as_run(run)
-    testbed = run.exercise.split("/")[0]
     device = str(run.environment.get("device") or run.params.get("device") or "").lower()
     if run.source in ("log", "testbed"):
-        return EXERCISE_HARDWARE.get(run.exercise) or HARDWARE.get(testbed, testbed)
+        return exercises.hardware(run.exercise)  # the registry's label: "CS-2", "CS-3", "Metis/Sophia", ...
     if device.startswith("ipu"):  # the scaling study's IPU path records source "portable"
         return "IPU"
     # GroqFlow's host backends name their device in the metric names (cuda_accuracy, ...)
