@@ -6,8 +6,8 @@
     Where: portable PyTorch on cpu
     Why:   device='auto' and PopTorch is not importable here ...
 
-Every exercise's ``plan(config)`` returns a :class:`RunPlan` (or, for Cerebras, a plan that
-keeps its own fields and shares these two representations through :class:`PlanText`), and its
+Every exercise's ``plan(config)`` returns a :class:`RunPlan` (an exercise that needs more fields
+subclasses it, as Cerebras' BERT-Large keeps the stack it found), and its
 ``run_exercise(config, plan)`` follows it. A plan decides, it never trains: an impossible
 request (``device='ipu'`` without an IPU) fails here, before anything is loaded.
 """
@@ -18,14 +18,27 @@ import html
 from dataclasses import dataclass, field
 from typing import Any, List
 
-__all__ = ["PlanText", "RunPlan", "device_why"]
+__all__ = ["RunPlan", "device_why"]
 
 
-class PlanText:
-    """The text and HTML a plan shows; a subclass gives :meth:`lines` ("Where: ...", "Why: ...")."""
+@dataclass(repr=False)
+class RunPlan:
+    """Where a run will happen (``where``), why there (``why``), and what the run step follows.
 
-    def lines(self) -> List[str]:  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
+    ``path`` is what ``run_exercise`` does: "log" (read ``log_path``), "testbed" (the vendor's
+    stack), "portable" (labkit's PyTorch path) or an exercise's own word; ``device`` the torch
+    device or "ipu"; ``more``: further lines to show (a request, the backends, what was found).
+    Shown as text (papermill, a terminal) or HTML (JupyterLab).
+    """
+
+    path: str
+    where: str
+    why: str
+    device: Any = None
+    more: List[str] = field(default_factory=list)
+
+    def lines(self) -> List[str]:
+        return ["Where: " + self.where, "Why: " + self.why] + list(self.more)
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -42,25 +55,6 @@ class PlanText:
             else:
                 rows.append(html.escape(line))
         return "<div class=\"labkit-plan\">{}</div>".format("<br>".join(rows))
-
-
-@dataclass(repr=False)
-class RunPlan(PlanText):
-    """Where a run will happen (``where``), why there (``why``), and what the run step follows.
-
-    ``path`` is what ``run_exercise`` does: "log" (read ``log_path``), "testbed" (the vendor's
-    stack), "portable" (labkit's PyTorch path) or an exercise's own word; ``device`` the torch
-    device or "ipu"; ``more``: further lines to show (a request, the backends, what was found).
-    """
-
-    path: str
-    where: str
-    why: str
-    device: Any = None
-    more: List[str] = field(default_factory=list)
-
-    def lines(self) -> List[str]:
-        return ["Where: " + self.where, "Why: " + self.why] + list(self.more)
 
 
 def device_why(parameter: str, requested: str, device: Any) -> str:

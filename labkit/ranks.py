@@ -39,7 +39,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
 
-__all__ = ["Rank", "RanksOutcome", "RanksFailed", "launch", "process_context", "STORE_TIMEOUT_S"]
+__all__ = ["Rank", "RanksOutcome", "RanksFailed", "launch", "STORE_TIMEOUT_S"]
 
 #: How long a rank waits for the others at the rendezvous.
 STORE_TIMEOUT_S = 300

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence, Tuple
 
-__all__ = ["mean_ci", "welch", "t_quantile", "t_sf"]
+__all__ = ["mean_ci", "welch"]
 
 NAN = float("nan")
 

@@ -20,7 +20,7 @@ from labkit.grading.contain import shown
 from labkit.testbeds.homework.hardware import is_portable, where_it_ran
 from labkit.results import Run, same_value
 
-__all__ = ["Evidence", "CheckResult", "Check", "NUMBER", "runs_in", "split_evidence", "run_label", "wheres_of",
+__all__ = ["Evidence", "CheckResult", "Check", "NUMBER", "split_evidence", "run_label", "wheres_of",
            "select_runs", "describe_selection", "fmt_value"]
 
 NUMBER = (int, float)

@@ -30,7 +30,7 @@ except ImportError:  # loaded by its path in the kernel's launcher (python -I -S
     class LabkitError(Exception):  # type: ignore[no-redef]
         """A stand-in: the launcher only catches OSError."""
 
-__all__ = ["abi_version", "restrict", "system_read_paths", "READ", "LandlockError"]
+__all__ = ["abi_version", "restrict", "READ", "LandlockError"]
 
 # landlock_create_ruleset, landlock_add_rule, landlock_restrict_self: the same numbers on every
 # architecture that got them through the unified syscall table.

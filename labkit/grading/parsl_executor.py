@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional
 from labkit.grading import sandbox, worker
 from labkit.grading.rubric import load_rubric
 
-__all__ = ["load_config", "run_parsl", "grade_on_worker"]
+__all__ = ["load_config", "run_parsl"]
 
 
 def load_config(path: Optional[str]) -> Any:

@@ -45,7 +45,7 @@ from labkit.grading.rubric import Rubric, load_rubric
 from labkit.testbeds.homework.hardware import where_it_ran
 from labkit.testbeds.homework.homeworks import is_overview
 
-__all__ = ["run_job", "execute_sandboxed", "ExecutionOutcome"]
+__all__ = ["run_job"]
 
 _TRUNCATION_NOTE = "[labkit grade: output beyond {} bytes was dropped]\n"
 _HIDDEN_TRACEBACK = ("[labkit grade: the kernel reported this error (execute reply status 'error') but no traceback "

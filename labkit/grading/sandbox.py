@@ -55,7 +55,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from labkit.grading import landlock
 
 __all__ = ["Limits", "LEVELS", "CONFINE", "best_level", "level_available", "kernel_environment",
-           "confine_command", "cpu_limit_s", "sandbox_prefix", "uid_switch_possible", "landlock_abi",
+           "confine_command", "sandbox_prefix", "uid_switch_possible", "landlock_abi",
            "uses_landlock", "protects_files", "isolation_name", "refusal", "landlock_args"]
 
 #: Strongest first; ``none`` is used only when asked for.

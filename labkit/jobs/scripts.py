@@ -11,7 +11,7 @@ from typing import List, Mapping, Optional, Sequence
 
 from labkit.jobs.request import SlurmRequest, parse_gres
 
-__all__ = ["sbatch_argv", "batch_script", "srun_argv", "srun_command", "pbs_script", "check_env_name"]
+__all__ = ["sbatch_argv", "batch_script", "srun_argv", "srun_command", "pbs_script"]
 
 
 def sbatch_argv(request: SlurmRequest, script: str, args: Sequence[str] = (), sbatch: str = "sbatch",

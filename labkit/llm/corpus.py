@@ -26,7 +26,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
 
-__all__ = ["Corpus", "OFFLINE_CORPUS", "load_corpus", "split_documents", "pydoc_documents", "hub_documents",
+__all__ = ["Corpus", "OFFLINE_CORPUS", "load_corpus", "split_documents",
            "CorpusUnavailable"]
 
 #: The corpus every exercise uses unless told otherwise: it ships with Python.

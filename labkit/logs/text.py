@@ -22,7 +22,7 @@ from typing import IO, Iterator, Optional, Union
 
 from labkit.errors import LabkitError
 
-__all__ = ["Source", "open_source", "iter_lines", "strip_ansi", "BinaryLogError", "MAX_LINE"]
+__all__ = ["Source", "open_source", "iter_lines", "BinaryLogError", "MAX_LINE"]
 
 #: Longest piece returned as one line (tqdm lines reach thousands of characters; a file
 #: with no line ends at all is cut into pieces of this size rather than read whole).

@@ -21,7 +21,7 @@ from labkit.sweep.parsl_executor import load_parsl_config, run_parsl
 from labkit.sweep.planning import SweepError, SweepPlan, done_tasks, prepare_out, read_row
 from labkit.sweep.task import execute_task, row_of
 
-__all__ = ["run_sweep", "run_local", "visible_gpus"]
+__all__ = ["run_sweep", "visible_gpus"]
 
 
 def visible_gpus() -> List[str]:

@@ -32,7 +32,7 @@ from labkit import exercises, stats
 from labkit.sweep.planning import MANIFEST, RUNS, SweepError, is_sweep, same_grid_value
 
 __all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "collect", "table", "summary_frame", "is_timing",
-           "exercise_table", "numeric_metrics", "contended_mask", "configurations", "isnan", "fmt", "constant_metrics", "with_unit"]
+           "exercise_table", "contended_mask", "configurations", "isnan", "fmt", "constant_metrics", "with_unit"]
 
 #: The significance level of the "real difference" verdict.
 ALPHA = 0.05
