@@ -236,6 +236,16 @@ def _kernel_manager_class():
             self.transport = "ipc"
             self.ip = os.path.join(self._socket_dir, "k")
 
+        async def _async_interrupt_kernel(self) -> None:
+            # jupyter_client interrupts a kernel before shutting it down. On a busy machine the
+            # kernel may still be inside the last cell's handler then, and it logs
+            # "KeyboardInterrupt caught in kernel" to the terminal (after a Ctrl-C in `labkit run`
+            # a second line). The shutdown needs no interrupt: the control channel, then SIGTERM
+            # and SIGKILL, end the kernel. Interrupts asked for outside a shutdown go through.
+            if getattr(self, "shutting_down", False):  # set by jupyter_client >= 7 while shutting down
+                return
+            await super()._async_interrupt_kernel()
+
         async def _async_cleanup_resources(self, restart: bool = False) -> None:
             await super()._async_cleanup_resources(restart=restart)
             if not restart:

@@ -135,8 +135,7 @@ def launch(target: Callable[..., Any], world_size: int, args: Tuple[Any, ...] = 
     failure: Optional[str] = None
     stop = interrupts.graceful() if stop_on_interrupt else None
     try:
-        for proc in procs:
-            proc.start()
+        _start_with_interrupts_held(procs)
         if stop is not None:
             stop.__enter__()
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -166,6 +165,28 @@ def launch(target: Callable[..., Any], world_size: int, args: Tuple[Any, ...] = 
     if failure is not None:
         raise RanksFailed("{} failed: {}".format(what, failure))
     return outcome
+
+
+def _start_with_interrupts_held(procs: List[Any]) -> None:
+    """Start the rank processes with SIGINT blocked, a mask they inherit through fork and exec.
+
+    An interrupt goes to the kernel's whole process group. A rank still starting (a fresh
+    interpreter, before :func:`_run_rank` ignores SIGINT) died of it with status 1, and the
+    study that meant to let that configuration finish failed instead (the slower the start, the
+    likelier: a busy machine). Blocked, the signal stays pending in the rank until it ignores
+    SIGINT, which discards it; in this process it is delivered when the mask is lifted (or
+    taken by another thread), so an interrupt during the start is not lost.
+    """
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: no process groups to fear
+        for proc in procs:
+            proc.start()
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        for proc in procs:
+            proc.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _check_alive(procs: List[Any], results: Dict[int, Any], messages: Any, deadline: Optional[float],

@@ -108,6 +108,7 @@ def test_mnist_a_deleted_or_invalid_parameter_is_refused_and_a_rebuilt_config_ru
         assert s.value("run.params['learning_rate'], run.params['epochs']") == (0.05, 1)
 
 
+@pytest.mark.timing
 def test_mnist_interrupt_returns_a_partial_run_shown_and_recorded_as_such(tmp_path):
     with student("graphcore/mnist", tmp_path, epochs=10) as s:
         s.run_through("graphcore.run_exercise(config)")
@@ -130,6 +131,7 @@ def test_mnist_interrupt_returns_a_partial_run_shown_and_recorded_as_such(tmp_pa
         assert s.leftover_children() == []
 
 
+@pytest.mark.timing
 def test_cerebras_interrupt_returns_a_partial_run(tmp_path):
     with student("cerebras/bert_large", tmp_path, max_steps=400, log_steps=5, compare_batch_sizes=[]) as s:
         s.run_through("cerebras.run_exercise(config)")
@@ -144,6 +146,7 @@ def test_cerebras_interrupt_returns_a_partial_run(tmp_path):
         assert "Training completed successfully" not in ran.text
 
 
+@pytest.mark.timing
 def test_llama_interrupt_returns_a_partial_run_shown_and_recorded_as_such(tmp_path):
     with student("cerebras/llama2_7b", tmp_path, steps=400, log_steps=5) as s:
         s.run_through("llama2_7b.run_exercise(config)")
@@ -162,6 +165,7 @@ def test_llama_interrupt_returns_a_partial_run_shown_and_recorded_as_such(tmp_pa
         assert s.leftover_children() == []
 
 
+@pytest.mark.timing
 def test_interrupting_the_data_parallel_sambanova_run_stops_its_ranks(tmp_path):
     with student("sambanova/bert_large", tmp_path, steps=400, sweep_ntasks=[]) as s:
         s.run_through("sambanova.run_exercise(config)")
@@ -172,6 +176,7 @@ def test_interrupting_the_data_parallel_sambanova_run_stops_its_ranks(tmp_path):
         assert s.leftover_children() == []
 
 
+@pytest.mark.timing
 def test_interrupting_the_inference_run_closes_its_requests_and_stops_its_servers(tmp_path):
     with student("sambanova/inference", tmp_path, num_prompts=4, max_tokens=48, repeats=10) as s:
         s.run_through("inference.run_exercise(config)")
@@ -213,6 +218,7 @@ def test_running_the_cells_again_keeps_memory_and_leaves_no_process(key, tmp_pat
 BOUND_MB = 64
 
 
+@pytest.mark.timing
 def test_interrupting_the_scaling_study_keeps_the_configurations_measured_and_no_replica(tmp_path):
     with student("comparison/ipu_vs_gpu", tmp_path) as s:
         s.run_through("comparison.run_exercise(config)")
@@ -226,6 +232,7 @@ def test_interrupting_the_scaling_study_keeps_the_configurations_measured_and_no
         assert recorded.messages[0]["content"]["data"]["application/scrapbook.scrap.json+json"]["data"]["status"] == "interrupted"
 
 
+@pytest.mark.timing
 def test_interrupting_a_groq_evaluation_shows_one_line(tmp_path):
     with student("groq/bert_tiny", tmp_path, num_samples=None) as s:  # the whole set: long enough to stop
         s.run_through("groq.run_exercise(config)")

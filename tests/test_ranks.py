@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 
 from labkit import ranks
 
+ROOT = Path(__file__).resolve().parent.parent
 FAST = dict(start="forkserver", timeout=120)  # one fork server for the whole file: no imports per rank
 
 
@@ -116,3 +119,35 @@ def test_without_stop_on_interrupt_the_interrupt_propagates_and_no_rank_is_left(
     with pytest.raises(KeyboardInterrupt):
         ranks.launch(_hang, 2, args=(str(tmp_path),), on_message=_interrupt_when_all_ready(tmp_path, 2, []), **FAST)
     assert all(_gone(pid) for pid in _pids(tmp_path, 2))
+
+
+INTERRUPTED_WHILE_STARTING = """
+import os, signal, sys, threading, time
+from pathlib import Path
+from labkit import interrupts, ranks
+from tests.slow_rank import answer
+starting = Path(sys.argv[1])
+os.environ["LABKIT_TEST_RANK_STARTING"] = str(starting)  # for the rank only: imported here already
+
+def interrupt_when_the_rank_starts():
+    while not starting.exists():
+        time.sleep(0.01)
+    os.killpg(os.getpgrp(), signal.SIGINT)  # as Kernel -> Interrupt: the whole process group
+
+threading.Thread(target=interrupt_when_the_rank_starts, daemon=True).start()
+with interrupts.graceful() as stop:  # the scaling study's way: the launch in progress finishes
+    outcome = ranks.launch(answer, 1, start="spawn", timeout=120)
+print(stop.requested, outcome.results)
+"""
+
+
+@pytest.mark.timing
+def test_an_interrupt_while_a_rank_starts_leaves_the_rank_to_finish(tmp_path):
+    # A rank killed by the interrupt before it could ignore it failed the scaling study (RanksFailed:
+    # "rank 0 exited with status 1") instead of letting its configuration finish.
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_WHILE_STARTING, str(tmp_path / "starting")], env=env, cwd=str(tmp_path),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                          timeout=300, start_new_session=True)
+    assert (tmp_path / "starting").exists(), done.stdout
+    assert done.returncode == 0 and done.stdout.strip().endswith("True {0: 42}"), done.stdout[-3000:]

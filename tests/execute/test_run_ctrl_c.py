@@ -16,11 +16,14 @@ import time
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from labkit import results
 
 ROOT = Path(__file__).resolve().parents[2]
 MNIST = ROOT / "notebooks" / "graphcore" / "mnist.ipynb"
+
+pytestmark = pytest.mark.timing  # each test presses Ctrl-C at a moment
 
 
 class Terminal:

@@ -47,6 +47,7 @@ def make_class_folders(subs, count: int) -> None:
         N.write(nb, folder / "homework.ipynb")
 
 
+@pytest.mark.timing
 def test_killed_grader_resumes_without_losing_duplicating_or_regrading(tmp_path):
     subs, out = tmp_path / "subs", tmp_path / "out"
     make_class_folders(subs, 4)

@@ -41,6 +41,7 @@ def _processes(marker: str):
     return found
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("level", sandbox.LEVELS, ids=level_id)
 def test_sigkill_of_the_grader_leaves_no_student_process(tmp_path, level):
     if level == "bwrap":

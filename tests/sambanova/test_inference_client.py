@@ -65,8 +65,10 @@ def test_a_full_queue_is_a_429_and_the_request_decoded_is_kept():
         target = Endpoint("seq", server.base_url, server.model, Secret("none"), local=True)
         sdk = open_client(target, Options())
         long = Trace(endpoint="seq")
+        # 480 tokens run to the end (ignore_eos): about 1.5 s of decoding on an idle machine, during
+        # which the second request must arrive (150 tokens ended first under two busy loops: 1 run in 2)
         first = threading.Thread(target=stream_request, args=(sdk, target, "A long answer, please.",
-                                                              Options(max_tokens=150), long))
+                                                              Options(max_tokens=480, ignore_eos=True), long))
         first.start()
         deadline = time.monotonic() + 60
         while not long.chunk_times and time.monotonic() < deadline:  # decoding: the one place is taken

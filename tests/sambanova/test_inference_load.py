@@ -84,6 +84,7 @@ def test_arrivals_are_poisson_by_default_and_burstier_below_one():
     assert arrival_times(3, 5.0, seed=7) == arrival_times(3, 5.0, seed=7)
 
 
+@pytest.mark.timing  # each request within 0.5 s of its scheduled time
 def test_a_request_rate_sends_each_request_at_its_scheduled_time(thinking):
     prompts = [(k, "Tell me about rates.") for k in range(6)]
     traces, duration = run_batch(endpoint(thinking), prompts, 6, Options(max_tokens=4), rate=20.0, seed=3)

@@ -44,6 +44,7 @@ def _tokens(gen):
         out.append(value)
 
 
+@pytest.mark.timing
 def test_batched_decoding_gives_each_request_its_own_greedy_tokens(model):
     prompts = [model.encode(text) for text in ("Hello.", "A longer prompt about caches and rotary positions.",
                                                 "x", "Another one, of middle length.")]

@@ -37,6 +37,7 @@ def _log_shows(server, text: str, count: int, within: float = 60.0) -> str:
     return server.log()
 
 
+@pytest.mark.timing
 def test_clients_that_hang_up_are_one_line_each_and_no_traceback(verbose):
     host, port = "127.0.0.1", verbose.port
     for _ in range(3):  # a keep-alive connection dropped between requests
