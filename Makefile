@@ -34,7 +34,7 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/vermin --target=3.8- --no-tips --violations --eval-annotations labkit
 	@# pytest exits 5 when it collected no tests: a broken collection must never look green
-	$(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/sanitize.cfg -p no:cacheprovider; \
+	$(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/sanitize.cfg -p no:cacheprovider --durations=25; \
 	status=$$?; if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; exit $$status
 	$(PY) tests/golden/kernels.py --after-suite
 
