@@ -59,6 +59,9 @@ SLOW_FILES = (
     "cerebras/test_llama_*.py", "*/test_portable.py", "groq/test_models.py", "groq/test_exercise.py",
     "sambanova/test_inference_client.py", "sambanova/test_allreduce.py", "test_recipe.py", "test_ranks.py",
     "test_interrupts.py", "golden/*.ipynb",
+    # the slowest of the rest (--durations): the IPU tutorial's fake, MNIST cache repairs, ranks, replicas
+    "graphcore/test_ipu_path.py", "data/test_mnist_data.py", "sambanova/test_bert_large.py", "comparison/test_scaling.py",
+    "golden/test_numeric_tolerance.py",
 )
 
 
