@@ -80,11 +80,16 @@ class LogReport:
 def reader_for(fmt: str, name: str = "<text>") -> LineReader:
     """A fresh reader for format ``fmt``: the registry (:mod:`labkit.exercises`) names its class, an
     exercise's ``log.py``, imported now (so that importing this package imports no exercise)."""
-    known = [f.name for f in exercises.log_formats()]
-    if fmt not in known:
+    return _log_format(fmt).reader()(name)
+
+
+def _log_format(fmt: str) -> "exercises.LogFormat":
+    """The registry's format ``fmt``; a ValueError naming the formats labkit reads when there is none."""
+    try:
+        return exercises.log_format(fmt)
+    except exercises.UnknownExercise:
         raise ValueError("format: {!r} is not a log format labkit reads; use one of {} or None to detect it".format(
-            fmt, ", ".join(known)))
-    return exercises.log_format(fmt).reader()(name)
+            fmt, ", ".join(f.name for f in exercises.log_formats()))) from None
 
 
 def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[str] = None,
@@ -100,7 +105,7 @@ def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[s
     cannot be opened and ``ValueError`` for an unknown ``format``.
     """
     if format is not None:
-        reader_for(format)  # raises the ValueError that names the allowed formats
+        _log_format(format)  # raises the ValueError that names the allowed formats
     try:
         source = open_source(path_or_text)
     except BinaryLogError as exc:

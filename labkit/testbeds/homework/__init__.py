@@ -1,14 +1,8 @@
 """The module's homework: gather your runs from the testbeds, compare them; one module per offering.
 
-    from labkit.testbeds import homework                 # the 2024 notebook (notebooks/homework/ai_testbeds.ipynb)
-    config = homework.SPEC.from_notebook(globals())
-    homework.plan(config)                               # which logs and lab-book runs are where
-    run = homework.run_exercise(config)                 # every testbed's runs: logs/<testbed>/, runs/<testbed>/
-    homework.show(run)                                  # one row per testbed
-    homework.record_runs("graphcore", run)              # records graphcore_1, graphcore_2, ...
-    homework.show_testbed("graphcore", run)             # table + plot, or what to run when there is nothing
-
+    from labkit.testbeds.homework import fall2024       # the 2024 notebook (notebooks/homework/ai_testbeds.ipynb)
     from labkit.testbeds.homework import fall2025       # the 2025 notebook: the same steps, its own SPEC
+    from labkit.testbeds import homework                # 2024 hand-ins: the package gives them fall2024's names
 
 Modules: ``fall2024`` and ``fall2025`` (each offering whole: its notebook's ``SPEC``, its sections
 ``TESTBEDS``, its overview ``METRICS`` and its ``HOMEWORK``), ``homeworks`` (what a Homework and a

@@ -1,6 +1,6 @@
 """The 2024 homework (notebooks/homework/ai_testbeds.ipynb): gather your runs on four testbeds, compare them.
 
-    from labkit.testbeds import homework               # the package gives the 2024 notebook these names
+    from labkit.testbeds.homework import fall2024 as homework   # the 2024 notebook's import
     config = homework.SPEC.from_notebook(globals())
     homework.plan(config)                               # which logs and lab-book runs are where
     run = homework.run_exercise(config)                 # every testbed's runs: logs/<testbed>/, runs/<testbed>/
