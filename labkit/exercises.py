@@ -218,8 +218,9 @@ def entries() -> Tuple[Entry, ...]:
 
 
 def find(name: str) -> Optional[Entry]:
-    """The entry of record name ``name``, or None."""
-    return next((e for e in entries() if e.name == name), None)
+    """The entry of record name ``name``, or None (labkit's own first: no entry-point scan for them)."""
+    own = next((e for e in ENTRIES if e.name == name), None)
+    return own if own is not None else next((e for e in _entry_points() if e.name == name), None)
 
 
 def entry(name: str) -> Entry:
