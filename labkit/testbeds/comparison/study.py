@@ -13,7 +13,11 @@ compilation (PopTorch), CUDA context creation and warm-up are left out.
 
 Replicas (run by :mod:`labkit.testbeds.comparison.replicas`):
 - CPU: ``torch.distributed`` with gloo, one single-threaded process per replica (up to the CPU count);
-- CUDA: ``torch.distributed`` with NCCL, one process per GPU (up to the GPU count);
+- CUDA: ``torch.distributed`` with NCCL, one process per GPU (up to the GPU count; several GPUs, a
+  Polaris node's four, are untested). Through ``labkit.accelerator``: bf16 autocast on a GPU of compute
+  capability 8.0 or newer; one replica's step captured as a CUDA graph and replayed; and each epoch
+  sized for the GPU (the images given, cycled) so that a timed epoch lasts at least a second, said in
+  the row's ``note`` with the images per epoch recorded. One GPU gives the one-replica row only;
 - IPU: PopTorch's ``Options().replicationFactor(n)`` in one process (verified only against a
   fake PopTorch speaking its API; run it on a Graphcore testbed to measure).
 Processes are started by :mod:`labkit.ranks` and meet through a rendezvous store the study's
