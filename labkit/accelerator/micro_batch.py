@@ -1,0 +1,194 @@
+"""Micro-batches that fit: a measured probe with a back-off on out of memory, cached per device and
+model, and gradient accumulation that keeps the global batch's loss and gradients.
+
+    micro = choose_micro_batch("auto", 1024, probe, device=device, key={"model": "bert-large", "seq": 128})
+    for x, y in accumulate(micro).splits(inputs, labels): ...
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple, Union
+
+from labkit.accelerator.precision import AcceleratorError, DeviceInfo, device_info
+from labkit.data.cache import cache_dir
+from labkit.errors import LabkitError
+from labkit.files import write_atomic
+
+__all__ = ["MicroBatch", "choose_micro_batch", "probe_micro_batch", "micro_batch_cache_file", "is_out_of_memory",
+           "Accumulation", "accumulate", "NothingFits"]
+
+
+class NothingFits(LabkitError, MemoryError):
+    """Even a micro-batch of 1 ran out of the device's memory."""
+
+    shown_as = "NothingFits"
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    """How a global batch is split: ``size`` samples a forward/backward, ``accumulation`` of them a step."""
+
+    size: int
+    accumulation: int
+    source: str  # "asked" | "probed" | "cached" | "whole batch"
+    tried: Tuple[int, ...] = ()  # sizes the probe tried, largest first (the last one fitted)
+
+    @property
+    def global_batch(self) -> int:
+        return self.size * self.accumulation
+
+    def why(self) -> str:
+        """One clause for the plan's Why line."""
+        split = ("micro-batch {} = the global batch".format(self.size) if self.accumulation == 1 else
+                 "micro-batch {} x {} accumulated = global batch {}".format(self.size, self.accumulation,
+                                                                           self.global_batch))
+        if self.source == "probed":
+            failed = [str(s) for s in self.tried[:-1]]
+            return "{} (probed: {} ran out of memory)".format(split, ", ".join(failed)) if failed else \
+                "{} (probed: it fits)".format(split)
+        if self.source == "cached":
+            return "{} (as probed before on this device)".format(split)
+        if self.source == "asked":
+            return "{} (micro_batch_size asked)".format(split)
+        return "{} (no probe off a GPU)".format(split)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for a device or host allocation that failed: torch's OutOfMemoryError (CUDA, MPS), a
+    CPU allocator's refusal (a RuntimeError from torch), a cuBLAS workspace that could not be had."""
+    if isinstance(exc, MemoryError):
+        return True
+    import torch
+
+    oom_types = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
+                                  getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
+    if oom_types and isinstance(exc, oom_types):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and any(sign in text for sign in (
+        "out of memory", "can't allocate memory", "CUBLAS_STATUS_ALLOC_FAILED", "MPS backend out of memory"))
+
+
+def _divisors_desc(n: int) -> Tuple[int, ...]:
+    return tuple(d for d in range(n, 0, -1) if n % d == 0)
+
+
+def _release_memory() -> None:
+    gc.collect()
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def micro_batch_cache_file(key: Mapping[str, Any], info: DeviceInfo, global_batch: int):
+    """Where a probed micro-batch is cached: cache_dir()/accelerator/micro-batch-<hash>.json, keyed by
+    ``key`` (model, sequence length, precision), the global batch, the device's name and memory, torch's version."""
+    import torch
+
+    full = {"key": {str(k): key[k] for k in sorted(key)}, "global_batch": global_batch, "device": info.name,
+            "memory_bytes": info.memory_bytes, "torch": torch.__version__}
+    digest = hashlib.sha256(json.dumps(full, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return cache_dir() / "accelerator" / "micro-batch-{}.json".format(digest), full
+
+
+def _cached(path, full: Dict[str, Any], global_batch: int) -> Optional[int]:
+    try:
+        saved = json.loads(path.read_text())
+        size = saved["micro_batch"] if saved.get("for") == json.loads(json.dumps(full, default=str)) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # absent, half-written by an old labkit, or edited by hand: probe again
+    ok = isinstance(size, int) and not isinstance(size, bool) and 0 < size <= global_batch and global_batch % size == 0
+    return size if ok else None
+
+
+def probe_micro_batch(global_batch: int, probe: Callable[[int], None], *, info: DeviceInfo,
+                      key: Mapping[str, Any], use_cache: bool = True) -> MicroBatch:
+    """The largest divisor of ``global_batch`` for which ``probe(m)`` (one real forward, backward and
+    optimizer step at micro-batch m) does not run out of memory; larger ones back off, memory is
+    released between tries. Cached per key and device. Any other error from the probe propagates."""
+    path, full = micro_batch_cache_file(key, info, global_batch)
+    if use_cache:
+        size = _cached(path, full, global_batch)
+        if size is not None:
+            return MicroBatch(size, global_batch // size, "cached")
+    tried = []
+    for size in _divisors_desc(global_batch):
+        tried.append(size)
+        try:
+            probe(size)
+        except BaseException as exc:  # noqa: B902 - only out-of-memory is caught; the rest re-raised
+            if not is_out_of_memory(exc):
+                raise
+            del exc
+            _release_memory()
+            continue
+        _release_memory()
+        if use_cache:
+            write_atomic(path, json.dumps({"for": full, "micro_batch": size, "tried": tried}, default=str, indent=1))
+        return MicroBatch(size, global_batch // size, "probed", tuple(tried))
+    raise NothingFits("Even a micro-batch of 1 ran out of memory on {} (tried {}): this model does not fit "
+                      "there; use a smaller model or a GPU with more memory.".format(
+                          info.describe(), ", ".join(str(t) for t in tried)))
+
+
+def choose_micro_batch(requested: Union[int, str], global_batch: int, probe: Callable[[int], None], *,
+                       device: Any, key: Mapping[str, Any]) -> MicroBatch:
+    """The micro-batch a loop uses. ``requested`` an int: checked to divide ``global_batch``.
+    "auto": on CUDA, :func:`probe_micro_batch`; on a CPU or MPS no probe, the whole global batch
+    (CPU numbers do not move). ``device`` is a torch device or a :class:`DeviceInfo`."""
+    if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
+        raise AcceleratorError("global batch={!r}: allowed: a whole number of at least 1.".format(global_batch))
+    if requested == "auto":
+        info = device_info(device)
+        if info.kind != "cuda":
+            return MicroBatch(global_batch, 1, "whole batch")
+        return probe_micro_batch(global_batch, probe, info=info, key=key)
+    if isinstance(requested, bool) or not isinstance(requested, int):
+        raise AcceleratorError("micro_batch_size={!r}: allowed: 'auto' or a whole number dividing the global "
+                               "batch {}.".format(requested, global_batch))
+    if requested < 1 or global_batch % requested:
+        raise AcceleratorError("micro_batch_size={} does not divide the global batch {}; allowed: 'auto' or one of "
+                               "{}.".format(requested, global_batch,
+                                            ", ".join(str(d) for d in sorted(_divisors_desc(global_batch)))))
+    return MicroBatch(requested, global_batch // requested, "asked")
+
+
+class Accumulation:
+    """How a loop splits a global batch into micro-batches with the loss and gradients of one large
+    batch: each micro-batch's mean loss is scaled by 1/accumulation before its backward."""
+
+    def __init__(self, micro_batch: MicroBatch):
+        self.micro_batch = micro_batch
+
+    def splits(self, *tensors: Any) -> Iterator[Tuple[Any, ...]]:
+        """Each micro-batch's slices of ``tensors`` (split along the first dimension)."""
+        size, count = self.micro_batch.size, self.micro_batch.accumulation
+        for tensor in tensors:
+            if len(tensor) != size * count:
+                raise AcceleratorError("a batch of {} samples cannot be split into {} micro-batches of {}.".format(
+                    len(tensor), count, size))
+        for i in range(count):
+            yield tuple(t[i * size:(i + 1) * size] for t in tensors)
+
+    def scale(self, loss: Any) -> Any:
+        return loss / self.micro_batch.accumulation if self.micro_batch.accumulation > 1 else loss
+
+    def backward(self, loss_fn: Callable[..., Any], *tensors: Any) -> Any:
+        """Run ``loss_fn`` (mean loss of its micro-batch) and backward on every split; the global
+        batch's mean loss (detached) is returned and the gradients accumulate in ``.grad``."""
+        total = None
+        for part in self.splits(*tensors):
+            loss = self.scale(loss_fn(*part))
+            loss.backward()
+            total = loss.detach() if total is None else total + loss.detach()
+        return total
+
+
+def accumulate(micro_batch: MicroBatch) -> Accumulation:
+    """The :class:`Accumulation` for ``micro_batch``."""
+    return Accumulation(micro_batch)

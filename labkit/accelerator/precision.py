@@ -1,0 +1,146 @@
+"""Which precision a run trains in, from what the device is: bf16 autocast on a GPU that has it, fp32 on a CPU.
+
+    info = describe(torch.device("cuda"))          # DeviceInfo("cuda", "NVIDIA H200", (9, 0), 150...e9)
+    precision = resolve_precision("auto", info)    # Precision("bf16", "precision='auto': bf16 autocast on ...")
+    with precision.autocast(device): loss = model(x, y)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, ContextManager, Dict, Iterator, Optional, Tuple
+
+from labkit import devices
+from labkit.errors import LabkitError
+
+__all__ = ["PRECISIONS", "DeviceInfo", "describe", "device_info", "Precision", "resolve_precision",
+           "TESTBED_PRECISION", "AcceleratorError"]
+
+PRECISIONS = ("auto", "fp32", "tf32", "bf16")
+_AMPERE = (8, 0)  # bf16 tensor cores and TF32 arrive with compute capability 8.0
+
+
+class AcceleratorError(LabkitError, ValueError):
+    """A precision, micro-batch or launch mode this device cannot do; names the parameter and what is allowed."""
+
+    shown_as = "AcceleratorError"
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What the policy needs to know about a device; tests build these for devices not here."""
+
+    kind: str  # "cuda" | "mps" | "cpu"
+    name: str  # "NVIDIA H200", the CPU's model
+    capability: Optional[Tuple[int, int]] = None  # CUDA compute capability
+    memory_bytes: Optional[int] = None  # total device memory (CUDA); None elsewhere
+    count: int = 1  # devices of this kind visible
+
+    def describe(self) -> str:
+        """'the NVIDIA H200 (compute capability 9.0, 141 GB)', 'the CPU (x86_64)'."""
+        if self.kind == "cuda":
+            extra = []
+            if self.capability:
+                extra.append("compute capability {}.{}".format(*self.capability))
+            if self.memory_bytes:
+                extra.append("{:.0f} GB".format(self.memory_bytes / 1e9))
+            return "the {}{}".format(self.name, " ({})".format(", ".join(extra)) if extra else "")
+        if self.kind == "mps":
+            return "Apple MPS"
+        return "the CPU ({})".format(self.name) if self.name else "the CPU"
+
+
+def describe(device: Any) -> DeviceInfo:
+    """The :class:`DeviceInfo` of a torch device (or its name: "cuda", "cuda:1", "cpu", "mps")."""
+    import torch
+
+    device = torch.device(device) if not isinstance(device, torch.device) else device
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        return DeviceInfo("cuda", props.name, (props.major, props.minor), int(props.total_memory),
+                          torch.cuda.device_count())
+    if device.type == "mps":
+        return DeviceInfo("mps", "Apple MPS")
+    return DeviceInfo("cpu", devices.device_name(device))
+
+
+def device_info(device: Any) -> DeviceInfo:
+    """``device`` itself when it is a :class:`DeviceInfo` (tests, plans for another machine), else :func:`describe`."""
+    return device if isinstance(device, DeviceInfo) else describe(device)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """A resolved precision: ``name`` is "fp32", "tf32" or "bf16" (never "auto"), ``why`` one clause for a plan."""
+
+    name: str
+    why: str
+
+    def autocast(self, device: Any) -> ContextManager[Any]:
+        """The block a forward (and its loss) runs in: bf16 autocast; TF32 matmuls and convolutions
+        (restored after); fp32 with TF32 turned off on a GPU (cuDNN allows it by default), nothing on a CPU."""
+        import torch
+
+        kind = device.kind if isinstance(device, DeviceInfo) else torch.device(device).type
+        if self.name == "bf16":
+            return torch.autocast(kind, dtype=torch.bfloat16)
+        if kind == "cuda":
+            return _tf32(self.name == "tf32")
+        return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _tf32(allowed: bool) -> Iterator[None]:
+    import torch
+
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = allowed
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
+def _supported(info: DeviceInfo) -> Tuple[str, ...]:
+    if info.kind == "cuda":
+        return ("fp32", "tf32", "bf16") if (info.capability or (0, 0)) >= _AMPERE else ("fp32",)
+    if info.kind == "cpu":
+        return ("fp32", "bf16")  # CPU autocast has bf16 (slow on most CPUs, but correct); TF32 is NVIDIA's
+    return ("fp32",)  # MPS: fp32 only (its bf16 depends on the macOS version)
+
+
+def resolve_precision(requested: str, info: DeviceInfo) -> Precision:
+    """``requested`` ("auto", "fp32", "tf32", "bf16") on ``info``: auto is bf16 autocast on a GPU of
+    compute capability 8.0 or newer, fp32 on an older GPU, a CPU or MPS. An explicit value the
+    device cannot do is refused with an :class:`AcceleratorError` naming what it can."""
+    if requested not in PRECISIONS:
+        raise AcceleratorError("precision={!r} is not a precision; allowed: {}.".format(
+            requested, ", ".join(repr(p) for p in PRECISIONS)))
+    supported = _supported(info)
+    where = info.describe()
+    if requested == "auto":
+        if "bf16" in supported and info.kind == "cuda":
+            return Precision("bf16", "precision='auto': bf16 autocast on {}".format(where))
+        reason = "older than Ampere: no bf16 or TF32" if info.kind == "cuda" else "as before"
+        return Precision("fp32", "precision='auto': fp32 on {}, {}".format(where, reason))
+    if requested not in supported:
+        raise AcceleratorError("precision={!r} is not available on {}; allowed there: {}{}.".format(
+            requested, where, ", ".join(repr(p) for p in ("auto",) + supported),
+            " (bf16 and TF32 need compute capability 8.0 or newer)" if info.kind == "cuda" else ""))
+    what = {"fp32": "fp32", "tf32": "TF32 matmuls and convolutions", "bf16": "bf16 autocast"}[requested]
+    return Precision(requested, "precision={!r}: {} on {}".format(requested, what, where))
+
+
+#: What each testbed trains in, for reports that put a GPU run's precision beside the testbed's.
+TESTBED_PRECISION: Dict[str, str] = {
+    "cs2": "mixed precision (fp16 compute, fp32 weights; the modelzoo's default)",
+    "cs3": "mixed precision (bf16 compute, fp32 weights; the modelzoo's default)",
+    "sn30": "mixed precision (bf16 compute, fp32 weights)",
+    "ipu": "fp32 (the tutorial's: no half precision asked for)",
+    "groq": "fp16 (GroqChip computes in fp16 from an fp32 ONNX model)",
+    "gpu": "what precision= resolved to (fp32 on a CPU, bf16 autocast on an Ampere or newer GPU)",
+}
+
+
