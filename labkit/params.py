@@ -24,14 +24,9 @@ from labkit.errors import LabkitError
 __all__ = ["Param", "Spec", "Config", "ParameterError", "StaleConfigError", "check_current", "PATH", "INT_OR_AUTO",
            "injected_names", "existing_file", "usable_directory"]
 
-#: Declared type for a filesystem path given as text.
-PATH = "path"
-
-#: Declared type for a whole number or the word "auto" (the Cerebras modelzoo's ``micro_batch_size``).
-INT_OR_AUTO = "int or 'auto'"
-
-_TYPE_NAMES = {int: "int", float: "float", str: "str", bool: "bool", list: "list", PATH: "path",
-               INT_OR_AUTO: INT_OR_AUTO}
+#: Declared types: a filesystem path given as text; a whole number or "auto" (the modelzoo's micro_batch_size).
+PATH, INT_OR_AUTO = "path", "int or 'auto'"
+_TYPE_NAMES = {int: "int", float: "float", str: "str", bool: "bool", list: "list", PATH: PATH, INT_OR_AUTO: INT_OR_AUTO}
 
 
 class ParameterError(LabkitError, ValueError):
@@ -156,9 +151,8 @@ class Param:
         elif kind is str:
             if isinstance(value, str):
                 return value
-        elif kind == INT_OR_AUTO:
-            if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)):
-                return value
+        elif kind == INT_OR_AUTO and (value == "auto" or (isinstance(value, int) and not isinstance(value, bool))):
+            return value
         elif kind == PATH:
             if isinstance(value, (str, os.PathLike)):
                 return os.path.expanduser(os.fspath(value))
