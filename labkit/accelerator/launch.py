@@ -62,17 +62,19 @@ class CapturedStep:
 
         self._static = [x.clone() for x in example_inputs]
         saved = _snapshot(keep)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(max(1, warmup)):
-                self.step_fn(*self._static)
-        torch.cuda.current_stream().wait_stream(side)
-        self._graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self._graph):
-            self._outputs = self.step_fn(*self._static)
-        _restore(keep, saved)
-        torch.cuda.synchronize()
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(max(1, warmup)):
+                    self.step_fn(*self._static)
+            torch.cuda.current_stream().wait_stream(side)
+            self._graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self._graph):
+                self._outputs = self.step_fn(*self._static)
+        finally:  # captured or not, the warm-up steps leave no trace (an eager fallback starts afresh)
+            torch.cuda.synchronize()
+            _restore(keep, saved)
         self._run = self._replay
 
     def _replay(self, *inputs: Any) -> Any:

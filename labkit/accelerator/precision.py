@@ -38,7 +38,7 @@ class DeviceInfo:
     count: int = 1  # devices of this kind visible
 
     def describe(self) -> str:
-        """'the NVIDIA H200 (compute capability 9.0, 141 GB)', 'the CPU (x86_64)'."""
+        """'the NVIDIA H200 (compute capability 9.0, 141 GB)', 'the CPU', 'Apple MPS'."""
         if self.kind == "cuda":
             extra = []
             if self.capability:
@@ -46,9 +46,7 @@ class DeviceInfo:
             if self.memory_bytes:
                 extra.append("{:.0f} GB".format(self.memory_bytes / 1e9))
             return "the {}{}".format(self.name, " ({})".format(", ".join(extra)) if extra else "")
-        if self.kind == "mps":
-            return "Apple MPS"
-        return "the CPU ({})".format(self.name) if self.name else "the CPU"
+        return "Apple MPS" if self.kind == "mps" else "the CPU"  # no model name: plans read the same on any CPU
 
 
 def describe(device: Any) -> DeviceInfo:
@@ -111,16 +109,21 @@ def _supported(info: DeviceInfo) -> Tuple[str, ...]:
     return ("fp32",)  # MPS: fp32 only (its bf16 depends on the macOS version)
 
 
-def resolve_precision(requested: str, info: DeviceInfo) -> Precision:
+def resolve_precision(requested: str, info: DeviceInfo, *, launch_bound: bool = False) -> Precision:
     """``requested`` ("auto", "fp32", "tf32", "bf16") on ``info``: auto is bf16 autocast on a GPU of
-    compute capability 8.0 or newer, fp32 on an older GPU, a CPU or MPS. An explicit value the
-    device cannot do is refused with an :class:`AcceleratorError` naming what it can."""
+    compute capability 8.0 or newer, fp32 on an older GPU, a CPU or MPS. ``launch_bound``: the
+    step is a small network's, bound by kernel launches, not arithmetic (MNIST at micro-batch 8):
+    auto takes TF32 there, which adds no kernels, where bf16 autocast adds a cast before each layer.
+    An explicit value the device cannot do is refused with an :class:`AcceleratorError` naming what it can."""
     if requested not in PRECISIONS:
         raise AcceleratorError("precision={!r} is not a precision; allowed: {}.".format(
             requested, ", ".join(repr(p) for p in PRECISIONS)))
     supported = _supported(info)
     where = info.describe()
     if requested == "auto":
+        if launch_bound and "tf32" in supported:
+            return Precision("tf32", "precision='auto': TF32 on {} (a small network's step is bound by kernel "
+                                     "launches; bf16 autocast would add a cast kernel before each layer)".format(where))
         if "bf16" in supported and info.kind == "cuda":
             return Precision("bf16", "precision='auto': bf16 autocast on {}".format(where))
         reason = "older than Ampere: no bf16 or TF32" if info.kind == "cuda" else "as before"

@@ -18,7 +18,7 @@ from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
-from labkit.testbeds.graphcore.device import choose_device
+from labkit.testbeds.graphcore.device import choose_device, choose_precision
 from labkit.testbeds.graphcore.run import run_mnist
 
 __all__ = ["plan", "run_exercise"]
@@ -33,6 +33,7 @@ def plan(config: Config) -> RunPlan:
         return RunPlan("log", "reads the log at {}".format(config.log_path),
                        "log_path is set: the run is read from that testbed log, nothing is trained")
     device = choose_device(config.device)
+    precision = choose_precision(config.precision, device)  # a precision this device lacks fails here
     if device == "ipu":
         why = "device='ipu' was asked for" if config.device == "ipu" else \
             "device='auto' takes an IPU when PopTorch sees one attached, and it does"
@@ -42,7 +43,14 @@ def plan(config: Config) -> RunPlan:
         reason = ("PopTorch is installed but no IPU is attached" if devices.module_available("poptorch")
                   else "PopTorch is not importable here (it ships only in Graphcore's Poplar SDK)")
         why = "no IPU: {}; {}".format(reason, why)
-    return RunPlan("portable", "portable PyTorch on {}".format(device), why, device)
+    where = "portable PyTorch on {}".format(device)
+    if getattr(device, "type", "") == "cuda" or config.precision != "auto":  # a CPU at its defaults: fp32, as always
+        where += " in {}".format(precision.name)
+        why += "; " + precision.why
+    if getattr(device, "type", "") == "cuda":
+        where += ", each step of {} micro-batches captured once as a CUDA graph and replayed".format(
+            config.device_iterations)
+    return RunPlan("portable", where, why, device)
 
 
 _plan_step = plan  # run_exercise's argument is called plan too

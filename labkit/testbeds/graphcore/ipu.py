@@ -13,7 +13,7 @@ every call below is PopTorch's documented API, in the tutorial's order.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Dict
 
 import numpy as np
 import torch
@@ -100,7 +100,7 @@ def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.
         history.interrupted = interrupts.where(last.epoch, config.epochs, (last.step - 1) % steps_per_epoch + 1,
                                                steps_per_epoch) if last else interrupts.where()
         run = finish_run(config, "ipu", history, None, float("nan"), "train_compile_time", compile_seconds,
-                         source="testbed", extra_env={"device": "ipu", "poptorch": getattr(poptorch, "__version__", None)})
+                         source="testbed", extra_env=_how_it_ran(config, poptorch))
         return MnistResult(run=run, model=model.model, history=history)
 
     test_opts = poptorch.Options()
@@ -126,6 +126,12 @@ def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.
         "throughput: {:.0f} samples/s; test throughput: {:.0f} samples/s.".format(
             compile_seconds, test_compile_seconds, history.throughput, test_throughput))
     run = finish_run(config, "ipu", history, accuracy, test_throughput, "train_compile_time", compile_seconds,
-                     source="testbed", extra_env={"device": "ipu", "poptorch": getattr(poptorch, "__version__", None)})
+                     source="testbed", extra_env=_how_it_ran(config, poptorch))
     run.add_metric("test_compile_time", round(test_compile_seconds, 4), "s")
     return MnistResult(run=run, model=model.model, history=history)
+
+
+def _how_it_ran(config: Config, poptorch: Any) -> Dict[str, Any]:
+    """The environment an IPU run records: PopTorch's version and how steps ran (the portable run's keys)."""
+    return {"device": "ipu", "poptorch": getattr(poptorch, "__version__", None), "micro_batch": config.batch_size,
+            "accumulation": 1, "launch": "device iterations ({} micro-batches a call)".format(config.device_iterations)}

@@ -36,10 +36,12 @@ class MnistResult:
 
 
 def finish_run(config: Config, device: Any, history: Any, test_accuracy: Optional[float], test_throughput: float,
-               warmup_key: str, warmup_seconds: float, source: str, extra_env: Optional[Dict[str, Any]] = None) -> Run:
+               warmup_key: str, warmup_seconds: float, source: str, extra_env: Optional[Dict[str, Any]] = None,
+               precision: str = "fp32") -> Run:
     """The record both backends produce, so their runs sit in one table (``test_accuracy`` None:
-    no test pass, as after an interrupt)."""
+    no test pass, as after an interrupt). ``precision``: what the run trained in ("auto" resolved)."""
     run = Run(exercise=EXERCISE, source=source, params=config.to_dict())
+    run.params["precision"] = precision
     run.params["device"] = str(device)
     run.params["requested_device"] = config.device
     run.environment = devices.environment(None if device == "ipu" else device, extra_env)

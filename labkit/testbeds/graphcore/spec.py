@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from labkit.accelerator import PRECISIONS
 from labkit.params import PATH, Config, Param, Spec, existing_file, usable_directory
 
 __all__ = ["SPEC", "EXERCISE"]
@@ -38,6 +39,8 @@ SPEC = Spec(
     Param("test_batch_size", int, 80, "samples per test batch", min=1, max=10000),
     Param("device_iterations", int, 50, "micro-batches per step (PopTorch deviceIterations)", min=1, max=60000),
     Param("device", str, "auto", "where to train", choices=("auto", "ipu", "cuda", "mps", "cpu")),
+    Param("precision", str, "auto", "arithmetic on a GPU: 'auto' is TF32 on an Ampere or newer GPU (this small "
+          "network's steps are launch-bound), fp32 elsewhere", choices=PRECISIONS),
     Param("seed", int, 0, "seeds weights, shuffling and dropout", min=0, max=2**32 - 1),
     Param("max_train_samples", int, None, "use only this many training samples", optional=True, min=1),
     Param("max_test_samples", int, None, "use only this many test samples", optional=True, min=1),

@@ -8,6 +8,11 @@ last incomplete step, as the tutorial's ``drop_last=True`` does.
 It is faster than the tutorial's loop on a CPU because the dataset is decoded once into a
 tensor on the device (no PIL image per sample), inputs are channels-last (faster oneDNN
 convolutions), and the host reads the loss once per step, not once per micro-batch.
+
+On a GPU the whole data set lives on the device and a step of ``device_iterations`` micro-batches
+is captured once as a CUDA graph and replayed (:class:`labkit.accelerator.CapturedStep`): the host
+hands the GPU many micro-batches at once, as it hands an IPU ``deviceIterations`` of them. On a CPU
+the same step runs eagerly, computing exactly what it always did.
 """
 
 from __future__ import annotations
@@ -20,10 +25,11 @@ import numpy as np
 import torch
 
 from labkit import interrupts
+from labkit.accelerator import CapturedStep, DeviceInfo, Precision, resolve_precision
 from labkit.data.mnist import MEAN, STD
 from labkit.testbeds.graphcore.model import Network, TrainingModelWithLoss
 
-__all__ = ["StepRecord", "TrainHistory", "to_tensor", "train", "evaluate", "build_model"]
+__all__ = ["StepRecord", "TrainHistory", "to_tensor", "train", "step_function", "evaluate", "build_model"]
 
 
 @dataclass
@@ -44,6 +50,8 @@ class TrainHistory:
     steps_per_epoch: int = 0
     samples_per_epoch: int = 0
     interrupted: str = ""  # "interrupted at epoch 2/10, step 40/150" when an interrupt ended it early
+    launch: str = "eager"  # how each step was launched: "eager" | "cuda graph" (CapturedStep.mode)
+    launch_why: str = ""
 
     @property
     def throughput(self) -> float:
@@ -73,25 +81,27 @@ def build_model(seed: int, device: torch.device) -> TrainingModelWithLoss:
 def train(model: TrainingModelWithLoss, images: torch.Tensor, labels: torch.Tensor, *, epochs: int,
           batch_size: int, device_iterations: int, learning_rate: float, seed: int,
           on_step: Optional[Callable[[StepRecord], None]] = None,
-          on_epoch: Optional[Callable[[int, float], None]] = None, stop: Any = None) -> TrainHistory:
+          on_epoch: Optional[Callable[[int, float], None]] = None, stop: Any = None,
+          precision: Optional[Precision] = None, launch: str = "auto") -> TrainHistory:
     """Train in place; return per-step losses and accuracies and the timings.
 
     ``stop``: a :class:`labkit.interrupts.StopRequest`; when it is requested (an interrupt),
     training ends at the next step boundary and ``history.interrupted`` says where. Without it
-    an interrupt propagates as ``KeyboardInterrupt``.
+    an interrupt propagates as ``KeyboardInterrupt``. ``precision``: the forward's arithmetic
+    (None: fp32); ``launch``: :class:`labkit.accelerator.CapturedStep`'s mode ("auto": a CUDA graph
+    on a GPU, eager on a CPU).
     """
     samples_per_step = batch_size * device_iterations
     steps_per_epoch = len(labels) // samples_per_step
     history = TrainHistory(steps_per_epoch=steps_per_epoch, samples_per_epoch=steps_per_epoch * samples_per_step)
-    # Plain SGD, as torch.optim.SGD(lr=...) with no momentum computes it (p -= lr * grad), done
-    # in one fused call: for micro-batches of 8 the optimizer's per-step Python bookkeeping
-    # costs more than the update itself. A test checks the weights against torch.optim.SGD.
     params = [p for p in model.model.parameters() if p.requires_grad]
     shuffle = torch.Generator().manual_seed(seed)
     model.train()
+    precision = precision or resolve_precision("fp32", _NO_CAST)
+    step = step_function(model, images, labels, params, batch_size, device_iterations, learning_rate, precision)
+    launcher = _Launcher(step, images.device, launch, model, history)
     try:
-        _epochs(model, images, labels, params, shuffle, history, epochs, batch_size, device_iterations,
-                learning_rate, on_step, on_epoch, stop)
+        _epochs(launcher, labels, shuffle, history, epochs, samples_per_step, on_step, on_epoch, stop)
     except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
         if stop is None or not stop.interrupted_by(exc):
             raise
@@ -102,9 +112,58 @@ def train(model: TrainingModelWithLoss, images: torch.Tensor, labels: torch.Tens
     return history
 
 
-def _epochs(model, images, labels, params, shuffle, history, epochs, batch_size, device_iterations,
-            learning_rate, on_step, on_epoch, stop) -> None:
-    samples_per_step = batch_size * device_iterations
+def step_function(model: TrainingModelWithLoss, images: torch.Tensor, labels: torch.Tensor, params: List[Any],
+                  batch_size: int, device_iterations: int, learning_rate: float,
+                  precision: Precision) -> Callable[[torch.Tensor], Tuple[torch.Tensor, torch.Tensor]]:
+    """One step: ``device_iterations`` micro-batches of ``batch_size``, each a forward, a backward and a
+    plain SGD update, for the sample indices ``chosen``; returns (mean loss, correct predictions) as
+    tensors on the device, so the host reads them once per step (and a CUDA graph can capture it)."""
+    device = images.device
+
+    def step(chosen: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        outputs, losses = [], []
+        for micro in range(device_iterations):
+            idx = chosen[micro * batch_size: (micro + 1) * batch_size]
+            with precision.autocast(device):
+                output, loss = model(images[idx], labels[idx])
+            for p in params:
+                p.grad = None
+            loss.backward()
+            # Plain SGD, as torch.optim.SGD(lr=...) with no momentum computes it (p -= lr * grad), done
+            # in one fused call: for micro-batches of 8 the optimizer's per-step Python bookkeeping
+            # costs more than the update itself. A test checks the weights against torch.optim.SGD.
+            with torch.no_grad():
+                torch._foreach_add_(params, [p.grad for p in params], alpha=-learning_rate)
+            outputs.append(output.detach())
+            losses.append(loss.detach())
+        correct = (torch.cat(outputs).argmax(1) == labels[chosen]).sum()
+        return torch.stack(losses).float().mean(), correct
+
+    return step
+
+
+_NO_CAST = DeviceInfo("cpu", "")  # fp32 is valid everywhere: the precision when none is given
+
+
+class _Launcher:
+    """Runs the step eagerly, or captures it on its first call (the warm-up step's time includes the capture)."""
+
+    def __init__(self, step: Callable[[torch.Tensor], Any], device: torch.device, mode: str,
+                 model: torch.nn.Module, history: TrainHistory):
+        self.step, self.device, self.mode, self.model, self.history = step, device, mode, model, history
+        self.captured: Optional[CapturedStep] = None
+
+    def __call__(self, chosen: torch.Tensor) -> Tuple[float, int]:
+        if self.captured is None:
+            self.captured = CapturedStep(self.step, (chosen,), self.device, self.mode, keep=(self.model,))
+            self.history.launch, self.history.launch_why = self.captured.mode, self.captured.why
+        loss, correct = self.captured(chosen)
+        # One host read per step, as an IPU returns a step's outputs (.item() also syncs CUDA,
+        # so the step's time is honest).
+        return loss.item(), int(correct.item())
+
+
+def _epochs(launcher, labels, shuffle, history, epochs, samples_per_step, on_step, on_epoch, stop) -> None:
     steps_per_epoch = history.steps_per_epoch
     step = 0
     for epoch in range(1, epochs + 1):
@@ -113,23 +172,8 @@ def _epochs(model, images, labels, params, shuffle, history, epochs, batch_size,
         for _ in range(steps_per_epoch):
             step_start = time.perf_counter()
             base = (step % steps_per_epoch) * samples_per_step
-            outputs, losses = [], []
-            for micro in range(device_iterations):
-                idx = order[base + micro * batch_size: base + (micro + 1) * batch_size]
-                output, loss = model(images[idx], labels[idx])
-                for p in params:
-                    p.grad = None
-                loss.backward()
-                with torch.no_grad():
-                    torch._foreach_add_(params, [p.grad for p in params], alpha=-learning_rate)
-                outputs.append(output.detach())
-                losses.append(loss.detach())
-            # One host read per step, as an IPU returns a step's outputs (.item() also syncs CUDA,
-            # so the step's time is honest).
-            step_labels = labels[order[base: base + samples_per_step]]
-            correct = (torch.cat(outputs).argmax(1) == step_labels).sum().item()
-            record = StepRecord(epoch, step + 1, torch.stack(losses).mean().item(),
-                                100.0 * correct / samples_per_step)
+            loss, correct = launcher(order[base: base + samples_per_step])
+            record = StepRecord(epoch, step + 1, loss, 100.0 * correct / samples_per_step)
             step += 1
             elapsed = time.perf_counter() - step_start
             if step == 1:
