@@ -75,14 +75,15 @@ def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
     steps = step_plan(config, device)
     seconds = _check_cost(config, device, sizes, steps)
     why += device_why("target", config.target, device)
-    if device.type != "cpu" or steps.precision.name != "fp32" or steps.micro_batch.accumulation > 1:
-        why += "; " + steps.why()  # a CPU's fp32 whole-batch eager steps are what it always did
+    where = "the portable BERT on {} ({})".format(device, devices.device_name(device))
+    if device.type != "cpu" or config.precision != "auto" or steps.micro_batch.accumulation > 1:
+        where += " in " + steps.precision.name  # a CPU's fp32 whole-batch eager steps read as they always did
+        why += "; " + steps.why()
     more = []
     if device.type != "cpu" or seconds >= SHOWN_SECONDS:
         more.append("Time: about {} for {} step(s) (measured here: {})".format(_duration(seconds), config.max_steps,
                                                                             steps.measured))
-    return BertLargePlan("portable", "the portable BERT on {} ({})".format(device, devices.device_name(device)),
-                         why, device=device, more=more, steps=steps)
+    return BertLargePlan("portable", where, why, device=device, more=more, steps=steps)
 
 
 def step_plan(config: Config, device: Any, batch_size: Optional[int] = None, measure: bool = True) -> bert.StepPlan:

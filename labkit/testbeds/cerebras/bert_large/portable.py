@@ -103,8 +103,7 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     run = Run(exercise=EXERCISE, source="portable", params=config.to_dict())
     run.params["batch_size"] = batch_size
     run.params["device"] = str(device)
-    run.params.update({"precision": steps.precision.name, "micro_batch": micro.size,
-                       "accumulation": micro.accumulation, "launch": steps.launch})
+    run.params["precision"] = steps.precision.name
     if result.interrupted:  # stopped by the student: what was measured so far
         run.mark_interrupted(result.interrupted, "its metrics cover only the steps before the interrupt.")
     elif loss_divergence(result.losses):  # bert.train stops early only on a non-finite loss
@@ -116,13 +115,21 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     run.add_series("global_rate", [e.step for e in result.logs], [e.global_rate for e in result.logs])
     METRICS.add(run, "setup_time", round(setup_time, 4))
     METRICS.add(run, "warmup_time", round(result.warmup_time, 4))
-    run.environment = devices.environment(device, {"parameters": bert.count_parameters(model)})
+    how = {"micro_batch": micro.size, "accumulation": micro.accumulation, "launch": steps.launch}
+    if result.peak_memory_bytes is not None:
+        how["peak_memory_bytes"] = result.peak_memory_bytes
+    run.environment = devices.environment(device, dict(how, parameters=bert.count_parameters(model)))
     if result.peak_memory_bytes is not None:
         _add_gpu_metrics(run, result, config, device)
     if log_path:
         run.environment["log_path"] = os.path.abspath(log_path)
     run.notes.append("Portable run: {} on synthetic masked-LM + next-sentence batches, not the CS-2. Rate and "
                      "GlobalRate follow the modelzoo's definitions.".format(device))
+    if device.type != "cpu" or steps.precision.name != "fp32":  # a CPU's fp32 note reads as it always did
+        from labkit.accelerator import TESTBED_PRECISION
+
+        run.notes.append("Precision here: {}; the CS-2 trains in {}.".format(steps.precision.why,
+                                                                              TESTBED_PRECISION["cs2"]))
     del model
     if getattr(device, "type", "") == "cuda":
         torch.cuda.empty_cache()

@@ -151,8 +151,9 @@ def plan(config: Config) -> LlamaPlan:
         device, devices.device_name(device), steps.model_size, values["batch_size"], values["sequence_length"],
         values["steps"])
     why += device_why("device", config.device, device)
-    if device.type != "cpu" or steps.precision.name != "fp32":
-        why += "; " + steps.why()  # a CPU's fp32 steps are what it always did
+    if device.type != "cpu" or config.precision != "auto":
+        where += " in " + steps.precision.name  # a CPU's fp32 steps read as they always did
+        why += "; " + steps.why()
     if config.model_size == "auto" and device.type == "cuda":
         why += "; model_size='auto': the largest preset that fits {} and trains within 2 hours".format(
             devices.device_name(device))

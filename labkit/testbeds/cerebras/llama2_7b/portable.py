@@ -138,7 +138,7 @@ def _record(config: Config, values: dict, device: Any, result: Any, setup_s: flo
     run = Run(exercise=EXERCISE, source="portable", params=config.to_dict())
     run.params.update(values)
     run.params["device"] = str(device)
-    run.params.update({"precision": result.precision, "checkpointing": result.checkpointing, "launch": "eager"})
+    run.params["precision"] = result.precision
     if result.interrupted:
         run.mark_interrupted(result.interrupted, "its metrics cover only the steps before the interrupt.")
     elif loss_divergence(result.losses):
@@ -168,8 +168,12 @@ def _record(config: Config, values: dict, device: Any, result: Any, setup_s: flo
     run.add_series("loss", list(range(1, len(result.losses) + 1)), result.losses)
     run.add_series("rate", [r.step for r in logs], [r.rate for r in logs])
     run.add_series("global_rate", [r.step for r in logs], [r.global_rate for r in logs])
-    run.environment = devices.environment(device, {"parameters": parameters, "corpus": corpus.name,
-                                                   "corpus_fingerprint": corpus.fingerprint})
+    how = {"micro_batch": values["batch_size"], "accumulation": 1, "launch": "eager",
+           "checkpointing": result.checkpointing}
+    if result.peak_memory_bytes is not None:
+        how["peak_memory_bytes"] = result.peak_memory_bytes
+    run.environment = devices.environment(device, dict(how, parameters=parameters, corpus=corpus.name,
+                                                       corpus_fingerprint=corpus.fingerprint))
     if result.peak_memory_bytes is not None:
         _add_gpu_metrics(run, result, values, device, parameters)
     shapes = ("LLaMA-2-7B's layers, its 32,000-token vocabulary cut to the tokenizer's" if values["model_size"] == "7b"
@@ -180,6 +184,8 @@ def _record(config: Config, values: dict, device: Any, result: Any, setup_s: flo
         "Portable run: a {}-parameter LLaMA ({} preset, {}) on {}, trained on {!r} text with a {}-token tokenizer{}; "
         "not the CS-3. Rate and GlobalRate follow the modelzoo's definitions.".format(
             _millions(parameters), values["model_size"], shapes, device, corpus.name, VOCAB_SIZE, precision))
+    if precision:
+        run.notes.append("The CS-3 trains in {}.".format(accelerator.TESTBED_PRECISION["cs3"]))
     if result.losses:
         run.notes.append(
             "The first step took {:.2f} s (memory allocation, kernel choice; the portable warm-up, not a compile): it "
