@@ -60,10 +60,12 @@ def flops_per_sequence(model_size: str, max_seq_length: int) -> float:
     """Model FLOPs to train one sequence (forward and backward): 6 x parameters x tokens plus
     attention's 12 x layers x hidden x length^2, the formula ../shared/gpu/reference.py uses."""
     cfg = model_config(model_size, max_seq_length)
-    layers, hidden, vocab = cfg.num_hidden_layers, cfg.hidden_size, cfg.vocab_size
-    params = (vocab + cfg.max_position_embeddings + 2) * hidden + layers * (
-        4 * hidden * hidden + 2 * hidden * cfg.intermediate_size) + hidden * hidden
-    return 6.0 * params * max_seq_length + 12.0 * layers * hidden * max_seq_length ** 2
+    layers, h, vocab, ffn = cfg.num_hidden_layers, cfg.hidden_size, cfg.vocab_size, cfg.intermediate_size
+    embeddings = (vocab + cfg.max_position_embeddings + cfg.type_vocab_size) * h + 2 * h
+    layer = 4 * (h * h + h) + 2 * h + (h * ffn + ffn) + (ffn * h + h) + 2 * h  # attention, LayerNorms, feed-forward
+    heads = (h * h + h) + (h * h + h + 2 * h) + vocab + (2 * h + 2)  # pooler, MLM transform, decoder bias, NSP
+    params = embeddings + layers * layer + heads  # the decoder's weight is the (tied) word embedding
+    return 6.0 * params * max_seq_length + 12.0 * layers * h * max_seq_length ** 2
 
 
 def _trained_flops_per_sequence(model_size: str, seq: int) -> float:

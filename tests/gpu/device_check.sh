@@ -61,11 +61,6 @@ step() {
     | tee -a "$LOGS/summary.txt"
 }
 
-notebook() {  # notebook NAME PATH [-p name value]...
-  local name=$1 path=$2; shift 2
-  $PY -m labkit run "notebooks/$path" "$LOGS/$name.ipynb" "$@"
-}
-
 if [ "$MODE" = gpu ]; then
   BERT=(model_size=large batch_size=1024 max_seq_length=128 max_steps=1000)
   LLAMA=(-p model_size auto)
@@ -105,10 +100,14 @@ json.dump({"plan": str(chosen), "plan_seconds": plan_s, "params": run.params, "m
            "estimated_seconds_1000_steps": chosen.steps.seconds(config.batch_size * config.max_steps)},
           open(logs + "/bert_large.json", "w"), indent=1, default=str)
 EOF
-step llama 200 notebook llama2_7b cerebras/llama2_7b.ipynb -p device "$DEVICE" "${LLAMA[@]}"
-step mnist 90 notebook mnist graphcore/mnist.ipynb -p device "$DEVICE" "${MNIST[@]}"
-step mnist_bf16 45 notebook mnist_bf16 graphcore/mnist.ipynb -p device "$DEVICE" "${MNIST_BF16[@]}"
-step study 90 notebook ipu_vs_gpu comparison/ipu_vs_gpu.ipynb -p device "$DEVICE" "${STUDY[@]}"
+# each notebook through labkit's own runner (a real kernel), into $LOGS/<name>.ipynb
+RUN=($PY -m labkit run)
+step llama 200 "${RUN[@]}" notebooks/cerebras/llama2_7b.ipynb "$LOGS/llama2_7b.ipynb" -p device "$DEVICE" "${LLAMA[@]}"
+step mnist 90 "${RUN[@]}" notebooks/graphcore/mnist.ipynb "$LOGS/mnist.ipynb" -p device "$DEVICE" ${MNIST[@]+"${MNIST[@]}"}
+step mnist_bf16 45 "${RUN[@]}" notebooks/graphcore/mnist.ipynb "$LOGS/mnist_bf16.ipynb" -p device "$DEVICE" \
+  "${MNIST_BF16[@]}"
+step study 90 "${RUN[@]}" notebooks/comparison/ipu_vs_gpu.ipynb "$LOGS/ipu_vs_gpu.ipynb" -p device "$DEVICE" \
+  ${STUDY[@]+"${STUDY[@]}"}
 step test_gpu 300 $PY -m pytest tests/gpu -m gpu -p no:cacheprovider -rs -q --durations=10
 
 # figures.json: what each run recorded (read back from the executed notebooks), and the step summary
