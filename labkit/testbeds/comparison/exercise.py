@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from labkit.accelerator import describe, resolve_precision
+from labkit.devices import torch_device
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
@@ -38,6 +40,14 @@ def plan(config: Config) -> RunPlan:
     more = ["Replicas: {} ({} configurations with micro-batches {})".format(
         usable, len(usable) * len(config.micro_batch_sizes), list(config.micro_batch_sizes))]
     skipped = [r for r in config.replicas if r not in usable]
+    if device == "cuda":
+        info = describe(torch_device("cuda"))
+        why += "; " + resolve_precision("auto", info).why
+        more.append("Each epoch is sized for the {} so that a timed epoch lasts at least 1 s ({} images would take "
+                    "milliseconds); the images per epoch are recorded.".format(info.name, config.images_per_epoch))
+        if info.count == 1:
+            room = "GPUs (1: one replica is one GPU, as one IPU is one replica; NCCL runs one process per GPU " \
+                   "where there are several)"
     if skipped:
         more.append("Skipped: replicas {}, more than this machine's {}.".format(skipped, room))
     where = "{} replica(s) of the {} model on {}".format(

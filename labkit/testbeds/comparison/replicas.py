@@ -38,21 +38,58 @@ def synthetic_images(count: int, seed: int):
     return images, labels
 
 
-def timed_epochs(step, images, labels, micro_batch: int, epochs: int, sync=None) -> Dict[str, Any]:
-    """Run ``epochs`` passes of ``step(x, y) -> loss``; time each epoch (between barriers)."""
-    steps = len(images) // micro_batch
+def timed_epochs(step, images, labels, micro_batch: int, epochs: int, sync=None, min_epoch_seconds: float = 0.0,
+                 agree=None) -> Dict[str, Any]:
+    """Run ``epochs`` passes of ``step(x, y) -> loss``; time each epoch (between barriers).
+
+    ``min_epoch_seconds`` (a GPU's): after the first epoch, a few timed steps size the later
+    epochs, cycling through the images, so that a timed epoch lasts at least that long (a GPU
+    runs the 2,048 images of a CPU's epoch in milliseconds, too short to time); ``agree(steps)``
+    gives every replica the same count (the largest). A loss may be a tensor on the device: the
+    epoch's losses are read once at its end (inside its time), not once a step."""
+    base_steps = len(images) // micro_batch
+    steps, sized = base_steps, None
     times, losses = [], []
-    for _ in range(epochs):
+    for epoch in range(epochs):
+        if epoch == 1 and min_epoch_seconds > 0 and base_steps:
+            steps, sized = _steps_lasting(step, images, labels, micro_batch, base_steps, min_epoch_seconds, sync, agree)
         if sync:
             sync()
         start = time.perf_counter()
+        pending = []
         for s in range(steps):
-            loss = step(images[s * micro_batch:(s + 1) * micro_batch], labels[s * micro_batch:(s + 1) * micro_batch])
-            losses.append(float(loss))  # a NaN loss goes on, as in the study: its speed is still measured
+            i = s % base_steps
+            pending.append(step(images[i * micro_batch:(i + 1) * micro_batch], labels[i * micro_batch:(i + 1) * micro_batch]))
+        losses.extend(_as_floats(pending))  # a NaN loss goes on, as in the study: its speed is still measured
         if sync:
             sync()
         times.append(time.perf_counter() - start)
-    return {"epoch_times": times, "losses": losses, "steps": steps}
+    return {"epoch_times": times, "losses": losses, "steps": steps, "sized": sized}
+
+
+def _as_floats(losses) -> list:
+    if losses and not isinstance(losses[0], float):
+        import torch
+
+        return torch.stack(losses).float().cpu().tolist()
+    return losses
+
+
+def _steps_lasting(step, images, labels, micro_batch, base_steps, seconds, sync, agree):
+    """Steps an epoch needs to last ``seconds`` (a quarter more, for safety), from ``base_steps`` timed
+    ones; and what to say about it: (steps asked for, seconds they took)."""
+    import math
+
+    if sync:
+        sync()
+    start = time.perf_counter()
+    for i in range(base_steps):
+        step(images[i * micro_batch:(i + 1) * micro_batch], labels[i * micro_batch:(i + 1) * micro_batch])
+    if sync:
+        sync()
+    took = time.perf_counter() - start
+    needed = max(base_steps, math.ceil(base_steps * 1.25 * seconds / max(took, 1e-9)))
+    return (agree(needed) if agree else needed), (base_steps, took)
 
 
 def torch_replica(rank: ranks.Rank, micro_batch: int, images_per_replica: int, epochs: int,
@@ -64,6 +101,8 @@ def torch_replica(rank: ranks.Rank, micro_batch: int, images_per_replica: int, e
     import torch.distributed as dist
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel
+
+    from labkit.accelerator import CapturedStep, describe, resolve_precision
 
     torch.set_num_threads(threads)
     distributed = rank.world_size > 1
@@ -77,13 +116,15 @@ def torch_replica(rank: ranks.Rank, micro_batch: int, images_per_replica: int, e
     optimizer = torch.optim.SGD([p for p in trained.parameters() if p.requires_grad], lr=learning_rate)
     images, labels = synthetic_images(images_per_replica, seed + 1 + rank.rank)  # each replica its own shard
     images, labels = images.to(device), labels.to(device)
+    precision = resolve_precision("auto", describe(device))  # a CPU: fp32, as always
 
     def step(x, y):
         optimizer.zero_grad()
-        loss = F.cross_entropy(trained(x), y)
+        with precision.autocast(device):
+            loss = F.cross_entropy(trained(x), y)
         loss.backward()
         optimizer.step()
-        return loss.item()
+        return loss.detach()
 
     def sync():
         if use_cuda:
@@ -91,7 +132,23 @@ def torch_replica(rank: ranks.Rank, micro_batch: int, images_per_replica: int, e
         if distributed:
             dist.barrier()
 
-    outcome = timed_epochs(step, images, labels, micro_batch, epochs, sync)
+    def agree(steps: int) -> int:  # every replica runs the largest count, or DDP's exchanges would hang
+        if not distributed:
+            return steps
+        count = torch.tensor([steps], device=device)
+        dist.all_reduce(count, op=dist.ReduceOp.MAX)
+        return int(count.item())
+
+    if use_cuda:  # one GPU: the step captured once and replayed; several: DDP's exchanges, eager
+        fixed = not distributed and len(images) >= micro_batch
+        launched = CapturedStep(step, (images[:micro_batch], labels[:micro_batch]), device,
+                                "auto" if fixed else "eager", keep=(model, optimizer))
+        timed_step, launch = (lambda x, y: launched(x, y).clone()), launched.mode
+    else:
+        timed_step, launch = (lambda x, y: step(x, y).item()), "eager"
+    outcome = timed_epochs(timed_step, images, labels, micro_batch, epochs, sync,
+                           min_epoch_seconds=1.0 if use_cuda else 0.0, agree=agree)
+    outcome.update(precision=precision.name, launch=launch, device_name=describe(device).name)
     if distributed:
         dist.destroy_process_group()
     return outcome if rank.rank == 0 else None

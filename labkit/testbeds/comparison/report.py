@@ -23,7 +23,7 @@ from typing import Any, List, Optional
 from labkit import display
 from labkit.results import Run
 
-__all__ = ["show", "with_speedup", "speedup_table", "plot_speedup", "REFERENCE_MODEL"]
+__all__ = ["show", "with_speedup", "speedup_table", "plot_speedup", "duration", "REFERENCE_MODEL"]
 
 #: The columns :func:`show` gives of each configuration measured.
 SHOWN_COLUMNS = ["platform", "model", "replicas", "micro_batch", "images_per_epoch", "status", "note"]
@@ -84,13 +84,25 @@ def speedup_table(frame):
     table = pd.DataFrame({
         "platform": data["platform"], "model": data["model"], "replicas": data["replicas"],
         "micro-batch": data["micro_batch"],
-        "timed epoch": [number(v, "{:.1f} s") for v in data["epoch_s"]],
+        "timed epoch": [duration(v) for v in data["epoch_s"]],
         "throughput": [number(v, "{:.0f} images/s") for v in data["throughput"]],
         "speed-up": [number(v, "{:.2f}×") for v in data["speedup"]],
         "efficiency": [number(100 * v, "{:.0f} % of ideal") for v in data["efficiency"]],
         "status": data["status"], "note": data["note"],
     })
     return table.reset_index(drop=True)
+
+
+def duration(seconds: float) -> str:
+    """Seconds with three significant digits, in ms below one second: "6.12 ms", "812 ms", "2.40 s",
+    "259 s"; "" for none. A GPU's few-millisecond epoch never shows as "0.0 s"."""
+    if seconds != seconds:
+        return ""
+    value, unit = (seconds * 1e3, "ms") if seconds < 1 else (seconds, "s")
+    if value <= 0:
+        return "0 {}".format(unit)
+    decimals = max(0, 2 - math.floor(math.log10(float("{:.3g}".format(value)))))  # 9.996 -> "10.0"
+    return "{:.{}f} {}".format(value, decimals, unit)
 
 
 def _diverged_replicas(group) -> List[int]:

@@ -13,7 +13,11 @@ compilation (PopTorch), CUDA context creation and warm-up are left out.
 
 Replicas (run by :mod:`labkit.testbeds.comparison.replicas`):
 - CPU: ``torch.distributed`` with gloo, one single-threaded process per replica (up to the CPU count);
-- CUDA: ``torch.distributed`` with NCCL, one process per GPU (up to the GPU count);
+- CUDA: ``torch.distributed`` with NCCL, one process per GPU (up to the GPU count; several GPUs, a
+  Polaris node's four, are untested). Through ``labkit.accelerator``: bf16 autocast on a GPU of compute
+  capability 8.0 or newer; one replica's step captured as a CUDA graph and replayed; and each epoch
+  sized for the GPU (the images given, cycled) so that a timed epoch lasts at least a second, said in
+  the row's ``note`` with the images per epoch recorded. One GPU gives the one-replica row only;
 - IPU: PopTorch's ``Options().replicationFactor(n)`` in one process (verified only against a
   fake PopTorch speaking its API; run it on a Graphcore testbed to measure).
 Processes are started by :mod:`labkit.ranks` and meet through a rendezvous store the study's
@@ -40,7 +44,7 @@ from labkit.results import Run
 from labkit.testbeds.comparison.models import model_choice
 from labkit.testbeds.comparison.replicas import measure_ipu, measure_torch
 from labkit.testbeds.comparison.metrics import METRICS
-from labkit.testbeds.comparison.report import with_speedup
+from labkit.testbeds.comparison.report import duration, with_speedup
 
 __all__ = ["study", "measure", "load_reference", "display_table", "EXAMPLE_REFERENCE",
            "PUBLISHED_REFERENCE", "PUBLISHED_PROVENANCE", "REFERENCE_COLUMNS", "allowed_replicas",
@@ -107,7 +111,8 @@ def measure(replicas: int, micro_batch: int, images_per_epoch: int = 2048, epoch
     row: Dict[str, Any] = {"platform": "local " + device, "model": model, "replicas": replicas,
                            "micro_batch": micro_batch, "images_per_epoch": outcome["images"],
                            "first_epoch_s": times[0], "final_loss": losses[-1] if losses else float("nan"),
-                           "losses": list(losses)}
+                           "losses": list(losses), "precision": outcome.get("precision", "fp32"),
+                           "launch": outcome.get("launch", "eager"), "device_name": outcome.get("device_name", "")}
     if outcome["images"] == 0:
         row.update(status="too few images", throughput=float("nan"), epoch_s=float("nan"),
                    note="fewer images per replica than one micro-batch")
@@ -119,7 +124,20 @@ def measure(replicas: int, micro_batch: int, images_per_epoch: int = 2048, epoch
         row.update(status="diverged", note="diverged: " + reason)
     else:
         row.update(status="complete", note="")
+    sized = outcome.get("sized")
+    if sized:  # a GPU: say how the epoch was sized, and in which precision it ran
+        asked, took = sized
+        said = "{}; epoch sized for the {}: {:,} images took {}, so a timed epoch is {:,} images (the shard " \
+               "cycled) to last at least 1 s".format(_how(row), outcome.get("device_name", "GPU"), asked * micro_batch * replicas,
+                                                     duration(took), outcome["images"])
+        row["note"] = "; ".join(n for n in (row["note"], said) if n)
     return row
+
+
+def _how(row: Dict[str, Any]) -> str:
+    precision = {"bf16": "bf16 autocast", "tf32": "TF32"}.get(row["precision"], row["precision"])
+    return "{}, {}".format(precision, "steps replayed as a CUDA graph" if row["launch"] == "cuda graph"
+                           else "eager steps")
 
 
 def study(replicas: Sequence[int], micro_batches: Sequence[int], images_per_epoch: int = 2048, epochs: int = 2,
@@ -216,7 +234,12 @@ def as_run(frame, params: Dict[str, Any]):
     frame = with_speedup(frame)
     complete = frame[frame["status"] == "complete"]
     measured = frame[frame["throughput"] == frame["throughput"]]
+    import pandas as pd
+
     run = Run("comparison/ipu_vs_gpu", params=dict(params))
+    for key in ("precision", "launch", "device_name"):  # how the local steps ran (the environment: not compared between runs)
+        if key in frame.columns and len(frame):
+            run.environment[key] = ", ".join(str(v) for v in pd.unique(frame[key]))
     if frame.attrs.get("interrupted"):  # scaling.study stopped by the student: the configurations so far
         run.mark_interrupted(frame.attrs["interrupted"], "only the configurations measured before it are in the study.")
     METRICS.add(run, "best_throughput", float(complete["throughput"].max()) if len(complete) else float("nan"))
