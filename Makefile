@@ -14,7 +14,8 @@ export LABKIT_DATA_DIR := $(SHARED_MNIST)
 endif
 endif
 
-.PHONY: lab test test-quick test-flaky test-kernels test-lowest setup golden bench clean setup-browser test-browser book
+.PHONY: lab test test-quick test-flaky test-kernels test-lowest setup golden bench clean setup-browser test-browser book \
+	test-gpu
 
 setup: $(STAMP)
 
@@ -42,6 +43,12 @@ test: $(STAMP)
 # (tests/conftest.py marks the files that start kernels, servers, jobs or train).
 test-quick: $(STAMP)
 	$(PY) -m pytest tests -m "not slow and not timing" -q -p no:cacheprovider
+
+# The tests that need a CUDA GPU (tests/gpu, marked `gpu`): every training notebook on CUDA at small
+# sizes through a real kernel. Skipped, with the reason, where torch sees no GPU (so `make test` and
+# CI collect them as skipped). On a lent GPU machine without the venv: tests/gpu/device_check.sh.
+test-gpu: $(STAMP)
+	$(PY) -m pytest tests/gpu -m gpu -p no:cacheprovider -rs --durations=10
 
 # The tests marked `timing` (interrupts, queues, timeouts, kills), 20 runs while a busy loop per
 # core competes for the CPU (the loops stop by themselves); each test's passes out of 20.

@@ -282,9 +282,9 @@ def output_lines(path: Union[str, os.PathLike], containing: str) -> List[str]:
 
 #: Units whose values change from run to run on the same inputs (time and speed).
 UNSTABLE_UNITS = ("s", "ms", "us", "min", "h", "samples/s", "samples/sec", "images/s", "sequences/s",
-                  "tokens/s", "IPS", "it/s", "steps/s")
+                  "tokens/s", "IPS", "it/s", "steps/s", "TFLOP/s")
 #: Metric names that are timings even when recorded without a unit.
-UNSTABLE_NAME_PARTS = ("time", "throughput", "latency", "seconds", "rate", "ips", "duration")
+UNSTABLE_NAME_PARTS = ("time", "throughput", "latency", "seconds", "rate", "ips", "duration", "mfu")
 
 
 def is_unstable(run: Mapping[str, Any], metric: str) -> bool:

@@ -11,12 +11,15 @@ labkit's local inference server.
 
 Modules, one concern each: ``corpus`` (the offline corpus, a hub dataset, the train/validation
 split), ``tokenizer`` (training, wrapping and caching the tokenizer), ``presets`` (model sizes,
-``LlamaConfig``, a seeded model, memory checks), ``batches`` (token windows), ``training`` (the optimizer, one step, the measured loop).
+``LlamaConfig``, a seeded model, memory checks), ``batches`` (token windows), ``training`` (the optimizer, one step,
+the measured loop), ``device_plan`` (the preset, precision and checkpointing for this device, and its measured step).
 """
 
 from __future__ import annotations
 
 from labkit.llm.batches import encode_text, token_batches
+from labkit.llm.device_plan import (LlamaStepPlan, NothingFitsHere, flops_per_token, plan_llama,
+                                   training_memory_bytes)
 from labkit.llm.corpus import OFFLINE_CORPUS, Corpus, CorpusUnavailable, load_corpus, split_documents
 from labkit.llm.presets import (LLAMA2_VOCAB_SIZE, MODEL_SIZES, ModelTooLarge, available_memory_bytes, build_model,
                                 count_parameters,
@@ -31,4 +34,5 @@ __all__ = [
     "parameter_count", "training_bytes", "available_memory_bytes",
     "encode_text", "token_batches",
     "make_optimizer", "warmup_scheduler", "train_step", "train", "Report", "TrainResult", "MAX_GRAD_NORM",
+    "LlamaStepPlan", "NothingFitsHere", "plan_llama", "flops_per_token", "training_memory_bytes",
 ]

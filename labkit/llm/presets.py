@@ -119,10 +119,13 @@ def _seeded(seed: int):
 
 
 def build_model(model_size: str = "tiny", vocab_size: Optional[int] = None, max_seq_length: Optional[int] = None,
-                seed: int = 0, memory_bytes: Optional[int] = None) -> Any:
+                seed: int = 0, memory_bytes: Optional[int] = None, device: Any = None) -> Any:
     """A randomly initialised ``LlamaForCausalLM`` of the preset ``model_size`` (the same weights
     for the same seed, whatever the caller's random state). Refuses with :class:`ModelTooLarge`
-    when training it would need more than ``memory_bytes`` (default: this machine's memory)."""
+    when training it would need more than ``memory_bytes`` (default: this machine's memory).
+    ``device``: build it there directly (a GPU: LLaMA-2-7B's 27 GB of weights never pass through
+    host memory); None builds on the CPU, as before."""
+    import torch
     from transformers import LlamaForCausalLM
 
     config = model_config(model_size, vocab_size, max_seq_length)
@@ -135,7 +138,12 @@ def build_model(model_size: str = "tiny", vocab_size: Optional[int] = None, max_
                 model_size, parameter_count(model_size, vocab_size), needed / 2**30, memory / 2**30,
                 ", ".join(size for size in MODEL_SIZES if training_bytes(size, vocab_size) <= memory) or "none"))
     with _seeded(seed):
-        model = LlamaForCausalLM(config)
+        if device is None or torch.device(device).type == "cpu":
+            model = LlamaForCausalLM(config)
+        else:
+            torch.manual_seed(seed)  # seeds the GPU's generator too (the caller's CPU state is restored)
+            with torch.device(device):
+                model = LlamaForCausalLM(config)
     return model
 
 

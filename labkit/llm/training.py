@@ -16,6 +16,7 @@ every sample since the first step over the time since then.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, List, Mapping, Optional
@@ -36,7 +37,8 @@ def make_optimizer(model: Any, learning_rate: float = 1e-3, weight_decay: float 
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=learning_rate, betas=(0.9, 0.95), eps=1e-5)
+    fused = {"fused": True} if all(p.is_cuda for p in decay + no_decay) else {}  # one kernel for all tensors
+    return torch.optim.AdamW(groups, lr=learning_rate, betas=(0.9, 0.95), eps=1e-5, **fused)
 
 
 def warmup_scheduler(optimizer: Any, steps: int):
@@ -48,9 +50,10 @@ def warmup_scheduler(optimizer: Any, steps: int):
 
 
 def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any = "cpu",
-               scheduler: Any = None, max_grad_norm: Optional[float] = MAX_GRAD_NORM):
+               scheduler: Any = None, max_grad_norm: Optional[float] = MAX_GRAD_NORM, precision: Any = None):
     """One optimizer step on ``batch`` (``input_ids`` and ``labels``); the loss as a detached tensor
-    (not read back to the host, so a GPU is not made to wait every step)."""
+    (not read back to the host, so a GPU is not made to wait every step). ``precision``: a
+    :class:`labkit.accelerator.Precision` whose ``autocast`` wraps the forward (None: float32)."""
     import torch
 
     model.train()
@@ -58,7 +61,8 @@ def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any
     non_blocking = getattr(device, "type", str(device)) == "cuda"
     ids = batch["input_ids"].to(device, non_blocking=non_blocking)
     labels = batch["labels"].to(device, non_blocking=non_blocking) if batch["labels"] is not batch["input_ids"] else ids
-    loss = model(input_ids=ids, labels=labels).loss
+    with precision.autocast(device) if precision is not None else contextlib.nullcontext():
+        loss = model(input_ids=ids, labels=labels).loss
     loss.backward()
     if max_grad_norm:
         torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
@@ -96,6 +100,9 @@ class TrainResult:
     total_time: float = 0.0
     first_step_s: float = 0.0
     interrupted: str = ""
+    precision: str = "fp32"  # what the forward passes ran in
+    checkpointing: bool = False  # activation checkpointing (recompute in backward) was on
+    peak_memory_bytes: Optional[int] = None  # CUDA: torch.cuda.max_memory_allocated over the run
 
     @property
     def global_rate(self) -> float:
@@ -108,21 +115,33 @@ class TrainResult:
 
 def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_steps: int = 10, device: Any = "cpu",
           learning_rate: float = 1e-3, on_log: Optional[Callable[[Report], None]] = None, progress: Any = None,
-          stop: Any = None) -> TrainResult:
+          stop: Any = None, precision: Any = None, checkpointing: bool = False) -> TrainResult:
     """Train ``model`` for ``steps`` steps and measure it; ``on_log(Report)`` every ``log_steps``
     steps and at the last. ``progress``: anything with ``update(n)`` (a :func:`labkit.progress.bar`).
     ``stop``: a :class:`labkit.interrupts.StopRequest`: an interrupt ends the run at the next step
-    and ``result.interrupted`` says where. A non-finite loss ends it at the next report."""
+    and ``result.interrupted`` says where. A non-finite loss ends it at the next report. ``precision``: a
+    :class:`labkit.accelerator.Precision` (None: float32); ``checkpointing``: keep only each layer's
+    input and recompute the rest in backward (``gradient_checkpointing_enable``: what lets LLaMA-2-7B's
+    activations fit one GPU). On CUDA the result holds the run's peak memory."""
     import torch
 
     if steps < 1 or log_steps < 1:
         raise ValueError("steps and log_steps must be at least 1 (got {}, {})".format(steps, log_steps))
     device = torch.device(device) if isinstance(device, str) else device
     model.to(device)
+    if checkpointing:
+        model.gradient_checkpointing_enable()
+        model.config.use_cache = False
     optimizer = make_optimizer(model, learning_rate)
     scheduler = warmup_scheduler(optimizer, steps)
     result = TrainResult(0, 0, steps, str(device))
-    return run_steps(result, batches, steps, log_steps,
-                     lambda batch: train_step(model, batch, optimizer, device, scheduler), Report, device,
-                     RateTracker(), "first_step_s", ("batch_size", "sequence_length"), on_log=on_log,
-                     progress=progress, stop=stop)
+    result.precision, result.checkpointing = getattr(precision, "name", "fp32"), checkpointing
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    run_steps(result, batches, steps, log_steps,
+              lambda batch: train_step(model, batch, optimizer, device, scheduler, precision=precision), Report,
+              device, RateTracker(), "first_step_s", ("batch_size", "sequence_length"), on_log=on_log,
+              progress=progress, stop=stop)
+    if device.type == "cuda":
+        result.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
+    return result

@@ -12,7 +12,6 @@ that would take hours, is refused here (see ``allow_long_run``).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
@@ -27,15 +26,21 @@ from labkit.testbeds.cerebras.bert_large.modelzoo import run_modelzoo
 from labkit.testbeds.cerebras.bert_large.portable import run_portable
 from labkit.testbeds.cerebras.bert_large.spec import CEREBRAS_HELP, EXERCISE, LONG_RUN_SECONDS
 
-__all__ = ["BertLargePlan", "plan", "run_exercise", "run_bert", "compare", "estimated_seconds"]
+__all__ = ["BertLargePlan", "plan", "run_exercise", "run_bert", "compare", "estimated_seconds", "step_plan",
+           "SHOWN_SECONDS"]
+
+#: A CPU plan shows its measured time from this long up (a GPU's plan always shows it).
+SHOWN_SECONDS = 600
 
 
 @dataclass(repr=False)
 class BertLargePlan(RunPlan):
     """A :class:`labkit.plans.RunPlan` whose ``path`` is "log", "modelzoo" (the CS-2) or "portable",
-    with the Cerebras ``stack`` a "modelzoo" run uses."""
+    with the Cerebras ``stack`` a "modelzoo" run uses and, for a portable run, ``steps``: the precision,
+    micro-batch and launch :mod:`labkit.accelerator` chose and this machine's measured time."""
 
     stack: Optional[CerebrasStack] = None
+    steps: Optional[bert.StepPlan] = None
 
 
 def plan(config: Config) -> BertLargePlan:
@@ -67,9 +72,25 @@ def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
                 "; ".join(stack.missing), CEREBRAS_HELP))
         why = "no CS-2 here ({}); ".format("; ".join(stack.missing))
     device = devices.torch_device("auto" if config.target in ("CSX", "auto") else config.target)
-    _check_cost(config, device, sizes)
-    return BertLargePlan("portable", "the portable BERT on {} ({})".format(device, devices.device_name(device)),
-                         why + device_why("target", config.target, device), device=device)
+    steps = step_plan(config, device)
+    seconds = _check_cost(config, device, sizes, steps)
+    why += device_why("target", config.target, device)
+    where = "the portable BERT on {} ({})".format(device, devices.device_name(device))
+    if device.type != "cpu" or config.precision != "auto" or steps.micro_batch.accumulation > 1:
+        where += " in " + steps.precision.name  # a CPU's fp32 whole-batch eager steps read as they always did
+        why += "; " + steps.why()
+    more = []
+    if device.type != "cpu" or seconds >= SHOWN_SECONDS:
+        more.append("Time: about {} for {} step(s) (measured here: {})".format(_duration(seconds), config.max_steps,
+                                                                            steps.measured))
+    return BertLargePlan("portable", where, why, device=device, more=more, steps=steps)
+
+
+def step_plan(config: Config, device: Any, batch_size: Optional[int] = None, measure: bool = True) -> bert.StepPlan:
+    """Precision, micro-batch, launch and measured time per sample of a portable run (:func:`labkit.bert.plan_steps`)."""
+    batch = batch_size or config.batch_size
+    return bert.plan_steps(config.model_size, config.max_seq_length, batch, device, config.precision,
+                           config.micro_batch_size, samples=batch * config.max_steps, measure=measure)
 
 
 _plan_step = plan  # run_exercise's argument is called plan too
@@ -94,7 +115,7 @@ def run_bert(config: Config, chosen: Optional[BertLargePlan] = None, workdir: st
         return run
     if chosen.path == "modelzoo":
         return run_modelzoo(config, chosen.stack, workdir)
-    return run_portable(config, chosen.device, log_path=log_path)
+    return run_portable(config, chosen.device, log_path=log_path, steps=chosen.steps)
 
 
 @run_step
@@ -116,37 +137,37 @@ def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequen
             if chosen.path == "modelzoo":
                 found.append(run_modelzoo(config.replace(batch_size=size), chosen.stack, workdir))
             else:
-                found.append(run_portable(config.replace(batch_size=size), chosen.device))
+                found.append(run_portable(config.replace(batch_size=size), chosen.device))  # its own micro-batch
             if found[-1].status == "interrupted":  # the student stopped it: no more runs
                 break
     return found
 
 
 def estimated_seconds(config: Config, device: Any, batch_size: Optional[int] = None) -> float:
-    """A rough, deliberately optimistic time for a portable run (to refuse hopeless ones)."""
-    cfg = bert.model_config(config.model_size, config.max_seq_length)
-    layers, hidden, seq = cfg.num_hidden_layers, cfg.hidden_size, config.max_seq_length
-    per_token = 6 * (12 * layers * hidden * hidden + 2 * layers * seq * hidden) + 6 * 0.15 * cfg.vocab_size * hidden
-    tokens = (batch_size or config.batch_size) * config.max_steps * seq
-    kind = getattr(device, "type", str(device))
-    flops = {"cuda": 5e13, "mps": 5e12}.get(kind, 2e10 * (os.cpu_count() or 1))
-    return per_token * tokens / flops
+    """This machine's time for a portable run, from a measured probe (:func:`labkit.bert.plan_steps`)."""
+    batch = batch_size or config.batch_size
+    return step_plan(config, device, batch).seconds(batch * config.max_steps)
 
 
-def _check_cost(config: Config, device: Any, sizes: Optional[Sequence[int]] = None) -> None:
-    if config.allow_long_run:
-        return
+def _check_cost(config: Config, device: Any, sizes: Optional[Sequence[int]],
+                steps: Optional[bert.StepPlan] = None) -> float:
+    """The measured estimate for every batch size that will train; refuses one over LONG_RUN_SECONDS
+    (unless allow_long_run). The main batch's ``steps`` times the others' samples: the same time a sample."""
     if sizes is None:
         sizes = [config.batch_size] + list(config.compare_batch_sizes)
-    seconds = sum(estimated_seconds(config, device, b) for b in sizes)
+    steps = steps or step_plan(config, device, sizes[0])
+    seconds = sum(steps.seconds(b * config.max_steps) for b in sizes)
+    if config.allow_long_run:
+        return seconds
     if seconds > LONG_RUN_SECONDS:
         raise ParameterError([
             "model_size = {!r}, {}, max_steps = {}: on {} this portable training would take about {} "
-            "(a rough estimate); the CS-2 does it in minutes. Allowed here: something smaller, e.g. model_size='tiny', "
+            "(measured here: {}); the CS-2 does it in minutes. Allowed here: something smaller, e.g. model_size='tiny', "
             "batch_size=32, max_steps=100, log_steps=10; or read a CS-2 log with log_path; or set "
             "allow_long_run=True.".format(config.model_size, "batch_size = {}".format(sizes[0]) if len(sizes) == 1 else
                                           "batch sizes {}".format(list(sizes)), config.max_steps,
-                                          device, _duration(seconds))], EXERCISE)
+                                          device, _duration(seconds), steps.measured)], EXERCISE)
+    return seconds
 
 
 def _duration(seconds: float) -> str:
@@ -154,4 +175,6 @@ def _duration(seconds: float) -> str:
         return "{:.0f} days".format(seconds / 86400)
     if seconds >= 3600:
         return "{:.0f} hours".format(seconds / 3600)
-    return "{:.0f} minutes".format(seconds / 60)
+    if seconds >= 60:
+        return "{:.0f} minutes".format(seconds / 60)
+    return "{:.0f} seconds".format(seconds)

@@ -35,6 +35,10 @@ METRICS = MetricTable(
     Metric("warmup_time", "s", "portable run: seconds of the first step (allocation, kernel selection); the "
                                "CS-2 compile has no portable analogue", timing=True),
     Metric("setup_time", "s", "portable run: seconds building the model", timing=True),
+    Metric("peak_memory_gb", "GB", "portable run on CUDA: torch.cuda.max_memory_allocated over the training"),
+    Metric("model_tflops", "TFLOP/s", "portable run on CUDA: samples_per_sec x model FLOPs a sequence "
+                                      "(6 x parameters x tokens + attention)", timing=True),
+    Metric("mfu", "", "portable run on CUDA: model_tflops over the GPU's named bf16 dense peak", timing=True),
     # The log reader's names (labkit.logs gives a modelzoo log these), less the two above.
     *(m for m in LOG_METRICS if m.name not in ("steps", "final_loss")),
 )

@@ -25,8 +25,13 @@ __all__ = ["run_portable"]
 
 
 def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, log_path: Optional[str] = None,
-                 echo: Callable[[str], None] = print, progress: bool = True) -> Run:
+                 echo: Callable[[str], None] = print, progress: bool = True,
+                 steps: Optional[bert.StepPlan] = None) -> Run:
     """Train the portable BERT as ``config`` says, printing modelzoo-format log lines.
+
+    ``steps``: the precision, micro-batch and launch the plan chose (default: chosen here for this
+    batch size, by :func:`labkit.bert.plan_steps`); the run records them, and on CUDA its peak
+    memory, model TFLOP/s and MFU against the GPU's named bf16 peak.
 
     The lines also go to ``log_path`` when given, so ``labkit.logs`` reads this run as it
     reads a CS-2 log. Returns the run's record; ``warmup_time`` (the first step: allocation,
@@ -39,6 +44,11 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     from labkit.progress import bar
 
     batch_size = batch_size or config.batch_size
+    device = torch.device(device) if isinstance(device, str) else device
+    if steps is None or steps.micro_batch.global_batch != batch_size:
+        steps = bert.plan_steps(config.model_size, config.max_seq_length, batch_size, device, config.precision,
+                                config.micro_batch_size, samples=batch_size * config.max_steps, measure=False)
+    micro = steps.micro_batch
     lines: List[str] = []
     log = open(log_path, "w") if log_path else None
 
@@ -59,9 +69,9 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
                                                                     preset["hidden_size"], preset["num_attention_heads"],
                                                                     bert.count_parameters(model) / 1e6)))
         emit(info_line("Effective batch size is {}.".format(batch_size)))
-        if config.micro_batch_size and config.micro_batch_size < batch_size:
+        if micro.accumulation > 1:
             emit(info_line("Gradient accumulation: {} micro-batches of {} per step.".format(
-                batch_size // config.micro_batch_size, config.micro_batch_size)))
+                micro.accumulation, micro.size)))
         batches = bert.synthetic_batches(batch_size, config.max_seq_length, model.config.vocab_size, seed=config.seed)
         device_label = getattr(device, "type", str(device)).upper()
         pbar = bar(total=config.max_steps, desc="batch {}".format(batch_size), unit="step") if progress else None
@@ -73,8 +83,10 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
         try:
             with interrupts.graceful() as stop:
                 result = bert.train(model, batches, config.max_steps, config.log_steps, device,
-                                    learning_rate=config.learning_rate, micro_batch_size=config.micro_batch_size,
-                                    seed=config.seed, on_log=on_log, progress=pbar or False, stop=stop)
+                                    learning_rate=config.learning_rate,
+                                    micro_batch_size=micro.size if micro.accumulation > 1 else None,
+                                    seed=config.seed, on_log=on_log, progress=pbar or False, stop=stop,
+                                    precision=steps.precision, compile_model=steps.launch == "compiled")
         finally:
             if pbar is not None:
                 pbar.close()
@@ -91,6 +103,7 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     run = Run(exercise=EXERCISE, source="portable", params=config.to_dict())
     run.params["batch_size"] = batch_size
     run.params["device"] = str(device)
+    run.params["precision"] = steps.precision.name
     if result.interrupted:  # stopped by the student: what was measured so far
         run.mark_interrupted(result.interrupted, "its metrics cover only the steps before the interrupt.")
     elif loss_divergence(result.losses):  # bert.train stops early only on a non-finite loss
@@ -102,15 +115,41 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     run.add_series("global_rate", [e.step for e in result.logs], [e.global_rate for e in result.logs])
     METRICS.add(run, "setup_time", round(setup_time, 4))
     METRICS.add(run, "warmup_time", round(result.warmup_time, 4))
-    run.environment = devices.environment(device, {"parameters": bert.count_parameters(model)})
+    how = {"micro_batch": micro.size, "accumulation": micro.accumulation, "launch": steps.launch}
+    if result.peak_memory_bytes is not None:
+        how["peak_memory_bytes"] = result.peak_memory_bytes
+    run.environment = devices.environment(device, dict(how, parameters=bert.count_parameters(model)))
+    if result.peak_memory_bytes is not None:
+        _add_gpu_metrics(run, result, config, device)
     if log_path:
         run.environment["log_path"] = os.path.abspath(log_path)
     run.notes.append("Portable run: {} on synthetic masked-LM + next-sentence batches, not the CS-2. Rate and "
                      "GlobalRate follow the modelzoo's definitions.".format(device))
+    if device.type != "cpu" or steps.precision.name != "fp32":  # a CPU's fp32 note reads as it always did
+        from labkit.accelerator import TESTBED_PRECISION
+
+        run.notes.append("Precision here: {}; the CS-2 trains in {}.".format(steps.precision.why,
+                                                                              TESTBED_PRECISION["cs2"]))
     del model
     if getattr(device, "type", "") == "cuda":
         torch.cuda.empty_cache()
     return run
+
+
+def _add_gpu_metrics(run: Run, result: bert.TrainResult, config: Config, device: Any) -> None:
+    """Peak memory, model TFLOP/s and MFU (against the GPU's named bf16 peak) of a CUDA run."""
+    from labkit import accelerator
+
+    METRICS.add(run, "peak_memory_gb", round(result.peak_memory_bytes / 1e9, 2))
+    rate = run.metrics.get("samples_per_sec") or 0.0
+    flops = rate * bert.flops_per_sequence(config.model_size, config.max_seq_length)
+    METRICS.add(run, "model_tflops", round(flops / 1e12, 1))
+    info = accelerator.describe(device)
+    share = accelerator.mfu(flops, info)
+    if share is not None:
+        METRICS.add(run, "mfu", round(share, 3))
+        run.notes.append("MFU is model FLOP/s (6 x parameters x tokens + attention) over the {}.".format(
+            accelerator.peak_flops(info)[1]))
 
 
 def _add_train_metrics(run: Run, result: bert.TrainResult) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from labkit import bert
-from labkit.params import PATH, Config, Param, Spec, existing_file
+from labkit import accelerator, bert
+from labkit.params import INT_OR_AUTO, PATH, Config, Param, Spec, existing_file
 
 __all__ = ["SPEC", "EXERCISE", "DEFAULT_TEMPLATE", "MAX_STEPS", "LONG_RUN_SECONDS", "CEREBRAS_HELP"]
 
@@ -43,7 +43,7 @@ def _log_within_steps(config: Config):
 
 def _micro_batch_divides(config: Config):
     micro = config.micro_batch_size
-    if micro is not None and (micro > config.batch_size or config.batch_size % micro):
+    if micro not in (None, "auto") and (micro > config.batch_size or config.batch_size % micro):
         return ("micro_batch_size", "must divide batch_size = {} (gradient accumulation runs batch_size / "
                 "micro_batch_size micro-batches per step)".format(config.batch_size))
     return None
@@ -62,8 +62,12 @@ SPEC = Spec(
     Param("seed", int, 0, "seeds weights, data and dropout (runconfig.seed)", min=0, max=2**31 - 1),
     Param("log_path", PATH, None, "read this CS-2 log instead of training", optional=True, check=existing_file),
     Param("learning_rate", float, 1e-4, "AdamW learning rate (portable runs)", min=0, min_exclusive=True, max=1.0),
-    Param("micro_batch_size", int, None, "gradient-accumulation micro-batch; None lets the CS-2 compiler search",
-          optional=True, min=1, max=65536),
+    Param("micro_batch_size", INT_OR_AUTO, None, "gradient-accumulation micro-batch; None: the CS-2 compiler "
+          "searches (the params file's own value), 'auto' is written for the modelzoo to pick; on the portable path "
+          "None and 'auto' both take labkit.accelerator's choice (the largest that fits a GPU, the whole batch on a "
+          "CPU)", optional=True, min=1, max=65536),
+    Param("precision", str, "auto", "portable path: auto (bf16 autocast on an Ampere or newer GPU, fp32 on a CPU), "
+          "fp32, tf32 or bf16; the CS-2 trains in mixed precision whatever this says", choices=accelerator.PRECISIONS),
     Param("compare_batch_sizes", list, [], "homework: also train at these batch sizes here", item_type=int,
           check=_positive_ints),
     Param("compare_logs", list, [], "homework: CS-2 logs to compare (e.g. runs at 512, 1024, 2048)",

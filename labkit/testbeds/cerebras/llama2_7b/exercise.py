@@ -12,7 +12,8 @@ a laptop), is refused by the plan, in one line, with the estimated time and a ru
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Any, List, Optional
 
 from labkit import devices, llm
 from labkit.interrupts import run_step
@@ -21,21 +22,35 @@ from labkit.plans import RunPlan, device_why
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.host import CS3_HELP, cs3_node
 from labkit.testbeds.cerebras.llama2_7b.log import read_log
-from labkit.testbeds.cerebras.llama2_7b.portable import run_portable
-from labkit.testbeds.cerebras.llama2_7b.spec import COURSE, EXERCISE, LONG_RUN_SECONDS, PORTABLE_DEFAULTS, effective
+from labkit.testbeds.cerebras.llama2_7b.portable import VOCAB_SIZE, run_portable
+from labkit.testbeds.cerebras.llama2_7b.spec import (COURSE, EXERCISE, LONG_RUN_SECONDS, PORTABLE_DEFAULTS,
+                                                     PORTABLE_SIZE, effective)
 from labkit.testbeds.cerebras.llama2_7b.testbed import run_on_cs3
 
-__all__ = ["plan", "run_exercise", "estimated_seconds"]
+__all__ = ["LlamaPlan", "plan", "run_exercise", "estimated_seconds", "SHOWN_SECONDS"]
+
+#: A CPU plan shows its measured time from this long up (a GPU's plan always shows it).
+SHOWN_SECONDS = 600
 
 
-def estimated_seconds(model_size: str, batch_size: int, sequence_length: int, steps: int, device: Any) -> float:
-    """A rough, deliberately optimistic time for a portable run: 6 x parameters x tokens of
-    arithmetic (plus attention), at a speed typical of the device."""
+@dataclass(repr=False)
+class LlamaPlan(RunPlan):
+    """A :class:`labkit.plans.RunPlan`; a portable one holds ``steps``: the preset, precision and
+    checkpointing chosen for the device and its measured time a step (None where nothing was measured)."""
+
+    steps: Optional[llm.LlamaStepPlan] = None
+
+
+def estimated_seconds(model_size: str, batch_size: int, sequence_length: int, steps: int, device: Any,
+                      flops_per_second: Optional[float] = None) -> float:
+    """A portable run's time: 6 x parameters x tokens of arithmetic (plus attention) at
+    ``flops_per_second`` (measured by the plan's probe), or, where nothing was measured (a model that
+    does not fit here), at a nominal speed of the device."""
     config = llm.model_config(model_size, _portable_vocab(model_size))
     per_token = 6 * llm.parameter_count(model_size, config.vocab_size) + \
         12 * config.num_hidden_layers * config.hidden_size * sequence_length
     kind = getattr(device, "type", str(device))
-    flops = {"cuda": 5e13, "mps": 5e12}.get(kind, 2e10 * (os.cpu_count() or 1))
+    flops = flops_per_second or {"cuda": 5e13, "mps": 5e12}.get(kind, 2e10 * (os.cpu_count() or 1))
     return per_token * batch_size * sequence_length * steps / flops
 
 
@@ -51,42 +66,75 @@ def _duration(seconds: float) -> str:
     return "{:.0f} seconds".format(seconds)
 
 
-def _check_cost(config: Config, device: Any) -> None:
+def _candidates(config: Config, device: Any) -> List[str]:
+    """The presets to try, largest first: the one asked for; for "auto", every preset on a CUDA GPU,
+    PORTABLE_SIZE on a CPU or MPS (as before)."""
+    if config.model_size != "auto":
+        return [config.model_size]
+    if getattr(device, "type", str(device)) != "cuda":
+        return [PORTABLE_SIZE]
+    return sorted(llm.MODEL_SIZES, key=lambda size: -llm.parameter_count(size, VOCAB_SIZE))
+
+
+def _step_plan(config: Config, device: Any) -> Optional[llm.LlamaStepPlan]:
+    """The measured choice for a portable run; None on a CPU or MPS when the preset does not fit its
+    memory (the plan refuses it without building anything)."""
     values = effective(config, "portable")
-    seconds = estimated_seconds(values["model_size"], values["batch_size"], values["sequence_length"],
-                                values["steps"], device)
-    needed = llm.training_bytes(values["model_size"], _portable_vocab(values["model_size"]))
+    candidates = _candidates(config, device)
+    if getattr(device, "type", str(device)) != "cuda":
+        memory = llm.available_memory_bytes()
+        if memory is not None and llm.training_bytes(candidates[0], _portable_vocab(candidates[0])) > memory:
+            return None
+    budget = None if config.allow_long_run else LONG_RUN_SECONDS
+    try:
+        return llm.plan_llama(candidates, VOCAB_SIZE, values["batch_size"], values["sequence_length"],
+                              values["steps"], device, config.precision, budget_s=budget)
+    except llm.NothingFitsHere as exc:
+        raise ParameterError(["model_size = {!r}, batch_size = {}, sequence_length = {}: {}".format(
+            config.model_size, values["batch_size"], values["sequence_length"], exc)], EXERCISE) from None
+
+
+def _check_cost(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] = None) -> float:
+    values = effective(config, "portable")
+    size = steps.model_size if steps is not None else values["model_size"]
+    if steps is not None:
+        seconds = steps.seconds(values["steps"])
+    else:
+        seconds = estimated_seconds(size, values["batch_size"], values["sequence_length"], values["steps"], device)
+    needed = llm.training_bytes(size, _portable_vocab(size))
     memory = llm.available_memory_bytes()
-    too_big = memory is not None and needed > memory
+    too_big = steps is None and memory is not None and needed > memory
     if config.allow_long_run and not too_big or seconds <= LONG_RUN_SECONDS and not too_big:
-        return
+        return seconds
     memory_text = ", and needs about {:.0f} GiB of memory for {:.0f} GiB here".format(
         needed / 2**30, memory / 2**30) if too_big else ""
     raise ParameterError([
         "model_size = {!r}, batch_size = {}, sequence_length = {}, steps = {}: on {} this portable training would "
-        "take about {}{} (a rough estimate); the CS-3 runs the course's 200 steps in about 2 hours. Allowed here: "
+        "take about {}{} ({}); the CS-3 runs the course's 200 steps in about 2 hours. Allowed here: "
         "something smaller, e.g. model_size='small', batch_size={}, sequence_length={}, steps={}; or read a CS-3 log "
-        "with log_path{}.".format(values["model_size"], values["batch_size"], values["sequence_length"],
+        "with log_path{}.".format(size, values["batch_size"], values["sequence_length"],
                                   values["steps"], device, _duration(seconds), memory_text,
+                                  "measured here: " + steps.measured if steps is not None else
+                                  "a rough estimate: not measured, as it does not fit here",
                                   PORTABLE_DEFAULTS["batch_size"], PORTABLE_DEFAULTS["sequence_length"],
                                   PORTABLE_DEFAULTS["steps"], "" if too_big else "; or set allow_long_run=True")],
         EXERCISE)
 
 
-def plan(config: Config) -> RunPlan:
+def plan(config: Config) -> LlamaPlan:
     """Decide where ``config`` runs, before anything runs.
 
     ``device='CSX'`` without ``cszoo`` and the modelzoo raises :class:`labkit.devices.DeviceError`
     saying what is missing; a portable run that cannot finish in reasonable time raises
     ParameterError."""
     if config.log_path:
-        return RunPlan("log", "reads the CS-3 log at {} (nothing is trained)".format(config.log_path),
+        return LlamaPlan("log", "reads the CS-3 log at {} (nothing is trained)".format(config.log_path),
                        "log_path is set: the run is read from that log")
     why = ""
     if config.device in ("CSX", "auto"):
         missing = cs3_node(config.modelzoo_dir)
         if not missing and config.model_size in ("auto", "7b"):
-            return RunPlan("cs3", "the CS-3, with the course's `cszoo fit configs/params_llama2_7b.yaml`",
+            return LlamaPlan("cs3", "the CS-3, with the course's `cszoo fit configs/params_llama2_7b.yaml`",
                            "device={!r}, and cszoo and the modelzoo's LLaMA are here".format(config.device),
                            device="CSX")
         if config.device == "CSX":
@@ -96,12 +144,24 @@ def plan(config: Config) -> RunPlan:
         why = "no CS-3 here ({}); ".format("; ".join(missing)) if missing else "model_size={!r}; ".format(
             config.model_size)
     device = devices.torch_device("auto" if config.device in ("CSX", "auto") else config.device)
-    _check_cost(config, device)
+    steps = _step_plan(config, device)
+    seconds = _check_cost(config, device, steps)
     values = effective(config, "portable")
     where = "portable PyTorch on {} ({}): LLaMA {} preset, batch {} x {} tokens, {} steps".format(
-        device, devices.device_name(device), values["model_size"], values["batch_size"], values["sequence_length"],
+        device, devices.device_name(device), steps.model_size, values["batch_size"], values["sequence_length"],
         values["steps"])
-    return RunPlan("portable", where, why + device_why("device", config.device, device), device=device)
+    why += device_why("device", config.device, device)
+    if device.type != "cpu" or config.precision != "auto":
+        where += " in " + steps.precision.name  # a CPU's fp32 steps read as they always did
+        why += "; " + steps.why()
+    if config.model_size == "auto" and device.type == "cuda":
+        why += "; model_size='auto': the largest preset that fits {} and trains within 2 hours".format(
+            devices.device_name(device))
+    more = []
+    if device.type != "cpu" or seconds >= SHOWN_SECONDS:
+        more.append("Time: about {} for {} step(s) (measured here: {})".format(_duration(seconds), values["steps"],
+                                                                            steps.measured))
+    return LlamaPlan("portable", where, why, device=device, more=more, steps=steps)
 
 
 _plan_step = plan  # run_exercise's argument is called plan too
@@ -125,4 +185,4 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
         return run
     if chosen.path == "cs3":
         return run_on_cs3(config)  # None keeps the course's params file: only the student's changes are written
-    return run_portable(config, chosen.device)
+    return run_portable(config, chosen.device, steps=getattr(chosen, "steps", None))

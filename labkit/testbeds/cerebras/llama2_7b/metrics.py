@@ -37,6 +37,10 @@ _PORTABLE = (
     Metric("validation_loss", "", "portable: mean loss on held-out text after training (the corpus's validation "
                                   "split)"),
     Metric("parameters", "", "portable: the model's parameters (LLaMA-2-7B has 6.74 billion)"),
+    Metric("peak_memory_gb", "GB", "portable on CUDA: torch.cuda.max_memory_allocated over the training"),
+    Metric("model_tflops", "TFLOP/s", "portable on CUDA: tokens_per_s x (6 x parameters + attention) FLOPs a token",
+           timing=True),
+    Metric("mfu", "", "portable on CUDA: model_tflops over the GPU's named bf16 dense peak", timing=True),
 )
 
 #: Every metric of a LLaMA-2-7B run: a CS-3 log's (``cszoo fit``) and a portable run's.

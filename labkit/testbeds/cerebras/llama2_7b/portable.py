@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Optional
 
-from labkit import devices, interrupts, llm
+from labkit import accelerator, devices, interrupts, llm
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.params import Config
 from labkit.progress import bar
@@ -71,15 +71,30 @@ def _validation_loss(model: Any, ids: Any, batch_size: int, length: int, seed: i
     return sum(losses) / len(losses)
 
 
-def run_portable(config: Config, device: Any, echo: Callable[[str], None] = print, progress: bool = True) -> Run:
-    """Train the portable LLaMA as ``config`` says (None values: :data:`~.spec.PORTABLE_DEFAULTS`)."""
+def run_portable(config: Config, device: Any, echo: Callable[[str], None] = print, progress: bool = True,
+                 steps: Optional[llm.LlamaStepPlan] = None) -> Run:
+    """Train the portable LLaMA as ``config`` says (None values: :data:`~.spec.PORTABLE_DEFAULTS`).
+
+    ``steps``: the preset, precision and checkpointing the plan chose for the device (default: the
+    config's preset, ``precision`` resolved here, no checkpointing). The run records them, and on
+    CUDA its peak memory, model TFLOP/s and MFU against the GPU's named bf16 peak.
+    """
+    import torch
+
     values = effective(config, "portable")
+    device = torch.device(device) if isinstance(device, str) else device
+    if steps is None:
+        precision = accelerator.resolve_precision(config.precision, accelerator.describe(device))
+        steps = llm.LlamaStepPlan(values["model_size"], precision, False, float("nan"), "not measured")
+    values["model_size"] = steps.model_size
     setup_start = time.perf_counter()
     corpus = llm.load_corpus(config.corpus)
     tokenizer = llm.corpus_tokenizer(corpus, VOCAB_SIZE)
     train_ids = llm.encode_text(tokenizer, corpus.train)
+    on_gpu = device.type == "cuda"
+    memory = accelerator.describe(device).memory_bytes if on_gpu else None
     model = llm.build_model(values["model_size"], vocab_size=len(tokenizer), max_seq_length=values["sequence_length"],
-                            seed=values["seed"])
+                            seed=values["seed"], memory_bytes=memory, device=device if on_gpu else None)
     batches = llm.token_batches(train_ids, values["batch_size"], values["sequence_length"], seed=values["seed"])
     setup_s = time.perf_counter() - setup_start
     parameters = llm.count_parameters(model)
@@ -101,7 +116,8 @@ def run_portable(config: Config, device: Any, echo: Callable[[str], None] = prin
     try:
         with interrupts.graceful() as stop:
             result = llm.train(model, batches, values["steps"], values["log_steps"], device,
-                               learning_rate=values["learning_rate"], on_log=on_log, progress=pbar, stop=stop)
+                               learning_rate=values["learning_rate"], on_log=on_log, progress=pbar, stop=stop,
+                               precision=steps.precision, checkpointing=steps.checkpointing)
     finally:
         if pbar is not None:
             pbar.close()
@@ -111,8 +127,9 @@ def run_portable(config: Config, device: Any, echo: Callable[[str], None] = prin
         echo("{} INFO:   Training completed successfully!".format(_stamp()))
     echo(processed_line(result.total_samples, result.total_time))
     validation_ids = llm.encode_text(tokenizer, corpus.validation)
-    validation = _validation_loss(model, validation_ids, min(values["batch_size"], 8), values["sequence_length"],
-                                  values["seed"], device) if result.losses else float("nan")
+    with steps.precision.autocast(device):
+        validation = _validation_loss(model, validation_ids, min(values["batch_size"], 8), values["sequence_length"],
+                                      values["seed"], device) if result.losses else float("nan")
     return _record(config, values, device, result, setup_s, validation, parameters, corpus)
 
 
@@ -121,6 +138,7 @@ def _record(config: Config, values: dict, device: Any, result: Any, setup_s: flo
     run = Run(exercise=EXERCISE, source="portable", params=config.to_dict())
     run.params.update(values)
     run.params["device"] = str(device)
+    run.params["precision"] = result.precision
     if result.interrupted:
         run.mark_interrupted(result.interrupted, "its metrics cover only the steps before the interrupt.")
     elif loss_divergence(result.losses):
@@ -150,12 +168,24 @@ def _record(config: Config, values: dict, device: Any, result: Any, setup_s: flo
     run.add_series("loss", list(range(1, len(result.losses) + 1)), result.losses)
     run.add_series("rate", [r.step for r in logs], [r.rate for r in logs])
     run.add_series("global_rate", [r.step for r in logs], [r.global_rate for r in logs])
-    run.environment = devices.environment(device, {"parameters": parameters, "corpus": corpus.name,
-                                                   "corpus_fingerprint": corpus.fingerprint})
+    how = {"micro_batch": values["batch_size"], "accumulation": 1, "launch": "eager",
+           "checkpointing": result.checkpointing}
+    if result.peak_memory_bytes is not None:
+        how["peak_memory_bytes"] = result.peak_memory_bytes
+    run.environment = devices.environment(device, dict(how, parameters=parameters, corpus=corpus.name,
+                                                       corpus_fingerprint=corpus.fingerprint))
+    if result.peak_memory_bytes is not None:
+        _add_gpu_metrics(run, result, values, device, parameters)
+    shapes = ("LLaMA-2-7B's layers, its 32,000-token vocabulary cut to the tokenizer's" if values["model_size"] == "7b"
+              else "LLaMA-2's architecture, not its 7 billion parameters")
+    # a CPU's fp32 is what it always did: its note reads as before
+    precision = "" if device.type == "cpu" and result.precision == "fp32" else ", precision " + result.precision
     run.notes.append(
-        "Portable run: a {}-parameter LLaMA ({} preset, LLaMA-2's architecture, not its 7 billion parameters) on {}, "
-        "trained on {!r} text with a {}-token tokenizer; not the CS-3. Rate and GlobalRate follow the modelzoo's "
-        "definitions.".format(_millions(parameters), values["model_size"], device, corpus.name, VOCAB_SIZE))
+        "Portable run: a {}-parameter LLaMA ({} preset, {}) on {}, trained on {!r} text with a {}-token tokenizer{}; "
+        "not the CS-3. Rate and GlobalRate follow the modelzoo's definitions.".format(
+            _millions(parameters), values["model_size"], shapes, device, corpus.name, VOCAB_SIZE, precision))
+    if precision:
+        run.notes.append("The CS-3 trains in {}.".format(accelerator.TESTBED_PRECISION["cs3"]))
     if result.losses:
         run.notes.append(
             "The first step took {:.2f} s (memory allocation, kernel choice; the portable warm-up, not a compile): it "
@@ -163,6 +193,22 @@ def _record(config: Config, values: dict, device: Any, result: Any, setup_s: flo
             "nothing here stands for the CS-3's compile, appliance staging or checkpoint save.".format(
                 result.first_step_s, setup_s))
     return run
+
+
+def _add_gpu_metrics(run: Run, result: Any, values: dict, device: Any, parameters: int) -> None:
+    """Peak memory, model TFLOP/s and MFU (against the GPU's named bf16 peak) of a CUDA run."""
+    METRICS.add(run, "peak_memory_gb", round(result.peak_memory_bytes / 1e9, 2))
+    tokens = run.metrics.get("tokens_per_s") or 0.0
+    preset = llm.MODEL_SIZES[values["model_size"]]
+    flops = tokens * (6.0 * parameters + 12.0 * preset["num_hidden_layers"] * preset["hidden_size"]
+                      * values["sequence_length"])
+    METRICS.add(run, "model_tflops", round(flops / 1e12, 1))
+    info = accelerator.describe(device)
+    share = accelerator.mfu(flops, info)
+    if share is not None:
+        METRICS.add(run, "mfu", round(share, 3))
+        run.notes.append("MFU is model FLOP/s (6 x parameters x tokens + attention) over the {}.".format(
+            accelerator.peak_flops(info)[1]))
 
 
 def _millions(count: int) -> str:

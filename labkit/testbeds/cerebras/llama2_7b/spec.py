@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
+from labkit.accelerator import PRECISIONS
 from labkit.llm import MODEL_SIZES
 from labkit.params import PATH, Config, Param, Spec, existing_file
 
@@ -37,7 +38,7 @@ COURSE: Dict[str, Any] = {"model_size": "7b", "batch_size": 1024, "steps": 200, 
 PORTABLE_DEFAULTS: Dict[str, Any] = {"batch_size": 8, "steps": 40, "log_steps": 5, "sequence_length": 128,
                                      "learning_rate": 1e-3, "seed": 0}
 
-#: The preset model_size="auto" trains on the portable path.
+#: The preset model_size="auto" trains on the portable path on a CPU or MPS (a CUDA GPU: the largest that fits).
 PORTABLE_SIZE = "small"
 
 MAX_STEPS = 1000000
@@ -66,7 +67,10 @@ SPEC = Spec(
     Param("learning_rate", float, None, "peak AdamW learning rate; None: the course's schedule on a CS-3, "
           "1e-3 portable", optional=True, min=0, min_exclusive=True, max=1.0),
     Param("model_size", str, "auto", "LLaMA preset: 7b (the course's, on a CS-3), small or tiny (portable); auto: "
-          "7b on a CS-3, small elsewhere", choices=("auto",) + tuple(MODEL_SIZES)),
+          "7b on a CS-3; on a CUDA GPU the largest preset that fits it and trains within 2 hours (7b on an H200); "
+          "small on a CPU or MPS", choices=("auto",) + tuple(MODEL_SIZES)),
+    Param("precision", str, "auto", "portable path: auto (bf16 autocast on an Ampere or newer GPU, fp32 on a CPU), "
+          "fp32, tf32 or bf16; the CS-3 trains in mixed precision whatever this says", choices=PRECISIONS),
     Param("device", str, "auto", "CSX (cszoo fit on a CS-3), cuda, mps, cpu, or auto",
           choices=("auto", "CSX", "cuda", "mps", "cpu")),
     Param("log_path", PATH, None, "read this CS-3 log (cszoo fit ... |& tee mytest.log) instead of training",

@@ -131,6 +131,11 @@ def train_rank(rank: rank_launcher.Rank, settings: Dict[str, Any], device_kind: 
     rank.join_group(backend)
     from labkit import bert
 
+    # precision and micro-batch from labkit.accelerator (on CUDA its probe trains a model of its own,
+    # so this rank's replica is untouched)
+    steps = bert.plan_steps(settings["model_size"], settings["max_seq_length"], settings["batch_size"], device,
+                            settings.get("precision", "auto"), settings.get("micro_batch_size"), measure=False)
+    micro = steps.micro_batch
     model = bert.build_model(settings["model_size"], settings["max_seq_length"], settings["seed"]).to(device)
     torch.manual_seed(settings["seed"] * 100003 + rank.rank)  # dropout: reproducible, different per rank
     optimizer = AllReduceOptimizer(bert.make_optimizer(model, learning_rate=settings["learning_rate"]), rank.world_size)
@@ -141,7 +146,8 @@ def train_rank(rank: rank_launcher.Rank, settings: Dict[str, Any], device_kind: 
         rank.report("ready")
     start = time.perf_counter()
     for step in range(1, settings["steps"] + 1):
-        loss = bert.train_step(model, next(batches), optimizer, device)
+        loss = bert.train_step(model, next(batches), optimizer, device,
+                               micro.size if micro.accumulation > 1 else None, steps.precision)
         if rank.rank == 0:
             rank.report("step", step, float(loss))
     if device_kind == "cuda":
@@ -155,5 +161,10 @@ def train_rank(rank: rank_launcher.Rank, settings: Dict[str, Any], device_kind: 
     in_sync = max(sums) - min(sums) <= 1e-9 * max(1.0, abs(checksum))
     dist.destroy_process_group()
     if rank.rank == 0:
-        return {"e2e_train_time": e2e, "backend": backend, "replicas_in_sync": in_sync}
+        done = {"e2e_train_time": e2e, "backend": backend, "replicas_in_sync": in_sync,
+                "precision": steps.precision.name, "micro_batch": micro.size, "accumulation": micro.accumulation,
+                "launch": "eager"}
+        if device_kind == "cuda":
+            done["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated(device))
+        return done
     return None

@@ -66,6 +66,16 @@ def _memory_estimate(config: Config, ranks: int) -> Tuple[float, float]:
     return per_rank, per_rank * ranks
 
 
+def _weights_bytes(config: Config) -> float:
+    """fp32 weights, gradients, two AdamW moments and the all-reduce buffer: 20 bytes a parameter."""
+    from labkit import bert
+
+    preset = dict(bert.MODEL_SIZES[config.model_size])
+    vocab = preset.pop("vocab_size", bert.BERT_VOCAB_SIZE)
+    h, layers, ffn = preset["hidden_size"], preset["num_hidden_layers"], preset["intermediate_size"]
+    return 20.0 * (vocab * h + 512 * h + layers * (4 * h * h + 2 * h * ffn) + h * h)
+
+
 def _available_memory(device_kind: str) -> float:
     if device_kind == "cuda":
         import torch
@@ -120,7 +130,8 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     device_kind, notes = _choose_device(config.device, ranks)
     per_rank, total = _memory_estimate(config, ranks)
     available = _available_memory(device_kind)
-    needed = per_rank if device_kind == "cuda" else total
+    # On CUDA the micro-batch probe backs off to what fits, so only the weights and optimizer state must
+    needed = _weights_bytes(config) if device_kind == "cuda" else total
     if needed > 0.9 * available:
         raise TooBigForMemory([
             "model_size={!r} with ntasks={}, batch_size={}, max_seq_length={}: the portable run needs about "
@@ -135,7 +146,8 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     # scaling, not thread counts.
     slots = config.nodes * config.ntasks_per_node
     threads = max(1, min(config.cpus_per_task, (os.cpu_count() or 1) // max(slots, ranks)))
-    settings = {k: config[k] for k in ("model_size", "max_seq_length", "seed", "batch_size", "steps", "learning_rate")}
+    settings = {k: config[k] for k in ("model_size", "max_seq_length", "seed", "batch_size", "steps", "learning_rate",
+                                       "precision", "micro_batch_size")}
     outcome = launch_bert_ranks(ranks, settings, device_kind, threads, timeout=timeout, show=show)
     result, steps_done, losses = outcome.result, outcome.steps, outcome.losses
     if result is None:  # interrupted: the steps rank 0 reported, without the end-to-end time
@@ -152,6 +164,7 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     METRICS.add(run_, "throughput_per_task", tokens / ranks)
     METRICS.add(run_, "final_loss", losses[-1] if losses else float("nan"))
     METRICS.add(run_, "replicas_in_sync", bool(result["replicas_in_sync"]))
+    run_.params["precision"] = result.get("precision", "fp32")
     if not result["replicas_in_sync"]:
         run_.status = "failed"
         run_.notes.append("The ranks' weights differ after training: the gradient all-reduce did not keep the "
@@ -166,7 +179,14 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
                           ranks, device_kind.upper(), "es" if ranks > 1 else "", "nccl" if device_kind == "cuda" else "gloo",
                           threads, "s" if threads > 1 else ""))
     run_.notes.extend(notes)
-    run_.environment = devices.environment(torch.device(device_kind), {"backend": result["backend"], "ranks": ranks})
+    if run_.params["precision"] != "fp32":  # a CPU's fp32 notes read as they always did
+        from labkit.accelerator import TESTBED_PRECISION
+
+        run_.notes.append("Precision here: {}; the SN30 trains in {}.".format(run_.params["precision"],
+                                                                               TESTBED_PRECISION["sn30"]))
+    how = {k: result[k] for k in ("micro_batch", "accumulation", "launch", "peak_memory_bytes") if k in result}
+    run_.environment = devices.environment(torch.device(device_kind), dict(how, backend=result["backend"],
+                                                                           ranks=ranks))
     return run_
 
 

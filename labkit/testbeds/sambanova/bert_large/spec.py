@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from labkit import jobs
-from labkit.params import PATH, Config, Param, Spec, existing_file
+from labkit import accelerator, jobs
+from labkit.params import INT_OR_AUTO, PATH, Config, Param, Spec, existing_file
 
 __all__ = ["SPEC", "EXERCISE", "MODEL_SIZES", "slurm_request", "describe_request"]
 
@@ -42,6 +42,12 @@ SPEC = Spec(
     Param("target", str, "auto", choices=TARGETS,
           help="auto: log if log_path is given, the testbed on a SambaNova node, else portable"),
     Param("device", str, "auto", choices=("auto", "cuda", "cpu"), help="portable run: GPUs (NCCL) or CPU (gloo)"),
+    Param("precision", str, "auto", choices=accelerator.PRECISIONS,
+          help="portable run: auto (bf16 autocast on an Ampere or newer GPU, fp32 on a CPU), fp32, tf32 or bf16; "
+               "the SN30 trains in mixed precision whatever this says"),
+    Param("micro_batch_size", INT_OR_AUTO, None, optional=True, min=1, max=65536,
+          help="portable run: gradient-accumulation micro-batch per rank; None or 'auto': the largest that fits "
+               "the GPU (a measured probe), the whole batch on a CPU"),
     Param("seed", int, 0, min=0, max=2 ** 31 - 1),
     Param("log_path", PATH, None, optional=True, check=existing_file,
           help="a SambaNova training log (or slurm-<id>.out) to read instead of running"),
@@ -79,7 +85,15 @@ def _check_sweep(config: Config) -> Optional[Tuple[str, str]]:
     return None
 
 
-SPEC.checks.extend([_check_slurm_request, _check_sweep])
+def _check_micro_batch(config: Config) -> Optional[Tuple[str, str]]:
+    micro = config.micro_batch_size
+    if micro not in (None, "auto") and (micro > config.batch_size or config.batch_size % micro):
+        return "micro_batch_size", "must divide batch_size = {} (the micro-batches of one step)".format(
+            config.batch_size)
+    return None
+
+
+SPEC.checks.extend([_check_slurm_request, _check_sweep, _check_micro_batch])
 
 
 def describe_request(config: Config) -> str:

@@ -1,0 +1,185 @@
+"""Which LLaMA preset trains here, in which precision, and how long a step takes on this machine.
+
+    from labkit import llm
+    chosen = llm.plan_llama(["7b", "small", "tiny"], 2048, 8, 128, 40, torch.device("cuda"))
+    chosen.model_size, chosen.precision.name, chosen.checkpointing    # "7b", "bf16", True on an H200
+    chosen.seconds(40)                                               # measured, not assumed
+
+Each candidate (largest first) must fit the device's memory by arithmetic (:func:`training_memory_bytes`:
+fp32 weights, gradients and AdamW moments, and the activations, with activation checkpointing when
+they would not fit otherwise) and then train real steps there: a CUDA candidate that runs out of
+memory anyway, or whose measured run would exceed ``budget_s``, gives way to the next. On a CPU
+or MPS the step is measured on the preset itself when it is small, else on one decoder layer of
+its width (the model's FLOPs over the FLOP/s that layer reached). Measurements are kept for the process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from labkit import accelerator
+from labkit.llm.presets import MODEL_SIZES, build_model, model_config, parameter_count
+
+__all__ = ["LlamaStepPlan", "plan_llama", "flops_per_token", "training_memory_bytes", "NothingFitsHere",
+           "PROBE_FLOPS"]
+
+#: About the FLOPs of a CPU/MPS probe step: a second or less on two busy cores.
+PROBE_FLOPS = 2e10
+
+_MEASURED: Dict[Tuple[Any, ...], float] = {}
+
+
+class NothingFitsHere(accelerator.AcceleratorError):
+    """No candidate preset trains on this device; the message says what would."""
+
+
+@dataclass(frozen=True)
+class LlamaStepPlan:
+    """The preset, precision and checkpointing chosen, and this machine's measured seconds a step."""
+
+    model_size: str
+    precision: accelerator.Precision
+    checkpointing: bool
+    seconds_per_step: float
+    measured: str
+    skipped: Tuple[str, ...] = ()  # why larger candidates were passed over
+
+    def seconds(self, steps: int) -> float:
+        return self.seconds_per_step * steps
+
+    def why(self) -> str:
+        parts = [self.precision.why]
+        if self.checkpointing:
+            parts.append("activation checkpointing (the activations would not fit otherwise)")
+        return "; ".join(parts + list(self.skipped))
+
+
+def flops_per_token(model_size: str, vocab_size: int, sequence_length: int) -> float:
+    """Model FLOPs to train one token: 6 x parameters plus attention's 12 x layers x hidden x length
+    (the formula ../shared/gpu/llama7b.py uses)."""
+    preset = MODEL_SIZES[model_size]
+    return (6.0 * parameter_count(model_size, vocab_size)
+            + 12.0 * preset["num_hidden_layers"] * preset["hidden_size"] * sequence_length)
+
+
+def training_memory_bytes(model_size: str, vocab_size: int, batch_size: int, sequence_length: int,
+                          checkpointing: bool) -> float:
+    """Bytes to train a preset with AdamW: 16 a parameter (fp32 weights, gradients, two moments) and
+    the activations kept for backward (all of each layer's, about 34 x hidden + 5 x heads x length
+    bytes-ish a token in bf16; with checkpointing only each layer's input, plus one layer's), and the
+    logits in fp32. A rough upper estimate, to choose before allocating."""
+    preset = MODEL_SIZES[model_size]
+    hidden, layers, heads = preset["hidden_size"], preset["num_hidden_layers"], preset["num_attention_heads"]
+    tokens = batch_size * sequence_length
+    per_layer = tokens * (34 * hidden + 5 * heads * sequence_length) * 2.0
+    activations = layers * tokens * hidden * 4.0 + per_layer if checkpointing else layers * per_layer
+    return 16.0 * parameter_count(model_size, vocab_size) + activations + tokens * vocab_size * 12.0
+
+
+def plan_llama(candidates: Sequence[str], vocab_size: int, batch_size: int, sequence_length: int, steps: int,
+               device: Any, precision: str = "auto", budget_s: Optional[float] = None) -> LlamaStepPlan:
+    """The first of ``candidates`` (largest first) that fits ``device`` and, measured, trains ``steps``
+    steps within ``budget_s`` (the last one that fits is taken whatever its time, for the plan to refuse);
+    raises :class:`NothingFitsHere` saying what would, when none fits."""
+    import torch
+
+    device = torch.device(device) if isinstance(device, str) else device
+    info = accelerator.describe(device)
+    chosen = accelerator.resolve_precision(precision, info)
+    memory = info.memory_bytes if info.kind == "cuda" else None
+    skipped: List[str] = []
+    fitting: Optional[LlamaStepPlan] = None
+    for size in candidates:
+        checkpointing = False
+        if memory is not None:
+            plain = training_memory_bytes(size, vocab_size, batch_size, sequence_length, False)
+            checkpointing = plain > 0.9 * memory
+            if training_memory_bytes(size, vocab_size, batch_size, sequence_length, True) > 0.9 * memory:
+                skipped.append("{} needs about {:.0f} GB to train, more than {}".format(
+                    size, training_memory_bytes(size, vocab_size, batch_size, sequence_length, True) / 1e9,
+                    info.describe()))
+                continue
+        try:
+            seconds, how = _measure(size, vocab_size, batch_size, sequence_length, device, info, chosen, checkpointing)
+        except BaseException as exc:  # noqa: B902 - only out-of-memory is caught
+            if not accelerator.is_out_of_memory(exc):
+                raise
+            del exc
+            if info.kind == "cuda":
+                torch.cuda.empty_cache()
+            skipped.append("{} ran out of memory in its probe step".format(size))
+            continue
+        fitting = LlamaStepPlan(size, chosen, checkpointing, seconds, how, tuple(skipped))
+        if budget_s is None or fitting.seconds(steps) <= budget_s:
+            return fitting
+        skipped.append("{} would take about {:.0f} s for {} steps".format(size, fitting.seconds(steps), steps))
+    if fitting is not None:
+        return fitting
+    raise NothingFitsHere(
+        "No LLaMA preset among {} trains on {}: {}. What would: a smaller batch_size or sequence_length, "
+        "model_size='small' or 'tiny', or a GPU with more memory (LLaMA-2-7B's shapes need about 110 GB: an "
+        "NVIDIA H200, 141 GB; an 80 GB H100 or A100 would need the weights sharded over several GPUs, which "
+        "labkit does not do).".format(", ".join(candidates), info.describe(), "; ".join(skipped)))
+
+
+def _measure(size: str, vocab: int, batch: int, seq: int, device: Any, info: accelerator.DeviceInfo,
+             chosen: accelerator.Precision, checkpointing: bool) -> Tuple[float, str]:
+    key = (size, vocab, batch, seq, str(device), info.name, chosen.name, checkpointing)
+    if key not in _MEASURED:
+        if info.kind == "cuda":
+            _MEASURED[key] = _measure_model(size, vocab, batch, seq, device, chosen, checkpointing, repeats=2)
+        else:
+            _MEASURED[key] = _measure_small(size, vocab, batch, seq, device, chosen)
+    seconds = _MEASURED[key]
+    return seconds, "{} steps of the {} preset, batch {} x {} tokens on {}: {:.3g} s a step".format(
+        3 if info.kind == "cuda" else 2, size, batch, seq, info.name, seconds)
+
+
+def _measure_model(size: str, vocab: int, batch: int, seq: int, device: Any, chosen: accelerator.Precision,
+                   checkpointing: bool, repeats: int, layers: Optional[int] = None) -> float:
+    """Seconds a training step of the preset (``layers``: only that many of its decoder layers)."""
+    import torch
+
+    from labkit.llm.training import make_optimizer, train_step
+
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        if layers is None:
+            model = build_model(size, vocab_size=vocab, max_seq_length=seq, seed=0, memory_bytes=2 ** 62,
+                                device=device)
+        else:
+            from transformers import LlamaForCausalLM
+
+            config = model_config(size, vocab, seq)
+            config.num_hidden_layers = layers
+            model = LlamaForCausalLM(config).to(device)
+        try:
+            if checkpointing:
+                model.gradient_checkpointing_enable()
+                model.config.use_cache = False
+            optimizer = make_optimizer(model)
+            ids = torch.randint(0, vocab, (batch, seq), device=device)
+            batch_ = {"input_ids": ids, "labels": ids}
+            return accelerator.measure_step_seconds(lambda: train_step(model, batch_, optimizer, device,
+                                                                       precision=chosen),
+                                                    device, warmup=1, repeats=repeats)
+        finally:
+            del model
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+
+
+def _measure_small(size: str, vocab: int, batch: int, seq: int, device: Any, chosen: accelerator.Precision) -> float:
+    """CPU/MPS: the preset itself when a step is within PROBE_FLOPS, else a one-layer model of its width
+    (fewer sequences) whose FLOP/s, over the preset's FLOPs a step, gives the step's time."""
+    step_flops = flops_per_token(size, vocab, seq) * batch * seq
+    if step_flops <= PROBE_FLOPS:
+        return _measure_model(size, vocab, batch, seq, device, chosen, False, repeats=1)
+    preset = MODEL_SIZES[size]
+    hidden, layers = preset["hidden_size"], preset["num_hidden_layers"]
+    per_layer = (flops_per_token(size, vocab, seq) - 6.0 * (2 * vocab * hidden + hidden)) / layers
+    one_layer_per_token = per_layer + 6.0 * (2 * vocab * hidden + hidden)
+    rows = int(max(1, min(batch, PROBE_FLOPS // (one_layer_per_token * seq))))
+    seconds = _measure_model(size, vocab, rows, seq, device, chosen, False, repeats=1, layers=1)
+    return step_flops / (one_layer_per_token * rows * seq / seconds)
