@@ -33,7 +33,7 @@ __all__ = ["class_html", "COLOURS", "figure_id"]
 COLOURS = {"testbed log": "#1f77b4", "testbed run": "#17becf", "saved response": "#9467bd",
            "portable: CPU": "#ff7f0e", "portable: GPU": "#2ca02c"}
 _FAR = "#d62728"
-_W, _H, _LEFT, _BOTTOM, _TOP = 560, 230, 64, 44, 12
+_W, _H, _LEFT, _BOTTOM, _TOP = 480, 230, 64, 44, 12
 _STYLE = ("body{font-family:sans-serif;max-width:64em;margin:1.5em auto;color:#222}h2{margin-top:2em}"
           "figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top}figcaption{font-weight:bold}"
           "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;"
@@ -71,7 +71,7 @@ def _jitter(row: Mapping[str, Any]) -> float:
 def _scale(values: List[float]) -> Tuple[Any, List[float], bool]:
     """A value -> y pixel function, its ticks, and whether it is logarithmic."""
     low, high = min(values), max(values)
-    log = low > 0 and high / low >= 30
+    log = low > 0 and high / low >= 10
     f = math.log10 if log else (lambda v: v)
     a, b = f(low), f(high)
     if a == b:
@@ -102,19 +102,25 @@ def _figure(rows: List[Dict[str, Any]], far: set, title: str, unit: str, paramet
                  '</text>'.format((_H - _BOTTOM + _TOP) / 2, (_H - _BOTTOM + _TOP) / 2, escape(unit or "value"),
                                   " (log)" if log else ""))
     for c in cats:
-        values = sorted(r["value"] for r in rows if r["parameter_value"] == c)
         parts.append('<text x="{:.1f}" y="{}" font-size="10" text-anchor="middle">{}</text>'.format(
             x0[c], _H - _BOTTOM + 14, escape(c or "not given")))
-        if len(values) >= 2:
-            q1, q3 = (values[0], values[-1]) if len(values) < 4 else tuple(statistics.quantiles(values, n=4)[::2])
-            parts.append('<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="#eee" stroke="#ccc">'
-                         '<title>middle half of the class: {} to {}</title></rect>'.format(
-                             x0[c] - step * 0.35, y(q3), step * 0.7, max(y(q1) - y(q3), 1), _fmt(q1), _fmt(q3)))
-        median = statistics.median(values)
-        parts.append('<line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="#000" stroke-width="2">'
-                     '<title>class median: {} {}</title></line>'.format(
-                         x0[c] - step * 0.38, x0[c] + step * 0.38, y(median), y(median), _fmt(median),
-                         escape(unit)))
+        places: Dict[str, List[float]] = {}  # the testbed's runs and the portable ones have medians of their own
+        for r in rows:
+            if r["parameter_value"] == c:
+                places.setdefault(r["kind"] if r["kind"].startswith("portable") else "testbed", []).append(r["value"])
+        for place, values in sorted(places.items()):
+            values.sort()
+            if len(values) >= 2:
+                q1, q3 = (values[0], values[-1]) if len(values) < 4 else tuple(statistics.quantiles(values, n=4)[::2])
+                parts.append('<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="#eee" stroke="#ccc">'
+                             '<title>middle half of the class ({}): {} to {}</title></rect>'.format(
+                                 x0[c] - step * 0.35, y(q3), step * 0.7, max(y(q1) - y(q3), 1), escape(place),
+                                 _fmt(q1), _fmt(q3)))
+            median = statistics.median(values)
+            parts.append('<line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="#000" stroke-width="2">'
+                         '<title>class median ({}): {} {}</title></line>'.format(
+                             x0[c] - step * 0.38, x0[c] + step * 0.38, y(median), y(median), escape(place),
+                             _fmt(median), escape(unit)))
     parts.append('<text x="{}" y="{}" font-size="11" text-anchor="middle">{}</text>'.format(
         (_LEFT + _W) / 2, _H - 8, escape(parameter or "parameter")))
     for r in rows:
@@ -242,7 +248,7 @@ def class_html(data: ClassData) -> str:
         "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{title}: the class</title><style>{style}</style>"
         "</head><body><h1>{title}: the class at a glance</h1><p>{n} students, {points} measured points in {runs} "
         "runs the grader's own execution recorded. Each point is one run (an inference run per endpoint); the "
-        "black line is the class median at that value, the grey box the middle half of the class. Hover a point "
+        "black line is the class median at that value, the grey box the middle half of the class (the testbed's runs and the portable runs apart). Hover a point "
         "for the student and the run.</p><p class='legend'>{kinds}<span><i class='dot' style='border:2px solid "
         "{far}'></i>far from the class</span></p><h2 id='measurements'>What the class measured</h2>{figures}"
         "<h2 id='outliers'>Far from the class ({nfar})</h2><p class='small' id='rule'>{rule}</p>{outliers}{flagged}"
