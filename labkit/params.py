@@ -21,17 +21,13 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 from labkit.errors import LabkitError
 
-__all__ = ["Param", "Spec", "Config", "ParameterError", "StaleConfigError", "check_current", "PATH", "INT_OR_AUTO",
-           "injected_names", "existing_file", "usable_directory"]
+__all__ = ["Param", "Spec", "Config", "ParameterError", "StaleConfigError", "check_current", "PATH", "injected_names",
+           "existing_file", "usable_directory"]
 
 #: Declared type for a filesystem path given as text.
 PATH = "path"
 
-#: Declared type for a whole number or the word "auto" (the Cerebras modelzoo's ``micro_batch_size``).
-INT_OR_AUTO = "int or 'auto'"
-
-_TYPE_NAMES = {int: "int", float: "float", str: "str", bool: "bool", list: "list", PATH: "path",
-               INT_OR_AUTO: INT_OR_AUTO}
+_TYPE_NAMES = {int: "int", float: "float", str: "str", bool: "bool", list: "list", PATH: "path"}
 
 
 class ParameterError(LabkitError, ValueError):
@@ -72,7 +68,7 @@ class StaleConfigError(ParameterError):
 class Param:
     """One declared parameter: its type, default and allowed range.
 
-    ``type`` is ``int``, ``float``, ``str``, ``bool``, ``list``, :data:`PATH` or :data:`INT_OR_AUTO`. An ``int``
+    ``type`` is ``int``, ``float``, ``str``, ``bool``, ``list`` or :data:`PATH`. An ``int``
     is accepted where a ``float`` is declared (and converted); a ``bool`` is never accepted
     as a number. ``optional`` allows ``None``. ``check`` is a function returning a
     problem text, or ``None`` when the value is fine.
@@ -129,7 +125,7 @@ class Param:
         if self.choices is not None and value not in self.choices:
             hint = _did_you_mean(str(value), [str(c) for c in self.choices])
             raise ValueError("not one of the choices" + hint)
-        if self.type in (int, float) or (self.type == INT_OR_AUTO and value != "auto"):
+        if self.type in (int, float):
             if self.type is float and not math.isfinite(value):
                 raise ValueError("not a finite number")
             if self.min is not None and (value < self.min or (self.min_exclusive and value == self.min)):
@@ -156,9 +152,6 @@ class Param:
         elif kind is str:
             if isinstance(value, str):
                 return value
-        elif kind == INT_OR_AUTO:
-            if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)):
-                return value
         elif kind == PATH:
             if isinstance(value, (str, os.PathLike)):
                 return os.path.expanduser(os.fspath(value))
@@ -184,7 +177,7 @@ class Param:
                 if lowered not in ("true", "false", "1", "0", "yes", "no"):
                     raise ValueError
                 return self.convert(lowered in ("true", "1", "yes"))
-            if kind is int or (kind == INT_OR_AUTO and text.strip() != "auto"):
+            if kind is int:
                 return self.convert(int(text.strip()))
             if kind is float:
                 return self.convert(float(text.strip()))

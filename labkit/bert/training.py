@@ -12,7 +12,6 @@ Or one step at a time (the SambaNova data-parallel path drives its own loop):
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -25,40 +24,19 @@ __all__ = ["make_optimizer", "pretraining_loss", "train_step", "train", "LogEntr
 
 
 def make_optimizer(model: Any, learning_rate: float = 1e-4, weight_decay: float = 0.01):
-    """AdamW, as the modelzoo's BERT configs use; no decay on biases and LayerNorm weights.
-
-    On CUDA the fused AdamW kernel updates all parameters at once (one launch instead of
-    several per tensor); elsewhere the default implementation, as before.
-    """
+    """AdamW, as the modelzoo's BERT configs use; no decay on biases and LayerNorm weights."""
     import torch
 
     decay, no_decay = [], []
     for name, param in model.named_parameters():
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(param)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    on_cuda = all(p.is_cuda for p in decay + no_decay)
-    return torch.optim.AdamW(groups, lr=learning_rate, **({"fused": True} if on_cuda else {}))
+    return torch.optim.AdamW(groups, lr=learning_rate)
 
 
 def _to_device(batch: Mapping[str, Any], device: Any) -> Dict[str, Any]:
     non_blocking = getattr(device, "type", str(device)) == "cuda"
     return {k: v.to(device, non_blocking=non_blocking) for k, v in batch.items()}
-
-
-def _loss_sums(model: Any, batch: Mapping[str, Any]):
-    """The masked-LM loss summed over the masked tokens and the next-sentence loss summed over the
-    sequences: a micro-batch's share of a whole batch's loss, before dividing by the batch's counts."""
-    import torch.nn.functional as F
-
-    out = model.bert(batch["input_ids"], attention_mask=batch["attention_mask"],
-                     token_type_ids=batch["token_type_ids"], return_dict=True)
-    labels = batch["labels"]
-    chosen = labels != -100
-    scores = model.cls.predictions(out[0][chosen])
-    mlm = F.cross_entropy(scores.float(), labels[chosen], reduction="sum")
-    nsp = F.cross_entropy(model.cls.seq_relationship(out[1]).float(), batch["next_sentence_label"].view(-1),
-                          reduction="sum")
-    return mlm, nsp
 
 
 def pretraining_loss(model: Any, batch: Mapping[str, Any]):
@@ -83,39 +61,25 @@ def pretraining_loss(model: Any, batch: Mapping[str, Any]):
 
 
 def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any = "cpu",
-               micro_batch_size: Optional[int] = None, precision: Any = None):
+               micro_batch_size: Optional[int] = None):
     """One optimizer step on ``batch``; returns the loss (MLM + NSP) as a detached tensor.
 
     With ``micro_batch_size`` the batch is split and gradients are accumulated before the
     single update (what the CS-2 compiler chooses on its own: "Gradient accumulation trying
-    sub-batch size ..."), so a large batch fits a small device. Each micro-batch's loss is its
-    share of the whole batch's (masked-LM summed over its masked tokens / the batch's masked
-    tokens, next-sentence over its sequences / the batch's), so the loss and the gradients are
-    those of one step on the whole batch. ``precision``: a :class:`labkit.accelerator.Precision`
-    whose ``autocast`` wraps the forward passes (None: float32). The loss is not read back to the
-    host here, so a GPU is not forced to wait every step.
+    sub-batch size ..."), so a large batch fits a small device. The loss is not read back
+    to the host here, so a GPU is not forced to wait every step.
     """
     model.train()
     optimizer.zero_grad(set_to_none=True)
     size = int(batch["input_ids"].shape[0])
     micro = size if not micro_batch_size or micro_batch_size >= size else int(micro_batch_size)
-
-    def autocast():
-        return precision.autocast(device) if precision is not None else contextlib.nullcontext()
-
-    if micro == size:  # one pass: the loss exactly as before accumulation existed
-        with autocast():
-            loss = pretraining_loss(model, _to_device(batch, device))
-        loss.backward()
-        optimizer.step()
-        return loss.detach()
-    masked = int((batch["labels"] != -100).sum())
     total = None
     for start in range(0, size, micro):
-        part = _to_device({k: v[start:start + micro] for k, v in batch.items()}, device)
-        with autocast():
-            mlm, nsp = _loss_sums(model, part)
-        loss = mlm / masked + nsp / size
+        part = {k: v[start:start + micro] for k, v in batch.items()}
+        part = _to_device(part, device)
+        share = part["input_ids"].shape[0] / size
+        loss = pretraining_loss(model, part)
+        loss = loss * share if share != 1 else loss
         loss.backward()
         total = loss.detach() if total is None else total + loss.detach()
     optimizer.step()
@@ -153,10 +117,6 @@ class TrainResult:
     warmup_time: float = 0.0
     setup_time: float = 0.0
     interrupted: str = ""  # "interrupted at step 40/1000" when an interrupt ended it early
-    precision: str = "fp32"  # what the forward passes ran in (labkit.accelerator.Precision.name)
-    micro_batch_size: int = 0  # samples per forward/backward (batch_size when nothing was split)
-    launch: str = "eager"  # "compiled" when torch.compile compiled the encoder
-    peak_memory_bytes: Optional[int] = None  # CUDA: torch.cuda.max_memory_allocated over the run
 
     @property
     def global_rate(self) -> float:
@@ -175,7 +135,7 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
           device: Any = "cpu", learning_rate: float = 1e-4, optimizer: Any = None,
           micro_batch_size: Optional[int] = None, seed: Optional[int] = None,
           on_log: Optional[Callable[[LogEntry], None]] = None, progress: Any = True,
-          desc: str = "train", stop: Any = None, precision: Any = None, compile_model: bool = False) -> TrainResult:
+          desc: str = "train", stop: Any = None) -> TrainResult:
     """Train ``model`` for ``steps`` steps of ``batches`` and measure it.
 
     Every ``log_steps`` steps (and at the last step) ``on_log(LogEntry)`` is called with the
@@ -185,11 +145,7 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
     with every step's loss and time. A non-finite loss stops the run early (the result
     then has fewer steps than asked; check ``len(result.losses)``). ``stop``: a
     :class:`labkit.interrupts.StopRequest`; an interrupt then ends the run at the next step and
-    ``result.interrupted`` says where (without it an interrupt propagates). ``precision``: a
-    :class:`labkit.accelerator.Precision` (None: float32). ``compile_model``: compile the encoder with
-    ``torch.compile`` (its shapes are fixed: batch x sequence; the masked-LM head, whose shape
-    changes with the number of masked tokens, stays eager); its compile time falls in the first step.
-    On CUDA the result holds the run's peak memory.
+    ``result.interrupted`` says where (without it an interrupt propagates).
     """
     import torch
 
@@ -205,21 +161,10 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
     if seed is not None:
         torch.manual_seed(seed)
     result = TrainResult(batch_size=0, steps=steps, device=str(device))
-    result.precision = getattr(precision, "name", "fp32")
-    if compile_model:
-        model.bert.compile()  # in place: the state dict keeps its names
-        result.launch = "compiled"
-    on_cuda = device.type == "cuda"
-    if on_cuda:
-        torch.cuda.reset_peak_memory_stats(device)
     result.setup_time = time.perf_counter() - setup_start
     tracker = RateTracker()
     own_bar = progress is True
     pbar = bar(total=steps, desc=desc, unit="step") if own_bar else (progress or None)
-    run_steps(result, batches, steps, log_steps,
-              lambda batch: train_step(model, batch, optimizer, device, micro_batch_size, precision), LogEntry, device,
-              tracker, "warmup_time", on_log=on_log, progress=pbar, close_progress=own_bar, stop=stop)
-    result.micro_batch_size = min(result.batch_size, micro_batch_size or result.batch_size)
-    if on_cuda:
-        result.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
-    return result
+    return run_steps(result, batches, steps, log_steps,
+                     lambda batch: train_step(model, batch, optimizer, device, micro_batch_size), LogEntry, device,
+                     tracker, "warmup_time", on_log=on_log, progress=pbar, close_progress=own_bar, stop=stop)
