@@ -82,7 +82,8 @@ def _runs(student: str, index: int, rng: random.Random) -> Dict[str, Run]:
             for prefix, value in (("ttft_median_time", ttft), ("tpot_median_time", tpot),
                                   ("output_throughput", rate)):
                 run.add_series("{}:{}".format(prefix, endpoint), [1, 2, 4],
-                               [noisy(value * (c if prefix == "output_throughput" else 1 + 0.1 * c)) for c in (1, 2, 4)],
+                               [noisy(value * (c if prefix == "output_throughput" else 1 + 0.1 * c))
+                                for c in (1, 2, 4)],
                                x_label="concurrency")
         run.metrics.update(requests=240)
     runs["sambanova_1"] = run

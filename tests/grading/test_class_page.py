@@ -44,7 +44,8 @@ def test_each_planted_misreading_is_named_and_no_honest_student(folder):
 def test_the_page_shows_every_figure_the_rule_and_each_check(folder):
     data = read_class(str(folder))
     page = class_html(data)
-    for exercise, metric, endpoint in (("cerebras/llama2_7b", "global_rate", ""), ("graphcore/mnist", "test_accuracy", ""),
+    for exercise, metric, endpoint in (("cerebras/llama2_7b", "global_rate", ""),
+                                       ("graphcore/mnist", "test_accuracy", ""),
                                        ("groq/bert_tiny", "groq_e2e_latency_ms", ""),
                                        ("sambanova/inference", "ttft_median", "metis"),
                                        ("sambanova/inference", "output_throughput", "sophia")):

@@ -1,13 +1,13 @@
 """What the class page of a really graded class must show (tests/homework/test_class.py and test_class_2025.py).
 
-    check_class_page(out, tmp_path, planted={"ned": "compile time read as training time"}, dishonest={"fay"})
+    check_class_page(out, tmp_path, planted={"ned": "compile time read as training time"}, may_be_far={"fay"})
 
 The page `labkit grade` wrote is the page `labkit class` draws again; every exercise the class
 recorded runs of has its figures, with every point of the long table; each planted student is
 named with their misreading (far from the class, or in the table of misreadings), and no student
-outside ``planted`` and ``dishonest`` is far from the class; the long CSV, read back with pandas,
-holds the figures of the records in the executed notebooks. With LABKIT_BROWSER_TESTS=1 the page
-is opened in chromium too (figures drawn, outliers named, size, render time, nothing fetched).
+outside ``planted`` and ``may_be_far`` (typed or patched records, a different setting) is far from
+the class; the long CSV, read back with pandas, holds the figures of the records in the executed
+notebooks. With LABKIT_BROWSER_TESTS=1 the page is opened in chromium too (figures drawn, outliers named, size, render time, nothing fetched).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _recorded(out: Path, row) -> float:
     return record["metrics"][row.metric]
 
 
-def check_class_page(out: Path, tmp_path: Path, planted: Dict[str, str], dishonest: Iterable[str],
+def check_class_page(out: Path, tmp_path: Path, planted: Dict[str, str], may_be_far: Iterable[str],
                      exercises: Iterable[str], name: str) -> Dict[str, object]:
     out = Path(out)
     page = (out / "class.html").read_text()
@@ -59,7 +59,7 @@ def check_class_page(out: Path, tmp_path: Path, planted: Dict[str, str], dishone
     for student, misreading in planted.items():
         assert any(m.startswith(misreading) for m in flagged.get(student, ())), (student, flagged.get(student))
         assert student in page
-    honest_far = set(far) - set(planted) - set(dishonest)
+    honest_far = set(far) - set(planted) - set(may_be_far)
     assert not honest_far, {s: far[s] for s in honest_far}
     frame = pd.read_csv(table)
     assert len(frame) == len(data.rows) > 0

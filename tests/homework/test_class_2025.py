@@ -117,7 +117,7 @@ def test_the_class_page_shows_every_figure_and_names_the_planted_misreadings(gra
     # patched the log reader: far from the class, fairly, with no misreading of the four to name.
     seen = check_class_page(graded["out"], tmp_path, planted={
         "wes": "prompt tokens counted as output tokens", "hana": "one request stream's throughput"},
-        dishonest={"fay", "jo"}, exercises=("cerebras/llama2_7b", "sambanova/inference"), name="class_2025")
+        may_be_far={"fay", "jo"}, exercises=("cerebras/llama2_7b", "sambanova/inference"), name="class_2025")
     assert {"fay", "jo"} <= set(seen["far"])
     page = (graded["out"] / "class.html").read_text()
     # wes's two endpoints are two runs on the page (one per endpoint), never one run of both
