@@ -214,9 +214,11 @@ def build_class(dest: Path) -> List[str]:
     # record -> 37 - 2 - 3 - 1 = 31.
     _student(dest, "lou", COMPLETE, good, before=MONKEYPATCH)
     # ned: typed Graphcore records whose epoch time counts the compile time (real logs, lr 0.01 and 3): the
-    # grader re-reads the logs -> NED; the class page names the misreading.
+    # grader re-reads the logs: accuracy 2, two learning rates 0, reproduce 0 -> 34; the class page names
+    # the misreading.
     _student(dest, "ned", COMPLETE, good, replace={"graphcore": COMPILE_COUNTED})
-    # oli: CPU runs of the portable model recorded as CS-2 logs (device cpu): not re-read from any log -> OLI;
+    # oli: CPU runs of the portable model recorded as CS-2 logs (device cpu), from no log: the CS-2 checks 0,
+    # reproduce 0 -> 32;
     # the class page names the misreading.
     _student(dest, "oli", COMPLETE, good, replace={"cerebras": PORTABLE_AS_CS2})
     # max: a notebook file that is not JSON: unreadable -> 0.
