@@ -68,6 +68,7 @@ RULE = ("A point is far from the class when its modified z-score 0.6745 x |log10
 
 _MAX_RUNS = 200  # per student: a page stays light whatever a notebook recorded
 _MAX_POINTS = 64  # per series
+_MAX_VARIANTS = 8  # endpoints (or micro-batches) per figure of a run
 _NOTE_MISREADINGS = (("counts prompt tokens as output", "prompt tokens counted as output tokens"),
                      ("(prompt + completion tokens) / latency", "prompt tokens counted as output tokens"),
                      ("so no concurrency was measured", "one request stream's throughput, not the endpoint's "
@@ -149,10 +150,13 @@ def run_rows(student: str, name: str, run: Mapping[str, Any], where: str) -> Lis
     rows: List[Dict[str, Any]] = []
     series = run.get("series") or {}
     for prefix, metric in prefixes:
-        for key in sorted(k for k in series if k.startswith(prefix)):
-            variant = key[len(prefix):].lstrip(":")
+        for key in sorted(k for k in series if isinstance(k, str) and k.startswith(prefix))[:_MAX_VARIANTS]:
+            variant = key[len(prefix):].lstrip(":")[:40]
             data = series[key] if isinstance(series[key], dict) else {}
-            for x, y in list(zip(data.get("x") or [], data.get("y") or []))[:_MAX_POINTS]:
+            xs, ys = data.get("x"), data.get("y")
+            if not isinstance(xs, list) or not isinstance(ys, list):
+                continue
+            for x, y in list(zip(xs, ys))[:_MAX_POINTS]:
                 if _number(y) is None or _number(x) is None:
                     continue
                 rows.append(dict(base, run="{}:{}".format(name, variant) if variant else name, endpoint=variant,

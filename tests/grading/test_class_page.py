@@ -115,3 +115,16 @@ def test_a_students_hostile_text_is_shown_as_text(tmp_path):
     page = class_html(read_class(str(out)))
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert io.StringIO(page).read().startswith("<!DOCTYPE html>")
+
+
+def test_odd_records_are_drawn_or_left_out_never_a_crash(tmp_path):
+    from labkit.grading.class_data import run_rows
+    odd = {"exercise": "sambanova/inference", "params": {"concurrency": [1, 2]}, "notes": ["x"] * 1000,
+           "metrics": {"ttft_median": float("nan"), "e2el_median": -1.0, "output_throughput": True},
+           "series": dict({"ttft_median_time:e{}".format(i): {"x": [1], "y": [0.5]} for i in range(50)},
+                          **{"tpot_median_time:bad": {"x": 3, "y": "no"}, "output_throughput:<b>": {"x": [1], "y": [2.0]}})}
+    rows = run_rows("s", "sambanova_1", odd, "Metis/Sophia")
+    assert len([r for r in rows if r["metric"] == "ttft_median"]) == 8  # endpoints per figure are capped
+    assert not [r for r in rows if r["metric"] == "tpot_median"]  # a series that is not two lists is left out
+    assert [r["endpoint"] for r in rows if r["metric"] == "output_throughput"] == ["<b>"]
+    assert run_rows("s", "r", {"exercise": "cerebras/llama2_7b", "metrics": {"global_rate": float("inf")}}, "CS-3") == []
