@@ -33,12 +33,17 @@ __all__ = ["class_html", "COLOURS", "figure_id"]
 COLOURS = {"testbed log": "#1f77b4", "testbed run": "#17becf", "saved response": "#9467bd",
            "portable: CPU": "#ff7f0e", "portable: GPU": "#2ca02c"}
 _FAR = "#d62728"
+_KIND_INDEX = {kind: i for i, kind in enumerate(COLOURS)}
+_POINT_STYLE = "".join("circle.k{}{{fill:{};fill-opacity:.75}}".format(i, c) for i, c in enumerate(COLOURS.values())) + \
+    "circle.k{}{{fill:#777}}circle.far{{stroke:{};stroke-width:2;fill-opacity:1}}".format(len(COLOURS), _FAR)
 _W, _H, _LEFT, _BOTTOM, _TOP = 480, 230, 64, 44, 12
 _STYLE = ("body{font-family:sans-serif;max-width:64em;margin:1.5em auto;color:#222}h2{margin-top:2em}"
-          "figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top}figcaption{font-weight:bold}"
+          "figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top;content-visibility:auto;"
+          "contain-intrinsic-size:480px 290px}figcaption{font-weight:bold}"
           "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;"
           "vertical-align:top}.legend span{margin-right:1.2em;white-space:nowrap}.dot{display:inline-block;width:.8em;"
-          "height:.8em;border-radius:50%;margin-right:.3em;vertical-align:middle}.small{color:#555;font-size:90%}")
+          "height:.8em;border-radius:50%;margin-right:.3em;vertical-align:middle}.small{color:#555;font-size:90%}") + \
+    _POINT_STYLE
 
 
 def figure_id(exercise: str, metric: str, endpoint: str) -> str:
@@ -123,13 +128,13 @@ def _figure(rows: List[Dict[str, Any]], far: set, title: str, unit: str, paramet
                              _fmt(median), escape(unit)))
     parts.append('<text x="{}" y="{}" font-size="11" text-anchor="middle">{}</text>'.format(
         (_LEFT + _W) / 2, _H - 8, escape(parameter or "parameter")))
-    for r in rows:
+    for r in sorted(rows, key=lambda row: id(row) in far):  # the far points last: drawn on top
         outlier = id(r) in far
-        parts.append('<circle cx="{:.1f}" cy="{:.1f}" r="{}" fill="{}"{}><title>{} · {} · {} {} · {}{}</title>'
+        # colours by class (the page's style), not per point: a class of 200 draws about 6,000 points
+        parts.append('<circle cx="{:.1f}" cy="{:.1f}" r="{}" class="k{}{}"><title>{} · {} · {} {} · {}{}</title>'
                      '</circle>'.format(x0[r["parameter_value"]] + _jitter(r) * step * 0.6, y(r["value"]),
-                                        4.5 if outlier else 3, COLOURS.get(r["kind"], "#777"),
-                                        ' stroke="{}" stroke-width="2" class="far"'.format(_FAR) if outlier else
-                                        ' fill-opacity="0.75"', escape(r["student"]), escape(r["run"]),
+                                        4.5 if outlier else 3, _KIND_INDEX.get(r["kind"], len(COLOURS)),
+                                        " far" if outlier else "", escape(r["student"]), escape(r["run"]),
                                         _fmt(r["value"]), escape(unit), escape(r["where"]),
                                         " · far from the class" if outlier else ""))
     parts.append("</svg>")
