@@ -14,7 +14,8 @@ series ``<figure>:<endpoint>``), never figures pooled over endpoints.
 
 A point is far from the class (:data:`RULE`) by the median absolute deviation of log10(value)
 among the runs of the same figure, the same parameter value and the same kind of place (the
-testbed, or a portable CPU or GPU), when at least :data:`MIN_GROUP` such runs exist. The
+testbed, or a portable CPU or GPU), when at least :data:`MIN_GROUP` such runs exist; the MAD has
+a floor (wider for portable runs, whose times are the student's machine's). The
 misreadings named beside a point are those labkit detects: the notes its readers write (a
 throughput that counts prompt tokens, one request stream's throughput) and two read off the
 class (a time that comes back to the class once the run's own compile time is taken off; a run
@@ -60,11 +61,18 @@ FIGURES: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[Tuple[str, str]
 
 THRESHOLD = 3.5
 MIN_GROUP = 5
-_MAD_FLOOR = 0.02  # decades (a 5 % spread): identical honest figures must not make every other point far
+# The least MAD, in decades: identical honest figures (everyone read the same log) must not make every
+# other point far; a portable run's times depend on the student's machine (a 2x spread is honest).
+_MAD_FLOOR = {"testbed": 0.05, "portable": 0.1}
 RULE = ("A point is far from the class when its modified z-score 0.6745 x |log10(value) - median| / MAD exceeds {} "
-        "(Iglewicz and Hoaglin), the median and the median absolute deviation (MAD, at least {} decades) taken over "
-        "the runs of the same figure, parameter value and kind of place (testbed, portable CPU, portable GPU), in "
-        "groups of at least {} runs.").format(THRESHOLD, _MAD_FLOOR, MIN_GROUP)
+        "(Iglewicz and Hoaglin), the median and the median absolute deviation (MAD) of log10(value) taken over the "
+        "runs of the same figure, parameter value and kind of place (testbed, portable CPU, portable GPU), in "
+        "groups of at least {} runs; the MAD is taken as at least {} decades for testbed runs and {} for portable "
+        "ones (whose times depend on the student's machine): a testbed figure is far from about {:.1f} times the "
+        "median (or 1/{:.1f} of it) on, a portable one from about {:.1f} times.").format(
+            THRESHOLD, MIN_GROUP, _MAD_FLOOR["testbed"], _MAD_FLOOR["portable"],
+            10 ** (THRESHOLD * _MAD_FLOOR["testbed"] / 0.6745), 10 ** (THRESHOLD * _MAD_FLOOR["testbed"] / 0.6745),
+            10 ** (THRESHOLD * _MAD_FLOOR["portable"] / 0.6745))
 
 _MAX_RUNS = 200  # per student: a page stays light whatever a notebook recorded
 _MAX_POINTS = 64  # per series
@@ -241,12 +249,12 @@ def _group_key(row: Mapping[str, Any]) -> Tuple[Any, ...]:
     return row["exercise"], row["metric"], row["endpoint"], row["parameter_value"], kind
 
 
-def _centre(values: List[float]) -> Optional[Tuple[float, float]]:
+def _centre(values: List[float], floor: float) -> Optional[Tuple[float, float]]:
     logs = [math.log10(v) for v in values if v > 0]
     if len(logs) < MIN_GROUP:
         return None
     median = statistics.median(logs)
-    return median, max(statistics.median(abs(v - median) for v in logs), _MAD_FLOOR)
+    return median, max(statistics.median(abs(v - median) for v in logs), floor)
 
 
 def _z(value: float, centre: Tuple[float, float]) -> float:
@@ -258,7 +266,8 @@ def find_outliers(rows: List[Dict[str, Any]], records: Mapping[Tuple[str, str], 
     groups: Dict[Tuple[Any, ...], List[float]] = {}
     for row in rows:
         groups.setdefault(_group_key(row), []).append(row["value"])
-    centres = {key: _centre(values) for key, values in groups.items()}
+    centres = {key: _centre(values, _MAD_FLOOR["portable" if key[-1].startswith("portable") else "testbed"])
+               for key, values in groups.items()}
     found = []
     for row in rows:
         centre = centres[_group_key(row)]
