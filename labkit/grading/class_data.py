@@ -68,8 +68,8 @@ RULE = ("A point is far from the class when its modified z-score 0.6745 x |log10
         "(Iglewicz and Hoaglin), the median and the median absolute deviation (MAD) of log10(value) taken over the "
         "runs of the same figure, parameter value and kind of place (testbed, portable CPU, portable GPU), in "
         "groups of at least {} runs; the MAD is taken as at least {} decades for testbed runs and {} for portable "
-        "ones (whose times depend on the student's machine): a testbed figure is far from about {:.1f} times the "
-        "median (or 1/{:.1f} of it) on, a portable one from about {:.1f} times.").format(
+        "ones (whose times depend on the student's machine): a testbed figure is far beyond about {:.1f} times the "
+        "median or below 1/{:.1f} of it, a portable one beyond about {:.1f} times.").format(
             THRESHOLD, MIN_GROUP, _MAD_FLOOR["testbed"], _MAD_FLOOR["portable"],
             10 ** (THRESHOLD * _MAD_FLOOR["testbed"] / 0.6745), 10 ** (THRESHOLD * _MAD_FLOOR["testbed"] / 0.6745),
             10 ** (THRESHOLD * _MAD_FLOOR["portable"] / 0.6745))
