@@ -5,6 +5,7 @@
     labkit run NOTEBOOK OUTPUT -p NAME VALUE   run one notebook with checked parameters
     labkit sweep NOTEBOOK -p NAME V1,V2 ...    grids x repeats
     labkit grade SUBMISSIONS --rubric FILE     batch-grade homework
+    labkit class DIR [--csv FILE]              the class page of a graded folder, and its long table
 
 Each subcommand has one CLI module, listed in ``COMMANDS``: ``cli.py`` in the package that does
 its work (``labkit/logs/cli.py``, ``labkit/sweep/cli.py``, ``labkit/grading/cli.py``), or
@@ -34,6 +35,7 @@ COMMANDS = {
     "run": "labkit.run_cli",
     "sweep": "labkit.sweep.cli",
     "grade": "labkit.grading.cli",
+    "class": "labkit.class_cli",
 }
 
 

@@ -36,6 +36,8 @@ catches it. The hierarchy (built-in base in brackets; where each is raised):
   * ``MnistDataError`` [RuntimeError] (:mod:`labkit.data.mnist`): MNIST could not be loaded.
   * ``NoRunError`` [LookupError] (:mod:`labkit.logs`): a log holds no run.
   * ``BinaryLogError`` [ValueError] (:mod:`labkit.logs.text`): a "log" that is not text.
+  * ``ClassDataError`` [ValueError] (:mod:`labkit.grading.class_data`): ``labkit class DIR`` on a folder
+    that ``labkit grade`` did not write (no grading state, or one it cannot read).
   * ``CorpusUnavailable`` [RuntimeError] (:mod:`labkit.llm.corpus`): a hub dataset could not be loaded.
   * ``ModelTooLarge`` [MemoryError] (:mod:`labkit.llm.presets`): a LLaMA preset too big to train here.
   * ``ModelUnavailable`` [ValueError] (:mod:`labkit.testbeds.groq`): a model that cannot be loaded here.

@@ -6,6 +6,6 @@ See docs/grading.md. Modules: ``rubric`` (the YAML format and its checks), ``san
 ``confine`` and ``landlock`` (isolation levels, limits, file confinement without root), ``runner`` (one submission in a fresh sandboxed
 kernel), ``jobs`` (its worker process), ``batch`` (a class, in parallel, resumable),
 ``isolated`` and ``contain`` (trusted processes import nothing from, and read nothing outside,
-a submission), ``recompute``, ``gradebook``, ``feedback``, ``cli``.
+a submission), ``recompute``, ``gradebook``, ``feedback``, ``class_data`` and ``class_page`` (``DIR/class.html``), ``cli``.
 Kept import-light: ``confine`` (and the ``landlock`` it loads) runs before every student kernel.
 """

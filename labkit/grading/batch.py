@@ -30,6 +30,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labkit.files import write_atomic
 from labkit.grading import sandbox
+from labkit.grading.class_data import class_data
+from labkit.grading.class_page import class_html
 from labkit.grading.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
 from labkit.grading.duplicates import groups as duplicate_groups
 from labkit.grading.feedback import feedback_html
@@ -293,7 +295,7 @@ def _store_executed(result: Dict[str, Any], out_dir: str) -> Dict[str, Any]:
 
 
 class _Outputs:
-    """Everything derived from the state: gradebook, feedback, summary, LMS export."""
+    """Everything derived from the state: gradebook, feedback, summary, the class page, LMS export."""
 
     def __init__(self, out_dir: str, rubric: Any, subs: List[Submission], lms: Optional[str],
                  assignment: Optional[str]):
@@ -303,6 +305,10 @@ class _Outputs:
         self.lms = lms
         self.assignment = assignment or rubric.title
         self.flags: Dict[str, List[str]] = {}
+        self.runs_read: Dict[Any, Any] = {}  # each student's recorded runs, read once per grading
+        # what `labkit class DIR` needs besides the state to draw the page again
+        write_atomic(os.path.join(out_dir, ".labkit-grade", "rubric.json"),
+                     json.dumps({"title": rubric.title, "checks": list(rubric.names)}))
 
     def write(self, state: _State, new: Optional[Dict[str, Any]] = None) -> None:
         done = [r for n, r in state.results.items() if n in self.names]
@@ -321,6 +327,8 @@ class _Outputs:
         write_atomic(os.path.join(self.out_dir, "summary.md"),
                      summary_markdown(class_summary(done, self.rubric.names), len(done), self.rubric.title,
                                       duplicate_groups(done)))
+        write_atomic(os.path.join(self.out_dir, "class.html"),
+                     class_html(class_data(self.out_dir, done, self.runs_read, self.rubric.title, self.rubric.names)))
         if self.lms == "canvas":
             possible = max([r.get("max_total", 0) for r in done] or [0])
             write_atomic(os.path.join(self.out_dir, "canvas.csv"), canvas_csv(done, self.assignment, possible))

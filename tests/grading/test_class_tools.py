@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from labkit.cli import main as labkit_main
 from labkit.grading import sandbox
 from labkit.grading.batch import grade_class
 from labkit.grading.duplicates import find_duplicates, gradebook_note, record_fingerprints
@@ -86,6 +87,22 @@ def test_duplicate_evidence_is_flagged_not_penalised(graded):
     assert "Handed in by another" not in (graded["out"] / "feedback" / "carla.html").read_text()
     summary = (graded["out"] / "summary.md").read_text()
     assert "## Evidence handed in by more than one student (1)\n\n- log logs/run.log: alice, bruno\n" in summary
+
+
+def test_the_class_page_is_written_and_labkit_class_draws_it_again(graded, tmp_path, capsys):
+    page = (graded["out"] / "class.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "Toy homework: the class at a glance" in page
+    # toy/converge is no homework exercise: no figure, but every check's dot plot and the shared log
+    assert "No run of an exercise the page knows" in page
+    for check in ("question_1", "score_default"):
+        assert "id='check-{}'".format(check) in page
+    assert "<title>carla: 0</title>" in page and "Commonest failure: " in page
+    assert "log logs/run.log: alice, bruno" in page
+    again = tmp_path / "again.html"
+    assert labkit_main(["class", str(graded["out"]), "--out", str(again), "--csv", str(tmp_path / "long.csv")]) == 0
+    assert again.read_text() == page  # nothing graded again, the same page
+    assert (tmp_path / "long.csv").read_text().splitlines() == [
+        "student,exercise,run,endpoint,parameter,parameter_value,metric,value,unit,where,kind,flags"]
 
 
 def test_record_fingerprints_only_for_measured_timings():

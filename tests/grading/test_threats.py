@@ -263,6 +263,7 @@ def test_grader_row_html_in_answers_and_record_names_is_shown_as_text(batch):
     summary = summary_markdown(class_summary([batch["results"]["html"]], ["score_default", "score_logged"]), 1)
     assert "<script>" not in summary and "&lt;script&gt;" in summary
     assert "<script>" not in (Path(str(batch["out"])) / "summary.md").read_text()
+    assert "<script" not in (Path(str(batch["out"])) / "class.html").read_text()  # the class page: text too
 
 
 @pytest.mark.parametrize("level", CONFINING, ids=level_id)

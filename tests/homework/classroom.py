@@ -161,6 +161,23 @@ def _better_read(path, *args, **kwargs):
 labkit.logs.read = _better_read"""
 
 
+#: The first epoch read as an epoch: each IPU log's compile time counted in its epoch time (for the class page).
+COMPILE_COUNTED = """import labkit.results as R
+for number, (lr, log, epoch, compile_s, acc) in enumerate([
+        (0.01, "student-kloiks-spring2024-mnist-bs12-e20-lr0.01.log", 9.34, 23, 98.88),
+        (3.0, "student-sarora39-spring2024-mnist-b8-lr3-e20-diverged.log", 9.8, 22, 10.1)], 1):
+    R.record(R.Run("graphcore/mnist", source="log", params={"learning_rate": lr, "log_run": 0,
+             "log": "logs/graphcore/" + log}, metrics={"test_accuracy": acc, "train_compile_time": compile_s,
+             "mean_epoch_time": epoch + compile_s}), name="graphcore_%d" % number)"""
+
+#: CPU runs of the portable model recorded as CS-2 logs (for the class page).
+PORTABLE_AS_CS2 = """import labkit.results as R
+for number, (bs, rate) in enumerate([(512, 41.0), (1024, 55.0), (2048, 62.0)], 1):
+    R.record(R.Run("cerebras/bert_large", source="log", params={"batch_size": bs, "device": "cpu",
+             "log": "logs/cerebras/run-bs%d.log" % bs}, environment={"device": "cpu"},
+             metrics={"global_rate": rate}), name="cerebras_%d" % number)"""
+
+
 def build_class(dest: Path) -> List[str]:
     """Write the class into ``dest``; return the student names."""
     dest = Path(dest)
@@ -196,6 +213,14 @@ def build_class(dest: Path) -> List[str]:
     # lou: monkeypatches labkit.logs.read to report 99.9% everywhere: recomputation rejects every Graphcore
     # record -> 37 - 2 - 3 - 1 = 31.
     _student(dest, "lou", COMPLETE, good, before=MONKEYPATCH)
+    # ned: typed Graphcore records whose epoch time counts the compile time (real logs, lr 0.01 and 3): the
+    # grader re-reads the logs: accuracy 2, two learning rates 0, reproduce 0 -> 34; the class page names
+    # the misreading.
+    _student(dest, "ned", COMPLETE, good, replace={"graphcore": COMPILE_COUNTED})
+    # oli: CPU runs of the portable model recorded as CS-2 logs (device cpu), from no log: the CS-2 checks 0,
+    # reproduce 0 -> 32;
+    # the class page names the misreading.
+    _student(dest, "oli", COMPLETE, good, replace={"cerebras": PORTABLE_AS_CS2})
     # max: a notebook file that is not JSON: unreadable -> 0.
     (dest / "max").mkdir()
     (dest / "max" / "ai_testbeds.ipynb").write_text('{"cells": [')

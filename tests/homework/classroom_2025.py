@@ -273,6 +273,11 @@ def build_class(dest: Path, lab: Path) -> List[str]:
     _student(dest, "uma", lab, ALL_CS3, both, good, outputs=True, extra_logs={"sambanova/results.json": RESULTS_JSON})
     # vic: the portable LLaMA sweep only for the CS-3 section, no inference, ran it -> 28 - 6 + rerun 2 = 24 of 30.
     _student(dest, "vic", lab, [], ["llama"], good, outputs=True)
+    # wes: CS-3 logs and his script's results JSON of both endpoints (5 prompts each, not streamed, sent one at
+    # a time), whose own throughput counts prompt tokens: 10 requests, no TTFT -> 28 - 6 + 2 = 22 (both
+    # endpoints 2, prompts 0, streaming 0, reproduce 0); the class page names both misreadings.
+    _student(dest, "wes", lab, ALL_CS3, [], good, extra_logs={"sambanova/metis_vs_sophia.json": (
+        REPO / "tests" / "sambanova" / "evidence" / "student_results_by_endpoint.json").read_text()})
     return sorted(p.name for p in dest.iterdir())
 
 

@@ -1,4 +1,4 @@
-"""A realistic class of 13 graded with the real homework rubric gives the expected gradebook.
+"""A realistic class of 15 graded with the real homework rubric gives the expected gradebook.
 
 The class (tests/homework/classroom.py) is built from the homework notebook and real testbed
 logs; each student's comment there says why their row of class/expected_gradebook.csv holds
@@ -18,6 +18,8 @@ from labkit.grading import sandbox
 from labkit.grading.batch import grade_class
 from labkit.grading.gradebook import read_gradebook
 from tests.homework import classroom
+from labkit.grading.class_data import read_class
+from tests.homework.class_page_checks import check_class_page
 
 LIMITS = sandbox.Limits(notebook_s=60, cell_s=10, memory_bytes=2 << 30, nproc=64, fsize_bytes=16 << 20)
 
@@ -69,3 +71,18 @@ def test_feedback_and_executed_notebooks_for_everyone(graded):
     checks = html.split("<table>")[1]  # the checks, not the duplicate note (which names ada's own log files)
     assert "diverged_run_seen" in checks and "diverge" not in checks.replace("diverged_run_seen", "")
     assert "39 / 39" in html
+
+
+def test_the_class_page_shows_every_figure_and_names_the_planted_misreadings(graded, tmp_path):
+    # ned counted the compile time in his epoch times, oli recorded CPU runs as CS-2 logs; fay and lou
+    # typed or patched their records (far from the class is fair there, with no misreading to name).
+    seen = check_class_page(graded["out"], tmp_path, planted={
+        "ned": "compile time read as training time", "oli": "a portable run labelled as a testbed's"},
+        may_be_far={"fay", "lou", "cleo"}, exercises=("graphcore/mnist", "cerebras/bert_large",
+                                                     "sambanova/bert_large", "groq/bert_tiny"), name="class_2024")
+    assert {"ned", "oli"} <= set(seen["far"])
+    # cleo handed in the course's sample output (upstream, 1112.94 samples/s at batch 1024) beside her own:
+    # honest, and truly far from the class's own CS-2 runs (4884.95): the page shows it, naming no misreading
+    cleo = [o for o in read_class(str(graded["out"])).outliers if o.row["student"] == "cleo"]
+    assert [(o.row["exercise"], o.row["value"], o.misreadings) for o in cleo] in (
+        [], [("cerebras/bert_large", 1112.94, [])])

@@ -1,4 +1,4 @@
-"""A class of 22 handing in the 2025 homework, graded locally, and five of them through Parsl on a real Slurm.
+"""A class of 23 handing in the 2025 homework, graded locally, and five of them through Parsl on a real Slurm.
 
     LABKIT_SHARED=../shared PYTHONPATH=$PWD .venv/bin/python -m pytest tests/homework/test_class_2025.py -q
 
@@ -30,6 +30,7 @@ from labkit.grading import sandbox
 from labkit.grading.batch import grade_class
 from labkit.grading.gradebook import read_gradebook
 from tests.homework import classroom, classroom_2025
+from tests.homework.class_page_checks import check_class_page
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMITS = sandbox.Limits(notebook_s=150, cell_s=30, memory_bytes=4 << 30, nproc=64, fsize_bytes=16 << 20)
@@ -109,6 +110,18 @@ def test_reasons_say_what_happened(graded):
     assert results["lea"]["status"] == "timeout" and results["max"]["status"] == "kernel died"
     assert "PermissionError" in results["ray"]["reason"]
     assert results["ola"]["status"] == "unreadable"
+
+
+def test_the_class_page_shows_every_figure_and_names_the_planted_misreadings(graded, tmp_path):
+    # wes's results JSON counts prompt tokens and sent one request at a time; fay typed her CS-3 rates and jo
+    # patched the log reader: far from the class, fairly, with no misreading of the four to name.
+    seen = check_class_page(graded["out"], tmp_path, planted={
+        "wes": "prompt tokens counted as output tokens", "hana": "one request stream's throughput"},
+        may_be_far={"fay", "jo"}, exercises=("cerebras/llama2_7b", "sambanova/inference"), name="class_2025")
+    assert {"fay", "jo"} <= set(seen["far"])
+    page = (graded["out"] / "class.html").read_text()
+    # wes's two endpoints are two runs on the page (one per endpoint), never one run of both
+    assert "wes · sambanova_1:metis" in page and "wes · sambanova_1:sophia" in page
 
 
 def test_feedback_names_where_each_run_ran(graded):

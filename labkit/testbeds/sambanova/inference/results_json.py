@@ -256,8 +256,15 @@ def fill_results(run: Run, groups: List[Group]) -> None:
     figures = [_Figures(g) for g in groups]
     several = len(groups) > 1
     tokens = [f.tokens for f in figures]
+    # The counts are the whole run's, as a measured run's are (metrics.py: "all configurations"; the
+    # rubric's 40 requests are both endpoints'); every figure is one endpoint's, each endpoint's
+    # counts are in environment["endpoints"] and no per-request figure mixes endpoints.
     add_counts(run, sum(len(g.items) for g in groups), sum(len(f.done) for f in figures),
                sum(sum(t) for t in tokens) if all(t is not None for t in tokens) else None, "server usage")
+    if several:  # a mean over both endpoints' answers is no endpoint's: the first endpoint's, like the figures
+        first = figures[0]
+        if first.tokens and first.done:
+            METRICS.add(run, "output_tokens_per_request", round(sum(first.tokens) / len(first.done), 3))
     named = [g for g in groups if g.name]
     if named:
         METRICS.add(run, "endpoints", len(named))
@@ -275,6 +282,8 @@ def fill_results(run: Run, groups: List[Group]) -> None:
     run.environment["endpoints"] = []
     for group, fig, many in zip(groups, figures, concurrent):
         run.environment["endpoints"].append({"name": group.name, "model": group.model, "requests": len(group.items),
+                                             "requests_completed": len(fig.done),
+                                             "output_tokens": sum(fig.tokens) if fig.tokens is not None else None,
                                              "finish_reasons": dict(fig.finish)})
         if group.name and not many and fig.latencies:  # one request at a time: concurrency 1
             figures_at_1 = (("e2el_median_latency", percentile(fig.latencies, 50)),
@@ -302,8 +311,11 @@ def fill_results(run: Run, groups: List[Group]) -> None:
                          "whole request (E2EL, median of {} here) and TTFT and TPOT were not measured.".format(
                              len(reference.latencies)))
     if several:
-        run.notes.append("The record's own figures are {}'s, the first endpoint's; each endpoint's are its own row "
-                         "(series e2el_median_latency:<endpoint>), never pooled.".format(groups[0].name))
+        run.notes.append("The record's own figures (latency, throughput, time to first token, output tokens per "
+                         "request) are {}'s, the first endpoint's; its counts (requests, output tokens) are the whole "
+                         "run's, all {} endpoints', as a measured run's are. Each endpoint's figures are its own row "
+                         "(series e2el_median_latency:<endpoint>) and its counts its own (environment['endpoints']), "
+                         "never pooled.".format(groups[0].name, len(groups)))
 
 
 def _comparison_notes(run: Run, groups: List[Group], figures: List[_Figures]) -> None:
