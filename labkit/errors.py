@@ -48,6 +48,12 @@ catches it. The hierarchy (built-in base in brackets; where each is raised):
   * ``DeviceError`` [RuntimeError] (:mod:`labkit.devices`): the device or vendor stack asked for is not here.
   * ``BackendError`` [RuntimeError] (:mod:`labkit.testbeds.groq`): a Groq backend that cannot run here.
   * ``RanksFailed`` [RuntimeError] (:mod:`labkit.ranks`): a rank of a multi-process run raised, died or hung.
+  * ``AcceleratorError`` [ValueError] (:mod:`labkit.accelerator`): a precision, micro-batch or launch mode
+    this device cannot do; names the parameter and what is allowed.
+
+    * ``NothingFitsHere`` (:mod:`labkit.llm.device_plan`): no LLaMA preset trains on this device; says what would.
+
+  * ``NothingFits`` [MemoryError] (:mod:`labkit.accelerator`): even a micro-batch of 1 ran out of the device's memory.
 
   Services and clusters
 

@@ -70,8 +70,8 @@ def test_errors_keep_their_built_in_base():
 
 
 #: The errors a notebook shows as one line (their message says what was wrong and what to do).
-ONE_LINE = ["AccessError", "BackendError", "DeviceError", "EvidenceError", "Interrupted", "JobRequestError",
-            "MnistDataError", "ModelUnavailable", "NotServed", "ParameterError", "PromptError", "StaleConfigError",
+ONE_LINE = ["AcceleratorError", "AccessError", "BackendError", "DeviceError", "EvidenceError", "Interrupted", "JobRequestError",
+            "MnistDataError", "ModelUnavailable", "NotServed", "NothingFits", "NothingFitsHere", "ParameterError", "PromptError", "StaleConfigError",
             "TooBigForMemory"]
 
 
@@ -85,7 +85,10 @@ def test_which_errors_are_shown_as_one_line():
 
 def _raise(error: Type[BaseException]) -> str:
     """A cell raising ``error`` with the message ``the message`` (whatever its constructor takes)."""
-    return ("import {m}\nerror = {m}.{q}.__new__({m}.{q})\nBaseException.__init__(error, 'the message')\n"
+    # MemoryError's own __new__ refuses a subclass whose first base is LabkitError (NothingFits)
+    return ("import {m}\ntry:\n    error = {m}.{q}.__new__({m}.{q})\n"
+            "except TypeError:\n    error = Exception.__new__({m}.{q})\n"
+            "BaseException.__init__(error, 'the message')\n"
             "raise error".format(m=error.__module__, q=error.__qualname__))
 
 
