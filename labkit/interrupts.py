@@ -225,21 +225,26 @@ def _the_run(result: Any) -> Any:
     return result if hasattr(result, "mark_interrupted") else getattr(result, "run", None)
 
 
-def _mark(result: Any, where_: str) -> None:
+def _mark(result: Any, where_: str) -> bool:
+    """Status interrupted and ``stopped_in``; True when this marked it (the run had not said so itself)."""
     run = _the_run(result)
     if run is None:
-        return
-    if run.status != "interrupted":
-        run.mark_interrupted("interrupted in " + where_, "its figures cover only what was measured before it.")
+        return False
     if not getattr(run, "stopped_in", ""):
         run.stopped_in = where_
+    if run.status == "interrupted":
+        return False
+    run.mark_interrupted("interrupted in " + where_, "its figures cover only what was measured before it.")
+    return True
 
 
 def _ended(run: RunPhases) -> Any:
-    """After an interrupt: what ``keep``'s builder makes of what was measured, marked; None when nothing."""
+    """After an interrupt: what ``keep``'s builder makes of what was measured, marked; None when nothing.
+    Says so in one line unless the run said where it stopped itself."""
     built = run.build() if run.build is not None else None
-    if built is not None:
-        _mark(built, run.stop.requested_in or run.phase)
+    where_ = run.stop.requested_in or run.phase
+    if built is not None and _mark(built, where_):
+        print(KEPT.format(where_))
     return built
 
 
@@ -268,7 +273,8 @@ def run_step(function: Callable[..., Any]) -> Callable[..., Any]:
             result = function(*args, **kwargs)
             if stop.requested and run.build is not None and stop.requested_in in run.phases[1:] \
                     and stop.requested_in != DONE:
-                _mark(result, stop.requested_in)  # it came in the run's last phase, which had no boundary left
+                if _mark(result, stop.requested_in):  # it came in the run's last phase, with no boundary left
+                    print(KEPT.format(stop.requested_in))
             return result
         except KeyboardInterrupt as exc:
             if isinstance(exc, Interrupted):
@@ -276,7 +282,6 @@ def run_step(function: Callable[..., Any]) -> Callable[..., Any]:
             stop.interrupted_by(exc) if not stop.requested else None
             kept = _ended(run)
             if kept is not None:
-                print(KEPT.format(stop.requested_in or run.phase))
                 return kept
             if any(other.build is not None for other in runs[:-1]):
                 raise  # an outer run step keeps what it measured
