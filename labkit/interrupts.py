@@ -180,11 +180,16 @@ def current_phase() -> str:
     return runs[-1].phase if runs else ""
 
 
+def _ending() -> bool:
+    """An interrupt came and a run step in progress keeps what was measured: end at this boundary."""
+    runs = _runs()
+    return bool(runs) and runs[-1].stop.requested and any(run.build is not None for run in runs)
+
+
 def check() -> None:
     """End the run here if an interrupt asked it to stop and it keeps what it measured (:func:`keep`): a
     boundary inside a phase (a test batch, a request)."""
-    runs = _runs()
-    if runs and runs[-1].stop.requested and runs[-1].build is not None:
+    if _ending():
         raise _EndHere
 
 
@@ -194,7 +199,7 @@ def phase(name: str, check: bool = True) -> None:
     runs = _runs()
     if not runs:
         return
-    if check and runs[-1].stop.requested and runs[-1].build is not None:
+    if check and _ending():
         raise _EndHere
     runs[-1].enter(name)
 
@@ -271,8 +276,7 @@ def run_step(function: Callable[..., Any]) -> Callable[..., Any]:
         runs.append(run)
         try:
             result = function(*args, **kwargs)
-            if stop.requested and run.build is not None and stop.requested_in in run.phases[1:] \
-                    and stop.requested_in != DONE:
+            if stop.requested and run.build is not None and stop.requested_in != DONE:
                 if _mark(result, stop.requested_in):  # it came in the run's last phase, with no boundary left
                     print(KEPT.format(stop.requested_in))
             return result
