@@ -42,7 +42,7 @@ from typing import Any, Callable, List, Optional
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
 
-__all__ = ["graceful", "StopRequest", "Interrupted", "run_step", "where", "phase", "keep", "check",
+__all__ = ["graceful", "StopRequest", "Interrupted", "run_step", "with_phases", "where", "phase", "keep", "check",
            "current_phase", "RunPhases", "NOTHING_MEASURED", "KEPT", "DONE"]
 
 #: The line an interrupt before the first measurement ends with ({} is the phase).
@@ -139,6 +139,9 @@ class _Deferring:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop._defer -= 1
+
+    def __getattr__(self, name: str) -> Any:  # used as the StopRequest itself (labkit.ranks does)
+        return getattr(self.stop, name)
 
 
 def graceful() -> Any:
@@ -257,16 +260,29 @@ def run_step(function: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a notebook run step (a function given the notebook's ``config``).
 
     Before any work, every :class:`~labkit.params.Config` argument is checked against the
-    notebook (:func:`labkit.params.check_current`). An interrupt ends the step as the module
-    docstring says: with what was measured (one line saying where), or with one line saying
-    nothing was measured yet.
+    notebook (:func:`labkit.params.check_current`). An interrupt ends the step as
+    :func:`with_phases` says.
     """
+    phased = with_phases(function)
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         for value in list(args) + list(kwargs.values()):
             if isinstance(value, Config):
                 check_current(value)
+        return phased(*args, **kwargs)
+
+    return wrapper
+
+
+def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a run (a run step, or one run of several a step makes): it has phases of its own and an
+    interrupt ends it as the module docstring says: with what it measured (and one line saying where,
+    unless it said so itself), or with one line saying nothing was measured yet. Inside another run
+    that keeps what it measured, "nothing yet" passes the interrupt on to that one."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         runs = _runs()
         outer = runs[-1] if runs else None
         stop = outer.stop if outer is not None else StopRequest()
@@ -288,7 +304,7 @@ def run_step(function: Callable[..., Any]) -> Callable[..., Any]:
             if kept is not None:
                 return kept
             if any(other.build is not None for other in runs[:-1]):
-                raise  # an outer run step keeps what it measured
+                raise  # an outer run keeps what it measured
             raise Interrupted(NOTHING_MEASURED.format(stop.requested_in or run.phase)) from None
         finally:
             runs.pop()

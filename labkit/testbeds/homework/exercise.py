@@ -16,8 +16,9 @@ themselves, one list per testbed, are its ``details``, and each section records 
 from __future__ import annotations
 
 import os
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
+from labkit import interrupts
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
@@ -71,11 +72,24 @@ _plan_step = plan  # run_exercise's argument is called plan too
 def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     """Every testbed's runs, gathered (:func:`runs_for`): the overview Run, the runs as ``run.details``."""
     homework = homework_of(config)
-    gathered = {testbed: runs_for(config, testbed) for testbed in homework.testbeds}
+    gathered: Dict[str, List[Run]] = {}
+    # Phases: "gathering <testbed>", one per testbed; an interrupt keeps the testbeds gathered (the one in
+    # progress finishes first), and says so in a note.
+    interrupts.keep(lambda: _overview(config, homework, gathered) if gathered else None)
+    for testbed in homework.testbeds:
+        interrupts.phase("gathering " + testbed)
+        gathered[testbed] = runs_for(config, testbed)
+    return _overview(config, homework, gathered)
+
+
+def _overview(config: Config, homework: Any, gathered: Dict[str, List[Run]]) -> Run:
     run = Run(homework.name, source="log", params=config.to_dict())
     for testbed, runs in gathered.items():
         homework.metrics.add(run, runs_metric(testbed), len(runs))
     missing = [testbed for testbed, runs in gathered.items() if not runs]
+    left = [testbed for testbed in homework.testbeds if testbed not in gathered]
+    if left:
+        run.notes.append("not gathered (interrupted first): {}".format(", ".join(left)))
     if missing:
         run.notes.append("no runs yet for {}: each section says what to run".format(", ".join(missing)))
     run.details = gathered
