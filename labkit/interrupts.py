@@ -90,7 +90,7 @@ class StopRequest:
             raise KeyboardInterrupt
         self.requested = True
         self.requested_in = current_phase()
-        if self._defer <= 0:  # nothing measured yet: nothing to wait for
+        if self._defer <= 0 and not _measuring():  # nothing measured yet: nothing to wait for
             raise KeyboardInterrupt
 
     def interrupted_by(self, exc: BaseException) -> bool:
@@ -161,6 +161,7 @@ class RunPhases:
         self.phase = "setup"
         self.phases: List[str] = ["setup"]
         self.build: Optional[Callable[[], Any]] = None
+        self.measuring: Callable[[], bool] = lambda: True
 
     def enter(self, name: str) -> None:
         if name != self.phase:
@@ -181,6 +182,11 @@ def current_phase() -> str:
     """The phase of the innermost run step in progress in this thread ("" outside one)."""
     runs = _runs()
     return runs[-1].phase if runs else ""
+
+
+def _measuring() -> bool:
+    """Whether a run step in progress keeps what it measured and has begun measuring (cheap: a signal handler asks)."""
+    return any(run.build is not None and run.measuring() for run in _runs())
 
 
 def _ending() -> bool:
@@ -207,14 +213,16 @@ def phase(name: str, check: bool = True) -> None:
     runs[-1].enter(name)
 
 
-def keep(build: Callable[[], Any]) -> None:
+def keep(build: Callable[[], Any], measuring: Optional[Callable[[], bool]] = None) -> None:
     """From now on an interrupt ends the run with ``build()``: what was measured so far (the run
-    step's result; None while nothing is measured). Call it just before the first measurement."""
+    step's result; None while nothing is measured). Call it just before the first measurement.
+
+    ``measuring`` (default: from now on) says, cheaply, whether the run has begun measuring: until it
+    has, an interrupt outside a training loop stops the run at once (there is nothing to wait for)."""
     runs = _runs()
     if runs:
-        if runs[-1].build is None:
-            runs[-1].stop._defer += 1  # undone when the run step ends (an outer one may not keep anything)
         runs[-1].build = build
+        runs[-1].measuring = measuring or (lambda: True)
 
 
 def where(epoch: Optional[int] = None, epochs: Optional[int] = None, step: Optional[int] = None,
@@ -308,8 +316,6 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
             raise Interrupted(NOTHING_MEASURED.format(stop.requested_in or run.phase)) from None
         finally:
             runs.pop()
-            if run.build is not None:
-                stop._defer -= 1
             if outer is None:
                 stop._restore()
 

@@ -76,7 +76,8 @@ def run_mnist(config: Config, verbose: bool = True, device: Any = None) -> Mnist
         result = backend.run(config, device, train_images, train_labels, test_images, test_labels, say)
     else:  # an interrupt after the first step keeps what the backend measured
         measured: dict = {}
-        interrupts.keep(lambda: _kept(backend.partial(config, device, measured), notes, sizes))
+        interrupts.keep(lambda: _kept(backend.partial(config, device, measured), notes, sizes),
+                        measuring=lambda: "training" in measured)
         result = backend.run(config, device, train_images, train_labels, test_images, test_labels, say, measured)
     # an interrupt in the summary ends the run here, kept (one in training already ended it)
     interrupts.phase(interrupts.DONE, check=result.run.status != "interrupted")
