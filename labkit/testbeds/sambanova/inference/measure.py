@@ -193,6 +193,7 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
                     if stop.requested:
                         measured.stopped = interrupts.where(step=number, steps=len(steps), unit="batch")
                         break
+                interrupts.phase("summary", check=False)  # the bar's last frame (100%) is drawn as it closes
             except KeyboardInterrupt as exc:  # a second interrupt: keep what was measured
                 if not stop.interrupted_by(exc):
                     raise
@@ -202,7 +203,7 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
             bar.close()
         for sdk in clients.values():
             sdk.close()
-    interrupts.phase("summary", check=False)
+    interrupts.phase("summary", check=False)  # also after a second interrupt
     summarize_batches(measured, endpoints, targets, tokenizers)
     if measured.stopped and any(t.status != "interrupted" for t in measured.traces):  # else: nothing measured
         print(measured.stopped)
