@@ -96,8 +96,8 @@ class StopRequest:
     def interrupted_by(self, exc: BaseException) -> bool:
         """Call in ``except KeyboardInterrupt``: True when this run should end with what it has
         (it was started under :func:`graceful`), False when the interrupt must propagate."""
-        if not isinstance(exc, KeyboardInterrupt) or isinstance(exc, Interrupted):
-            return False
+        if not isinstance(exc, KeyboardInterrupt) or isinstance(exc, (Interrupted, _EndHere)):
+            return False  # _EndHere: the run step ends there, with what it kept
         if not self.requested:
             self.requested_in = current_phase()
         self.requested = True
