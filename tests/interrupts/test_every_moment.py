@@ -71,7 +71,11 @@ def test_ctrl_c_at_a_phase_boundary_keeps_what_was_measured(key, moment, tmp_pat
     out = tmp_path / "out.ipynb"
     run = Terminal(ROOT / walk.notebook, out, walk.arguments + ("--cwd", str(cwd)), cwd=tmp_path)
     try:
-        run.wait_for(moment.after)
+        try:
+            run.wait_for(moment.after)
+        except AssertionError:
+            _note(key, moment, Ended(-1, run.tail(), "the marker never showed"), [], out)
+            raise
         run.ctrl_c()
         ended = run.finish()
     finally:
