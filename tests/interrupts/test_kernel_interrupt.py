@@ -91,12 +91,16 @@ def test_kernel_interrupt_at_a_phase_boundary_keeps_what_was_measured(key, momen
         sources = student.cells[student.cells.index(student.cell(RUN_CELL)):]
         shown, sent = run_cells_and_interrupt(student, sources, moment.after)
     assert sent, "no output matched {!r}".format(moment.after)
-    errors = [m["content"] for messages in shown for m in messages if m["msg_type"] == "error"]
+    errors = [(source, m["content"]) for source, messages in zip(sources, shown) for m in messages
+              if m["msg_type"] == "error"]
     assert len(errors) <= 1, errors
     said = ""
     if errors:
-        lines = errors[0]["traceback"]
-        assert len(lines) == 1 and "Traceback" not in lines[0] and "File " not in lines[0], lines
+        source, error = errors[0]
+        lines = error["traceback"]
+        assert len(lines) == 1 and "Traceback" not in lines[0] and "File " not in lines[0], (
+            "the cell {!r} showed {}: {} as a traceback of {} lines, not one line".format(
+                source.splitlines()[0], error["ename"], error["evalue"], len(lines)))
         said = lines[0]
     _as_notebook(sources, shown, tmp_path / "student.ipynb")
     runs = [run for run in results.read(tmp_path / "student.ipynb").runs if run.exercise == key]
