@@ -21,8 +21,11 @@ def kept_text(line: Dict[str, Any]) -> str:
         said = found.group(1) if found else line["summary"]
         return "nothing recorded: {}".format(said[:200])
     run = line["runs"][0]
-    where = run.get("phase") or run.get("stopped_at") or ""
-    return "{}{}: {} figures ({})".format(run["status"], " in " + where if where else "", len(run["metrics"]),
+    if run.get("phase"):
+        where = " in " + run["phase"]
+    else:  # a record from before issue 36 names no phase, only where its loop stopped
+        where = " (no phase named; stopped at {})".format(run["stopped_at"]) if run.get("stopped_at") else ""
+    return "{}{}: {} figures ({})".format(run["status"], where, len(run["metrics"]),
                                          ", ".join(run["metrics"][:6]) + ("..." if len(run["metrics"]) > 6 else ""))
 
 
