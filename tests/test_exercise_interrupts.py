@@ -166,13 +166,10 @@ def test_cerebras_bert_interrupted_after_training_keeps_every_step():
     assert run.metrics["steps"] == 6 and "samples_per_sec" in run.metrics
 
 
-def test_the_homework_interrupted_while_gathering_keeps_the_testbeds_gathered():
+def test_the_homework_interrupted_while_gathering_records_nothing_and_names_the_testbed():
     from labkit.testbeds.homework import fall2024
 
     folder = os.path.join(os.path.dirname(__file__), "golden", "homework")
     config = fall2024.SPEC.validate({"logs_dir": os.path.join(folder, "logs"), "runs_dir": os.path.join(folder, "runs")})
-    run, said = interrupted_at(r"^graphcore: \d+ run", fall2024.run_exercise, config)
-    assert (run.status, run.stopped_in) == ("interrupted", "gathering graphcore")
-    assert run.metrics == {"graphcore_runs": 3}
-    assert "not gathered (interrupted first): cerebras, sambanova, groq" in run.notes
-    fall2024.show(run)
+    said, _ = interrupted_at(r"^graphcore: \d+ run", fall2024.run_exercise, config)
+    assert said == "interrupted in gathering graphcore: " + NOTHING  # reading measures nothing: nothing to keep

@@ -117,12 +117,12 @@ def run_portable(config: Config, device: Any, echo: Callable[[str], None] = prin
         if pbar is not None:
             pbar.close()
     trained["result"] = result
+    interrupts.phase("validation", check=False)  # its lines below say what was trained
     if result.interrupted:
         echo(result.interrupted)
     elif len(result.losses) == values["steps"]:
         echo("{} INFO:   Training completed successfully!".format(_stamp()))
     echo(processed_line(result.total_samples, result.total_time))
-    interrupts.phase("validation", check=not result.interrupted)
     validation_ids = llm.encode_text(tokenizer, corpus.validation)
     validation = _validation_loss(model, validation_ids, min(values["batch_size"], 8), values["sequence_length"],
                                   values["seed"], device) if result.losses else float("nan")

@@ -158,10 +158,10 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
         with interrupts.graceful() as stop:
             # The bar appears once an interrupt is caught: stopping the run the moment it shows
             # gives the run back (interrupted at batch 1), never a bare KeyboardInterrupt.
+            interrupts.phase("warm-up", check=False)
             bar = progress.bar(total=total, desc="requests", unit="req") if show_progress else None
             tick: Callable[[Trace], None] = (lambda trace: bar.update(1)) if bar is not None else (lambda trace: None)
             try:
-                interrupts.phase("warm-up", check=False)
                 for endpoint in endpoints:
                     for k in range(warmup):
                         if stop.requested:
