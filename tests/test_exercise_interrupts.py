@@ -173,3 +173,14 @@ def test_the_homework_interrupted_while_gathering_records_nothing_and_names_the_
     config = fall2024.SPEC.validate({"logs_dir": os.path.join(folder, "logs"), "runs_dir": os.path.join(folder, "runs")})
     said, _ = interrupted_at(r"^graphcore: \d+ run", fall2024.run_exercise, config)
     assert said == "interrupted in gathering graphcore: " + NOTHING  # reading measures nothing: nothing to keep
+
+
+def test_sambanova_interrupted_once_every_step_is_reported_waits_for_the_ranks_results():
+    from labkit.testbeds.sambanova import bert_large as sambanova
+
+    config = sambanova.SPEC.validate({"ntasks": 2, "ntasks_per_node": 2, "model_size": "micro", "batch_size": 4,
+                                      "steps": 4, "max_seq_length": 32, "target": "portable", "device": "cpu"})
+    run, said = interrupted_at(r"^2 ranks x 4 steps:\s+100%", sambanova.run_exercise, config)
+    assert (run.status, run.stopped_in) == ("interrupted", "summary")
+    assert "e2e_train_time" in run.metrics and run.metrics["replicas_in_sync"] is True
+    assert children() == []
