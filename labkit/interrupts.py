@@ -42,7 +42,7 @@ from typing import Any, Callable, List, Optional
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
 
-__all__ = ["graceful", "StopRequest", "Interrupted", "run_step", "with_phases", "where", "phase", "keep", "check",
+__all__ = ["graceful", "StopRequest", "Interrupted", "run_step", "with_phases", "show_step", "SHOW_STOPPED", "where", "phase", "keep", "check",
            "current_phase", "RunPhases", "NOTHING_MEASURED", "KEPT", "DONE"]
 
 #: The line an interrupt before the first measurement ends with ({} is the phase).
@@ -318,5 +318,26 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
             runs.pop()
             if outer is None:
                 stop._restore()
+
+    return wrapper
+
+
+#: The line a show step ends with when an interrupt stops its tables and figures.
+SHOW_STOPPED = "interrupted while showing the run: the run itself is unchanged, and the next cell still records it"
+
+
+def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a show step (tables, figures): an interrupt stops the drawing with one line and no
+    traceback, so Run All and ``labkit run`` go on to the cell that records the run (phase "figures")."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            if isinstance(exc, Interrupted):
+                raise
+            print(SHOW_STOPPED)
+            return None
 
     return wrapper

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from labkit import interrupts
+from tests.student import HELPERS
 
 matplotlib.use("Agg")
 pytestmark = pytest.mark.timing
@@ -55,7 +56,9 @@ def interrupted_at(pattern, run, *args):
 
 
 def children():
-    return [p for p in psutil.Process().children(recursive=True) if "forkserver" not in " ".join(p.cmdline())]
+    """This process's children other than multiprocessing's reusable helpers (tests/student.py's HELPERS)."""
+    return [p for p in psutil.Process().children(recursive=True)
+            if not any(helper in " ".join(p.cmdline()) for helper in HELPERS)]
 
 
 @pytest.fixture(scope="module")

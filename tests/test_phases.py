@@ -191,3 +191,17 @@ def test_a_complete_run_keeps_its_old_record_and_an_old_record_reads_without_a_p
     assert Run.from_dict(data).stopped_in == ""
     interrupted = Run("demo/phases", status="interrupted", stopped_in="testing")
     assert interrupted.partial_rows()[:2] == [("status", "interrupted: partial run"), ("stopped in", "testing")]
+
+
+def test_an_interrupt_while_showing_a_run_stops_the_drawing_with_one_line_and_no_error(capsys):
+    drawn = []
+
+    @interrupts.show_step
+    def show(run):
+        drawn.append("table")
+        _sigint()
+        drawn.append("figure")
+
+    assert show(Run("demo/phases")) is None
+    assert drawn == ["table"]
+    assert capsys.readouterr().out.splitlines() == [interrupts.SHOW_STOPPED]
