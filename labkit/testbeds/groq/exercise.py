@@ -72,7 +72,7 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     measured: dict = {}  # evaluate's result after each backend: an interrupt keeps the backends measured
     # a backend's pass cut short is not a measurement: until the first one ends an interrupt stops at once
     interrupts.keep(lambda: _run_of(config, loaded, data, engines, measured.get("result")),
-                    measuring=lambda: "result" in measured)
+                    measuring=lambda: bool(measured.get("passes")))
     result = evaluate(config, loaded, data, engines, into=measured)
     return _run_of(config, loaded, data, engines, result)
 
