@@ -55,7 +55,7 @@ INFERENCE = ("requests_completed", "ttft_median", "e2el_median")
 WALKS: Dict[str, Walk] = {
     "graphcore/mnist": Walk(
         "notebooks/graphcore/mnist.ipynb",
-        ("-y", "{epochs: 2, max_train_samples: 800, max_test_samples: 4000, device: cpu}"),
+        ("-y", "{epochs: 2, max_train_samples: 800, max_test_samples: 1600, device: cpu}"),
         (Moment("setup", r"^Training on "),
          Moment("epoch 1/2", r"^Epoch 1/2:\s+0%", MNIST_STEP),
          Moment("epoch 2/2", r"^Epoch 1/2: [0-9.]+ s", MNIST_EPOCH),

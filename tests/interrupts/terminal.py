@@ -56,7 +56,7 @@ class Terminal:
         """What was printed so far, one entry per line or progress-bar frame."""
         return re.split(r"[\r\n]", self.seen.decode(errors="replace"))
 
-    def wait_for(self, pattern: str, within: float = 600.0) -> str:
+    def wait_for(self, pattern: str, within: float = 1200.0) -> str:
         """Read until a frame matches ``pattern`` (a regular expression); that frame.
 
         Fails, quoting the output's end, when the run ends first or ``within`` seconds pass.
