@@ -88,7 +88,7 @@ class Terminal:
         """SIGINT to the run's process group, as a terminal sends it to its foreground group."""
         os.killpg(self.process.pid, signal.SIGINT)
 
-    def finish(self, within: float = 300.0) -> Ended:
+    def finish(self, within: float = 600.0) -> Ended:
         try:
             out, err = self.process.communicate(timeout=within)
         finally:
