@@ -99,3 +99,5 @@ class Terminal:
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+        for pipe in (self.process.stdout, self.process.stderr):
+            pipe.close()
