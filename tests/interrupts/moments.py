@@ -103,7 +103,7 @@ WALKS: Dict[str, Walk] = {
          done(r"^1 rank x 8 steps:\s+0%", "e2e_train_time", "sequences_per_second"))),
     "comparison/ipu_vs_gpu": Walk(
         "notebooks/comparison/ipu_vs_gpu.ipynb",
-        ("-y", "{replicas: [1, 2], micro_batch_sizes: [10], images_per_epoch: 128, epochs: 1, device: cpu}"),
+        ("-y", "{replicas: [1, 2], micro_batch_sizes: [10], images_per_epoch: 128, epochs: 2, device: cpu}"),
         (Moment("setup", r"^parameters: "),
          Moment("configurations", r"^configurations:\s+50%", ("configurations",)),
          Moment("summary", r"^configurations:\s+100%", ("configurations", "best_throughput")),
