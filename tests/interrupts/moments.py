@@ -55,7 +55,7 @@ INFERENCE = ("requests_completed", "ttft_median", "e2el_median")
 WALKS: Dict[str, Walk] = {
     "graphcore/mnist": Walk(
         "notebooks/graphcore/mnist.ipynb",
-        ("-y", "{epochs: 2, max_train_samples: 800, max_test_samples: 4000, device: cpu}"),
+        ("-y", "{epochs: 2, max_train_samples: 800, max_test_samples: 1600, device: cpu}"),
         (Moment("setup", r"^Training on "),
          Moment("epoch 1/2", r"^Epoch 1/2:\s+0%", MNIST_STEP),
          Moment("epoch 2/2", r"^Epoch 1/2: [0-9.]+ s", MNIST_EPOCH),
@@ -81,7 +81,8 @@ WALKS: Dict[str, Walk] = {
     "cerebras/llama2_7b": Walk(
         "notebooks/cerebras/llama2_7b.ipynb",
         ("-y", "{model_size: tiny, batch_size: 4, steps: 60, log_steps: 10, sequence_length: 64, device: cpu}"),
-        (Moment("setup", r"labkit portable LLaMA"),
+        # the line that ends setup is printed as the first step starts: the step in flight is kept
+        (Moment("training", r"labkit portable LLaMA", ()),
          Moment("training", r"Step=10, ", LLAMA_STEPS),
          Moment("validation", r"Processed \d+ training sample", LLAMA_STEPS + ("train_seconds",)),
          done(r"^Note: Portable run", *LLAMA_STEPS, "validation_loss"))),
@@ -89,7 +90,7 @@ WALKS: Dict[str, Walk] = {
         "notebooks/cerebras/bert_large.ipynb",
         ("-y", "{model_size: micro, batch_size: 8, max_steps: 10, log_steps: 5, max_seq_length: 32, target: cpu,"
                " compare_batch_sizes: [2]}"),
-        (Moment("setup", r"Initializing module BertForPreTraining"),
+        (Moment("training", r"Initializing module BertForPreTraining", ()),  # printed as the first step starts
          Moment("training", r"Step=5, ", ("global_rate",)),
          Moment("summary", r"Training completed successfully", ("global_rate", "samples_per_sec")),
          done(r"Effective batch size is 2\.", "global_rate", "samples_per_sec"))),
@@ -102,7 +103,7 @@ WALKS: Dict[str, Walk] = {
          done(r"^1 rank x 8 steps:\s+0%", "e2e_train_time", "sequences_per_second"))),
     "comparison/ipu_vs_gpu": Walk(
         "notebooks/comparison/ipu_vs_gpu.ipynb",
-        ("-y", "{replicas: [1, 2], micro_batch_sizes: [10], images_per_epoch: 128, epochs: 1, device: cpu}"),
+        ("-y", "{replicas: [1, 2], micro_batch_sizes: [10], images_per_epoch: 128, epochs: 2, device: cpu}"),
         (Moment("setup", r"^parameters: "),
          Moment("configurations", r"^configurations:\s+50%", ("configurations",)),
          Moment("summary", r"^configurations:\s+100%", ("configurations", "best_throughput")),

@@ -56,7 +56,7 @@ class Terminal:
         """What was printed so far, one entry per line or progress-bar frame."""
         return re.split(r"[\r\n]", self.seen.decode(errors="replace"))
 
-    def wait_for(self, pattern: str, within: float = 600.0) -> str:
+    def wait_for(self, pattern: str, within: float = 1200.0) -> str:
         """Read until a frame matches ``pattern`` (a regular expression); that frame.
 
         Fails, quoting the output's end, when the run ends first or ``within`` seconds pass.
@@ -88,7 +88,7 @@ class Terminal:
         """SIGINT to the run's process group, as a terminal sends it to its foreground group."""
         os.killpg(self.process.pid, signal.SIGINT)
 
-    def finish(self, within: float = 300.0) -> Ended:
+    def finish(self, within: float = 600.0) -> Ended:
         try:
             out, err = self.process.communicate(timeout=within)
         finally:
@@ -99,3 +99,5 @@ class Terminal:
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+        for pipe in (self.process.stdout, self.process.stderr):
+            pipe.close()
