@@ -174,9 +174,10 @@ class CtrlC:
         else:
             how = "the kernel was interrupted"
         if kept:
-            where = kept[0].stopped_at()
+            where = ", ".join(part for part in ("in " + kept[0].stopped_in if kept[0].stopped_in else "",
+                                                "at " + kept[0].stopped_at() if kept[0].stopped_at() else "") if part)
             return "{}; the run ended early and is recorded with status interrupted{}".format(
-                how, " (at {})".format(where) if where else "")
+                how, " ({})".format(where) if where else "")
         if runs:
             return "{}; the notebook recorded a run with status {}".format(how, runs[0].status)
         if cause is not None and not self.stopped:

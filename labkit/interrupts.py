@@ -1,19 +1,35 @@
 """Stopping a run (Kernel -> Interrupt, the stop button, Ctrl+C) is a result, not a crash.
 
-The first interrupt asks the run to stop at the next step boundary: the training loop sees
-``stop.requested``, ends there, and the run is returned with status ``interrupted`` and what
-was measured so far. A second interrupt stops at once (the step in progress is dropped), as
-PyTorch Lightning's graceful shutdown does on ``KeyboardInterrupt``. The training loops use it as:
+A run step (``graphcore.run_exercise`` ...) is wrapped in :func:`run_step` and goes through
+named phases (setup, warm-up, each epoch or batch of requests, testing, summary, servers
+stopping). The rule a student relies on:
 
-    with interrupts.graceful() as stop:
-        for step in ...:
-            ...
-            if stop.requested:
-                break
+- before the run's first measurement an interrupt stops it at once, and one line says that
+  nothing was measured yet, so no run is recorded;
+- once the run has called :func:`keep` (just before it starts measuring), the first interrupt
+  ends it at the next boundary (a training step, a test batch, a batch of requests, the start of
+  the next phase) and the run step returns what ``keep``'s builder makes of what was measured:
+  status ``interrupted``, ``run.stopped_in`` the phase the interrupt came in;
+- a second interrupt stops at once (the step in progress is dropped), as PyTorch Lightning's
+  graceful shutdown does on ``KeyboardInterrupt``.
 
-and a run step (``graphcore.run_exercise`` ...) is wrapped in :func:`run_step`, which checks its
-config against the notebook first and turns an interrupt that reaches it anyway (during
-set-up, a download, a compile) into one line instead of a traceback.
+An exercise's run reads:
+
+    @run_step
+    def run_exercise(config):
+        data = load(...)                               # phase "setup": an interrupt here keeps nothing
+        history = History()
+        keep(lambda: partial_run(history))             # None while nothing is measured
+        phase("epoch 1/2", check=False)                # names the phase; training loops end at a step:
+        with interrupts.graceful() as stop:
+            for step in ...:
+                ...
+                if stop.requested:
+                    break
+        phase("testing")                               # after an interrupt: the run ends here, kept
+        ...
+
+Outside a run step, :func:`graceful` alone still turns the first interrupt into ``stop.requested``.
 """
 
 from __future__ import annotations
@@ -21,16 +37,24 @@ from __future__ import annotations
 import functools
 import signal
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional
 
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
 
-__all__ = ["graceful", "StopRequest", "Interrupted", "run_step", "where"]
+__all__ = ["graceful", "StopRequest", "Interrupted", "run_step", "with_phases", "show_step", "SHOW_STOPPED", "where", "phase", "keep", "check",
+           "current_phase", "RunPhases", "NOTHING_MEASURED", "KEPT", "DONE"]
+
+#: The line an interrupt before the first measurement ends with ({} is the phase).
+NOTHING_MEASURED = "interrupted in {}: nothing was measured yet, so no run was recorded"
+#: The line a run step ends with when an interrupt outside its loops kept what was measured.
+KEPT = "interrupted in {}: the run is kept with what was measured before it (status interrupted)"
+#: The phase after a run's last line: an interrupt there no longer changes the run.
+DONE = "done"
 
 
 class Interrupted(KeyboardInterrupt):
-    """An interrupt that arrived outside a training loop; shown in Jupyter as its one line.
+    """An interrupt that ended a run step with nothing to show; shown in Jupyter as its one line.
 
     Not a :class:`labkit.errors.LabkitError`: that is an ``Exception``, and a stop must get past
     ``except Exception``.
@@ -40,12 +64,22 @@ class Interrupted(KeyboardInterrupt):
     _render_traceback_ = one_line_traceback
 
 
+class _EndHere(KeyboardInterrupt):
+    """Raised at a boundary after a first interrupt: the run step returns what it kept."""
+
+
 class StopRequest:
-    """Whether an interrupt asked the current run to stop, and how."""
+    """Whether an interrupt asked the current run to stop, and how.
+
+    ``requested``: the first interrupt came; ``at_once``: a second one did (the step in progress
+    was dropped); ``requested_in``: the phase the first one came in.
+    """
 
     def __init__(self) -> None:
         self.requested = False
-        self.at_once = False  # a second interrupt: the step in progress was dropped
+        self.at_once = False
+        self.requested_in = ""
+        self._defer = 0  # > 0: a first interrupt only sets .requested (a loop or a kept run checks it)
         self._previous: Any = None
         self._installed = False
 
@@ -55,37 +89,140 @@ class StopRequest:
             self.at_once = True
             raise KeyboardInterrupt
         self.requested = True
+        self.requested_in = current_phase()
+        if self._defer <= 0 and not _measuring():  # nothing measured yet: nothing to wait for
+            raise KeyboardInterrupt
 
     def interrupted_by(self, exc: BaseException) -> bool:
         """Call in ``except KeyboardInterrupt``: True when this run should end with what it has
         (it was started under :func:`graceful`), False when the interrupt must propagate."""
-        if not isinstance(exc, KeyboardInterrupt) or isinstance(exc, Interrupted):
-            return False
+        if not isinstance(exc, KeyboardInterrupt) or isinstance(exc, (Interrupted, _EndHere)):
+            return False  # _EndHere: the run step ends there, with what it kept
+        if not self.requested:
+            self.requested_in = current_phase()
         self.requested = True
         self.at_once = True
         return True
 
-    def __enter__(self) -> "StopRequest":
+    def _install(self) -> None:
         # Only the main thread may set signal handlers (ipykernel runs cells there); elsewhere an
         # interrupt arrives as KeyboardInterrupt and interrupted_by() still ends the run cleanly.
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.getsignal(signal.SIGINT)
             signal.signal(signal.SIGINT, self._on_sigint)
             self._installed = True
-        return self
 
     def _restore(self) -> None:
         if self._installed:
             signal.signal(signal.SIGINT, self._previous if self._previous is not None else signal.default_int_handler)
             self._installed = False
 
+    def __enter__(self) -> "StopRequest":
+        self._defer += 1
+        self._install()
+        return self
+
     def __exit__(self, *exc: Any) -> None:
+        self._defer -= 1
         self._restore()
 
 
-def graceful() -> StopRequest:
-    """A context manager: inside it, the first interrupt sets ``.requested`` instead of raising."""
-    return StopRequest()
+class _Deferring:
+    """:func:`graceful` inside a run step: the run's own StopRequest, deferring while the block runs."""
+
+    def __init__(self, stop: StopRequest) -> None:
+        self.stop = stop
+
+    def __enter__(self) -> StopRequest:
+        self.stop._defer += 1
+        return self.stop
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop._defer -= 1
+
+    def __getattr__(self, name: str) -> Any:  # used as the StopRequest itself (labkit.ranks does)
+        return getattr(self.stop, name)
+
+
+def graceful() -> Any:
+    """A context manager: inside it, the first interrupt sets ``.requested`` instead of raising.
+
+    Inside a run step it is the run's StopRequest, so the phases after the loop see the request."""
+    runs = _runs()
+    return _Deferring(runs[-1].stop) if runs else StopRequest()
+
+
+class RunPhases:
+    """One run step in progress: its phase, the phases it went through, and how to build what it measured."""
+
+    def __init__(self, step: str, stop: StopRequest) -> None:
+        self.step = step
+        self.stop = stop
+        self.phase = "setup"
+        self.phases: List[str] = ["setup"]
+        self.build: Optional[Callable[[], Any]] = None
+        self.measuring: Callable[[], bool] = lambda: True
+
+    def enter(self, name: str) -> None:
+        if name != self.phase:
+            self.phase = name
+            self.phases.append(name)
+
+
+_local = threading.local()
+
+
+def _runs() -> List[RunPhases]:
+    if not hasattr(_local, "runs"):
+        _local.runs = []
+    return _local.runs
+
+
+def current_phase() -> str:
+    """The phase of the innermost run step in progress in this thread ("" outside one)."""
+    runs = _runs()
+    return runs[-1].phase if runs else ""
+
+
+def _measuring() -> bool:
+    """Whether a run step in progress keeps what it measured and has begun measuring (cheap: a signal handler asks)."""
+    return any(run.build is not None and run.measuring() for run in _runs())
+
+
+def _ending() -> bool:
+    """An interrupt came and a run step in progress keeps what was measured: end at this boundary."""
+    runs = _runs()
+    return bool(runs) and runs[-1].stop.requested and any(run.build is not None for run in runs)
+
+
+def check() -> None:
+    """End the run here if an interrupt asked it to stop and it keeps what it measured (:func:`keep`): a
+    boundary inside a phase (a test batch, a request)."""
+    if _ending():
+        raise _EndHere
+
+
+def phase(name: str, check: bool = True) -> None:
+    """The run enters phase ``name``; with ``check``, an interrupt that came before ends the run here
+    (when it keeps what it measured, :func:`keep`)."""
+    runs = _runs()
+    if not runs:
+        return
+    if check and _ending():
+        raise _EndHere
+    runs[-1].enter(name)
+
+
+def keep(build: Callable[[], Any], measuring: Optional[Callable[[], bool]] = None) -> None:
+    """From now on an interrupt ends the run with ``build()``: what was measured so far (the run
+    step's result; None while nothing is measured). Call it just before the first measurement.
+
+    ``measuring`` (default: from now on) says, cheaply, whether the run has begun measuring: until it
+    has, an interrupt outside a training loop stops the run at once (there is nothing to wait for)."""
+    runs = _runs()
+    if runs:
+        runs[-1].build = build
+        runs[-1].measuring = measuring or (lambda: True)
 
 
 def where(epoch: Optional[int] = None, epochs: Optional[int] = None, step: Optional[int] = None,
@@ -99,25 +236,108 @@ def where(epoch: Optional[int] = None, epochs: Optional[int] = None, step: Optio
     return "interrupted at " + ", ".join(parts) if parts else "interrupted before the first step"
 
 
+def _the_run(result: Any) -> Any:
+    """The labkit.results.Run in a run step's result (a Run, or a result with ``.run``)."""
+    return result if hasattr(result, "mark_interrupted") else getattr(result, "run", None)
+
+
+def _mark(result: Any, where_: str) -> bool:
+    """Status interrupted and ``stopped_in``; True when this marked it (the run had not said so itself)."""
+    run = _the_run(result)
+    if run is None:
+        return False
+    if not getattr(run, "stopped_in", ""):
+        run.stopped_in = where_
+    if run.status == "interrupted":
+        return False
+    run.mark_interrupted("interrupted in " + where_, "its figures cover only what was measured before it.")
+    return True
+
+
+def _ended(run: RunPhases) -> Any:
+    """After an interrupt: what ``keep``'s builder makes of what was measured, marked; None when nothing.
+    Says so in one line unless the run said where it stopped itself."""
+    built = run.build() if run.build is not None else None
+    where_ = run.stop.requested_in or run.phase
+    if built is not None and _mark(built, where_):
+        print(KEPT.format(where_))
+    return built
+
+
 def run_step(function: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a notebook run step (a function given the notebook's ``config``).
 
     Before any work, every :class:`~labkit.params.Config` argument is checked against the
-    notebook (:func:`labkit.params.check_current`). An interrupt that reaches the step outside
-    a training loop ends it with one line and no traceback.
+    notebook (:func:`labkit.params.check_current`). An interrupt ends the step as
+    :func:`with_phases` says.
     """
+    phased = with_phases(function)
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         for value in list(args) + list(kwargs.values()):
             if isinstance(value, Config):
                 check_current(value)
+        return phased(*args, **kwargs)
+
+    return wrapper
+
+
+def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a run (a run step, or one run of several a step makes): it has phases of its own and an
+    interrupt ends it as the module docstring says: with what it measured (and one line saying where,
+    unless it said so itself), or with one line saying nothing was measured yet. Inside another run
+    that keeps what it measured, "nothing yet" passes the interrupt on to that one."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        runs = _runs()
+        outer = runs[-1] if runs else None
+        stop = outer.stop if outer is not None else StopRequest()
+        run = RunPhases(function.__name__, stop)
+        if outer is None:
+            stop._install()
+        runs.append(run)
+        try:
+            result = function(*args, **kwargs)
+            if stop.requested and run.build is not None and stop.requested_in != DONE:
+                if _mark(result, stop.requested_in):  # it came in the run's last phase, with no boundary left
+                    print(KEPT.format(stop.requested_in))
+            return result
+        except KeyboardInterrupt as exc:
+            if isinstance(exc, Interrupted):
+                raise
+            stop.interrupted_by(exc) if not stop.requested else None
+            kept = _ended(run)
+            if kept is not None:
+                return kept
+            if any(other.build is not None for other in runs[:-1]):
+                raise  # an outer run keeps what it measured
+            raise Interrupted(NOTHING_MEASURED.format(stop.requested_in or run.phase)) from None
+        finally:
+            runs.pop()
+            if outer is None:
+                stop._restore()
+
+    return wrapper
+
+
+#: The line a show step ends with when an interrupt stops its tables and figures.
+SHOW_STOPPED = "interrupted while showing the run: the run itself is unchanged, and the next cell still records it"
+
+
+def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a show step (tables, figures): an interrupt stops the drawing with one line and no
+    traceback, so Run All and ``labkit run`` go on to the cell that records the run (phase "figures")."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
         except KeyboardInterrupt as exc:
             if isinstance(exc, Interrupted):
                 raise
-            raise Interrupted("interrupted: {} stopped before it had a result to show".format(
-                function.__name__)) from None
+            print(SHOW_STOPPED)
+            return None
 
     return wrapper

@@ -113,11 +113,13 @@ def _run_rank(target: Callable[..., Any], rank: int, world_size: int, port: int,
 def launch(target: Callable[..., Any], world_size: int, args: Tuple[Any, ...] = (), *, start: str = "spawn",
            preload: Sequence[str] = (), on_message: Optional[Callable[[int, str, Tuple[Any, ...]], None]] = None,
            timeout: Optional[float] = None, stop_on_interrupt: bool = False,
-           what: str = "The ranks") -> RanksOutcome:
+           what: str = "The ranks", finishing: Optional[Callable[[], bool]] = None) -> RanksOutcome:
     """Run ``target(rank, *args)`` in ``world_size`` processes and gather what each returns.
 
     ``target`` must be importable by name (a module-level function). ``on_message(rank, kind,
-    payload)`` is called in the parent for each ``rank.report(kind, *payload)``. Raises
+    payload)`` is called in the parent for each ``rank.report(kind, *payload)``. With
+    ``stop_on_interrupt``, a first interrupt stops the ranks, unless ``finishing()`` says they have
+    done their work and only their results are still to come (they are waited for). Raises
     :class:`RanksFailed` ("<what> failed: rank 1 failed: <traceback>") when a rank fails or
     nothing is finished after ``timeout`` seconds.
     """
@@ -139,7 +141,8 @@ def launch(target: Callable[..., Any], world_size: int, args: Tuple[Any, ...] = 
         if stop is not None:
             stop.__enter__()
         deadline = None if timeout is None else time.monotonic() + timeout
-        while len(outcome.results) < world_size and failure is None and not (stop is not None and stop.requested):
+        while len(outcome.results) < world_size and failure is None and not (
+                stop is not None and stop.requested and not (finishing is not None and finishing() and not stop.at_once)):
             try:
                 kind, rank, *payload = messages.get(timeout=0.5)
             except queue_module.Empty:

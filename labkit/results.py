@@ -41,6 +41,7 @@ class Run:
     - ``series``: name -> {"x": [...], "y": [...], "x_label": "step"}, e.g. loss over steps.
     - ``notes``: sentences a student should read (misreadings, substitutions, warnings).
     - ``environment``: device, library versions, host.
+    - ``stopped_in``: for an interrupted run, the phase the interrupt came in (labkit.interrupts).
     """
 
     exercise: str
@@ -52,6 +53,8 @@ class Run:
     series: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
     environment: Dict[str, Any] = field(default_factory=dict)
+    #: the phase an interrupt came in ("testing", "epoch 2/10", "summary"); "" for a run not interrupted
+    stopped_in: str = ""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -67,6 +70,8 @@ class Run:
 
     def to_dict(self) -> Dict[str, Any]:
         data = asdict(self)
+        if not data["stopped_in"]:  # a run that was not interrupted keeps the record it always had
+            del data["stopped_in"]
         data["version"] = RECORD_VERSION
         return json_safe(data)
 
@@ -114,7 +119,8 @@ class Run:
         """(metric, value) rows that a metrics table shows first for an interrupted run."""
         if not self.partial():
             return []
-        return [("status", self.partial())] + ([("stopped at", self.stopped_at())] if self.stopped_at() else [])
+        return ([("status", self.partial())] + ([("stopped in", self.stopped_in)] if self.stopped_in else [])
+                + ([("stopped at", self.stopped_at())] if self.stopped_at() else []))
 
     def partial_title(self) -> str:
         """A plot title's second line for an interrupted run, else ""."""

@@ -123,10 +123,11 @@ class Student:
         return self.execute(self.cell(containing), timeout)
 
     # --- the kernel ----------------------------------------------------------------
-    def execute(self, source: str, timeout: float = 600, interrupt_when: Optional[str] = None,
+    def execute(self, source: str, timeout: float = 600, interrupt_when: Any = None,
                 interrupts: int = 1, interrupt_after: Optional[float] = None) -> Outputs:
-        """Run ``source``; with ``interrupt_when``, press Kernel -> Interrupt (``interrupts`` times)
-        as soon as that text has been printed; with ``interrupt_after``, that many seconds in."""
+        """Run ``source``; with ``interrupt_when`` (a text, or a compiled regular expression), press
+        Kernel -> Interrupt (``interrupts`` times) as soon as it has been printed; with
+        ``interrupt_after``, that many seconds in."""
         msg_id = self.kc.execute(source)
         outputs = Outputs()
         start = time.monotonic()
@@ -150,7 +151,7 @@ class Student:
                 return outputs
             if kind in ("stream", "error", "execute_result", "display_data"):
                 outputs.messages.append(msg)
-            if interrupt_when and sent < interrupts and interrupt_when in outputs.text:
+            if interrupt_when and sent < interrupts and _shows(outputs.text, interrupt_when):
                 for _ in range(interrupts):
                     self.km.interrupt_kernel()
                     sent += 1
@@ -189,3 +190,8 @@ def _cmdline(process: psutil.Process) -> Optional[str]:
         return " ".join(process.cmdline())
     except psutil.Error:  # gone meanwhile
         return None
+
+
+def _shows(text: str, wanted: Any) -> bool:
+    """Whether ``text`` (progress frames split at carriage returns) shows ``wanted``: a text or a compiled pattern."""
+    return bool(wanted.search(text.replace("\r", "\n"))) if hasattr(wanted, "search") else wanted in text

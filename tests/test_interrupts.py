@@ -95,7 +95,7 @@ def test_a_run_step_checks_its_config_first_and_shows_a_stray_interrupt_as_one_l
     config = spec.from_notebook(ns)
     with pytest.raises(interrupts.Interrupted) as caught:
         run_demo(config)
-    assert caught.value._render_traceback_() == ["interrupted: run_demo stopped before it had a result to show"]
+    assert caught.value._render_traceback_() == ["interrupted in setup: nothing was measured yet, so no run was recorded"]
     ns["epochs"] = 2
     with pytest.raises(StaleConfigError):
         run_demo(config)

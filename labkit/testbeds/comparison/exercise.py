@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from labkit import interrupts
 from labkit.accelerator import describe, resolve_precision
 from labkit.devices import torch_device
 from labkit.interrupts import run_step
@@ -63,8 +64,13 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     """Measure every configuration the plan allows: the Run of the local measurements, with the
     measurements themselves (a DataFrame, one row per configuration) as ``run.details``."""
     chosen = plan if plan is not None else _plan_step(config)
+    # Phases: setup, configurations (the study lets the one in progress finish), summary. An interrupt
+    # keeps the configurations measured; before the first one ends it keeps nothing.
+    interrupts.keep(lambda: None)
+    interrupts.phase("configurations", check=False)
     local = study(config.replicas, config.micro_batch_sizes, config.images_per_epoch, config.epochs,
                   config.learning_rate, config.seed, chosen.device, config.model)
+    interrupts.phase("summary", check=len(local) == 0)
     run = as_run(local, config)
     run.details = local
     return run

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any, List, Optional
 
+from labkit.interrupts import show_step
 from labkit import display
 from labkit.results import Run
 
@@ -31,6 +32,7 @@ SHOWN_COLUMNS = ["platform", "model", "replicas", "micro_batch", "images_per_epo
 REFERENCE_MODEL = "the study's"
 
 
+@show_step
 def show(run: Run) -> Optional[List[Any]]:
     """The configurations measured here, with their status (the rule of :func:`labkit.display.shown`)."""
     local = getattr(run, "details", None)

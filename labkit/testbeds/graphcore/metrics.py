@@ -34,6 +34,8 @@ METRICS = MetricTable(
     Metric("test_compile_time", "s", "seconds PopTorch spent compiling the inference graph", timing=True),
     Metric("warmup_time", "s", "seconds of the portable run's first step (allocation, kernel selection): the "
                                "stand-in for the IPU's compilation", timing=True),
+    Metric("tested_samples", "", "test samples the test pass saw before an interrupt cut it short (test_accuracy "
+                                 "is over these only)"),
     Metric("test_throughput", "samples/s", "test samples per second in the test pass", timing=True),
     Metric("first_epoch_ratio", "", "first epoch time / steady epoch time, from the log: how much compilation "
                                     "slowed the first epoch"),

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
+from labkit.interrupts import show_step
 from labkit import display, plots
 from labkit.results import Run
 
 __all__ = ["show", "model_summary"]
 
 
+@show_step
 def show(run: Run) -> Optional[List[Any]]:
     """The run's metrics with their units, then its loss and accuracy curves (the rule of
     :func:`labkit.display.shown`: None in a kernel)."""

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from labkit import logs
+from labkit import interrupts, logs
 from labkit.data import load_mnist
 from labkit.interrupts import run_step
 from labkit.params import Config
@@ -71,20 +71,38 @@ def run_mnist(config: Config, verbose: bool = True, device: Any = None) -> Mnist
         from labkit.testbeds.graphcore import ipu as backend
     else:
         from labkit.testbeds.graphcore import portable as backend
-    result = backend.run(config, device, train_images, train_labels, test_images, test_labels, say)
-    run = result.run
-    run.notes[:0] = notes
-    run.params.update({"data_source": data.source, "train_samples": int(len(train_labels)),
-                       "test_samples": int(len(test_labels))})
-    _judge(run)
-    if run.status == "interrupted":
+    sizes = {"data_source": data.source, "train_samples": int(len(train_labels)), "test_samples": int(len(test_labels))}
+    if device == "ipu":
+        result = backend.run(config, device, train_images, train_labels, test_images, test_labels, say)
+    else:  # an interrupt after the first step keeps what the backend measured
+        measured: dict = {}
+        interrupts.keep(lambda: _kept(backend.partial(config, device, measured), notes, sizes),
+                        measuring=lambda: "training" in measured)
+        result = backend.run(config, device, train_images, train_labels, test_images, test_labels, say, measured)
+    # an interrupt in the summary ends the run here, kept (one in training already ended it)
+    interrupts.phase(interrupts.DONE, check=result.run.status != "interrupted")
+    _finish(result, notes, sizes)
+    if result.run.status == "interrupted":
         say(result.history.interrupted)
     else:
         say("Accuracy on test set: {:0.2f}%".format(result.test_accuracy))
-    for note in run.notes[len(notes):]:
+    for note in result.run.notes[len(notes):]:
         if not note.startswith("Interrupted "):  # said above, in one line
             say("Note: " + note)
     return result
+
+
+def _finish(result: MnistResult, notes: list, sizes: dict) -> MnistResult:
+    """The record's data notes and sizes, and the divergence verdict."""
+    run = result.run
+    run.notes[:0] = notes
+    run.params.update(sizes)
+    _judge(run)
+    return result
+
+
+def _kept(result: Optional[MnistResult], notes: list, sizes: dict) -> Optional[MnistResult]:
+    return _finish(result, notes, sizes) if result is not None else None
 
 
 def _judge(run: Run) -> None:

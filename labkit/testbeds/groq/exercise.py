@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 import labkit.logs
+from labkit import interrupts
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
@@ -68,7 +69,17 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     loaded = load_model(config)
     data = load_data(config, loaded)
     engines = build(config, loaded)
-    result = evaluate(config, loaded, data, engines)
+    measured: dict = {}  # evaluate's result after each backend: an interrupt keeps the backends measured
+    # a backend's pass cut short is not a measurement: until the first one ends an interrupt stops at once
+    interrupts.keep(lambda: _run_of(config, loaded, data, engines, measured.get("result")),
+                    measuring=lambda: bool(measured.get("passes")))
+    result = evaluate(config, loaded, data, engines, into=measured)
+    return _run_of(config, loaded, data, engines, result)
+
+
+def _run_of(config: Config, loaded: object, data: object, engines: dict, result: object) -> Optional[Run]:
+    if result is None:  # no backend finished its pass
+        return None
     run = make_run(config, loaded, data, result)
     run.details = GroqDetails(loaded, data, engines, result)
     return run

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 import labkit.logs
+from labkit.interrupts import show_step
 from labkit import display
 from labkit.params import Config
 from labkit.results import Run
@@ -32,6 +33,7 @@ def details_of(run: Run, section: str) -> Optional[GroqDetails]:
     return details
 
 
+@show_step
 def show(run: Run) -> Optional[List[Any]]:
     """The proof point's table (GroqFlow's columns), for a run made here or read from a log (the
     rule of :func:`labkit.display.shown`: None in a kernel)."""
@@ -40,6 +42,7 @@ def show(run: Run) -> Optional[List[Any]]:
     return display.shown([display.show(table)])
 
 
+@show_step
 def show_latency(run: Run) -> Optional[List[Any]]:
     """Both kinds of latency for every backend: the table and the bar plot."""
     details = details_of(run, "latency measured here")
@@ -48,6 +51,7 @@ def show_latency(run: Run) -> Optional[List[Any]]:
     return display.shown([display.show(details.result.latency_table), display.show(plot_latency(details.result))])
 
 
+@show_step
 def show_parity(run: Run, limit: int = 5) -> Optional[List[Any]]:
     """Every backend's predictions against the CPU's, and up to ``limit`` disagreeing samples each."""
     details = details_of(run, "prediction to compare")

@@ -8,8 +8,9 @@ one engine per backend, evaluate them all on the same samples.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from labkit import interrupts
 from labkit.display import in_kernel, show
 from labkit.interrupts import run_step
 from labkit.params import Config, ParameterError
@@ -118,7 +119,8 @@ def _compare(reference: Sequence[Any], other: Sequence[Any], ref_out: Sequence[A
 
 
 @run_step
-def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], repetitions: int = 100) -> GroqResult:
+def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], repetitions: int = 100,
+             into: Optional[Dict[str, Any]] = None) -> GroqResult:
     """Run the evaluation set on every engine; time the dataset loop and the compile-time inputs.
 
     - dataset loop: one wall time around the whole loop over the samples (as the proof point
@@ -126,6 +128,10 @@ def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], re
     - compile-time inputs: the all-ones inputs given at build time, ``repetitions`` times
       after one warm-up (GroqFlow's benchmark() runs them 100 times on the chip).
     GroqFlow's table reports the dataset loop for the host rows and benchmark() for groq.
+
+    Phases (:mod:`labkit.interrupts`): ``<backend> inference`` for each backend, then summary. After
+    each backend ``into["result"]`` (when given) holds the result of the backends so far; an
+    interrupt lets the backend in progress finish and ends the evaluation there.
     """
     batches, filler = to_batches(data.inputs, config.batch_size)
     dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
@@ -136,7 +142,10 @@ def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], re
                      "their outputs are not scored".format(filler))
     outputs, scores, latency, predictions = {}, {}, {}, {}
     for name, engine in engines.items():
+        interrupts.phase("{} inference".format(name))
         raw, wall = engine.run_dataset(batches, desc="{} inference".format(name))
+        if into is not None:  # its pass is done: an interrupt now lets its timing finish, then keeps it
+            into.setdefault("passes", []).append(name)
         outputs[name] = _per_sample(raw, rows_per_sample, len(data))
         scores[name] = data.score(outputs[name])
         predictions[name] = _predictions(loaded.task, outputs[name], data.inputs, loaded.labels)
@@ -146,10 +155,19 @@ def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], re
         latency[name] = {"loop": loop, "compile_inputs": compile_inputs, "on_chip": on_chip,
                          "end_to_end": compile_inputs if name == "groq" else loop,
                          "loop_ips": len(data) / wall}
+        if into is not None:
+            into["result"] = _result(config, loaded, data, outputs, scores, latency, predictions, notes)
+    interrupts.phase("summary")
+    return _result(config, loaded, data, outputs, scores, latency, predictions, notes)
+
+
+def _result(config: Config, loaded: Any, data: Any, outputs: Dict[str, Any], scores: Dict[str, float],
+            latency: Dict[str, Any], predictions: Dict[str, Any], notes: List[str]) -> GroqResult:
+    """The backends measured so far, each compared with cpu (the first one measured)."""
     disagreements, largest = {}, {}
-    for name in engines:
-        if name != "cpu":
+    for name in outputs:
+        if name != "cpu" and "cpu" in outputs:
             disagreements[name], largest[name] = _compare(predictions["cpu"], predictions[name],
                                                           outputs["cpu"], outputs[name])
-    return GroqResult(loaded.task, data.score_name, config.batch_size, len(data), scores, latency, predictions,
-                      disagreements, largest, list(data.texts), notes)
+    return GroqResult(loaded.task, data.score_name, config.batch_size, len(data), dict(scores), dict(latency),
+                      dict(predictions), disagreements, largest, list(data.texts), list(notes))

@@ -20,6 +20,7 @@ import os
 import statistics
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from labkit.interrupts import show_step
 from labkit import display
 from labkit.results import Run
 from labkit.testbeds.homework.gather import runs_of
@@ -187,6 +188,7 @@ def nothing_yet(testbed: str, homework: Any = None) -> str:
                                                     testbed=section.testbed)
 
 
+@show_step
 def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]], homework: Any = None) -> Optional[List[Any]]:
     """The comparison table and plot, with a warning about portable runs; or, without runs, what to run.
 
@@ -238,6 +240,7 @@ def overview(run: Run):
     return pd.DataFrame(rows).set_index("testbed")
 
 
+@show_step
 def show(run: Run) -> Optional[List[Any]]:
     """The notebook's show step: :func:`overview` of the homework's Run, and its notes."""
     table = display.show(overview(run))

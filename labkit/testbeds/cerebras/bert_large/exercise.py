@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
-from labkit import bert, devices
+from labkit import bert, devices, interrupts
 from labkit.interrupts import run_step
 from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan, device_why
@@ -125,6 +125,7 @@ def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequen
     ``compare_batch_sizes`` entry trained here (on the CS-2 or the portable path); a batch size
     already trained in ``runs`` is not trained again."""
     found = list(runs)
+    interrupts.keep(lambda: found or None)  # an interrupt keeps the runs made so far (each run keeps its own steps)
     for path in config.compare_logs:
         found.append(read_log(path, config))
     trained_here = {run.params.get("batch_size") for run in runs if run.source != "log"}

@@ -24,6 +24,7 @@ from labkit.testbeds.cerebras.stream import echo_above
 __all__ = ["run_portable"]
 
 
+@interrupts.with_phases
 def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, log_path: Optional[str] = None,
                  echo: Callable[[str], None] = print, progress: bool = True,
                  steps: Optional[bert.StepPlan] = None) -> Run:
@@ -80,6 +81,10 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
         def on_log(entry: bert.LogEntry) -> None:
             emit(train_line(device_label, entry.step, entry.loss, entry.rate, entry.global_rate), above_bar)
 
+        # Phases: setup, training, summary. From here the first interrupt ends training at a step and lets
+        # the record below be made (bert.train keeps the steps); a second one stops at once.
+        interrupts.keep(lambda: None)
+        interrupts.phase("training", check=False)
         try:
             with interrupts.graceful() as stop:
                 result = bert.train(model, batches, config.max_steps, config.log_steps, device,
@@ -90,6 +95,7 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
         finally:
             if pbar is not None:
                 pbar.close()
+        interrupts.phase("summary", check=False)
         if result.interrupted:
             echo(result.interrupted)
         completed = len(result.losses) == config.max_steps

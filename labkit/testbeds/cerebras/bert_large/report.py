@@ -14,6 +14,7 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Sequence
 
+from labkit.interrupts import show_step
 from labkit import display, plots
 from labkit.results import Run
 from labkit.testbeds.cerebras.bert_large.log import standardize
@@ -108,6 +109,7 @@ def _cell(value: Any, unit: str = "", count: bool = False) -> str:
     return text + (" " + unit if unit and text else "")
 
 
+@show_step
 def show(run: Run) -> Optional[List[Any]]:
     """The notebook's show step: the metrics with their units, the run's notes, the loss curve
     (the rule of :func:`labkit.display.shown`: None in a kernel)."""

@@ -65,12 +65,16 @@ def _validation_loss(model: Any, ids: Any, batch_size: int, length: int, seed: i
         return float("nan")
     batches = llm.token_batches(ids, batch_size, length, seed=seed + 1)
     model.eval()
+    losses = []
     with torch.no_grad():
-        losses = [float(model(input_ids=b["input_ids"].to(device), labels=b["input_ids"].to(device)).loss)
-                  for b in (next(batches) for _ in range(VALIDATION_BATCHES))]
+        for _ in range(VALIDATION_BATCHES):
+            interrupts.check()  # an interrupt ends the run here, kept without a validation loss
+            batch = next(batches)["input_ids"].to(device)
+            losses.append(float(model(input_ids=batch, labels=batch).loss))
     return sum(losses) / len(losses)
 
 
+@interrupts.with_phases
 def run_portable(config: Config, device: Any, echo: Callable[[str], None] = print, progress: bool = True,
                  steps: Optional[llm.LlamaStepPlan] = None) -> Run:
     """Train the portable LLaMA as ``config`` says (None values: :data:`~.spec.PORTABLE_DEFAULTS`).
@@ -78,7 +82,9 @@ def run_portable(config: Config, device: Any, echo: Callable[[str], None] = prin
     ``steps``: the preset, precision and checkpointing the plan chose for the device (default: the
     config's preset, ``precision`` resolved here, no checkpointing). The run records them, and on
     CUDA its peak memory, model TFLOP/s and MFU against the GPU's named bf16 peak.
-    """
+
+    Phases (:mod:`labkit.interrupts`): setup, training, validation; an interrupt after the first step
+    keeps the steps trained (and no validation loss when it came before the validation's end)."""
     import torch
 
     values = effective(config, "portable")
@@ -113,6 +119,10 @@ def run_portable(config: Config, device: Any, echo: Callable[[str], None] = prin
                                 per_step * (values["steps"] - report.step)))
         above(lines[-1])
 
+    trained: dict = {}
+    interrupts.keep(lambda: _record(config, values, device, trained["result"], setup_s, float("nan"), parameters,
+                                    corpus) if trained.get("result") and trained["result"].losses else None)
+    interrupts.phase("training", check=False)
     try:
         with interrupts.graceful() as stop:
             result = llm.train(model, batches, values["steps"], values["log_steps"], device,
@@ -121,6 +131,8 @@ def run_portable(config: Config, device: Any, echo: Callable[[str], None] = prin
     finally:
         if pbar is not None:
             pbar.close()
+    trained["result"] = result
+    interrupts.phase("validation", check=False)  # its lines below say what was trained
     if result.interrupted:
         echo(result.interrupted)
     elif len(result.losses) == values["steps"]:

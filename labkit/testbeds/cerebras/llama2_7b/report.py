@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, List, Optional, Sequence
 
+from labkit.interrupts import show_step
 from labkit import display, plots
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS
@@ -142,6 +143,7 @@ def plot_throughput(runs: Sequence[Run]):
     return display.show(fig)
 
 
+@show_step
 def show(run: Run) -> Optional[List[Any]]:
     """The notebook's show step: the metrics with their units, the notes, the loss curve and the
     throughput table (the rule of :func:`labkit.display.shown`: None in a kernel)."""

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from labkit import interrupts
 from labkit import ranks as rank_launcher
 
 __all__ = ["RanksOutcome", "launch_bert_ranks", "AllReduceOptimizer", "train_rank", "PRELOAD"]
@@ -53,6 +54,8 @@ class _RankZeroProgress:
         elif kind == "step":
             self.outcome.steps.append(payload[0])
             self.outcome.losses.append(payload[1])
+            if len(self.outcome.steps) == self.steps:  # the ranks' results (end-to-end time) are still to come
+                interrupts.phase("summary", check=False)
             if self.bar is not None:
                 self.bar.update(1)
                 self.bar.set_postfix(loss="{:.3f}".format(payload[1]), refresh=False)
@@ -76,7 +79,8 @@ def launch_bert_ranks(ranks: int, settings: Dict[str, Any], device_kind: str, th
     try:
         gathered = rank_launcher.launch(train_rank, ranks, args=(settings, device_kind, threads), start="forkserver",
                                         preload=PRELOAD, on_message=progress, timeout=timeout,
-                                        stop_on_interrupt=True, what="The portable data-parallel run")
+                                        stop_on_interrupt=True, what="The portable data-parallel run",
+                                        finishing=lambda: len(outcome.steps) == settings["steps"])
     finally:
         progress.close()
     if not gathered.interrupted:

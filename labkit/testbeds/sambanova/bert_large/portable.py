@@ -114,6 +114,7 @@ def _choose_device(requested: str, ranks: int) -> Tuple[str, List[str]]:
     return "cpu", notes
 
 
+@interrupts.with_phases
 def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 3600, show: bool = True) -> Run:
     """Data-parallel BERT on this machine: ``ntasks`` processes, gradients all-reduced each step.
 
@@ -148,8 +149,13 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     threads = max(1, min(config.cpus_per_task, (os.cpu_count() or 1) // max(slots, ranks)))
     settings = {k: config[k] for k in ("model_size", "max_seq_length", "seed", "batch_size", "steps", "learning_rate",
                                        "precision", "micro_batch_size")}
+    # Phases: setup, training (the ranks), summary. An interrupt stops the ranks and keeps the steps rank 0
+    # reported; one before the first step keeps nothing.
+    interrupts.keep(lambda: None)
+    interrupts.phase("training", check=False)
     outcome = launch_bert_ranks(ranks, settings, device_kind, threads, timeout=timeout, show=show)
     result, steps_done, losses = outcome.result, outcome.steps, outcome.losses
+    interrupts.phase("summary", check=not steps_done)  # no step: the one line that nothing was measured
     if result is None:  # interrupted: the steps rank 0 reported, without the end-to-end time
         return _interrupted_run(config, ranks, steps_done, losses, show)
     e2e = result["e2e_train_time"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence
 
+from labkit.interrupts import show_step
 from labkit import display
 from labkit.results import Run
 
@@ -131,6 +132,7 @@ def plot_loss(run_: Run, ax=None):
     return ax
 
 
+@show_step
 def show(run: Run) -> Optional[List[Any]]:
     """The metrics with what each means, the run's notes, the loss curve (the rule of
     :func:`labkit.display.shown`: None in a kernel)."""

@@ -20,7 +20,7 @@ import contextlib
 import secrets
 from typing import Any, Dict, List, Optional
 
-from labkit import serving
+from labkit import interrupts, serving
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
@@ -28,7 +28,7 @@ from labkit.results import Run
 from labkit.testbeds.sambanova.inference import discover, evidence
 from labkit.testbeds.sambanova.inference.access import Secret, find_token, is_alcf, key_for
 from labkit.testbeds.sambanova.inference.client import Endpoint, Options
-from labkit.testbeds.sambanova.inference.measure import local_tokenizer, measure
+from labkit.testbeds.sambanova.inference.measure import Measured, local_tokenizer, measure, summarize_batches
 from labkit.testbeds.sambanova.inference.notes import STAND_IN
 from labkit.testbeds.sambanova.inference.prompts import load_prompts, synthetic_prompts
 from labkit.testbeds.sambanova.inference.record import as_run
@@ -136,6 +136,7 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     if chosen.path == "log":
         return evidence.read_evidence(config.log_path)
     prompts: List[Any] = load_prompts(config.dataset, config.dataset_split, config.dataset_field, config.num_prompts)
+    measured = Measured()
     with contextlib.ExitStack() as stack:
         endpoints = _endpoints(config, stack)
         ready = [discover.readiness(e) for e in endpoints]
@@ -147,9 +148,27 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
         if config.input_tokens is not None or config.output_tokens is not None:
             prompts = synthetic_prompts(prompts, config.num_prompts, config.input_tokens, config.output_tokens,
                                         config.length_range, config.seed, _tokenizer_for(endpoints, config))
-        measured = measure(endpoints, prompts, config.concurrency, config.repeats, config.warmup_requests,
-                           _options_of(config), _targets_of(config),
-                           rates=config.request_rate, cap=config.max_concurrency, burstiness=config.burstiness,
-                           seed=config.seed, knee=_knee_budget(config))
         measured.readiness = [line.renamed for line in ready if line.renamed]  # type: ignore[attr-defined]
+        # from here an interrupt keeps every batch measured: in the requests, the summary, as the servers stop
+        interrupts.keep(lambda: _kept(config, endpoints, measured, chosen.path))
+        measure(endpoints, prompts, config.concurrency, config.repeats, config.warmup_requests,
+                _options_of(config), _targets_of(config),
+                rates=config.request_rate, cap=config.max_concurrency, burstiness=config.burstiness,
+                seed=config.seed, knee=_knee_budget(config), into=measured)
+        interrupts.phase("servers stopping", check=False)
+    # an interrupt in the summary or as the servers stopped ends the run here, kept (none measured: none)
+    interrupts.phase(interrupts.DONE, check=not (measured.stopped and _any_measured(measured)))
     return as_run(config, endpoints, measured, _targets_of(config), source=chosen.path)
+
+
+def _any_measured(measured: Measured) -> bool:
+    """Whether a request ended (answered or failed) before the interrupt: one cut short is not a figure."""
+    return any(trace.status != "interrupted" for trace in measured.traces)
+
+
+def _kept(config: Config, endpoints: List[Endpoint], measured: Measured, source: str) -> Optional[Run]:
+    """The run of the batches measured before an interrupt; None while no measured request has ended."""
+    if not _any_measured(measured):
+        return None
+    summarize_batches(measured, endpoints, _targets_of(config))
+    return as_run(config, endpoints, measured, _targets_of(config), source=source)

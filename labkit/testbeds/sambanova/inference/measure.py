@@ -24,7 +24,7 @@ from labkit.testbeds.sambanova.inference.client import (MAX_THREADS, Cancel, End
                                                         run_batch)
 from labkit.testbeds.sambanova.inference.timing import Trace, summarize
 
-__all__ = ["Batch", "Measured", "measure", "count_tokens", "local_tokenizer", "Load", "KNEE_GAIN", "RUNAWAY"]
+__all__ = ["Batch", "Measured", "measure", "summarize_batches", "count_tokens", "local_tokenizer", "Load", "KNEE_GAIN", "RUNAWAY"]
 
 #: A knee search stops raising the load once goodput rose by less than this fraction over the best so far.
 KNEE_GAIN = 0.05
@@ -136,13 +136,16 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
             warmup: int, options: Options, targets: Optional[Mapping[str, float]] = None,
             tokenizers: Optional[Mapping[str, Any]] = None,
             show_progress: bool = True, rates: Sequence[float] = (), cap: Optional[int] = None,
-            burstiness: float = 1.0, seed: int = 0, knee: Optional[Mapping[str, float]] = None) -> Measured:
+            burstiness: float = 1.0, seed: int = 0, knee: Optional[Mapping[str, float]] = None,
+            into: Optional[Measured] = None) -> Measured:
     """Measure every endpoint (see the module docstring); never raises for a failed request.
 
     ``levels``: concurrency levels; ``rates``: request rates instead (``cap`` requests in flight at most);
     ``knee``: {"max_requests": n, "max_s": s}: a knee search from the first level or rate, doubling
-    (:func:`_knee_steps`), instead of the fixed levels and repeats."""
-    measured = Measured()
+    (:func:`_knee_steps`), instead of the fixed levels and repeats. ``into``: the Measured to fill
+    (the caller's, so an interrupt after this returns, or outside its loop, still finds the batches).
+    Phases (:mod:`labkit.interrupts`): warm-up, requests, summary."""
+    measured = Measured() if into is None else into
     clients = {e.name: open_client(e, options) for e in endpoints}
     indexed = _texts(prompts)
     loads = ([Load(cap or MAX_THREADS, rate, burstiness) for rate in rates] if rates else
@@ -155,6 +158,7 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
         with interrupts.graceful() as stop:
             # The bar appears once an interrupt is caught: stopping the run the moment it shows
             # gives the run back (interrupted at batch 1), never a bare KeyboardInterrupt.
+            interrupts.phase("warm-up", check=False)
             bar = progress.bar(total=total, desc="requests", unit="req") if show_progress else None
             tick: Callable[[Trace], None] = (lambda trace: bar.update(1)) if bar is not None else (lambda trace: None)
             try:
@@ -176,6 +180,7 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
                     measured.batches.append(batch)
                     return batch
 
+                interrupts.phase("requests", check=False)
                 if knee is not None:
                     _knee_search(endpoints, loads[0], indexed, send, knee, targets, measured, lambda: stop.requested)
                     if stop.requested:
@@ -188,6 +193,7 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
                     if stop.requested:
                         measured.stopped = interrupts.where(step=number, steps=len(steps), unit="batch")
                         break
+                interrupts.phase("summary", check=False)  # the bar's last frame (100%) is drawn as it closes
             except KeyboardInterrupt as exc:  # a second interrupt: keep what was measured
                 if not stop.interrupted_by(exc):
                     raise
@@ -197,6 +203,16 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
             bar.close()
         for sdk in clients.values():
             sdk.close()
+    interrupts.phase("summary", check=False)  # also after a second interrupt
+    summarize_batches(measured, endpoints, targets, tokenizers)
+    if measured.stopped and any(t.status != "interrupted" for t in measured.traces):  # else: nothing measured
+        print(measured.stopped)
+    return measured
+
+
+def summarize_batches(measured: Measured, endpoints: Sequence[Endpoint], targets: Optional[Mapping[str, float]] = None,
+                      tokenizers: Optional[Mapping[str, Any]] = None) -> None:
+    """Output tokens counted and each batch's figures, from its traces (again: it may have been cut short)."""
     tokenizers = dict(tokenizers or {})
     for endpoint in endpoints:  # a server that gave no usage: the model's tokenizer, if it is cached here
         if endpoint.name not in tokenizers and any(t.output_tokens is None and t.chunk_times and
@@ -205,9 +221,6 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
     count_tokens(measured.traces + measured.warmup, tokenizers)
     for batch in measured.batches:
         batch.figures = summarize(batch.traces, batch.duration, targets)
-    if measured.stopped:
-        print(measured.stopped)
-    return measured
 
 
 def _knee_search(endpoints: Sequence[Endpoint], first: Load, prompts: Sequence[Tuple[Any, ...]],

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any, List, Optional, Tuple
 
+from labkit.interrupts import show_step
 from labkit import display
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference.evidence import evidence_table
@@ -194,6 +195,7 @@ def plot_knee(run: Run):
     return fig
 
 
+@show_step
 def show(run: Run) -> Optional[List[Any]]:
     """The tables, the plot and the notes (:func:`labkit.display.shown`: None in a kernel)."""
     if run.source == "log":
