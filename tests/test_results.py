@@ -101,6 +101,18 @@ def test_compare_skips_timings_and_tolerates_rounding():
     assert compare_records(a, b)[0].startswith("params")
 
 
+
+def test_a_parameter_added_since_a_record_was_made_is_not_a_difference():
+    """A hand-in recorded before labkit had ``precision`` re-runs with it; the re-run still matches,
+    while a parameter the record had and the re-run changed or lost is caught."""
+    old = make_run().to_dict()
+    again = make_run().to_dict()
+    again["params"]["precision"] = "fp32"
+    assert compare_records(old, again) == []
+    name = next(iter(old["params"]))
+    del again["params"][name]
+    assert compare_records(old, again) == ["params: {}: expected {!r}, got 'nothing'".format(name, old["params"][name])]
+
 def test_table_shows_units():
     table = make_run().table()
     assert table.loc["test_accuracy", "value"] == "97.50%"
