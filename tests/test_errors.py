@@ -46,8 +46,9 @@ def test_the_walk_finds_the_errors_it_should():  # guards the walk itself: an em
 @pytest.mark.parametrize("name", sorted(EXCEPTIONS))
 def test_every_labkit_exception_derives_from_labkit_error(name):
     error = EXCEPTIONS[name]
-    if error is Interrupted:  # a stop, not an error: `except Exception` must not catch it
-        assert issubclass(error, KeyboardInterrupt) and not issubclass(error, Exception)
+    if issubclass(error, KeyboardInterrupt):  # a stop, not an error (Interrupted; the phases' end of a run):
+        assert not issubclass(error, Exception)  # `except Exception` must not catch it
+        assert error.__module__ == "labkit.interrupts"
     else:
         assert issubclass(error, LabkitError), "{} does not derive from labkit.errors.LabkitError".format(name)
 
