@@ -14,7 +14,7 @@ export LABKIT_DATA_DIR := $(SHARED_MNIST)
 endif
 endif
 
-.PHONY: lab test test-quick test-flaky test-kernels test-lowest setup golden bench clean setup-browser test-browser book \
+.PHONY: lab test test-quick test-flaky test-interrupts test-kernels test-lowest setup golden bench clean setup-browser test-browser book \
 	test-gpu
 
 setup: $(STAMP)
@@ -54,6 +54,11 @@ test-gpu: $(STAMP)
 # core competes for the CPU (the loops stop by themselves); each test's passes out of 20.
 test-flaky: $(STAMP)
 	$(PY) tests/timing_repeat.py --runs $(or $(RUNS),20)
+
+# Issue 36's walks: Ctrl-C at every phase boundary of the nine notebooks through `labkit run`, and
+# Kernel -> Interrupt through jupyter_client for MNIST and inference (tests/interrupts; long).
+test-interrupts: $(STAMP)
+	LABKIT_INTERRUPT_WALK=1 $(PY) -m pytest tests/interrupts -p no:cacheprovider -v
 
 # Every golden notebook again under PyTorch's baseline and best CPU kernels, 1 and 2 threads,
 # empty and warm labkit cache (tests/golden/kernels.py says which passes and why).
