@@ -354,3 +354,11 @@ def test_named_peaks_and_mfu():
     assert peak_flops(V100) is None and mfu(1e12, V100) is None  # no named bf16 peak: no guessed MFU
     assert peak_flops(CPU) is None and mfu(1e12, CPU) is None
     assert mfu(float("nan"), H200) is None
+
+
+
+def test_utilisation_is_what_a_gpu_run_records():
+    figures, note = accelerator.utilisation(494.5e12, H200)
+    assert figures == {"model_tflops": 494.5, "mfu": 0.5}
+    assert "NVIDIA H200" in note and "989 TFLOP/s" in note
+    assert accelerator.utilisation(1e12, V100) == ({"model_tflops": 1.0}, None)  # no named peak: no MFU, no note

@@ -2,6 +2,7 @@
 
     peak_flops(info)          # (989e12, "bf16 dense peak of the NVIDIA H200, 989 TFLOP/s") or None
     mfu(model_flops_per_second, info)   # 0.41, or None off a GPU whose peak is named here
+    utilisation(model_flops_per_second, info)   # ({"model_tflops": 405.2, "mfu": 0.41}, the note saying against what)
 
 The figures are NVIDIA's datasheet dense (no sparsity) bf16 tensor-core peaks, by the name
 ``torch.cuda.get_device_name`` gives. A GPU not named here gets no MFU rather than a guessed one.
@@ -13,7 +14,7 @@ from typing import Dict, Optional, Tuple
 
 from labkit.accelerator.precision import DeviceInfo
 
-__all__ = ["PEAK_BF16_FLOPS", "peak_flops", "mfu"]
+__all__ = ["PEAK_BF16_FLOPS", "peak_flops", "mfu", "utilisation"]
 
 PEAK_BF16_FLOPS: Dict[str, float] = {
     "NVIDIA H100 80GB HBM3": 989e12,  # SXM5
@@ -46,3 +47,15 @@ def mfu(model_flops_per_second: float, info: DeviceInfo) -> Optional[float]:
     if peak is None or not model_flops_per_second == model_flops_per_second:  # NaN: nothing measured
         return None
     return model_flops_per_second / peak[0]
+
+
+def utilisation(model_flops_per_second: float, info: DeviceInfo) -> Tuple[Dict[str, float], Optional[str]]:
+    """A GPU run's model TFLOP/s and MFU, as a run records them, and the note naming the peak (None
+    without MFU). Model FLOPs are the exercise's own count: 6 x parameters x tokens plus attention."""
+    figures = {"model_tflops": round(model_flops_per_second / 1e12, 1)}
+    share = mfu(model_flops_per_second, info)
+    if share is None:
+        return figures, None
+    figures["mfu"] = round(share, 3)
+    return figures, "MFU is model FLOP/s (6 x parameters x tokens + attention) over the {}.".format(
+        peak_flops(info)[1])  # type: ignore[index]

@@ -149,13 +149,11 @@ def _add_gpu_metrics(run: Run, result: bert.TrainResult, config: Config, device:
     METRICS.add(run, "peak_memory_gb", round(result.peak_memory_bytes / 1e9, 2))
     rate = run.metrics.get("samples_per_sec") or 0.0
     flops = rate * bert.flops_per_sequence(config.model_size, config.max_seq_length)
-    METRICS.add(run, "model_tflops", round(flops / 1e12, 1))
-    info = accelerator.describe(device)
-    share = accelerator.mfu(flops, info)
-    if share is not None:
-        METRICS.add(run, "mfu", round(share, 3))
-        run.notes.append("MFU is model FLOP/s (6 x parameters x tokens + attention) over the {}.".format(
-            accelerator.peak_flops(info)[1]))
+    figures, note = accelerator.utilisation(flops, accelerator.describe(device))
+    for name, value in figures.items():
+        METRICS.add(run, name, value)
+    if note:
+        run.notes.append(note)
 
 
 def _add_train_metrics(run: Run, result: bert.TrainResult) -> None:

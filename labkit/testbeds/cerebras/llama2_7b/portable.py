@@ -214,13 +214,11 @@ def _add_gpu_metrics(run: Run, result: Any, values: dict, device: Any, parameter
     preset = llm.MODEL_SIZES[values["model_size"]]
     flops = tokens * (6.0 * parameters + 12.0 * preset["num_hidden_layers"] * preset["hidden_size"]
                       * values["sequence_length"])
-    METRICS.add(run, "model_tflops", round(flops / 1e12, 1))
-    info = accelerator.describe(device)
-    share = accelerator.mfu(flops, info)
-    if share is not None:
-        METRICS.add(run, "mfu", round(share, 3))
-        run.notes.append("MFU is model FLOP/s (6 x parameters x tokens + attention) over the {}.".format(
-            accelerator.peak_flops(info)[1]))
+    figures, note = accelerator.utilisation(flops, accelerator.describe(device))
+    for name, value in figures.items():
+        METRICS.add(run, name, value)
+    if note:
+        run.notes.append(note)
 
 
 def _millions(count: int) -> str:
