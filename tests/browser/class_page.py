@@ -19,35 +19,46 @@ from tests.browser import lab as lablib
 __all__ = ["open_class_page"]
 
 
-def open_class_page(path: Any, screenshot: Optional[str] = None) -> Dict[str, Any]:
+def open_class_page(path: Any, screenshot: Optional[str] = None, context: Any = None) -> Dict[str, Any]:
+    """``context``: the suite's session ``browser_context`` where a test has it (Playwright's sync API
+    cannot start a second time in a process where it runs); otherwise a chromium of its own."""
+    if context is not None:
+        page = context.new_page()
+        try:
+            return _read(page, path, screenshot)
+        finally:
+            page.close()
     from playwright.sync_api import sync_playwright
 
-    url = Path(path).resolve().as_uri()
-    requests = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=lablib.chromium(), headless=True,
                                              args=lablib.CHROMIUM_FLAGS)
         try:
-            page = browser.new_page(viewport={"width": 1366, "height": 1000})
-            page.on("request", lambda r: requests.append(r.url) if r.url != url else None)
-            page.goto(url, wait_until="load", timeout=60000 * lablib.SLOWDOWN)
-            render_ms = page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame("
-                                      "() => r(performance.now()))))")
-            seen = page.evaluate("""() => ({
-                figures: Array.from(document.querySelectorAll('figure')).map(f => ({
-                    id: f.id, points: f.querySelectorAll('circle').length, far: f.querySelectorAll('circle.far').length,
-                    width: f.querySelector('svg') ? f.querySelector('svg').getBoundingClientRect().width : 0})),
-                outliers: Array.from(document.querySelectorAll('tr.outlier')).map(
-                    tr => Array.from(tr.cells).map(td => td.textContent)),
-                checks: Array.from(document.querySelectorAll('section.check')).map(s => ({
-                    id: s.id, dots: s.querySelectorAll('svg circle').length,
-                    failure: s.querySelector('p').textContent})),
-                rule: (document.getElementById('rule') || {}).textContent || '',
-                duplicates: (document.getElementById('duplicates').nextElementSibling || {}).textContent || '',
-                scripts: document.querySelectorAll('script').length,
-            })""")
-            if screenshot:
-                page.screenshot(path=str(screenshot), full_page=False)
+            return _read(browser.new_page(viewport={"width": 1366, "height": 1000}), path, screenshot)
         finally:
             browser.close()
+
+
+def _read(page: Any, path: Any, screenshot: Optional[str]) -> Dict[str, Any]:
+    url = Path(path).resolve().as_uri()
+    requests = []
+    page.on("request", lambda r: requests.append(r.url) if r.url != url else None)
+    page.goto(url, wait_until="load", timeout=60000 * lablib.SLOWDOWN)
+    render_ms = page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame("
+                              "() => r(performance.now()))))")
+    seen = page.evaluate("""() => ({
+        figures: Array.from(document.querySelectorAll('figure')).map(f => ({
+            id: f.id, points: f.querySelectorAll('circle').length, far: f.querySelectorAll('circle.far').length,
+            width: f.querySelector('svg') ? f.querySelector('svg').getBoundingClientRect().width : 0})),
+        outliers: Array.from(document.querySelectorAll('tr.outlier')).map(
+            tr => Array.from(tr.cells).map(td => td.textContent)),
+        checks: Array.from(document.querySelectorAll('section.check')).map(s => ({
+            id: s.id, dots: s.querySelectorAll('svg circle').length,
+            failure: s.querySelector('p').textContent})),
+        rule: (document.getElementById('rule') || {}).textContent || '',
+        duplicates: (document.getElementById('duplicates').nextElementSibling || {}).textContent || '',
+        scripts: document.querySelectorAll('script').length,
+    })""")
+    if screenshot:
+        page.screenshot(path=str(screenshot), full_page=False)
     return dict(seen, render_ms=render_ms, requests=requests, bytes=Path(path).stat().st_size)
