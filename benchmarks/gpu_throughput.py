@@ -22,7 +22,7 @@ import argparse
 import statistics
 import sys
 import time
-from typing import Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 
@@ -41,28 +41,39 @@ def _autocast(device: torch.device, bf16: bool):
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
 
 
-def mnist_cases(device: torch.device, batch: int, compile_ok: bool) -> Dict[str, Case]:
-    images = torch.randn(batch, 1, 28, 28, device=device)
-    labels = torch.randint(0, 10, (batch,), device=device)
-    cases: Dict[str, Case] = {}
+def stock_cases(device: torch.device, build: Callable[[], torch.nn.Module], optimizer_of: Callable[[Any], Any],
+                loss_of: Callable[[Any], torch.Tensor], per_step: int, compile_ok: bool) -> Dict[str, Case]:
+    """Stock PyTorch on the same shapes: eager fp32, bf16 autocast and (where it runs) bf16 compiled;
+    ``loss_of(forward)`` is one forward's loss."""
 
     def stock(bf16: bool, compiled: bool) -> Callable[[], None]:
-        model = build_mnist(0, device)
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.03)
+        model = build()
+        optimizer = optimizer_of(model)
         forward = torch.compile(model) if compiled else model
 
         def step() -> None:
             optimizer.zero_grad(set_to_none=True)
             with _autocast(device, bf16):
-                loss = forward(images, labels)[1]
+                loss = loss_of(forward)
             loss.backward()
             optimizer.step()
         return step
 
-    cases["stock eager fp32"] = (stock(False, False), batch)
-    cases["stock bf16 autocast"] = (stock(True, False), batch)
+    cases = {"stock eager fp32": (stock(False, False), per_step), "stock bf16 autocast": (stock(True, False), per_step)}
     if compile_ok:
-        cases["stock bf16 compiled"] = (stock(True, True), batch)
+        cases["stock bf16 compiled"] = (stock(True, True), per_step)
+    return cases
+
+
+def _adamw(model: torch.nn.Module) -> Any:
+    return torch.optim.AdamW(model.parameters(), lr=1e-4, **({"fused": True} if next(model.parameters()).is_cuda else {}))
+
+
+def mnist_cases(device: torch.device, batch: int, compile_ok: bool) -> Dict[str, Case]:
+    images = torch.randn(batch, 1, 28, 28, device=device)
+    labels = torch.randint(0, 10, (batch,), device=device)
+    cases = stock_cases(device, lambda: build_mnist(0, device), lambda m: torch.optim.SGD(m.parameters(), lr=0.03),
+                        lambda forward: forward(images, labels)[1], batch, compile_ok)
     model = build_mnist(0, device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.03)
     precision = accelerator.resolve_precision("auto", accelerator.describe(device), launch_bound=True)
@@ -83,25 +94,8 @@ def mnist_cases(device: torch.device, batch: int, compile_ok: bool) -> Dict[str,
 def bert_cases(device: torch.device, size: str, batch: int, seq: int, compile_ok: bool) -> Dict[str, Case]:
     data = next(bert.synthetic_batches(batch, seq, bert.model_config(size, seq).vocab_size, seed=0))
     data = {k: v.to(device) for k, v in data.items()}
-    cases: Dict[str, Case] = {}
-
-    def stock(bf16: bool, compiled: bool) -> Callable[[], None]:
-        model = bert.build_model(size, seq, seed=0).to(device)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, **({"fused": True} if device.type == "cuda" else {}))
-        forward = torch.compile(model) if compiled else model
-
-        def step() -> None:
-            optimizer.zero_grad(set_to_none=True)
-            with _autocast(device, bf16):
-                loss = forward(**data).loss
-            loss.backward()
-            optimizer.step()
-        return step
-
-    cases["stock eager fp32"] = (stock(False, False), batch)
-    cases["stock bf16 autocast"] = (stock(True, False), batch)
-    if compile_ok:
-        cases["stock bf16 compiled"] = (stock(True, True), batch)
+    cases = stock_cases(device, lambda: bert.build_model(size, seq, seed=0).to(device), _adamw,
+                        lambda forward: forward(**data).loss, batch, compile_ok)
     model = bert.build_model(size, seq, seed=0).to(device)
     optimizer = bert.make_optimizer(model)
     precision = accelerator.resolve_precision("auto", accelerator.describe(device))
@@ -115,25 +109,8 @@ def bert_cases(device: torch.device, size: str, batch: int, seq: int, compile_ok
 def llama_cases(device: torch.device, size: str, batch: int, seq: int, compile_ok: bool) -> Dict[str, Case]:
     vocab = 2048
     ids = torch.randint(0, vocab, (batch, seq), device=device)
-    cases: Dict[str, Case] = {}
-
-    def stock(bf16: bool, compiled: bool) -> Callable[[], None]:
-        model = llm.build_model(size, vocab_size=vocab, seed=0, memory_bytes=2 ** 62).to(device)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, **({"fused": True} if device.type == "cuda" else {}))
-        forward = torch.compile(model) if compiled else model
-
-        def step() -> None:
-            optimizer.zero_grad(set_to_none=True)
-            with _autocast(device, bf16):
-                loss = forward(input_ids=ids, labels=ids).loss
-            loss.backward()
-            optimizer.step()
-        return step
-
-    cases["stock eager fp32"] = (stock(False, False), batch * seq)
-    cases["stock bf16 autocast"] = (stock(True, False), batch * seq)
-    if compile_ok:
-        cases["stock bf16 compiled"] = (stock(True, True), batch * seq)
+    cases = stock_cases(device, lambda: llm.build_model(size, vocab_size=vocab, seed=0, memory_bytes=2 ** 62).to(device),
+                        _adamw, lambda forward: forward(input_ids=ids, labels=ids).loss, batch * seq, compile_ok)
     model = llm.build_model(size, vocab_size=vocab, seed=0, memory_bytes=2 ** 62).to(device)
     optimizer = llm.make_optimizer(model)
     precision = accelerator.resolve_precision("auto", accelerator.describe(device))
