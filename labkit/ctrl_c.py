@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import shutil
 import signal
+import sys
+import tempfile
+import threading
+import time
 from typing import Any, Dict, Optional
 
 from labkit.errors import LabkitError
+from labkit.interrupts import CTRL_C_NOTES, STOP, UNRECORDED
 
-__all__ = ["CtrlC"]
+__all__ = ["CtrlC", "watching_replies"]
 
 
 class _StoppedBeforeCell(LabkitError):
@@ -32,7 +39,10 @@ class CtrlC:
 
     - first Ctrl-C, a cell running: the kernel is interrupted and execution goes on, so a
       training loop ends the run gracefully and the cells after it show and record it;
-    - first Ctrl-C, no cell running (the kernel starting, between cells): no further cell starts;
+    - first Ctrl-C, no cell's code running (the kernel starting, between cells, or the kernel's
+      own code around a cell, :func:`watching_replies`): when the kernel holds a run no cell has
+      recorded yet, the cells go on with a note that makes labkit skip showing it and start no new
+      run (:mod:`labkit.interrupts`), and stop once the run is recorded; otherwise no further cell starts;
     - second Ctrl-C: the kernel is interrupted again and no further cell starts; a cell that does
       not end within STOP_GRACE_S is given up and the kernel killed. Later ones are ignored.
     """
@@ -48,6 +58,27 @@ class CtrlC:
         self._cell_index: Optional[int] = None  # the cell being run, or about to be
         self._deadline: Any = None  # after a second Ctrl-C: when to stop waiting for the cell
         self._previous: Any = None
+        self.finishing = False  # Ctrl-C between cells: going on only to record the run the kernel holds
+        self._stderr_fd: Optional[int] = None
+        self._forwarder: Optional[threading.Thread] = None
+        self.notes = ""  # a folder shared with the kernel (labkit.interrupts), made by kernel_env()
+
+    def kernel_stderr(self) -> int:
+        """A file descriptor for the kernel's own stderr: forwarded to this process's, less the lines
+        ipykernel writes when an interrupt lands in its own code (this class handles those and says
+        what they left in its one line). Closed when the ``with`` block ends."""
+        if self._stderr_fd is None:
+            read, self._stderr_fd = os.pipe()
+            self._forwarder = threading.Thread(target=_forward_stderr, args=(read,), daemon=True,
+                                               name="labkit-kernel-stderr")
+            self._forwarder.start()
+        return self._stderr_fd
+
+    def kernel_env(self) -> Dict[str, str]:
+        """What the kernel's environment needs for the notes (removed when the ``with`` block ends)."""
+        if not self.notes:
+            self.notes = tempfile.mkdtemp(prefix="lk-ctrl-c-")
+        return {CTRL_C_NOTES: self.notes}
 
     def hooks(self) -> Dict[str, Any]:
         """nbclient hooks: which cell runs, and no new cell after a stop."""
@@ -56,8 +87,23 @@ class CtrlC:
 
     def _on_cell_start(self, cell_index: Optional[int] = None, **_: Any) -> None:
         self._cell_index = cell_index
+        if self.finishing and not self._holds_a_run():  # the run is recorded: stop here
+            self.stopped = True
         if self.stopped:
             raise _StoppedBeforeCell("stopped by Ctrl-C before this cell")
+
+    def _holds_a_run(self) -> bool:
+        return bool(self.notes) and os.path.exists(os.path.join(self.notes, UNRECORDED))
+
+    def between_cells(self) -> None:
+        """The first Ctrl-C came while no cell's code ran: record the run the kernel holds, or stop."""
+        if self.stopped or self.finishing:
+            return
+        if self._holds_a_run():
+            open(os.path.join(self.notes, STOP), "w").close()
+            self.finishing = True
+        else:
+            self.stopped = True
 
     def _on_cell_execute(self, **_: Any) -> None:
         self._executing = True
@@ -74,13 +120,21 @@ class CtrlC:
 
     def __exit__(self, *exc: Any) -> None:
         signal.signal(signal.SIGINT, self._previous if self._previous is not None else signal.default_int_handler)
+        if self.notes:
+            shutil.rmtree(self.notes, ignore_errors=True)
+        if self._stderr_fd is not None:
+            os.close(self._stderr_fd)  # the forwarder ends once the kernel has exited too
+            self._stderr_fd = None
+            self._forwarder.join(timeout=2.0)
 
     def _on_sigint(self, signum: int, frame: Any) -> None:
         self.count += 1
         if self.count > 2:
             return
         running = self._executing and self._interrupt_kernel()
-        if self.count == 1 and running:
+        if self.count == 1:
+            if not running:
+                self.between_cells()
             return
         self.stopped = True
         if running:
@@ -169,8 +223,12 @@ class CtrlC:
         except ValueError:
             runs = []
         kept = [run for run in runs if run.status == "interrupted"]
-        if self.stopped:
-            how = "stopped at once" if self.count > 1 else "stopped before the next cell"
+        if self.stopped and self.count > 1:
+            how = "stopped at once"
+        elif self.finishing:
+            how = "stopped once the run was recorded"
+        elif self.stopped:
+            how = "stopped before the next cell"
         else:
             how = "the kernel was interrupted"
         if kept:
@@ -182,4 +240,123 @@ class CtrlC:
             return "{}; the notebook recorded a run with status {}".format(how, runs[0].status)
         if cause is not None and not self.stopped:
             return "{}; it stopped the notebook ({}), so no run was recorded".format(how, cause)
+        if self.count == 1:  # between cells, and the kernel held no run: no run step had a result
+            return how + ": nothing was measured yet, so no run was recorded"
         return how + "; no run was recorded"
+
+
+#: What ipykernel writes to its stderr when an interrupt lands outside a cell's code: a line, or a
+#: line and the task it names (asyncio's report of a task the interrupt cut short).
+_KERNEL_NOISE = re.compile(r"KeyboardInterrupt caught in kernel|Task was destroyed but it is pending|Task exception was never retrieved")
+_NOISE_DETAIL = re.compile(r"^(task: <Task |future: <Task |Traceback |  File |    |\S*(KeyboardInterrupt|CancelledError)\b)")
+
+
+def _forward_stderr(fd: int) -> None:
+    """Copy the kernel's stderr to ours line by line, without ipykernel's interrupt noise."""
+    in_noise = False
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        for raw in iter(pipe.readline, b""):
+            line = raw.decode(errors="replace")
+            if _KERNEL_NOISE.search(line):
+                in_noise = True
+                continue
+            if in_noise and _NOISE_DETAIL.match(line):
+                continue
+            in_noise = False
+            try:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+            except (OSError, ValueError):  # our stderr is gone: keep draining the pipe
+                pass
+
+
+#: seconds to wait for a cell's reply once the kernel said it is idle, after an interrupt
+REPLY_GRACE_S = 3.0
+
+
+class _CellNotRun(Exception):
+    """An interrupt hit the kernel's own code before the cell's code started."""
+
+
+def watching_replies(client_class: Any) -> Any:
+    """``client_class`` (an nbclient NotebookClient) that does not wait forever for a lost reply.
+
+    An interrupt that reaches ipykernel in its own code around a cell (publishing the input, flushing
+    the output, sending the reply) is caught there ("KeyboardInterrupt caught in kernel."): the
+    kernel goes idle and the cell's reply never comes, so nbclient, with no timeout, would wait for
+    ever. Once the kernel is idle and no reply came within REPLY_GRACE_S, the kernel is asked whether
+    the cell's code ran (its execution count): if it did, the cell ended; if not, it is run again
+    unless the Ctrl-C stops the notebook. Either way the Ctrl-C counts as one between cells.
+    """
+    from nbclient.util import ensure_async, run_sync
+
+    class WatchingReplies(client_class):
+        ctrl_c: Optional[CtrlC] = None
+
+        def process_message(self, msg: Dict[str, Any], cell: Any, cell_index: int) -> Any:
+            if msg.get("msg_type") == "execute_input":
+                self._input_count = msg["content"].get("execution_count")
+            return super().process_message(msg, cell, cell_index)
+
+        async def async_execute_cell(self, cell: Any, cell_index: int, execution_count: Optional[int] = None,
+                                     store_history: bool = True) -> Any:
+            try:
+                return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+            except _CellNotRun:
+                return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+
+        execute_cell = run_sync(async_execute_cell)
+
+        async def _async_poll_for_reply(self, msg_id: str, cell: Any, timeout: Any, task_poll_output_msg: Any,
+                                        task_poll_kernel_alive: Any) -> Dict[str, Any]:
+            self._input_count = None
+            waiting = asyncio.ensure_future(super()._async_poll_for_reply(
+                msg_id, cell, timeout, task_poll_output_msg, task_poll_kernel_alive))
+            idle_since = None
+            while True:
+                await asyncio.wait({waiting}, timeout=0.25)
+                if waiting.done():
+                    return waiting.result()
+                if not (self.ctrl_c and self.ctrl_c.count and task_poll_output_msg.done()):
+                    continue
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since < REPLY_GRACE_S:
+                    continue
+                waiting.cancel()
+                task_poll_kernel_alive.cancel()
+                reply, ran = await self._ask_count(msg_id)
+                if reply is not None:  # it came after all (the shell channel keeps its order)
+                    return reply
+                self.ctrl_c._executing = False
+                self.ctrl_c.between_cells()
+                if not ran:
+                    raise _CellNotRun()
+                return {"msg_type": "execute_reply", "parent_header": {"msg_id": msg_id}, "metadata": {},
+                        "content": {"status": "ok", "execution_count": self._input_count, "payload": [],
+                                    "user_expressions": {}}}
+
+        async def _ask_count(self, msg_id: str) -> Any:
+            """(the cell's reply, if it comes now; whether the kernel's execution count went past the cell's).
+
+            Unsure (no count seen, no answer within 30 s) is "did not run": the notebook then stops
+            there or runs the cell again, rather than going on without it."""
+            asked = self.kc.execute("", silent=True, store_history=False,
+                                    user_expressions={"count": "get_ipython().execution_count"})
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=deadline - time.monotonic()))
+                except Exception:  # queue.Empty: the kernel did not answer
+                    break
+                parent = msg["parent_header"].get("msg_id")
+                if parent == msg_id:
+                    return msg, True
+                if parent == asked:
+                    found = msg["content"].get("user_expressions", {}).get("count", {})
+                    try:
+                        return None, self._input_count is not None and int(found["data"]["text/plain"]) > self._input_count
+                    except (KeyError, TypeError, ValueError):
+                        break
+            return None, False
+
+    return WatchingReplies

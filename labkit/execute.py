@@ -46,7 +46,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from labkit.ctrl_c import CtrlC
+from labkit.ctrl_c import CtrlC, watching_replies
 from labkit.params import Param, ParameterError, Spec
 
 __all__ = ["NotebookParameters", "Outcome", "notebook_parameters", "gather_parameters", "run_notebook",
@@ -271,7 +271,8 @@ def _register_engine() -> str:
                 kwargs.update(ctrl_c.hooks())
             kwargs.pop("timeout", None)
             kwargs.pop("startup_timeout", None)
-            client = PapermillNotebookClient(
+            client_class = watching_replies(PapermillNotebookClient) if ctrl_c is not None else PapermillNotebookClient
+            client = client_class(
                 nb_man, timeout=execution_timeout, startup_timeout=start_timeout, kernel_name=kernel_name,
                 log_output=log_output, stdout_file=stdout_file, stderr_file=stderr_file,
                 kernel_manager_class=_kernel_manager_class() if _ipc_supported() else None, **kwargs)
@@ -280,7 +281,10 @@ def _register_engine() -> str:
                 client.kernel_manager_class = AsyncKernelManager
             if ctrl_c is not None:
                 ctrl_c.client = client
+                client.ctrl_c = ctrl_c
             start = {"cwd": kernel_cwd, "env": kernel_env}
+            if ctrl_c is not None:
+                start["stderr"] = ctrl_c.kernel_stderr()
             if not _ipc_supported():  # pragma: no cover - tcp ports: start one kernel at a time
                 with _START_LOCK:
                     return client.execute(**start)
@@ -355,6 +359,8 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
     started = time.monotonic()
     status, error = COMPLETE, ""
     interrupts = CtrlC() if ctrl_c else None
+    if interrupts:
+        kernel_env.update(interrupts.kernel_env())
     extra: Dict[str, Any] = {"ctrl_c": interrupts} if interrupts else {}
     if show_output:
         extra.update(stdout_file=sys.stdout, stderr_file=sys.stderr)

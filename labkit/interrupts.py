@@ -34,7 +34,9 @@ Outside a run step, :func:`graceful` alone still turns the first interrupt into 
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import signal
 import threading
 from typing import Any, Callable, List, Optional
@@ -42,7 +44,7 @@ from typing import Any, Callable, List, Optional
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
 
-__all__ = ["graceful", "StopRequest", "Interrupted", "run_step", "with_phases", "show_step", "SHOW_STOPPED", "where", "phase", "keep", "check",
+__all__ = ["CTRL_C_NOTES", "stop_pending", "recorded", "deferred", "graceful", "StopRequest", "Interrupted", "run_step", "with_phases", "show_step", "SHOW_STOPPED", "where", "phase", "keep", "check",
            "current_phase", "RunPhases", "NOTHING_MEASURED", "KEPT", "DONE"]
 
 #: The line an interrupt before the first measurement ends with ({} is the phase).
@@ -51,6 +53,54 @@ NOTHING_MEASURED = "interrupted in {}: nothing was measured yet, so no run was r
 KEPT = "interrupted in {}: the run is kept with what was measured before it (status interrupted)"
 #: The phase after a run's last line: an interrupt there no longer changes the run.
 DONE = "done"
+
+#: Set by `labkit run` in its kernel's environment: a folder where the two sides leave notes about a
+#: Ctrl-C that came between cells (no cell's code was running, so the kernel never saw it).
+CTRL_C_NOTES = "LABKIT_CTRL_C_NOTES"
+#: Note files: the kernel holds a run step's result that no cell has recorded yet / labkit run was asked to stop.
+UNRECORDED, STOP = "unrecorded", "stop"
+
+
+def _note(name: str) -> Optional[str]:
+    folder = os.environ.get(CTRL_C_NOTES)
+    return os.path.join(folder, name) if folder else None
+
+
+def stop_pending() -> bool:
+    """A Ctrl-C came between cells: labkit run goes on only to the cells that record the run."""
+    path = _note(STOP)
+    return path is not None and os.path.exists(path)
+
+
+def _unrecorded(held: bool) -> None:
+    path = _note(UNRECORDED)
+    if path is None:
+        return
+    try:
+        if held:
+            open(path, "w").close()
+        elif os.path.exists(path):
+            os.remove(path)
+    except OSError:  # the notes are a courtesy to labkit run; a run never fails on them
+        pass
+
+
+def recorded() -> None:
+    """The run the kernel held is recorded (:func:`labkit.results.record` calls it)."""
+    _unrecorded(False)
+
+
+@contextlib.contextmanager
+def deferred() -> Any:
+    """Run a short block (recording a run) to its end: an interrupt meanwhile is set aside, not raised."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -293,6 +343,8 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         runs = _runs()
         outer = runs[-1] if runs else None
+        if outer is None and stop_pending():  # Ctrl-C came before this cell: start nothing
+            raise Interrupted(NOTHING_MEASURED.format("setup"))
         stop = outer.stop if outer is not None else StopRequest()
         run = RunPhases(function.__name__, stop)
         if outer is None:
@@ -303,6 +355,8 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
             if stop.requested and run.build is not None and stop.requested_in != DONE:
                 if _mark(result, stop.requested_in):  # it came in the run's last phase, with no boundary left
                     print(KEPT.format(stop.requested_in))
+            if outer is None and _the_run(result) is not None:
+                _unrecorded(True)
             return result
         except KeyboardInterrupt as exc:
             if isinstance(exc, Interrupted):
@@ -310,6 +364,8 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
             stop.interrupted_by(exc) if not stop.requested else None
             kept = _ended(run)
             if kept is not None:
+                if outer is None:
+                    _unrecorded(True)
                 return kept
             if any(other.build is not None for other in runs[:-1]):
                 raise  # an outer run keeps what it measured
@@ -332,6 +388,9 @@ def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if stop_pending():  # Ctrl-C came between cells: straight on to the cell that records the run
+            print(SHOW_STOPPED)
+            return None
         try:
             return function(*args, **kwargs)
         except KeyboardInterrupt as exc:

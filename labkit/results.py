@@ -180,11 +180,15 @@ def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> None:
     except ImportError:  # pragma: no cover - IPython ships with every kernel
         return
     if get_ipython() is not None:
-        display(
-            {SCRAP_MIME: payload},
-            raw=True,
-            metadata={"scrapbook": {"name": name, "data": True, "display": False}},
-        )
+        from labkit import interrupts
+
+        with interrupts.deferred():  # a Ctrl-C here would lose the record of a finished run
+            display(
+                {SCRAP_MIME: payload},
+                raw=True,
+                metadata={"scrapbook": {"name": name, "data": True, "display": False}},
+            )
+            interrupts.recorded()
 
 
 @dataclass

@@ -191,3 +191,101 @@ def test_a_stop_between_cells_marks_the_next_code_cell_not_a_markdown_one(tmp_pa
     cells = nbformat.read(str(path), as_version=4).cells
     assert [c.metadata.papermill.status for c in cells] == ["completed", "pending", "failed", "pending"]
     assert results.read(path).error == "KeyboardInterrupt: labkit run stopped here (Ctrl-C between cells)"
+
+
+# An interrupt that reaches ipykernel in its own code around a cell is caught there ("KeyboardInterrupt
+# caught in kernel."), and the cell's reply never comes. These cells widen that moment to seconds: the
+# flush ipykernel makes after a cell's code (the code ran), or the input transformer it calls before
+# the code (it did not), prints a line and sleeps, and the test presses Ctrl-C on that line.
+SLOW_FLUSH = '''\
+import sys, time
+class SlowFlush:
+    def __init__(self, inner):
+        self.inner = inner
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+    def write(self, text):
+        return self.inner.write(text)
+    def flush(self):
+        if sys._getframe(1).f_code.co_name != "execute_request":  # only ipykernel's flush after the code
+            return self.inner.flush()
+        sys.stdout = self.inner
+        self.inner.write("flushing after the code\\n")
+        self.inner.flush()
+        time.sleep(10)
+sys.stdout = SlowFlush(sys.stdout)
+'''
+SLOW_START = '''\
+import time
+def slow_start(lines, _slept=[]):
+    if any("# slow start" in line for line in lines) and not _slept:
+        _slept.append(1)
+        print("starting the cell", flush=True)
+        time.sleep(10)
+    return lines
+get_ipython().input_transformers_cleanup.append(slow_start)
+'''
+MEASURE = '''\
+from labkit import interrupts, results
+@interrupts.with_phases
+def measure():
+    return results.Run(exercise="demo", metrics={"x": 1.0})
+@interrupts.show_step
+def show(run):
+    print("drawing the run")
+'''
+
+
+def _notebook(tmp_path: Path, *sources: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "in.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def _ctrl_c_on(tmp_path: Path, marker: str, *sources: str):
+    out = tmp_path / "out.ipynb"
+    run = Terminal(str(_notebook(tmp_path, *sources)), str(out), cwd=tmp_path)
+    run.wait_for(marker)
+    run.ctrl_c()
+    code, stdout, stderr = run.finish(within=90)  # before the fix: labkit run waited for ever
+    assert code == 130, (code, stderr)
+    assert len(stderr.splitlines()) == 1 and "Traceback" not in stderr + stdout, stderr  # no "caught in kernel"
+    return out, stdout, stderr
+
+
+def test_a_lost_reply_after_the_code_ran_stops_before_the_next_cell(tmp_path):
+    out, stdout, stderr = _ctrl_c_on(tmp_path, "flushing after the code", SLOW_FLUSH, "print('the next cell')")
+    assert "stopped before the next cell: nothing was measured yet" in stderr
+    assert "the next cell" not in stdout
+    assert [c.metadata.papermill.status for c in _code_cells(out)] == ["completed", "failed"]
+
+
+def test_a_lost_reply_after_the_run_cell_still_records_the_run_and_nothing_after(tmp_path):
+    out, stdout, stderr = _ctrl_c_on(tmp_path, "flushing after the code", MEASURE, "run = measure()\n" + SLOW_FLUSH,
+                                     "show(run)", "results.record(run)", "print('after the record')")
+    assert "stopped once the run was recorded; the notebook recorded a run with status complete" in stderr
+    assert interrupts_line() in stdout and "drawing the run" not in stdout and "after the record" not in stdout
+    assert [r.status for r in results.read(out).runs] == ["complete"]
+    assert [c.metadata.papermill.status for c in _code_cells(out)][-1] == "failed"
+
+
+def test_a_lost_reply_before_the_code_ran_runs_the_record_cell_again(tmp_path):
+    out, stdout, stderr = _ctrl_c_on(tmp_path, "starting the cell", MEASURE + SLOW_START, "run = measure()",
+                                     "# slow start\nresults.record(run)", "print('after the record')")
+    assert [r.status for r in results.read(out).runs] == ["complete"]
+    assert "after the record" not in stdout
+
+
+def test_a_lost_reply_before_the_code_ran_stops_there_when_nothing_was_measured(tmp_path):
+    out, stdout, stderr = _ctrl_c_on(tmp_path, "starting the cell", MEASURE + SLOW_START,
+                                     "# slow start\nrun = measure()", "results.record(run)")
+    assert "nothing was measured yet, so no run was recorded" in stderr and not results.read(out).runs
+    assert [c.metadata.papermill.status for c in _code_cells(out)] == ["completed", "failed", "pending"]
+
+
+def interrupts_line() -> str:
+    from labkit.interrupts import SHOW_STOPPED
+    return SHOW_STOPPED
