@@ -239,7 +239,11 @@ class CtrlC:
         if runs:
             return "{}; the notebook recorded a run with status {}".format(how, runs[0].status)
         if cause is not None and not self.stopped:
-            return "{}; it stopped the notebook ({}), so no run was recorded".format(how, cause)
+            if self._holds_a_run():
+                return "{}; it stopped the notebook ({}) before the run it measured was recorded".format(how, cause)
+            if "nothing was measured" in cause:  # labkit's own line says it
+                return "{}; it stopped the notebook ({})".format(how, cause)
+            return "{}; it stopped the notebook ({}): nothing was measured yet, so no run was recorded".format(how, cause)
         if self.count == 1:  # between cells, and the kernel held no run: no run step had a result
             return how + ": nothing was measured yet, so no run was recorded"
         return how + "; no run was recorded"

@@ -38,13 +38,14 @@ import contextlib
 import functools
 import os
 import signal
+import sys
 import threading
 from typing import Any, Callable, List, Optional
 
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
 
-__all__ = ["CTRL_C_NOTES", "stop_pending", "recorded", "deferred", "graceful", "StopRequest", "Interrupted", "run_step", "with_phases", "show_step", "SHOW_STOPPED", "where", "phase", "keep", "check",
+__all__ = ["CTRL_C_NOTES", "stop_pending", "recorded", "deferred", "quiet_to_cell_end", "graceful", "StopRequest", "Interrupted", "run_step", "with_phases", "show_step", "SHOW_STOPPED", "where", "phase", "keep", "check",
            "current_phase", "RunPhases", "NOTHING_MEASURED", "KEPT", "DONE"]
 
 #: The line an interrupt before the first measurement ends with ({} is the phase).
@@ -88,6 +89,30 @@ def _unrecorded(held: bool) -> None:
 def recorded() -> None:
     """The run the kernel held is recorded (:func:`labkit.results.record` calls it)."""
     _unrecorded(False)
+
+
+def quiet_to_cell_end() -> None:
+    """Once a run step, a show step or a record has ended: an interrupt that lands after the cell's
+    own code (IPython storing the result, drawing the figures; ipykernel sending the reply) is set
+    aside instead of failing a cell whose work is done and losing the record. While the cell's code
+    still runs, an interrupt raises as usual. Only in an ipykernel kernel's main thread, whose next
+    message puts ipykernel's own handler back."""
+    if threading.current_thread() is not threading.main_thread() or "ipykernel" not in sys.modules:
+        return
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    cells = getattr(getattr(shell, "compile", None), "_filename_map", None)  # the cells' code, by file name
+    if getattr(shell, "kernel", None) is None or not isinstance(cells, dict):
+        return
+
+    def after_the_code(signum: int, frame: Any) -> None:
+        while frame is not None:
+            if frame.f_code.co_filename in cells:
+                raise KeyboardInterrupt
+            frame = frame.f_back
+
+    signal.signal(signal.SIGINT, after_the_code)
 
 
 @contextlib.contextmanager
@@ -374,6 +399,7 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
             runs.pop()
             if outer is None:
                 stop._restore()
+                quiet_to_cell_end()
 
     return wrapper
 
@@ -398,5 +424,7 @@ def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             print(SHOW_STOPPED)
             return None
+        finally:
+            quiet_to_cell_end()  # the figures are drawn after the code, as the cell ends
 
     return wrapper

@@ -189,6 +189,7 @@ def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> None:
                 metadata={"scrapbook": {"name": name, "data": True, "display": False}},
             )
             interrupts.recorded()
+        interrupts.quiet_to_cell_end()
 
 
 @dataclass

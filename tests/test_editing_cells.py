@@ -240,9 +240,9 @@ def test_interrupting_a_groq_evaluation_shows_one_line(tmp_path):
         s.run_through("groq.run_exercise(config)")
         # On an idle machine the 80 sentences take well under a second: slow each batch down (the
         # real engines still run) so that the interrupt lands while the evaluation is in progress.
-        s.execute("import time, labkit.progress as _p\n_bar = _p.bar\n"
-                  "def _slow(it, *a, **k):\n    for x in _bar(it, *a, **k):\n        time.sleep(0.05)\n        yield x\n"
-                  "_p.bar = _slow")
+        s.execute("import time\nfrom labkit.testbeds.groq.engine import TorchEngine as _T\n_call = _T.__call__\n"
+                  "def _slow(self, inputs):\n    time.sleep(0.05)\n    return _call(self, inputs)\n"
+                  "_T.__call__ = _slow")
         ran = s.execute(s.cell("groq.run_exercise(config)"), interrupt_when="inference")
         # the cpu pass cut short: no backend measured yet (issue 36)
         assert only_line(ran) == "interrupted in cpu inference: nothing was measured yet, so no run was recorded"

@@ -37,10 +37,18 @@ class Walk:
     arguments: Tuple[str, ...]
     moments: Tuple[Moment, ...]
     evidence: str = ""  # a folder copied into the kernel's working directory (the homework's hand-in)
+    phases: Tuple[str, ...] = ()  # every phase in order, those no output marks too (default: the moments')
 
     def from_(self, moment: Moment) -> Tuple[Moment, ...]:
         """The moments an interrupt prompted at ``moment`` may land in: it and the later ones."""
         return self.moments[self.moments.index(moment):]
+
+    def phases_at(self, moment: Moment) -> Tuple[str, ...]:
+        """The phases a record may name after a Ctrl-C prompted at ``moment``: the one whose end its
+        marker shows (the phase's code may not have returned when the signal lands) and every later one."""
+        order = self.phases or tuple(dict.fromkeys(m.phase for m in self.moments))
+        at = order.index(moment.phase)
+        return order[max(at - 1, 0):]
 
 
 def done(after: str, *kept: str) -> Moment:
@@ -69,7 +77,8 @@ WALKS: Dict[str, Walk] = {
          Moment("warm-up", r"^requests:\s+0%"),
          Moment("requests", r"^requests:\s+([89]|[1-9][0-9])%", ("requests_completed", "e2el_median")),
          Moment("summary", r"^requests:\s+100%", INFERENCE),
-         done(r"^Client-side figures", *INFERENCE))),
+         done(r"^Client-side figures", *INFERENCE)),
+        phases=("setup", "warm-up", "requests", "summary", "servers stopping", "done")),
     "groq/bert_tiny": Walk(
         "notebooks/groq/bert_tiny.ipynb",
         ("-y", '{num_samples: 40, backends: "cpu,onnxruntime"}'),
@@ -124,13 +133,14 @@ def recorded_phase(run: results.Run) -> str:
     return getattr(run, "stopped_in", "") or ""
 
 
-def matches(moment: Moment, runs: Sequence[results.Run], said: str) -> bool:
-    """Whether what was kept is what an interrupt in ``moment``'s phase must keep."""
+def matches(moment: Moment, runs: Sequence[results.Run], said: str, phases: Sequence[str] = ()) -> bool:
+    """Whether what was kept is what an interrupt in ``moment``'s phase must keep: a record naming one of
+    ``phases`` (default: the moment's own) and holding every figure measured by then."""
     if moment.kept is None:  # before the first measurement: no record, and the line says why
         return not runs and bool(NOTHING_MEASURED.search(said))
     if not runs or runs[0].status != moment.status:
         return False
-    if moment.status == "interrupted" and not recorded_phase(runs[0]).startswith(moment.phase):
+    if moment.status == "interrupted" and recorded_phase(runs[0]) not in (tuple(phases) or (moment.phase,)):
         return False
     return all(name in runs[0].metrics for name in moment.kept)
 

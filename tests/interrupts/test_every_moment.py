@@ -87,7 +87,7 @@ def test_ctrl_c_at_a_phase_boundary_keeps_what_was_measured(key, moment, tmp_pat
     assert "Traceback" not in ended.stdout + ended.stderr, ended.stdout[-3000:] + ended.stderr
     assert len(ended.stderr_lines) == 1 and said.startswith("labkit run: "), said
     assert out.exists() and nbformat.read(str(out), as_version=4).cells, "the executed notebook was not written"
-    landed = [m for m in walk.from_(moment) if matches(m, runs, said)]
+    landed = [m for m in walk.from_(moment) if matches(m, runs, said, walk.phases_at(moment))]
     assert landed, "Ctrl-C at {!r} ({}) kept {}; wanted {}".format(
         moment.after, moment.phase, described(runs, said), " or ".join(wanted(m) for m in walk.from_(moment)))
 

@@ -104,6 +104,6 @@ def test_kernel_interrupt_at_a_phase_boundary_keeps_what_was_measured(key, momen
         said = lines[0]
     _as_notebook(sources, shown, tmp_path / "student.ipynb")
     runs = [run for run in results.read(tmp_path / "student.ipynb").runs if run.exercise == key]
-    landed = [m for m in walk.from_(moment) if matches(m, runs, said)]
+    landed = [m for m in walk.from_(moment) if matches(m, runs, said, walk.phases_at(moment))]
     assert landed, "Kernel -> Interrupt at {!r} ({}) kept {}; wanted {}".format(
         moment.after, moment.phase, described(runs, said), " or ".join(wanted(m) for m in walk.from_(moment)))

@@ -57,8 +57,9 @@ def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.
             interrupts.phase("epoch {}/{}".format(epoch + 1, config.epochs), check=False)
         on_epoch(epoch, seconds)
 
-    measured["training"] = True  # from here an interrupt keeps the steps (the first is the warm-up step)
+    # the phase first: an interrupt that finds the run measuring finds it in epoch 1 (it keeps the warm-up step)
     interrupts.phase("epoch 1/{}".format(config.epochs), check=False)
+    measured["training"] = True
     try:
         with interrupts.graceful() as stop:
             history = training.train(

@@ -13,7 +13,7 @@ only on the testbed.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from labkit.testbeds.groq.engine import BuildInfo, Engine
 
@@ -66,11 +66,14 @@ class GroqEngine(Engine):
     def __call__(self, inputs: Dict[str, Any]) -> Any:
         return self._tensor(self.gmodel.run(inputs))
 
-    def run_dataset(self, batches: Sequence[Dict[str, Any]], desc: str = "") -> Tuple[List[Any], float]:
+    def run_dataset(self, batches: Sequence[Dict[str, Any]], desc: str = "",
+                    on_last: Optional[Callable[[], None]] = None) -> Tuple[List[Any], float]:
         print("Running inference on GroqChip ({} inputs in one run_abunch call).".format(len(batches)))
         start = time.perf_counter()
         results = self.gmodel.run_abunch(list(batches))
         seconds = time.perf_counter() - start
+        if on_last is not None:
+            on_last()
         if len(batches) == 1:  # run_abunch returns a single result for a single input
             results = [results]
         return [self._tensor(r) for r in results], seconds

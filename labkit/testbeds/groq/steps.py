@@ -143,9 +143,9 @@ def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], re
     outputs, scores, latency, predictions = {}, {}, {}, {}
     for name, engine in engines.items():
         interrupts.phase("{} inference".format(name))
-        raw, wall = engine.run_dataset(batches, desc="{} inference".format(name))
-        if into is not None:  # its pass is done: an interrupt now lets its timing finish, then keeps it
-            into.setdefault("passes", []).append(name)
+        # once its last batch is done, an interrupt lets its timing finish, then keeps it
+        passed = (lambda: into.setdefault("passes", []).append(name)) if into is not None else None
+        raw, wall = engine.run_dataset(batches, desc="{} inference".format(name), on_last=passed)
         outputs[name] = _per_sample(raw, rows_per_sample, len(data))
         scores[name] = data.score(outputs[name])
         predictions[name] = _predictions(loaded.task, outputs[name], data.inputs, loaded.labels)
