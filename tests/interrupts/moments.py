@@ -90,8 +90,8 @@ WALKS: Dict[str, Walk] = {
     "cerebras/llama2_7b": Walk(
         "notebooks/cerebras/llama2_7b.ipynb",
         ("-y", "{model_size: tiny, batch_size: 4, steps: 60, log_steps: 10, sequence_length: 64, device: cpu}"),
-        # the line that ends setup is printed as the first step starts: the step in flight is kept
-        (Moment("training", r"labkit portable LLaMA", ()),
+        # the line that ends setup is printed just before measuring starts: nothing, or the step in flight
+        (Moment("setup", r"labkit portable LLaMA"),
          Moment("training", r"Step=10, ", LLAMA_STEPS),
          Moment("validation", r"Processed \d+ training sample", LLAMA_STEPS + ("train_seconds",)),
          done(r"^Note: Portable run", *LLAMA_STEPS, "validation_loss"))),
@@ -99,7 +99,7 @@ WALKS: Dict[str, Walk] = {
         "notebooks/cerebras/bert_large.ipynb",
         ("-y", "{model_size: micro, batch_size: 8, max_steps: 10, log_steps: 5, max_seq_length: 32, target: cpu,"
                " compare_batch_sizes: [2]}"),
-        (Moment("training", r"Initializing module BertForPreTraining", ()),  # printed as the first step starts
+        (Moment("setup", r"Initializing module BertForPreTraining"),  # printed just before measuring starts
          Moment("training", r"Step=5, ", ("global_rate",)),
          Moment("summary", r"Training completed successfully", ("global_rate", "samples_per_sec")),
          done(r"Effective batch size is 2\.", "global_rate", "samples_per_sec"))),
