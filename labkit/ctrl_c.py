@@ -278,7 +278,7 @@ def _forward_stderr(fd: int) -> None:
 REPLY_GRACE_S = 3.0
 
 
-class _CellNotRun(Exception):
+class _CellNotRun(LabkitError):
     """An interrupt hit the kernel's own code before the cell's code started."""
 
 
