@@ -80,3 +80,30 @@ def test_the_plan_says_ipu_and_why_or_why_not(fake_poptorch, monkeypatch):
     assert plan.path == "portable" and "no IPU: PopTorch is installed but no IPU is attached" in plan.why
     with pytest.raises(DeviceError, match="srun --ipus=1"):
         graphcore.plan(graphcore.SPEC.validate({"device": "ipu"}))  # refused before anything is loaded
+
+
+def test_an_interrupt_in_the_ipu_test_pass_keeps_the_epochs_and_the_batches_seen(fake_poptorch, monkeypatch):
+    """Issue 36 on the testbed path: Ctrl-C while the IPU tests keeps the trained epochs (their times
+    and throughput), the accuracy over the test batches seen, said as such, and releases the IPU."""
+    import os
+    import signal
+
+    calls = {"n": 0}
+    forward = fake_poptorch._InferenceModel.__call__
+
+    def interrupted_on_the_third_batch(self, data):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # as Kernel -> Interrupt delivers it
+        return forward(self, data)
+
+    monkeypatch.setattr(fake_poptorch._InferenceModel, "__call__", interrupted_on_the_third_batch)
+    config = graphcore.SPEC.validate({
+        "device": "ipu", "epochs": 2, "batch_size": 8, "device_iterations": 10,
+        "max_train_samples": 800, "max_test_samples": 400, "test_batch_size": 80, "learning_rate": 0.05})
+    run = run_mnist(config, verbose=False).run
+    assert run.status == "interrupted" and run.stopped_in == "testing"
+    assert {"first_epoch_time", "total_train_time", "train_throughput", "train_compile_time"} <= set(run.metrics)
+    assert run.metrics["tested_samples"] == 240 and "test_throughput" not in run.metrics  # 3 of 5 batches
+    assert any("first 240 test samples only" in note for note in run.notes)
+    assert fake_poptorch.CALLS[-1] == "_InferenceModel.detachFromDevice" and not fake_poptorch._attached

@@ -13,7 +13,7 @@ every call below is PopTorch's documented API, in the tutorial's order.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 import torch
@@ -24,10 +24,10 @@ from labkit.progress import bar
 from labkit.data.mnist import MEAN, STD
 from labkit.testbeds.graphcore import train as training
 from labkit.testbeds.graphcore.progress_bars import progress_callbacks
-from labkit.testbeds.graphcore.result import MnistResult, finish_run
+from labkit.testbeds.graphcore.result import MnistResult, cut_test_pass, finish_run
 from labkit.testbeds.graphcore.train import StepRecord, TrainHistory
 
-__all__ = ["run"]
+__all__ = ["run", "partial"]
 
 
 def _dataset(images: np.ndarray, labels: np.ndarray) -> torch.utils.data.TensorDataset:
@@ -37,8 +37,12 @@ def _dataset(images: np.ndarray, labels: np.ndarray) -> torch.utils.data.TensorD
 
 
 def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.ndarray,
-        test_images: np.ndarray, test_labels: np.ndarray, say: Callable[[str], None]) -> MnistResult:
+        test_images: np.ndarray, test_labels: np.ndarray, say: Callable[[str], None],
+        measured: Optional[Dict[str, Any]] = None) -> MnistResult:
+    """Train and test on an IPU; ``measured`` (a dict) is filled as the run goes, for :func:`partial`."""
     import poptorch
+
+    measured = {} if measured is None else measured
 
     say("Training on an IPU with PopTorch {}.".format(getattr(poptorch, "__version__", "")))
     model = training.build_model(config.seed, torch.device("cpu"))
@@ -64,11 +68,16 @@ def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.
     samples_per_step = config.batch_size * config.device_iterations
     history = TrainHistory(steps_per_epoch=steps_per_epoch, samples_per_epoch=steps_per_epoch * samples_per_step)
     on_step, on_epoch, close = progress_callbacks(config, steps_per_epoch, say)
+    measured.update(history=history, model=model, tested=[], compile_seconds=compile_seconds,
+                    environment=_how_it_ran(config, poptorch))
     step = 0
+    interrupts.phase("epoch 1/{}".format(config.epochs), check=False)
+    measured["training"] = True  # from here an interrupt keeps the steps
     try:
         with interrupts.graceful() as stop:
             try:
                 for epoch in range(1, config.epochs + 1):
+                    interrupts.phase("epoch {}/{}".format(epoch, config.epochs), check=False)
                     epoch_start = time.perf_counter()
                     for data, labels in train_loader:
                         step_start = time.perf_counter()
@@ -103,24 +112,29 @@ def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.
                          source="testbed", extra_env=_how_it_ran(config, poptorch))
         return MnistResult(run=run, model=model.model, history=history)
 
+    interrupts.phase("testing")
     test_opts = poptorch.Options()
     inference_model = poptorch.inferenceModel(model.model, test_opts)
     test_loader = poptorch.DataLoader(test_opts, _dataset(test_images, test_labels),
                                       batch_size=config.test_batch_size, shuffle=False, drop_last=True)
-    test_x, _ = next(iter(test_loader))
-    start = time.perf_counter()
-    inference_model.compile(test_x)
-    test_compile_seconds = time.perf_counter() - start
-    total, batches = 0.0, 0
-    start = time.perf_counter()
-    with torch.no_grad():
-        for data, labels in bar(test_loader, total=len(test_loader), desc="Testing", leave=False, unit="batch"):
-            output = inference_model(data)
-            total += (output.argmax(1) == labels).float().mean().item() * 100.0
-            batches += 1
-    test_seconds = time.perf_counter() - start
-    inference_model.detachFromDevice()
-    accuracy = total / batches
+    measured["test_batches"] = len(test_loader)
+    try:  # an interrupt ends the test pass at a batch; the IPU is released either way
+        test_x, _ = next(iter(test_loader))
+        start = time.perf_counter()
+        inference_model.compile(test_x)
+        test_compile_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        with torch.no_grad():
+            for data, labels in bar(test_loader, total=len(test_loader), desc="Testing", leave=False, unit="batch"):
+                output = inference_model(data)
+                measured["tested"].append((output.argmax(1) == labels).float().mean().item() * 100.0)
+                interrupts.check()
+        test_seconds = time.perf_counter() - start
+    finally:
+        inference_model.detachFromDevice()
+    interrupts.phase("summary")
+    batches = len(measured["tested"])
+    accuracy = sum(measured["tested"]) / batches
     test_throughput = batches * config.test_batch_size / test_seconds
     say("Graph compilation: {:.1f} s for training and {:.1f} s for inference, reported separately. Training "
         "throughput: {:.0f} samples/s; test throughput: {:.0f} samples/s.".format(
@@ -128,7 +142,24 @@ def run(config: Config, device: Any, train_images: np.ndarray, train_labels: np.
     run = finish_run(config, "ipu", history, accuracy, test_throughput, "train_compile_time", compile_seconds,
                      source="testbed", extra_env=_how_it_ran(config, poptorch))
     run.add_metric("test_compile_time", round(test_compile_seconds, 4), "s")
-    return MnistResult(run=run, model=model.model, history=history)
+    measured["result"] = MnistResult(run=run, model=model.model, history=history)
+    return measured["result"]
+
+
+def partial(config: Config, device: Any, measured: Dict[str, Any]) -> Optional[MnistResult]:
+    """What :func:`run` measured before an interrupt outside its training loop (in testing or the
+    summary); None before the first step."""
+    if "result" in measured:
+        return measured["result"]
+    history = measured.get("history")
+    if history is None or not history.steps:
+        return None
+    tested = measured.get("tested") or []
+    run = finish_run(config, "ipu", history, sum(tested) / len(tested) if tested else None, float("nan"),
+                     "train_compile_time", measured["compile_seconds"], source="testbed",
+                     extra_env=measured["environment"])
+    cut_test_pass(run, tested, measured.get("test_batches") or 0, config.test_batch_size)
+    return MnistResult(run=run, model=measured["model"].model, history=history)
 
 
 def _how_it_ran(config: Config, poptorch: Any) -> Dict[str, Any]:

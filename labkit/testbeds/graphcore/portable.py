@@ -18,9 +18,8 @@ from labkit.params import Config
 from labkit.progress import bar
 from labkit.testbeds.graphcore import train as training
 from labkit.testbeds.graphcore.device import choose_precision
-from labkit.testbeds.graphcore.metrics import METRICS
 from labkit.testbeds.graphcore.progress_bars import progress_callbacks
-from labkit.testbeds.graphcore.result import MnistResult, finish_run
+from labkit.testbeds.graphcore.result import MnistResult, cut_test_pass, finish_run
 
 __all__ = ["run", "partial"]
 
@@ -116,13 +115,7 @@ def partial(config: Config, device: Any, measured: Dict[str, Any]) -> Optional[M
     run = finish_run(config, device, history, accuracy, float("nan"), "warmup_time", history.warmup_seconds,
                      source="portable", extra_env=_how_it_ran(config, device, history),
                      precision=measured.get("precision", "fp32"))
-    run.metrics.pop("test_throughput", None)  # a cut pass has no honest rate
-    batches = measured.get("test_batches") or 0
-    if tested and len(tested) < batches:
-        seen = len(tested) * config.test_batch_size
-        METRICS.add(run, "tested_samples", seen)
-        run.notes.append("test_accuracy is over the first {} test samples only: the test pass was cut short by "
-                         "the interrupt".format(seen))
+    cut_test_pass(run, tested, measured.get("test_batches") or 0, config.test_batch_size)
     return MnistResult(run=run, model=getattr(model, "model", None), history=history)
 
 

@@ -69,3 +69,15 @@ def finish_run(config: Config, device: Any, history: Any, test_accuracy: Optiona
     run.add_series("accuracy", [s.step for s in history.steps], [s.accuracy for s in history.steps])
     run.add_series("epoch_time", list(range(1, len(history.epoch_seconds) + 1)), history.epoch_seconds, x_label="epoch")
     return run
+
+
+def cut_test_pass(run: Run, tested: list, batches: int, test_batch_size: int) -> Run:
+    """A run whose test pass an interrupt cut short: no test rate, and test_accuracy said to cover only
+    the samples seen (``tested``: each test batch's accuracy so far, of ``batches``)."""
+    run.metrics.pop("test_throughput", None)  # a cut pass has no honest rate
+    if tested and len(tested) < batches:
+        seen = len(tested) * test_batch_size
+        METRICS.add(run, "tested_samples", seen)
+        run.notes.append("test_accuracy is over the first {} test samples only: the test pass was cut short by "
+                         "the interrupt".format(seen))
+    return run

@@ -72,13 +72,10 @@ def run_mnist(config: Config, verbose: bool = True, device: Any = None) -> Mnist
     else:
         from labkit.testbeds.graphcore import portable as backend
     sizes = {"data_source": data.source, "train_samples": int(len(train_labels)), "test_samples": int(len(test_labels))}
-    if device == "ipu":
-        result = backend.run(config, device, train_images, train_labels, test_images, test_labels, say)
-    else:  # an interrupt after the first step keeps what the backend measured
-        measured: dict = {}
-        interrupts.keep(lambda: _kept(backend.partial(config, device, measured), notes, sizes),
-                        measuring=lambda: "training" in measured)
-        result = backend.run(config, device, train_images, train_labels, test_images, test_labels, say, measured)
+    measured: dict = {}  # an interrupt after the first step keeps what the backend measured
+    interrupts.keep(lambda: _kept(backend.partial(config, device, measured), notes, sizes),
+                    measuring=lambda: "training" in measured)
+    result = backend.run(config, device, train_images, train_labels, test_images, test_labels, say, measured)
     # an interrupt in the summary ends the run here, kept (one in training already ended it)
     interrupts.phase(interrupts.DONE, check=result.run.status != "interrupted")
     _finish(result, notes, sizes)
