@@ -27,6 +27,7 @@ class Moment:
     after: str  # regular expression: the frame of output that ends the phase before
     kept: Optional[Tuple[str, ...]] = None  # metrics measured by then; None: nothing measured yet
     status: str = "interrupted"  # "complete": the run cell had ended, a later cell was interrupted
+    walked: bool = True  # False: only where an earlier moment's interrupt may land (no case of its own)
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ WALKS: Dict[str, Walk] = {
         ("-y", "{model_size: tiny, batch_size: 4, steps: 60, log_steps: 10, sequence_length: 64, device: cpu}"),
         # the line that ends setup is printed just before measuring starts: nothing, or the step in flight
         (Moment("setup", r"labkit portable LLaMA"),
+         Moment("training", r"labkit portable LLaMA", (), walked=False),  # the step in flight, before any log
          Moment("training", r"Step=10, ", LLAMA_STEPS),
          Moment("validation", r"Processed \d+ training sample", LLAMA_STEPS + ("train_seconds",)),
          done(r"^Note: Portable run", *LLAMA_STEPS, "validation_loss"))),
@@ -100,6 +102,7 @@ WALKS: Dict[str, Walk] = {
         ("-y", "{model_size: micro, batch_size: 8, max_steps: 10, log_steps: 5, max_seq_length: 32, target: cpu,"
                " compare_batch_sizes: [2]}"),
         (Moment("setup", r"Initializing module BertForPreTraining"),  # printed just before measuring starts
+         Moment("training", r"Initializing module BertForPreTraining", (), walked=False),
          Moment("training", r"Step=5, ", ("global_rate",)),
          Moment("summary", r"Training completed successfully", ("global_rate", "samples_per_sec")),
          done(r"Effective batch size is 2\.", "global_rate", "samples_per_sec"))),

@@ -36,9 +36,10 @@ from tests.interrupts.terminal import ROOT, Ended, Terminal
 pytestmark = pytest.mark.timing  # each test presses Ctrl-C at a moment
 
 CASES = [pytest.param(key, moment, id="{}-{}{}".format(key, moment.phase.replace(" ", "_").replace("/", "of"),
-                                                     "" if number == 0 or moment.phase != walk.moments[number - 1].phase
+                                                     "" if number == 0 or moment.phase != walked[number - 1].phase
                                                      else number))
-         for key, walk in WALKS.items() for number, moment in enumerate(walk.moments)]
+         for key, walk in WALKS.items() for walked in [[m for m in walk.moments if m.walked]]
+         for number, moment in enumerate(walked)]
 
 
 def kept(key: str, out: Path) -> Tuple[List[results.Run], Optional[str]]:
