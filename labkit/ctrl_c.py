@@ -304,16 +304,17 @@ def watching_replies(client_class: Any) -> Any:
 
         async def async_execute_cell(self, cell: Any, cell_index: int, execution_count: Optional[int] = None,
                                      store_history: bool = True) -> Any:
+            self._input_count = None  # before the request goes out: its execute_input may come back at once
             try:
                 return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
             except _CellNotRun:
+                self._input_count = None
                 return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
 
         execute_cell = run_sync(async_execute_cell)
 
         async def _async_poll_for_reply(self, msg_id: str, cell: Any, timeout: Any, task_poll_output_msg: Any,
                                         task_poll_kernel_alive: Any) -> Dict[str, Any]:
-            self._input_count = None
             waiting = asyncio.ensure_future(super()._async_poll_for_reply(
                 msg_id, cell, timeout, task_poll_output_msg, task_poll_kernel_alive))
             idle_since = None
