@@ -45,8 +45,9 @@ from typing import Any, Callable, List, Optional
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
 
-__all__ = ["CTRL_C_NOTES", "stop_pending", "recorded", "deferred", "quiet_to_cell_end", "graceful", "StopRequest", "Interrupted", "run_step", "with_phases", "show_step", "SHOW_STOPPED", "where", "phase", "keep", "check",
-           "current_phase", "RunPhases", "NOTHING_MEASURED", "KEPT", "DONE"]
+__all__ = ["graceful", "StopRequest", "Interrupted", "run_step", "with_phases", "show_step", "SHOW_STOPPED", "where",
+           "phase", "keep", "check", "current_phase", "RunPhases", "NOTHING_MEASURED", "KEPT", "DONE",
+           "CTRL_C_NOTES", "stop_pending", "recorded", "deferred", "quiet_to_cell_end"]
 
 #: The line an interrupt before the first measurement ends with ({} is the phase).
 NOTHING_MEASURED = "interrupted in {}: nothing was measured yet, so no run was recorded"
