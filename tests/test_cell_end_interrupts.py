@@ -25,7 +25,7 @@ import time
 def slow_end(result):
     if result.info.raw_cell.startswith(("run = measure()", "show(run)", "results.record(run)", "x = 1")):
         print("the code has ended", flush=True)
-        time.sleep(3)
+        time.sleep(10)  # the window the interrupt must land in, wide enough for busy cores
 '''
 SLOW_END = '''\
 from labkit import interrupts, results
