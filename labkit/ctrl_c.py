@@ -61,6 +61,7 @@ class CtrlC:
         self.finishing = False  # Ctrl-C between cells: going on only to record the run the kernel holds
         self._stderr_fd: Optional[int] = None
         self._forwarder: Optional[threading.Thread] = None
+        self.kernel_exiting = threading.Event()  # set when the kernel is told to shut down
         self.notes = ""  # a folder shared with the kernel (labkit.interrupts), made by kernel_env()
 
     def kernel_stderr(self) -> int:
@@ -69,7 +70,7 @@ class CtrlC:
         what they left in its one line). Closed when the ``with`` block ends."""
         if self._stderr_fd is None:
             read, self._stderr_fd = os.pipe()
-            self._forwarder = threading.Thread(target=_forward_stderr, args=(read,), daemon=True,
+            self._forwarder = threading.Thread(target=_forward_stderr, args=(read, self.kernel_exiting), daemon=True,
                                                name="labkit-kernel-stderr")
             self._forwarder.start()
         return self._stderr_fd
@@ -253,14 +254,21 @@ class CtrlC:
 #: line and the task it names (asyncio's report of a task the interrupt cut short).
 _KERNEL_NOISE = re.compile(r"KeyboardInterrupt caught in kernel|Task was destroyed but it is pending|Task exception was never retrieved")
 _NOISE_DETAIL = re.compile(r"^(task: <Task |future: <Task |Traceback |  File |    |\S*(KeyboardInterrupt|CancelledError)\b)")
+#: libzmq's abort when a kernel thread still polls a socket its exit has closed (seen on CI after
+#: a second Ctrl-C: "Assertion failed: pfd.revents & POLLIN (src/signaler.cpp:238)"); the kernel
+#: was on its way out, and everything it measured is already in the notebook
+_EXIT_NOISE = re.compile(r"^Assertion failed: .*\(src/[\w./-]+\.cpp:\d+\)\s*$")
 
 
-def _forward_stderr(fd: int) -> None:
-    """Copy the kernel's stderr to ours line by line, without ipykernel's interrupt noise."""
+def _forward_stderr(fd: int, exiting: threading.Event) -> None:
+    """Copy the kernel's stderr to ours line by line, without ipykernel's interrupt noise
+    or libzmq's when the kernel is shutting down."""
     in_noise = False
     with os.fdopen(fd, "rb", buffering=0) as pipe:
         for raw in iter(pipe.readline, b""):
             line = raw.decode(errors="replace")
+            if exiting.is_set() and _EXIT_NOISE.match(line):
+                continue
             if _KERNEL_NOISE.search(line):
                 in_noise = True
                 continue
@@ -312,6 +320,11 @@ def watching_replies(client_class: Any) -> Any:
                 return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
 
         execute_cell = run_sync(async_execute_cell)
+
+        async def _async_cleanup_kernel(self) -> None:
+            if self.ctrl_c is not None:
+                self.ctrl_c.kernel_exiting.set()
+            await super()._async_cleanup_kernel()
 
         async def _async_poll_for_reply(self, msg_id: str, cell: Any, timeout: Any, task_poll_output_msg: Any,
                                         task_poll_kernel_alive: Any) -> Dict[str, Any]:

@@ -289,3 +289,37 @@ def test_a_lost_reply_before_the_code_ran_stops_there_when_nothing_was_measured(
 def interrupts_line() -> str:
     from labkit.interrupts import SHOW_STOPPED
     return SHOW_STOPPED
+
+
+KERNEL_STDERR = r'''
+import sys, time
+for line in ["a warning the cell wrote",
+             "KeyboardInterrupt caught in kernel.",
+             "Assertion failed: pfd.revents & POLLIN (src/signaler.cpp:238)"]:
+    print(line, file=sys.stderr, flush=True)
+sys.stdin.readline()  # the test marks the kernel as exiting, then lets it go on
+print("Assertion failed: pfd.revents & POLLIN (src/signaler.cpp:238)", file=sys.stderr, flush=True)
+print("a last line", file=sys.stderr, flush=True)
+'''
+
+
+def test_the_kernels_stderr_reaches_the_terminal_less_interrupt_and_exit_noise(capfd):
+    """A process stands for the kernel, writing to the pipe `labkit run` gives a kernel's stderr: its
+    own lines and a libzmq abort while it runs come through (they say why a kernel died); ipykernel's
+    interrupt line does not, nor libzmq's abort once the kernel was told to shut down (CI printed it
+    after a second Ctrl-C)."""
+    from labkit.ctrl_c import CtrlC
+
+    seen = ""
+    with CtrlC() as ctrl_c:
+        kernel = subprocess.Popen([sys.executable, "-c", KERNEL_STDERR], stdin=subprocess.PIPE,
+                                  stderr=ctrl_c.kernel_stderr())
+        deadline = time.monotonic() + 60
+        while "signaler.cpp" not in seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+            seen += capfd.readouterr().err
+        ctrl_c.kernel_exiting.set()
+        kernel.communicate(b"\n", timeout=60)
+    seen += capfd.readouterr().err  # leaving the with block waited for the forwarder to drain the pipe
+    assert seen.splitlines() == ["a warning the cell wrote",
+                                 "Assertion failed: pfd.revents & POLLIN (src/signaler.cpp:238)", "a last line"]
