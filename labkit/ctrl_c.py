@@ -326,6 +326,9 @@ def watching_replies(client_class: Any) -> Any:
                 self.ctrl_c.kernel_exiting.set()
             await super()._async_cleanup_kernel()
 
+        # papermill cleans up through the sync setup_kernel, whose _cleanup_kernel wraps the base class's coroutine
+        _cleanup_kernel = run_sync(_async_cleanup_kernel)
+
         async def _async_poll_for_reply(self, msg_id: str, cell: Any, timeout: Any, task_poll_output_msg: Any,
                                         task_poll_kernel_alive: Any) -> Dict[str, Any]:
             waiting = asyncio.ensure_future(super()._async_poll_for_reply(

@@ -328,3 +328,26 @@ def test_the_kernels_stderr_reaches_the_terminal_less_interrupt_and_exit_noise(c
         read_until("a last line")  # the forwarder's own pace, not the 2 s the with block gives it
     assert seen.splitlines() == ["a warning the cell wrote",
                                  "Assertion failed: pfd.revents & POLLIN (src/signaler.cpp:238)", "a last line"]
+
+
+AT_EXIT = '''\
+import atexit, os
+os.write(2, b"a line the cell wrote\\n")
+atexit.register(os.write, 2, b"Assertion failed: pfd.revents & POLLIN (src/signaler.cpp:238)\\n")
+'''
+
+
+def test_libzmqs_abort_as_the_kernel_exits_does_not_reach_the_terminal(tmp_path):
+    """The same through a real `labkit run`: a kernel that writes libzmq's abort as it exits (after
+    papermill told it to shut down) prints only what its cell wrote (CI printed the abort: the
+    kernel's shutdown went through a path that did not say so)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(AT_EXIT)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "at_exit.ipynb"
+    nbformat.write(nb, str(path))
+    run = Terminal(str(path), str(tmp_path / "out.ipynb"), cwd=tmp_path)
+    code, _, stderr = run.finish()
+
+    assert code == 0, stderr
+    assert "a line the cell wrote" in stderr and "Assertion failed" not in stderr, stderr
