@@ -43,6 +43,9 @@ class CtrlC:
       own code around a cell, :func:`watching_replies`): when the kernel holds a run no cell has
       recorded yet, the cells go on with a note that makes labkit skip showing it and start no new
       run (:mod:`labkit.interrupts`), and stop once the run is recorded; otherwise no further cell starts;
+    - first Ctrl-C failing a cell after the run step (the notebook's own tables and plots) while the
+      run is not recorded yet: that cell keeps its KeyboardInterrupt and the notebook goes on as
+      between cells, so the run is still recorded;
     - second Ctrl-C: the kernel is interrupted again and no further cell starts; a cell that does
       not end within STOP_GRACE_S is given up and the kernel killed. Later ones are ignored.
     """
@@ -62,6 +65,7 @@ class CtrlC:
         self._stderr_fd: Optional[int] = None
         self._forwarder: Optional[threading.Thread] = None
         self.kernel_exiting = threading.Event()  # set when the kernel is told to shut down
+        self.held_a_run = False  # when the notes were removed: the kernel held a run no cell had recorded
         self.notes = ""  # a folder shared with the kernel (labkit.interrupts), made by kernel_env()
 
     def kernel_stderr(self) -> int:
@@ -106,6 +110,13 @@ class CtrlC:
         else:
             self.stopped = True
 
+    def interrupted_a_cell_after_the_run(self, reply: Any) -> bool:
+        """Whether ``reply`` is a cell's KeyboardInterrupt from the first Ctrl-C, while the kernel holds a
+        run that no cell has recorded yet."""
+        content = (reply or {}).get("content", {})
+        return (self.count == 1 and not (self.stopped or self.finishing) and content.get("status") == "error"
+                and content.get("ename") == "KeyboardInterrupt" and self._holds_a_run())
+
     def _on_cell_execute(self, **_: Any) -> None:
         self._executing = True
 
@@ -122,6 +133,7 @@ class CtrlC:
     def __exit__(self, *exc: Any) -> None:
         signal.signal(signal.SIGINT, self._previous if self._previous is not None else signal.default_int_handler)
         if self.notes:
+            self.held_a_run = self._holds_a_run()  # summary() is asked after the notes are gone
             shutil.rmtree(self.notes, ignore_errors=True)
         if self._stderr_fd is not None:
             os.close(self._stderr_fd)  # the forwarder ends once the kernel has exited too
@@ -240,7 +252,7 @@ class CtrlC:
         if runs:
             return "{}; the notebook recorded a run with status {}".format(how, runs[0].status)
         if cause is not None and not self.stopped:
-            if self._holds_a_run():
+            if self.held_a_run:
                 return "{}; it stopped the notebook ({}) before the run it measured was recorded".format(how, cause)
             if "nothing was measured" in cause:  # labkit's own line says it
                 return "{}; it stopped the notebook ({})".format(how, cause)
@@ -320,6 +332,15 @@ def watching_replies(client_class: Any) -> Any:
                 return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
 
         execute_cell = run_sync(async_execute_cell)
+
+        async def _check_raise_for_error(self, cell: Any, cell_index: int, exec_reply: Any) -> None:
+            if self.ctrl_c is not None and self.ctrl_c.interrupted_a_cell_after_the_run(exec_reply):
+                # the first Ctrl-C failed a cell after the run step (a table, a plot of the student's):
+                # the cell keeps its KeyboardInterrupt and, as between cells, the notebook goes on
+                # only to the cell that records the run
+                self.ctrl_c.between_cells()
+                return
+            await super()._check_raise_for_error(cell, cell_index, exec_reply)
 
         async def _async_cleanup_kernel(self) -> None:
             if self.ctrl_c is not None:

@@ -286,6 +286,32 @@ def test_a_lost_reply_before_the_code_ran_stops_there_when_nothing_was_measured(
     assert [c.metadata.papermill.status for c in _code_cells(out)] == ["completed", "failed", "pending"]
 
 
+PLOTTING = '''\
+import time
+print("plotting", flush=True)
+for _ in range(1200):  # the notebook's own plot after the run step: plain code, the interrupt fails it
+    time.sleep(0.05)
+'''
+
+
+def test_ctrl_c_failing_a_cell_after_the_run_step_still_records_the_run(tmp_path):
+    out, stdout, stderr = _ctrl_c_on(tmp_path, "plotting", MEASURE, "run = measure()", PLOTTING,
+                                     "print('a table after')", "results.record(run)", "print('after the record')")
+    assert "stopped once the run was recorded; the notebook recorded a run with status complete" in stderr
+    assert [r.status for r in results.read(out).runs] == ["complete"]
+    assert "after the record" not in stdout
+    cells = _code_cells(out)
+    assert [o.get("ename") for o in cells[2].outputs if o.output_type == "error"] == ["KeyboardInterrupt"]
+    assert cells[4].execution_count is not None and cells[5].execution_count is None
+
+
+def test_a_cell_failing_after_that_ctrl_c_says_the_measured_run_was_not_recorded(tmp_path):
+    out, stdout, stderr = _ctrl_c_on(tmp_path, "plotting", MEASURE, "run = measure()", PLOTTING,
+                                     "raise ValueError('a broken table')", "results.record(run)")
+    assert "ValueError: a broken table) before the run it measured was recorded" in stderr, stderr
+    assert not results.read(out).runs
+
+
 def interrupts_line() -> str:
     from labkit.interrupts import SHOW_STOPPED
     return SHOW_STOPPED
