@@ -367,12 +367,7 @@ def test_libzmqs_abort_as_the_kernel_exits_does_not_reach_the_terminal(tmp_path)
     """The same through a real `labkit run`: a kernel that writes libzmq's abort as it exits (after
     papermill told it to shut down) prints only what its cell wrote (CI printed the abort: the
     kernel's shutdown went through a path that did not say so)."""
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(AT_EXIT)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path = tmp_path / "at_exit.ipynb"
-    nbformat.write(nb, str(path))
-    run = Terminal(str(path), str(tmp_path / "out.ipynb"), cwd=tmp_path)
+    run = Terminal(str(_notebook(tmp_path, AT_EXIT)), str(tmp_path / "out.ipynb"), cwd=tmp_path)
     code, _, stderr = run.finish()
 
     assert code == 0, stderr
