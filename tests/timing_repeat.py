@@ -6,8 +6,9 @@
 
 A test that passes on an idle machine and fails on a busy one blocks a submission on CI. Each
 run is a fresh ``pytest -m timing`` (module fixtures, servers included, start again), while one
-busy loop per core competes for the CPU; the loops stop by themselves after ``--load-s`` seconds
-and are ended when this script ends. The table gives each test's passes out of its runs.
+busy loop per core competes for the CPU. Each run starts its own loops and ends them when it
+ends (loops shared by all runs left the later runs of a long suite idle once they timed out);
+should this script be killed, they stop by themselves after ``--load-s`` seconds. The table gives each test's passes out of its runs.
 
 Exit status: 0 when every test passed every run, else 1.
 """
@@ -71,7 +72,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20, help="how many times (default 20)")
     parser.add_argument("--load-s", type=float, default=3600.0,
-                        help="the busy loops stop by themselves after this many seconds (default 3600)")
+                        help="each run's busy loops stop by themselves after this many seconds (default 3600)")
     parser.add_argument("--load-processes", type=int, default=os.cpu_count() or 2,
                         help="busy loops (default: one per core, {})".format(os.cpu_count()))
     parser.add_argument("pytest_args", nargs="*", help="test files or ids (default: tests, -m timing)")
@@ -86,7 +87,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     tally: Dict[str, Dict[str, int]] = OrderedDict()
     # a plain `kill` ends the runs as Ctrl-C does: through the finally that stops the busy loops
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    loops = start_load(args.load_s, args.load_processes)
+    loops: List[subprocess.Popen] = []
     begun = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="labkit-timing-") as scratch:
@@ -94,8 +95,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                 xml = os.path.join(scratch, "run{}.xml".format(run))
                 command = [sys.executable, "-m", "pytest", "-m", "timing", "-p", "no:cacheprovider", "-q",
                            "--junitxml", xml] + files
+                loops = start_load(args.load_s, args.load_processes)
                 started = time.monotonic()
                 status = subprocess.call(command, cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+                unloaded = sum(loop.poll() is not None for loop in loops)
+                stop_load(loops)
                 if not os.path.exists(xml):
                     print("timing run {}: pytest exited {} without a report".format(run, status))
                     return 1
@@ -104,8 +108,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                     tally.setdefault(name, {"passed": 0, "failed": 0, "skipped": 0})[outcome.split(":")[0]] += 1
                 failed = ["{} ({})".format(name, outcome) for name, outcome in seen.items()
                           if outcome.startswith("failed")]
-                print("timing run {}/{}: {} tests in {:.0f} s{}".format(
+                print("timing run {}/{}: {} tests in {:.0f} s{}{}".format(
                     run, args.runs, len(seen), time.monotonic() - started,
+                    " ({} busy loops ended before the run did: raise --load-s)".format(unloaded) if unloaded else "",
                     "; FAILED: " + "; ".join(failed) if failed else ""), flush=True)
     finally:
         stop_load(loops)
