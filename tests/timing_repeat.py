@@ -8,7 +8,8 @@ A test that passes on an idle machine and fails on a busy one blocks a submissio
 run is a fresh ``pytest -m timing`` (module fixtures, servers included, start again), while one
 busy loop per core competes for the CPU. Each run starts its own loops and ends them when it
 ends (loops shared by all runs left the later runs of a long suite idle once they timed out);
-should this script be killed, they stop by themselves after ``--load-s`` seconds. The table gives each test's passes out of its runs.
+should this script be killed, they stop by themselves after ``--load-s`` seconds. The table
+gives each test's passes out of its runs.
 
 Exit status: 0 when every test passed every run, else 1.
 """
