@@ -238,6 +238,7 @@ class RunPhases:
         self.phases: List[str] = ["setup"]
         self.build: Optional[Callable[[], Any]] = None
         self.measuring: Callable[[], bool] = lambda: True
+        self.holds = False  # a run step inside this one returned: what it measured is in this one's hands
 
     def enter(self, name: str) -> None:
         if name != self.phase:
@@ -262,7 +263,7 @@ def current_phase() -> str:
 
 def _measuring() -> bool:
     """Whether a run step in progress keeps what it measured and has begun measuring (cheap: a signal handler asks)."""
-    return any(run.build is not None and run.measuring() for run in _runs())
+    return any(run.holds or (run.build is not None and run.measuring()) for run in _runs())
 
 
 def _ending() -> bool:
@@ -378,6 +379,7 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
         runs.append(run)
         try:
             result = function(*args, **kwargs)
+            _hand_over(run, outer)
             if stop.requested and run.build is not None and stop.requested_in != DONE:
                 if _mark(result, stop.requested_in):  # it came in the run's last phase, with no boundary left
                     print(KEPT.format(stop.requested_in))
@@ -390,6 +392,7 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
             stop.interrupted_by(exc) if not stop.requested else None
             kept = _ended(run)
             if kept is not None:
+                _hand_over(run, outer)
                 if outer is None:
                     _unrecorded(True)
                 return kept
@@ -403,6 +406,15 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
                 quiet_to_cell_end()
 
     return wrapper
+
+
+def _hand_over(run: RunPhases, outer: Optional[RunPhases]) -> None:
+    """A run that measured returned inside one that keeps nothing itself: from here until the outer one
+    returns, an interrupt is set aside in the inner one's last phase (else it would find the outer one
+    "in setup, nothing measured" and lose the inner one's result on its way out)."""
+    if outer is not None and outer.build is None and run.build is not None:
+        outer.enter(run.phase)
+        outer.holds = True
 
 
 #: The line a show step ends with when an interrupt stops its tables and figures.
