@@ -238,7 +238,7 @@ class RunPhases:
         self.phases: List[str] = ["setup"]
         self.build: Optional[Callable[[], Any]] = None
         self.measuring: Callable[[], bool] = lambda: True
-        self.holds = False  # a run step inside this one returned: what it measured is in this one's hands
+        self.holds = False  # a measuring run step inside this one returned: its result is in this one's hands
 
     def enter(self, name: str) -> None:
         if name != self.phase:
