@@ -32,11 +32,18 @@ lab: $(STAMP)
 	@echo "Executed notebook: runs/graphcore-mnist.ipynb"
 	@$(VENV)/bin/labkit results runs/graphcore-mnist.ipynb --lines "Accuracy on test set"
 
+# make test runs pytest twice: the tests that do not depend on timing in JOBS processes side by side
+# (pytest-xdist; a whole file to one process, so a golden notebook's cells share one kernel), then
+# the timing tests alone, as make test-flaky measured them. JOBS=0: one process for everything.
+JOBS ?= 2
+SUITE := $(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/sanitize.cfg -p no:cacheprovider
+# pytest exits 5 when it collected no tests: a broken collection must never look green
+NO_TESTS_FAIL := status=$$?; if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; exit $$status
+
 test: $(STAMP)
 	$(VENV)/bin/vermin --target=3.8- --no-tips --violations --eval-annotations labkit
-	@# pytest exits 5 when it collected no tests: a broken collection must never look green
-	$(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/sanitize.cfg -p no:cacheprovider --durations=25; \
-	status=$$?; if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; exit $$status
+	$(SUITE) -m "not timing" -n $(JOBS) --dist loadfile --durations=25; $(NO_TESTS_FAIL)
+	$(SUITE) -m timing --durations=10; $(NO_TESTS_FAIL)
 	$(PY) tests/golden/kernels.py --after-suite
 
 # The loop between two changes (under 3 minutes): the tests not marked slow or timing
@@ -106,8 +113,10 @@ setup-browser: $(STAMP)
 		|| { echo "make setup-browser: could not install chromium (apt-get needs root)"; exit 1; }
 	$(PY) -m pip install --quiet -e '.[browser]'
 
+# As in make test: JOBS processes side by side (a JupyterLab and a chromium each), then the timing tests alone.
 test-browser: $(STAMP)
-	LABKIT_BROWSER_TESTS=1 $(PY) -m pytest tests/browser -p no:cacheprovider
+	LABKIT_BROWSER_TESTS=1 $(PY) -m pytest tests/browser -p no:cacheprovider -m "not timing" -n $(JOBS) --durations=10
+	LABKIT_BROWSER_TESTS=1 $(PY) -m pytest tests/browser -p no:cacheprovider -m timing --durations=5
 
 # The static site of the golden notebooks and docs/ (Sphinx + myst-nb) into build/book/.
 book: $(STAMP)

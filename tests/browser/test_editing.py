@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from labkit import results
 from tests.browser import cases as catalogue
 from tests.browser.lab import SLOWDOWN
@@ -46,6 +48,7 @@ def test_an_edited_parameter_run_alone_is_refused_in_one_line_until_the_config_c
         _finish(notebook, lab, artifacts, MNIST, "edited")
 
 
+@pytest.mark.timing  # an interrupt mid-epoch: make test-browser runs it alone
 def test_interrupting_a_long_run_from_the_kernel_menu_keeps_a_partial_run(lab, browser_context, artifacts):
     notebook, copy = _open_copy(lab, browser_context, MNIST, "interrupted")
     try:

@@ -11,6 +11,8 @@ and through jupyter_client, is tests/interrupts/.
 
 from __future__ import annotations
 
+import pytest
+
 from labkit import results
 from tests.browser import cases as catalogue
 from tests.browser.lab import SLOWDOWN
@@ -21,6 +23,8 @@ from tests.interrupts.moments import WALKS, described, matches, wanted
 MNIST = catalogue.case("graphcore/mnist")
 WALK = WALKS["graphcore/mnist"]
 EPOCH_2 = next(m for m in WALK.moments if m.phase == "epoch 2/2")
+
+pytestmark = pytest.mark.timing  # a stop between two epochs: make test-browser runs it alone
 
 
 def test_the_stop_button_between_two_epochs_keeps_the_finished_epoch(lab, browser_context, artifacts):

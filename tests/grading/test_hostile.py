@@ -19,6 +19,10 @@ from labkit.grading.batch import grade_class
 from labkit.grading.gradebook import read_gradebook
 from tests.grading import notebooks as N
 
+# Wall-clock limits (25 s a notebook, 8 s a cell) decide these outcomes: the memory bomb's grade
+# ended in "timeout" once when another test shared the cores (make test runs timing tests alone).
+pytestmark = pytest.mark.timing
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUBRIC = os.path.join(HERE, "rubric_toy.yml")
 LIMITS = sandbox.Limits(notebook_s=25, cell_s=8, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20,
