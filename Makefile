@@ -35,15 +35,21 @@ lab: $(STAMP)
 # make test runs pytest twice: the tests that do not depend on timing in JOBS processes side by side
 # (pytest-xdist; a whole file to one process, so a golden notebook's cells share one kernel), then
 # the timing tests alone, as make test-flaky measured them. JOBS=0: one process for everything.
+# Both passes run even when the first fails, so one run shows every failure, and either failing
+# fails. pytest exits 5 when it collected no tests: a broken collection must never look green.
 JOBS ?= 2
-SUITE := $(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/sanitize.cfg -p no:cacheprovider
-# pytest exits 5 when it collected no tests: a broken collection must never look green
-NO_TESTS_FAIL := status=$$?; if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; exit $$status
+define two_passes
+$(1) -m "not timing" -n $(JOBS) $(2); side_by_side=$$?; \
+$(1) -m timing; alone=$$?; \
+for status in $$side_by_side $$alone; do \
+	if [ $$status -eq 5 ]; then echo "make $@: pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; \
+done; \
+if [ $$side_by_side -ne 0 ]; then exit $$side_by_side; fi; exit $$alone
+endef
 
 test: $(STAMP)
 	$(VENV)/bin/vermin --target=3.8- --no-tips --violations --eval-annotations labkit
-	$(SUITE) -m "not timing" -n $(JOBS) --dist loadfile --durations=25; $(NO_TESTS_FAIL)
-	$(SUITE) -m timing --durations=10; $(NO_TESTS_FAIL)
+	$(call two_passes,$(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/sanitize.cfg -p no:cacheprovider --durations=25,--dist loadfile)
 	$(PY) tests/golden/kernels.py --after-suite
 
 # The loop between two changes (under 3 minutes): the tests not marked slow or timing
@@ -115,8 +121,7 @@ setup-browser: $(STAMP)
 
 # As in make test: JOBS processes side by side (a JupyterLab and a chromium each), then the timing tests alone.
 test-browser: $(STAMP)
-	LABKIT_BROWSER_TESTS=1 $(PY) -m pytest tests/browser -p no:cacheprovider -m "not timing" -n $(JOBS) --durations=10
-	LABKIT_BROWSER_TESTS=1 $(PY) -m pytest tests/browser -p no:cacheprovider -m timing --durations=5
+	$(call two_passes,LABKIT_BROWSER_TESTS=1 $(PY) -m pytest tests/browser -p no:cacheprovider --durations=10)
 
 # The static site of the golden notebooks and docs/ (Sphinx + myst-nb) into build/book/.
 book: $(STAMP)

@@ -27,3 +27,22 @@ def test_no_tests_collected_fails(pytest_status, make_fails):
     assert (result.returncode != 0) == make_fails, result.stdout
     said = "make test: pytest collected no tests: 0 passed, 0 failed" in result.stdout.splitlines()
     assert said == make_fails, result.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("side_by_side, alone", [(1, 0), (0, 1), (0, 0)])
+def test_both_pytest_passes_run_and_either_failing_fails_make(tmp_path, side_by_side, alone):
+    """make test runs the tests side by side, then the timing ones alone; a failure in the first
+    must not hide the second's results, and a failure in either fails make test."""
+    venv = Path(sys.executable).parent.parent
+    calls = tmp_path / "calls"
+    # Each pytest stand-in notes its marker expression and exits as told; kernels.py exits 0.
+    fake = ("sh -c 'echo \"$$*\" >> {calls}; case \"$$*\" in *\"not timing\"*) exit {a};; *\"-m timing\"*) exit {b};; "
+            "esac' pytest").format(calls=calls, a=side_by_side, b=alone)
+    result = subprocess.run(
+        ["make", "--no-print-directory", "-o", str(venv / ".labkit-installed"), "test",
+         "VENV={}".format(venv), "PY=" + fake, "MAKE=true"],
+        cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    passes = [line for line in calls.read_text().splitlines() if "pytest tests" in line]
+    assert len(passes) == 2 and "not timing" in passes[0] and "-n " in passes[0] and "-m timing" in passes[1], passes
+    assert (result.returncode != 0) == bool(side_by_side or alone), result.stdout
