@@ -38,18 +38,16 @@ lab: $(STAMP)
 # Both passes run even when the first fails, so one run shows every failure, and either failing
 # fails. pytest exits 5 when it collected no tests: a broken collection must never look green.
 JOBS ?= 2
-define two_passes
-$(1) -m "not timing" -n $(JOBS) $(2); side_by_side=$$?; \
-$(1) -m timing; alone=$$?; \
-for status in $$side_by_side $$alone; do \
-	if [ $$status -eq 5 ]; then echo "make $@: pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; \
-done; \
-if [ $$side_by_side -ne 0 ]; then exit $$side_by_side; fi; exit $$alone
-endef
+SUITE := $(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/sanitize.cfg -p no:cacheprovider --durations=25
 
 test: $(STAMP)
 	$(VENV)/bin/vermin --target=3.8- --no-tips --violations --eval-annotations labkit
-	$(call two_passes,$(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/sanitize.cfg -p no:cacheprovider --durations=25,--dist loadfile)
+	$(SUITE) -m "not timing" -n $(JOBS) --dist loadfile; side_by_side=$$?; \
+	$(SUITE) -m timing; alone=$$?; \
+	for status in $$side_by_side $$alone; do \
+		if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; \
+	done; \
+	if [ $$side_by_side -ne 0 ]; then exit $$side_by_side; fi; exit $$alone
 	$(PY) tests/golden/kernels.py --after-suite
 
 # The loop between two changes (under 3 minutes): the tests not marked slow or timing
