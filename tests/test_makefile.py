@@ -15,15 +15,20 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _make_test(python: str) -> subprocess.CompletedProcess:
+    """`make test` with ``python`` as PY, in this virtualenv (-o: not reinstalled)."""
+    venv = Path(sys.executable).parent.parent
+    return subprocess.run(
+        ["make", "--no-print-directory", "-o", str(venv / ".labkit-installed"), "test",
+         "VENV={}".format(venv), "PY=" + python, "MAKE=true"],
+        cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 @pytest.mark.parametrize("pytest_status, make_fails", [(5, True), (0, False)])
 def test_no_tests_collected_fails(pytest_status, make_fails):
-    venv = Path(sys.executable).parent.parent
-    # PY stands in for pytest with its exit status; -o: do not reinstall the virtualenv.
-    result = subprocess.run(
-        ["make", "--no-print-directory", "-o", str(venv / ".labkit-installed"), "test",
-         "VENV={}".format(venv), "PY=sh -c 'exit {}' pytest".format(pytest_status), "MAKE=true"],
-        cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    # PY stands in for pytest with its exit status.
+    result = _make_test("sh -c 'exit {}' pytest".format(pytest_status))
     assert (result.returncode != 0) == make_fails, result.stdout
     said = "make test: pytest collected no tests: 0 passed, 0 failed" in result.stdout.splitlines()
     assert said == make_fails, result.stdout
@@ -34,15 +39,11 @@ def test_no_tests_collected_fails(pytest_status, make_fails):
 def test_both_pytest_passes_run_and_either_failing_fails_make(tmp_path, side_by_side, alone):
     """make test runs the tests side by side, then the timing ones alone; a failure in the first
     must not hide the second's results, and a failure in either fails make test."""
-    venv = Path(sys.executable).parent.parent
     calls = tmp_path / "calls"
     # Each pytest stand-in notes its marker expression and exits as told; kernels.py exits 0.
     fake = ("sh -c 'echo \"$$*\" >> {calls}; case \"$$*\" in *\"not timing\"*) exit {a};; *\"-m timing\"*) exit {b};; "
             "esac' pytest").format(calls=calls, a=side_by_side, b=alone)
-    result = subprocess.run(
-        ["make", "--no-print-directory", "-o", str(venv / ".labkit-installed"), "test",
-         "VENV={}".format(venv), "PY=" + fake, "MAKE=true"],
-        cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    result = _make_test(fake)
     passes = [line for line in calls.read_text().splitlines() if "pytest tests" in line]
     assert len(passes) == 2 and "not timing" in passes[0] and "-n " in passes[0] and "-m timing" in passes[1], passes
     assert (result.returncode != 0) == bool(side_by_side or alone), result.stdout

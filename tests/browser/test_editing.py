@@ -48,7 +48,7 @@ def test_an_edited_parameter_run_alone_is_refused_in_one_line_until_the_config_c
         _finish(notebook, lab, artifacts, MNIST, "edited")
 
 
-@pytest.mark.timing  # an interrupt mid-epoch: make test-browser runs it alone
+@pytest.mark.timing  # an interrupt mid-epoch: make test-flaky repeats it under load
 def test_interrupting_a_long_run_from_the_kernel_menu_keeps_a_partial_run(lab, browser_context, artifacts):
     notebook, copy = _open_copy(lab, browser_context, MNIST, "interrupted")
     try:

@@ -24,7 +24,7 @@ MNIST = catalogue.case("graphcore/mnist")
 WALK = WALKS["graphcore/mnist"]
 EPOCH_2 = next(m for m in WALK.moments if m.phase == "epoch 2/2")
 
-pytestmark = pytest.mark.timing  # a stop between two epochs: make test-browser runs it alone
+pytestmark = pytest.mark.timing  # a stop between two epochs: make test-flaky repeats it under load
 
 
 def test_the_stop_button_between_two_epochs_keeps_the_finished_epoch(lab, browser_context, artifacts):
