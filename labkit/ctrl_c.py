@@ -19,7 +19,7 @@ import time
 from typing import Any, Dict, Optional
 
 from labkit.errors import LabkitError
-from labkit.interrupts import CTRL_C_NOTES, STOP, UNRECORDED
+from labkit.interrupts import BETWEEN, CTRL_C_NOTES, STOP, UNRECORDED
 
 __all__ = ["CtrlC", "watching_replies"]
 
@@ -43,6 +43,9 @@ class CtrlC:
       own code around a cell, :func:`watching_replies`): when the kernel holds a run no cell has
       recorded yet, the cells go on with a note that makes labkit skip showing it and start no new
       run (:mod:`labkit.interrupts`), and stop once the run is recorded; otherwise no further cell starts;
+    - first Ctrl-C passed on while the kernel was between two messages (a cell's request on its way,
+      or its reply just sent), where ipykernel ignores SIGINT: the kernel notes it
+      (:mod:`labkit.interrupts`), the cell already sent starts no run, and then as between cells;
     - first Ctrl-C failing a cell after the run step (the notebook's own tables and plots) while the
       run is not recorded yet: that cell keeps its KeyboardInterrupt and the notebook goes on as
       between cells, so the run is still recorded;
@@ -92,10 +95,16 @@ class CtrlC:
 
     def _on_cell_start(self, cell_index: Optional[int] = None, **_: Any) -> None:
         self._cell_index = cell_index
+        self._noted_by_the_kernel()
         if self.finishing and not self._holds_a_run():  # the run is recorded: stop here
             self.stopped = True
         if self.stopped:
             raise _StoppedBeforeCell("stopped by Ctrl-C before this cell")
+
+    def _noted_by_the_kernel(self) -> None:
+        """The first Ctrl-C reached the kernel between two messages: as between cells."""
+        if self.count == 1 and self.notes and os.path.exists(os.path.join(self.notes, BETWEEN)):
+            self.between_cells()
 
     def _holds_a_run(self) -> bool:
         return bool(self.notes) and os.path.exists(os.path.join(self.notes, UNRECORDED))
@@ -122,6 +131,7 @@ class CtrlC:
 
     def _on_cell_executed(self, **_: Any) -> None:
         self._executing = False
+        self._noted_by_the_kernel()
         if self._deadline is not None:  # the cell ended within the grace: nothing to cancel
             self._deadline.cancel()
             self._deadline = None
@@ -265,23 +275,26 @@ class CtrlC:
 #: What ipykernel writes to its stderr when an interrupt lands outside a cell's code: a line, or a
 #: line and the task it names (asyncio's report of a task the interrupt cut short).
 _KERNEL_NOISE = re.compile(r"KeyboardInterrupt caught in kernel|Task was destroyed but it is pending|Task exception was never retrieved")
-_NOISE_DETAIL = re.compile(r"^(task: <Task |future: <Task |Traceback |  File |    |\S*(KeyboardInterrupt|CancelledError)\b)")
+_NOISE_DETAIL = re.compile(r"^(task: <Task |future: <Task |Traceback |  File |    |\S*(KeyboardInterrupt|CancelledError|ZMQError)\b)")
 #: libzmq's abort when a kernel thread still polls a socket its exit has closed (seen on CI after
 #: a second Ctrl-C: "Assertion failed: pfd.revents & POLLIN (src/signaler.cpp:238)"); the kernel
 #: was on its way out, and everything it measured is already in the notebook
 _EXIT_NOISE = re.compile(r"^Assertion failed: .*\(src/[\w./-]+\.cpp:\d+\)\s*$")
+#: the same race in ipykernel's control thread, flushing through a socket the exit has closed: a line
+#: and a traceback ending "zmq.error.ZMQError: Socket operation on non-socket" (seen after a Ctrl-C)
+_EXIT_TRACEBACK = re.compile(r"^ERROR:tornado\.general:Uncaught exception in ZMQStream callback")
 
 
 def _forward_stderr(fd: int, exiting: threading.Event) -> None:
     """Copy the kernel's stderr to ours line by line, without ipykernel's interrupt noise
-    or libzmq's when the kernel is shutting down."""
+    or libzmq's and ipykernel's when the kernel is shutting down."""
     in_noise = False
     with os.fdopen(fd, "rb", buffering=0) as pipe:
         for raw in iter(pipe.readline, b""):
             line = raw.decode(errors="replace")
             if exiting.is_set() and _EXIT_NOISE.match(line):
                 continue
-            if _KERNEL_NOISE.search(line):
+            if _KERNEL_NOISE.search(line) or (exiting.is_set() and _EXIT_TRACEBACK.match(line)):
                 in_noise = True
                 continue
             if in_noise and _NOISE_DETAIL.match(line):

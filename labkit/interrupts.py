@@ -59,8 +59,9 @@ DONE = "done"
 #: Set by `labkit run` in its kernel's environment: a folder where the two sides leave notes about a
 #: Ctrl-C that came between cells (no cell's code was running, so the kernel never saw it).
 CTRL_C_NOTES = "LABKIT_CTRL_C_NOTES"
-#: Note files: the kernel holds a run step's result that no cell has recorded yet / labkit run was asked to stop.
-UNRECORDED, STOP = "unrecorded", "stop"
+#: Note files: the kernel holds a run step's result that no cell has recorded yet / labkit run was asked to
+#: stop / the interrupt reached the kernel between two cells (:func:`_noting_interrupts_between_cells`).
+UNRECORDED, STOP, BETWEEN = "unrecorded", "stop", "between-cells"
 
 
 def _note(name: str) -> Optional[str]:
@@ -69,9 +70,9 @@ def _note(name: str) -> Optional[str]:
 
 
 def stop_pending() -> bool:
-    """A Ctrl-C came between cells: labkit run goes on only to the cells that record the run."""
-    path = _note(STOP)
-    return path is not None and os.path.exists(path)
+    """A Ctrl-C came between cells (in labkit run, or in the kernel itself): labkit run goes on only to
+    the cells that record the run."""
+    return any(path is not None and os.path.exists(path) for path in (_note(STOP), _note(BETWEEN)))
 
 
 def _unrecorded(held: bool) -> None:
@@ -114,6 +115,30 @@ def quiet_to_cell_end() -> None:
             frame = frame.f_back
 
     signal.signal(signal.SIGINT, after_the_code)
+
+
+def _noting_interrupts_between_cells() -> None:
+    """In a kernel `labkit run` started: ipykernel ignores SIGINT between two messages, so a Ctrl-C that
+    labkit run passed on as a cell's request was on its way, or just after the cell's reply, was lost
+    and the notebook ran on. Note it (BETWEEN) instead: labkit run starts no further cell, and a run or
+    show step in the cell already sent starts nothing. ipykernel puts back, after each message, the
+    handler it found before the message (``saved_sigint_handler``): it becomes this one."""
+    if _note(BETWEEN) is None or threading.current_thread() is not threading.main_thread() \
+            or "ipykernel" not in sys.modules:
+        return
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    if getattr(kernel, "saved_sigint_handler", None) != signal.SIG_IGN:  # not inside a message: leave it
+        return
+
+    def between_cells(signum: int, frame: Any) -> None:
+        try:
+            open(_note(BETWEEN), "w").close()
+        except (OSError, TypeError):  # labkit run has ended and removed the notes
+            pass
+
+    kernel.saved_sigint_handler = between_cells
 
 
 @contextlib.contextmanager
@@ -441,3 +466,6 @@ def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
             quiet_to_cell_end()  # the figures are drawn after the code, as the cell ends
 
     return wrapper
+
+
+_noting_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel
