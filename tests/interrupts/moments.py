@@ -41,8 +41,11 @@ class Walk:
     phases: Tuple[str, ...] = ()  # every phase in order, those no output marks too (default: the moments')
 
     def from_(self, moment: Moment) -> Tuple[Moment, ...]:
-        """The moments an interrupt prompted at ``moment`` may land in: it and the later ones."""
-        return self.moments[self.moments.index(moment):]
+        """The moments an interrupt prompted at ``moment`` may land in: it and the next one. A signal
+        lands within a phase of the text that prompted it; later than that, it was lost on its way
+        (ipykernel dropped it between two cells, and the run went on as if no Ctrl-C had come)."""
+        at = self.moments.index(moment)
+        return self.moments[at:at + 2]
 
     def phases_at(self, moment: Moment) -> Tuple[str, ...]:
         """The phases a record may name after a Ctrl-C prompted at ``moment``: the one whose end its

@@ -14,7 +14,7 @@ shows (driven by the output, never by sleeps): one run per boundary. Each time:
     LABKIT_INTERRUPT_TABLE=kept.jsonl ...                             # also what each interrupt kept
 
 An interrupt is a signal: it lands a moment after the text that prompted it, later still on a
-busy machine. So a phase is checked as "this one or a later one", and the figures as "at least
+busy machine. So a phase is checked as "this one or the next one", and the figures as "at least
 those measured when the text showed".
 """
 
