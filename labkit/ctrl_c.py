@@ -19,7 +19,7 @@ import time
 from typing import Any, Dict, Optional
 
 from labkit.errors import LabkitError
-from labkit.interrupts import BETWEEN, CTRL_C_NOTES, STOP, UNRECORDED
+from labkit.ctrl_c_notes import BETWEEN, CTRL_C_NOTES, STOP, UNRECORDED
 
 __all__ = ["CtrlC", "watching_replies"]
 
@@ -45,7 +45,7 @@ class CtrlC:
       run (:mod:`labkit.interrupts`), and stop once the run is recorded; otherwise no further cell starts;
     - first Ctrl-C passed on while the kernel was between two messages (a cell's request on its way,
       or its reply just sent), where ipykernel ignores SIGINT: the kernel notes it
-      (:mod:`labkit.interrupts`), the cell already sent starts no run, and then as between cells;
+      (:mod:`labkit.ctrl_c_notes`), the cell already sent starts no run, and then as between cells;
     - first Ctrl-C failing a cell after the run step (the notebook's own tables and plots) while the
       run is not recorded yet: that cell keeps its KeyboardInterrupt and the notebook goes on as
       between cells, so the run is still recorded;

@@ -36,18 +36,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import signal
 import sys
 import threading
 from typing import Any, Callable, List, Optional
 
+from labkit.ctrl_c_notes import note_interrupts_between_cells, stop_pending, unrecorded
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
 
 __all__ = ["graceful", "StopRequest", "Interrupted", "run_step", "with_phases", "show_step", "SHOW_STOPPED", "where",
            "phase", "keep", "check", "current_phase", "RunPhases", "NOTHING_MEASURED", "KEPT", "DONE",
-           "CTRL_C_NOTES", "stop_pending", "recorded", "deferred", "quiet_to_cell_end"]
+           "deferred", "quiet_to_cell_end"]
 
 #: The line an interrupt before the first measurement ends with ({} is the phase).
 NOTHING_MEASURED = "interrupted in {}: nothing was measured yet, so no run was recorded"
@@ -55,43 +55,6 @@ NOTHING_MEASURED = "interrupted in {}: nothing was measured yet, so no run was r
 KEPT = "interrupted in {}: the run is kept with what was measured before it (status interrupted)"
 #: The phase after a run's last line: an interrupt there no longer changes the run.
 DONE = "done"
-
-#: Set by `labkit run` in its kernel's environment: a folder where the two sides leave notes about a
-#: Ctrl-C that came between cells (no cell's code was running, so the kernel never saw it).
-CTRL_C_NOTES = "LABKIT_CTRL_C_NOTES"
-#: Note files: the kernel holds a run step's result that no cell has recorded yet / labkit run was asked to
-#: stop / the interrupt reached the kernel between two cells (:func:`_noting_interrupts_between_cells`).
-UNRECORDED, STOP, BETWEEN = "unrecorded", "stop", "between-cells"
-
-
-def _note(name: str) -> Optional[str]:
-    folder = os.environ.get(CTRL_C_NOTES)
-    return os.path.join(folder, name) if folder else None
-
-
-def stop_pending() -> bool:
-    """A Ctrl-C came between cells (in labkit run, or in the kernel itself): labkit run goes on only to
-    the cells that record the run."""
-    return any(path is not None and os.path.exists(path) for path in (_note(STOP), _note(BETWEEN)))
-
-
-def _unrecorded(held: bool) -> None:
-    path = _note(UNRECORDED)
-    if path is None:
-        return
-    try:
-        if held:
-            open(path, "w").close()
-        elif os.path.exists(path):
-            os.remove(path)
-    except OSError:  # the notes are a courtesy to labkit run; a run never fails on them
-        pass
-
-
-def recorded() -> None:
-    """The run the kernel held is recorded (:func:`labkit.results.record` calls it)."""
-    _unrecorded(False)
-
 
 def quiet_to_cell_end() -> None:
     """Once a run step, a show step or a record has ended: an interrupt that lands after the cell's
@@ -115,30 +78,6 @@ def quiet_to_cell_end() -> None:
             frame = frame.f_back
 
     signal.signal(signal.SIGINT, after_the_code)
-
-
-def _noting_interrupts_between_cells() -> None:
-    """In a kernel `labkit run` started: ipykernel ignores SIGINT between two messages, so a Ctrl-C that
-    labkit run passed on as a cell's request was on its way, or just after the cell's reply, was lost
-    and the notebook ran on. Note it (BETWEEN) instead: labkit run starts no further cell, and a run or
-    show step in the cell already sent starts nothing. ipykernel puts back, after each message, the
-    handler it found before the message (``saved_sigint_handler``): it becomes this one."""
-    if _note(BETWEEN) is None or threading.current_thread() is not threading.main_thread() \
-            or "ipykernel" not in sys.modules:
-        return
-    from IPython import get_ipython
-
-    kernel = getattr(get_ipython(), "kernel", None)
-    if getattr(kernel, "saved_sigint_handler", None) != signal.SIG_IGN:  # not inside a message: leave it
-        return
-
-    def between_cells(signum: int, frame: Any) -> None:
-        try:
-            open(_note(BETWEEN), "w").close()
-        except (OSError, TypeError):  # labkit run has ended and removed the notes
-            pass
-
-    kernel.saved_sigint_handler = between_cells
 
 
 @contextlib.contextmanager
@@ -409,7 +348,7 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
                 if _mark(result, stop.requested_in):  # it came in the run's last phase, with no boundary left
                     print(KEPT.format(stop.requested_in))
             if outer is None and _the_run(result) is not None:
-                _unrecorded(True)
+                unrecorded(True)
             return result
         except KeyboardInterrupt as exc:
             if isinstance(exc, Interrupted):
@@ -419,7 +358,7 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
             if kept is not None:
                 _hand_over(run, outer)
                 if outer is None:
-                    _unrecorded(True)
+                    unrecorded(True)
                 return kept
             if any(other.build is not None for other in runs[:-1]):
                 raise  # an outer run keeps what it measured
@@ -468,4 +407,4 @@ def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-_noting_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel
+note_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel

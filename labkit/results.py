@@ -180,7 +180,7 @@ def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> None:
     except ImportError:  # pragma: no cover - IPython ships with every kernel
         return
     if get_ipython() is not None:
-        from labkit import interrupts
+        from labkit import ctrl_c_notes, interrupts
 
         with interrupts.deferred():  # a Ctrl-C here would lose the record of a finished run
             display(
@@ -188,7 +188,7 @@ def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> None:
                 raw=True,
                 metadata={"scrapbook": {"name": name, "data": True, "display": False}},
             )
-            interrupts.recorded()
+            ctrl_c_notes.recorded()
         interrupts.quiet_to_cell_end()
 
 

@@ -1,0 +1,80 @@
+"""What `labkit run` (:mod:`labkit.ctrl_c`) and its kernel (:mod:`labkit.interrupts`) tell each other
+about a Ctrl-C, as files in a folder labkit run makes and names in the kernel's environment.
+
+- ``unrecorded``: the kernel holds a run step's result that no cell has recorded yet (written when a
+  run step returns, removed by :func:`labkit.results.record`);
+- ``stop``: labkit run was asked to stop between cells: it goes on only to record that run;
+- ``between-cells``: the interrupt reached the kernel between two messages, where ipykernel ignores
+  SIGINT (:func:`note_interrupts_between_cells`).
+
+Outside labkit run (JupyterLab, papermill, nbval) there is no folder and every function here does nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from typing import Any, Optional
+
+__all__ = ["CTRL_C_NOTES", "UNRECORDED", "STOP", "BETWEEN", "stop_pending", "unrecorded", "recorded",
+           "note_interrupts_between_cells"]
+
+#: Set by `labkit run` in its kernel's environment: the notes' folder.
+CTRL_C_NOTES = "LABKIT_CTRL_C_NOTES"
+UNRECORDED, STOP, BETWEEN = "unrecorded", "stop", "between-cells"
+
+
+def _note(name: str) -> Optional[str]:
+    folder = os.environ.get(CTRL_C_NOTES)
+    return os.path.join(folder, name) if folder else None
+
+
+def stop_pending() -> bool:
+    """A Ctrl-C came between cells (in labkit run, or in the kernel itself): labkit run goes on only to
+    the cells that record the run, where a run step starts nothing and a show step draws nothing."""
+    return any(path is not None and os.path.exists(path) for path in (_note(STOP), _note(BETWEEN)))
+
+
+def unrecorded(held: bool) -> None:
+    """The kernel holds a run no cell has recorded yet (``held``), or no longer does."""
+    path = _note(UNRECORDED)
+    if path is None:
+        return
+    try:
+        if held:
+            open(path, "w").close()
+        elif os.path.exists(path):
+            os.remove(path)
+    except OSError:  # the notes are a courtesy to labkit run; a run never fails on them
+        pass
+
+
+def recorded() -> None:
+    """The run the kernel held is recorded (:func:`labkit.results.record` calls it)."""
+    unrecorded(False)
+
+
+def note_interrupts_between_cells() -> None:
+    """In a kernel `labkit run` started: ipykernel ignores SIGINT between two messages, so a Ctrl-C that
+    labkit run passed on as a cell's request was on its way, or just after the cell's reply, was lost
+    and the notebook ran on. Note it (BETWEEN) instead: labkit run starts no further cell, and a run or
+    show step in the cell already sent starts nothing. ipykernel puts back, after each message, the
+    handler it found before the message (``saved_sigint_handler``): it becomes this one."""
+    if _note(BETWEEN) is None or threading.current_thread() is not threading.main_thread() \
+            or "ipykernel" not in sys.modules:
+        return
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    if getattr(kernel, "saved_sigint_handler", None) != signal.SIG_IGN:  # not inside a message: leave it
+        return
+
+    def between_cells(signum: int, frame: Any) -> None:
+        try:
+            open(_note(BETWEEN), "w").close()
+        except (OSError, TypeError):  # labkit run has ended and removed the notes
+            pass
+
+    kernel.saved_sigint_handler = between_cells
