@@ -101,14 +101,15 @@ def _cwd(path: Path) -> Iterator[None]:
         os.chdir(before)
 
 
-def _with_outputs(nb, folder: Path, edit: Optional[Dict[str, Dict[str, float]]] = None):
-    """The outputs a student's own run leaves in the notebook (records only), optionally edited."""
+def _with_outputs(nb, folder: Path, offering, edit: Optional[Dict[str, Dict[str, float]]] = None):
+    """The records a student's own run of ``offering``'s sections leaves in the notebook, optionally
+    edited by hand afterwards (``edit``: record name -> metrics)."""
     with _cwd(folder):
-        for testbed in homework.TESTBEDS:
+        config = offering.SPEC.validate({})
+        for testbed in offering.TESTBEDS:
             cell = nb.cells[_section_cell(nb, testbed)]
-            runs = homework.runs_for(homework.SPEC.from_notebook({}), testbed, verbose=False)
             outputs = []
-            for number, run in enumerate(runs, 1):
+            for number, run in enumerate(offering.runs_for(config, testbed, verbose=False), 1):
                 name = "{}_{}".format(testbed, number)
                 run.metrics.update((edit or {}).get(name, {}))
                 payload = results.scrap(run, name=name)
@@ -117,6 +118,27 @@ def _with_outputs(nb, folder: Path, edit: Optional[Dict[str, Dict[str, float]]] 
             cell.outputs = outputs
             cell.execution_count = 1
     return nb
+
+
+def write_homework(template: Path, path: Path, answers: Dict[int, str], offering=homework, outputs: bool = False,
+                   edit: Optional[Dict[str, Dict[str, float]]] = None, before: Optional[str] = None,
+                   after_testbed: Optional[Dict[str, str]] = None, replace: Optional[Dict[str, str]] = None) -> None:
+    """A student's copy of the homework ``template`` at ``path``: ``answers`` typed in, section cells
+    replaced (``replace``) or followed by a cell of their own (``after_testbed``), a cell ``before`` near
+    the top, and with ``outputs`` the records their run of ``offering`` leaves (see :func:`_with_outputs`)."""
+    nb = nbformat.read(str(template), as_version=4)
+    cells = _answer_cells(nb)
+    for number, text in answers.items():
+        nb.cells[cells[number]].source = text
+    for testbed, source in (replace or {}).items():
+        nb.cells[_section_cell(nb, testbed)].source = source
+    for testbed, source in (after_testbed or {}).items():
+        nb.cells.insert(_section_cell(nb, testbed) + 1, new_code_cell(source))
+    if before:
+        nb.cells.insert(3, new_code_cell(before))
+    if outputs:
+        _with_outputs(nb, path.parent, offering, edit)
+    nbformat.write(nb, str(path))
 
 
 def _student(dest: Path, name: str, logs: List[str], answers: Dict[int, str], outputs: bool = False,
@@ -128,19 +150,8 @@ def _student(dest: Path, name: str, logs: List[str], answers: Dict[int, str], ou
         (folder / "logs" / testbed).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(str(fixtures_dir() / testbed / filename), str(folder / "logs" / testbed / filename))
     folder.mkdir(parents=True, exist_ok=True)
-    nb = nbformat.read(str(HOMEWORK), as_version=4)
-    cells = _answer_cells(nb)
-    for number, text in answers.items():
-        nb.cells[cells[number]].source = text
-    for testbed, source in (replace or {}).items():
-        nb.cells[_section_cell(nb, testbed)].source = source
-    for testbed, source in (after_testbed or {}).items():
-        nb.cells.insert(_section_cell(nb, testbed) + 1, new_code_cell(source))
-    if before:
-        nb.cells.insert(3, new_code_cell(before))
-    if outputs:
-        _with_outputs(nb, folder, edit)
-    nbformat.write(nb, str(folder / "ai_testbeds.ipynb"))
+    write_homework(HOMEWORK, folder / "ai_testbeds.ipynb", answers, outputs=outputs, edit=edit, before=before,
+                   after_testbed=after_testbed, replace=replace)
 
 
 FABRICATED_GRAPHCORE = """import labkit.results as R

@@ -25,9 +25,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_output
 
-from labkit import results
 from labkit.testbeds.homework import fall2025
 from tests.homework import classroom
 from tests.homework.cs3_logs import write_cs3_log
@@ -115,28 +113,6 @@ def _answer_cells(nb) -> Dict[int, int]:
     return classroom._answer_cells(nb)
 
 
-def _section_cell(nb, testbed: str) -> int:
-    return classroom._section_cell(nb, testbed)
-
-
-def _with_outputs(nb, folder: Path, edit: Optional[Dict[str, Dict[str, float]]] = None):
-    """The records a student's own run leaves in the notebook, optionally edited by hand afterwards."""
-    with classroom._cwd(folder):
-        config = fall2025.SPEC.validate({})
-        for testbed in fall2025.TESTBEDS:
-            cell = nb.cells[_section_cell(nb, testbed)]
-            outputs = []
-            for number, run in enumerate(fall2025.runs_for(config, testbed, verbose=False), 1):
-                name = "{}_{}".format(testbed, number)
-                run.metrics.update((edit or {}).get(name, {}))
-                payload = results.scrap(run, name=name)
-                outputs.append(new_output("display_data", data={results.SCRAP_MIME: payload},
-                                          metadata={"scrapbook": {"name": name, "data": True, "display": False}}))
-            cell.outputs = outputs
-            cell.execution_count = 1
-    return nb
-
-
 def _copy_runs(lab: Path, folder: Path, kinds: List[str]) -> None:
     """kinds: "llama" (the LLaMA sweep), "inference" (20 prompts), "few" (5 prompts)."""
     source = {"llama": (lab / "cerebras", folder / "runs" / "cerebras"),
@@ -164,19 +140,8 @@ def _student(dest: Path, name: str, lab: Path, cs3: List[str], runs: List[str], 
         (folder / "logs" / relative).parent.mkdir(parents=True, exist_ok=True)
         (folder / "logs" / relative).write_text(text)
     _copy_runs(lab, folder, runs)
-    nb = nbformat.read(str(HOMEWORK), as_version=4)
-    cells = _answer_cells(nb)
-    for number, text in answers.items():
-        nb.cells[cells[number]].source = text
-    for testbed, source in (replace or {}).items():
-        nb.cells[_section_cell(nb, testbed)].source = source
-    for testbed, source in (after_testbed or {}).items():
-        nb.cells.insert(_section_cell(nb, testbed) + 1, new_code_cell(source))
-    if before:
-        nb.cells.insert(3, new_code_cell(before))
-    if outputs:
-        _with_outputs(nb, folder, edit)
-    nbformat.write(nb, str(folder / NOTEBOOK))
+    classroom.write_homework(HOMEWORK, folder / NOTEBOOK, answers, fall2025, outputs=outputs, edit=edit, before=before,
+                             after_testbed=after_testbed, replace=replace)
     return folder
 
 

@@ -18,8 +18,6 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
-import nbformat
-
 from tests.homework import classroom
 
 REPO = classroom.REPO
@@ -81,13 +79,7 @@ def hand_in(dest: Path, name: str, runs: Optional[Path] = None, logs: Optional[L
         testbed, filename = classroom.LOGS[key]
         (folder / "logs" / testbed).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(str(classroom.fixtures_dir() / testbed / filename), str(folder / "logs" / testbed / filename))
-    nb = nbformat.read(str(classroom.HOMEWORK), as_version=4)
-    cells = classroom._answer_cells(nb)
-    for number, text in classroom.ANSWERS.items():
-        nb.cells[cells[number]].source = text
-    for testbed, source in (replace or {}).items():
-        nb.cells[classroom._section_cell(nb, testbed)].source = source
-    nbformat.write(nb, str(folder / "ai_testbeds.ipynb"))
+    classroom.write_homework(classroom.HOMEWORK, folder / "ai_testbeds.ipynb", classroom.ANSWERS, replace=replace)
     return folder
 
 
