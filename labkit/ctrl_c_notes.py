@@ -62,8 +62,8 @@ def note_interrupts_between_cells() -> None:
     and the notebook ran on. Note it (BETWEEN) instead: labkit run starts no further cell, and a run or
     show step in the cell already sent starts nothing. ipykernel puts back, after each message, the
     handler it found before the message (``saved_sigint_handler``): it becomes this one."""
-    if _note(BETWEEN) is None or threading.current_thread() is not threading.main_thread() \
-            or "ipykernel" not in sys.modules:
+    path = _note(BETWEEN)
+    if path is None or threading.current_thread() is not threading.main_thread() or "ipykernel" not in sys.modules:
         return
     from IPython import get_ipython
 
@@ -73,8 +73,8 @@ def note_interrupts_between_cells() -> None:
 
     def between_cells(signum: int, frame: Any) -> None:
         try:
-            open(_note(BETWEEN), "w").close()
-        except (OSError, TypeError):  # labkit run has ended and removed the notes
+            open(path, "w").close()
+        except OSError:  # labkit run has ended and removed the notes
             pass
 
     kernel.saved_sigint_handler = between_cells
