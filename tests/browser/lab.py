@@ -33,6 +33,10 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 #: Everything a slow, shared 2-core machine needs is scaled by this (LABKIT_BROWSER_SLOWDOWN).
 SLOWDOWN = float(os.environ.get("LABKIT_BROWSER_SLOWDOWN", "1") or 1)
 
+#: A code cell's prompt shows [*] (queued or running) or a number (ran).
+_A_CELL_STARTED = ("() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell "
+                   ".jp-InputPrompt')].some(p => /\\[[*0-9]/.test(p.innerText))")
+
 # JupyterLab settings for a quiet, deterministic page: no news/update pop-ups, every cell kept
 # in the DOM (no virtual scrolling) so outputs can be inspected, no autosave racing our save.
 LAB_SETTINGS = {
@@ -162,6 +166,19 @@ class NotebookPage:
         return self.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").first
 
     def wait_kernel_idle(self, timeout: float) -> None:
+        """The server has started this page's kernel and the page shows it idle. The page's
+        indicator alone is not enough: it reads 'idle' before the page has any kernel (its initial
+        state), and Run All picked then queues nothing."""
+        deadline = time.monotonic() + timeout * SLOWDOWN
+        while True:
+            kernels = [s.get("kernel") or {} for s in self.lab.api("GET", "/api/sessions") or []
+                       if s.get("path") == self.path]
+            if kernels and kernels[0].get("execution_state") == "idle":
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError("{}: no idle kernel after {:.0f} s; the server's kernel: {}".format(
+                    self.path, timeout * SLOWDOWN, kernels))
+            time.sleep(0.5)
         self.page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator"
                                     "[data-status='idle']", timeout=timeout * 1000 * SLOWDOWN)
 
@@ -200,14 +217,54 @@ class NotebookPage:
         self.start_run_all()
         return self.run_all_finished(timeout, start)
 
-    def start_run_all(self) -> None:
-        self.activate()
-        self.page.locator(".lm-MenuBar-item", has_text="Run").first.click()
-        self.page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
-        # Run All acts on the notebook with focus; a page opened and not yet clicked has none.
-        self.page.wait_for_function(
-            "() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell "
-            ".jp-InputPrompt')].some(p => /\\[[*0-9]/.test(p.innerText))", timeout=120000 * SLOWDOWN)
+    def start_run_all(self, tries: int = 3) -> None:
+        """*Run > Run All Cells*, picked again only while no cell has started (never queued twice)."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeoutError  # only where it is installed
+        seen = ""
+        for _ in range(tries):
+            self.activate()
+            self.page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+            item = self.page.locator(".lm-Menu-item[data-command='runmenu:run-all']")
+            item.wait_for(state="visible", timeout=60000 * SLOWDOWN)
+            # Run All acts on the notebook with focus; with none, the item is disabled and a
+            # click on it does nothing.
+            if "lm-mod-disabled" in (item.get_attribute("class") or ""):
+                seen = "Run All Cells disabled; " + self.page_state()
+                self.page.keyboard.press("Escape")
+                continue
+            item.click()
+            try:
+                self.page.wait_for_function(_A_CELL_STARTED, timeout=30000 * SLOWDOWN)
+                return
+            except PlaywrightTimeoutError:
+                if self.page.evaluate(_A_CELL_STARTED):  # started just now: do not queue it twice
+                    return
+                # Run All while the page is still connecting its kernel clears each cell and
+                # queues nothing (JupyterLab 4); once the kernel is up, it runs.
+                seen = "no cell started {:.0f} s after the click; {}".format(30 * SLOWDOWN, self.page_state())
+                self.wait_kernel_idle(120)
+        raise AssertionError("{}: Run > Run All Cells, picked {} times, ran nothing. Last: {}".format(
+            self.path, tries, seen))
+
+    def page_state(self) -> str:
+        """What a person would look at when a click did nothing: focus, dialogs, menus, kernel."""
+        return json.dumps(self.page.evaluate("""() => {
+            const active = document.activeElement;
+            const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+            const indicator = panel && panel.querySelector('.jp-Notebook-ExecutionIndicator');
+            const tab = document.querySelector('.lm-TabBar-tab.jp-mod-current');
+            return {
+                focus: active ? (active.tagName + '.' + String(active.className).slice(0, 80)) : null,
+                notebook_has_focus: !!(panel && active && panel.contains(active)),
+                dialogs: [...document.querySelectorAll('.jp-Dialog')].map(d => d.innerText.slice(0, 200)),
+                menus_open: document.querySelectorAll('.lm-Menu').length,
+                kernel: indicator ? indicator.dataset.status : null,
+                tab: tab ? tab.innerText : null,
+                status_bar: [...document.querySelectorAll('.jp-StatusBar-TextItem')].map(e => e.innerText),
+                prompts: panel ? [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+                    .slice(0, 4).map(p => p.innerText) : [],
+            };
+        }"""))
 
     def run_all_finished(self, timeout: float, start: Optional[float] = None) -> float:
         """Wait until no cell is queued or running; seconds since ``start`` (default: now)."""
