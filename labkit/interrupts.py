@@ -74,10 +74,43 @@ def quiet_to_cell_end() -> None:
     def after_the_code(signum: int, frame: Any) -> None:
         while frame is not None:
             if frame.f_code.co_filename in cells:
-                raise KeyboardInterrupt
+                raise _handler_interrupt()
             frame = frame.f_back
 
     signal.signal(signal.SIGINT, after_the_code)
+
+
+def _handler_interrupt() -> KeyboardInterrupt:
+    """The KeyboardInterrupt labkit's SIGINT handlers raise, marked for :func:`_delivered_again`."""
+    interrupt = KeyboardInterrupt()
+    interrupt.from_labkit_handler = True  # type: ignore[attr-defined]
+    return interrupt
+
+
+def _delivered_again(previous: Callable[[Any], None]) -> Callable[[Any], None]:
+    """A ``sys.unraisablehook``. Python runs a signal handler between any two bytecodes, also inside
+    a destructor or a weakref callback (importlib's module locks have one), where an exception
+    cannot propagate: Python prints "Exception ignored in ..." with a traceback and goes on, and the
+    Ctrl-C is lost. An interrupt labkit's handler raised there is sent again instead, silently: it
+    lands in the code that goes on, where the handler decides again (for a run step, as a second
+    interrupt: it stops at once). Every other unraisable exception goes to ``previous``."""
+
+    def hook(unraisable: Any) -> None:
+        if getattr(unraisable.exc_value, "from_labkit_handler", False):
+            # Sent now, it would land in this hook, where it cannot raise either; 50 ms later the
+            # callback has returned (if not, this hook sends it again).
+            again = threading.Timer(0.05, signal.raise_signal, (signal.SIGINT,))
+            again.daemon = True
+            again.start()
+            return
+        previous(unraisable)
+
+    hook.labkit = True  # type: ignore[attr-defined]
+    return hook
+
+
+if not getattr(sys.unraisablehook, "labkit", False):  # once, also when the module is reloaded
+    sys.unraisablehook = _delivered_again(sys.unraisablehook)
 
 
 @contextlib.contextmanager
@@ -127,11 +160,11 @@ class StopRequest:
         if self.requested:  # a second interrupt: stop now
             self._restore()
             self.at_once = True
-            raise KeyboardInterrupt
+            raise _handler_interrupt()
         self.requested = True
         self.requested_in = current_phase()
         if self._defer <= 0 and not _measuring():  # nothing measured yet: nothing to wait for
-            raise KeyboardInterrupt
+            raise _handler_interrupt()
 
     def interrupted_by(self, exc: BaseException) -> bool:
         """Call in ``except KeyboardInterrupt``: True when this run should end with what it has

@@ -3,6 +3,9 @@
 
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -183,6 +186,59 @@ def test_the_handler_is_restored_after_a_run_step_and_stays_for_a_nested_one():
     outer()
     assert seen[0] is not before and seen[0] == seen[1] == seen[2]
     assert signal.getsignal(signal.SIGINT) is before
+
+
+# A Ctrl-C that lands while Python runs a weakref callback (importlib's module locks have one: a
+# Ctrl-C during a setup's imports): Python cannot raise there. A script of its own, because pytest
+# puts its own sys.unraisablehook in place of the one labkit installs.
+_IN_A_CALLBACK = textwrap.dedent("""
+    import signal, time, weakref
+    from labkit import interrupts
+
+    class Thing:
+        pass
+
+    def callback(ref):
+        signal.raise_signal(signal.SIGINT)
+        for _ in range(100):  # the handler runs here, inside the callback
+            pass
+
+    @interrupts.run_step
+    def run_demo():
+        thing = Thing()
+        ref = weakref.ref(thing, callback)
+        del thing
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            pass
+        print("the setup went on to its end")
+
+    try:
+        run_demo()
+    except interrupts.Interrupted as stopped:
+        print(stopped)
+""")
+
+
+def _python(script):
+    return subprocess.run([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=180)
+
+
+def test_a_ctrl_c_inside_a_weakref_callback_still_stops_the_setup_with_one_line_and_no_traceback():
+    ended = _python(_IN_A_CALLBACK)
+    assert ended.stdout.splitlines() == ["interrupted in setup: nothing was measured yet, so no run was recorded"], \
+        ended.stdout + ended.stderr
+    assert ended.stderr == "" and ended.returncode == 0, ended.stderr
+
+
+def test_other_exceptions_python_cannot_raise_are_still_shown():
+    ended = _python("import labkit.interrupts\n"
+                    "class Broken:\n"
+                    "    def __del__(self):\n"
+                    "        raise ValueError('from a destructor')\n"
+                    "Broken()\n")
+    assert "Exception ignored in" in ended.stderr and "ValueError: from a destructor" in ended.stderr, ended.stderr
 
 
 def test_a_complete_run_keeps_its_old_record_and_an_old_record_reads_without_a_phase():
