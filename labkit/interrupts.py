@@ -56,28 +56,34 @@ KEPT = "interrupted in {}: the run is kept with what was measured before it (sta
 #: The phase after a run's last line: an interrupt there no longer changes the run.
 DONE = "done"
 
-def quiet_to_cell_end() -> None:
+def quiet_to_cell_end(returning: Any = None) -> bool:
     """Once a run step, a show step or a record has ended: an interrupt that lands after the cell's
     own code (IPython storing the result, drawing the figures; ipykernel sending the reply) is set
     aside instead of failing a cell whose work is done and losing the record. While the cell's code
     still runs, an interrupt raises as usual. Only in an ipykernel kernel's main thread, whose next
-    message puts ipykernel's own handler back."""
+    message puts ipykernel's own handler back; returns whether it is in place.
+
+    ``returning``: the frame of the labkit step that is handing its result back; an interrupt while
+    it still returns is set aside too (it would lose the result on its way)."""
     if threading.current_thread() is not threading.main_thread() or "ipykernel" not in sys.modules:
-        return
+        return False
     from IPython import get_ipython
 
     shell = get_ipython()
     cells = getattr(getattr(shell, "compile", None), "_filename_map", None)  # the cells' code, by file name
     if getattr(shell, "kernel", None) is None or not isinstance(cells, dict):
-        return
+        return False
 
     def after_the_code(signum: int, frame: Any) -> None:
         while frame is not None:
+            if frame is returning:  # the step's work is done; it is on its way back
+                return
             if frame.f_code.co_filename in cells:
                 raise _handler_interrupt()
             frame = frame.f_back
 
     signal.signal(signal.SIGINT, after_the_code)
+    return True
 
 
 def _handler_interrupt() -> KeyboardInterrupt:
@@ -114,8 +120,9 @@ if not getattr(sys.unraisablehook, "labkit", False):  # once, also when the modu
 
 
 @contextlib.contextmanager
-def deferred() -> Any:
-    """Run a short block (recording a run) to its end: an interrupt meanwhile is set aside, not raised."""
+def deferred(returning: Any = None) -> Any:
+    """Run a short block (recording a run) to its end: an interrupt meanwhile is set aside, not raised.
+    With ``returning`` (the caller's frame), after it as :func:`quiet_to_cell_end` says."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -123,7 +130,10 @@ def deferred() -> Any:
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        # In a cell, straight from this handler to quiet_to_cell_end's: in between, ipykernel's own
+        # would fail the cell after its run was recorded.
+        if returning is None or not quiet_to_cell_end(returning):
+            signal.signal(signal.SIGINT, previous)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -145,18 +155,22 @@ class StopRequest:
     """Whether an interrupt asked the current run to stop, and how.
 
     ``requested``: the first interrupt came; ``at_once``: a second one did (the step in progress
-    was dropped); ``requested_in``: the phase the first one came in.
+    was dropped); ``requested_in``: the phase the first one came in; ``returning``: the run step's
+    work is done and it is returning its result, so an interrupt is set aside.
     """
 
     def __init__(self) -> None:
         self.requested = False
         self.at_once = False
         self.requested_in = ""
+        self.returning = False
         self._defer = 0  # > 0: a first interrupt only sets .requested (a loop or a kept run checks it)
         self._previous: Any = None
         self._installed = False
 
     def _on_sigint(self, signum: int, frame: Any) -> None:
+        if self.returning or _returning_result(frame):  # set aside: the run's result is complete
+            return
         if self.requested:  # a second interrupt: stop now
             self._restore()
             self.at_once = True
@@ -397,12 +411,35 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
                 raise  # an outer run keeps what it measured
             raise Interrupted(NOTHING_MEASURED.format(stop.requested_in or run.phase)) from None
         finally:
-            runs.pop()
             if outer is None:
-                stop._restore()
-                quiet_to_cell_end()
+                stop.returning = True
+                # One handler straight to the next: between a restored ipykernel handler and
+                # quiet_to_cell_end's, an interrupt would lose the result on its way to the cell.
+                here = sys._getframe()
+                if here.f_back is not None and here.f_back.f_code is _RUN_STEP_CODE:
+                    here = here.f_back
+                if quiet_to_cell_end(returning=here):
+                    stop._installed = False
+                else:
+                    stop._restore()
+            runs.pop()
 
     return wrapper
+
+
+_RUN_STEP_CODE = run_step(lambda: None).__code__
+_WITH_PHASES_CODE = with_phases(lambda: None).__code__
+
+
+def _returning_result(frame: Any) -> bool:
+    """Whether ``frame`` is in the outermost run's wrapper after the run returned its result (its
+    ``result`` is bound): the work is done, an interrupt there would only lose it."""
+    outermost = None
+    while frame is not None:
+        if frame.f_code is _WITH_PHASES_CODE:
+            outermost = frame
+        frame = frame.f_back
+    return outermost is not None and "result" in outermost.f_locals
 
 
 def _hand_over(run: RunPhases, outer: Optional[RunPhases]) -> None:
@@ -435,7 +472,7 @@ def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
             print(SHOW_STOPPED)
             return None
         finally:
-            quiet_to_cell_end()  # the figures are drawn after the code, as the cell ends
+            quiet_to_cell_end(returning=sys._getframe())  # the figures are drawn after the code, as the cell ends
 
     return wrapper
 

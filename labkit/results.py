@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -182,14 +183,13 @@ def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> None:
     if get_ipython() is not None:
         from labkit import ctrl_c_notes, interrupts
 
-        with interrupts.deferred():  # a Ctrl-C here would lose the record of a finished run
+        with interrupts.deferred(returning=sys._getframe()):  # a Ctrl-C here would lose the record of a finished run
             display(
                 {SCRAP_MIME: payload},
                 raw=True,
                 metadata={"scrapbook": {"name": name, "data": True, "display": False}},
             )
             ctrl_c_notes.recorded()
-        interrupts.quiet_to_cell_end()
 
 
 @dataclass

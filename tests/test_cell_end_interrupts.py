@@ -64,3 +64,60 @@ def test_an_interrupt_in_a_cell_s_own_code_still_raises_after_a_run(tmp_path):
         # a cell that ran no labkit step keeps IPython's own behaviour
         ran = s.execute("x = 1", interrupt_when="the code has ended")
         assert "Error in callback" in ran.text + ran.shown
+
+
+# An interrupt landing at each line labkit runs after a step's own work is done, up to the cell:
+# a trace function calls the SIGINT handler in force there, as Python would for a signal that
+# arrived just before that line (found by the walk: between two handlers, stop 49).
+AT_A_LINE_MODULE = '''\
+import os, signal, sys
+import labkit
+LABKIT = os.path.dirname(labkit.__file__)
+def arm(line, after):
+    """From the return of code ``after``: at the line-th line labkit runs, an interrupt."""
+    state = {"armed": False, "lines": 0}
+    def trace(frame, event, arg):
+        if event == "return" and frame.f_code is after:
+            state["armed"] = True
+        elif event == "line" and state["armed"] and frame.f_code.co_filename.startswith(LABKIT):
+            state["lines"] += 1
+            if state["lines"] == line:
+                sys.settrace(None)
+                handler = signal.getsignal(signal.SIGINT)
+                if callable(handler):
+                    handler(signal.SIGINT, frame)
+        return trace
+    sys.settrace(trace)
+    return state
+'''
+STEP = '''
+@interrupts.run_step
+def step():  # as the exercises' run steps: keeps what it measures
+    run = results.Run(exercise="demo", metrics={"x": 1.0})
+    interrupts.keep(lambda: run)
+    interrupts.phase("summary")
+    return run
+'''
+AFTER = {  # the cell, and the code whose return starts the count
+    "run = measure()": "measure.__wrapped__.__code__",
+    "run = step()": "step.__wrapped__.__code__",
+    "results.record(run)": "ctrl_c_notes.recorded.__code__",
+}
+
+
+@pytest.mark.parametrize("cell", sorted(AFTER))
+def test_an_interrupt_at_any_line_while_a_step_returns_keeps_its_result(cell, tmp_path):
+    (tmp_path / "at_a_line.py").write_text(AT_A_LINE_MODULE)
+    with _student(tmp_path) as s:
+        assert not s.execute(SLOW_END.replace('get_ipython().events.register("post_run_cell", slow_end.slow_end)', "")
+                             + STEP + "import sys, at_a_line\nfrom labkit import ctrl_c_notes\nrun = measure()").errors
+        landed = []
+        for line in range(1, 200):
+            ran = s.execute("state = at_a_line.arm({}, {})\ntry:\n    {}\nfinally:\n    sys.settrace(None)"
+                            .format(line, AFTER[cell], cell))
+            if s.value("state['lines']") < line:  # every line up to the cell was tried
+                break
+            landed.append(line)
+            assert not ran.errors, "an interrupt at line {} after the step's work: {}".format(line, ran.shown)
+            assert s.value("run.status") == "complete"
+        assert len(landed) >= 3, landed  # the trace saw labkit's lines
