@@ -34,13 +34,13 @@ Outside a run step, :func:`graceful` alone still turns the first interrupt into 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import signal
 import sys
 import threading
 from typing import Any, Callable, List, Optional
 
+from labkit.cell_signals import deferred, handler_interrupt, quiet_to_cell_end
 from labkit.ctrl_c_notes import note_interrupts_between_cells, stop_pending, unrecorded
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
@@ -55,85 +55,6 @@ NOTHING_MEASURED = "interrupted in {}: nothing was measured yet, so no run was r
 KEPT = "interrupted in {}: the run is kept with what was measured before it (status interrupted)"
 #: The phase after a run's last line: an interrupt there no longer changes the run.
 DONE = "done"
-
-def quiet_to_cell_end(returning: Any = None) -> bool:
-    """Once a run step, a show step or a record has ended: an interrupt that lands after the cell's
-    own code (IPython storing the result, drawing the figures; ipykernel sending the reply) is set
-    aside instead of failing a cell whose work is done and losing the record. While the cell's code
-    still runs, an interrupt raises as usual. Only in an ipykernel kernel's main thread, whose next
-    message puts ipykernel's own handler back; returns whether it is in place.
-
-    ``returning``: the frame of the labkit step that is handing its result back; an interrupt while
-    it still returns is set aside too (it would lose the result on its way)."""
-    if threading.current_thread() is not threading.main_thread() or "ipykernel" not in sys.modules:
-        return False
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    cells = getattr(getattr(shell, "compile", None), "_filename_map", None)  # the cells' code, by file name
-    if getattr(shell, "kernel", None) is None or not isinstance(cells, dict):
-        return False
-
-    def after_the_code(signum: int, frame: Any) -> None:
-        while frame is not None:
-            if frame is returning:  # the step's work is done; it is on its way back
-                return
-            if frame.f_code.co_filename in cells:
-                raise _handler_interrupt()
-            frame = frame.f_back
-
-    signal.signal(signal.SIGINT, after_the_code)
-    return True
-
-
-def _handler_interrupt() -> KeyboardInterrupt:
-    """The KeyboardInterrupt labkit's SIGINT handlers raise, marked for :func:`_delivered_again`."""
-    interrupt = KeyboardInterrupt()
-    interrupt.from_labkit_handler = True  # type: ignore[attr-defined]
-    return interrupt
-
-
-def _delivered_again(previous: Callable[[Any], None]) -> Callable[[Any], None]:
-    """A ``sys.unraisablehook``. Python runs a signal handler between any two bytecodes, also inside
-    a destructor or a weakref callback (importlib's module locks have one), where an exception
-    cannot propagate: Python prints "Exception ignored in ..." with a traceback and goes on, and the
-    Ctrl-C is lost. An interrupt labkit's handler raised there is sent again instead, silently: it
-    lands in the code that goes on, where the handler decides again (for a run step, as a second
-    interrupt: it stops at once). Every other unraisable exception goes to ``previous``."""
-
-    def hook(unraisable: Any) -> None:
-        if getattr(unraisable.exc_value, "from_labkit_handler", False):
-            # Sent now, it would land in this hook, where it cannot raise either; 50 ms later the
-            # callback has returned (if not, this hook sends it again).
-            again = threading.Timer(0.05, signal.raise_signal, (signal.SIGINT,))
-            again.daemon = True
-            again.start()
-            return
-        previous(unraisable)
-
-    hook.labkit = True  # type: ignore[attr-defined]
-    return hook
-
-
-if not getattr(sys.unraisablehook, "labkit", False):  # once, also when the module is reloaded
-    sys.unraisablehook = _delivered_again(sys.unraisablehook)
-
-
-@contextlib.contextmanager
-def deferred(returning: Any = None) -> Any:
-    """Run a short block (recording a run) to its end: an interrupt meanwhile is set aside, not raised.
-    With ``returning`` (the caller's frame), after it as :func:`quiet_to_cell_end` says."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
-    try:
-        yield
-    finally:
-        # In a cell, straight from this handler to quiet_to_cell_end's: in between, ipykernel's own
-        # would fail the cell after its run was recorded.
-        if returning is None or not quiet_to_cell_end(returning):
-            signal.signal(signal.SIGINT, previous)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -174,11 +95,11 @@ class StopRequest:
         if self.requested:  # a second interrupt: stop now
             self._restore()
             self.at_once = True
-            raise _handler_interrupt()
+            raise handler_interrupt()
         self.requested = True
         self.requested_in = current_phase()
         if self._defer <= 0 and not _measuring():  # nothing measured yet: nothing to wait for
-            raise _handler_interrupt()
+            raise handler_interrupt()
 
     def interrupted_by(self, exc: BaseException) -> bool:
         """Call in ``except KeyboardInterrupt``: True when this run should end with what it has
