@@ -1,7 +1,7 @@
 """SIGINT in a notebook kernel's cell, as labkit's handlers need it (:mod:`labkit.interrupts` uses these).
 
 - :func:`handler_interrupt`: the KeyboardInterrupt labkit's handlers raise, marked so that one raised
-  where Python cannot raise it (a weakref callback, a destructor) is sent again (:func:`delivered_again`);
+  where Python cannot raise it (a weakref callback, a destructor) is sent again (:func:`_delivered_again`);
 - :func:`quiet_to_cell_end`: once a step's work is done, an interrupt is set aside instead of losing it;
 - :func:`deferred`: a short block (recording a run) runs to its end.
 """
@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Any, Callable
 
-__all__ = ["handler_interrupt", "delivered_again", "quiet_to_cell_end", "deferred"]
+__all__ = ["handler_interrupt", "quiet_to_cell_end", "deferred"]
 
 
 def quiet_to_cell_end(returning: Any = None) -> bool:
@@ -48,13 +48,13 @@ def quiet_to_cell_end(returning: Any = None) -> bool:
 
 
 def handler_interrupt() -> KeyboardInterrupt:
-    """The KeyboardInterrupt labkit's SIGINT handlers raise, marked for :func:`delivered_again`."""
+    """The KeyboardInterrupt labkit's SIGINT handlers raise, marked for :func:`_delivered_again`."""
     interrupt = KeyboardInterrupt()
     interrupt.from_labkit_handler = True  # type: ignore[attr-defined]
     return interrupt
 
 
-def delivered_again(previous: Callable[[Any], None]) -> Callable[[Any], None]:
+def _delivered_again(previous: Callable[[Any], None]) -> Callable[[Any], None]:
     """A ``sys.unraisablehook``. Python runs a signal handler between any two bytecodes, also inside
     a destructor or a weakref callback (importlib's module locks have one), where an exception
     cannot propagate: Python prints "Exception ignored in ..." with a traceback and goes on, and the
@@ -77,13 +77,13 @@ def delivered_again(previous: Callable[[Any], None]) -> Callable[[Any], None]:
 
 
 if not getattr(sys.unraisablehook, "labkit", False):  # once, also when the module is reloaded
-    sys.unraisablehook = delivered_again(sys.unraisablehook)
+    sys.unraisablehook = _delivered_again(sys.unraisablehook)
 
 
 @contextlib.contextmanager
-def deferred(returning: Any = None) -> Any:
-    """Run a short block (recording a run) to its end: an interrupt meanwhile is set aside, not raised.
-    With ``returning`` (the caller's frame), after it as :func:`quiet_to_cell_end` says."""
+def deferred(returning: Any) -> Any:
+    """Run a short block (recording a run) to its end: an interrupt meanwhile is set aside, not raised;
+    after it, as :func:`quiet_to_cell_end` says for ``returning`` (the caller's frame)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -93,5 +93,5 @@ def deferred(returning: Any = None) -> Any:
     finally:
         # In a cell, straight from this handler to quiet_to_cell_end's: in between, ipykernel's own
         # would fail the cell after its run was recorded.
-        if returning is None or not quiet_to_cell_end(returning):
+        if not quiet_to_cell_end(returning):
             signal.signal(signal.SIGINT, previous)
