@@ -372,6 +372,7 @@ def _hand_over(run: RunPhases, outer: Optional[RunPhases]) -> None:
         outer.holds = True
 
 
+_NOT_SHOWN = object()  # a show step's result before its drawing has returned
 #: The line a show step ends with when an interrupt stops its tables and figures.
 SHOW_STOPPED = "interrupted while showing the run: the run itself is unchanged, and the next cell still records it"
 
@@ -385,15 +386,18 @@ def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
         if stop_pending():  # Ctrl-C came between cells: straight on to the cell that records the run
             print(SHOW_STOPPED)
             return None
+        shown = _NOT_SHOWN
         try:
-            return function(*args, **kwargs)
-        except KeyboardInterrupt as exc:
+            try:
+                shown = function(*args, **kwargs)
+            finally:
+                quiet_to_cell_end(returning=sys._getframe())  # the figures are drawn after the code, as the cell ends
+        except KeyboardInterrupt as exc:  # while drawing, or as the drawing returned, before the line above
             if isinstance(exc, Interrupted):
                 raise
-            print(SHOW_STOPPED)
-            return None
-        finally:
-            quiet_to_cell_end(returning=sys._getframe())  # the figures are drawn after the code, as the cell ends
+            if shown is _NOT_SHOWN:
+                print(SHOW_STOPPED)
+        return None if shown is _NOT_SHOWN else shown
 
     return wrapper
 

@@ -102,6 +102,7 @@ AFTER = {  # the cell, and the code whose return starts the count
     "run = measure()": "measure.__wrapped__.__code__",
     "run = step()": "step.__wrapped__.__code__",
     "results.record(run)": "ctrl_c_notes.recorded.__code__",
+    "show(run)": "show.__wrapped__.__code__",
 }
 
 
