@@ -44,7 +44,8 @@ class CtrlC:
       recorded yet, the cells go on with a note that makes labkit skip showing it and start no new
       run (:mod:`labkit.interrupts`), and stop once the run is recorded; otherwise no further cell starts;
     - first Ctrl-C passed on while the kernel was between two messages (a cell's request on its way,
-      or its reply just sent), where ipykernel ignores SIGINT: the kernel notes it
+      or its reply just sent), where ipykernel ignores SIGINT, or in ipykernel's code just after a
+      cell's reply went out, where it catches it and the cell has ended well: the kernel notes it
       (:mod:`labkit.ctrl_c_notes`), the cell already sent starts no run, and then as between cells;
     - first Ctrl-C failing a cell after the run step (the notebook's own tables and plots) while the
       run is not recorded yet: that cell keeps its KeyboardInterrupt and the notebook goes on as

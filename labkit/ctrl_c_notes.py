@@ -5,13 +5,15 @@ about a Ctrl-C, as files in a folder labkit run makes and names in the kernel's 
   run step returns, removed by :func:`labkit.results.record`);
 - ``stop``: labkit run was asked to stop between cells: it goes on only to record that run;
 - ``between-cells``: the interrupt reached the kernel between two messages, where ipykernel ignores
-  SIGINT (:func:`note_interrupts_between_cells`).
+  SIGINT, or in ipykernel's own code around a cell, where it catches and drops it
+  (:func:`note_interrupts_between_cells`).
 
 Outside labkit run (JupyterLab, papermill, nbval) there is no folder and every function here does nothing.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -61,7 +63,8 @@ def note_interrupts_between_cells() -> None:
     labkit run passed on as a cell's request was on its way, or just after the cell's reply, was lost
     and the notebook ran on. Note it (BETWEEN) instead: labkit run starts no further cell, and a run or
     show step in the cell already sent starts nothing. ipykernel puts back, after each message, the
-    handler it found before the message (``saved_sigint_handler``): it becomes this one."""
+    handler it found before the message (``saved_sigint_handler``): it becomes this one. The same note
+    when ipykernel catches the interrupt in its own code around a cell (:class:`_CaughtInTheKernel`)."""
     path = _note(BETWEEN)
     if path is None or threading.current_thread() is not threading.main_thread() or "ipykernel" not in sys.modules:
         return
@@ -72,9 +75,33 @@ def note_interrupts_between_cells() -> None:
         return
 
     def between_cells(signum: int, frame: Any) -> None:
-        try:
-            open(path, "w").close()
-        except OSError:  # labkit run has ended and removed the notes
-            pass
+        _note_between_cells(path)
 
     kernel.saved_sigint_handler = between_cells
+    log = getattr(kernel, "log", None)
+    logger = getattr(log, "logger", log)  # a LoggerAdapter's, or the Logger itself
+    if isinstance(logger, logging.Logger):
+        logger.addFilter(_CaughtInTheKernel(path))
+
+
+def _note_between_cells(path: str) -> None:
+    try:
+        open(path, "w").close()
+    except OSError:  # labkit run has ended and removed the notes
+        pass
+
+
+class _CaughtInTheKernel(logging.Filter):
+    """Notes BETWEEN when ipykernel logs "KeyboardInterrupt caught in kernel.": the interrupt landed in its
+    own code around a cell and went no further. Where the cell's reply had already gone out (the
+    moment after it is sent), labkit run would see a cell that ended well and run on as if no Ctrl-C
+    had come. The note is written before the kernel says it is idle, so before the next cell is sent."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith("KeyboardInterrupt caught in kernel"):
+            _note_between_cells(self.path)
+        return True

@@ -351,6 +351,44 @@ def test_a_ctrl_c_that_reaches_the_kernel_between_two_messages_is_not_lost(tmp_p
         assert "the next cell" not in stdout and not results.read(out).runs
 
 
+# After a cell's reply has gone out, ipykernel is still in its own code (logging, the hook that puts its
+# SIGINT handler back): an interrupt there is caught ("KeyboardInterrupt caught in kernel.") and the cell
+# has ended well, so labkit run saw nothing of it (the interrupt walk's comparison case, once in about
+# 250). This cell widens that moment: once its own reply is sent, the kernel prints a line and sleeps.
+SLOW_AFTER_THE_REPLY = '''\
+import sys, time
+kernel = get_ipython().kernel
+send = kernel.session.send
+def slow_after_the_reply(stream, msg_or_type, *args, **kwargs):
+    sent = send(stream, msg_or_type, *args, **kwargs)
+    if msg_or_type == "execute_reply":
+        kernel.session.send = send
+        sys.__stdout__.write("the reply has gone\\n")
+        sys.__stdout__.flush()
+        time.sleep(10)
+    return sent
+kernel.session.send = slow_after_the_reply
+'''
+
+
+def test_a_ctrl_c_caught_by_ipykernel_after_a_cells_reply_stops_before_the_next_cell(tmp_path):
+    """Before, every later cell ran and a run started after the Ctrl-C was recorded complete."""
+    out, stdout, stderr = _ctrl_c_on(tmp_path, "the reply has gone", MEASURE, SLOW_AFTER_THE_REPLY,
+                                     "print('the next cell')", "run = measure()", "results.record(run)")
+    assert "stopped before the next cell: nothing was measured yet" in stderr, stderr
+    assert "the next cell" not in stdout and not results.read(out).runs
+    assert [c.metadata.papermill.status for c in _code_cells(out)] == ["completed", "completed", "failed",
+                                                                        "pending", "pending"]
+
+
+def test_a_ctrl_c_caught_by_ipykernel_after_the_run_cells_reply_still_records_the_run(tmp_path):
+    out, stdout, stderr = _ctrl_c_on(tmp_path, "the reply has gone", MEASURE, "run = measure()\n" + SLOW_AFTER_THE_REPLY,
+                                     "show(run)", "results.record(run)", "print('after the record')")
+    assert "stopped once the run was recorded; the notebook recorded a run with status complete" in stderr, stderr
+    assert interrupts_line() in stdout and "drawing the run" not in stdout and "after the record" not in stdout
+    assert [r.status for r in results.read(out).runs] == ["complete"]
+
+
 def interrupts_line() -> str:
     from labkit.interrupts import SHOW_STOPPED
     return SHOW_STOPPED
