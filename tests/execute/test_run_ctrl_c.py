@@ -353,8 +353,9 @@ def test_a_ctrl_c_that_reaches_the_kernel_between_two_messages_is_not_lost(tmp_p
 
 # After a cell's reply has gone out, ipykernel is still in its own code (logging, the hook that puts its
 # SIGINT handler back): an interrupt there is caught ("KeyboardInterrupt caught in kernel.") and the cell
-# has ended well, so labkit run saw nothing of it (the interrupt walk's comparison case, once in about
-# 250). This cell widens that moment: once its own reply is sent, the kernel prints a line and sleeps.
+# has ended well, so labkit run saw nothing of it (the interrupt walk's comparison setup case: once in
+# the 350 cases on 1d5c04a). This cell widens that moment: once its own reply is sent, the kernel
+# prints a line and sleeps.
 SLOW_AFTER_THE_REPLY = '''\
 import sys, time
 kernel = get_ipython().kernel
