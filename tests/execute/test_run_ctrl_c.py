@@ -383,8 +383,9 @@ def test_a_ctrl_c_caught_by_ipykernel_after_a_cells_reply_stops_before_the_next_
 
 
 def test_a_ctrl_c_caught_by_ipykernel_after_the_run_cells_reply_still_records_the_run(tmp_path):
-    out, stdout, stderr = _ctrl_c_on(tmp_path, "the reply has gone", MEASURE, "run = measure()\n" + SLOW_AFTER_THE_REPLY,
-                                     "show(run)", "results.record(run)", "print('after the record')")
+    out, stdout, stderr = _ctrl_c_on(tmp_path, "the reply has gone", MEASURE,
+                                     "run = measure()\n" + SLOW_AFTER_THE_REPLY, "show(run)", "results.record(run)",
+                                     "print('after the record')")
     assert "stopped once the run was recorded; the notebook recorded a run with status complete" in stderr, stderr
     assert interrupts_line() in stdout and "drawing the run" not in stdout and "after the record" not in stdout
     assert [r.status for r in results.read(out).runs] == ["complete"]
