@@ -48,8 +48,8 @@ class CtrlC:
       cell's reply went out, where it catches it and the cell has ended well: the kernel notes it
       (:mod:`labkit.ctrl_c_notes`), the cell already sent starts no run, and then as between cells;
     - first Ctrl-C failing a cell after the run step (the notebook's own tables and plots) while the
-      run is not recorded yet: that cell keeps its KeyboardInterrupt and the notebook goes on as
-      between cells, so the run is still recorded;
+      run is not recorded yet: that cell keeps its error (a KeyboardInterrupt, or whatever the code it
+      reached made of it) and the notebook goes on as between cells, so the run is still recorded;
     - second Ctrl-C: the kernel is interrupted again and no further cell starts; a cell that does
       not end within STOP_GRACE_S is given up and the kernel killed. Later ones are ignored.
     """
@@ -63,6 +63,7 @@ class CtrlC:
         self.stopped = False  # execution was stopped before the notebook's end
         self._executing = False
         self._cell_index: Optional[int] = None  # the cell being run, or about to be
+        self._interrupted_cell: Optional[int] = None  # the cell running when the first Ctrl-C was passed on
         self._deadline: Any = None  # after a second Ctrl-C: when to stop waiting for the cell
         self._previous: Any = None
         self.finishing = False  # Ctrl-C between cells: going on only to record the run the kernel holds
@@ -120,12 +121,19 @@ class CtrlC:
         else:
             self.stopped = True
 
-    def interrupted_a_cell_after_the_run(self, reply: Any) -> bool:
-        """Whether ``reply`` is a cell's KeyboardInterrupt from the first Ctrl-C, while the kernel holds a
-        run that no cell has recorded yet."""
+    def interrupted_a_cell_after_the_run(self, reply: Any, cell_index: int) -> bool:
+        """Whether ``reply`` is cell ``cell_index``'s error from the first Ctrl-C, while the kernel holds a
+        run that no cell has recorded yet.
+
+        The error is the interrupt's when it is a KeyboardInterrupt, or when that Ctrl-C was passed on
+        while this cell ran: the code it reached may have turned it into another error (Python 3.11
+        wraps one raised in a class's ``__set_name__``, as while matplotlib first imports, in a
+        RuntimeError; libraries re-raise it as their own)."""
         content = (reply or {}).get("content", {})
-        return (self.count == 1 and not (self.stopped or self.finishing) and content.get("status") == "error"
-                and content.get("ename") == "KeyboardInterrupt" and self._holds_a_run())
+        if self.count != 1 or self.stopped or self.finishing or content.get("status") != "error":
+            return False
+        return ((content.get("ename") == "KeyboardInterrupt" or cell_index == self._interrupted_cell)
+                and self._holds_a_run())
 
     def _on_cell_execute(self, **_: Any) -> None:
         self._executing = True
@@ -157,7 +165,9 @@ class CtrlC:
             return
         running = self._executing and self._interrupt_kernel()
         if self.count == 1:
-            if not running:
+            if running:
+                self._interrupted_cell = self._cell_index
+            else:
                 self.between_cells()
             return
         self.stopped = True
@@ -348,11 +358,12 @@ def watching_replies(client_class: Any) -> Any:
         execute_cell = run_sync(async_execute_cell)
 
         async def _check_raise_for_error(self, cell: Any, cell_index: int, exec_reply: Any) -> None:
-            if self.ctrl_c is not None and self.ctrl_c.interrupted_a_cell_after_the_run(exec_reply):
+            ctrl_c = self.ctrl_c
+            if ctrl_c is not None and ctrl_c.interrupted_a_cell_after_the_run(exec_reply, cell_index):
                 # the first Ctrl-C failed a cell after the run step (a table, a plot of the student's):
-                # the cell keeps its KeyboardInterrupt and, as between cells, the notebook goes on
-                # only to the cell that records the run
-                self.ctrl_c.between_cells()
+                # the cell keeps its error and, as between cells, the notebook goes on only to the
+                # cell that records the run
+                ctrl_c.between_cells()
                 return
             await super()._check_raise_for_error(cell, cell_index, exec_reply)
 

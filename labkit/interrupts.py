@@ -392,14 +392,28 @@ def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
                 shown = function(*args, **kwargs)
             finally:
                 quiet_to_cell_end(returning=sys._getframe())  # the figures are drawn after the code, as the cell ends
-        except KeyboardInterrupt as exc:  # while drawing, or as the drawing returned, before the line above
-            if isinstance(exc, Interrupted):
+        except BaseException as exc:  # while drawing, or as the drawing returned, before the line above
+            if isinstance(exc, Interrupted) or not _from_an_interrupt(exc):
                 raise
             if shown is _NOT_SHOWN:
                 print(SHOW_STOPPED)
         return None if shown is _NOT_SHOWN else shown
 
     return wrapper
+
+
+def _from_an_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is an interrupt or an error the code it reached made of one: Python 3.11 wraps
+    one raised in a class's ``__set_name__`` (as while matplotlib first imports) in a RuntimeError,
+    and libraries re-raise it as their own."""
+    seen = set()
+    cause: Optional[BaseException] = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 note_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel

@@ -261,3 +261,44 @@ def test_an_interrupt_while_showing_a_run_stops_the_drawing_with_one_line_and_no
     assert show(Run("demo/phases")) is None
     assert drawn == ["table"]
     assert capsys.readouterr().out.splitlines() == [interrupts.SHOW_STOPPED]
+
+
+class _InterruptedWhileNamed:
+    def __set_name__(self, owner, name):
+        _sigint()
+
+
+def _interrupt_made_another_error(how):
+    if how == "set_name":  # a class made as a module first imports (matplotlib's Axes): 3.11 wraps it
+        type("Axes", (), {"get_autoscaley_on": _InterruptedWhileNamed()})
+    try:
+        _sigint()
+    except KeyboardInterrupt as stopped:
+        raise RuntimeError("the library's own error") from stopped
+
+
+@pytest.mark.parametrize("how", ["set_name", "reraised"])
+def test_an_interrupt_the_drawing_code_turns_into_another_error_stops_the_drawing_the_same_way(capsys, how):
+    drawn = []
+
+    @interrupts.show_step
+    def show(run):
+        drawn.append("table")
+        _interrupt_made_another_error(how)
+        drawn.append("figure")
+
+    assert show(Run("demo/phases")) is None
+    assert drawn == ["table"]
+    assert capsys.readouterr().out.splitlines() == [interrupts.SHOW_STOPPED]
+
+
+def test_an_error_while_showing_a_run_that_no_interrupt_caused_still_fails_the_cell():
+    @interrupts.show_step
+    def show(run):
+        try:
+            raise ValueError("a broken table")
+        except ValueError as broken:
+            raise RuntimeError("drawing failed") from broken
+
+    with pytest.raises(RuntimeError, match="drawing failed"):
+        show(Run("demo/phases"))

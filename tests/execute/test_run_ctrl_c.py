@@ -305,6 +305,41 @@ def test_ctrl_c_failing_a_cell_after_the_run_step_still_records_the_run(tmp_path
     assert cells[4].execution_count is not None and cells[5].execution_count is None
 
 
+# The interrupt may reach a cell as another error. The walk met it in the show cell: Ctrl-C while
+# matplotlib first imported, inside a class's __set_name__, which Python 3.11 wraps in RuntimeError
+# (3.12 no longer does); libraries also re-raise it as an error of their own.
+NAMING = '''\
+import time
+class SlowName:
+    def __set_name__(self, owner, name):
+        print("naming", flush=True)
+        time.sleep(60)
+class Axes:
+    get_autoscaley_on = SlowName()
+'''
+RERAISING = '''\
+import time
+try:
+    print("naming", flush=True)
+    time.sleep(60)
+except KeyboardInterrupt as stopped:
+    raise RuntimeError("the library's own error") from stopped
+'''
+
+
+@pytest.mark.parametrize("cell, error", [
+    (NAMING, "RuntimeError" if sys.version_info < (3, 12) else "KeyboardInterrupt"),
+    (RERAISING, "RuntimeError")], ids=["set_name", "reraised"])
+def test_ctrl_c_turned_into_another_error_after_the_run_step_still_records_the_run(tmp_path, cell, error):
+    out, stdout, stderr = _ctrl_c_on(tmp_path, "naming", MEASURE, "run = measure()", cell,
+                                     "results.record(run)", "print('after the record')")
+    assert "stopped once the run was recorded; the notebook recorded a run with status complete" in stderr
+    assert [r.status for r in results.read(out).runs] == ["complete"]
+    assert "after the record" not in stdout
+    cells = _code_cells(out)
+    assert [o.get("ename") for o in cells[2].outputs if o.output_type == "error"] == [error]
+
+
 def test_a_cell_failing_after_that_ctrl_c_says_the_measured_run_was_not_recorded(tmp_path):
     out, stdout, stderr = _ctrl_c_on(tmp_path, "plotting", MEASURE, "run = measure()", PLOTTING,
                                      "raise ValueError('a broken table')", "results.record(run)")
