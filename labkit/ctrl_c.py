@@ -19,7 +19,7 @@ import time
 from typing import Any, Dict, Optional
 
 from labkit.errors import LabkitError
-from labkit.ctrl_c_notes import BETWEEN, CTRL_C_NOTES, STOP, UNRECORDED
+from labkit.ctrl_c_notes import BETWEEN, CAUGHT_IN_KERNEL, CTRL_C_NOTES, STOP, UNRECORDED
 
 __all__ = ["CtrlC", "watching_replies"]
 
@@ -285,7 +285,8 @@ class CtrlC:
 
 #: What ipykernel writes to its stderr when an interrupt lands outside a cell's code: a line, or a
 #: line and the task it names (asyncio's report of a task the interrupt cut short).
-_KERNEL_NOISE = re.compile(r"KeyboardInterrupt caught in kernel|Task was destroyed but it is pending|Task exception was never retrieved")
+_KERNEL_NOISE = re.compile("|".join(map(re.escape, (CAUGHT_IN_KERNEL, "Task was destroyed but it is pending",
+                                                      "Task exception was never retrieved"))))
 _NOISE_DETAIL = re.compile(r"^(task: <Task |future: <Task |Traceback |  File |    |\S*(KeyboardInterrupt|CancelledError|ZMQError)\b)")
 #: libzmq's abort when a kernel thread still polls a socket its exit has closed (seen on CI after
 #: a second Ctrl-C: "Assertion failed: pfd.revents & POLLIN (src/signaler.cpp:238)"); the kernel

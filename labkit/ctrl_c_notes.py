@@ -20,12 +20,14 @@ import sys
 import threading
 from typing import Any, Optional
 
-__all__ = ["CTRL_C_NOTES", "UNRECORDED", "STOP", "BETWEEN", "stop_pending", "unrecorded", "recorded",
-           "note_interrupts_between_cells"]
+__all__ = ["CTRL_C_NOTES", "UNRECORDED", "STOP", "BETWEEN", "CAUGHT_IN_KERNEL", "stop_pending", "unrecorded",
+           "recorded", "note_interrupts_between_cells"]
 
 #: Set by `labkit run` in its kernel's environment: the notes' folder.
 CTRL_C_NOTES = "LABKIT_CTRL_C_NOTES"
 UNRECORDED, STOP, BETWEEN = "unrecorded", "stop", "between-cells"
+#: What ipykernel logs (and writes to the kernel's stderr) when an interrupt lands in its own code.
+CAUGHT_IN_KERNEL = "KeyboardInterrupt caught in kernel"
 
 
 def _note(name: str) -> Optional[str]:
@@ -102,6 +104,6 @@ class _CaughtInTheKernel(logging.Filter):
         self.path = path
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if str(record.msg).startswith("KeyboardInterrupt caught in kernel"):
+        if str(record.msg).startswith(CAUGHT_IN_KERNEL):
             _note_between_cells(self.path)
         return True
