@@ -72,6 +72,20 @@ class _EndHere(KeyboardInterrupt):
     """Raised at a boundary after a first interrupt: the run step returns what it kept."""
 
 
+def _from_an_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is an interrupt or an error the code it reached made of one: Python 3.11 wraps
+    one raised in a class's ``__set_name__`` (as while matplotlib first imports) in a RuntimeError,
+    and libraries re-raise it as their own."""
+    seen = set()
+    cause: Optional[BaseException] = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 class StopRequest:
     """Whether an interrupt asked the current run to stop, and how.
 
@@ -103,8 +117,9 @@ class StopRequest:
 
     def interrupted_by(self, exc: BaseException) -> bool:
         """Call in ``except KeyboardInterrupt``: True when this run should end with what it has
-        (it was started under :func:`graceful`), False when the interrupt must propagate."""
-        if not isinstance(exc, KeyboardInterrupt) or isinstance(exc, (Interrupted, _EndHere)):
+        (it was started under :func:`graceful`), False when the interrupt must propagate. ``exc`` may
+        also be an error made of an interrupt (:func:`_from_an_interrupt`)."""
+        if not _from_an_interrupt(exc) or isinstance(exc, (Interrupted, _EndHere)):
             return False  # _EndHere: the run step ends there, with what it kept
         if not self.requested:
             self.requested_in = current_phase()
@@ -318,8 +333,8 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
             if outer is None and _the_run(result) is not None:
                 unrecorded(True)
             return result
-        except KeyboardInterrupt as exc:
-            if isinstance(exc, Interrupted):
+        except BaseException as exc:  # an interrupt, or an error the code it reached made of one
+            if isinstance(exc, Interrupted) or not _from_an_interrupt(exc):
                 raise
             stop.interrupted_by(exc) if not stop.requested else None
             kept = _ended(run)
@@ -400,20 +415,6 @@ def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
         return None if shown is _NOT_SHOWN else shown
 
     return wrapper
-
-
-def _from_an_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` is an interrupt or an error the code it reached made of one: Python 3.11 wraps
-    one raised in a class's ``__set_name__`` (as while matplotlib first imports) in a RuntimeError,
-    and libraries re-raise it as their own."""
-    seen = set()
-    cause: Optional[BaseException] = exc
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return False
 
 
 note_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel

@@ -292,6 +292,32 @@ def test_an_interrupt_the_drawing_code_turns_into_another_error_stops_the_drawin
     assert capsys.readouterr().out.splitlines() == [interrupts.SHOW_STOPPED]
 
 
+@pytest.mark.parametrize("how", ["set_name", "reraised"])
+def test_an_interrupt_the_setup_code_turns_into_another_error_keeps_nothing_and_says_so_in_one_line(how):
+    @interrupts.run_step
+    def run_demo():
+        interrupts.phase("setup")
+        _interrupt_made_another_error(how)
+
+    with pytest.raises(interrupts.Interrupted) as caught:
+        run_demo()
+    assert caught.value._render_traceback_() == ["interrupted in setup: nothing was measured yet, so no run was recorded"]
+
+
+def test_a_second_interrupt_the_code_turns_into_another_error_still_keeps_what_was_measured():
+    @interrupts.run_step
+    def run_demo():
+        measured = []
+        interrupts.keep(lambda: _run(measured))
+        interrupts.phase("epoch 1/3")
+        measured.append(1)
+        _sigint()  # the first: deferred to the end of the epoch
+        _interrupt_made_another_error("reraised")  # the second stops at once, as the library's own error
+
+    run = run_demo()
+    assert (run.status, run.stopped_in, run.metrics["steps"]) == ("interrupted", "epoch 1/3", 1)
+
+
 def test_an_error_while_showing_a_run_that_no_interrupt_caused_still_fails_the_cell():
     @interrupts.show_step
     def show(run):
