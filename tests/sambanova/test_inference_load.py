@@ -138,8 +138,30 @@ def test_a_knee_search_is_bounded_and_finds_a_knee_per_endpoint(thinking):
 
 
 def test_times_print_in_milliseconds_with_three_significant_digits():
-    assert [fmt_time(v) for v in (0.00214, 0.0214, 0.214, 0.0002)] == ["2.14 ms", "21.4 ms", "214 ms", "0.200 ms"]
+    assert [fmt_time(v) for v in (0.00214, 0.0214, 0.214, 1.2345, 0.009996, 0.0009996)] == [
+        "2.14 ms", "21.4 ms", "214 ms", "1234 ms", "10.0 ms", "1.00 ms"]
+    assert [fmt_time(v) for v in (0.0002, 7.9e-6, 0)] == ["200 µs", "7.90 µs", "0 ms"]
     assert fmt_time(float("nan")) == "n/a"
+
+
+def test_a_percentile_table_keeps_its_width_when_tokens_come_microseconds_apart():
+    """Stop 54's CI: a loaded machine's stand-in sent a row's tokens microseconds apart, "0.00790 ms"
+    widened three columns and pandas wrapped the table, so the golden copy's text no longer matched."""
+    from types import SimpleNamespace
+
+    from labkit.testbeds.sambanova.inference.report import percentile_table
+
+    def table(seconds):
+        rows = [dict({"endpoint": "sequential", "concurrency": 2},
+                     **{"{}_{}_s".format(name, stat): seconds for name in ("ttft", "tpot", "itl", "e2el")
+                        for stat in ("mean", "median", "p90", "p99")})]
+        return percentile_table(SimpleNamespace(details={"rows": rows})).to_string(line_width=80)
+
+    usual = table(0.0272)
+    assert "\\" not in usual
+    for seconds in (7.9e-6, 0.00079, 0.009996, 9.9):
+        text = table(seconds)
+        assert "\\" not in text and max(map(len, text.splitlines())) <= max(map(len, usual.splitlines())), text
 
 
 def test_the_spec_checks_the_load_parameters():

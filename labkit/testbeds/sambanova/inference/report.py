@@ -7,10 +7,10 @@ apart, latency against concurrency, and the notes.
     inference.show(run)
 
 Every time carries its unit in its cell, in milliseconds with three significant digits as ``vllm
-bench serve`` prints them ("214 ms", "[198 ms, 230 ms]", "2.14 ms"), so a TPOT difference of a
-millisecond shows and a golden copy masks timings and keeps counts; every table and plot of a
-local run says it is a stand-in, not Metis. ``plot_knee`` draws a knee search: latency and goodput
-against load for every endpoint on one figure, each knee marked.
+bench serve`` prints them ("214 ms", "[198 ms, 230 ms]", "2.14 ms"; "7.90 µs" below one), so a
+TPOT difference of a millisecond shows and a golden copy masks timings and keeps counts; every
+table and plot of a local run says it is a stand-in, not Metis. ``plot_knee`` draws a knee search:
+latency and goodput against load for every endpoint on one figure, each knee marked.
 """
 
 from __future__ import annotations
@@ -29,14 +29,18 @@ __all__ = ["latency_table", "percentile_table", "server_table", "plot_latency", 
 
 
 def fmt_time(value: Any) -> str:
-    """Seconds as milliseconds with three significant digits ("2.14 ms", "214 ms"; whole ms past 1 s)."""
+    """Seconds with three significant digits: in milliseconds as ``vllm bench serve`` prints them
+    ("2.14 ms", "214 ms"; whole ms past 1 s), in microseconds below a millisecond ("7.90 µs", never
+    "0.00790 ms"). Every time from 1 µs to 10 s fits in seven characters, so a table of them keeps its width
+    (and pandas wraps it the same way) whether the stand-in's tokens came 1 ms or 5 µs apart."""
     if not isinstance(value, (int, float)) or math.isnan(value):
         return "n/a"
-    ms = value * 1000.0
-    if ms == 0:
+    if value == 0:
         return "0 ms"
-    digits = max(0, 2 - int(math.floor(math.log10(abs(ms)))))
-    return "{:.{}f} ms".format(round(ms, digits), digits)
+    # Rounded to three digits first: 0.9996 ms is "1.00 ms", and 9.996 ms "10.0 ms" (never "10.00 ms").
+    amount, unit = (value * 1e3, "ms") if abs(float("{:.3g}".format(value))) >= 1e-3 else (value * 1e6, "µs")
+    digits = max(0, 2 - int(math.floor(math.log10(abs(float("{:.3g}".format(amount)))))))
+    return "{:.{}f} {}".format(amount, digits, unit)
 
 
 def _fmt_rate(value: Any, unit: str) -> str:
