@@ -12,9 +12,10 @@ Scripts and tests (no kernel) get the object back to inspect or save. An exercis
 
 from __future__ import annotations
 
+import math
 from typing import Any, List, Optional, Sequence
 
-__all__ = ["show", "in_kernel", "shown"]
+__all__ = ["show", "in_kernel", "shown", "three_digits"]
 
 
 def in_kernel() -> bool:
@@ -47,3 +48,10 @@ def shown(objects: Sequence[Any]) -> Optional[List[Any]]:
     if in_kernel():
         return None
     return [obj for obj in objects if obj is not None]
+
+
+def three_digits(value: float, unit: str) -> str:
+    """``value`` with three significant digits and its unit ("6.12 ms", "812 ms", "1234 ms"); rounded
+    first, so 9.996 is "10.0" and never "10.00". Callers pick the unit, and say what zero is."""
+    decimals = max(0, 2 - math.floor(math.log10(abs(float("{:.3g}".format(value))))))
+    return "{:.{}f} {}".format(value, decimals, unit)

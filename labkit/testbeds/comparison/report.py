@@ -103,8 +103,7 @@ def duration(seconds: float) -> str:
     value, unit = (seconds * 1e3, "ms") if seconds < 1 else (seconds, "s")
     if value <= 0:
         return "0 {}".format(unit)
-    decimals = max(0, 2 - math.floor(math.log10(float("{:.3g}".format(value)))))  # 9.996 -> "10.0"
-    return "{:.{}f} {}".format(value, decimals, unit)
+    return display.three_digits(value, unit)
 
 
 def _diverged_replicas(group) -> List[int]:

@@ -31,16 +31,16 @@ __all__ = ["latency_table", "percentile_table", "server_table", "plot_latency", 
 def fmt_time(value: Any) -> str:
     """Seconds with three significant digits: in milliseconds as ``vllm bench serve`` prints them
     ("2.14 ms", "214 ms"; whole ms past 1 s), in microseconds below a millisecond ("7.90 µs", never
-    "0.00790 ms"). Every time from 1 µs to 10 s fits in seven characters, so a table of them keeps its width
-    (and pandas wraps it the same way) whether the stand-in's tokens came 1 ms or 5 µs apart."""
+    "0.00790 ms"). Every time from 1 µs to 10 s fits in seven characters, so a table of them keeps
+    its width (and pandas wraps it the same way) whether the stand-in's tokens came 1 ms or 5 µs apart."""
     if not isinstance(value, (int, float)) or math.isnan(value):
         return "n/a"
     if value == 0:
         return "0 ms"
-    # Rounded to three digits first: 0.9996 ms is "1.00 ms", and 9.996 ms "10.0 ms" (never "10.00 ms").
-    amount, unit = (value * 1e3, "ms") if abs(float("{:.3g}".format(value))) >= 1e-3 else (value * 1e6, "µs")
-    digits = max(0, 2 - int(math.floor(math.log10(abs(float("{:.3g}".format(amount)))))))
-    return "{:.{}f} {}".format(amount, digits, unit)
+    # The unit from the rounded value: 0.9996 ms is "1.00 ms", not "1000 µs".
+    if abs(float("{:.3g}".format(value))) >= 1e-3:
+        return display.three_digits(value * 1e3, "ms")
+    return display.three_digits(value * 1e6, "µs")
 
 
 def _fmt_rate(value: Any, unit: str) -> str:
