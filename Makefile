@@ -66,7 +66,7 @@ test-gpu: $(STAMP)
 test-flaky: $(STAMP)
 	$(PY) tests/timing_repeat.py --runs $(or $(RUNS),20)
 
-# Issue 36's walks: Ctrl-C at every phase boundary of the nine notebooks through `labkit run`, and
+# The interrupt walks: Ctrl-C at every phase boundary of the nine notebooks through `labkit run`, and
 # Kernel -> Interrupt through jupyter_client for MNIST and inference (tests/interrupts; long).
 test-interrupts: $(STAMP)
 	LABKIT_INTERRUPT_WALK=1 $(PY) -m pytest tests/interrupts -p no:cacheprovider -v
@@ -117,9 +117,9 @@ setup-browser: $(STAMP)
 		|| { echo "make setup-browser: could not install chromium (apt-get needs root)"; exit 1; }
 	$(PY) -m pip install --quiet -e '.[browser]'
 
-# One process: two JupyterLabs and chromiums side by side on 2 cores only slow each other. (Stop
-# 44's side-by-side failure and stop 47's CI failure were one race, not load: Run All picked while
-# the page had no kernel yet queues nothing; tests/browser/lab.py now waits for the kernel.)
+# One process: two JupyterLabs and chromiums side by side on 2 cores only slow each other. A Run All
+# picked while the page has no kernel yet queues nothing, under any load: tests/browser/lab.py
+# waits for the kernel before it runs anything.
 test-browser: $(STAMP)
 	LABKIT_BROWSER_TESTS=1 $(PY) -m pytest tests/browser -p no:cacheprovider --durations=10
 

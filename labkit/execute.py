@@ -4,7 +4,7 @@
     labkit run NOTEBOOK OUTPUT -y 'epochs: 2' --timeout 600      # YAML text (or -f FILE)
 
 Parameters are checked against the notebook's declared parameters *before* a kernel starts
-(papermill itself only warns about unknown names and never checks types, its issue #55):
+(papermill itself only warns about unknown names and never checks types, papermill issue #55):
 
 - a notebook whose metadata holds ``"labkit": {"spec": "module:ATTR"}`` is checked against
   that :class:`labkit.params.Spec` (types, ranges, choices, cross-checks);

@@ -1,4 +1,4 @@
-"""Kernel -> Interrupt just after a cell's code has ended (issue 36).
+"""Kernel -> Interrupt just after a cell's code has ended.
 
 IPython still has work to do for a cell once its code returns: it stores the result, draws the
 figures (matplotlib's inline backend, in ``post_execute``), and ipykernel sends the reply. An
@@ -68,7 +68,7 @@ def test_an_interrupt_in_a_cell_s_own_code_still_raises_after_a_run(tmp_path):
 
 # An interrupt landing at each line labkit runs after a step's own work is done, up to the cell:
 # a trace function calls the SIGINT handler in force there, as Python would for a signal that
-# arrived just before that line (found by the walk: between two handlers, stop 49).
+# arrived just before that line (the interrupt walk found one landing between two handlers).
 AT_A_LINE_MODULE = '''\
 import os, signal, sys
 import labkit

@@ -244,6 +244,6 @@ def test_interrupting_a_groq_evaluation_shows_one_line(tmp_path):
                   "def _slow(self, inputs):\n    time.sleep(0.05)\n    return _call(self, inputs)\n"
                   "_T.__call__ = _slow")
         ran = s.execute(s.cell("groq.run_exercise(config)"), interrupt_when="inference")
-        # the cpu pass cut short: no backend measured yet (issue 36)
+        # the cpu pass cut short: no backend measured yet
         assert only_line(ran) == "interrupted in cpu inference: nothing was measured yet, so no run was recorded"
         assert s.leftover_children() == []

@@ -1,4 +1,4 @@
-"""Each exercise's run interrupted at one phase (issue 36), called directly in this process: a real SIGINT
+"""Each exercise's run interrupted at one phase, called directly in this process: a real SIGINT
 sent the moment the run prints the line that starts the phase (as a terminal's Ctrl-C would come while a
 student reads it), never after a sleep. The walk over every boundary through ``labkit run`` and a kernel is
 tests/interrupts/ (HARNESS); these pin each exercise's own handling, including the cells after the run."""

@@ -1,4 +1,4 @@
-"""JupyterLab's stop button at a phase boundary keeps what was measured (issue 36), in the browser.
+"""JupyterLab's stop button at a phase boundary keeps what was measured, in the browser.
 
     make setup-browser && make test-browser
 

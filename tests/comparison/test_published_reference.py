@@ -1,4 +1,4 @@
-"""The shipped default reference is the course study's published table (issue 17), row for row."""
+"""The shipped default reference is the course study's published table, row for row."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from labkit.testbeds.comparison import report as scaling_report, study as scaling
 
-# The table as issue 17 publishes it: platform, replicas, micro-batch, 2nd epoch (s), images/s.
+# The table as the course's study publishes it: platform, replicas, micro-batch, 2nd epoch (s), images/s.
 PUBLISHED = """
 | A100 GPU | 1 | 512 | 12.0 | 5,833 |
 | A100 GPU | 1 | 256 | 13.7 | 5,109 |

@@ -45,20 +45,22 @@ __all__ = [
 # Spreads measured on an AMD EPYC (AVX2) between the golden copies and replays under
 # ATEN_CPU_CAPABILITY=default (MKL_CBWR=COMPATIBLE, ONEDNN_MAX_CPU_ISA=SSE41) and avx2, 1 and 2
 # threads, empty and warm labkit cache (`tests/golden/kernels.py --spread-log`, then spread.py),
-# and on an Intel Xeon (AVX-512) in issue 12.
+# and on an Intel Xeon (AVX-512).
 
 #: Accuracies in percent, absolute. Measured: MNIST golden run (800 test images) 66.62 % golden,
 #: 67.75 % with default kernels here (1.13 points), 64.38 % with default kernels on AVX-512
 #: (2.24 points); with torch 2.14 on an AMD EPYC with AVX-512, 64.62 % with its best (avx512)
 #: kernels at 2 threads (the golden copy since the five-step notebooks) and 67.75 % with default
 #: kernels, or avx512 at 1 thread: 3.13 points, the widest, hence 4. The BERT-tiny stand-in (40 sentences) 0 points; the running
-#: training accuracy 1.25 points. Seeds 0-3 span 62.5-73.1 % (issue 12): another seed may land
+#: training accuracy 1.25 points. Seeds 0-3 span 62.5-73.1 %: another seed may land
 #: within 4 points, a broken model (40 % for 66 %) cannot.
 PERCENT_POINTS = 4.0
 #: Probabilities and other values in [-1, 1], absolute. Measured: the BERT-tiny stand-in's
 #: custom-text probabilities did not move in their printed digits in any pass; rebuilt under
 #: another MKL code path its probabilities agree within 5e-5 (tests/groq/test_models.py).
-#: Before its recipe was fixed (issue 12) they moved by 0.011 and one test sentence by 0.23.
+#: Its recipe (labkit/testbeds/groq/standin.py) builds it the same on every CPU: float64 PCA with
+#: fixed signs, Adam eps 1e-4; built in float32 with Adam's default eps, they moved by 0.011
+#: and one test sentence by 0.23.
 FRACTION_ATOL = 0.01
 #: Every other decimal (losses), relative to the golden value. Measured: MNIST running loss
 #: 0.175 % (1.8969 -> 1.8936), final loss 0.11 % here and 0.3 % on AVX-512 (1.810-1.815);

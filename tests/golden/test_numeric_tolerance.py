@@ -51,7 +51,7 @@ class TestPandasTable:
         assert numeric.differences(golden, golden) == []
 
     def test_probability_one_hundredth_apart_passes(self, form):
-        # issue 12: positive (0.95) on AMD AVX2 where the golden copy has positive (0.96)
+        # measured: positive (0.95) on AMD AVX2 where the golden copy has positive (0.96)
         golden, fresh = prediction_table(GOLDEN_ROWS)[form], prediction_table(with_prediction("positive (0.95)"))[form]
         assert golden != fresh
         assert numeric.differences(golden, fresh) == []

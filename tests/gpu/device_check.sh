@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 35's GPU figures in ONE device call (a lent H100/H200 machine; ../shared/gpu/README.md):
+# The GPU figures of docs/performance.md in ONE device call (a lent H100/H200 machine; ../shared/gpu/README.md):
 #
 #   echo /.whl/ >> .git/info/exclude; ../shared/gpu/wheelhouse.sh .whl; cp -r ../shared/data/mnist .mnist
 #   run(command="bash tests/gpu/device_check.sh", carry=[".whl", ".mnist"], timeout_s=600)

@@ -1,8 +1,8 @@
 """What a hostile student hands in beside a notebook, for the threat-model tests (docs/grading.md).
 
 ``shadow_labkit(folder, metrics)``: a ``labkit/`` package that lends itself the real package's
-modules and replaces ``labkit.grading.recompute`` with one that echoes ``metrics`` (the attack
-of issue 22). ``shadow_tests(folder)``: the same for the toy rubric's ``tests.grading.toy``.
+modules and replaces ``labkit.grading.recompute`` with one that echoes ``metrics`` (a forged
+recomputation). ``shadow_tests(folder)``: the same for the toy rubric's ``tests.grading.toy``.
 ``shadow_modules(folder)``: ``json.py``, ``yaml/``, ``nbformat/``, ``numpy/`` and
 ``sitecustomize.py`` that behave as the real modules in the student's own kernel and stop any
 other process that imports them with ``SHADOWED <name>``, plus an IPython startup file under
@@ -98,7 +98,7 @@ def labkit_student(folder: Path) -> None:
     _write(folder / "__init__.py", _GUARD.format(name="labkit (a student folder)", up="") + _LEND.format(rel="labkit"))
 
 
-#: The escape attempts of issue 31, each printing ``ESCAPE <what>: <outcome>`` (``done`` when it worked).
+#: The attempts to escape the run folder, each printing ``ESCAPE <what>: <outcome>`` (``done`` when it worked).
 _ESCAPE = r'''import os, socket
 def attempt(what, action):
     try:

@@ -1,4 +1,4 @@
-"""Issue 31: a submission's files stay inside its run folder at every level, or nothing runs.
+"""A submission's files stay inside its run folder at every level, or nothing runs.
 
 At each level this machine offers as it is found (no package installed first: Landlock alone at
 ``unshare`` and ``rlimits``), then at ``bwrap`` once bubblewrap is installed, one batch grades two

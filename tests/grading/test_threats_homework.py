@@ -1,4 +1,4 @@
-"""Issue 22's "done when": the real homework rubric, 2 workers, the attacks beside two honest students.
+"""The threat model on the real homework rubric: 2 workers, the attacks beside two honest students.
 
 ben (every testbed log, every answer) and cleo (a few logs, two answers) are students of the
 class in tests/homework/classroom.py: they must get exactly their rows of the class's expected

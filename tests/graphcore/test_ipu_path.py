@@ -83,7 +83,7 @@ def test_the_plan_says_ipu_and_why_or_why_not(fake_poptorch, monkeypatch):
 
 
 def test_an_interrupt_in_the_ipu_test_pass_keeps_the_epochs_and_the_batches_seen(fake_poptorch, monkeypatch):
-    """Issue 36 on the testbed path: Ctrl-C while the IPU tests keeps the trained epochs (their times
+    """The interrupt contract on the testbed path: Ctrl-C while the IPU tests keeps the trained epochs (their times
     and throughput), the accuracy over the test batches seen, said as such, and releases the IPU."""
     import os
     import signal

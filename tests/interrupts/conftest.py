@@ -1,4 +1,4 @@
-"""The walks of issue 36 run on request: `make test-interrupts` (LABKIT_INTERRUPT_WALK=1).
+"""The interrupt walks run on request: `make test-interrupts` (LABKIT_INTERRUPT_WALK=1).
 
 Each of their 46 cases runs a notebook to a moment and interrupts it: 1 to 3 minutes a case on a
 shared 2-core machine, more than CI's budget leaves, and some moments still fail (the issue's

@@ -1,4 +1,4 @@
-"""Every notebook's phases, the output that marks each boundary, and what a Ctrl-C there must keep (issue 36).
+"""Every notebook's phases, the output that marks each boundary, and what a Ctrl-C there must keep.
 
 Shared by the terminal walk (test_every_moment.py: `labkit run --show-output` and SIGINT) and the
 kernel walk (test_kernel_interrupt.py: Kernel -> Interrupt through jupyter_client). The phase names
@@ -140,7 +140,7 @@ WALKS: Dict[str, Walk] = {
 }
 
 def recorded_phase(run: results.Run) -> str:
-    """The phase an interrupted run's record names ("" when it names none: a record from before issue 36)."""
+    """The phase an interrupted run's record names ("" when it names none: a record written before runs named their phase)."""
     return getattr(run, "stopped_in", "") or ""
 
 

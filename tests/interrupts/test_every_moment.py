@@ -1,4 +1,4 @@
-"""Ctrl-C at every moment of every notebook keeps what was measured (issue 36).
+"""Ctrl-C at every moment of every notebook keeps what was measured.
 
 For each of the nine notebooks, at small sizes, `labkit run NOTEBOOK OUTPUT --show-output` runs in a
 process group of its own and gets a SIGINT, as a terminal sends it, at one phase boundary its output

@@ -1,4 +1,4 @@
-"""Kernel -> Interrupt at every phase boundary of MNIST and inference, through a real kernel (issue 36).
+"""Kernel -> Interrupt at every phase boundary of MNIST and inference, through a real kernel.
 
 A student runs the notebook's cells top to bottom in JupyterLab (jupyter_client here) and presses
 Kernel -> Interrupt (``KernelManager.interrupt_kernel()``) when the output shows a phase boundary

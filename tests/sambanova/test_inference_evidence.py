@@ -165,7 +165,7 @@ def test_a_students_results_per_endpoint_count_completion_tokens_and_name_what_i
     completion = sum(r["usage"]["completion_tokens"] for r in metis + sophia)
     assert run.metrics["requests"] == 10 and run.metrics["output_tokens"] == completion == 588  # never total tokens
     # the counts are the whole run's (both endpoints', as a measured run's); every figure is one endpoint's,
-    # the mean answer length too (issue 37: it was both endpoints' answers pooled), and the note says which
+    # the mean answer length too (never both endpoints' answers pooled), and the note says which
     assert run.metrics["output_tokens_per_request"] == pytest.approx(264 / 5)  # metis's 5 answers
     assert [(e["name"], e["requests"], e["requests_completed"], e["output_tokens"])
             for e in run.environment["endpoints"]] == [("metis", 5, 5, 264), ("sophia", 5, 5, 324)]

@@ -1,4 +1,4 @@
-"""Issue 30 on the stand-in server, for real over loopback: reasoning deltas counted apart from the
+"""The load generator on the stand-in server, for real over loopback: reasoning deltas counted apart from the
 answer (and an empty answer at max_tokens counted as completed), request-rate arrivals scheduled
 ahead, synthetic lengths, the readiness check (a model the endpoint does not serve, a renamed one),
 and a bounded knee search."""
@@ -22,7 +22,7 @@ from labkit.testbeds.sambanova.inference.report import fmt_time  # noqa: E402
 from labkit.testbeds.sambanova.inference.summary import configuration_rows  # noqa: E402
 from labkit.testbeds.sambanova.inference.timing import summarize  # noqa: E402
 
-KEY = "labkit-test-key-issue30"
+KEY = "labkit-test-key-load"
 PROMPTS = [(0, "What is a KV cache?"), (1, "Explain goodput."), (2, "Why stream?")]
 
 
@@ -145,8 +145,8 @@ def test_times_print_in_milliseconds_with_three_significant_digits():
 
 
 def test_a_percentile_table_keeps_its_width_when_tokens_come_microseconds_apart():
-    """Stop 54's CI: the stand-in can stream a row's tokens under 0.1 ms apart (99.0 µs here), and
-    "0.0990 ms" in four columns made pandas wrap the table, so the golden copy's text differed."""
+    """The stand-in can stream a row's tokens under 0.1 ms apart (99.0 µs here), and
+    "0.0990 ms" in four columns would make pandas wrap the table, and the golden copy's text would differ."""
     from types import SimpleNamespace
 
     from labkit.testbeds.sambanova.inference.report import percentile_table

@@ -66,7 +66,7 @@ def _show_outputs(path):
 
 
 def test_a_knee_search_over_request_rates_on_a_reasoning_stand_in_draws_one_figure(tmp_path, monkeypatch):
-    """Issue 30's "done when": request_rate (Poisson arrivals) with a knee search, both of the stand-in's
+    """request_rate (Poisson arrivals) with a knee search, both of the stand-in's
     configurations on one figure, and its reasoning deltas shown as reasoning and answer tokens."""
     monkeypatch.setenv("LABKIT_PROGRESS", "text")
     out = tmp_path / "inference.ipynb"
