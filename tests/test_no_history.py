@@ -59,7 +59,8 @@ def references(text: str) -> Iterator[Tuple[int, str]]:
 @pytest.mark.parametrize("line", [
     "# On a clean clone (stop 44): 39 min", "CI failed on stops 43 and 44", '"""Stop 54\'s CI: the table wrapped',
     "# (Stop\n# 44's failure", "keeps what was measured (issue 36).", "# Issue\n# 36's walks", "see #36",
-    "def test_issue_36_walk():", "def test_stop_44():", "the issue-35 target", 'KEY = "labkit-test-key-issue30"', "(issues 30 and 36)"])
+    "def test_issue_36_walk():", "def test_stop_44():", "the issue-35 target", 'KEY = "labkit-test-key-issue30"',
+    "(issues 30 and 36)"])
 def test_a_work_log_reference_is_found(line):
     assert list(references(line)), line
 

@@ -140,7 +140,7 @@ WALKS: Dict[str, Walk] = {
 }
 
 def recorded_phase(run: results.Run) -> str:
-    """The phase an interrupted run's record names ("" when it names none: a record written before runs named their phase)."""
+    """The phase an interrupted run's record names ("" for an older record, which names none)."""
     return getattr(run, "stopped_in", "") or ""
 
 

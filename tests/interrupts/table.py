@@ -23,7 +23,7 @@ def kept_text(line: Dict[str, Any]) -> str:
     run = line["runs"][0]
     if run.get("phase"):
         where = " in " + run["phase"]
-    else:  # a record written before runs named their phase names none, only where its loop stopped
+    else:  # an older record names no phase, only where its loop stopped
         where = " (no phase named; stopped at {})".format(run["stopped_at"]) if run.get("stopped_at") else ""
     return "{}{}: {} figures ({})".format(run["status"], where, len(run["metrics"]),
                                          ", ".join(run["metrics"][:6]) + ("..." if len(run["metrics"]) > 6 else ""))
