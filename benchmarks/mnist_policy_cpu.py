@@ -1,4 +1,4 @@
-"""The MNIST step on a CPU before and after the accelerator policy (issue 35): not slower, the same numbers.
+"""The MNIST step on a CPU before and after the accelerator policy: not slower, the same numbers.
 
     .venv/bin/python benchmarks/mnist_policy_cpu.py                # 6 interleaved repeats, 2,000 samples
     .venv/bin/python benchmarks/mnist_policy_cpu.py --repeats 10 --samples 4000
