@@ -1,4 +1,4 @@
-"""Code, tests, docs, the Makefile and CI say why things are as they are, not when they changed.
+"""Code, tests, benchmarks, notebooks, docs, the Makefile and CI say why things are, not when they changed.
 
 A work-log reference ("stop 44", "stops 43 and 44", "issue 36", "#36") tells a reader of the code
 nothing they can use: git log keeps that history. An upstream project's issue is evidence and may
@@ -15,7 +15,7 @@ from typing import Iterator, List, Tuple
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ["labkit", "tests", "docs", ".ci", "Makefile", "README.md"]
+SCANNED = ["labkit", "tests", "docs", "benchmarks", "notebooks", ".ci", "Makefile", "README.md"]
 #: Projects whose issue numbers may be cited (the name stands right before the number).
 UPSTREAM = {"papermill", "pytorch", "torch", "nbclient", "nbformat", "ipykernel", "jupyter_client",
             "jupyterlab", "tqdm", "transformers", "vllm", "poptorch", "groqflow", "modelzoo", "cpython"}
