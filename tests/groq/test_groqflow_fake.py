@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from labkit.testbeds.groq import backends, groqchip
+from labkit.testbeds.groq.engine import BackendError
 from labkit.testbeds import groq
 from labkit.testbeds.groq.report import make_run
+from tests.fakes import groqnode
 
 
 def _config(tiny_dirs, **values):
@@ -22,7 +24,7 @@ def test_groq_is_found_through_groqflows_chip_count(fake_groqflow):
 
 
 def test_no_groqchip_means_no_groq_backend(fake_groqflow, monkeypatch):
-    monkeypatch.setenv("FAKE_GROQFLOW_LSPCI", "00:00.0 0200: 8086:1521\n")
+    groqnode.set_cards(fake_groqflow / "node", 0)
     assert "groq" not in backends.resolve_backends("auto")
     with pytest.raises(ValueError, match="'groq' is not available here: groqflow is installed but no GroqChip"):
         backends.resolve_backends("groq")
@@ -85,5 +87,5 @@ def test_a_wrong_shape_is_refused_by_the_groq_model(fake_groqflow, tiny_dirs):
     engines = groq.build(config, loaded)
     from labkit.testbeds.groq import evalsets
 
-    with pytest.raises(Exception, match="built for"):
+    with pytest.raises(BackendError, match=r"Model built to always take input of shape \{'attention_mask': \(1, 16\)"):
         engines["groq"](evalsets.dummy_inputs("classification", 8))
