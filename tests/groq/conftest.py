@@ -76,3 +76,22 @@ def tiny_dirs(tmp_path_factory):
         tokenizer.save_pretrained(str(target))
         dirs[name] = target
     return dirs
+
+
+def embedding_classifier(vocab: int, hidden: int):
+    """(model, dummy inputs): an embedding and a linear head taking BERT's two inputs, with
+    vocab x hidden + 2 x hidden + 2 parameters (what GroqFlow counts to choose the chips)."""
+    import torch
+
+    class EmbeddingClassifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(vocab, hidden)
+            self.head = torch.nn.Linear(hidden, 2)
+
+        def forward(self, input_ids, attention_mask):
+            return {"logits": self.head((self.embed(input_ids) * attention_mask.unsqueeze(-1)).mean(1))}
+
+    torch.manual_seed(0)
+    dummy = {"input_ids": torch.ones(1, 16, dtype=torch.long), "attention_mask": torch.ones(1, 16, dtype=torch.long)}
+    return EmbeddingClassifier().eval(), dummy

@@ -9,6 +9,7 @@ from labkit.testbeds.groq.engine import BackendError
 from labkit.testbeds import groq
 from labkit.testbeds.groq.report import make_run
 from tests.fakes import groqnode
+from tests.groq.conftest import embedding_classifier
 
 
 def _config(tiny_dirs, **values):
@@ -92,20 +93,8 @@ def test_a_wrong_shape_is_refused_by_the_groq_model(fake_groqflow, tiny_dirs):
 
 
 def _big_model():
-    """51.2M parameters (an embedding of 400,000 x 128): one more than a GroqChip holds."""
-    import torch
-
-    class Big(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed = torch.nn.Embedding(400000, 128)
-            self.head = torch.nn.Linear(128, 2)
-
-        def forward(self, input_ids, attention_mask):
-            return {"logits": self.head((self.embed(input_ids) * attention_mask.unsqueeze(-1)).mean(1))}
-
-    dummy = {"input_ids": torch.ones(1, 16, dtype=torch.long), "attention_mask": torch.ones(1, 16, dtype=torch.long)}
-    return Big().eval(), dummy
+    """51.2M parameters (an embedding of 400,000 x 128): more than one GroqChip holds."""
+    return embedding_classifier(400000, 128)
 
 
 def test_a_model_for_two_chips_on_a_node_with_two_says_so_in_one_sentence(fake_groqflow, capsys):

@@ -18,6 +18,7 @@ import pytest
 
 from tests.fakes import GROQFLOW
 from tests.fakes.groqnode import lspci_text, no_lspci
+from tests.groq.conftest import embedding_classifier
 
 # GroqFlow's stack (torch 2.1, scikit-learn 1.1.1, pkg_resources) warns at import and while it
 # exports; GroqFlow sends those into its stage logs. They are not labkit's to fix.
@@ -65,21 +66,7 @@ def _os_name() -> str:
 
 
 def _tiny_model():
-    import torch
-
-    class Tiny(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed = torch.nn.Embedding(100, 8)
-            self.head = torch.nn.Linear(8, 2)
-
-        def forward(self, input_ids, attention_mask):
-            hidden = self.embed(input_ids) * attention_mask.unsqueeze(-1)
-            return {"logits": self.head(hidden.mean(1))}
-
-    torch.manual_seed(0)
-    dummy = {"input_ids": torch.ones(1, 16, dtype=torch.long), "attention_mask": torch.ones(1, 16, dtype=torch.long)}
-    return Tiny().eval(), dummy
+    return embedding_classifier(100, 8)
 
 
 def test_without_lspci_groqflow_raises_an_envError_that_labkit_turns_into_one_sentence(groqflow, monkeypatch,

@@ -50,17 +50,18 @@ def _groqflow(doing: str) -> Iterator[None]:
     """Run a GroqFlow call: its failure becomes one BackendError line saying what GroqFlow said."""
     import onnxflow.common.exceptions as exp
 
-    stdout, printed = sys.stdout, io.StringIO()
+    stdout, printed, said = sys.stdout, io.StringIO(), None
     try:
         with contextlib.redirect_stderr(printed):
             yield
     except (exp.Error, exp.StageError) as error:
-        said = _printed_error(printed.getvalue()) or str(error)
-        raise BackendError("groq: {}: GroqFlow raised {}: {}".format(doing, type(error).__name__, said)) from None
-    else:
-        sys.stderr.write(printed.getvalue())
+        said = "{}: {}".format(type(error).__name__, _printed_error(printed.getvalue()) or error)
     finally:
         sys.stdout = stdout
+        if said is None:  # anything else GroqFlow printed stays on the screen
+            sys.stderr.write(printed.getvalue())
+    if said is not None:
+        raise BackendError("groq: {}: GroqFlow raised {}".format(doing, said))
 
 
 def groq_chips() -> Tuple[int, str]:
@@ -82,7 +83,7 @@ def groq_chips() -> Tuple[int, str]:
     return chips, "{} GroqChip(s) found".format(chips) if chips else "groqflow is installed but no GroqChip was found"
 
 
-def chips_sentence(build_name: str, chips: int, parameters: Optional[int]) -> str:
+def _chips_sentence(build_name: str, chips: int, parameters: Optional[int]) -> str:
     """One sentence: how many GroqChips groqit built for, and GroqFlow's reason."""
     size = "{:.1f}M parameters".format(parameters / 1e6) if parameters else "its parameters"
     return ("groqit() built {} for {} GroqChips: GroqFlow gives each chip at most {}M parameters and uses a power "
@@ -91,7 +92,7 @@ def chips_sentence(build_name: str, chips: int, parameters: Optional[int]) -> st
 
 
 class GroqEngine(Engine):
-    """GroqFlow on a GroqChip, as the proof point drives it. Verified only on the testbed."""
+    """GroqFlow on a GroqChip, as the proof point drives it; ``chips``: the GroqChips of the build."""
 
     name = "groq"
 
@@ -108,7 +109,7 @@ class GroqEngine(Engine):
             self.gmodel = groqit(model, dummy, build_name=build_name)
         self.chips = int(self.gmodel.state.num_chips_used)
         if self.chips > 1:
-            said = chips_sentence(build_name, self.chips, getattr(self.gmodel.state.info, "num_parameters", None))
+            said = _chips_sentence(build_name, self.chips, getattr(self.gmodel.state.info, "num_parameters", None))
             available, reason = groq_chips()
             if self.chips > available:
                 # GroqModel would raise ModelRuntimeError at its first run; say it before anything runs
