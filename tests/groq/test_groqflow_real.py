@@ -141,7 +141,8 @@ def test_groqit_without_the_sdk_exports_optimizes_and_stops_at_its_dependency_ch
 
 
 def test_groqit_leaves_stdout_in_the_stage_log_after_an_envError(groqflow, tmp_path, capfd):
-    """GroqFlow itself (not labkit): the stage that raised EnvError keeps sys.stdout."""
+    """GroqFlow itself (not labkit): the stage that raised EnvError keeps sys.stdout, and the
+    failed build is in the cache for the next call."""
     if _os_name() in ("Ubuntu", "Rocky Linux"):
         pytest.skip("on a supported OS the dependency check raises a StageError, which restores stdout")
     from groqflow import groqit
@@ -157,6 +158,14 @@ def test_groqit_leaves_stdout_in_the_stage_log_after_an_envError(groqflow, tmp_p
         sys.stdout = stdout
     assert left is not stdout and type(left).__name__ == "Logger"
     assert UNSUPPORTED_OS in capfd.readouterr().err
+    # the next call finds that failed build in the cache, says so and builds again
+    try:
+        with pytest.raises(exp.EnvError):
+            groqit(model, dummy, build_name="leak", monitor=False)
+    finally:
+        sys.stdout = stdout
+    assert ("build_model() has detected that you already attempted building this model with the exact same model, "
+            "inputs, options, and version of onnxflow, and that build failed.") in capfd.readouterr().out
 
 
 UBUNTU = 'PRETTY_NAME="Ubuntu 22.04.3 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\nID=ubuntu\n'

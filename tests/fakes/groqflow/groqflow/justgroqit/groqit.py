@@ -29,9 +29,11 @@ redirects it; a ``StageError`` restores stdout and is printed as an error (``Seq
 any other exception leaves ``sys.stdout`` pointing at that stage's log, as in the real
 ``fire_helper`` (it has no ``except`` for them). ``Error`` subclasses print themselves on stderr.
 
-A cached successful build with the same input shapes and types (and ``num_chips``) is loaded
-("found in cache. Loading it!"); a changed shape rebuilds with ``_rebuild_if_needed``'s warning.
-The real cache check also hashes the model; this one does not.
+The state is saved when the build starts and when a stage raises ``StageError``. A cached
+successful build with the same input shapes (and ``num_chips``) is loaded ("found in cache.
+Loading it!"); a changed shape, or a build that failed or never finished, rebuilds with
+``_rebuild_if_needed``'s warning (onnxflow ``ignition.validate_cached_model``). The real cache
+check also hashes the model; this one does not.
 """
 
 import copy
@@ -99,6 +101,8 @@ def _fire(name, fire, state):
         fire(state)
     except exp.StageError as e:
         sys.stdout = sys.stdout.terminal
+        state.build_status = "failed"
+        state.save()
         printing.log_error(e)
         raise
     # any other exception leaves sys.stdout redirected, as the real fire_helper does
@@ -230,6 +234,8 @@ def groqit(model=None, inputs=None, build_name=None, cache_dir=build.DEFAULT_CAC
     for folder in ("onnx", "compile"):  # GroqState.prepare_file_system
         os.makedirs(os.path.join(state.build_dir, folder), exist_ok=True)
     state.model, state.inputs = model, inputs
+    state.build_status = "running"  # saved now, so a build that dies is seen as failed next time
+    state.save()
     if monitor:
         print('\n\n\nBuilding "{}"'.format(build_name))
     for name, fire in STAGES:
