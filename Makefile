@@ -15,7 +15,7 @@ endif
 endif
 
 .PHONY: lab test test-quick test-flaky test-interrupts test-kernels test-lowest setup golden bench clean setup-browser test-browser book \
-	test-gpu
+	test-gpu test-vendors
 
 setup: $(STAMP)
 
@@ -103,6 +103,21 @@ test-lowest:
 	$(LOWEST_PY) -m pip install --quiet -c $(LOWEST_VENV)/llm.txt transformers tokenizers
 	$(LOWEST_PY) -m pip list 2>/dev/null | grep -iE '^(transformers|tokenizers) '
 	$(LOWEST_PY) -m pytest tests/llm tests/bert -p no:cacheprovider -q
+
+# labkit's vendor paths against the vendors' real packages where they install from PyPI, for what
+# runs without the hardware (tests/groq/test_groqflow_real.py: GroqFlow's chip count with and without
+# lspci, groqit up to its SDK check). GroqFlow 4.3.1 needs Python < 3.11 and torch 2.1.0 (a CUDA
+# build with its nvidia-* wheels): about 2.9 GB to download and 5.4 GB installed, so it has a venv
+# of its own beside the checkout and is not part of `make test`. GroqFlow leaves NumPy unpinned and
+# pip picks NumPy 2, beside which torch 2.1's and scikit-learn 1.1.1's wheels fail to import.
+GROQFLOW_PYTHON ?= $(or $(shell command -v python3.10),$(firstword $(wildcard $(HOME)/.pyenv/versions/3.10.*/bin/python3)))
+GROQFLOW_VENV ?= $(abspath ../venvs/groqflow310)
+
+test-vendors:
+	@test -n "$(GROQFLOW_PYTHON)" || { echo "make test-vendors: no Python 3.10 found (GroqFlow 4.3.1 needs Python < 3.11); set GROQFLOW_PYTHON"; exit 1; }
+	@test -x $(GROQFLOW_VENV)/bin/python || $(GROQFLOW_PYTHON) -m venv $(GROQFLOW_VENV)
+	$(GROQFLOW_VENV)/bin/python -m pip install --quiet groqflow==4.3.1 'numpy<2' pytest
+	$(GROQFLOW_VENV)/bin/python -m pytest tests/groq/test_groqflow_real.py -p no:cacheprovider -rs
 
 golden: $(STAMP)
 	$(PY) tests/golden/regenerate.py

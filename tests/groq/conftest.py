@@ -7,8 +7,7 @@ import os
 import pytest
 
 from tests.fakes import GROQFLOW
-
-ONE_GROQCARD = "00:00.0 0200: 8086:1521\n3b:00.0 1200: 1de0:0000 (rev 01)\n"
+from tests.fakes.groqnode import groq_node
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -24,18 +23,26 @@ def labkit_cache(tmp_path_factory):
         os.environ["LABKIT_CACHE_DIR"] = old
 
 
+def _groqflow_modules():
+    import sys
+
+    return [m for m in sys.modules if m.split(".")[0] in ("groqflow", "onnxflow")]
+
+
 @pytest.fixture
 def fake_groqflow(monkeypatch, tmp_path):
-    """The fake groqflow importable, with one GroqCard on the PCI bus and its own build cache."""
+    """The fake groqflow importable on a stand-in GroqNode with one GroqCard (tests/fakes/groqnode.py),
+    with its own build cache; the node's folder is ``fake_groqflow / "node"``."""
     import sys
 
     monkeypatch.syspath_prepend(str(GROQFLOW))
-    monkeypatch.setenv("FAKE_GROQFLOW_LSPCI", ONE_GROQCARD)
+    for name, value in groq_node(tmp_path / "node", cards=1).items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("GROQFLOW_CACHE_DIR", str(tmp_path / "groqflow-cache"))
-    for name in [m for m in sys.modules if m == "groqflow" or m.startswith("groqflow.")]:
+    for name in _groqflow_modules():
         monkeypatch.delitem(sys.modules, name)
-    yield GROQFLOW
-    for name in [m for m in sys.modules if m == "groqflow" or m.startswith("groqflow.")]:
+    yield tmp_path
+    for name in _groqflow_modules():
         sys.modules.pop(name, None)
 
 
@@ -69,3 +76,22 @@ def tiny_dirs(tmp_path_factory):
         tokenizer.save_pretrained(str(target))
         dirs[name] = target
     return dirs
+
+
+def embedding_classifier(vocab: int, hidden: int):
+    """(model, dummy inputs): an embedding and a linear head taking BERT's two inputs, with
+    vocab x hidden + 2 x hidden + 2 parameters (what GroqFlow counts to choose the chips)."""
+    import torch
+
+    class EmbeddingClassifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(vocab, hidden)
+            self.head = torch.nn.Linear(hidden, 2)
+
+        def forward(self, input_ids, attention_mask):
+            return {"logits": self.head((self.embed(input_ids) * attention_mask.unsqueeze(-1)).mean(1))}
+
+    torch.manual_seed(0)
+    dummy = {"input_ids": torch.ones(1, 16, dtype=torch.long), "attention_mask": torch.ones(1, 16, dtype=torch.long)}
+    return EmbeddingClassifier().eval(), dummy

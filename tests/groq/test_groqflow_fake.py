@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 from labkit.testbeds.groq import backends, groqchip
+from labkit.testbeds.groq.engine import BackendError
 from labkit.testbeds import groq
 from labkit.testbeds.groq.report import make_run
+from tests.fakes import groqnode
+from tests.groq.conftest import embedding_classifier
 
 
 def _config(tiny_dirs, **values):
@@ -22,7 +25,7 @@ def test_groq_is_found_through_groqflows_chip_count(fake_groqflow):
 
 
 def test_no_groqchip_means_no_groq_backend(fake_groqflow, monkeypatch):
-    monkeypatch.setenv("FAKE_GROQFLOW_LSPCI", "00:00.0 0200: 8086:1521\n")
+    groqnode.set_cards(fake_groqflow / "node", 0)
     assert "groq" not in backends.resolve_backends("auto")
     with pytest.raises(ValueError, match="'groq' is not available here: groqflow is installed but no GroqChip"):
         backends.resolve_backends("groq")
@@ -85,5 +88,49 @@ def test_a_wrong_shape_is_refused_by_the_groq_model(fake_groqflow, tiny_dirs):
     engines = groq.build(config, loaded)
     from labkit.testbeds.groq import evalsets
 
-    with pytest.raises(Exception, match="built for"):
+    with pytest.raises(BackendError, match=r"Model built to always take input of shape \{'attention_mask': \(1, 16\)"):
         engines["groq"](evalsets.dummy_inputs("classification", 8))
+
+
+def _big_model():
+    """51.2M parameters (an embedding of 400,000 x 128): more than one GroqChip holds."""
+    return embedding_classifier(400000, 128)
+
+
+def test_a_model_for_two_chips_on_a_node_with_two_says_so_in_one_sentence(fake_groqflow, capsys):
+    from groqflow.groqmodel import groqmodel as fake
+
+    groqnode.set_cards(fake_groqflow / "node", 2)
+    model, dummy = _big_model()
+    engine = groqchip.GroqEngine(model, "classification", dummy, label="big")
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("groq: ")]
+    assert said == ["groq: groqit() built labkit_big for 2 GroqChips: GroqFlow gives each chip at most 50M "
+                    "parameters and uses a power of 2 chips, and the model has 51.2M parameters."]
+    assert engine.chips == 2
+    engine.benchmark(dummy)
+    # GroqFlow's estimate covers the pipeline of both chips: twice one stage's cycles
+    assert engine.on_chip_latency_s == pytest.approx(2 * fake.FAKE_TOTAL_CYCLES / 9e8)
+
+
+def test_a_model_for_two_chips_on_a_node_with_one_is_refused_before_it_runs(fake_groqflow):
+    model, dummy = _big_model()
+    with pytest.raises(BackendError) as raised:
+        groqchip.GroqEngine(model, "classification", dummy, label="big")
+    assert str(raised.value) == (
+        "groq: groqit() built labkit_big for 2 GroqChips: GroqFlow gives each chip at most 50M parameters and uses "
+        "a power of 2 chips, and the model has 51.2M parameters. This node has 1 (1 GroqChip(s) found), so the "
+        "model cannot run here.")
+
+
+def test_groqflow_itself_refuses_to_run_a_build_for_more_chips_than_the_node_has(fake_groqflow, capfd):
+    """What labkit says before it runs: GroqModel's own ModelRuntimeError at the first run."""
+    from groqflow import groqit
+    import onnxflow.common.exceptions as exp
+
+    model, dummy = _big_model()
+    gmodel = groqit(model, dummy, build_name="big")
+    assert gmodel.state.num_chips_used == 2
+    with pytest.raises(exp.ModelRuntimeError):
+        gmodel.run(dummy)
+    assert ("Trying to execute a model compiled for 2 GroqChip processors but this machine only has 1 GroqChip "
+            "processors available.") in capfd.readouterr().err

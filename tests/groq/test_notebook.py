@@ -12,8 +12,7 @@ import pytest
 from labkit import results
 
 from tests.fakes import GROQFLOW as FAKE_GROQFLOW
-
-from .conftest import ONE_GROQCARD
+from tests.fakes.groqnode import groq_node
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "groq" / "bert_tiny.ipynb"
 
@@ -23,7 +22,8 @@ def _environment(monkeypatch, tmp_path, groq_card: bool):
     paths = [root] + ([str(FAKE_GROQFLOW)] if groq_card else [])
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("FAKE_GROQFLOW_LSPCI", ONE_GROQCARD)
+    for name, value in groq_node(tmp_path / "node", cards=1).items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("GROQFLOW_CACHE_DIR", str(tmp_path / "groqflow"))
 
 

@@ -19,7 +19,8 @@ engines = groq.build(config, loaded); result = groq.evaluate(config, loaded, dat
 The ``cpu`` row is measured as the proof point measures it (PyTorch eager, batch 1, the dataset
 loop's wall time divided by the number of samples); ``onnxruntime`` runs a fixed-shape
 ``torch.onnx`` export; ``cuda`` appears with a GPU; ``groq`` with GroqFlow and a GroqChip
-(verified only on the testbed). See docs/groq.md.
+(never run on a GroqNode: checked against the real GroqFlow up to its SDK check, past it against
+a fake; docs/groq.md says which path was checked where).
 
 Modules, one concern each: ``spec`` (parameters and checks: ``SPEC``), ``metrics`` (``METRICS``),
 ``exercise`` (the notebook's plan and run steps), ``report`` (its show step, the latency and parity
