@@ -81,7 +81,7 @@ def run_mnist(config: Config, verbose: bool = True, device: Any = None) -> Mnist
     _finish(result, notes, sizes)
     if result.run.status == "interrupted":
         say(result.history.interrupted)
-    else:
+    elif "test_accuracy" in result.run.metrics:  # absent when there was no test pass (a note says why)
         say("Accuracy on test set: {:0.2f}%".format(result.test_accuracy))
     for note in result.run.notes[len(notes):]:
         if not note.startswith("Interrupted "):  # said above, in one line
