@@ -19,7 +19,10 @@ Replicas (run by :mod:`labkit.testbeds.comparison.replicas`):
   sized for the GPU (the images given, cycled) so that a timed epoch lasts at least a second, said in
   the row's ``note`` with the images per epoch recorded. One GPU gives the one-replica row only;
 - IPU: PopTorch's ``Options().replicationFactor(n)`` in one process (verified only against a
-  fake PopTorch speaking its API; run it on a Graphcore testbed to measure).
+  fake written from PopTorch's source; run it on a Graphcore testbed to measure). A configuration
+  PopTorch cannot run, a replica count that is not a power of 2 or more images a step (micro-batch
+  x replicas) than an epoch has, gets a row saying why before anything is compiled; one PopTorch
+  fails ("Failed to acquire 2 IPU(s)") a row with its message; the study goes on either way.
 Processes are started by :mod:`labkit.ranks` and meet through a rendezvous store the study's
 process holds on a port the OS picks, so studies running side by side cannot collide.
 

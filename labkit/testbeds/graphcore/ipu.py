@@ -1,8 +1,8 @@
 """The MNIST exercise's IPU backend: PopTorch, as the course's ``mnist_poptorch.py`` uses it.
 
-Verified only on the Graphcore testbed (PopTorch ships inside the Poplar SDK and cannot be
-installed elsewhere); here it is tested against a fake that speaks PopTorch's API. Kept thin:
-every call below is PopTorch's documented API, in the tutorial's order.
+Verified only against a fake written from PopTorch's source (tests/fakes/poptorch): PopTorch
+ships inside the Poplar SDK and cannot be installed elsewhere, and this path has not yet run on
+a real IPU. Kept thin: every call below is PopTorch's documented API, in the tutorial's order.
 
     opts = poptorch.Options().deviceIterations(n); opts.outputMode(poptorch.OutputMode.All)
     poptorch.DataLoader(opts, dataset, batch_size=..., shuffle=True, drop_last=True)

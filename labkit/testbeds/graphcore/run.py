@@ -6,8 +6,8 @@
 
 ``device="auto"`` takes an IPU when PopTorch is importable and an IPU is attached, else CUDA,
 else Apple MPS, else the CPU. The IPU path follows the course's ``mnist_poptorch.py`` and
-PopTorch's documented API; it was verified only on the testbed (PopTorch ships only inside
-Graphcore's Poplar SDK), and is tested here against a fake that speaks the same API.
+PopTorch's documented API; it is verified only against a fake written from PopTorch's source
+(PopTorch ships only inside Graphcore's Poplar SDK; the path has not yet run on a real IPU).
 """
 
 from __future__ import annotations

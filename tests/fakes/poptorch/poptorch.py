@@ -2,7 +2,7 @@
 never kinder than it: the part labkit uses, the MNIST exercise (labkit/testbeds/graphcore/ipu.py)
 and the scaling study's IPU replicas (labkit/testbeds/comparison/replicas.py).
 
-    monkeypatch.syspath_prepend(str(tests.fakes.POPTORCH)); import poptorch
+    poptorch = tests.fakes.import_poptorch(monkeypatch, system_ipus=16)   # or: put POPTORCH on sys.path
 
 Real PopTorch cannot be installed here: it ships only inside Graphcore's Poplar SDK (its wheel
 needs the SDK's ``poptorch_core`` and Poplar libraries), so labkit's IPU paths are verified only
@@ -16,7 +16,8 @@ Each behaviour labkit depends on, and where the real one does it:
   (python/_impl.py, ``createPoptorchError``); C++ ones ``In FILE:LINE: 'poptorch_cpp_error':
   MESSAGE`` and, where a log context is open, ``Error raised in:`` and its frames
   (poptorch_err/source/ExceptionHandling.cpp, ``convertToPoptorchExceptionOrRethrow``). The
-  real message can carry more context frames than this fake's one.
+  fake's FILE:LINE is where the check sits in 3.3.0, and the real message can carry more
+  context frames than the fake's one.
 - ``Options`` (python/options.py, ``Options.__init__``; python/_options_impl.py,
   ``OptionsDict``): ``deviceIterations``, ``replicationFactor``, ``outputMode``, ``randomSeed``,
   ``autoRoundNumIPUs``, ``showCompilationProgressBar``, ``Training.gradientAccumulation``; a
@@ -53,7 +54,8 @@ Each behaviour labkit depends on, and where the real one does it:
   and the batch dimension against the combined batch (``PoplarExecutor._narrow_tensor``).
 - ``detachFromDevice()`` on a model never compiled raises "Model has not been compiled or has
   been destroyed." (``NO_EXECUTABLE_ERR``); on a detached one "Device is not attached";
-  ``attachToDevice()`` on an attached one "Device is already attached"; ``copyWeightsToHost()``
+  ``attachToDevice()`` likewise before compilation, and on an attached model "Device is already
+  attached"; it acquires the IPUs again, failing as compilation does; ``copyWeightsToHost()``
   before compilation raises ``NO_EXECUTABLE_ERR`` (all ``PoplarExecutor``). ``destroy()``
   releases the IPUs and is a no-op before compilation.
 - ``ipuHardwareIsAvailable(num_ipus=1)``: whether the system has a device of that many IPUs
