@@ -121,7 +121,7 @@ def test_mnist_keeps_its_training_figures_when_the_inference_model_cannot_get_an
     assert len(run.series["loss"]["y"]) == 20  # every step trained is kept
     said = [n for n in run.notes if n.startswith("No test pass")]
     assert said == ["No test pass: PopTorch could not compile the inference model or attach it to an IPU (Failed to "
-                    "acquire 1 IPU(s)); the training figures above are kept."]
+                    "acquire 1 IPU(s)); the training figures are kept."]
     out = capsys.readouterr().out
     assert "Note: " + said[0] in out and "Accuracy on test set" not in out
     assert "inferenceModel.detachFromDevice" not in fake_poptorch.CALLS and not fake_poptorch._held

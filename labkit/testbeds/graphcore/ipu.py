@@ -158,7 +158,7 @@ def _untested(config: Config, history: TrainHistory, model: Any, compile_seconds
                      source="testbed", extra_env=_how_it_ran(config, poptorch))
     run.status = "incomplete"
     run.notes.append("No test pass: PopTorch could not compile the inference model or attach it to an IPU ({}); "
-                     "the training figures above are kept.".format(poptorch_says(error)))
+                     "the training figures are kept.".format(poptorch_says(error)))
     measured["result"] = MnistResult(run=run, model=model.model, history=history)
     return measured["result"]
 
