@@ -8,7 +8,9 @@
   replica, started and followed by labkit.ranks (the launcher SambaNova's portable ranks use too:
   a rendezvous store on a port the OS picks, so studies side by side cannot collide; replicas
   that ignore interrupts; no process left behind);
-- IPU (:func:`measure_ipu`): PopTorch's ``replicationFactor(n)`` in one process.
+- IPU (:func:`measure_ipu`): PopTorch's ``replicationFactor(n)`` in one process; a configuration
+  PopTorch cannot run is found before anything is compiled (:func:`ipu_obstacle`), and one it fails
+  comes back saying why, so the study keeps its other rows.
 
 Both return the raw epoch times, the losses and the images seen; :mod:`labkit.testbeds.comparison.study`
 turns them into a row of the study.
@@ -17,12 +19,12 @@ turns them into a row of the study.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from labkit import ranks
 from labkit.testbeds.comparison.models import build as build_model
 
-__all__ = ["synthetic_images", "timed_epochs", "torch_replica", "measure_torch", "measure_ipu"]
+__all__ = ["synthetic_images", "timed_epochs", "torch_replica", "measure_torch", "measure_ipu", "ipu_obstacle"]
 
 
 def synthetic_images(count: int, seed: int):
@@ -173,13 +175,45 @@ def measure_torch(replicas: int, micro_batch: int, images_per_epoch: int, epochs
     return outcome
 
 
+def ipu_obstacle(replicas: int, micro_batch: int, images_per_epoch: int,
+                 device_iterations: int = 1) -> Optional[Tuple[str, str]]:
+    """Why PopTorch cannot run this configuration, known before anything is compiled: (status,
+    note) for the study's row, or None when it can run.
+
+    - a replica count that is not a power of 2: PopTorch reserves IPUs in powers of 2 and refuses
+      any other count when it compiles (popart_compiler/source/CompilerImpl.cpp, createDevice);
+    - a combined batch (micro-batch x device iterations x replicas) larger than the images per
+      epoch: ``poptorch.DataLoader`` drops the incomplete batch, so it yields none and the model
+      would never compile (python/__init__.py, DataLoader)."""
+    if replicas & (replicas - 1):
+        reserved = 1 << (replicas - 1).bit_length()
+        return "cannot run", ("{} replicas: PopTorch reserves IPUs in powers of 2 and refuses to compile for {} (one "
+                              "IPU a replica: it would have to reserve {}); use 1, 2, 4, 8, 16...".format(
+                                  replicas, replicas, reserved))
+    combined = micro_batch * device_iterations * replicas
+    if combined > images_per_epoch:
+        return "too few images", ("micro-batch {} x {} replica(s) = {:,} images a step, more than the {:,} images per "
+                                  "epoch: PopTorch's DataLoader gives no batch, so nothing is compiled or timed".format(
+                                      micro_batch * device_iterations, replicas, combined, images_per_epoch))
+    return None
+
+
 def measure_ipu(replicas: int, micro_batch: int, images_per_epoch: int, epochs: int, learning_rate: float,
                 seed: int, model_name: str, device_iterations: int = 1) -> Dict[str, Any]:
-    """PopTorch: one process, ``replicationFactor(replicas)``; the first epoch includes compilation."""
+    """PopTorch: one process, ``replicationFactor(replicas)``; the first epoch includes compilation.
+
+    A configuration PopTorch cannot run (:func:`ipu_obstacle`), or one it fails (a poptorch.Error
+    at compilation or a step: "Failed to acquire 2 IPU(s)"...), comes back with ``status`` and
+    ``note`` saying why, and whatever was measured before the failure."""
+    obstacle = ipu_obstacle(replicas, micro_batch, images_per_epoch, device_iterations)
+    if obstacle:
+        return {"epoch_times": [], "losses": [], "images": 0, "status": obstacle[0], "note": obstacle[1]}
     import poptorch
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
+
+    from labkit.testbeds.graphcore.device import poptorch_says, releasing
 
     class WithLoss(nn.Module):
         def __init__(self):
@@ -199,15 +233,19 @@ def measure_ipu(replicas: int, micro_batch: int, images_per_epoch: int, epochs: 
     model = WithLoss()
     trainable = [p for p in model.parameters() if p.requires_grad]
     training_model = poptorch.trainingModel(model, opts, optimizer=torch.optim.SGD(trainable, lr=learning_rate))
-    times, losses, seen = [], [], 0
+    times: List[float] = []
+    losses: List[float] = []
+    seen = 0
     try:
-        for _ in range(epochs):
-            start, seen = time.perf_counter(), 0
-            for x, y in loader:
-                _, loss = training_model(x, y)
-                losses.append(float(loss.float().mean()))
-                seen += len(x)
-            times.append(time.perf_counter() - start)
-    finally:
-        training_model.detachFromDevice()
+        with releasing(training_model):  # the first call compiles and takes the IPUs
+            for _ in range(epochs):
+                start, seen = time.perf_counter(), 0
+                for x, y in loader:
+                    _, loss = training_model(x, y)
+                    losses.append(float(loss.float().mean()))
+                    seen += len(x)
+                times.append(time.perf_counter() - start)
+    except poptorch.Error as error:  # this configuration only: its row says why, the study goes on
+        return {"epoch_times": times, "losses": losses, "images": 0, "status": "failed",
+                "note": "PopTorch: " + poptorch_says(error)}
     return {"epoch_times": times, "losses": losses, "images": seen}

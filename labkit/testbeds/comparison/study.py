@@ -19,7 +19,10 @@ Replicas (run by :mod:`labkit.testbeds.comparison.replicas`):
   sized for the GPU (the images given, cycled) so that a timed epoch lasts at least a second, said in
   the row's ``note`` with the images per epoch recorded. One GPU gives the one-replica row only;
 - IPU: PopTorch's ``Options().replicationFactor(n)`` in one process (verified only against a
-  fake PopTorch speaking its API; run it on a Graphcore testbed to measure).
+  fake written from PopTorch's source; run it on a Graphcore testbed to measure). A configuration
+  PopTorch cannot run, a replica count that is not a power of 2 or more images a step (micro-batch
+  x replicas) than an epoch has, gets a row saying why before anything is compiled; one PopTorch
+  fails ("Failed to acquire 2 IPU(s)") a row with its message; the study goes on either way.
 Processes are started by :mod:`labkit.ranks` and meet through a rendezvous store the study's
 process holds on a port the OS picks, so studies running side by side cannot collide.
 
@@ -65,7 +68,10 @@ EXAMPLE_REFERENCE = os.path.join(_REFERENCE_DIR, "scaling_cpu_2core.csv")
 
 
 def allowed_replicas(requested: Sequence[int], device: str) -> List[int]:
-    """The replica counts this hardware can run: up to the CPU count (gloo) or GPU count (NCCL)."""
+    """The replica counts this hardware can run: up to the CPU count (gloo) or GPU count (NCCL).
+
+    On IPUs every count asked for: PopTorch finds the IPUs when it compiles, and a count it cannot
+    run (not a power of 2) gets a row saying why (``replicas.ipu_obstacle``), which the plan lists."""
     if device == "ipu":
         return list(requested)
     if device == "cuda":
@@ -97,7 +103,9 @@ def measure(replicas: int, micro_batch: int, images_per_epoch: int = 2048, epoch
     """One configuration: a row with throughput (images/s, epochs after the first), losses and status.
 
     ``status`` is ``complete``, ``diverged`` (``note`` says why: ``diverged: loss nan``...; the
-    throughput is still given, as in the published table) or ``too few images``.
+    throughput is still given, as in the published table) or ``too few images``; on IPUs also
+    ``cannot run`` (a replica count PopTorch refuses) or ``failed`` (PopTorch raised: the note
+    gives its message). Those without a throughput say why in ``note``.
     """
     if epochs < 2:
         raise ValueError("epochs = {}: the throughput is taken after the first epoch, so at least 2 are "
@@ -110,9 +118,13 @@ def measure(replicas: int, micro_batch: int, images_per_epoch: int = 2048, epoch
     times, losses = outcome["epoch_times"], outcome["losses"]
     row: Dict[str, Any] = {"platform": "local " + device, "model": model, "replicas": replicas,
                            "micro_batch": micro_batch, "images_per_epoch": outcome["images"],
-                           "first_epoch_s": times[0], "final_loss": losses[-1] if losses else float("nan"),
+                           "first_epoch_s": times[0] if times else float("nan"),
+                           "final_loss": losses[-1] if losses else float("nan"),
                            "losses": list(losses), "precision": outcome.get("precision", "fp32"),
                            "launch": outcome.get("launch", "eager"), "device_name": outcome.get("device_name", "")}
+    if "status" in outcome:  # an IPU could not run it (replicas.ipu_obstacle) or PopTorch failed: it says why
+        row.update(status=outcome["status"], note=outcome["note"], throughput=float("nan"), epoch_s=float("nan"))
+        return row
     if outcome["images"] == 0:
         row.update(status="too few images", throughput=float("nan"), epoch_s=float("nan"),
                    note="fewer images per replica than one micro-batch")

@@ -1,19 +1,22 @@
 """Where the MNIST exercise trains (an IPU when PopTorch sees one attached, else CUDA, MPS or the CPU),
-and in which precision.
+and in which precision; and how a PopTorch model gives its IPUs back.
 
-    from labkit.testbeds.graphcore.device import choose_device, choose_precision
+    from labkit.testbeds.graphcore.device import choose_device, choose_precision, releasing, poptorch_says
     choose_device("auto")                # "ipu", or a torch device
     choose_precision("auto", device)     # labkit.accelerator.Precision: TF32 on an Ampere+ GPU, else fp32
+    with releasing(training_model): ...  # detached afterwards if it compiled, without hiding an error
+    poptorch_says(error)                 # a poptorch.Error's message on one line
 """
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 from labkit import devices
 from labkit.accelerator import AcceleratorError, Precision, describe, resolve_precision
 
-__all__ = ["choose_device", "choose_precision", "POPTORCH_HELP"]
+__all__ = ["choose_device", "choose_precision", "releasing", "poptorch_says", "POPTORCH_HELP"]
 
 POPTORCH_HELP = (
     "PopTorch is not importable here. It ships only inside Graphcore's Poplar SDK: on a Graphcore "
@@ -56,3 +59,31 @@ def choose_precision(requested: str, device: Any) -> Precision:
                                    "allowed there: 'auto', 'fp32'.".format(requested))
         return Precision("fp32", "precision={!r}: fp32 on the IPU, as the tutorial trains".format(requested))
     return resolve_precision(requested, describe(device), launch_bound=True)
+
+
+def _release(model: Any) -> None:
+    # Only a model that compiled holds IPUs: PopTorch's detachFromDevice raises poptorch.Error
+    # ("Model has not been compiled or has been destroyed.") for one that never did
+    # (python/_poplar_executor.py, PoplarExecutor.detachFromDevice).
+    if model.isAttachedToDevice():
+        model.detachFromDevice()
+
+
+@contextlib.contextmanager
+def releasing(model: Any) -> Iterator[Any]:
+    """Detach the PopTorch ``model`` from its IPUs when the block ends, if it holds them. When the
+    block raises, that error is the one raised: a failure to detach then does not replace it."""
+    try:
+        yield model
+    except BaseException:
+        with contextlib.suppress(Exception):
+            _release(model)
+        raise
+    _release(model)
+
+
+def poptorch_says(error: BaseException) -> str:
+    """A poptorch.Error's message on one line ("Failed to acquire 2 IPU(s); No device found ..."),
+    without the C++ file and line that ``str()`` of the error starts with."""
+    message = getattr(error, "message", "") or str(error)
+    return "; ".join(line.strip() for line in str(message).splitlines() if line.strip())
