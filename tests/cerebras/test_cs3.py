@@ -131,7 +131,7 @@ def test_the_command_is_the_courses():
 # -- the fake speaks the CLI -------------------------------------------------------------------------------
 
 def test_the_fake_cszoo_refuses_what_the_real_cli_refuses(node):
-    for argv in (["fit", str(node.params), "--num_workers_per_csx=1"], ["fit", str(node.params), "--job_labels", "x"],
+    for argv in (["fit", str(node.params), "--num_workers_per_csx=1"], ["fit", str(node.params), "--target_device", "IPU"],
                  ["train", str(node.params)]):
         done = subprocess.run([sys.executable, str(CSZOO)] + argv, capture_output=True, text=True,
                               env=dict(os.environ))
@@ -220,6 +220,16 @@ def test_missing_cszoo_or_modelzoo_is_refused_with_the_courses_fix(node, monkeyp
         run_on_cs3(_config(), workdir=str(node.work))
     with pytest.raises(FileNotFoundError, match="Release_2.6.0"):
         run_on_cs3(_config(), modelzoo_dir=str(tmp_path / "nowhere"))
+
+
+def test_a_params_file_whose_data_is_missing_is_refused_before_cszoo_runs(node):
+    # the modelzoo's own params file names ./shuffled/... data that a node without it does not have
+    node.data.rmdir()
+    with pytest.raises(FileNotFoundError, match=r"params_llama2_7b.yaml: trainer.fit.train_dataloader.data_dir = "
+                                                r"./shuffled/llama_v2_data_test/val does not exist \(seen from .*llama, "
+                                                r"where cszoo runs\).*set params_template"):
+        run_on_cs3(_config(), workdir=str(node.work), echo=lambda line: None)
+    assert not (node.state / "jobs.json").exists() and list(node.work.iterdir()) == []
 
 
 # -- reading a log for the exercise -----------------------------------------------------------------------
