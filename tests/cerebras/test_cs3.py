@@ -25,7 +25,7 @@ from labkit.testbeds.cerebras.llama2_7b import cszoo
 from labkit.testbeds.cerebras.llama2_7b.log import read_log
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS
 from labkit.testbeds.cerebras.llama2_7b.testbed import run_on_cs3
-from tests.cerebras.cs3_stack import PARAMS_2_6, CS3Node
+from tests.cerebras.cs3_stack import PARAMS_2_6
 from tests.fakes import CSZOO
 
 SAMPLE = (Path(__file__).resolve().parent.parent / "fixtures" / "testbed-logs" / "cerebras"
@@ -37,15 +37,6 @@ def _config(**changes):
                   log_path=None, device="CSX")
     values.update(changes)
     return SimpleNamespace(**values)
-
-
-@pytest.fixture
-def node(tmp_path, monkeypatch):
-    built = CS3Node(tmp_path).build()
-    for key, value in built.environ().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("LABKIT_PROGRESS", "off")
-    return built
 
 
 def _changed_lines(before: str, after: str):

@@ -12,11 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from labkit.testbeds.cerebras.llama2_7b import cszoo
 from labkit.testbeds.cerebras.llama2_7b.testbed import run_on_cs3
-from tests.cerebras.cs3_stack import PARAMS_2_6, CS3Node
+from tests.cerebras.cs3_stack import PARAMS_2_6
 from tests.cerebras.test_cs3 import _config
 from tests.fakes import CSZOO
 from tests.fakes.cszoo import format_rate
@@ -33,15 +31,6 @@ WITH_VALIDATION = PARAMS_2_6.replace("      max_steps: 200 ", "      eval_steps:
       data_dir: ./shuffled/llama_v2_data_test/val
       batch_size: 64
 """
-
-
-@pytest.fixture
-def node(tmp_path, monkeypatch):
-    built = CS3Node(tmp_path).build()
-    for key, value in built.environ().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("LABKIT_PROGRESS", "off")
-    return built
 
 
 def _cszoo(node, *argv):
