@@ -19,7 +19,8 @@ A flag left off the command line leaves the params file's ``runconfig`` value in
 
 It reads the params YAML the way run.py does (``train_input.batch_size``, ``runconfig.max_steps`` /
 ``log_steps`` / ``checkpoint_steps``) and prints a log in the real format (see the student logs under
-shared/fixtures/testbed-logs/cerebras), on a simulated clock. Test hooks, through the environment:
+shared/fixtures/testbed-logs/cerebras), on a simulated clock. Only a CSX run is simulated: ``CPU`` and
+``GPU`` parse, then exit with status 2. Test hooks, through the environment:
 
 - FAKE_RUNPY_HANDSHAKE=PATH: after the first line, wait (up to 10 s) until PATH exists, so a
   test can prove the caller sees lines while the process still runs.
