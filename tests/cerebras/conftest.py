@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cerebras.cs3_stack import CS3Node
 from tests.fakes import CEREBRAS_RUN
 from tests.shared import REPO, real_logs
 
@@ -87,3 +88,13 @@ def fake_stack(tmp_path, monkeypatch) -> FakeStack:
     monkeypatch.syspath_prepend(str(stack.site))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(stack.site), os.environ.get("PYTHONPATH", str(REPO))]))
     return stack
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch) -> CS3Node:
+    """A stand-in CS-3 user node (tests/cerebras/cs3_stack.py), its variables set for the test."""
+    built = CS3Node(tmp_path).build()
+    for key, value in built.environ().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("LABKIT_PROGRESS", "off")
+    return built

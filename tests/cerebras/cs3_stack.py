@@ -4,7 +4,9 @@
 The course's own params file (/software/cerebras/dataset/params_llama2_7b.yaml) is not public;
 :data:`PARAMS_2_6` is the modelzoo's params_llama2_7b.yaml (batch 1024, 4096-token model, AdamW,
 a linear warm-up then cosine decay to 3e-4 / 3e-5) in the 2.6 "trainer" layout, with comments, an
-anchor and the course's 50-step logging, so that an edit that loses any byte shows.
+anchor and the course's 50-step logging, so that an edit that loses any byte shows. Its data_dir is
+the modelzoo's (relative to the LLaMA folder, where ``cszoo`` runs); the node has that folder, as
+the real validation requires.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ trainer:
       filter_size: 11008
       nonlinearity: swiglu
       loss_scaling: num_tokens
-      fp16_type: cbfloat16
     optimizer:
       AdamW:
         betas: [0.9, 0.95]
@@ -54,6 +55,7 @@ trainer:
             total_iters: 474837
     precision:
       enabled: true
+      fp16_type: cbfloat16
       loss_scaling_factor: dynamic
       max_gradient_norm: 1.0
     loop:
@@ -66,7 +68,7 @@ trainer:
   fit:
     train_dataloader: &train
       data_processor: GptHDF5MapDataProcessor
-      data_dir: /software/datasets/llama_data_32K/train
+      data_dir: ./shuffled/llama_v2_data_test/val
       batch_size: 1024
       shuffle: false
       num_workers: 8
@@ -87,11 +89,12 @@ class CS3Node:
         self.bin = root / "bin"
         self.state = root / "cluster"
         self.work = root / "work"
+        self.data = self.llama / "shuffled" / "llama_v2_data_test" / "val"  # the data_dir, relative to cszoo's cwd
 
     def build(self, params: str = PARAMS_2_6) -> "CS3Node":
         self.params.parent.mkdir(parents=True)
         self.params.write_text(params)
-        for folder in (self.bin, self.state, self.work):
+        for folder in (self.bin, self.state, self.work, self.data):
             folder.mkdir(parents=True)
         for name, script in (("cszoo", CSZOO), ("csctl", CSCTL)):
             path = self.bin / name

@@ -25,7 +25,7 @@ from labkit.testbeds.cerebras.llama2_7b import cszoo
 from labkit.testbeds.cerebras.llama2_7b.log import read_log
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS
 from labkit.testbeds.cerebras.llama2_7b.testbed import run_on_cs3
-from tests.cerebras.cs3_stack import PARAMS_2_6, CS3Node
+from tests.cerebras.cs3_stack import PARAMS_2_6
 from tests.fakes import CSZOO
 
 SAMPLE = (Path(__file__).resolve().parent.parent / "fixtures" / "testbed-logs" / "cerebras"
@@ -37,15 +37,6 @@ def _config(**changes):
                   log_path=None, device="CSX")
     values.update(changes)
     return SimpleNamespace(**values)
-
-
-@pytest.fixture
-def node(tmp_path, monkeypatch):
-    built = CS3Node(tmp_path).build()
-    for key, value in built.environ().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("LABKIT_PROGRESS", "off")
-    return built
 
 
 def _changed_lines(before: str, after: str):
@@ -131,7 +122,7 @@ def test_the_command_is_the_courses():
 # -- the fake speaks the CLI -------------------------------------------------------------------------------
 
 def test_the_fake_cszoo_refuses_what_the_real_cli_refuses(node):
-    for argv in (["fit", str(node.params), "--num_workers_per_csx=1"], ["fit", str(node.params), "--job_labels", "x"],
+    for argv in (["fit", str(node.params), "--num_workers_per_csx=1"], ["fit", str(node.params), "--target_device", "IPU"],
                  ["train", str(node.params)]):
         done = subprocess.run([sys.executable, str(CSZOO)] + argv, capture_output=True, text=True,
                               env=dict(os.environ))
@@ -220,6 +211,16 @@ def test_missing_cszoo_or_modelzoo_is_refused_with_the_courses_fix(node, monkeyp
         run_on_cs3(_config(), workdir=str(node.work))
     with pytest.raises(FileNotFoundError, match="Release_2.6.0"):
         run_on_cs3(_config(), modelzoo_dir=str(tmp_path / "nowhere"))
+
+
+def test_a_params_file_whose_data_is_missing_is_refused_before_cszoo_runs(node):
+    # the modelzoo's own params file names ./shuffled/... data that a node without it does not have
+    node.data.rmdir()
+    with pytest.raises(FileNotFoundError, match=r"params_llama2_7b.yaml: trainer.fit.train_dataloader.data_dir = "
+                                                r"./shuffled/llama_v2_data_test/val does not exist \(seen from .*llama, "
+                                                r"where cszoo runs\).*set params_template"):
+        run_on_cs3(_config(), workdir=str(node.work), echo=lambda line: None)
+    assert not (node.state / "jobs.json").exists() and list(node.work.iterdir()) == []
 
 
 # -- reading a log for the exercise -----------------------------------------------------------------------

@@ -41,6 +41,19 @@ def test_command_is_the_courses_run_py_csx():
     assert args.mount_dirs == ["/home/", "/software/"]
 
 
+def test_the_fake_run_py_parses_as_release_2_3s_parser():
+    # cli_parser.py get_parser: the device is a sub-command; --model_dir is optional (its default is settled at
+    # start-up), --num_workers_per_csx defaults to 1; the CSX flags exist on CSX alone
+    args = modelzoo_parse(["CSX", "--params", "p.yaml", "--mode", "train"])
+    assert (args.model_dir, args.num_workers_per_csx, args.num_csx) == (None, 1, 1)
+    for argv in (["CPU", "--params", "p.yaml", "--mode", "train", "--num_csx", "1"],
+                 ["CSX", "--params", "p.yaml", "--mode", "train", "--compile_only", "--validate_only"],
+                 ["CSX", "--params", "p.yaml"]):
+        with pytest.raises(SystemExit) as stopped:
+            modelzoo_parse(argv)
+        assert stopped.value.code == 2, argv
+
+
 def test_command_rejects_zero_systems():
     with pytest.raises(ValueError, match="num_csx"):
         bert_large.modelzoo_command("p.yaml", "m", "/mz", num_csx=0)

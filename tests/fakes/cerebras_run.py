@@ -1,11 +1,26 @@
 """A stand-in for the Cerebras modelzoo's BERT ``run.py`` (no Cerebras stack can be installed here).
 
-It takes the flags of the modelzoo's CSX command line (``run.py CSX --params ... --mode train
---model_dir ... --mount_dirs ... --python_paths ... --compile_dir ... --num_csx N
---num_workers_per_csx N --job_labels ...``), reads the params YAML the way run.py does
-(``train_input.batch_size``, ``runconfig.max_steps`` / ``log_steps`` / ``checkpoint_steps``) and
-prints a log in the real format (see the student logs under shared/fixtures/testbed-logs/cerebras),
-on a simulated clock. Test hooks, through the environment:
+Its command line follows Release 2.3's parser (src/cerebras/modelzoo/common/utils/run/cli_parser.py,
+``get_parser``, ``add_general_arguments``, ``add_csx_arguments``, ``add_gpu_arguments``), which
+``models/nlp/bert/run.py`` reaches through ``get_params_from_args`` and ``parser.parse_args``, so an
+unknown flag exits with status 2:
+
+- the target device is a sub-command (``CPU``, ``GPU``, ``CSX``); the CSX flags (``--num_csx``,
+  ``--num_workers_per_csx``, ``-c/--compile_dir``, ``--mount_dirs``, ``--python_paths``,
+  ``--job_labels``, ``--compile_only`` / ``--validate_only``, ...) exist on ``CSX`` alone, the GPU
+  ones (``--dist_addr`` ...) on ``GPU`` alone;
+- ``-p/--params`` and ``-m/--mode`` are required; ``-o/--model_dir`` is optional
+  (default ``./model_dir``, made absolute at start-up);
+- ``--num_workers_per_csx`` defaults to 1, ``--num_csx`` to 1; ``--compile_only`` and
+  ``--validate_only`` are mutually exclusive.
+
+A flag left off the command line leaves the params file's ``runconfig`` value in force
+(``update_params_from_args``): ``runconfig.model_dir`` is used when ``--model_dir`` is not given.
+
+It reads the params YAML the way run.py does (``train_input.batch_size``, ``runconfig.max_steps`` /
+``log_steps`` / ``checkpoint_steps``) and prints a log in the real format (see the student logs under
+shared/fixtures/testbed-logs/cerebras), on a simulated clock. Only a CSX run is simulated: ``CPU`` and
+``GPU`` parse, then exit with status 2. Test hooks, through the environment:
 
 - FAKE_RUNPY_HANDSHAKE=PATH: after the first line, wait (up to 10 s) until PATH exists, so a
   test can prove the caller sees lines while the process still runs.
@@ -21,20 +36,56 @@ from datetime import datetime, timedelta
 import yaml
 
 
-def parse(argv):
-    parser = argparse.ArgumentParser(prog="run.py")
-    parser.add_argument("target_device", choices=["CPU", "GPU", "CSX"])
-    parser.add_argument("--params", "-p", required=True)
-    parser.add_argument("--mode", "-m", required=True, choices=["train", "eval", "train_and_eval", "eval_all"])
-    parser.add_argument("--model_dir", "-o", required=True)
-    parser.add_argument("--num_csx", type=int, default=1)
-    parser.add_argument("--num_workers_per_csx", type=int, default=0)
+def _general(parser):
+    """``add_general_arguments``: every device's flags."""
+    parser.add_argument("-p", "--params", required=True)
+    parser.add_argument("-m", "--mode", required=True, choices=["train", "eval", "train_and_eval", "eval_all"])
+    parser.add_argument("-o", "--model_dir", default=None)  # resolved in main(): runconfig's, else ./model_dir
+    parser.add_argument("--checkpoint_path", default=None)
+    parser.add_argument("--disable_strict_checkpoint_loading", action="store_true")
+    parser.add_argument("--load_checkpoint_states", default="all")
+    parser.add_argument("--logging", default="INFO")
+    parser.add_argument("--wsc_log_level", nargs="+")
+    parser.add_argument("--max_steps", type=int, default=None)
+    parser.add_argument("--eval_steps", type=int, default=None)
+
+
+def _csx(parser):
+    """``add_csx_arguments``: the Cerebras system's flags."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--compile_only", action="store_true")
+    group.add_argument("--validate_only", action="store_true")
+    parser.add_argument("--num_workers_per_csx", default=1, type=int)
+    parser.add_argument("-c", "--compile_dir")
+    parser.add_argument("--job_labels", nargs="+", default=[])
+    parser.add_argument("--job_priority", choices=["p1", "p2", "p3"], default="p2")
+    parser.add_argument("--debug_args_path")
     parser.add_argument("--mount_dirs", nargs="+", default=[])
     parser.add_argument("--python_paths", nargs="+", default=[])
-    parser.add_argument("--compile_dir", default=None)
-    parser.add_argument("--job_labels", nargs="+", default=[])
-    parser.add_argument("--compile_only", action="store_true")
-    parser.add_argument("--validate_only", action="store_true")
+    parser.add_argument("--credentials_path")
+    parser.add_argument("--mgmt_address")
+    parser.add_argument("--job_time_sec", type=int)
+    parser.add_argument("--disable_version_check", action="store_true")
+    parser.add_argument("--num_csx", default=1, type=int)
+    parser.add_argument("--num_wgt_servers", default=24, type=int)
+    parser.add_argument("--num_act_servers", default=60, type=int)
+    parser.add_argument("--debug_args", nargs="*")
+    parser.add_argument("--ini", nargs="*")
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(prog="run.py")
+    devices = parser.add_subparsers(title="Target Device", dest="target_device")
+    devices.required = True
+    for name in ("CPU", "GPU", "CSX"):
+        device = devices.add_parser(name)
+        _general(device)
+        if name == "GPU":
+            device.add_argument("-dist_addr", "--dist_addr", default="localhost:8888")
+            device.add_argument("-dist_backend", "--dist_backend", choices=["nccl", "mpi", "gloo"], default="nccl")
+            device.add_argument("-init_method", "--init_method", default="env://")
+        if name == "CSX":
+            _csx(device)
     return parser.parse_args(argv)
 
 
@@ -56,6 +107,10 @@ def main(argv):
     batch = int(params["train_input"]["batch_size"]) * 1  # effective batch, over num_csx systems
     run = params["runconfig"]
     steps, log_steps = int(run["max_steps"]), int(run["log_steps"])
+    args.model_dir = args.model_dir or run.get("model_dir") or os.path.abspath("./model_dir")
+    if args.target_device != "CSX":
+        print("fake run.py: only a CSX run is simulated (asked for {})".format(args.target_device), file=sys.stderr)
+        return 2
     clock = Clock()
 
     def say(text, seconds=0.0, level="INFO"):

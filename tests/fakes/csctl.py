@@ -6,6 +6,11 @@ CANCELLED (the fake ``cszoo`` stops at its next report) and appends the id to
 $FAKE_CSZOO_STATE/cancelled.log, so a test can see the call. An unknown job is an error (exit 1).
 The course's README (05-AITestbed/Cerebras/README.md) gives only the command lines; what the
 real tool prints is not documented there, so labkit relies on the exit status alone.
+
+``csctl``'s source is not public: it ships with the Cerebras cluster, not in Cerebras/modelzoo,
+cerebras-pytorch or cerebras-appliance (whose protobufs define its job phases, CREATED ... CANCELLED,
+but no command line). So this fake cannot be traced to the vendor's code; the job ids and the log
+lines around a cancel stay those of the real logs (the fake ``cszoo`` replays them).
 """
 
 import argparse

@@ -34,6 +34,7 @@ from labkit.logs.base import NUMBER, LineReader, number, parse_stamp, stamp_text
 from labkit.results import Run
 from labkit.testbeds.cerebras.log_metrics import add_log_metric
 from labkit.testbeds.cerebras.log_phases import LogState, add_phases, add_run_notes
+from labkit.testbeds.cerebras.loglines import on_cerebras_system
 
 __all__ = ["CerebrasReader"]
 
@@ -292,7 +293,7 @@ class CerebrasReader(LineReader):
             # A cszoo run that stopped before its first checkpoint names no model; the course's only
             # CS-3 training exercise is LLaMA-2-7B, and its measured rate must still count.
             model = "llama2_7b"
-            run.notes.append("The log does not name its model; its 2.6 Train lines (cszoo fit on a CS-3) are read "
+            run.notes.append("The log does not name its model; its 2.6 Train lines (cszoo fit) are read "
                              "as the course's LLaMA-2-7B.")
         run.exercise = "cerebras/{}".format(model or "unknown")
         if st.device:
@@ -333,8 +334,9 @@ class CerebrasReader(LineReader):
                              "still counts, as an incomplete run's, but rests on that one report.".format(
                                  st.steps[0], st.global_rates[0]))
         if st.steps and len(st.rates) > 1 and max(st.rates) > 1.5 * min(st.rates):
-            run.notes.append("The per-interval Rate swings from {} to {} samples/s (a shared cluster): quote the "
-                             "GlobalRate, the average since the start.".format(min(st.rates), max(st.rates)))
+            run.notes.append("The per-interval Rate swings from {} to {} samples/s{}: quote the GlobalRate, the average "
+                             "since the start.".format(min(st.rates), max(st.rates),
+                                                       " (a shared cluster)" if on_cerebras_system(st.device) else ""))
         self.runs.append(run)
 
     def finish(self) -> List[Run]:

@@ -12,7 +12,7 @@ import re
 from datetime import datetime
 from typing import Optional
 
-__all__ = ["train_line", "processed_line", "info_line", "step_of", "wsjob_of"]
+__all__ = ["train_line", "processed_line", "info_line", "step_of", "wsjob_of", "on_cerebras_system"]
 
 _JOB_ID = re.compile(r"[jJ]ob id: (wsjob-[\w-]+)")
 
@@ -54,3 +54,11 @@ def wsjob_of(line: str) -> Optional[str]:
         return None
     m = _JOB_ID.search(line)
     return m.group(1) if m else None
+
+
+def on_cerebras_system(device: Optional[str]) -> bool:
+    """Whether a Train line's ``Device=`` names a Cerebras system: ``CSX`` (2.x), ``xla:0`` (older
+    releases); a log that names no device is taken as the testbed's. The modelzoo's CPU and GPU
+    backends print the torch device (``cpu``, ``cuda:0``: ``trainer.backend.device`` in
+    trainer/loggers/progress.py)."""
+    return device is None or device.upper() == "CSX" or device.startswith("xla")

@@ -39,7 +39,8 @@ from labkit.testbeds.cerebras.stream import echo_above, stream_command
 from labkit.testbeds.cerebras.yaml_edit import find_keys, key_paths, set_scalar
 
 __all__ = ["COURSE_PARAMS", "LLAMA_DIR", "ParamsEdit", "CszooResult", "llama_dir", "course_params_file",
-           "write_params_yaml", "params_values", "cszoo_command", "cancel_command", "cancel_job", "run_cszoo"]
+           "write_params_yaml", "params_values", "missing_data_dirs", "cszoo_command", "cancel_command", "cancel_job",
+           "run_cszoo"]
 
 #: The params file the course copies over the modelzoo's (it exists on the CS-3 user nodes only).
 COURSE_PARAMS = "/software/cerebras/dataset/params_llama2_7b.yaml"
@@ -134,6 +135,29 @@ def params_values(text: str) -> Dict[str, Any]:
     elif rates:
         found["learning_rate"] = max(value for _, value in rates)
     return found
+
+
+def missing_data_dirs(text: str, cwd: str) -> List[Tuple[str, str]]:
+    """(key path, data_dir) of each dataloader in a params text whose ``data_dir`` does not exist, seen from ``cwd``.
+
+    The modelzoo's config validation (data/common/HDF5DataProcessor.py ``validate_path``, run by
+    ``cszoo fit`` before it contacts the cluster) refuses such a file with ``Path ... does not exist.``
+    """
+    trainer = (yaml.safe_load(text) or {}).get("trainer") or {}
+    loaders = []
+    for section, key in (("fit", "train_dataloader"), ("fit", "val_dataloader"), ("validate", "val_dataloader"),
+                         ("validate_all", "val_dataloaders")):
+        value = (trainer.get(section) or {}).get(key)
+        for i, loader in enumerate(value if isinstance(value, list) else [value]):
+            if isinstance(loader, dict):
+                where = "trainer.{}.{}{}".format(section, key, ".{}".format(i) if isinstance(value, list) else "")
+                loaders.append((where, loader.get("data_dir")))
+    missing = []
+    for where, paths in loaders:
+        for path in paths if isinstance(paths, list) else [paths]:
+            if isinstance(path, str) and not os.path.exists(os.path.join(cwd, path)):
+                missing.append((where + ".data_dir", path))
+    return missing
 
 
 def _schedule_rates(text: str) -> List[Tuple[int, float]]:

@@ -16,6 +16,7 @@ from labkit.interrupts import show_step
 from labkit import display, plots
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS
+from labkit.testbeds.cerebras.loglines import on_cerebras_system
 
 __all__ = ["where_label", "metrics_table", "throughput_table", "format_throughput", "plot_loss", "plot_throughput",
            "show", "SHOWN_METRICS", "THROUGHPUT_UNITS"]
@@ -27,13 +28,20 @@ SHOWN_METRICS = ("global_rate", "tokens_per_s", "final_loss", "validation_loss",
 
 
 def where_label(run: Run) -> str:
-    """Where a run ran, in words: "portable PyTorch on CPU", "CS-3 (log)", "CS-3 (cszoo fit)"."""
-    if run.source == "log":
-        return "CS-3 (log)"
-    if run.source == "testbed":
-        return "CS-3 (cszoo fit)"
-    device = str(run.params.get("device") or run.environment.get("device") or "cpu").split(":")[0]
-    return "portable PyTorch on {}".format({"cuda": "CUDA", "mps": "Apple MPS"}.get(device, device.upper()))
+    """Where a run ran, in words: "portable PyTorch on CPU", "CS-3 (log)", "CS-3 (cszoo fit)", and for a
+    modelzoo log of its CPU or GPU backend (``Device=cpu``) "modelzoo on CPU (log)"."""
+    if run.source in ("log", "testbed"):
+        how = "log" if run.source == "log" else "cszoo fit"
+        logged = run.environment.get("device")
+        if on_cerebras_system(logged):
+            return "CS-3 ({})".format(how)
+        return "modelzoo on {} ({})".format(_device_name(logged), how)
+    return "portable PyTorch on {}".format(_device_name(run.params.get("device") or run.environment.get("device")))
+
+
+def _device_name(device: Any) -> str:
+    name = str(device or "cpu").split(":")[0]
+    return {"cuda": "CUDA", "mps": "Apple MPS"}.get(name, name.upper())
 
 
 def _text(value: Any, unit: str = "") -> str:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 from labkit.interrupts import where
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.cszoo import COURSE_PARAMS, LLAMA_DIR, course_params_file, cszoo_command, \
-    llama_dir, params_values, run_cszoo, write_params_yaml
+    llama_dir, missing_data_dirs, params_values, run_cszoo, write_params_yaml
 from labkit.testbeds.cerebras.llama2_7b.log import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE
 
@@ -54,7 +54,15 @@ def run_on_cs3(config: Any, modelzoo_dir: Optional[str] = None, workdir: Optiona
         raise FileNotFoundError("cszoo is not on PATH: " + VENV_HINT)
     source = _get(config, "params_template") or course_params_file(modelzoo_dir, course_file)
     with open(source) as f:
-        course = params_values(f.read())
+        text = f.read()
+    missing = missing_data_dirs(text, folder)
+    if missing:
+        raise FileNotFoundError("{}: {} (seen from {}, where cszoo runs): the modelzoo's config validation refuses a "
+                                "params file whose data_dir is missing. Use the course's {} (on the CS-3 user nodes) or "
+                                "set params_template to a file whose data_dir exists.".format(
+                                    source, "; ".join("{} = {} does not exist".format(key, path) for key, path in missing),
+                                    folder, COURSE_PARAMS))
+    course = params_values(text)
     steps = _get(config, "steps") or course.get("steps")
     log_steps = _get(config, "log_steps")
     if log_steps is None and steps and course.get("log_steps", 0) > steps:
