@@ -101,6 +101,56 @@ def test_tf32_is_set_for_the_block_and_restored_after():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
 
 
+def _flags():
+    return torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+
+
+def _bert_step(precision, seen):
+    from labkit import bert
+
+    model = bert.build_model("micro", 16, seed=0)
+    next(model.parameters()).register_hook(lambda grad: seen.append(_flags()))
+    batch = next(bert.synthetic_batches(4, 16, model.config.vocab_size, seed=0))
+    bert.train_step(model, batch, bert.make_optimizer(model), "cpu", precision=precision)
+
+
+def _llama_step(precision, seen):
+    from labkit import llm
+
+    model = llm.build_model("tiny", vocab_size=64, max_seq_length=16, seed=0)
+    next(model.parameters()).register_hook(lambda grad: seen.append(_flags()))
+    ids = torch.randint(0, 64, (2, 16))
+    llm.train_step(model, {"input_ids": ids, "labels": ids}, llm.make_optimizer(model), "cpu", precision=precision)
+
+
+def _mnist_step(precision, seen):
+    from labkit.testbeds.graphcore import train
+
+    model = train.build_model(0, torch.device("cpu"))
+    params = list(model.parameters())
+    params[0].register_hook(lambda grad: seen.append(_flags()))
+    images, labels = torch.randn(16, 1, 28, 28), torch.randint(0, 10, (16,))
+    step = train.step_function(model, images, labels, params, 8, 2, 0.01, precision)
+    step(torch.arange(16))
+
+
+@pytest.mark.parametrize("train_step", [_bert_step, _llama_step, _mnist_step])
+@pytest.mark.parametrize("name, inside", [("tf32", (True, True)), ("fp32", (False, False))])
+def test_the_precisions_flags_hold_in_backward_and_are_restored_after_the_step(train_step, name, inside):
+    # Backward runs after the forward's autocast block has ended: a hook on the first weight's gradient
+    # (computed last in backward) sees the flags the step's backward ran under.
+    before = _flags()
+    try:
+        for start in ((False, True), (True, False)):
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = start
+            seen = []
+            train_step(resolve_precision(name, H200), seen)
+            assert seen and set(seen) == {inside}
+            assert _flags() == start
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
 def test_describe_reads_the_cpu():
     info = accelerator.describe(torch.device("cpu"))
     assert (info.kind, info.capability, info.memory_bytes, info.count) == ("cpu", None, None, 1)

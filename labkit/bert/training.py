@@ -92,7 +92,7 @@ def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any
     share of the whole batch's (masked-LM summed over its masked tokens / the batch's masked
     tokens, next-sentence over its sequences / the batch's), so the loss and the gradients are
     those of one step on the whole batch. ``precision``: a :class:`labkit.accelerator.Precision`
-    whose ``autocast`` wraps the forward passes (None: float32). The loss is not read back to the
+    whose ``autocast`` wraps the forward passes and whose ``step`` the whole step (None: float32). The loss is not read back to the
     host here, so a GPU is not forced to wait every step.
     """
     model.train()
@@ -103,23 +103,24 @@ def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any
     def autocast():
         return precision.autocast(device) if precision is not None else contextlib.nullcontext()
 
-    if micro == size:  # one pass: the loss exactly as before accumulation existed
-        with autocast():
-            loss = pretraining_loss(model, _to_device(batch, device))
-        loss.backward()
+    with precision.step() if precision is not None else contextlib.nullcontext():
+        if micro == size:  # one pass: the loss exactly as before accumulation existed
+            with autocast():
+                loss = pretraining_loss(model, _to_device(batch, device))
+            loss.backward()
+            optimizer.step()
+            return loss.detach()
+        masked = int((batch["labels"] != -100).sum())
+        total = None
+        for start in range(0, size, micro):
+            part = _to_device({k: v[start:start + micro] for k, v in batch.items()}, device)
+            with autocast():
+                mlm, nsp = _loss_sums(model, part)
+            loss = mlm / masked + nsp / size
+            loss.backward()
+            total = loss.detach() if total is None else total + loss.detach()
         optimizer.step()
-        return loss.detach()
-    masked = int((batch["labels"] != -100).sum())
-    total = None
-    for start in range(0, size, micro):
-        part = _to_device({k: v[start:start + micro] for k, v in batch.items()}, device)
-        with autocast():
-            mlm, nsp = _loss_sums(model, part)
-        loss = mlm / masked + nsp / size
-        loss.backward()
-        total = loss.detach() if total is None else total + loss.detach()
-    optimizer.step()
-    return total
+        return total
 
 
 @dataclass

@@ -53,7 +53,8 @@ def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any
                scheduler: Any = None, max_grad_norm: Optional[float] = MAX_GRAD_NORM, precision: Any = None):
     """One optimizer step on ``batch`` (``input_ids`` and ``labels``); the loss as a detached tensor
     (not read back to the host, so a GPU is not made to wait every step). ``precision``: a
-    :class:`labkit.accelerator.Precision` whose ``autocast`` wraps the forward (None: float32)."""
+    :class:`labkit.accelerator.Precision` whose ``autocast`` wraps the forward and whose ``step`` the whole
+    step (None: float32)."""
     import torch
 
     model.train()
@@ -61,12 +62,13 @@ def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any
     non_blocking = getattr(device, "type", str(device)) == "cuda"
     ids = batch["input_ids"].to(device, non_blocking=non_blocking)
     labels = batch["labels"].to(device, non_blocking=non_blocking) if batch["labels"] is not batch["input_ids"] else ids
-    with precision.autocast(device) if precision is not None else contextlib.nullcontext():
-        loss = model(input_ids=ids, labels=labels).loss
-    loss.backward()
-    if max_grad_norm:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-    optimizer.step()
+    with precision.step() if precision is not None else contextlib.nullcontext():
+        with precision.autocast(device) if precision is not None else contextlib.nullcontext():
+            loss = model(input_ids=ids, labels=labels).loss
+        loss.backward()
+        if max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
     if scheduler is not None:
         scheduler.step()
     return loss.detach()

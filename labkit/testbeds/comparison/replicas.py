@@ -119,11 +119,12 @@ def torch_replica(rank: ranks.Rank, micro_batch: int, images_per_replica: int, e
     precision = resolve_precision("auto", describe(device))  # a CPU: fp32, as always
 
     def step(x, y):
-        optimizer.zero_grad()
-        with precision.autocast(device):
-            loss = F.cross_entropy(trained(x), y)
-        loss.backward()
-        optimizer.step()
+        with precision.step():
+            optimizer.zero_grad()
+            with precision.autocast(device):
+                loss = F.cross_entropy(trained(x), y)
+            loss.backward()
+            optimizer.step()
         return loss.detach()
 
     def sync():

@@ -122,20 +122,21 @@ def step_function(model: TrainingModelWithLoss, images: torch.Tensor, labels: to
 
     def step(chosen: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         outputs, losses = [], []
-        for micro in range(device_iterations):
-            idx = chosen[micro * batch_size: (micro + 1) * batch_size]
-            with precision.autocast(device):
-                output, loss = model(images[idx], labels[idx])
-            for p in params:
-                p.grad = None
-            loss.backward()
-            # Plain SGD, as torch.optim.SGD(lr=...) with no momentum computes it (p -= lr * grad), done
-            # in one fused call: for micro-batches of 8 the optimizer's per-step Python bookkeeping
-            # costs more than the update itself. A test checks the weights against torch.optim.SGD.
-            with torch.no_grad():
-                torch._foreach_add_(params, [p.grad for p in params], alpha=-learning_rate)
-            outputs.append(output.detach())
-            losses.append(loss.detach())
+        with precision.step():
+            for micro in range(device_iterations):
+                idx = chosen[micro * batch_size: (micro + 1) * batch_size]
+                with precision.autocast(device):
+                    output, loss = model(images[idx], labels[idx])
+                for p in params:
+                    p.grad = None
+                loss.backward()
+                # Plain SGD, as torch.optim.SGD(lr=...) with no momentum computes it (p -= lr * grad), done
+                # in one fused call: for micro-batches of 8 the optimizer's per-step Python bookkeeping
+                # costs more than the update itself. A test checks the weights against torch.optim.SGD.
+                with torch.no_grad():
+                    torch._foreach_add_(params, [p.grad for p in params], alpha=-learning_rate)
+                outputs.append(output.detach())
+                losses.append(loss.detach())
         correct = (torch.cat(outputs).argmax(1) == labels[chosen]).sum()
         return torch.stack(losses).float().mean(), correct
 
