@@ -123,7 +123,7 @@ def _measure_cuda(model_size: str, seq: int, global_batch: int, device: Any, inf
         try:
             micro = accelerator.choose_micro_batch(requested, global_batch, lambda m: step_at(m)(), device=device,
                                                    key={"model": "bert-" + model_size, "seq": seq,
-                                                        "precision": chosen.name})
+                                                        "precision": chosen.name, "launch": "eager"})
             seconds = accelerator.measure_step_seconds(step_at(micro.size), device, warmup=1, repeats=3)
         finally:
             del model, optimizer
