@@ -152,6 +152,8 @@ class TrainResult:
     total_samples: int = 0
     total_time: float = 0.0
     warmup_time: float = 0.0
+    steady_samples: int = 0  # the samples of every step after the first, up to the last log step
+    steady_seconds: float = 0.0  # their time (from the end of the first step to the last log step)
     setup_time: float = 0.0
     interrupted: str = ""  # "interrupted at step 40/1000" when an interrupt ended it early
     precision: str = "fp32"  # what the forward passes ran in (labkit.accelerator.Precision.name)
@@ -162,6 +164,11 @@ class TrainResult:
     @property
     def global_rate(self) -> float:
         return self.total_samples / self.total_time if self.total_time > 0 else 0.0
+
+    @property
+    def steady_rate(self) -> float:
+        """Samples/s after the warm-up: the steps after the first over their time (NaN with one step)."""
+        return self.steady_samples / self.steady_seconds if self.steady_seconds > 0 else math.nan
 
     @property
     def time_per_sample(self) -> float:

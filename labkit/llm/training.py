@@ -101,6 +101,8 @@ class TrainResult:
     total_samples: int = 0
     total_time: float = 0.0
     first_step_s: float = 0.0
+    steady_samples: int = 0  # the samples of every step after the first, up to the last report
+    steady_seconds: float = 0.0  # their time (from the end of the first step to the last report)
     interrupted: str = ""
     precision: str = "fp32"  # what the forward passes ran in
     checkpointing: bool = False  # activation checkpointing (recompute in backward) was on
@@ -109,6 +111,11 @@ class TrainResult:
     @property
     def global_rate(self) -> float:
         return self.total_samples / self.total_time if self.total_time > 0 else 0.0
+
+    @property
+    def steady_rate(self) -> float:
+        """Samples/s after the warm-up: the steps after the first over their time (NaN with one step)."""
+        return self.steady_samples / self.steady_seconds if self.steady_seconds > 0 else math.nan
 
     @property
     def final_loss(self) -> float:
