@@ -91,3 +91,16 @@ def test_a_cpu_row_says_fp32_and_eager_and_keeps_its_images_per_epoch():
     assert (row["precision"], row["launch"], row["images_per_epoch"], row["note"]) == ("fp32", "eager", 128, "")
     run = scaling.as_run(pd.DataFrame([row]), {"device": "cpu"})
     assert (run.environment["precision"], run.environment["launch"]) == ("fp32", "eager")
+
+
+def test_a_row_whose_cuda_graph_could_not_be_captured_says_so_in_its_note_and_the_runs_environment():
+    from tests.gpu import launch_check
+
+    row = scaling.measure(1, 32, images_per_epoch=128, epochs=2, device="cpu", model="small")
+    row["launch_error"] = "RuntimeError: operation not permitted when stream is capturing"
+    assert scaling._how(row) == ("fp32, eager steps (the CUDA graph could not be captured: RuntimeError: operation "
+                                 "not permitted when stream is capturing)")
+    run = scaling.as_run(pd.DataFrame([row]), {"device": "cuda"})
+    assert run.environment["launch_error"] == row["launch_error"]
+    assert launch_check.problems([run], "cuda") == ["comparison/ipu_vs_gpu: launch 'eager' where the policy chose "
+                                                    "'cuda graph': " + row["launch_error"]]

@@ -155,12 +155,14 @@ def torch_replica(rank: ranks.Rank, micro_batch: int, images_per_replica: int, e
         fixed = not distributed and len(images) >= micro_batch
         launched = CapturedStep(step, (images[:micro_batch], labels[:micro_batch]), device,
                                 "auto" if fixed else "eager", keep=(model, optimizer))
-        timed_step, launch = (lambda x, y: launched(x, y).clone()), launched.mode
+        timed_step, launch, launch_error = (lambda x, y: launched(x, y).clone()), launched.mode, launched.capture_error
     else:
-        timed_step, launch = (lambda x, y: step(x, y).item()), "eager"
+        timed_step, launch, launch_error = (lambda x, y: step(x, y).item()), "eager", ""
     outcome = timed_epochs(timed_step, images, labels, micro_batch, epochs, sync,
                            min_epoch_seconds=1.0 if use_cuda else 0.0, agree=agree)
     outcome.update(precision=precision.name, launch=launch, device_name=describe(device).name)
+    if launch_error:  # a CUDA graph was chosen and its capture failed
+        outcome["launch_error"] = launch_error
     if distributed:
         dist.destroy_process_group()
     return outcome if rank.rank == 0 else None

@@ -52,6 +52,7 @@ class TrainHistory:
     interrupted: str = ""  # "interrupted at epoch 2/10, step 40/150" when an interrupt ended it early
     launch: str = "eager"  # how each step was launched: "eager" | "cuda graph" (CapturedStep.mode)
     launch_why: str = ""
+    launch_error: str = ""  # the CUDA-graph capture's error when the step runs eager instead
 
     @property
     def throughput(self) -> float:
@@ -158,6 +159,7 @@ class _Launcher:
         if self.captured is None:
             self.captured = CapturedStep(self.step, (chosen,), self.device, self.mode, keep=(self.model,))
             self.history.launch, self.history.launch_why = self.captured.mode, self.captured.why
+            self.history.launch_error = self.captured.capture_error
         loss, correct = self.captured(chosen)
         # One host read per step, as an IPU returns a step's outputs (.item() also syncs CUDA,
         # so the step's time is honest).
