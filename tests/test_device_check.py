@@ -43,3 +43,26 @@ def test_the_check_reads_executed_notebooks_and_exits_1_on_a_mismatch(tmp_path, 
     assert launch_check.main(["cpu", str(good), str(bad)]) == 1
     shown = capsys.readouterr().out
     assert "bad.ipynb: graphcore/mnist: launch 'eager' where the policy chose 'eager': RuntimeError: x" in shown
+
+
+#: What a device call may take (the device tool's limit for one command), and what must be left of it for
+#: the figures, the archive and the transfer back.
+CALL_SECONDS, LEFT_FOR_THE_END = 600, 45
+
+
+def test_the_steps_fit_one_device_call_and_the_tests_run_before_any_figure():
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent / "gpu" / "device_check.sh"
+    done = subprocess.run(["bash", str(script), "--plan"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split("\n")
+    deadline = int(lines[0].split()[1])
+    steps = [(line.split()[1], int(line.split()[2])) for line in lines[1:] if line.startswith("step ")]
+    names = [name for name, _ in steps]
+    assert names[:3] == ["pip", "environment", "test_gpu"]  # the tests before any figure
+    assert {"bert_large", "llama", "mnist", "mnist_bf16", "study", "launch_check"} <= set(names[3:])
+    # every step gets its whole limit: none is cut by the deadline, and the deadline leaves the end its time
+    assert sum(limit for _, limit in steps) <= deadline <= CALL_SECONDS - LEFT_FOR_THE_END
+    assert dict(steps)["test_gpu"] >= 0.4 * deadline

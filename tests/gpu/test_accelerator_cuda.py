@@ -94,3 +94,31 @@ def test_the_scaling_studys_gpu_epoch_is_sized_to_last_a_second():
     assert row["launch"] == "cuda graph", row.get("launch_error")
     assert row["images_per_epoch"] > 2048 and row["epoch_s"] >= 1.0
     assert "epoch sized for the " + torch.cuda.get_device_name() in row["note"]
+
+
+def _bert_without_dropout():
+    from labkit import bert
+
+    model = bert.build_model("micro", 32, seed=0)
+    for module in model.modules():  # compiled and eager dropout draw different masks: compare without it
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+        if hasattr(module, "dropout_prob"):
+            module.dropout_prob = 0.0
+    return model
+
+
+def test_a_compiled_bert_trains_as_its_eager_steps_do_and_the_compile_stays_in_the_warmup():
+    from labkit import bert
+
+    precision = resolve_precision("bf16", describe(CUDA))
+    results = {}
+    for compiled in (False, True):
+        batches = bert.synthetic_batches(16, 32, 1024, seed=0)
+        results[compiled] = bert.train(_bert_without_dropout(), batches, steps=4, log_steps=2, device=CUDA,
+                                       progress=False, precision=precision, compile_model=compiled)
+    eager, compiled = results[False], results[True]
+    assert (eager.launch, compiled.launch) == ("eager", "compiled")
+    torch.testing.assert_close(torch.tensor(compiled.losses), torch.tensor(eager.losses), rtol=2e-2, atol=2e-2)
+    # the first step compiles; the steady figure leaves it out
+    assert compiled.warmup_time > compiled.steady_seconds / 3 and compiled.steady_rate > compiled.global_rate
