@@ -3,9 +3,9 @@
     LABKIT_SHARED=/path/to/shared pytest tests/logs      # a shared folder that is elsewhere
 
 ``$LABKIT_SHARED`` when it is set, else the ``shared`` folder beside this checkout
-(``<repo>/../shared``); MNIST is ``$LABKIT_DATA_DIR`` when that is set. Tests take the session fixtures of tests/conftest.py (``shared``,
-``testbed_logs``, ``mnist_dir``), which skip with a message naming LABKIT_SHARED when the folder
-is missing; helpers that run outside pytest (the fake SambaFlow, the classroom builder) call
+(``<repo>/../shared``); MNIST is ``$LABKIT_DATA_DIR`` when that is set. Tests take the session
+fixtures of tests/conftest.py (``shared``, ``testbed_logs``, ``mnist_dir``), which skip with a
+message naming LABKIT_SHARED (or LABKIT_DATA_DIR) when the folder is missing; helpers that run outside pytest (the fake SambaFlow, the classroom builder) call
 ``require`` here, which raises the same message.
 """
 

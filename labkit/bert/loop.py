@@ -56,8 +56,9 @@ def run_steps(result: Any, batches: Iterator[Mapping[str, Any]], steps: int, log
     """Run ``steps`` steps of ``batches`` through ``step(batch)`` and fill ``result`` (returned).
 
     ``result`` has ``losses``, ``step_times``, ``logs``, ``total_samples``, ``total_time``,
-    ``steady_samples``, ``steady_seconds``, ``interrupted``, ``first_step_field`` and ``size_fields`` (filled from the first batch's
-    ``input_ids`` shape, one dimension each, e.g. ``("batch_size", "sequence_length")``).
+    ``steady_samples``, ``steady_seconds``, ``interrupted``, ``first_step_field`` and
+    ``size_fields`` (filled from the first batch's ``input_ids`` shape, one dimension each, e.g.
+    ``("batch_size", "sequence_length")``).
     ``entry(step, loss, rate, global_rate, elapsed)`` builds a log step's report. ``tracker``
     was started where the run's time begins. ``progress``: anything with ``update(n)``, or None;
     ``close_progress`` closes it when the loop ends (a bar the caller made for this run).

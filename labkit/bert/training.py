@@ -92,8 +92,8 @@ def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any
     share of the whole batch's (masked-LM summed over its masked tokens / the batch's masked
     tokens, next-sentence over its sequences / the batch's), so the loss and the gradients are
     those of one step on the whole batch. ``precision``: a :class:`labkit.accelerator.Precision`
-    whose ``autocast`` wraps the forward passes and whose ``step`` the whole step (None: float32). The loss is not read back to the
-    host here, so a GPU is not forced to wait every step.
+    whose ``autocast`` wraps the forward passes and whose ``step`` the whole step (None: float32).
+    The loss is not read back to the host here, so a GPU is not forced to wait every step.
     """
     model.train()
     optimizer.zero_grad(set_to_none=True)

@@ -134,8 +134,9 @@ def plan_llama(candidates: Sequence[str], vocab_size: int, batch_size: int, sequ
             if fitted:
                 plan = LlamaStepPlan(size, chosen, checkpointing, measured[0], measured[1], tuple(skipped), why)
                 break
-            if checkpointing:
-                skipped.append("{} ran out of memory in its probe step, with activation checkpointing".format(size))
+            if (checkpointing, why) == tries[-1]:  # no other way to train this preset is left
+                skipped.append("{} ran out of memory in its probe step{}".format(
+                    size, ", with activation checkpointing" if checkpointing else ""))
         if plan is None:
             continue
         fitting = plan
