@@ -43,6 +43,8 @@ def test_the_check_reads_executed_notebooks_and_exits_1_on_a_mismatch(tmp_path, 
     assert launch_check.main(["cpu", str(good), str(bad)]) == 1
     shown = capsys.readouterr().out
     assert "bad.ipynb: graphcore/mnist: launch 'eager' where the policy chose 'eager': RuntimeError: x" in shown
+    assert launch_check.main(["cpu", str(good), str(tmp_path / "cut.ipynb")]) == 1
+    assert "cut.ipynb: no such notebook, so its launch is unknown" in capsys.readouterr().out
 
 
 #: What a device call may take (the device tool's limit for one command), and what must be left of it for

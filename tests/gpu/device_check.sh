@@ -98,7 +98,7 @@ else  # every size shrunk: the logic, not the figures
   MAX_BERT_STEPS=4
   LLAMA=(-p model_size tiny -p batch_size 4 -p steps 6 -p log_steps 3 -p sequence_length 32)
   MNIST=(-p epochs 1 -p max_train_samples 2000 -p max_test_samples 400)
-  MNIST_BF16=(-p precision bf16 -p epochs 1 -p max_train_samples 160 -p max_test_samples 80)
+  MNIST_BF16=(-p precision bf16 -p epochs 1 -p max_train_samples 400 -p max_test_samples 80)  # one step: 8 x 50
   STUDY=(-p replicas "[1]" -p micro_batch_sizes "[64]" -p model small)
 fi
 

@@ -37,7 +37,12 @@ def main(argv: List[str]) -> int:
         return 2
     found = []
     for path in argv[1:]:
-        found += ["{}: {}".format(path, line) for line in problems(results.read(path).runs, argv[0])]
+        try:
+            runs = results.read(path).runs
+        except FileNotFoundError:  # its step failed or was skipped: nothing says how its steps ran
+            found.append("{}: no such notebook, so its launch is unknown".format(path))
+            continue
+        found += ["{}: {}".format(path, line) for line in problems(runs, argv[0])]
     for line in found:
         print(line)
     print("launch check: {} notebook(s), {}".format(len(argv) - 1, "{} mismatch(es)".format(len(found)) if found
