@@ -79,11 +79,12 @@ def mnist_cases(device: torch.device, batch: int, compile_ok: bool) -> Dict[str,
     precision = accelerator.resolve_precision("auto", accelerator.describe(device), launch_bound=True)
 
     def labkit_step(x, y):
-        optimizer.zero_grad(set_to_none=True)
-        with precision.autocast(device):
-            loss = model(x, y)[1]
-        loss.backward()
-        optimizer.step()
+        with precision.step():
+            optimizer.zero_grad(set_to_none=True)
+            with precision.autocast(device):
+                loss = model(x, y)[1]
+            loss.backward()
+            optimizer.step()
         return loss
 
     captured = accelerator.CapturedStep(labkit_step, (images, labels), device, keep=(model, optimizer))

@@ -1,8 +1,8 @@
 """Test-wide settings: text progress bars, and the real MNIST and testbed logs from ../shared.
 
 ``shared``, ``testbed_logs`` and ``mnist_dir`` are the one way a test finds ../shared
-(tests/shared.py: ``$LABKIT_SHARED``, else ``<repo>/../shared``); each skips, naming
-LABKIT_SHARED, when its folder is missing.
+(tests/shared.py: ``$LABKIT_SHARED``, else ``<repo>/../shared``; MNIST: ``$LABKIT_DATA_DIR`` first);
+each skips, naming LABKIT_SHARED, when its folder is missing.
 """
 
 import fnmatch
@@ -46,8 +46,8 @@ def testbed_logs() -> Path:
 
 @pytest.fixture(scope="session")
 def mnist_dir() -> Path:
-    """The real MNIST IDX files."""
-    return _present(shared_folder.real_mnist())
+    """The real MNIST IDX files: ``$LABKIT_DATA_DIR``, else the shared folder's."""
+    return _present(shared_folder.mnist_folder())
 
 
 #: Files whose tests start kernels, servers, Slurm jobs or sandboxes, train models or grade a

@@ -101,6 +101,56 @@ def test_tf32_is_set_for_the_block_and_restored_after():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
 
 
+def _flags():
+    return torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+
+
+def _bert_step(precision, seen):
+    from labkit import bert
+
+    model = bert.build_model("micro", 16, seed=0)
+    next(model.parameters()).register_hook(lambda grad: seen.append(_flags()))
+    batch = next(bert.synthetic_batches(4, 16, model.config.vocab_size, seed=0))
+    bert.train_step(model, batch, bert.make_optimizer(model), "cpu", precision=precision)
+
+
+def _llama_step(precision, seen):
+    from labkit import llm
+
+    model = llm.build_model("tiny", vocab_size=64, max_seq_length=16, seed=0)
+    next(model.parameters()).register_hook(lambda grad: seen.append(_flags()))
+    ids = torch.randint(0, 64, (2, 16))
+    llm.train_step(model, {"input_ids": ids, "labels": ids}, llm.make_optimizer(model), "cpu", precision=precision)
+
+
+def _mnist_step(precision, seen):
+    from labkit.testbeds.graphcore import train
+
+    model = train.build_model(0, torch.device("cpu"))
+    params = list(model.parameters())
+    params[0].register_hook(lambda grad: seen.append(_flags()))
+    images, labels = torch.randn(16, 1, 28, 28), torch.randint(0, 10, (16,))
+    step = train.step_function(model, images, labels, params, 8, 2, 0.01, precision)
+    step(torch.arange(16))
+
+
+@pytest.mark.parametrize("train_step", [_bert_step, _llama_step, _mnist_step])
+@pytest.mark.parametrize("name, inside", [("tf32", (True, True)), ("fp32", (False, False))])
+def test_the_precisions_flags_hold_in_backward_and_are_restored_after_the_step(train_step, name, inside):
+    # Backward runs after the forward's autocast block has ended: a hook on the first weight's gradient
+    # (computed last in backward) sees the flags the step's backward ran under.
+    before = _flags()
+    try:
+        for start in ((False, True), (True, False)):
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = start
+            seen = []
+            train_step(resolve_precision(name, H200), seen)
+            assert seen and set(seen) == {inside}
+            assert _flags() == start
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
 def test_describe_reads_the_cpu():
     info = accelerator.describe(torch.device("cpu"))
     assert (info.kind, info.capability, info.memory_bytes, info.count) == ("cpu", None, None, 1)
@@ -118,31 +168,46 @@ def test_every_testbed_named_in_reports_has_its_precision():
 # (RLIMIT_AS) a little above what it uses, so the CPU allocator's own allocation fails inside a real
 # forward/backward/optimizer step and torch raises its RuntimeError "DefaultCPUAllocator: can't allocate
 # memory". (torch.cuda.set_per_process_memory_fraction would be the CUDA one; it needs a GPU.)
+#
+# What a failed probe allocated must be freed before the back-off releases memory (its gc.collect and, on
+# CUDA, empty_cache): a gc callback sees, at each collection, the bytes still held by tensors the failed
+# probes made, and the bytes of all live tensors against what they were before the first probe.
 _CHILD = textwrap.dedent("""
-    import json, resource, sys
+    import gc, json, resource, sys, weakref
     import torch
     from labkit.accelerator import DeviceInfo, probe_micro_batch
     torch.set_num_threads(1)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    failures = []
+    failures, made, collections = [], {}, []
+    def live_bytes():
+        return sum(t.nbytes for t in gc.get_objects() if isinstance(t, torch.Tensor))
     def probe(m):
         try:
             x, y = torch.randn(m, 1024), torch.randint(0, 10, (m,))
+            made[m] = [weakref.ref(x), x.nbytes]
             torch.nn.functional.cross_entropy(model(x), y).backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
         except BaseException as exc:
             failures.append([m, type(exc).__name__, str(exc)[:200]])
             raise
+    def at_collection(phase, info):
+        failed = [f[0] for f in failures]
+        if phase == "stop" and failed and made:
+            held = sum(made[m][1] for m in failed if made[m][0]() is not None)
+            collections.append([failed[-1], held, live_bytes()])
     probe(1)  # lazy allocations happen before the limit
+    before = live_bytes()
     if sys.argv[1] == "limited":
         used = int([l for l in open("/proc/self/status") if l.startswith("VmSize")][0].split()[1]) * 1024
         resource.setrlimit(resource.RLIMIT_AS, (used + 64 * 2 ** 20, resource.RLIM_INFINITY))
+    gc.callbacks.append(at_collection)
     micro = probe_micro_batch(4096, probe, info=DeviceInfo("cpu", "test"), key={}, use_cache=False)
+    gc.callbacks.remove(at_collection)
     print(json.dumps({"size": micro.size, "accumulation": micro.accumulation, "tried": micro.tried,
-                      "failures": failures, "why": micro.why()}))
+                      "failures": failures, "why": micro.why(), "before": before, "collections": collections}))
 """)
 
 
@@ -164,6 +229,12 @@ def test_the_probe_backs_off_on_a_real_allocation_failure_to_the_largest_micro_b
     for _, kind, text in limited["failures"]:
         assert kind in ("RuntimeError", "OutOfMemoryError") and "can't allocate memory" in text
     assert "ran out of memory" in limited["why"]
+    # every failed size was followed by the back-off's collection, which found its tensors freed and
+    # the live tensors back to their bytes before the first probe
+    assert {c[0] for c in limited["collections"]} == set(limited["tried"][:-1])
+    for failed, held, live in limited["collections"]:
+        assert held == 0, "{} bytes of the probe at micro-batch {} still held".format(held, failed)
+        assert live == limited["before"]
 
 
 def _huge_unless_fits(limit, calls):
@@ -207,6 +278,34 @@ def test_the_cache_key_is_the_device_memory_model_sequence_and_precision(cache, 
                                key=change.get("key", {"model": "m", "seq": 128}))
     assert (micro.size, micro.source, calls) == (8, "probed", [64, 32, 16, 8])
     assert len(list(cache.glob("micro-batch-*.json"))) == 2
+
+
+def test_the_cache_key_has_transformers_version_and_the_callers_eager_or_compiled(cache):
+    from importlib.metadata import version
+
+    _, full = accelerator.micro_batch_cache_file({"model": "m", "launch": "eager"}, H200, 64)
+    assert full["transformers"] == version("transformers") and full["key"]["launch"] == "eager"
+    compiled, _ = accelerator.micro_batch_cache_file({"model": "m", "launch": "compiled"}, H200, 64)
+    assert compiled != accelerator.micro_batch_cache_file({"model": "m", "launch": "eager"}, H200, 64)[0]
+
+
+def _with_free(info, free):
+    return DeviceInfo(info.kind, info.name, info.capability, info.memory_bytes, info.count, free)
+
+
+def test_a_probe_taken_with_little_memory_free_is_taken_again_when_more_is_free(cache):
+    # Another process held 100 GB of the H200 at the first probe: 16 fitted. With the GPU free again the
+    # probe runs anew (and 64 fits); with about as little free as before, the cached size stands.
+    calls = []
+    first = choose_micro_batch("auto", 64, _huge_unless_fits(16, calls), device=_with_free(H200, 41 * GB), key={})
+    assert (first.size, first.source) == (16, "probed")
+    saved = json.loads(next(cache.glob("micro-batch-*.json")).read_text())
+    assert saved["free_bytes"] == 41 * GB
+    same = choose_micro_batch("auto", 64, _huge_unless_fits(64, calls), device=_with_free(H200, 45 * GB), key={})
+    assert (same.size, same.source) == (16, "cached")
+    freed = choose_micro_batch("auto", 64, _huge_unless_fits(64, calls), device=_with_free(H200, 140 * GB), key={})
+    assert (freed.size, freed.source) == (64, "probed")
+    assert json.loads(next(cache.glob("micro-batch-*.json")).read_text())["free_bytes"] == 140 * GB
 
 
 @pytest.mark.parametrize("garbage", ["{not json", json.dumps({"for": "something else", "micro_batch": 8}), "",

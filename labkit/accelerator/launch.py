@@ -28,8 +28,10 @@ class CapturedStep:
     steps must not change; they are put back in place (same addresses) after capture, and optimizer
     state first made during the warm-up is zeroed, as a fresh optimizer's is, so training from the
     first replay computes what eager steps would. A step that cannot be captured (it reads a value
-    on the host, say) runs eager, and ``why`` says so. ``__call__`` returns the step's outputs; with
-    a CUDA graph they are its static outputs, overwritten by the next replay.
+    on the host, say) runs eager: ``chosen`` keeps the mode the policy chose, ``capture_error`` the
+    capture's error ("RuntimeError: ..."), and ``why`` says both, so a run records that its launch is
+    not the one chosen, and why. ``__call__`` returns the step's outputs; with a CUDA graph they are
+    its static outputs, overwritten by the next replay.
     """
 
     def __init__(self, step_fn: Callable[..., Any], example_inputs: Sequence[Any], device: Any, mode: str = "auto",
@@ -42,6 +44,8 @@ class CapturedStep:
                                    "'auto', 'compiled', 'eager'.".format(info.describe()))
         self.step_fn = step_fn
         self.mode = "cuda graph" if mode == "auto" and info.kind == "cuda" else ("eager" if mode == "auto" else mode)
+        self.chosen = self.mode
+        self.capture_error = ""
         self.why = {"cuda graph": "captured once as a CUDA graph and replayed (fixed shapes)",
                     "compiled": "compiled with torch.compile", "eager": "eager (no capture off a GPU)"}[self.mode]
         self._run = step_fn
@@ -53,8 +57,10 @@ class CapturedStep:
             try:
                 self._capture(example_inputs, keep, warmup)
             except RuntimeError as exc:  # e.g. a host read inside the step: capture is impossible, eager works
+                first_line = (str(exc).splitlines() or [""])[0]
+                self.capture_error = "{}: {}".format(type(exc).__name__, first_line)
                 self.mode, self.why = "eager", "eager: the step could not be captured as a CUDA graph ({})".format(
-                    str(exc).splitlines()[0][:120])
+                    self.capture_error)
                 self._run = step_fn
 
     def _capture(self, example_inputs: Sequence[Any], keep: Sequence[Any], warmup: int) -> None:

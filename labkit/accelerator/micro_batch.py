@@ -11,7 +11,7 @@ import gc
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple, TypeVar, Union
 
 from labkit.accelerator.precision import AcceleratorError, DeviceInfo, device_info
 from labkit.data.cache import cache_dir
@@ -19,7 +19,9 @@ from labkit.errors import LabkitError
 from labkit.files import write_atomic
 
 __all__ = ["MicroBatch", "choose_micro_batch", "probe_micro_batch", "micro_batch_cache_file", "is_out_of_memory",
-           "Accumulation", "accumulate", "NothingFits"]
+           "fits", "Accumulation", "accumulate", "NothingFits"]
+
+T = TypeVar("T")
 
 
 class NothingFits(LabkitError, MemoryError):
@@ -85,24 +87,61 @@ def _release_memory() -> None:
         torch.cuda.empty_cache()
 
 
+def fits(attempt: Callable[[], T]) -> Tuple[bool, Optional[T]]:
+    """``(True, attempt())``, or ``(False, None)`` when ``attempt`` ran out of memory; any other error
+    propagates. Either way, memory is released after the attempt, outside its ``except`` block: while
+    an exception is being handled its traceback keeps the failed attempt's frames, and with them its
+    tensors, alive (PyTorch's FAQ, "my out of memory exception handler can't allocate memory"), so
+    ``empty_cache`` there could not give their blocks back."""
+    try:
+        result = attempt()
+    except BaseException as exc:  # noqa: B902 - only out-of-memory is caught; the rest re-raised
+        if not is_out_of_memory(exc):
+            raise
+        fitted, result = False, None
+    else:
+        fitted = True
+    _release_memory()
+    return fitted, result
+
+
+def _transformers_version() -> Optional[str]:
+    try:
+        from importlib.metadata import version
+
+        return version("transformers")
+    except Exception:  # not installed: the models probed here are plain torch
+        return None
+
+
 def micro_batch_cache_file(key: Mapping[str, Any], info: DeviceInfo, global_batch: int):
     """Where a probed micro-batch is cached: cache_dir()/accelerator/micro-batch-<hash>.json, keyed by
-    ``key`` (model, sequence length, precision), the global batch, the device's name and memory, torch's version."""
+    ``key`` (model, sequence length, precision, eager or compiled), the global batch, the device's name
+    and memory, torch's and transformers' versions (a new release changes what a step allocates)."""
     import torch
 
     full = {"key": {str(k): key[k] for k in sorted(key)}, "global_batch": global_batch, "device": info.name,
-            "memory_bytes": info.memory_bytes, "torch": torch.__version__}
+            "memory_bytes": info.memory_bytes, "torch": torch.__version__, "transformers": _transformers_version()}
     digest = hashlib.sha256(json.dumps(full, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return cache_dir() / "accelerator" / "micro-batch-{}.json".format(digest), full
 
 
-def _cached(path, full: Dict[str, Any], global_batch: int) -> Optional[int]:
+#: A cached probe is taken again when this much more of the device's memory is free now than was
+#: free at the probe (another process held the GPU then): small drifts keep the cached size.
+MORE_FREE_SHARE = 0.05
+
+
+def _cached(path, full: Dict[str, Any], global_batch: int, free: Optional[int]) -> Optional[int]:
     try:
         saved = json.loads(path.read_text())
         size = saved["micro_batch"] if saved.get("for") == json.loads(json.dumps(full, default=str)) else None
+        was_free = saved.get("free_bytes")
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # absent, half-written by an old labkit, or edited by hand: probe again
     ok = isinstance(size, int) and not isinstance(size, bool) and 0 < size <= global_batch and global_batch % size == 0
+    if ok and free is not None:
+        total = full.get("memory_bytes") or free
+        ok = isinstance(was_free, int) and free <= was_free + MORE_FREE_SHARE * total
     return size if ok else None
 
 
@@ -110,26 +149,23 @@ def probe_micro_batch(global_batch: int, probe: Callable[[int], None], *, info: 
                       key: Mapping[str, Any], use_cache: bool = True) -> MicroBatch:
     """The largest divisor of ``global_batch`` for which ``probe(m)`` (one real forward, backward and
     optimizer step at micro-batch m) does not run out of memory; larger ones back off, memory is
-    released between tries. Cached per key and device. Any other error from the probe propagates."""
+    released between tries (:func:`fits`). Cached per key and device with the memory free at the
+    probe; probed again when clearly more is free now. Any other error from the probe propagates."""
     path, full = micro_batch_cache_file(key, info, global_batch)
+    free = info.free_bytes  # None where unknown (a DeviceInfo built by hand): the cached size is taken
     if use_cache:
-        size = _cached(path, full, global_batch)
+        size = _cached(path, full, global_batch, free)
         if size is not None:
             return MicroBatch(size, global_batch // size, "cached")
     tried = []
     for size in _divisors_desc(global_batch):
         tried.append(size)
-        try:
-            probe(size)
-        except BaseException as exc:  # noqa: B902 - only out-of-memory is caught; the rest re-raised
-            if not is_out_of_memory(exc):
-                raise
-            del exc
-            _release_memory()
+        fitted, _ = fits(lambda: probe(size))
+        if not fitted:
             continue
-        _release_memory()
         if use_cache:
-            write_atomic(path, json.dumps({"for": full, "micro_batch": size, "tried": tried}, default=str, indent=1))
+            write_atomic(path, json.dumps({"for": full, "micro_batch": size, "tried": tried, "free_bytes": free},
+                                          default=str, indent=1))
         return MicroBatch(size, global_batch // size, "probed", tuple(tried))
     raise NothingFits("Even a micro-batch of 1 ran out of memory on {} (tried {}): this model does not fit "
                       "there; use a smaller model or a GPU with more memory.".format(

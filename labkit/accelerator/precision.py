@@ -36,6 +36,7 @@ class DeviceInfo:
     capability: Optional[Tuple[int, int]] = None  # CUDA compute capability
     memory_bytes: Optional[int] = None  # total device memory (CUDA); None elsewhere
     count: int = 1  # devices of this kind visible
+    free_bytes: Optional[int] = None  # memory free when this was read (CUDA; other processes hold the rest)
 
     def describe(self) -> str:
         """'the NVIDIA H200 (compute capability 9.0, 141 GB)', 'the CPU', 'Apple MPS'."""
@@ -58,7 +59,7 @@ def describe(device: Any) -> DeviceInfo:
         index = device.index if device.index is not None else torch.cuda.current_device()
         props = torch.cuda.get_device_properties(index)
         return DeviceInfo("cuda", props.name, (props.major, props.minor), int(props.total_memory),
-                          torch.cuda.device_count())
+                          torch.cuda.device_count(), int(torch.cuda.mem_get_info(index)[0]))
     if device.type == "mps":
         return DeviceInfo("mps", "Apple MPS")
     return DeviceInfo("cpu", devices.device_name(device))
@@ -78,13 +79,23 @@ class Precision:
 
     def autocast(self, device: Any) -> ContextManager[Any]:
         """The block a forward (and its loss) runs in: bf16 autocast; TF32 matmuls and convolutions
-        (restored after); fp32 with TF32 turned off on a GPU (cuDNN allows it by default), nothing on a CPU."""
+        (restored after); fp32 with TF32 turned off on a GPU (cuDNN allows it by default), nothing on a CPU.
+        A training step holds :meth:`step` around its forward, backward and optimizer as well."""
         import torch
 
         kind = device.kind if isinstance(device, DeviceInfo) else torch.device(device).type
         if self.name == "bf16":
             return torch.autocast(kind, dtype=torch.bfloat16)
         if kind == "cuda":
+            return _tf32(self.name == "tf32")
+        return contextlib.nullcontext()
+
+    def step(self) -> ContextManager[None]:
+        """The block a whole training step runs in: TF32 allowed for matmuls and convolutions under "tf32",
+        forbidden under "fp32", as PyTorch sets them under "bf16"; restored after. The backward runs
+        outside the forward's :meth:`autocast` and computes about two thirds of a step's FLOPs, so the
+        flags must hold there too. They are CUDA's flags: a CPU computes the same with them set or not."""
+        if self.name in ("tf32", "fp32"):
             return _tf32(self.name == "tf32")
         return contextlib.nullcontext()
 

@@ -123,7 +123,7 @@ def _measure_cuda(model_size: str, seq: int, global_batch: int, device: Any, inf
         try:
             micro = accelerator.choose_micro_batch(requested, global_batch, lambda m: step_at(m)(), device=device,
                                                    key={"model": "bert-" + model_size, "seq": seq,
-                                                        "precision": chosen.name})
+                                                        "precision": chosen.name, "launch": "eager"})
             seconds = accelerator.measure_step_seconds(step_at(micro.size), device, warmup=1, repeats=3)
         finally:
             del model, optimizer
@@ -151,11 +151,12 @@ def _measure_layer(model_size: str, seq: int, device: Any, chosen: accelerator.P
         hidden = torch.randn(rows, seq, cfg.hidden_size, device=device)
 
         def step() -> None:
-            optimizer.zero_grad(set_to_none=True)
-            with chosen.autocast(device):
-                out = layer(hidden)[0]
-            out.float().pow(2).mean().backward()
-            optimizer.step()
+            with chosen.step():
+                optimizer.zero_grad(set_to_none=True)
+                with chosen.autocast(device):
+                    out = layer(hidden)[0]
+                out.float().pow(2).mean().backward()
+                optimizer.step()
 
         seconds = accelerator.measure_step_seconds(step, device, warmup=1, repeats=1)
     rate = rows * per_row / seconds

@@ -5,7 +5,10 @@ fields once), run one optimizer step whose loss stays a detached tensor on the d
 the batch's samples in the :class:`~labkit.bert.rates.RateTracker`, and read the losses back
 (a device sync) only at step 1 and at each log step (every ``log_steps`` and the last). They
 record every step's time, the first step's time alone (their warm-up), and at each log step a
-report entry with the modelzoo's Rate, GlobalRate and elapsed time, passed to ``on_log``. They
+report entry with the modelzoo's Rate, GlobalRate and elapsed time, passed to ``on_log``. Beside
+those they keep the steady figures: the samples of the steps after the first and the time they
+took, both between two device syncs (the end of step 1 and the last log step), so a GPU's queued
+work is inside the time and the first step's allocation, kernel choice or compile is not. They
 stop on a non-finite loss or on a :class:`labkit.interrupts.StopRequest`'s interrupt (a second
 interrupt drops the step in progress), then read the losses not read yet and say where an
 interrupt ended the run. What differs is passed in: the step, the report entry's class, the
@@ -53,8 +56,9 @@ def run_steps(result: Any, batches: Iterator[Mapping[str, Any]], steps: int, log
     """Run ``steps`` steps of ``batches`` through ``step(batch)`` and fill ``result`` (returned).
 
     ``result`` has ``losses``, ``step_times``, ``logs``, ``total_samples``, ``total_time``,
-    ``interrupted``, ``first_step_field`` and ``size_fields`` (filled from the first batch's
-    ``input_ids`` shape, one dimension each, e.g. ``("batch_size", "sequence_length")``).
+    ``steady_samples``, ``steady_seconds``, ``interrupted``, ``first_step_field`` and
+    ``size_fields`` (filled from the first batch's ``input_ids`` shape, one dimension each, e.g.
+    ``("batch_size", "sequence_length")``).
     ``entry(step, loss, rate, global_rate, elapsed)`` builds a log step's report. ``tracker``
     was started where the run's time begins. ``progress``: anything with ``update(n)``, or None;
     ``close_progress`` closes it when the loop ends (a bar the caller made for this run).
@@ -80,6 +84,10 @@ def run_steps(result: Any, batches: Iterator[Mapping[str, Any]], steps: int, log
             last = now
             if number == 1:
                 setattr(result, first_step_field, result.step_times[0])
+                warm_count, warm_elapsed = tracker.count, tracker.elapsed(now)
+            elif is_log:  # synced here, as at the end of step 1
+                result.steady_samples = int(tracker.count - warm_count)
+                result.steady_seconds = tracker.elapsed(now) - warm_elapsed
             if is_log:
                 report = entry(number, result.losses[-1], tracker.rate(now), tracker.global_rate(now),
                                tracker.elapsed(now))

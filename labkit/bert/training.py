@@ -92,8 +92,8 @@ def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any
     share of the whole batch's (masked-LM summed over its masked tokens / the batch's masked
     tokens, next-sentence over its sequences / the batch's), so the loss and the gradients are
     those of one step on the whole batch. ``precision``: a :class:`labkit.accelerator.Precision`
-    whose ``autocast`` wraps the forward passes (None: float32). The loss is not read back to the
-    host here, so a GPU is not forced to wait every step.
+    whose ``autocast`` wraps the forward passes and whose ``step`` the whole step (None: float32).
+    The loss is not read back to the host here, so a GPU is not forced to wait every step.
     """
     model.train()
     optimizer.zero_grad(set_to_none=True)
@@ -103,23 +103,24 @@ def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any
     def autocast():
         return precision.autocast(device) if precision is not None else contextlib.nullcontext()
 
-    if micro == size:  # one pass: the loss exactly as before accumulation existed
-        with autocast():
-            loss = pretraining_loss(model, _to_device(batch, device))
-        loss.backward()
+    with precision.step() if precision is not None else contextlib.nullcontext():
+        if micro == size:  # one pass: the loss exactly as before accumulation existed
+            with autocast():
+                loss = pretraining_loss(model, _to_device(batch, device))
+            loss.backward()
+            optimizer.step()
+            return loss.detach()
+        masked = int((batch["labels"] != -100).sum())
+        total = None
+        for start in range(0, size, micro):
+            part = _to_device({k: v[start:start + micro] for k, v in batch.items()}, device)
+            with autocast():
+                mlm, nsp = _loss_sums(model, part)
+            loss = mlm / masked + nsp / size
+            loss.backward()
+            total = loss.detach() if total is None else total + loss.detach()
         optimizer.step()
-        return loss.detach()
-    masked = int((batch["labels"] != -100).sum())
-    total = None
-    for start in range(0, size, micro):
-        part = _to_device({k: v[start:start + micro] for k, v in batch.items()}, device)
-        with autocast():
-            mlm, nsp = _loss_sums(model, part)
-        loss = mlm / masked + nsp / size
-        loss.backward()
-        total = loss.detach() if total is None else total + loss.detach()
-    optimizer.step()
-    return total
+        return total
 
 
 @dataclass
@@ -151,6 +152,8 @@ class TrainResult:
     total_samples: int = 0
     total_time: float = 0.0
     warmup_time: float = 0.0
+    steady_samples: int = 0  # the samples of every step after the first, up to the last log step
+    steady_seconds: float = 0.0  # their time (from the end of the first step to the last log step)
     setup_time: float = 0.0
     interrupted: str = ""  # "interrupted at step 40/1000" when an interrupt ended it early
     precision: str = "fp32"  # what the forward passes ran in (labkit.accelerator.Precision.name)
@@ -161,6 +164,11 @@ class TrainResult:
     @property
     def global_rate(self) -> float:
         return self.total_samples / self.total_time if self.total_time > 0 else 0.0
+
+    @property
+    def steady_rate(self) -> float:
+        """Samples/s after the warm-up: the steps after the first over their time (NaN with one step)."""
+        return self.steady_samples / self.steady_seconds if self.steady_seconds > 0 else math.nan
 
     @property
     def time_per_sample(self) -> float:

@@ -6,9 +6,11 @@
     chosen.seconds(40)                                               # measured, not assumed
 
 Each candidate (largest first) must fit the device's memory by arithmetic (:func:`training_memory_bytes`:
-fp32 weights, gradients and AdamW moments, and the activations, with activation checkpointing when
-they would not fit otherwise) and then train real steps there: a CUDA candidate that runs out of
-memory anyway, or whose measured run would exceed ``budget_s``, gives way to the next. On a CPU
+fp32 weights, gradients and AdamW moments, bf16 autocast's copies of the weights, and the
+activations, with activation checkpointing when they would not fit otherwise) and then train real
+steps there (:func:`attempts` gives the order): a CUDA candidate that runs out of memory without
+checkpointing is tried again with it, and one that runs out of memory with it, or whose measured
+run would exceed ``budget_s``, gives way to the next. On a CPU
 or MPS the step is measured on the preset itself when it is small, else on one decoder layer of
 its width (the model's FLOPs over the FLOP/s that layer reached). Measurements are kept for the process.
 """
@@ -21,8 +23,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from labkit import accelerator
 from labkit.llm.presets import MODEL_SIZES, build_model, model_config, parameter_count
 
-__all__ = ["LlamaStepPlan", "plan_llama", "flops_per_token", "training_memory_bytes", "NothingFitsHere",
-           "PROBE_FLOPS"]
+__all__ = ["LlamaStepPlan", "plan_llama", "attempts", "flops_per_token", "training_memory_bytes", "NothingFitsHere",
+           "PROBE_FLOPS", "MEMORY_SHARE"]
 
 #: About the FLOPs of a CPU/MPS probe step: a second or less on two busy cores.
 PROBE_FLOPS = 2e10
@@ -43,7 +45,8 @@ class LlamaStepPlan:
     checkpointing: bool
     seconds_per_step: float
     measured: str
-    skipped: Tuple[str, ...] = ()  # why larger candidates were passed over
+    skipped: Tuple[str, ...] = ()  # why larger candidates (or this one without checkpointing) were passed over
+    checkpointing_why: str = ""  # why checkpointing is on: the arithmetic, or a probe that ran out of memory
 
     def seconds(self, steps: int) -> float:
         return self.seconds_per_step * steps
@@ -51,7 +54,8 @@ class LlamaStepPlan:
     def why(self) -> str:
         parts = [self.precision.why]
         if self.checkpointing:
-            parts.append("activation checkpointing (the activations would not fit otherwise)")
+            parts.append("activation checkpointing ({})".format(
+                self.checkpointing_why or "the activations would not fit otherwise"))
         return "; ".join(parts + list(self.skipped))
 
 
@@ -64,17 +68,44 @@ def flops_per_token(model_size: str, vocab_size: int, sequence_length: int) -> f
 
 
 def training_memory_bytes(model_size: str, vocab_size: int, batch_size: int, sequence_length: int,
-                          checkpointing: bool) -> float:
-    """Bytes to train a preset with AdamW: 16 a parameter (fp32 weights, gradients, two moments) and
-    the activations kept for backward (all of each layer's, about 34 x hidden + 5 x heads x length
-    bytes-ish a token in bf16; with checkpointing only each layer's input, plus one layer's), and the
-    logits in fp32. A rough upper estimate, to choose before allocating."""
+                          checkpointing: bool, precision: str = "fp32") -> float:
+    """Bytes to train a preset with AdamW: 16 a parameter (fp32 weights, gradients, two moments), 2 more
+    under ``precision="bf16"`` (autocast keeps a bf16 copy of each weight it casts until the forward's
+    block ends, and with checkpointing makes them again in backward), the activations kept for backward
+    (all of each layer's, about 34 x hidden + 5 x heads x length bytes-ish a token in bf16; with
+    checkpointing only each layer's input, plus one layer's), and the logits in fp32. A rough upper
+    estimate, to choose before allocating."""
     preset = MODEL_SIZES[model_size]
     hidden, layers, heads = preset["hidden_size"], preset["num_hidden_layers"], preset["num_attention_heads"]
     tokens = batch_size * sequence_length
     per_layer = tokens * (34 * hidden + 5 * heads * sequence_length) * 2.0
     activations = layers * tokens * hidden * 4.0 + per_layer if checkpointing else layers * per_layer
-    return 16.0 * parameter_count(model_size, vocab_size) + activations + tokens * vocab_size * 12.0
+    per_parameter = 18.0 if precision == "bf16" else 16.0
+    return per_parameter * parameter_count(model_size, vocab_size) + activations + tokens * vocab_size * 12.0
+
+
+#: The share of a GPU's memory a plan may fill: the CUDA context, cuBLAS's workspace and the
+#: allocator's fragmentation take some of the rest.
+MEMORY_SHARE = 0.9
+
+
+def attempts(model_size: str, vocab_size: int, batch_size: int, sequence_length: int, info: accelerator.DeviceInfo,
+             precision: str) -> Tuple[Tuple[bool, str], ...]:
+    """The checkpointing settings to train ``model_size`` with on ``info``, in the order to try them, each
+    with why checkpointing is on: without it where the arithmetic says it fits (then with it, should
+    that run out of memory), with it alone where only that fits, none where neither does. Off a GPU
+    the memory is not known here: without checkpointing."""
+    if info.kind != "cuda" or not info.memory_bytes:
+        return ((False, ""),)
+    limit = MEMORY_SHARE * info.memory_bytes
+    plain = training_memory_bytes(model_size, vocab_size, batch_size, sequence_length, False, precision)
+    checkpointed = training_memory_bytes(model_size, vocab_size, batch_size, sequence_length, True, precision)
+    if checkpointed > limit:
+        return ()
+    if plain > limit:
+        return ((True, "without it {} needs about {:.0f} GB to train, more than {:.0%} of {}".format(
+            model_size, plain / 1e9, MEMORY_SHARE, info.describe())),)
+    return ((False, ""), (True, "without it {} ran out of memory in its probe step".format(model_size)))
 
 
 def plan_llama(candidates: Sequence[str], vocab_size: int, batch_size: int, sequence_length: int, steps: int,
@@ -87,30 +118,28 @@ def plan_llama(candidates: Sequence[str], vocab_size: int, batch_size: int, sequ
     device = torch.device(device) if isinstance(device, str) else device
     info = accelerator.describe(device)
     chosen = accelerator.resolve_precision(precision, info)
-    memory = info.memory_bytes if info.kind == "cuda" else None
     skipped: List[str] = []
     fitting: Optional[LlamaStepPlan] = None
     for size in candidates:
-        checkpointing = False
-        if memory is not None:
-            plain = training_memory_bytes(size, vocab_size, batch_size, sequence_length, False)
-            checkpointing = plain > 0.9 * memory
-            if training_memory_bytes(size, vocab_size, batch_size, sequence_length, True) > 0.9 * memory:
-                skipped.append("{} needs about {:.0f} GB to train, more than {}".format(
-                    size, training_memory_bytes(size, vocab_size, batch_size, sequence_length, True) / 1e9,
-                    info.describe()))
-                continue
-        try:
-            seconds, how = _measure(size, vocab_size, batch_size, sequence_length, device, info, chosen, checkpointing)
-        except BaseException as exc:  # noqa: B902 - only out-of-memory is caught
-            if not accelerator.is_out_of_memory(exc):
-                raise
-            del exc
-            if info.kind == "cuda":
-                torch.cuda.empty_cache()
-            skipped.append("{} ran out of memory in its probe step".format(size))
+        tries = attempts(size, vocab_size, batch_size, sequence_length, info, chosen.name)
+        if not tries:
+            skipped.append("{} needs about {:.0f} GB to train, more than {}".format(
+                size, training_memory_bytes(size, vocab_size, batch_size, sequence_length, True, chosen.name) / 1e9,
+                info.describe()))
             continue
-        fitting = LlamaStepPlan(size, chosen, checkpointing, seconds, how, tuple(skipped))
+        plan = None
+        for checkpointing, why in tries:
+            fitted, measured = accelerator.fits(lambda: _measure(size, vocab_size, batch_size, sequence_length,
+                                                                 device, info, chosen, checkpointing))
+            if fitted:
+                plan = LlamaStepPlan(size, chosen, checkpointing, measured[0], measured[1], tuple(skipped), why)
+                break
+            if (checkpointing, why) == tries[-1]:  # no other way to train this preset is left
+                skipped.append("{} ran out of memory in its probe step{}".format(
+                    size, ", with activation checkpointing" if checkpointing else ""))
+        if plan is None:
+            continue
+        fitting = plan
         if budget_s is None or fitting.seconds(steps) <= budget_s:
             return fitting
         skipped.append("{} would take about {:.0f} s for {} steps".format(size, fitting.seconds(steps), steps))
@@ -118,7 +147,7 @@ def plan_llama(candidates: Sequence[str], vocab_size: int, batch_size: int, sequ
         return fitting
     raise NothingFitsHere(
         "No LLaMA preset among {} trains on {}: {}. What would: a smaller batch_size or sequence_length, "
-        "model_size='small' or 'tiny', or a GPU with more memory (LLaMA-2-7B's shapes need about 110 GB: an "
+        "model_size='small' or 'tiny', or a GPU with more memory (LLaMA-2-7B's shapes need about 120 GB: an "
         "NVIDIA H200, 141 GB; an 80 GB H100 or A100 would need the weights sharded over several GPUs, which "
         "labkit does not do).".format(", ".join(candidates), info.describe(), "; ".join(skipped)))
 
@@ -154,20 +183,16 @@ def _measure_model(size: str, vocab: int, batch: int, seq: int, device: Any, cho
             config = model_config(size, vocab, seq)
             config.num_hidden_layers = layers
             model = LlamaForCausalLM(config).to(device)
-        try:
-            if checkpointing:
-                model.gradient_checkpointing_enable()
-                model.config.use_cache = False
-            optimizer = make_optimizer(model)
-            ids = torch.randint(0, vocab, (batch, seq), device=device)
-            batch_ = {"input_ids": ids, "labels": ids}
-            return accelerator.measure_step_seconds(lambda: train_step(model, batch_, optimizer, device,
-                                                                       precision=chosen),
-                                                    device, warmup=1, repeats=repeats)
-        finally:
-            del model
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
+        # Nothing here outlives the return (the caller, accelerator.fits, releases the memory after it):
+        # the model, its optimizer's moments and the batch are locals of this frame only.
+        if checkpointing:
+            model.gradient_checkpointing_enable()
+            model.config.use_cache = False
+        optimizer = make_optimizer(model)
+        ids = torch.randint(0, vocab, (batch, seq), device=device)
+        batch_ = {"input_ids": ids, "labels": ids}
+        return accelerator.measure_step_seconds(lambda: train_step(model, batch_, optimizer, device, precision=chosen),
+                                                device, warmup=1, repeats=repeats)
 
 
 def _measure_small(size: str, vocab: int, batch: int, seq: int, device: Any, chosen: accelerator.Precision) -> float:

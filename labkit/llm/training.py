@@ -53,7 +53,8 @@ def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any
                scheduler: Any = None, max_grad_norm: Optional[float] = MAX_GRAD_NORM, precision: Any = None):
     """One optimizer step on ``batch`` (``input_ids`` and ``labels``); the loss as a detached tensor
     (not read back to the host, so a GPU is not made to wait every step). ``precision``: a
-    :class:`labkit.accelerator.Precision` whose ``autocast`` wraps the forward (None: float32)."""
+    :class:`labkit.accelerator.Precision` whose ``autocast`` wraps the forward and whose ``step`` the whole
+    step (None: float32)."""
     import torch
 
     model.train()
@@ -61,12 +62,13 @@ def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any
     non_blocking = getattr(device, "type", str(device)) == "cuda"
     ids = batch["input_ids"].to(device, non_blocking=non_blocking)
     labels = batch["labels"].to(device, non_blocking=non_blocking) if batch["labels"] is not batch["input_ids"] else ids
-    with precision.autocast(device) if precision is not None else contextlib.nullcontext():
-        loss = model(input_ids=ids, labels=labels).loss
-    loss.backward()
-    if max_grad_norm:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-    optimizer.step()
+    with precision.step() if precision is not None else contextlib.nullcontext():
+        with precision.autocast(device) if precision is not None else contextlib.nullcontext():
+            loss = model(input_ids=ids, labels=labels).loss
+        loss.backward()
+        if max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
     if scheduler is not None:
         scheduler.step()
     return loss.detach()
@@ -99,6 +101,8 @@ class TrainResult:
     total_samples: int = 0
     total_time: float = 0.0
     first_step_s: float = 0.0
+    steady_samples: int = 0  # the samples of every step after the first, up to the last report
+    steady_seconds: float = 0.0  # their time (from the end of the first step to the last report)
     interrupted: str = ""
     precision: str = "fp32"  # what the forward passes ran in
     checkpointing: bool = False  # activation checkpointing (recompute in backward) was on
@@ -107,6 +111,11 @@ class TrainResult:
     @property
     def global_rate(self) -> float:
         return self.total_samples / self.total_time if self.total_time > 0 else 0.0
+
+    @property
+    def steady_rate(self) -> float:
+        """Samples/s after the warm-up: the steps after the first over their time (NaN with one step)."""
+        return self.steady_samples / self.steady_seconds if self.steady_seconds > 0 else math.nan
 
     @property
     def final_loss(self) -> float:

@@ -203,3 +203,41 @@ def test_accumulation_gives_the_whole_batch_loss_when_micro_batches_mask_differe
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
     assert losses[1] == pytest.approx(losses[0], rel=1e-6)
     assert torch.allclose(grads[0], grads[1], atol=1e-6)
+
+
+def test_the_steady_rate_leaves_the_first_steps_compile_out_and_rate_and_global_rate_keep_the_modelzoos_meaning():
+    # 60 steps of 16 sequences: the first takes 10 s (a compile), every later one 16 / 1,440 s. Rate at step 60
+    # still carries a share of the compile (0.6 x this window + 0.4 x the last); GlobalRate all of it.
+    from labkit.bert.loop import run_steps
+
+    clock = FakeClock()
+    tracker = bert.RateTracker(clock=clock)
+    batch = {"input_ids": torch.zeros(16, 8, dtype=torch.long)}
+
+    def step(_):
+        clock.now += 10.0 if not result.step_times else 16 / 1440
+        return torch.tensor(1.0)
+
+    result = bert.TrainResult(batch_size=0, steps=60, device="cpu")
+    run_steps(result, iter([batch] * 60), 60, 20, step, bert.LogEntry, "cpu", tracker, "warmup_time")
+    assert result.warmup_time == pytest.approx(10.0)
+    assert (result.steady_samples, result.steady_seconds) == (59 * 16, pytest.approx(59 * 16 / 1440))
+    assert result.steady_rate == pytest.approx(1440)
+    windows = [(20, 10.0 + 19 * 16 / 1440), (20, 20 * 16 / 1440), (20, 20 * 16 / 1440)]
+    expected = reference_rates(16, windows)
+    assert [(e.rate, e.global_rate) for e in result.logs] == [pytest.approx(pair) for pair in expected]
+    assert result.logs[-1].rate < 0.9 * 1440 and result.logs[-1].global_rate < 0.1 * 1440
+
+
+def test_a_portable_run_records_its_steady_rate_beside_globalrate():
+    from labkit.testbeds.cerebras import bert_large
+
+    config = bert_large.SPEC.validate({"model_size": "micro", "batch_size": 4, "max_steps": 3, "log_steps": 1,
+                                       "max_seq_length": 16, "target": "cpu"})
+    run = bert_large.run_portable(config, "cpu", echo=lambda line: None, progress=False)
+    m = run.metrics
+    # three steps of 4: the steady figure is the last two steps' 8 samples over the time after the first step
+    assert m["steady_rate"] == pytest.approx(8 / (m["total_time"] - m["warmup_time"]), rel=0.05)
+    assert m["global_rate"] == m["samples_per_sec"] == pytest.approx(12 / m["total_time"], rel=0.05)
+    assert bert_large.METRICS.unit("steady_rate") == "samples/s"
+    assert "steady_rate" in list(bert_large.metrics_table(run)["metric"])

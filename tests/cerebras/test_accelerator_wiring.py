@@ -74,6 +74,31 @@ def test_llama_auto_stays_small_on_a_cpu_and_the_plan_is_measured():
     assert chosen.steps.seconds_per_step > 0 and "small" in chosen.steps.measured
 
 
+def test_the_llama_plan_counts_autocasts_bf16_weights_and_retries_7b_with_checkpointing_before_small():
+    # An H200 as torch reports it (143,771 MiB); the notebook's default batch of 8 x 128 tokens.
+    from labkit.accelerator import DeviceInfo
+
+    h200 = DeviceInfo("cuda", "NVIDIA H200", (9, 0), 143771 * 2 ** 20)
+    h100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", (9, 0), 81559 * 2 ** 20)
+    params = llm.parameter_count("7b", 2048)
+    for checkpointing in (False, True):
+        bf16 = llm.training_memory_bytes("7b", 2048, 8, 128, checkpointing, "bf16")
+        assert bf16 - llm.training_memory_bytes("7b", 2048, 8, 128, checkpointing, "fp32") == 2 * params
+    # 8 x 128 fits without checkpointing by the arithmetic; should the probe run out of memory, 7b is
+    # tried again with checkpointing before any smaller preset, and the Why line says so.
+    assert llm.device_plan.attempts("7b", 2048, 8, 128, h200, "bf16") == (
+        (False, ""), (True, "without it 7b ran out of memory in its probe step"))
+    # a batch whose activations do not fit: checkpointing alone, and the figure that decided it
+    ((on, why),) = llm.device_plan.attempts("7b", 2048, 64, 128, h200, "bf16")
+    needs = llm.training_memory_bytes("7b", 2048, 64, 128, False, "bf16")
+    assert on and needs > 0.9 * h200.memory_bytes and why == (
+        "without it 7b needs about {:.0f} GB to train, more than 90% of {}".format(needs / 1e9, h200.describe()))
+    assert llm.device_plan.attempts("7b", 2048, 8, 128, h100, "bf16") == ()
+    assert llm.device_plan.attempts("small", 2048, 8, 128, h100, "bf16") == ((False, ""), (True, (
+        "without it small ran out of memory in its probe step")))
+    assert llm.device_plan.attempts("7b", 2048, 8, 128, DeviceInfo("cpu", "x86_64"), "fp32") == ((False, ""),)
+
+
 def test_llama_7b_fits_an_h200_with_checkpointing_and_not_an_80_gb_gpu_by_its_memory_estimate():
     # What plan_llama decides from before building anything (the H200 measured 108-109 GB at 2048 tokens).
     h200, h100 = 150.0e9, 85.0e9  # total_memory torch reports for them

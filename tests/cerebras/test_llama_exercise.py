@@ -122,7 +122,10 @@ def test_portable_run_reports_the_cs3_metrics_in_their_units(small_run):
     assert m["tokens_per_s"] == pytest.approx(m["global_rate"] * 32, rel=1e-3)
     assert m["global_rate"] == pytest.approx(m["samples"] / m["train_seconds"], rel=0.05)
     assert 0 < m["first_step_s"] < m["train_seconds"] and m["parameters"] == llm.parameter_count("tiny", 2048)
+    # the steady figure: the 11 steps after the first, over the time after it
+    assert m["steady_rate"] == pytest.approx(44 / (m["train_seconds"] - m["first_step_s"]), rel=0.05)
     assert run.units["global_rate"] == "samples/s" and run.units["tokens_per_s"] == "tokens/s"
+    assert run.units["steady_rate"] == "samples/s"
     losses = run.series["loss"]["y"]
     assert len(losses) == 12 and losses[-1] < losses[0] - 0.3  # it learns
     assert run.series["global_rate"]["x"] == [4, 8, 12]

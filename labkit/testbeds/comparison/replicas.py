@@ -44,8 +44,8 @@ def timed_epochs(step, images, labels, micro_batch: int, epochs: int, sync=None,
                  agree=None) -> Dict[str, Any]:
     """Run ``epochs`` passes of ``step(x, y) -> loss``; time each epoch (between barriers).
 
-    ``min_epoch_seconds`` (a GPU's): after the first epoch, a few timed steps size the later
-    epochs, cycling through the images, so that a timed epoch lasts at least that long (a GPU
+    ``min_epoch_seconds`` (a GPU's): after the first epoch, steps timed for at least MIN_TIMED_SECONDS
+    size the later epochs, cycling through the images, so that a timed epoch lasts at least that long (a GPU
     runs the 2,048 images of a CPU's epoch in milliseconds, too short to time); ``agree(steps)``
     gives every replica the same count (the largest). A loss may be a tensor on the device: the
     epoch's losses are read once at its end (inside its time), not once a step."""
@@ -77,21 +77,32 @@ def _as_floats(losses) -> list:
     return losses
 
 
+#: Steps run for at least this long before an epoch is sized from their pace: a few steps of a small
+#: model on a GPU take a fraction of a millisecond, where a sync and the launches would decide the time.
+MIN_TIMED_SECONDS = 0.1
+
+
 def _steps_lasting(step, images, labels, micro_batch, base_steps, seconds, sync, agree):
-    """Steps an epoch needs to last ``seconds`` (a quarter more, for safety), from ``base_steps`` timed
-    ones; and what to say about it: (steps asked for, seconds they took)."""
+    """Steps an epoch needs to last ``seconds`` (a quarter more, for safety), from passes over the
+    ``base_steps`` steps repeated until they took MIN_TIMED_SECONDS (every replica runs as many passes,
+    or DDP's exchanges would hang); and what to say about it: (steps timed, seconds they took)."""
     import math
 
     if sync:
         sync()
-    start = time.perf_counter()
-    for i in range(base_steps):
-        step(images[i * micro_batch:(i + 1) * micro_batch], labels[i * micro_batch:(i + 1) * micro_batch])
-    if sync:
-        sync()
-    took = time.perf_counter() - start
-    needed = max(base_steps, math.ceil(base_steps * 1.25 * seconds / max(took, 1e-9)))
-    return (agree(needed) if agree else needed), (base_steps, took)
+    start, timed = time.perf_counter(), 0
+    while True:
+        for i in range(base_steps):
+            step(images[i * micro_batch:(i + 1) * micro_batch], labels[i * micro_batch:(i + 1) * micro_batch])
+        timed += base_steps
+        if sync:
+            sync()
+        took = time.perf_counter() - start
+        short = int(took < MIN_TIMED_SECONDS)
+        if not (agree(short) if agree else short):
+            break
+    needed = max(base_steps, math.ceil(timed * 1.25 * seconds / max(took, 1e-9)))
+    return (agree(needed) if agree else needed), (timed, took)
 
 
 def torch_replica(rank: ranks.Rank, micro_batch: int, images_per_replica: int, epochs: int,
@@ -121,11 +132,12 @@ def torch_replica(rank: ranks.Rank, micro_batch: int, images_per_replica: int, e
     precision = resolve_precision("auto", describe(device))  # a CPU: fp32, as always
 
     def step(x, y):
-        optimizer.zero_grad()
-        with precision.autocast(device):
-            loss = F.cross_entropy(trained(x), y)
-        loss.backward()
-        optimizer.step()
+        with precision.step():
+            optimizer.zero_grad()
+            with precision.autocast(device):
+                loss = F.cross_entropy(trained(x), y)
+            loss.backward()
+            optimizer.step()
         return loss.detach()
 
     def sync():
@@ -145,12 +157,14 @@ def torch_replica(rank: ranks.Rank, micro_batch: int, images_per_replica: int, e
         fixed = not distributed and len(images) >= micro_batch
         launched = CapturedStep(step, (images[:micro_batch], labels[:micro_batch]), device,
                                 "auto" if fixed else "eager", keep=(model, optimizer))
-        timed_step, launch = (lambda x, y: launched(x, y).clone()), launched.mode
+        timed_step, launch, launch_error = (lambda x, y: launched(x, y).clone()), launched.mode, launched.capture_error
     else:
-        timed_step, launch = (lambda x, y: step(x, y).item()), "eager"
+        timed_step, launch, launch_error = (lambda x, y: step(x, y).item()), "eager", ""
     outcome = timed_epochs(timed_step, images, labels, micro_batch, epochs, sync,
                            min_epoch_seconds=1.0 if use_cuda else 0.0, agree=agree)
     outcome.update(precision=precision.name, launch=launch, device_name=describe(device).name)
+    if launch_error:  # a CUDA graph was chosen and its capture failed
+        outcome["launch_error"] = launch_error
     if distributed:
         dist.destroy_process_group()
     return outcome if rank.rank == 0 else None

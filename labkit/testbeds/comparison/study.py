@@ -122,6 +122,8 @@ def measure(replicas: int, micro_batch: int, images_per_epoch: int = 2048, epoch
                            "final_loss": losses[-1] if losses else float("nan"),
                            "losses": list(losses), "precision": outcome.get("precision", "fp32"),
                            "launch": outcome.get("launch", "eager"), "device_name": outcome.get("device_name", "")}
+    if outcome.get("launch_error"):  # the CUDA graph the policy chose could not be captured
+        row["launch_error"] = outcome["launch_error"]
     if "status" in outcome:  # an IPU could not run it (replicas.ipu_obstacle) or PopTorch failed: it says why
         row.update(status=outcome["status"], note=outcome["note"], throughput=float("nan"), epoch_s=float("nan"))
         return row
@@ -148,6 +150,8 @@ def measure(replicas: int, micro_batch: int, images_per_epoch: int = 2048, epoch
 
 def _how(row: Dict[str, Any]) -> str:
     precision = {"bf16": "bf16 autocast", "tf32": "TF32"}.get(row["precision"], row["precision"])
+    if row.get("launch_error"):
+        return "{}, eager steps (the CUDA graph could not be captured: {})".format(precision, row["launch_error"])
     return "{}, {}".format(precision, "steps replayed as a CUDA graph" if row["launch"] == "cuda graph"
                            else "eager steps")
 
@@ -249,9 +253,9 @@ def as_run(frame, params: Dict[str, Any]):
     import pandas as pd
 
     run = Run("comparison/ipu_vs_gpu", params=dict(params))
-    for key in ("precision", "launch", "device_name"):  # how the local steps ran (the environment: not compared between runs)
+    for key in ("precision", "launch", "device_name", "launch_error"):  # how the local steps ran (the environment)
         if key in frame.columns and len(frame):
-            run.environment[key] = ", ".join(str(v) for v in pd.unique(frame[key]))
+            run.environment[key] = ", ".join(str(v) for v in pd.unique(frame[key].dropna()))
     if frame.attrs.get("interrupted"):  # scaling.study stopped by the student: the configurations so far
         run.mark_interrupted(frame.attrs["interrupted"], "only the configurations measured before it are in the study.")
     METRICS.add(run, "best_throughput", float(complete["throughput"].max()) if len(complete) else float("nan"))

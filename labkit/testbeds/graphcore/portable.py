@@ -123,6 +123,8 @@ def _how_it_ran(config: Config, device: Any, history: Any) -> Dict[str, Any]:
     """How the steps ran, for the run's environment: micro-batch and accumulation (an IPU's semantics:
     one update per micro-batch, none accumulated), the launch mode, the GPU's peak memory."""
     how: Dict[str, Any] = {"micro_batch": config.batch_size, "accumulation": 1, "launch": history.launch}
+    if history.launch_error:  # the policy chose a CUDA graph and the capture failed: say why it runs eager
+        how["launch_error"] = history.launch_error
     if device.type == "cuda":
         how["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated(device))
     return how

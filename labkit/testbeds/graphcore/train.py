@@ -52,6 +52,7 @@ class TrainHistory:
     interrupted: str = ""  # "interrupted at epoch 2/10, step 40/150" when an interrupt ended it early
     launch: str = "eager"  # how each step was launched: "eager" | "cuda graph" (CapturedStep.mode)
     launch_why: str = ""
+    launch_error: str = ""  # the CUDA-graph capture's error when the step runs eager instead
 
     @property
     def throughput(self) -> float:
@@ -122,20 +123,21 @@ def step_function(model: TrainingModelWithLoss, images: torch.Tensor, labels: to
 
     def step(chosen: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         outputs, losses = [], []
-        for micro in range(device_iterations):
-            idx = chosen[micro * batch_size: (micro + 1) * batch_size]
-            with precision.autocast(device):
-                output, loss = model(images[idx], labels[idx])
-            for p in params:
-                p.grad = None
-            loss.backward()
-            # Plain SGD, as torch.optim.SGD(lr=...) with no momentum computes it (p -= lr * grad), done
-            # in one fused call: for micro-batches of 8 the optimizer's per-step Python bookkeeping
-            # costs more than the update itself. A test checks the weights against torch.optim.SGD.
-            with torch.no_grad():
-                torch._foreach_add_(params, [p.grad for p in params], alpha=-learning_rate)
-            outputs.append(output.detach())
-            losses.append(loss.detach())
+        with precision.step():
+            for micro in range(device_iterations):
+                idx = chosen[micro * batch_size: (micro + 1) * batch_size]
+                with precision.autocast(device):
+                    output, loss = model(images[idx], labels[idx])
+                for p in params:
+                    p.grad = None
+                loss.backward()
+                # Plain SGD, as torch.optim.SGD(lr=...) with no momentum computes it (p -= lr * grad), done
+                # in one fused call: for micro-batches of 8 the optimizer's per-step Python bookkeeping
+                # costs more than the update itself. A test checks the weights against torch.optim.SGD.
+                with torch.no_grad():
+                    torch._foreach_add_(params, [p.grad for p in params], alpha=-learning_rate)
+                outputs.append(output.detach())
+                losses.append(loss.detach())
         correct = (torch.cat(outputs).argmax(1) == labels[chosen]).sum()
         return torch.stack(losses).float().mean(), correct
 
@@ -157,6 +159,7 @@ class _Launcher:
         if self.captured is None:
             self.captured = CapturedStep(self.step, (chosen,), self.device, self.mode, keep=(self.model,))
             self.history.launch, self.history.launch_why = self.captured.mode, self.captured.why
+            self.history.launch_error = self.captured.capture_error
         loss, correct = self.captured(chosen)
         # One host read per step, as an IPU returns a step's outputs (.item() also syncs CUDA,
         # so the step's time is honest).

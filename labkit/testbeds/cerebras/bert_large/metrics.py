@@ -34,9 +34,12 @@ METRICS = MetricTable(
     Metric("compile_time", "s", "seconds the CS-2 compile took, cluster queue excluded (compile_s)", timing=True),
     Metric("warmup_time", "s", "portable run: seconds of the first step (allocation, kernel selection); the "
                                "CS-2 compile has no portable analogue", timing=True),
+    Metric("steady_rate", "samples/s", "portable run: samples per second after the warm-up (the first step, "
+                                       "warmup_time, left out): the later steps' samples over their time; "
+                                       "model_tflops and mfu come from it", timing=True),
     Metric("setup_time", "s", "portable run: seconds building the model", timing=True),
     Metric("peak_memory_gb", "GB", "portable run on CUDA: torch.cuda.max_memory_allocated over the training"),
-    Metric("model_tflops", "TFLOP/s", "portable run on CUDA: samples_per_sec x model FLOPs a sequence "
+    Metric("model_tflops", "TFLOP/s", "portable run on CUDA: steady_rate x model FLOPs a sequence "
                                       "(6 x parameters x tokens + attention)", timing=True),
     Metric("mfu", "", "portable run on CUDA: model_tflops over the GPU's named bf16 dense peak", timing=True),
     # The log reader's names (labkit.logs gives a modelzoo log these), less the two above.

@@ -32,7 +32,7 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
 
     ``steps``: the precision, micro-batch and launch the plan chose (default: chosen here for this
     batch size, by :func:`labkit.bert.plan_steps`); the run records them, and on CUDA its peak
-    memory, model TFLOP/s and MFU against the GPU's named bf16 peak.
+    memory, model TFLOP/s and MFU against the GPU's named bf16 peak (from the steady rate).
 
     The lines also go to ``log_path`` when given, so ``labkit.logs`` reads this run as it
     reads a CS-2 log. Returns the run's record; ``warmup_time`` (the first step: allocation,
@@ -143,12 +143,14 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
 
 
 def _add_gpu_metrics(run: Run, result: bert.TrainResult, config: Config, device: Any) -> None:
-    """Peak memory, model TFLOP/s and MFU (against the GPU's named bf16 peak) of a CUDA run."""
+    """Peak memory, model TFLOP/s and MFU (against the GPU's named bf16 peak) of a CUDA run, from its
+    steady rate: GlobalRate counts the first step's compile, which a longer run would spread thinner."""
     from labkit import accelerator
 
     METRICS.add(run, "peak_memory_gb", round(result.peak_memory_bytes / 1e9, 2))
-    rate = run.metrics.get("samples_per_sec") or 0.0
-    flops = rate * bert.flops_per_sequence(config.model_size, config.max_seq_length)
+    if "steady_rate" not in run.metrics:  # one step: nothing after the warm-up to measure
+        return
+    flops = run.metrics["steady_rate"] * bert.flops_per_sequence(config.model_size, config.max_seq_length)
     figures, note = accelerator.utilisation(flops, accelerator.describe(device))
     for name, value in figures.items():
         METRICS.add(run, name, value)
@@ -171,5 +173,7 @@ def _add_train_metrics(run: Run, result: bert.TrainResult) -> None:
     # The same numbers under the names labkit.logs gives a CS-2 log, so tables line up.
     add(run, "global_rate", round(last.global_rate, 2) if last else 0.0)
     add(run, "last_rate", round(last.rate, 2) if last else 0.0)
+    if result.steady_seconds > 0:
+        add(run, "steady_rate", round(result.steady_rate, 2))
     add(run, "samples", result.total_samples)
     add(run, "train_seconds", result.total_time)

@@ -75,7 +75,7 @@ TABLE_UNITS = {"samples_per_sec": "samples/s", "time_per_sample_ms": "ms", "tota
 
 #: The metrics :func:`metrics_table` shows, in this order.
 SHOWN_METRICS = ("samples_per_sec", "time_per_sample", "final_loss", "total_samples", "total_time", "steps",
-                 "warmup_time", "setup_time", "compile_time", "last_rate")
+                 "warmup_time", "setup_time", "compile_time", "last_rate", "steady_rate")
 
 
 def metrics_table(run: Run):

@@ -32,14 +32,17 @@ _OWN = (
 _PORTABLE = (
     Metric("first_step_s", "s", "portable: seconds of the first step alone (allocation, kernel choice); part of "
                                 "train_seconds and the GlobalRate", timing=True),
+    Metric("steady_rate", "samples/s", "portable: samples (sequences) per second after the warm-up (the first step, "
+                                       "first_step_s, left out): the later steps' samples over their time; "
+                                       "model_tflops and mfu come from it", timing=True),
     Metric("build_s", "s", "portable: seconds to load the corpus and build the tokenizer and model (not training)",
            timing=True),
     Metric("validation_loss", "", "portable: mean loss on held-out text after training (the corpus's validation "
                                   "split)"),
     Metric("parameters", "", "portable: the model's parameters (LLaMA-2-7B has 6.74 billion)"),
     Metric("peak_memory_gb", "GB", "portable on CUDA: torch.cuda.max_memory_allocated over the training"),
-    Metric("model_tflops", "TFLOP/s", "portable on CUDA: tokens_per_s x (6 x parameters + attention) FLOPs a token",
-           timing=True),
+    Metric("model_tflops", "TFLOP/s", "portable on CUDA: steady_rate x sequence length x (6 x parameters + "
+                                      "attention) FLOPs a token", timing=True),
     Metric("mfu", "", "portable on CUDA: model_tflops over the GPU's named bf16 dense peak", timing=True),
 )
 

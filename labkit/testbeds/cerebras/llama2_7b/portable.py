@@ -173,6 +173,8 @@ def _record(config: Config, values: dict, device: Any, result: Any, setup_s: flo
     if result.total_time > 0:
         METRICS.add(run, "samples_per_s", round(result.total_samples / result.total_time, 3))
     METRICS.add(run, "first_step_s", round(result.first_step_s, 4))
+    if result.steady_seconds > 0:
+        METRICS.add(run, "steady_rate", round(result.steady_rate, 3))
     METRICS.add(run, "build_s", round(setup_s, 4))
     if validation == validation:  # not NaN
         METRICS.add(run, "validation_loss", round(validation, 5))
@@ -208,9 +210,12 @@ def _record(config: Config, values: dict, device: Any, result: Any, setup_s: flo
 
 
 def _add_gpu_metrics(run: Run, result: Any, values: dict, device: Any, parameters: int) -> None:
-    """Peak memory, model TFLOP/s and MFU (against the GPU's named bf16 peak) of a CUDA run."""
+    """Peak memory, model TFLOP/s and MFU (against the GPU's named bf16 peak) of a CUDA run, from its
+    steady rate: GlobalRate counts the first step's allocation and kernel choice."""
     METRICS.add(run, "peak_memory_gb", round(result.peak_memory_bytes / 1e9, 2))
-    tokens = run.metrics.get("tokens_per_s") or 0.0
+    if "steady_rate" not in run.metrics:  # one step: nothing after the warm-up to measure
+        return
+    tokens = run.metrics["steady_rate"] * values["sequence_length"]
     preset = llm.MODEL_SIZES[values["model_size"]]
     flops = tokens * (6.0 * parameters + 12.0 * preset["num_hidden_layers"] * preset["hidden_size"]
                       * values["sequence_length"])

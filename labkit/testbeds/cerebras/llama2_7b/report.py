@@ -22,8 +22,8 @@ __all__ = ["where_label", "metrics_table", "throughput_table", "format_throughpu
            "show", "SHOWN_METRICS", "THROUGHPUT_UNITS"]
 
 #: The metrics :func:`metrics_table` shows, in this order (those the run has).
-SHOWN_METRICS = ("global_rate", "tokens_per_s", "final_loss", "validation_loss", "last_rate", "steps", "samples",
-                 "train_seconds", "first_step_s", "build_s", "compile_s", "compile_cached", "staging_s",
+SHOWN_METRICS = ("global_rate", "tokens_per_s", "final_loss", "validation_loss", "last_rate", "steady_rate", "steps",
+                 "samples", "train_seconds", "first_step_s", "build_s", "compile_s", "compile_cached", "staging_s",
                  "checkpoint_s", "parameters")
 
 
