@@ -19,19 +19,19 @@ from pathlib import Path
 import pytest
 from nbformat.v4 import new_code_cell
 
-from labkit.grading import sandbox
+from labkit.grading.sandbox import levels
 from labkit.grading.batch import grade_class
-from labkit.grading.gradebook import read_gradebook
-from labkit.grading.summary import class_summary, summary_markdown
+from labkit.grading.reports.gradebook import read_gradebook
+from labkit.grading.reports.summary import class_summary, summary_markdown
 from tests.grading import attacks
 from tests.grading import notebooks as N
 from tests.grading.conftest import level_id
 
-CONFINING = [level for level in sandbox.LEVELS if level != "none"]
+CONFINING = [level for level in levels.LEVELS if level != "none"]
 
 HERE = Path(__file__).resolve().parent
 RUBRIC = str(HERE / "rubric_threats.yml")
-LIMITS = sandbox.Limits(notebook_s=40, cell_s=10, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20,
+LIMITS = levels.Limits(notebook_s=40, cell_s=10, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20,
                         output_bytes=1 << 20)
 TRUE_SCORE = 97.175248  # toy.run(10, 0.3)
 HONEST_TOTAL = 8.0  # score_default 2 + score_logged 2 + question 3 + runs_clean 1
@@ -126,7 +126,7 @@ def batch(request, tmp_path_factory, strongest_level):
     level = request.param
     if level == "bwrap":
         request.getfixturevalue("bubblewrap")
-    if not sandbox.level_available(level):
+    if not levels.level_available(level):
         pytest.skip("isolation level {} does not work on this machine".format(level))
     root = tmp_path_factory.mktemp("threats-" + level)
     subs, out = root / "subs", root / "out"
@@ -272,7 +272,7 @@ def test_rerun_row_trusted_processes_see_nothing_of_the_submission(tmp_path, lev
     from labkit.grading.recompute import run_sandboxed
     from labkit.grading.runner import launch_prefix
 
-    if not sandbox.level_available(level):
+    if not levels.level_available(level):
         pytest.skip("isolation level {} does not work on this machine".format(level))
     root, scratch = tmp_path / "work", tmp_path / "recompute"
     scratch.mkdir()
@@ -302,7 +302,7 @@ def test_recompute_row_files_a_log_points_to_stay_inside_the_submission(tmp_path
     from labkit.grading.recompute import run_sandboxed
     from labkit.grading.runner import launch_prefix
 
-    if not sandbox.level_available(level):
+    if not levels.level_available(level):
         pytest.skip("isolation level {} does not work on this machine".format(level))
     subs, scratch = tmp_path / "subs", tmp_path / "recompute"
     scratch.mkdir()
