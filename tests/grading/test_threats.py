@@ -295,6 +295,20 @@ def test_rerun_row_trusted_processes_see_nothing_of_the_submission(tmp_path, lev
     assert seen["cwd"] == str(scratch.resolve())
 
 
+def test_worker_row_trusted_python_starts_from_the_graders_own_labkit(tmp_path):
+    """``python -I`` drops the current folder; what it puts back first is the folder holding the labkit
+    this grader runs; the kernel's Landlock rules let it read that labkit and the lab book's notebooks beside
+    it (a re-run reads them), wherever the module that computes these paths sits."""
+    import labkit
+    from labkit.grading.sandbox import trusted_python
+
+    package = os.path.dirname(os.path.realpath(labkit.__file__))
+    assert trusted_python.trusted_path()[0] == os.path.dirname(package)
+    reads = levels.landlock_args(str(tmp_path), "")
+    readable = [reads[i + 1] for i, arg in enumerate(reads) if arg == "--landlock-read"]
+    assert package in readable and os.path.join(os.path.dirname(package), "notebooks") in readable
+
+
 @pytest.mark.parametrize("level", CONFINING, ids=level_id)
 def test_recompute_row_files_a_log_points_to_stay_inside_the_submission(tmp_path, level, strongest_level):
     """Whatever a file leads trusted code to open (a Slurm file's pointer), it opens nothing of another
