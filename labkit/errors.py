@@ -70,7 +70,8 @@ catches it. The hierarchy (built-in base in brackets; where each is raised):
 
   Grading
 
-  * ``RubricError`` [ValueError] (:mod:`labkit.grading.checks.rubric`): a rubric file is wrong (file, line, what is allowed).
+  * ``RubricError`` [ValueError] (:mod:`labkit.grading.checks.rubric`): a rubric file is wrong (file, line,
+    what is allowed).
   * ``LandlockError`` [OSError] (:mod:`labkit.grading.sandbox.landlock`): no Landlock here, or a ruleset refused.
 
 Not an error: :class:`labkit.interrupts.Interrupted` is a ``KeyboardInterrupt`` (a run stopped

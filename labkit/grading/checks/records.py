@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
-from labkit.grading.checks.evidence import (NUMBER, Check, CheckResult, Evidence, describe_selection, fmt_value, run_label,
-                                   select_runs, split_evidence, wheres_of)
+from labkit.grading.checks.evidence import (NUMBER, Check, CheckResult, Evidence, describe_selection, fmt_value,
+                                            run_label, select_runs, split_evidence, wheres_of)
 from labkit.grading.sandbox.submission_reads import quoted
 from labkit.grading.checks.verify import verify_run
 from labkit.testbeds.homework.hardware import is_portable, where_it_ran

@@ -190,7 +190,7 @@ def cpu_limit_s(limits: Limits) -> int:
 
 
 def launcher_command(limits: Limits, uid: Optional[int], parent: Optional[int] = None,
-                    confined: Sequence[str] = ()) -> List[str]:
+                     confined: Sequence[str] = ()) -> List[str]:
     """``python -I -S .../launcher.py ... --`` for these limits (dies with its parent).
 
     ``confined``: the Landlock arguments (:func:`landlock_args`), empty for none.
@@ -297,7 +297,7 @@ def _is_ancestor(parent: str, child: str) -> bool:
 
 
 def namespace_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str] = (),
-                   readonly: Sequence[str] = ()) -> List[str]:
+                     readonly: Sequence[str] = ()) -> List[str]:
     """The command that wraps the kernel for ``level`` (empty for ``rlimits``).
 
     ``hidden`` are paths (files or folders) the kernel must not see at the ``bwrap`` level:
