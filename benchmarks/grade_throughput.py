@@ -43,12 +43,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from labkit.grading import sandbox  # noqa: E402
+from labkit.grading.sandbox import levels  # noqa: E402
 from labkit.grading.batch import grade_class  # noqa: E402
 from tests.homework import classroom  # noqa: E402
 
 NBGRADER = shutil.which("nbgrader") or os.path.join(os.path.dirname(sys.executable), "nbgrader")
-LIMITS = sandbox.Limits(notebook_s=60, cell_s=10, memory_bytes=2 << 30, nproc=64, fsize_bytes=16 << 20)
+LIMITS = levels.Limits(notebook_s=60, cell_s=10, memory_bytes=2 << 30, nproc=64, fsize_bytes=16 << 20)
 
 
 def time_labkit(subs: Path, out: Path, workers: int) -> float:
@@ -96,7 +96,7 @@ def build_portable_class(dest: Path, students: int, steps: int) -> None:
 
 
 def grade_once(subs: Path, out: Path, executor: str, workers: int) -> dict:
-    limits = sandbox.Limits(notebook_s=120, cell_s=60, memory_bytes=2 << 30, nproc=64, fsize_bytes=16 << 20)
+    limits = levels.Limits(notebook_s=120, cell_s=60, memory_bytes=2 << 30, nproc=64, fsize_bytes=16 << 20)
     os.environ["LABKIT_PARSL_WORKERS"] = str(workers)
     started = time.perf_counter()
     results = grade_class(str(subs), str(TOY_RUBRIC), str(out), workers=workers, limits=limits, executor=executor,
@@ -144,7 +144,7 @@ def portable_class(students: int, repeats: int, steps: int) -> None:
                           repeat + 1, label, m["per_sub"], m["wall"] / m["ideal"], m["overhead"], **m["phases"]),
                       flush=True)
         print("isolation: {}, {} submissions, {} repeats (shared 2-core machine: medians [min-max])".format(
-            sandbox.best_level(), students, repeats))
+            levels.best_level(), students, repeats))
         print("| executor | s / submission | wall / ideal | notebook (cells) s | labkit's own s / submission |")
         print("|---|---|---|---|---|")
         for label, ms in runs.items():
@@ -167,7 +167,7 @@ def classroom_2025(repeats: int) -> None:
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     os.environ["LABKIT_PARSL_WORKERS"] = "2"
-    limits = sandbox.Limits(notebook_s=120, cell_s=30, memory_bytes=4 << 30, nproc=64, fsize_bytes=16 << 20)
+    limits = levels.Limits(notebook_s=120, cell_s=30, memory_bytes=4 << 30, nproc=64, fsize_bytes=16 << 20)
     try:
         started = time.perf_counter()
         reuse = os.environ.get("LABKIT_TEST_LAB_2025")
@@ -189,7 +189,7 @@ def classroom_2025(repeats: int) -> None:
                 print("  repeat {} {:<17}: {:6.2f} s/submission ({:.0f} s, {} graded)".format(
                     repeat + 1, label, wall / n, wall, len(results)), flush=True)
         print("isolation: {}, {} submissions, {} repeat(s), --reproduce (3 LLaMA re-runs)".format(
-            sandbox.best_level(), n, repeats))
+            levels.best_level(), n, repeats))
         for label, walls in times.items():
             per = [w / n for w in walls]
             print("| {} | {:.2f} s/submission [{:.2f}-{:.2f}] |".format(label, statistics.median(per), min(per), max(per)))
@@ -225,7 +225,7 @@ def main() -> int:
             return 0
         one = time_labkit(subs, root / "out1", 1)
         two = time_labkit(subs, root / "out2", 2)
-        print("isolation: {}, {} submissions".format(sandbox.best_level(), n))
+        print("isolation: {}, {} submissions".format(levels.best_level(), n))
         print("labkit grade, 1 worker : {:6.2f} s/submission ({:.1f} s)".format(one / n, one))
         print("labkit grade, 2 workers: {:6.2f} s/submission ({:.1f} s), speed-up x{:.2f}".format(two / n, two, one / two))
         if args.nbgrader:

@@ -8,7 +8,8 @@
     labkit class DIR [--csv FILE]              the class page of a graded folder, and its long table
 
 Each subcommand has one CLI module, listed in ``COMMANDS``: ``cli.py`` in the package that does
-its work (``labkit/logs/cli.py``, ``labkit/sweep/cli.py``, ``labkit/grading/cli.py``), or
+its work (``labkit/logs/cli.py``, ``labkit/sweep/cli.py``, ``labkit/grading/cli.py``,
+``labkit/grading/reports/cli.py`` for ``labkit class``), or
 ``labkit/<command>_cli.py`` beside a one-module concern (``results_cli``, ``run_cli``). Every one
 has the same shape: a docstring with its usage and exit status, ``__all__ = ["register",
 "main"]``, ``register(subparsers)`` adding its parser (``help`` for this list, its docstring as
@@ -35,7 +36,7 @@ COMMANDS = {
     "run": "labkit.run_cli",
     "sweep": "labkit.sweep.cli",
     "grade": "labkit.grading.cli",
-    "class": "labkit.class_cli",
+    "class": "labkit.grading.reports.cli",
 }
 
 

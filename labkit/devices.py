@@ -11,10 +11,9 @@ import importlib.util
 import os
 import platform
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from labkit.errors import LabkitError
-from labkit.machine_share import recorded_share
 
 __all__ = [
     "module_available",
@@ -24,6 +23,19 @@ __all__ = [
     "environment",
     "DeviceError",
 ]
+
+
+#: A sweep worker's share of the machine, as ``labkit.sweep.worker_share.share_env`` puts it in
+#: its kernels' environment; every run records it, so it is read here, below the sweep.
+SHARE_VARIABLES = {"workers": "LABKIT_SWEEP_WORKERS", "cores": "LABKIT_SWEEP_CORES", "threads": "LABKIT_SWEEP_THREADS"}
+
+
+def recorded_share(environ: Mapping[str, str]) -> Optional[Dict[str, int]]:
+    """The share a sweep gave this process (from its environment), or None outside a sweep."""
+    try:
+        return {key: int(environ[name]) for key, name in SHARE_VARIABLES.items()}
+    except (KeyError, ValueError):
+        return None
 
 
 class DeviceError(LabkitError, RuntimeError):

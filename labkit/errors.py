@@ -36,7 +36,7 @@ catches it. The hierarchy (built-in base in brackets; where each is raised):
   * ``MnistDataError`` [RuntimeError] (:mod:`labkit.data.mnist`): MNIST could not be loaded.
   * ``NoRunError`` [LookupError] (:mod:`labkit.logs`): a log holds no run.
   * ``BinaryLogError`` [ValueError] (:mod:`labkit.logs.text`): a "log" that is not text.
-  * ``ClassDataError`` [ValueError] (:mod:`labkit.grading.class_data`): ``labkit class DIR`` on a folder
+  * ``ClassDataError`` [ValueError] (:mod:`labkit.grading.reports.class_data`): ``labkit class DIR`` on a folder
     that ``labkit grade`` did not write (no grading state, or one it cannot read).
   * ``CorpusUnavailable`` [RuntimeError] (:mod:`labkit.llm.corpus`): a hub dataset could not be loaded.
   * ``ModelTooLarge`` [MemoryError] (:mod:`labkit.llm.presets`): a LLaMA preset too big to train here.
@@ -70,8 +70,9 @@ catches it. The hierarchy (built-in base in brackets; where each is raised):
 
   Grading
 
-  * ``RubricError`` [ValueError] (:mod:`labkit.grading.rubric`): a rubric file is wrong (file, line, what is allowed).
-  * ``LandlockError`` [OSError] (:mod:`labkit.grading.landlock`): no Landlock here, or a ruleset refused.
+  * ``RubricError`` [ValueError] (:mod:`labkit.grading.checks.rubric`): a rubric file is wrong (file, line,
+    what is allowed).
+  * ``LandlockError`` [OSError] (:mod:`labkit.grading.sandbox.landlock`): no Landlock here, or a ruleset refused.
 
 Not an error: :class:`labkit.interrupts.Interrupted` is a ``KeyboardInterrupt`` (a run stopped
 by the student), so that ``except Exception`` never swallows a stop; it is shown as one line too.

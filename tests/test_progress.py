@@ -57,7 +57,7 @@ def test_only_the_parent_program_counts_not_words_in_its_arguments(monkeypatch):
         assert progress.style() == "widget", lab
     for headless in ("/x/.venv/bin/python /x/.venv/bin/labkit run nb.ipynb out.ipynb",
                      "/usr/bin/python3 -Xfrozen_modules=off -m pytest tests", "/x/bin/papermill in.ipynb out.ipynb",
-                     "jupyter nbconvert --execute nb.ipynb", "/x/python -m labkit.grading.confine --nproc 9 --"):
+                     "jupyter nbconvert --execute nb.ipynb", "/x/python -m labkit.grading.sandbox.launcher --nproc 9 --"):
         monkeypatch.setattr(progress, "_parent_command", lambda: headless)
         assert progress.style() == "text", headless
 

@@ -2,10 +2,12 @@
 
     labkit grade SUBMISSIONS --rubric FILE --out DIR [--workers N] [--timeout S] [--memory GB] [--reproduce]
 
-See docs/grading.md. Modules: ``rubric`` (the YAML format and its checks), ``sandbox``,
-``confine`` and ``landlock`` (isolation levels, limits, file confinement without root), ``runner`` (one submission in a fresh sandboxed
-kernel), ``jobs`` (its worker process), ``batch`` (a class, in parallel, resumable),
-``isolated`` and ``contain`` (trusted processes import nothing from, and read nothing outside,
-a submission), ``recompute``, ``gradebook``, ``feedback``, ``class_data`` and ``class_page`` (``DIR/class.html``), ``cli``.
-Kept import-light: ``confine`` (and the ``landlock`` it loads) runs before every student kernel.
+See docs/grading.md. The grading itself: ``cli`` (``labkit grade``), ``batch`` (a class, in
+parallel, resumable), ``worker`` (one submission's worker process, started, watched, collected),
+``parsl_executor`` (the same workers as Parsl tasks), ``runner`` (the worker's own code: one
+submission in a fresh sandboxed kernel), ``recompute`` (the trusted process a rubric's
+``recompute: labkit.grading.recompute:from_evidence`` runs). Three packages around it:
+``sandbox`` (where a student's kernel runs, and how trusted code keeps clear of the submission),
+``checks`` (the rubric and its checks), ``reports`` (gradebook, feedback, summary, Canvas CSV,
+the class page and ``labkit class``).
 """

@@ -29,18 +29,18 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labkit.files import write_atomic
-from labkit.grading import sandbox
-from labkit.grading.class_data import class_data
-from labkit.grading.class_page import class_html
-from labkit.grading.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
-from labkit.grading.duplicates import groups as duplicate_groups
-from labkit.grading.feedback import feedback_html
-from labkit.grading.gradebook import write_gradebook
-from labkit.grading.lms import LMS_FORMATS, canvas_csv
-from labkit.grading.summary import class_summary, summary_markdown
+from labkit.grading.sandbox import levels
+from labkit.grading.reports.class_data import class_data
+from labkit.grading.reports.class_page import class_html
+from labkit.grading.checks.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
+from labkit.grading.checks.duplicates import groups as duplicate_groups
+from labkit.grading.reports.feedback import feedback_html
+from labkit.grading.reports.gradebook import write_gradebook
+from labkit.grading.reports.lms import LMS_FORMATS, canvas_csv
+from labkit.grading.reports.summary import class_summary, summary_markdown
 from labkit.grading.worker import Running, Submission, collect_job, kill_job, remove_stale_workroots, start_job
 from labkit.grading.parsl_executor import load_config, run_parsl
-from labkit.grading.rubric import load_rubric
+from labkit.grading.checks.rubric import load_rubric
 
 __all__ = ["Submission", "find_submissions", "grade_class", "STATE_VERSION"]
 
@@ -148,7 +148,7 @@ class _State:
 
 
 def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int = 1,
-                limits: Optional[sandbox.Limits] = None, reproduce: bool = False, level: Optional[str] = None,
+                limits: Optional[levels.Limits] = None, reproduce: bool = False, level: Optional[str] = None,
                 progress: Optional[Callable[[Dict[str, Any]], None]] = None, only: Optional[Sequence[str]] = None,
                 lms: Optional[str] = None, assignment: Optional[str] = None, executor: str = "local",
                 parsl_config: Optional[str] = None, allow_unconfined: bool = False) -> Dict[str, Dict[str, Any]]:
@@ -165,7 +165,7 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
     (or ``level="none"``); every gradebook row then says ``unconfined``.
     """
     rubric = load_rubric(rubric_path)  # a bad rubric stops here, before any notebook runs
-    limits = limits or sandbox.Limits()
+    limits = limits or levels.Limits()
     if executor not in ("local", "parsl"):
         raise ValueError("--executor {}: must be 'local' or 'parsl'".format(executor))
     if lms is not None and lms not in LMS_FORMATS:
@@ -173,13 +173,13 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
     config = None
     if executor == "parsl":
         config = load_config(parsl_config)
-    level = level or sandbox.best_level()
-    if level not in sandbox.LEVELS:
-        raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(sandbox.LEVELS)))
-    if executor == "local" and not sandbox.level_available(level):
+    level = level or levels.best_level()
+    if level not in levels.LEVELS:
+        raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(levels.LEVELS)))
+    if executor == "local" and not levels.level_available(level):
         raise RuntimeError("isolation level {!r} does not work on this machine".format(level))
-    if executor == "local" and not allow_unconfined and sandbox.refusal(level):
-        raise RuntimeError(sandbox.refusal(level))
+    if executor == "local" and not allow_unconfined and levels.refusal(level):
+        raise RuntimeError(levels.refusal(level))
     preferred = os.path.basename(rubric.template_path) if rubric.template_path else None
     subs = find_submissions(submissions, preferred)
     if only:
@@ -228,7 +228,7 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
     return {s.student: state.results[s.student] for s in subs if s.student in state.results}
 
 
-def _job(sub: Submission, key: str, rubric_path: str, limits: sandbox.Limits, level: str, hidden: List[str],
+def _job(sub: Submission, key: str, rubric_path: str, limits: levels.Limits, level: str, hidden: List[str],
          reproduce: bool) -> Dict[str, Any]:
     """What a worker needs to grade ``sub`` (plain data: it may travel to another node)."""
     return {"student": sub.student, "key": key, "source": os.path.abspath(sub.source),
@@ -238,7 +238,7 @@ def _job(sub: Submission, key: str, rubric_path: str, limits: sandbox.Limits, le
 
 
 def _run_local(pending: List[Submission], keys: Dict[str, str], rubric_path: str, rubric: Any,
-               limits: sandbox.Limits, level: str, hidden: List[str], reproduce: bool, workers: int, out_dir: str,
+               limits: levels.Limits, level: str, hidden: List[str], reproduce: bool, workers: int, out_dir: str,
                finished: Callable[[Submission, Dict[str, Any]], None]) -> None:
     """Grade ``pending`` here, ``workers`` at a time, each in its own worker process."""
     pending = list(pending)

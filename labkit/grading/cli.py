@@ -84,12 +84,12 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from labkit.grading import isolation_report, sandbox
+    from labkit.grading.sandbox import levels, levels_report
     from labkit.grading.batch import grade_class
-    from labkit.grading.rubric import RubricError
+    from labkit.grading.checks.rubric import RubricError
 
     if args.check:
-        print(isolation_report.levels_report(args.isolation, args.allow_unconfined))
+        print(levels_report.levels_report(args.isolation, args.allow_unconfined))
         return 0
     missing = [name for name, value in (("SUBMISSIONS", args.submissions), ("--rubric", args.rubric),
                                         ("--out", args.out)) if not value]
@@ -97,7 +97,7 @@ def main(args: argparse.Namespace) -> int:
         print("labkit grade: {} required (or --check alone)".format(" and ".join(missing) + (
             " are" if len(missing) > 1 else " is")), file=sys.stderr)
         return 2
-    limits = sandbox.Limits(notebook_s=args.timeout, cell_s=args.cell_timeout or min(120.0, args.timeout),
+    limits = levels.Limits(notebook_s=args.timeout, cell_s=args.cell_timeout or min(120.0, args.timeout),
                             memory_bytes=int(args.memory * (1 << 30)), nproc=args.processes,
                             fsize_bytes=int(args.file_size * (1 << 20)))
 

@@ -25,8 +25,9 @@ import time
 from concurrent.futures import as_completed
 from typing import Any, Callable, Dict, List, Optional
 
-from labkit.grading import sandbox, worker
-from labkit.grading.rubric import load_rubric
+from labkit.grading import worker
+from labkit.grading.sandbox import levels
+from labkit.grading.checks.rubric import load_rubric
 
 __all__ = ["load_config", "run_parsl"]
 
@@ -48,8 +49,8 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
     """Runs on a Parsl worker: grade one submission there and return its result."""
     host = socket.gethostname()
     rubric = load_rubric(job["rubric"])
-    refused = "" if job.get("allow_unconfined") else sandbox.refusal(job["level"])
-    if not sandbox.level_available(job["level"]) or refused:
+    refused = "" if job.get("allow_unconfined") else levels.refusal(job["level"])
+    if not levels.level_available(job["level"]) or refused:
         why = refused or "isolation level {!r} does not work".format(job["level"])
         result = worker.failed_result(job["student"], job["key"], job["level"], "grader error",
                                       "on node {}, {}; nothing was run".format(host, why), rubric, job["reproduce"])
@@ -64,7 +65,7 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
         item = worker.start_job(job, sub, workroot, 1)
         while item.proc.poll() is None and time.monotonic() <= item.deadline:
             time.sleep(0.1)
-        limits = sandbox.Limits(**job["limits"])
+        limits = levels.Limits(**job["limits"])
         result = worker.collect_job(item, item.proc.poll() is None, limits, job["level"], rubric, job["reproduce"])
         executed = result.pop("executed", None)
         if executed and os.path.exists(executed):

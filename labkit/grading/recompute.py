@@ -5,16 +5,16 @@ A student's code runs in the same process as labkit, so it can call
 answer: a ``record`` check with ``recompute: module:function`` calls ``function(params)``
 (trusted code named by the instructor's rubric) on the parameters the record claims, in a
 fresh sandboxed process the notebook never touched, and the record counts only if the
-metric agrees. Run by the grader in isolated mode (:mod:`labkit.grading.isolated`: nothing in
+metric agrees. Run by the grader in isolated mode (:mod:`labkit.grading.sandbox.trusted_python`: nothing in
 the submission can shadow an import), in a fresh folder of its own outside the submission, as
 
     python -I -c '<trusted sys.path> ...' labkit.grading.recompute:from_evidence SUBMISSION [DENIED ...] < params.json
 
 Each record's file names (``params['log']``, ``params['evidence']``) are checked to stay inside
-SUBMISSION (:mod:`labkit.grading.contain`) and passed to the function as absolute paths; a record
+SUBMISSION (:mod:`labkit.grading.sandbox.submission_reads`) and passed to the function as absolute paths; a record
 whose file leaves it is answered with the reason, never read; nothing under a DENIED folder (the
 other submissions, the grader's output, the other runs), no FIFO and no device is opened at all
-(:func:`labkit.grading.contain.confine_reads`).
+(:func:`labkit.grading.sandbox.submission_reads.confine_reads`).
 
 ``from_evidence`` reads again whatever the record came from: a testbed log (``params['log']``,
 ``from_log``) or an executed lab-book notebook, alone or in a sweep folder
@@ -36,9 +36,9 @@ import tempfile
 from importlib import import_module
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from labkit.grading import sandbox
-from labkit.grading.contain import absolute_params, confine_reads, record_refusal
-from labkit.grading.isolated import python_command, trusted_path
+from labkit.grading.sandbox import levels
+from labkit.grading.sandbox.submission_reads import absolute_params, confine_reads, record_refusal
+from labkit.grading.sandbox.trusted_python import python_command, trusted_path
 
 __all__ = ["resolve", "run_sandboxed", "from_log", "from_evidence"]
 
@@ -90,7 +90,7 @@ def run_sandboxed(function: str, params: List[Dict[str, Any]], root: str, prefix
     made = scratch is None
     scratch = tempfile.mkdtemp(prefix="labkit-recompute-") if scratch is None else scratch
     paths = trusted_path(list(exclude) + [root])
-    env = sandbox.kernel_environment(scratch, {"PYTHONPATH": os.pathsep.join(paths)})
+    env = levels.kernel_environment(scratch, {"PYTHONPATH": os.pathsep.join(paths)})
     # Nothing under these is opened, whatever a file points to; never a folder that holds Python or labkit.
     needed = [os.path.realpath(p) + os.sep for p in paths + [sys.prefix, sys.base_prefix]]
     denied = [os.path.realpath(p) for p in exclude

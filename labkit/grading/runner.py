@@ -7,7 +7,7 @@ process, so a submission that brings down its grading process costs only its own
 
 Steps: copy the submission into a private working folder owned by the run's uid; keep the
 student's outputs aside (read only by the ``reproduce`` check); clear every output; execute
-in a fresh kernel launched inside the sandbox (``labkit.grading.sandbox``) with per-cell and
+in a fresh kernel launched inside the sandbox (``labkit.grading.sandbox.levels``) with per-cell and
 per-notebook time limits and a cap on the outputs kept; read the records of *that* execution;
 apply the rubric. Outputs typed into the submitted notebook never reach a grade.
 """
@@ -35,13 +35,13 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from labkit import results
 from labkit.files import write_atomic
-from labkit.grading import sandbox, uids
-from labkit.grading.cgroups import cgroup_command, kill_cgroup_processes
-from labkit.grading.contain import drop_escapes, record_refusal
-from labkit.grading.duplicates import record_fingerprints
-from labkit.grading.checks import Evidence
+from labkit.grading.sandbox import levels, uids
+from labkit.grading.sandbox.cgroups import cgroup_command, kill_cgroup_processes
+from labkit.grading.sandbox.submission_reads import drop_escapes, record_refusal
+from labkit.grading.checks.duplicates import record_fingerprints
+from labkit.grading.checks.evidence import Evidence
 from labkit.grading.recompute import run_sandboxed
-from labkit.grading.rubric import Rubric, load_rubric
+from labkit.grading.checks.rubric import Rubric, load_rubric
 from labkit.testbeds.homework.hardware import where_it_ran
 from labkit.testbeds.homework.homeworks import is_overview
 
@@ -53,7 +53,7 @@ _HIDDEN_TRACEBACK = ("[labkit grade: the kernel reported this error (execute rep
 
 
 class SandboxKernelManager(AsyncKernelManager):
-    """A kernel launched as ``<sandbox prefix> <confine limits> python -m ipykernel_launcher``.
+    """A kernel launched as ``<namespace prefix> <launcher limits> python -m ipykernel_launcher``.
 
     The notebook's own kernelspec is ignored: a submission cannot choose what runs it.
     """
@@ -139,7 +139,7 @@ class ExecutionOutcome:
         self.dropped_bytes = dropped_bytes
 
 
-def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], limits: sandbox.Limits,
+def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], limits: levels.Limits,
                   uid: Optional[int], cgroups: List[str] = (), readonly: List[str] = (),
                   tcp: bool = False) -> List[str]:
     """cgroups, then the namespace sandbox, then limits, Landlock and the uid switch, then the command.
@@ -151,10 +151,10 @@ def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], li
     """
     parent = os.getpid()
     outer = cgroup_command(cgroups, parent, always=(level == "unshare"))
-    middle = sandbox.sandbox_prefix(level, workdir, conn_dir, hidden, readonly)
+    middle = levels.namespace_prefix(level, workdir, conn_dir, hidden, readonly)
     first = not outer and not middle
-    confined = sandbox.landlock_args(workdir, conn_dir, hidden, readonly, tcp) if sandbox.uses_landlock(level) else []
-    return outer + middle + sandbox.confine_command(limits, uid, parent if first else None, confined)
+    confined = levels.landlock_args(workdir, conn_dir, hidden, readonly, tcp) if levels.uses_landlock(level) else []
+    return outer + middle + levels.launcher_command(limits, uid, parent if first else None, confined)
 
 
 def _first_error(nb: Any) -> Optional[str]:
@@ -165,7 +165,7 @@ def _first_error(nb: Any) -> Optional[str]:
     return None
 
 
-def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: sandbox.Limits, level: str,
+def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: levels.Limits, level: str,
                       uid: Optional[int], hidden: List[str], log_path: str, cgroups: List[str] = ()) -> ExecutionOutcome:
     """Execute ``nb`` in place (outputs already cleared) in a sandboxed kernel."""
     import zmq
@@ -186,7 +186,7 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: sandbox.Limi
                            startup_timeout=60, kernel_name="python3", record_timing=False,
                            resources={"metadata": {"path": workdir}})
     client.output_limit = limits.output_bytes
-    env = sandbox.kernel_environment(workdir)
+    env = levels.kernel_environment(workdir)
 
     async def run() -> ExecutionOutcome:
         log = open(log_path, "ab")
@@ -268,7 +268,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
         os.makedirs(path, mode=mode, exist_ok=True)
     os.makedirs(os.path.join(workdir, ".tmp", "matplotlib"), exist_ok=True)
     rubric: Rubric = load_rubric(job["rubric"])
-    limits = sandbox.Limits(**job["limits"])
+    limits = levels.Limits(**job["limits"])
     uid = job.get("uid")
     result: Dict[str, Any] = {"student": job["student"], "key": job["key"], "isolation": job.get("isolation", job["level"])}
 

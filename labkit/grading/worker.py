@@ -5,7 +5,7 @@
 
 Used by the local batch (:mod:`labkit.grading.batch`) and by Parsl tasks
 (:mod:`labkit.grading.parsl_executor`) alike. The worker is trusted code: it starts in isolated
-mode (:mod:`labkit.grading.isolated`) in its own run folder, so nothing in the folder the
+mode (:mod:`labkit.grading.sandbox.trusted_python`) in its own run folder, so nothing in the folder the
 instructor started ``labkit grade`` from (possibly the submissions) can shadow its imports.
 """
 
@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict
 
-from labkit.grading import cgroups, sandbox, uids
-from labkit.grading.checks import Evidence
-from labkit.grading.isolated import python_command
+from labkit.grading.sandbox import cgroups, levels, uids
+from labkit.grading.checks.evidence import Evidence
+from labkit.grading.sandbox.trusted_python import python_command
 
 __all__ = ["Submission", "Running", "WORKER_GRACE_S", "start_job", "collect_job", "kill_job", "failed_result",
            "remove_stale_workroots"]
@@ -100,7 +100,7 @@ def remove_stale_workroots() -> None:
 
 def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int) -> Running:
     """Start the worker process that grades ``job`` (see runner.py) in ``workroot/r<counter>``."""
-    limits = sandbox.Limits(**job["limits"])
+    limits = levels.Limits(**job["limits"])
     level = job["level"]
     slot = uids.acquire_slot(level)
     slot.cgroups = cgroups.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
@@ -109,7 +109,7 @@ def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int)
     result_path = os.path.join(run_dir, "result.json")
     job = dict(job, run_dir=run_dir, result=result_path, uid=slot.uid, cgroups=slot.cgroups,
                hidden=list(job["hidden"]) + [workroot],
-               isolation=sandbox.isolation_name(level, slot.uid is not None, bool(slot.cgroups)))
+               isolation=levels.isolation_name(level, slot.uid is not None, bool(slot.cgroups)))
     job_path = os.path.join(run_dir, "job.json")
     with open(job_path, "w") as f:
         json.dump(job, f)
@@ -133,7 +133,7 @@ def kill_job(proc: subprocess.Popen) -> None:
         pass
 
 
-def collect_job(item: Running, timed_out: bool, limits: sandbox.Limits, level: str,
+def collect_job(item: Running, timed_out: bool, limits: levels.Limits, level: str,
              rubric: Any, reproduce: bool) -> Dict[str, Any]:
     """The worker's result (its ``executed`` notebook still in the run folder), or why there is none."""
     if timed_out:

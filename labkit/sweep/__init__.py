@@ -17,11 +17,11 @@ by :mod:`labkit.sweep.report`.
 Parallel runs never collide: kernels use private sockets (see :mod:`labkit.execute`), and
 with GPUs present each worker's kernels see one GPU (``CUDA_VISIBLE_DEVICES``). Each worker's
 kernels get ``cores // workers`` threads, and each run's row says whether its timings were
-contended (:mod:`labkit.machine_share`).
+contended (:mod:`labkit.sweep.worker_share`).
 
 The package, one module per concern: :mod:`~labkit.sweep.planning` (the checked grid x repeats
 and the sweep folder), :mod:`~labkit.sweep.task` (one run and its row), :mod:`~labkit.sweep.run`
-(local worker threads, resume), :mod:`~labkit.sweep.parsl_executor`, :mod:`~labkit.machine_share`
+(local worker threads, resume), :mod:`~labkit.sweep.parsl_executor`, :mod:`~labkit.sweep.worker_share`
 (each worker's thread share), :mod:`~labkit.sweep.tables` (results.csv and the statistics per
 configuration), :mod:`~labkit.sweep.plots`, :mod:`~labkit.sweep.report` (summary.md, writing all
 three), :mod:`~labkit.stats` (confidence intervals, Welch's t-test) and :mod:`~labkit.sweep.cli`.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional
 
-from labkit import machine_share
+from labkit.sweep import worker_share
 from labkit.files import write_atomic
 from labkit.sweep.plots import plot_files, write_plots
 from labkit.sweep.tables import (ALPHA, configurations, constant_metrics, contended_mask, exercise_table, fmt, isnan,
@@ -45,7 +45,7 @@ def _share_line(frame) -> Optional[str]:
 
 
 def _cores() -> int:
-    return machine_share.cores()
+    return worker_share.cores()
 
 
 def _contention_line(frame) -> Optional[str]:

@@ -4,7 +4,7 @@
 
 Parallel runs never collide: kernels use private sockets (see :mod:`labkit.execute`), and
 with GPUs present each worker's kernels see one GPU (``CUDA_VISIBLE_DEVICES``). Each worker's
-kernels get ``cores // workers`` threads (:mod:`labkit.machine_share`). Runs that already have
+kernels get ``cores // workers`` threads (:mod:`labkit.sweep.worker_share`). Runs that already have
 a row are skipped, so the same command again resumes an interrupted sweep.
 """
 
@@ -16,7 +16,7 @@ import subprocess
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from labkit import machine_share as share
+from labkit.sweep import worker_share as share
 from labkit.sweep.parsl_executor import load_parsl_config, run_parsl
 from labkit.sweep.planning import SweepError, SweepPlan, done_tasks, prepare_out, read_row
 from labkit.sweep.task import execute_task, row_of

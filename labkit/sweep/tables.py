@@ -13,7 +13,7 @@ two-sided t-test (unequal variances) gives p >= 0.05. Only runs with status ``co
 enter the statistics; the others are listed with their cause.
 
 Timings (metrics with a time or speed unit or name, see :func:`labkit.results.is_unstable`)
-are per worker share (:mod:`labkit.machine_share`). A run whose share overlapped another's, or
+are per worker share (:mod:`labkit.sweep.worker_share`). A run whose share overlapped another's, or
 that ran on a busy machine, has ``timing_contended`` set in results.csv; a timing metric of a
 configuration with such a run (or whose baseline has one) gets no "real difference" verdict.
 

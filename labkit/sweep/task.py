@@ -2,7 +2,7 @@
 
 Every executor (the local worker threads, Parsl workers) calls :func:`execute_task`; the row
 (``OUT/runs/<run>.json``) is written atomically once the run has ended, which is what makes a
-sweep resumable. Whether the run's timings were contended comes from :mod:`labkit.machine_share`.
+sweep resumable. Whether the run's timings were contended comes from :mod:`labkit.sweep.worker_share`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from labkit.execute import run_notebook
 from labkit.files import replace_atomic, write_atomic
-from labkit import machine_share as share
+from labkit.sweep import worker_share as share
 from labkit.sweep.planning import RUNS
 
 __all__ = ["execute_task", "row_of"]

@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from labkit.grading.class_data import read_class
-from labkit.grading.class_page import class_html
+from labkit.grading.reports.class_data import read_class
+from labkit.grading.reports.class_page import class_html
 from tests.browser import lab as lablib
 from tests.browser.class_page import open_class_page
 from tests.grading.class_fixtures import PLANTED, synthetic_class

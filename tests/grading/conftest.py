@@ -38,28 +38,28 @@ def ensure_bubblewrap() -> str:
 @pytest.fixture(scope="module")
 def strongest_level() -> str:
     """The strongest isolation level here now (bubblewrap only if a test installed it before)."""
-    from labkit.grading import sandbox
+    from labkit.grading.sandbox import levels
 
-    sandbox._PROBED.pop("bwrap", None)
-    return sandbox.best_level()
+    levels._PROBED.pop("bwrap", None)
+    return levels.best_level()
 
 
 @pytest.fixture(scope="session")
 def bubblewrap() -> None:
     """Install bubblewrap (root + apt-get), for the tests that name ``bwrap``; skip where impossible."""
     why = ensure_bubblewrap()
-    from labkit.grading import sandbox
+    from labkit.grading.sandbox import levels
 
-    sandbox._PROBED.pop("bwrap", None)
-    if why or not sandbox.level_available("bwrap"):
+    levels._PROBED.pop("bwrap", None)
+    if why or not levels.level_available("bwrap"):
         pytest.skip("bubblewrap: {}".format(why or "installed, but not permitted here"))
 
 
 def level_id(level: str) -> str:
     """A test id naming the level and what confines files there: ``rlimits+landlock``, ``none``."""
-    from labkit.grading import sandbox
+    from labkit.grading.sandbox import levels
 
     if level == "none":
         return "none-unconfined"
-    return level + ("+landlock" if sandbox.landlock_abi() else "")
+    return level + ("+landlock" if levels.landlock_abi() else "")
 

@@ -12,14 +12,14 @@ import time
 import pytest
 from nbformat.v4 import new_code_cell
 
-from labkit.grading import cgroups, sandbox, uids
+from labkit.grading.sandbox import cgroups, levels, uids
 from labkit.grading.batch import find_submissions, grade_class
-from labkit.grading.gradebook import read_gradebook
+from labkit.grading.reports.gradebook import read_gradebook
 from tests.grading import notebooks as N
 from tests.grading.test_hostile import RUBRIC, Listener
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FAST = sandbox.Limits(notebook_s=30, cell_s=10, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20)
+FAST = levels.Limits(notebook_s=30, cell_s=10, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20)
 
 
 def labkit(*args: str, **kwargs) -> subprocess.Popen:
@@ -88,7 +88,7 @@ def test_killed_grader_resumes_without_losing_duplicating_or_regrading(tmp_path)
 
 @pytest.mark.parametrize("level", ["unshare", "rlimits"])
 def test_weaker_levels_still_contain_forks_and_report_themselves(tmp_path, level):
-    if not sandbox.level_available(level):
+    if not levels.level_available(level):
         pytest.skip("isolation level {} does not work on this machine".format(level))
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()

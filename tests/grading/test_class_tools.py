@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from labkit.cli import main as labkit_main
-from labkit.grading import sandbox
+from labkit.grading.sandbox import levels
 from labkit.grading.batch import grade_class
-from labkit.grading.duplicates import find_duplicates, gradebook_note, record_fingerprints
-from labkit.grading.gradebook import read_gradebook
+from labkit.grading.checks.duplicates import find_duplicates, gradebook_note, record_fingerprints
+from labkit.grading.reports.gradebook import read_gradebook
 from tests.grading import notebooks as N
 from tests.grading.test_batch import labkit
 from tests.grading.test_hostile import RUBRIC
 
-FAST = sandbox.Limits(notebook_s=40, cell_s=20, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20)
+FAST = levels.Limits(notebook_s=40, cell_s=20, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20)
 
 
 def _state(out) -> dict:

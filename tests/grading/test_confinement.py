@@ -26,16 +26,16 @@ from pathlib import Path
 import pytest
 from nbformat.v4 import new_code_cell
 
-from labkit.grading import sandbox
+from labkit.grading.sandbox import levels
 from labkit.grading.batch import grade_class
-from labkit.grading.gradebook import read_gradebook
+from labkit.grading.reports.gradebook import read_gradebook
 from tests.grading import attacks
 from tests.grading import notebooks as N
 from tests.grading.conftest import ensure_bubblewrap
 from tests.grading.test_hostile import LIMITS, RUBRIC, Listener
 
 ROOT = str(Path(__file__).resolve().parents[2])
-FOUND = [level for level in ("bwrap", "unshare", "rlimits") if sandbox.level_available(level)]
+FOUND = [level for level in ("bwrap", "unshare", "rlimits") if levels.level_available(level)]
 PARAMS = [pytest.param((level, "as-found"), id="{}-as-found".format(level)) for level in FOUND] + \
     [pytest.param(("bwrap", "installed"), id="bwrap-installed")]
 HONEST = {}  # level id -> the honest rows' scores, compared across levels
@@ -85,8 +85,8 @@ def level_batch(request, tmp_path_factory):
         if "bwrap" in FOUND:
             pytest.skip("bubblewrap was already installed: tested as found")
         why = ensure_bubblewrap()
-        sandbox._PROBED.pop("bwrap", None)
-        if why or not sandbox.level_available("bwrap"):
+        levels._PROBED.pop("bwrap", None)
+        if why or not levels.level_available("bwrap"):
             pytest.skip("bubblewrap: {}".format(why or "installed but not permitted here"))
     root = tmp_path_factory.mktemp("confine-{}-{}".format(level, how))
     listener = Listener()
@@ -106,8 +106,8 @@ def test_escape_is_contained_and_the_row_names_the_level(level_batch):
     _assert_contained(b["out"], b["subs"], b["marker"], b["before"], b["home"], b["hits"])
     isolation = b["results"]["escape"]["isolation"]
     assert isolation.startswith(b["level"]), isolation
-    if sandbox.landlock_abi():
-        assert "+landlock{}".format(sandbox.landlock_abi()) in isolation, isolation
+    if levels.landlock_abi():
+        assert "+landlock{}".format(levels.landlock_abi()) in isolation, isolation
     rows = read_gradebook(str(b["out"] / "gradebook.csv"))
     assert {r["isolation"] for r in rows} == {isolation}
 
@@ -186,12 +186,12 @@ def test_without_bwrap_or_landlock_grade_refuses_in_one_sentence_unless_allowed(
 def test_check_lists_every_level_and_the_one_grading_would_use():
     done = _labkit(["--check"])
     assert done.returncode == 0, done.stderr
-    for level in sandbox.LEVELS:
+    for level in levels.LEVELS:
         assert "\n" + level + " " in done.stdout, done.stdout
-    best = sandbox.best_level()
+    best = levels.best_level()
     assert "would use: {} (gradebook: {}".format(best, best) in done.stdout, done.stdout
-    if sandbox.landlock_abi():
-        assert "Landlock ABI {}".format(sandbox.landlock_abi()) in done.stdout
+    if levels.landlock_abi():
+        assert "Landlock ABI {}".format(levels.landlock_abi()) in done.stdout
 
 
 # --- the grader run by an unprivileged user -------------------------------------------------
@@ -257,8 +257,8 @@ def test_an_unprivileged_instructor_is_confined_too(tmp_path):
         _assert_contained(out, subs, marker, before, str(home), listener.hits)
         rows = {r["student"]: r for r in read_gradebook(str(out / "gradebook.csv"))}
         assert rows["honest_a"]["total"] == "9" and rows["honest_a"]["status"] == "ok", rows["honest_a"]
-        expected = "rlimits" + ("+landlock{}".format(sandbox.landlock_abi()) if sandbox.landlock_abi() else "")
-        if not sandbox.level_available("bwrap"):  # bubblewrap needs unprivileged user namespaces for this user
+        expected = "rlimits" + ("+landlock{}".format(levels.landlock_abi()) if levels.landlock_abi() else "")
+        if not levels.level_available("bwrap"):  # bubblewrap needs unprivileged user namespaces for this user
             assert rows["escape"]["isolation"].startswith(expected), rows["escape"]
     finally:
         shutil.rmtree(str(top), ignore_errors=True)

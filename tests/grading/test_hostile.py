@@ -14,9 +14,9 @@ import threading
 import pytest
 from nbformat.v4 import new_code_cell
 
-from labkit.grading import sandbox, uids
+from labkit.grading.sandbox import levels, uids
 from labkit.grading.batch import grade_class
-from labkit.grading.gradebook import read_gradebook
+from labkit.grading.reports.gradebook import read_gradebook
 from tests.grading import notebooks as N
 
 # Wall-clock limits (25 s a notebook, 8 s a cell) decide these outcomes: the memory bomb's grade
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.timing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUBRIC = os.path.join(HERE, "rubric_toy.yml")
-LIMITS = sandbox.Limits(notebook_s=25, cell_s=8, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20,
+LIMITS = levels.Limits(notebook_s=25, cell_s=8, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20,
                         output_bytes=1 << 20)
 SECRET = "grader-secret-4b1d"
 
@@ -204,7 +204,7 @@ def test_a_gigabyte_of_output_is_not_kept(batch):
 
 
 def test_sibling_submissions_are_invisible(batch):
-    assert sandbox.protects_files(batch["level"])  # bubblewrap or Landlock: the grader refuses otherwise
+    assert levels.protects_files(batch["level"])  # bubblewrap or Landlock: the grader refuses otherwise
     text = executed_text(batch, "read_sibling")
     assert "honest_b.ipynb" not in text and "Toy homework" not in text.split("STOLEN")[-1]
     assert batch["results"]["read_sibling"]["status"] == "error"
@@ -219,8 +219,8 @@ def test_gradebook_cannot_be_written_from_a_notebook(batch):
 
 
 def test_no_network_connection_leaves_the_sandbox(batch):
-    if batch["level"] == "rlimits" and sandbox.landlock_abi() < 4:
-        pytest.skip("at rlimits only Landlock ABI 4+ denies TCP; this kernel has ABI {}".format(sandbox.landlock_abi()))
+    if batch["level"] == "rlimits" and levels.landlock_abi() < 4:
+        pytest.skip("at rlimits only Landlock ABI 4+ denies TCP; this kernel has ABI {}".format(levels.landlock_abi()))
     assert batch["hits"] == 0
     result = batch["results"]["network"]
     assert result["status"] == "error" and any(why in result["error"] for why in (

@@ -15,7 +15,7 @@ import time
 import pytest
 from nbformat.v4 import new_code_cell
 
-from labkit.grading import sandbox
+from labkit.grading.sandbox import levels
 from tests.grading import notebooks as N
 from tests.grading.conftest import ensure_bubblewrap, level_id
 from tests.grading.test_batch import labkit
@@ -42,12 +42,12 @@ def _processes(marker: str):
 
 
 @pytest.mark.timing
-@pytest.mark.parametrize("level", sandbox.LEVELS, ids=level_id)
+@pytest.mark.parametrize("level", levels.LEVELS, ids=level_id)
 def test_sigkill_of_the_grader_leaves_no_student_process(tmp_path, level):
     if level == "bwrap":
         ensure_bubblewrap()
-        sandbox._PROBED.pop("bwrap", None)
-    if not sandbox.level_available(level):
+        levels._PROBED.pop("bwrap", None)
+    if not levels.level_available(level):
         pytest.skip("isolation level {} does not work on this machine".format(level))
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()

@@ -1,4 +1,4 @@
-"""The kernel's memory limit counts memory written, not libraries mapped (labkit.grading.confine).
+"""The kernel's memory limit counts memory written, not libraries mapped (labkit.grading.sandbox.launcher).
 
 A CUDA build of torch maps about 6 GB of shared libraries for 1 GB resident: under an
 address-space cap an honest ``--reproduce`` re-run died with ``MemoryError`` on one CPU and
@@ -8,7 +8,7 @@ passed on another. The same cap on ``RLIMIT_DATA`` lets torch work and still sto
 import subprocess
 import sys
 
-from labkit.grading import sandbox
+from labkit.grading.sandbox import levels
 
 ONE_GB = 1 << 30
 
@@ -29,9 +29,9 @@ except MemoryError:
 
 
 def confined(code, memory_bytes, home):
-    cmd = sandbox.CONFINE + ["--memory", str(memory_bytes), "--", sys.executable, "-c", code]
+    cmd = levels.LAUNCHER + ["--memory", str(memory_bytes), "--", sys.executable, "-c", code]
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                          timeout=300, env=sandbox.kernel_environment(str(home)))
+                          timeout=300, env=levels.kernel_environment(str(home)))
 
 
 def test_torch_imports_and_computes_under_a_two_gigabyte_limit(tmp_path):

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from nbformat.v4 import new_code_cell
 
-from labkit.grading import sandbox
+from labkit.grading.sandbox import levels
 from labkit.grading.batch import grade_class
-from labkit.grading.gradebook import read_gradebook
+from labkit.grading.reports.gradebook import read_gradebook
 from tests.grading import notebooks as N
 from tests.grading.test_hostile import RUBRIC
 
 ROOT = Path(__file__).resolve().parents[2]
-LIMITS = sandbox.Limits(notebook_s=60, cell_s=8, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20)
+LIMITS = levels.Limits(notebook_s=60, cell_s=8, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20)
 pytest.importorskip("parsl")
 
 
@@ -53,7 +53,7 @@ def _grade_twice(tmp_path: Path, config: str):
     assert (rows["no_answer"]["total"], rows["no_answer"]["status"]) == ("6", "ok")
     assert rows["loops"]["status"] == "timeout" and "per-cell time limit of 8 s" in rows["loops"]["reason"]
     assert rows["broken"]["status"] == "unreadable"
-    level = sandbox.best_level()
+    level = levels.best_level()
     assert all(r["isolation"].startswith(level) for r in rows.values())
     assert sorted(os.listdir(str(out / "executed"))) == ["honest.ipynb", "loops.ipynb", "no_answer.ipynb"]
     again = []

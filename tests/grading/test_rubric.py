@@ -8,9 +8,9 @@ import textwrap
 import nbformat
 import pytest
 
-from labkit.grading.answer_checks import answer_text
-from labkit.grading.checks import Evidence
-from labkit.grading.rubric import RubricError, load_rubric
+from labkit.grading.checks.answers import answer_text
+from labkit.grading.checks.evidence import Evidence
+from labkit.grading.checks.rubric import RubricError, load_rubric
 from labkit.results import Run
 from tests.grading import notebooks as N
 

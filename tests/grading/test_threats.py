@@ -19,19 +19,19 @@ from pathlib import Path
 import pytest
 from nbformat.v4 import new_code_cell
 
-from labkit.grading import sandbox
+from labkit.grading.sandbox import levels
 from labkit.grading.batch import grade_class
-from labkit.grading.gradebook import read_gradebook
-from labkit.grading.summary import class_summary, summary_markdown
+from labkit.grading.reports.gradebook import read_gradebook
+from labkit.grading.reports.summary import class_summary, summary_markdown
 from tests.grading import attacks
 from tests.grading import notebooks as N
 from tests.grading.conftest import level_id
 
-CONFINING = [level for level in sandbox.LEVELS if level != "none"]
+CONFINING = [level for level in levels.LEVELS if level != "none"]
 
 HERE = Path(__file__).resolve().parent
 RUBRIC = str(HERE / "rubric_threats.yml")
-LIMITS = sandbox.Limits(notebook_s=40, cell_s=10, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20,
+LIMITS = levels.Limits(notebook_s=40, cell_s=10, memory_bytes=1536 << 20, nproc=64, fsize_bytes=16 << 20,
                         output_bytes=1 << 20)
 TRUE_SCORE = 97.175248  # toy.run(10, 0.3)
 HONEST_TOTAL = 8.0  # score_default 2 + score_logged 2 + question 3 + runs_clean 1
@@ -126,7 +126,7 @@ def batch(request, tmp_path_factory, strongest_level):
     level = request.param
     if level == "bwrap":
         request.getfixturevalue("bubblewrap")
-    if not sandbox.level_available(level):
+    if not levels.level_available(level):
         pytest.skip("isolation level {} does not work on this machine".format(level))
     root = tmp_path_factory.mktemp("threats-" + level)
     subs, out = root / "subs", root / "out"
@@ -272,7 +272,7 @@ def test_rerun_row_trusted_processes_see_nothing_of_the_submission(tmp_path, lev
     from labkit.grading.recompute import run_sandboxed
     from labkit.grading.runner import launch_prefix
 
-    if not sandbox.level_available(level):
+    if not levels.level_available(level):
         pytest.skip("isolation level {} does not work on this machine".format(level))
     root, scratch = tmp_path / "work", tmp_path / "recompute"
     scratch.mkdir()
@@ -295,6 +295,20 @@ def test_rerun_row_trusted_processes_see_nothing_of_the_submission(tmp_path, lev
     assert seen["cwd"] == str(scratch.resolve())
 
 
+def test_worker_row_trusted_python_starts_from_the_graders_own_labkit(tmp_path):
+    """``python -I`` drops the current folder; what it puts back first is the folder holding the labkit
+    this grader runs; the kernel's Landlock rules let it read that labkit and the lab book's notebooks beside
+    it (a re-run reads them), wherever the module that computes these paths sits."""
+    import labkit
+    from labkit.grading.sandbox import trusted_python
+
+    package = os.path.dirname(os.path.realpath(labkit.__file__))
+    assert trusted_python.trusted_path()[0] == os.path.dirname(package)
+    reads = levels.landlock_args(str(tmp_path), "")
+    readable = [reads[i + 1] for i, arg in enumerate(reads) if arg == "--landlock-read"]
+    assert package in readable and os.path.join(os.path.dirname(package), "notebooks") in readable
+
+
 @pytest.mark.parametrize("level", CONFINING, ids=level_id)
 def test_recompute_row_files_a_log_points_to_stay_inside_the_submission(tmp_path, level, strongest_level):
     """Whatever a file leads trusted code to open (a Slurm file's pointer), it opens nothing of another
@@ -302,7 +316,7 @@ def test_recompute_row_files_a_log_points_to_stay_inside_the_submission(tmp_path
     from labkit.grading.recompute import run_sandboxed
     from labkit.grading.runner import launch_prefix
 
-    if not sandbox.level_available(level):
+    if not levels.level_available(level):
         pytest.skip("isolation level {} does not work on this machine".format(level))
     subs, scratch = tmp_path / "subs", tmp_path / "recompute"
     scratch.mkdir()

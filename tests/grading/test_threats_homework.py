@@ -19,15 +19,15 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from labkit.grading import sandbox
+from labkit.grading.sandbox import levels
 from labkit.grading.batch import grade_class
-from labkit.grading.gradebook import read_gradebook
+from labkit.grading.reports.gradebook import read_gradebook
 from labkit.grading.recompute import from_log
 from tests.grading import attacks
 from tests.grading.test_hostile import batch_leftovers
 from tests.homework import classroom
 
-LIMITS = sandbox.Limits(notebook_s=90, cell_s=30, memory_bytes=2 << 30, nproc=64, fsize_bytes=16 << 20)
+LIMITS = levels.Limits(notebook_s=90, cell_s=30, memory_bytes=2 << 30, nproc=64, fsize_bytes=16 << 20)
 GRAPHCORE = ["gc_lr0.01", "gc_lr3", "gc_lr0.03"]
 # The issue's attack: three made-up Graphcore runs whose log was never handed in.
 MADE_UP = """import labkit.results as R

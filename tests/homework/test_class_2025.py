@@ -26,14 +26,14 @@ from pathlib import Path
 
 import pytest
 
-from labkit.grading import sandbox
+from labkit.grading.sandbox import levels
 from labkit.grading.batch import grade_class
-from labkit.grading.gradebook import read_gradebook
+from labkit.grading.reports.gradebook import read_gradebook
 from tests.homework import classroom, classroom_2025
 from tests.homework.class_page_checks import check_class_page
 
 ROOT = Path(__file__).resolve().parents[2]
-LIMITS = sandbox.Limits(notebook_s=150, cell_s=30, memory_bytes=4 << 30, nproc=64, fsize_bytes=16 << 20)
+LIMITS = levels.Limits(notebook_s=150, cell_s=30, memory_bytes=4 << 30, nproc=64, fsize_bytes=16 << 20)
 
 
 @pytest.fixture(scope="module")

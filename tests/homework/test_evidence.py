@@ -14,8 +14,8 @@ import nbformat
 import pytest
 
 import labkit.logs
-from labkit.grading.checks import Evidence
-from labkit.grading.rubric import RubricError, load_rubric
+from labkit.grading.checks.evidence import Evidence
+from labkit.grading.checks.rubric import RubricError, load_rubric
 from labkit.results import Run
 from labkit.testbeds.homework import evidence
 from labkit.testbeds.homework.hardware import where_it_ran

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from labkit import results
-from labkit.grading import sandbox
+from labkit.grading.sandbox import levels
 from labkit.grading.batch import grade_class
 from labkit.grading.recompute import from_evidence
 from labkit.testbeds import homework
@@ -30,7 +30,7 @@ from labkit.testbeds.homework.report import points_against
 from tests.homework import classroom, classroom_2025
 from tests.homework.cs3_logs import write_cs3_log
 
-LIMITS = sandbox.Limits(notebook_s=120, cell_s=60, memory_bytes=3 << 30, nproc=64, fsize_bytes=16 << 20)
+LIMITS = levels.Limits(notebook_s=120, cell_s=60, memory_bytes=3 << 30, nproc=64, fsize_bytes=16 << 20)
 
 
 def _cs3_logs(folder: Path, sizes=((512, 17.2), (1024, 31.99), (2048, 58.4))) -> None:

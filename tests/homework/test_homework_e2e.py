@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from labkit.grading import sandbox
+from labkit.grading.sandbox import levels
 from labkit.grading.batch import grade_class
-from labkit.grading.gradebook import read_gradebook
+from labkit.grading.reports.gradebook import read_gradebook
 from tests.homework import classroom, portable_student
 
-LIMITS = sandbox.Limits(notebook_s=300, cell_s=120, memory_bytes=4 << 30, nproc=128, fsize_bytes=64 << 20)
+LIMITS = levels.Limits(notebook_s=300, cell_s=120, memory_bytes=4 << 30, nproc=128, fsize_bytes=64 << 20)
 
 FABRICATED = """graphcore_runs = homework.runs_for(config, "graphcore")
 for fake in graphcore_runs:

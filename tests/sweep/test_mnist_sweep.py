@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from labkit import cli, results, sweep
-from labkit import machine_share as sweep_share
+from labkit.sweep import worker_share as sweep_share
 
 ROOT = Path(__file__).resolve().parents[2]
 MNIST = ROOT / "notebooks" / "graphcore" / "mnist.ipynb"

@@ -1,6 +1,6 @@
 """Duplicate evidence: the same log, record, sweep or notebook handed in by two students.
 
-    from labkit.grading.duplicates import file_fingerprints, record_fingerprints, find_duplicates
+    from labkit.grading.checks.duplicates import file_fingerprints, record_fingerprints, find_duplicates
     result["fingerprints"] = file_fingerprints("submissions/alice", handout="notebooks/homework")
     flags = find_duplicates(results)     # student -> [("log logs/x.log", ["ben"]), ...]
 

@@ -1,6 +1,6 @@
 """What the class did, check by check: ``DIR/summary.md`` after every ``labkit grade``.
 
-    from labkit.grading.summary import class_summary, summary_markdown
+    from labkit.grading.reports.summary import class_summary, summary_markdown
     rows = class_summary(results, rubric.names)     # one row per check
     print(summary_markdown(rows, len(results)))
 
@@ -19,7 +19,7 @@ from collections import Counter
 from html import escape
 from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
 
-from labkit.grading.gradebook import one_line
+from labkit.grading.reports.gradebook import one_line
 
 __all__ = ["class_summary", "summary_markdown"]
 

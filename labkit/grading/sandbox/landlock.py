@@ -9,7 +9,7 @@ else, whatever its uid; with ABI 4+ it can neither connect nor bind a TCP socket
 it reaches no abstract UNIX socket and signals no process outside its own domain. Landlock
 also keeps it from ptracing (so from reading ``/proc/<pid>/environ`` of) processes outside.
 The calls are the kernel's three syscalls, through ``ctypes``: standard library only (and
-labkit's error base where labkit is importable), since the launcher (``confine.py``, run with
+labkit's error base where labkit is importable), since the launcher (``launcher.py``, run with
 ``python -I -S``) loads this file before every kernel.
 ``LABKIT_LANDLOCK=off`` in the environment makes :func:`abi_version` report 0 (what a kernel
 without Landlock gives: ``labkit grade --check`` then says so).
@@ -26,7 +26,7 @@ from typing import Iterable, List, Optional, Sequence, Set
 
 try:
     from labkit.errors import LabkitError
-except ImportError:  # loaded by its path in the kernel's launcher (python -I -S confine.py): no labkit there
+except ImportError:  # loaded by its path in the kernel's launcher (python -I -S launcher.py): no labkit there
     class LabkitError(Exception):  # type: ignore[no-redef]
         """A stand-in: the launcher only catches OSError."""
 

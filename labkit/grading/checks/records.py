@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
-from labkit.grading.checks import (NUMBER, Check, CheckResult, Evidence, describe_selection, fmt_value, run_label,
-                                   select_runs, split_evidence, wheres_of)
-from labkit.grading.contain import shown
-from labkit.grading.trusted import verify_run
+from labkit.grading.checks.evidence import (NUMBER, Check, CheckResult, Evidence, describe_selection, fmt_value,
+                                            run_label, select_runs, split_evidence, wheres_of)
+from labkit.grading.sandbox.submission_reads import quoted
+from labkit.grading.checks.verify import verify_run
 from labkit.testbeds.homework.hardware import is_portable, where_it_ran
 from labkit.results import Run, same_value
 
@@ -148,14 +148,14 @@ def grade_reproduce(check: Check, evidence: Evidence) -> CheckResult:
     for name, run in submitted:
         again = fresh.get(name)
         if again is None:
-            problems.append("record {} was not produced again".format(shown(name)))
+            problems.append("record {} was not produced again".format(quoted(name)))
             continue
         names = [m for m in run.metrics if only is None or m in only]
         differing = [m for m in names if m not in again.metrics or not same_value(run.metrics[m], again.metrics[m], rtol=tolerance)]
         if differing or not _params_match(run.params, again.params):
             what = ", ".join("{}: submitted {} vs {}".format(str(m)[:80], fmt_value(run.metrics[m]), fmt_value(again.metrics.get(m)))
                              for m in differing[:3]) or "parameters differ"
-            problems.append("record {} differs ({})".format(shown(name), what))
+            problems.append("record {} differs ({})".format(quoted(name), what))
         else:
             matched += 1
     reason = "{} of {} submitted record(s) reproduced within {:g}%".format(matched, len(submitted), tolerance * 100)

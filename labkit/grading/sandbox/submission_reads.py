@@ -1,6 +1,6 @@
 """Keep what trusted code reads inside one submission: evidence paths, and the working copy's files.
 
-    why = refusal("logs/graphcore/x.log", root)   # None, or why the path may not be read
+    why = path_refusal("logs/graphcore/x.log", root)   # None, or why the path may not be read
     params = absolute_params(params, root)        # params['log'] / ['evidence'] made absolute
     removed = drop_escapes(root)                  # links out of the submission, FIFOs, devices
     confine_reads(root, [scratch], [submissions])  # in the trusted process: an audit hook on open()
@@ -22,13 +22,13 @@ import stat
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-__all__ = ["PATH_KEYS", "refusal", "record_refusal", "absolute_params", "drop_escapes", "shown", "confine_reads"]
+__all__ = ["PATH_KEYS", "path_refusal", "record_refusal", "absolute_params", "drop_escapes", "quoted", "confine_reads"]
 
 #: The record parameters that name a file of the submission.
 PATH_KEYS = ("log", "evidence")
 
 
-def shown(value: Any, width: int = 80) -> str:
+def quoted(value: Any, width: int = 80) -> str:
     """``repr(value)`` cut to ``width`` characters: what a reason may quote of a student's value."""
     text = repr(value)
     return text if len(text) <= width else text[:width - 3] + "..."
@@ -39,25 +39,25 @@ def _inside(path: str, root: str) -> bool:
     return (path.rstrip(os.sep) + os.sep).startswith(root)
 
 
-def refusal(path: Any, root: str) -> Optional[str]:
+def path_refusal(path: Any, root: str) -> Optional[str]:
     """Why ``path`` (relative to the submission ``root``) may not be read, or None when it may."""
     if not isinstance(path, str) or not path or "\0" in path or len(path) > 4096:
-        return "{} is not a file name".format(shown(path))
+        return "{} is not a file name".format(quoted(path))
     if os.path.isabs(path):
-        return "{} is an absolute path; evidence must be a file of the submission".format(shown(path))
+        return "{} is an absolute path; evidence must be a file of the submission".format(quoted(path))
     real_root = os.path.realpath(root)
     if not _inside(os.path.normpath(os.path.join(real_root, path)), real_root):
-        return "{} leaves the submission's folder".format(shown(path))
+        return "{} leaves the submission's folder".format(quoted(path))
     full = os.path.join(real_root, path)
     real = os.path.realpath(full)
     if not _inside(real, real_root):
-        return "{} is a link that leads out of the submission's folder".format(shown(path))
+        return "{} is a link that leads out of the submission's folder".format(quoted(path))
     try:
         mode = os.stat(real).st_mode
     except OSError:
-        return "{} is not a file of the submission".format(shown(path))
+        return "{} is not a file of the submission".format(quoted(path))
     if not stat.S_ISREG(mode):
-        return "{} is not a regular file (a folder, a FIFO or a device)".format(shown(path))
+        return "{} is not a regular file (a folder, a FIFO or a device)".format(quoted(path))
     return None
 
 
@@ -75,7 +75,7 @@ def record_refusal(params: Any, root: str) -> Optional[str]:
         return "the record's parameters are not a mapping"
     for key in PATH_KEYS:
         if key in params:
-            why = refusal(params[key], root)
+            why = path_refusal(params[key], root)
             if why:
                 return "params['{}'] = {}".format(key, why)
     candidates = _candidates(params)
@@ -143,12 +143,12 @@ def confine_reads(root: str, allowed: Sequence[str], denied: Sequence[str]) -> N
         if any(_inside(path, p) for p in ok):
             return
         if any(_inside(path, p) for p in no):
-            raise PermissionError("labkit grade: {} is outside this submission; not read".format(shown(path)))
+            raise PermissionError("labkit grade: {} is outside this submission; not read".format(quoted(path)))
         try:
             mode = os.stat(path).st_mode
         except OSError:
             return
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)) and path not in _DEVICES_ALLOWED:
-            raise PermissionError("labkit grade: {} is a FIFO or a device; not read".format(shown(path)))
+            raise PermissionError("labkit grade: {} is a FIFO or a device; not read".format(quoted(path)))
 
     sys.addaudithook(hook)

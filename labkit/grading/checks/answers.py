@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, List, Optional
 
-from labkit.grading.checks import Check, CheckResult, Evidence
+from labkit.grading.checks.evidence import Check, CheckResult, Evidence
 
 __all__ = ["answer_text", "grade_answer", "grade_no_error"]
 

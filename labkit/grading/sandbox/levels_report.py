@@ -1,8 +1,8 @@
 """What ``labkit grade --check`` prints: each isolation level here, what it protects, which is used.
 
-    print(isolation_report.levels_report(chosen=None, allow_unconfined=False))
+    print(levels_report.levels_report(chosen=None, allow_unconfined=False))
 
-Above both :mod:`labkit.grading.sandbox` (the levels) and :mod:`labkit.grading.cgroups` (the
+Above both :mod:`labkit.grading.sandbox.levels` (the levels) and :mod:`labkit.grading.sandbox.cgroups` (the
 per-run cap, which itself builds on the sandbox's limits and launcher).
 """
 
@@ -13,7 +13,7 @@ import shutil
 import sys
 from typing import List, Optional
 
-from labkit.grading import cgroups, sandbox
+from labkit.grading.sandbox import cgroups, levels
 
 __all__ = ["levels_report"]
 
@@ -45,7 +45,7 @@ def _protections(level: str, abi: int, uid: bool, cgroup: bool) -> List[str]:
 
 def levels_report(chosen: Optional[str] = None, allow_unconfined: bool = False) -> str:
     """What ``labkit grade --check`` prints: each level here, what it protects and needs, which is used."""
-    abi = sandbox.landlock_abi()
+    abi = levels.landlock_abi()
     cgroup = bool(cgroups.cgroup_parents())
     lines = ["labkit grade --check: uid {}{}, Linux {}, Python {}".format(
         os.geteuid(), " (root)" if os.geteuid() == 0 else "", os.uname().release, sys.prefix)]
@@ -55,30 +55,30 @@ def levels_report(chosen: Optional[str] = None, allow_unconfined: bool = False) 
                                                          if abi >= 6 else ""))
     else:
         lines.append("Landlock: not available (needs Linux 5.13+ with landlock among its LSMs)")
-    lines.append("bubblewrap: {}".format("works" if sandbox.level_available("bwrap") else
+    lines.append("bubblewrap: {}".format("works" if levels.level_available("bwrap") else
                                          "installed, not permitted here" if shutil.which("bwrap") else
                                          "not installed (apt-get install bubblewrap)"))
     lines.append("cgroups: {}".format("yes (a process and memory cap per run)" if cgroup else
                                       "no (not writable by this user)"))
     rows = [["level", "works", "gradebook says", "files", "network", "processes", "memory", "needs"]]
-    for level in sandbox.LEVELS:
-        works = sandbox.level_available(level)
-        uid = works and os.geteuid() == 0 and sandbox.uid_switch_possible(level) and level != "none"
-        name = sandbox.isolation_name(level, uid, cgroup) if works else "-"
+    for level in levels.LEVELS:
+        works = levels.level_available(level)
+        uid = works and os.geteuid() == 0 and levels.uid_switch_possible(level) and level != "none"
+        name = levels.isolation_name(level, uid, cgroup) if works else "-"
         rows.append([level, "yes" if works else "no", name] + _protections(level, abi, uid, cgroup) + [_NEEDS[level]])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines.append("")
     for row in rows:
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
     lines.append("Every level: kill -9 of labkit grade leaves no kernel; rlimits (memory, file size, CPU, processes).")
-    level = chosen or sandbox.best_level()
-    why = "" if allow_unconfined else sandbox.refusal(level)
-    if not sandbox.level_available(level):
+    level = chosen or levels.best_level()
+    why = "" if allow_unconfined else levels.refusal(level)
+    if not levels.level_available(level):
         lines.append("labkit grade --isolation {} would stop: that level does not work here.".format(level))
     elif why:
         lines.append("labkit grade would refuse: " + why + ".")
     else:
-        uid = os.geteuid() == 0 and sandbox.uid_switch_possible(level) and level != "none"
+        uid = os.geteuid() == 0 and levels.uid_switch_possible(level) and level != "none"
         lines.append("labkit grade would use: {} (gradebook: {})".format(
-            level, sandbox.isolation_name(level, uid, cgroup)))
+            level, levels.isolation_name(level, uid, cgroup)))
     return "\n".join(lines)

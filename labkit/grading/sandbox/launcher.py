@@ -2,15 +2,15 @@
 
 The grader puts this launcher between the sandbox (bubblewrap / unshare) and the kernel:
 
-    python -I -S labkit/grading/confine.py --die-with-parent --cgroup /sys/fs/cgroup/pids/labkit-grade/r1 -- bwrap ... -- \
-    python -I -S labkit/grading/confine.py --memory 2147483648 --nproc 64 --fsize 67108864 --cpu 690 --die-with-parent \
+    python -I -S labkit/grading/sandbox/launcher.py --die-with-parent --cgroup /sys/fs/cgroup/pids/labkit-grade/r1 -- bwrap ... -- \
+    python -I -S labkit/grading/sandbox/launcher.py --memory 2147483648 --nproc 64 --fsize 67108864 --cpu 690 --die-with-parent \
         --uid 61003 --gid 61003 -- python -m ipykernel_launcher -f kernel.json
 
 Limits are set with ``setrlimit`` so they hold for the kernel and every process it starts.
 ``RLIMIT_NPROC`` is not enforced for root, so when started as root the launcher switches to
 an unprivileged uid (one per concurrent run, so one fork bomb cannot starve a neighbour) and
 sets ``PR_SET_NO_NEW_PRIVS`` so no setuid program can climb back. ``--landlock`` confines the
-files the kernel may read and write (and TCP) with Landlock (:mod:`labkit.grading.landlock`).
+files the kernel may read and write (and TCP) with Landlock (:mod:`labkit.grading.sandbox.landlock`).
 ``--die-with-parent`` makes the launcher (and the kernel it becomes) die with whatever started it,
 so a grader killed with SIGKILL leaves no kernel running at any isolation level; the CPU-time
 limit (``--cpu``, a little above the notebook's time limit) is the backstop. ``--cgroup`` joins cgroups
@@ -69,7 +69,7 @@ def _die_with_parent(parent: Optional[int]) -> None:
 
 
 def _landlock() -> ModuleType:
-    """``landlock.py`` beside this file, loaded by its path: run as ``python -I -S confine.py``, no
+    """``landlock.py`` beside this file, loaded by its path: run as ``python -I -S launcher.py``, no
     ``labkit`` is importable here (and none from a submission may be)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock.py")
     spec = importlib.util.spec_from_file_location("_labkit_landlock", path)
@@ -79,7 +79,7 @@ def _landlock() -> ModuleType:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m labkit.grading.confine")
+    parser = argparse.ArgumentParser(prog="python -m labkit.grading.sandbox.launcher")
     parser.add_argument("--memory", type=int, help="RLIMIT_DATA in bytes (memory written, not libraries mapped)")
     parser.add_argument("--nproc", type=int, help="RLIMIT_NPROC (processes and threads of the uid)")
     parser.add_argument("--fsize", type=int, help="RLIMIT_FSIZE in bytes (largest file written)")
@@ -122,7 +122,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         try:
             _landlock().restrict(args.landlock_read, args.landlock_write, args.landlock_deny, args.landlock_tcp)
         except OSError as exc:
-            print("labkit confine: Landlock was asked for and failed, the kernel is not started: {}".format(exc),
+            print("labkit grade: Landlock was asked for and failed, the kernel is not started: {}".format(exc),
                   file=sys.stderr)
             return 126
     if args.uid is not None and os.geteuid() == 0:
@@ -139,7 +139,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         os.execvp(command[0], command)
     except OSError as exc:
-        print("labkit confine: cannot start {}: {}".format(command[0], exc), file=sys.stderr)
+        print("labkit grade: cannot start {}: {}".format(command[0], exc), file=sys.stderr)
         return 127
     return 0  # pragma: no cover - exec does not return
 

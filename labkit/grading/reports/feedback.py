@@ -1,6 +1,6 @@
 """Per-student feedback pages: ``DIR/feedback/<student>.html``.
 
-    from labkit.grading.feedback import feedback_html
+    from labkit.grading.reports.feedback import feedback_html
     html = feedback_html(result)     # result: one entry of the grader's state
 
 Each check shows its points, where the runs it counted ran, and, for visible checks, why it

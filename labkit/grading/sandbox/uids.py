@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from labkit.grading.cgroups import remove_cgroups
-from labkit.grading.sandbox import uid_switch_possible
+from labkit.grading.sandbox.cgroups import remove_cgroups
+from labkit.grading.sandbox.levels import uid_switch_possible
 
 __all__ = ["UID_RANGE", "LOCK_DIR", "Slot", "acquire_slot", "kill_uid", "pids_of_uid"]
 

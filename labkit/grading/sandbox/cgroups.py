@@ -4,7 +4,7 @@
     cgroup_command(folders, parent)                # the launcher stage that joins them
     remove_cgroups(folders)                        # kill what is left, remove them
 
-The cap holds even when the kernel cannot run as a private uid (:mod:`labkit.grading.uids`).
+The cap holds even when the kernel cannot run as a private uid (:mod:`labkit.grading.sandbox.uids`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import signal
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
-from labkit.grading.sandbox import CONFINE, Limits
+from labkit.grading.sandbox.levels import LAUNCHER, Limits
 
 __all__ = ["CGROUP_ROOT", "cgroup_parents", "make_cgroups", "kill_cgroup_processes", "remove_cgroups", "remove_stale_cgroups", "cgroup_command"]
 
@@ -136,7 +136,7 @@ def cgroup_command(folders: Sequence[str], parent: Optional[int] = None, always:
     """
     if not folders and not always:
         return []
-    cmd = CONFINE + ["--die-with-parent"]
+    cmd = LAUNCHER + ["--die-with-parent"]
     if parent is not None:
         cmd += ["--parent", str(parent)]
     for folder in folders:

@@ -1,6 +1,6 @@
 """Each sweep worker's share of the cores, contended timings, and what summary.md says of them.
 
-    PYTHONPATH=$PWD python -m pytest tests/sweep/test_share.py -q
+    PYTHONPATH=$PWD python -m pytest tests/sweep/test_worker_share.py -q
 
 The load average of this machine is whatever it is (it is shared), so the sweeps below set
 ``LOAD_SLACK`` so that the real measurement gives a known answer: huge (nothing counts as
@@ -14,7 +14,7 @@ import pytest
 
 from labkit import cli, sweep
 from labkit.sweep import plots as sweep_plots
-from labkit import machine_share as sweep_share
+from labkit.sweep import worker_share as sweep_share
 from labkit.sweep import tables as sweep_tables
 from tests.execute.demo import make_demo
 

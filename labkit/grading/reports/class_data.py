@@ -1,6 +1,6 @@
 """What every student of a graded class measured, as one long table, with the points far from the class.
 
-    from labkit.grading.class_data import read_class, long_csv
+    from labkit.grading.reports.class_data import read_class, long_csv
     data = read_class("grades/")          # what `labkit grade` wrote: its state and the executed notebooks
     data.rows                             # one dict per point: student, exercise, run, ..., value, flags
     data.outliers                         # the points far from the class, with the misreading when known

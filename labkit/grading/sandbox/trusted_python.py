@@ -17,10 +17,12 @@ import os
 import sys
 from typing import List, Sequence
 
+import labkit
+
 __all__ = ["TRUSTED_ROOT", "trusted_path", "python_command"]
 
 #: The folder that holds the ``labkit`` package the grader itself runs.
-TRUSTED_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRUSTED_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(labkit.__file__)))
 
 _BOOT = ("import sys, runpy; sys.path[:0] = {paths!r}; "
          "runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")

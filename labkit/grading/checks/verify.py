@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional
 
-from labkit.grading.checks import Check, Evidence, fmt_value, select_runs
+from labkit.grading.checks.evidence import Check, Evidence, fmt_value, select_runs
 from labkit.results import Run, same_value
 
 __all__ = ["prefetch_trusted", "verify_run"]

@@ -1,6 +1,6 @@
 """Rubrics: what a homework is graded on, read from YAML and checked when loaded.
 
-    from labkit.grading.rubric import load_rubric
+    from labkit.grading.checks.rubric import load_rubric
     rubric = load_rubric("notebooks/homework/ai_testbeds.rubric.yml")   # RubricError names the line
     results = rubric.grade(evidence)                                   # one CheckResult per check
 
@@ -15,9 +15,9 @@ testbed and portable runs alike, ``evidence: testbed`` refuses portable runs wit
 that says so, and ``portable_points`` caps what portable runs alone can earn. Every reason
 names where each run it cites ran (:func:`labkit.testbeds.homework.hardware.where_it_ran`).
 
-The checks live in :mod:`labkit.grading.checks` (evidence, results, run selection),
-:mod:`labkit.grading.record_checks`, :mod:`labkit.grading.answer_checks` and
-:mod:`labkit.grading.trusted` (recomputation); this module reads and validates the file.
+The checks live in :mod:`labkit.grading.checks.evidence` (evidence, results, run selection),
+:mod:`labkit.grading.checks.records`, :mod:`labkit.grading.checks.answers` and
+:mod:`labkit.grading.checks.verify` (recomputation); this module reads and validates the file.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import yaml
 
 from labkit.errors import LabkitError
-from labkit.grading.answer_checks import grade_answer, grade_no_error
-from labkit.grading.checks import NUMBER, Check, CheckResult, Evidence
-from labkit.grading.record_checks import grade_record, grade_rerun, grade_reproduce, grade_runs
-from labkit.grading.trusted import prefetch_trusted
+from labkit.grading.checks.answers import grade_answer, grade_no_error
+from labkit.grading.checks.evidence import NUMBER, Check, CheckResult, Evidence
+from labkit.grading.checks.records import grade_record, grade_rerun, grade_reproduce, grade_runs
+from labkit.grading.checks.verify import prefetch_trusted
 
 __all__ = ["Rubric", "RubricError", "load_rubric", "CHECK_TYPES", "EVIDENCE_KINDS", "COMMON"]
 

@@ -6,8 +6,9 @@ Runs that execute at once on one machine fight for its cores. So each worker get
 ``threads = cores // workers`` (at least 1), set in its kernels' environment *before* torch
 starts (``OMP_NUM_THREADS`` and friends are read when torch is imported; a notebook cannot
 change them for itself later), and one GPU each where there are GPUs (``labkit.sweep``).
-The share is recorded in every run's environment (:func:`labkit.devices.environment` reads
-``LABKIT_SWEEP_*``), and ``summary.md`` says that timings are per worker share.
+The share is recorded in every run's environment: :func:`labkit.devices.environment` reads
+``LABKIT_SWEEP_*`` with :func:`labkit.devices.recorded_share`, which lives below the sweep
+because every run records it; ``summary.md`` says that timings are per worker share.
 
 Timings are still contended when the shares overlap: more workers than cores (a share
 cannot be less than one thread), or a machine busy with other work. The second is seen
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import os
 from typing import Dict, Mapping, Optional, Tuple
+
+from labkit.devices import SHARE_VARIABLES, recorded_share
 
 __all__ = ["share", "share_env", "recorded_share", "cores", "load_average", "contention", "LOAD_SLACK", "THREAD_VARIABLES"]
 
@@ -51,18 +54,8 @@ def share_env(workers: int, cpu_cores: Optional[int] = None) -> Dict[str, str]:
     """Environment for one worker's kernels: the thread limits and the share, for the record."""
     part = share(workers, cpu_cores)
     env = {name: str(part["threads"]) for name in THREAD_VARIABLES}
-    env.update({"LABKIT_SWEEP_WORKERS": str(part["workers"]), "LABKIT_SWEEP_CORES": str(part["cores"]),
-                "LABKIT_SWEEP_THREADS": str(part["threads"])})
+    env.update({name: str(part[key]) for key, name in SHARE_VARIABLES.items()})
     return env
-
-
-def recorded_share(environ: Mapping[str, str]) -> Optional[Dict[str, int]]:
-    """The share a sweep gave this process (from its environment), or None outside a sweep."""
-    try:
-        return {"workers": int(environ["LABKIT_SWEEP_WORKERS"]), "cores": int(environ["LABKIT_SWEEP_CORES"]),
-                "threads": int(environ["LABKIT_SWEEP_THREADS"])}
-    except (KeyError, ValueError):
-        return None
 
 
 def load_average() -> Optional[float]:

@@ -1,6 +1,6 @@
 """The gradebook: ``DIR/gradebook.csv``, one row per student, one column per check, a total.
 
-    from labkit.grading.gradebook import write_gradebook, read_gradebook
+    from labkit.grading.reports.gradebook import write_gradebook, read_gradebook
     write_gradebook("out/gradebook.csv", rubric.names, results)   # atomic: never half-written
 
 Columns: ``student``, one per rubric check (points earned), ``total``, ``max``, ``status``
@@ -31,7 +31,7 @@ def one_line(text: Any, width: int = 300) -> str:
     return _CONTROL.sub(" ", str(text or ""))[:width]
 
 TRAILING = ("total", "max", "status", "where", "isolation", "reason")
-#: Flags for the instructor, after the grading columns (labkit.grading.duplicates).
+#: Flags for the instructor, after the grading columns (labkit.grading.checks.duplicates).
 FLAGS = ("duplicate_evidence",)
 
 

@@ -1,7 +1,7 @@
 """The class at a glance: ``DIR/class.html``, one self-contained page after every ``labkit grade``.
 
-    from labkit.grading.class_data import read_class
-    from labkit.grading.class_page import class_html
+    from labkit.grading.reports.class_data import read_class
+    from labkit.grading.reports.class_page import class_html
     html = class_html(read_class("grades/"))       # or `labkit class grades/`
 
 For each exercise found in the class (grouped by the homework that asks for it), one figure per
@@ -22,9 +22,9 @@ import statistics
 from html import escape
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
-from labkit.grading.class_data import RULE, ClassData, Outlier
-from labkit.grading.duplicates import groups as duplicate_groups
-from labkit.grading.summary import class_summary
+from labkit.grading.reports.class_data import RULE, ClassData, Outlier
+from labkit.grading.checks.duplicates import groups as duplicate_groups
+from labkit.grading.reports.summary import class_summary
 from labkit.testbeds.homework.homeworks import HOMEWORKS
 
 __all__ = ["class_html", "COLOURS", "figure_id"]
@@ -246,7 +246,7 @@ def _duplicates(data: ClassData) -> str:
 
 
 def class_html(data: ClassData) -> str:
-    """The page (text), from :func:`labkit.grading.class_data.read_class`'s data."""
+    """The page (text), from :func:`labkit.grading.reports.class_data.read_class`'s data."""
     kinds = "".join('<span><i class="dot" style="background:{}"></i>{}</span>'.format(c, escape(k))
                     for k, c in COLOURS.items())
     return (

@@ -1,11 +1,11 @@
 """Where and how a student's kernel runs: limits, a private uid, namespaces, Landlock.
 
-    from labkit.grading import sandbox
-    sandbox.best_level()          # 'bwrap', 'unshare' or 'rlimits' on this machine
-    sandbox.refusal(level)        # '' or why this level must not grade (no file protection)
+    from labkit.grading.sandbox import levels
+    levels.best_level()          # 'bwrap', 'unshare' or 'rlimits' on this machine
+    levels.refusal(level)        # '' or why this level must not grade (no file protection)
 
 What each level protects on this machine, as ``labkit grade --check`` prints it:
-:mod:`labkit.grading.isolation_report`.
+:mod:`labkit.grading.sandbox.levels_report`.
 
 Isolation levels, strongest first (the gradebook reports the one in force for each run):
 
@@ -19,22 +19,22 @@ Isolation levels, strongest first (the gradebook reports the one in force for ea
 - ``rlimits``: resource limits (writable memory, processes, file size, CPU time a little above
   the notebook's limit, no core dumps), a scrubbed environment and, when the grader runs as
   root, a private unprivileged uid per concurrent run (``RLIMIT_NPROC`` is not enforced for
-  root; :mod:`labkit.grading.uids`). Files protected by Landlock.
+  root; :mod:`labkit.grading.sandbox.uids`). Files protected by Landlock.
 - ``none`` (``--isolation none``): only the limits; the gradebook says ``unconfined``.
 - ``+landlockN`` (every level but ``none``, where the kernel has Landlock ABI N): the launcher
   confines the kernel, and the trusted recomputation, to reading the system, Python and labkit,
-  and writing its own run folder (:mod:`labkit.grading.landlock`); with ABI 4+ no TCP, with 6+
+  and writing its own run folder (:mod:`labkit.grading.sandbox.landlock`); with ABI 4+ no TCP, with 6+
   no abstract UNIX socket nor signal outside. Needs no root and no package.
 - ``+cgroup`` (any level, where this grader may make cgroups, v1 or v2): one cap on the
   processes (``pids.max``) and memory of the whole run, which holds even without a uid switch
-  (:mod:`labkit.grading.cgroups`).
+  (:mod:`labkit.grading.sandbox.cgroups`).
 
 A level that keeps the kernel inside its files (``bwrap``, or Landlock) is required:
 :func:`refusal` says why grading must stop when none is, unless the instructor accepts an
 ``unconfined`` run (``--allow-unconfined``, ``--isolation none``).
 
 At every level the kernel dies with its grader: each launcher stage sets
-``PR_SET_PDEATHSIG`` (``labkit.grading.confine --die-with-parent``), bubblewrap runs with
+``PR_SET_PDEATHSIG`` (``labkit.grading.sandbox.launcher --die-with-parent``), bubblewrap runs with
 ``--die-with-parent`` and ``unshare`` with ``--kill-child``; ``kill -9`` of ``labkit grade``
 leaves no student process running (tests/grading/test_killed.py).
 
@@ -52,10 +52,11 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from labkit.grading import landlock
+import labkit
+from labkit.grading.sandbox import landlock
 
-__all__ = ["Limits", "LEVELS", "CONFINE", "best_level", "level_available", "kernel_environment",
-           "confine_command", "sandbox_prefix", "uid_switch_possible", "landlock_abi",
+__all__ = ["Limits", "LEVELS", "LAUNCHER", "best_level", "level_available", "kernel_environment",
+           "launcher_command", "namespace_prefix", "uid_switch_possible", "landlock_abi",
            "uses_landlock", "protects_files", "isolation_name", "refusal", "landlock_args"]
 
 #: Strongest first; ``none`` is used only when asked for.
@@ -174,7 +175,7 @@ def kernel_environment(workdir: str, extra: Optional[Dict[str, str]] = None) -> 
 
 #: The launcher runs as a script with ``-I -S`` (no site, no environment): it imports only the
 #: standard library, and skipping site (the editable install's finder) saves a share of every start.
-CONFINE = [sys.executable, "-I", "-S", os.path.join(os.path.dirname(os.path.abspath(__file__)), "confine.py")]
+LAUNCHER = [sys.executable, "-I", "-S", os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.py")]
 
 
 def cpu_limit_s(limits: Limits) -> int:
@@ -188,13 +189,13 @@ def cpu_limit_s(limits: Limits) -> int:
     return int(limits.notebook_s * 1.1 + 30)
 
 
-def confine_command(limits: Limits, uid: Optional[int], parent: Optional[int] = None,
-                    confined: Sequence[str] = ()) -> List[str]:
-    """``python -I -S .../confine.py ... --`` for these limits (dies with its parent).
+def launcher_command(limits: Limits, uid: Optional[int], parent: Optional[int] = None,
+                     confined: Sequence[str] = ()) -> List[str]:
+    """``python -I -S .../launcher.py ... --`` for these limits (dies with its parent).
 
     ``confined``: the Landlock arguments (:func:`landlock_args`), empty for none.
     """
-    cmd = list(CONFINE) + list(confined)
+    cmd = list(LAUNCHER) + list(confined)
     if limits.memory_bytes:
         cmd += ["--memory", str(int(limits.memory_bytes))]
     if limits.nproc:
@@ -211,7 +212,7 @@ def confine_command(limits: Limits, uid: Optional[int], parent: Optional[int] = 
     return cmd + ["--"]
 
 
-_LABKIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LABKIT = os.path.dirname(os.path.abspath(labkit.__file__))
 
 
 def _needed_paths() -> List[str]:
@@ -295,8 +296,8 @@ def _is_ancestor(parent: str, child: str) -> bool:
     return (child.rstrip(os.sep) + os.sep).startswith(parent)
 
 
-def sandbox_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str] = (),
-                   readonly: Sequence[str] = ()) -> List[str]:
+def namespace_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str] = (),
+                     readonly: Sequence[str] = ()) -> List[str]:
     """The command that wraps the kernel for ``level`` (empty for ``rlimits``).
 
     ``hidden`` are paths (files or folders) the kernel must not see at the ``bwrap`` level:

@@ -2,12 +2,12 @@
 picking the runs a check looks at (by exercise and parameters; values compare by
 :func:`labkit.results.same_value`).
 
-    from labkit.grading.checks import Evidence
+    from labkit.grading.checks.evidence import Evidence
     Evidence(submitted=nb, submitted_records={}, fresh=records, status="ok")
 
-The check types themselves are in :mod:`labkit.grading.record_checks` (records: ``record``,
-``runs``, ``reproduce``, ``rerun``) and :mod:`labkit.grading.answer_checks` (``answer``,
-``no_error``); :mod:`labkit.grading.rubric` reads the file that lists them.
+The check types themselves are in :mod:`labkit.grading.checks.records` (records: ``record``,
+``runs``, ``reproduce``, ``rerun``) and :mod:`labkit.grading.checks.answers` (``answer``,
+``no_error``); :mod:`labkit.grading.checks.rubric` reads the file that lists them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from labkit.grading.contain import shown
+from labkit.grading.sandbox.submission_reads import quoted
 from labkit.testbeds.homework.hardware import is_portable, where_it_ran
 from labkit.results import Run, same_value
 
@@ -122,7 +122,7 @@ def split_evidence(check: Check, runs: List[Tuple[str, Run]]) -> Tuple[List[Tupl
 
 
 def run_label(name: str, run: Run) -> str:
-    return "record {} ({})".format(shown(name), where_it_ran(run))
+    return "record {} ({})".format(quoted(name), where_it_ran(run))
 
 
 def wheres_of(runs: List[Run]) -> str:
@@ -158,4 +158,4 @@ def describe_selection(check: Check) -> str:
 
 
 def fmt_value(value: Any) -> str:
-    return "{:.6g}".format(value) if isinstance(value, float) else shown(value)
+    return "{:.6g}".format(value) if isinstance(value, float) else quoted(value)

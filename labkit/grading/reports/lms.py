@@ -1,6 +1,6 @@
 """Export a gradebook for a learning-management system: ``--lms canvas`` writes ``DIR/canvas.csv``.
 
-    from labkit.grading.lms import canvas_csv
+    from labkit.grading.reports.lms import canvas_csv
     text = canvas_csv(results, assignment="Homework: AI testbeds", points_possible=39)
 
 Canvas's Gradebook > Import takes a CSV whose first five columns identify the student

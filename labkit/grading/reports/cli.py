@@ -33,8 +33,8 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
 
 def main(args: argparse.Namespace) -> int:
     from labkit.files import write_atomic
-    from labkit.grading.class_data import ClassDataError, long_csv, read_class
-    from labkit.grading.class_page import class_html
+    from labkit.grading.reports.class_data import ClassDataError, long_csv, read_class
+    from labkit.grading.reports.class_page import class_html
 
     if not os.path.isdir(args.folder):
         print("labkit class: DIR {} is not a folder (give the --out folder of `labkit grade`)".format(args.folder),
