@@ -107,3 +107,12 @@ def test_fit_validates_at_its_end_and_labkit_reads_the_run(node):
 def test_rates_below_one_sample_per_second_print_three_significant_digits():
     assert format_rate(0.0523456) == "0.0523 samples/sec" and format_rate(0.5) == "0.5 samples/sec"
     assert format_rate(31.966) == "31.97 samples/sec" and format_rate(1.0) == "1.00 samples/sec"
+
+
+def test_importing_the_fake_leaves_the_test_processs_sys_path_alone():
+    # With the fakes' folder on sys.path, its groqflow/ folder imports as an empty namespace
+    # package: every later Groq test in the same pytest process then fails to find groqflow.common.
+    from tests.fakes import HERE
+
+    assert format_rate(0.5)  # the module is imported (at the top of this file)
+    assert str(HERE) not in sys.path and str(CSZOO.parent) not in sys.path

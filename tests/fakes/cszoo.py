@@ -59,8 +59,13 @@ from datetime import datetime, timedelta
 
 import yaml
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # run as a script: its sibling
-import cszoo_config  # noqa: E402
+if __package__:  # imported by a test: the sibling through its package, sys.path left alone
+    from . import cszoo_config
+else:  # run as a script (the `cszoo` wrapper on PATH): the sibling beside it. Only here: in a test
+    # process the fakes' folder on sys.path would make its groqflow/ folder a namespace package
+    # that shadows the GroqFlow fake and the real GroqFlow alike.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import cszoo_config  # noqa: E402
 
 
 class _Parser(argparse.ArgumentParser):
