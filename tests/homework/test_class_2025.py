@@ -114,10 +114,14 @@ def test_reasons_say_what_happened(graded):
 
 def test_the_class_page_shows_every_figure_and_names_the_planted_misreadings(graded, tmp_path):
     # wes's results JSON counts prompt tokens and sent one request at a time; fay typed her CS-3 rates and jo
-    # patched the log reader: far from the class, fairly, with no misreading of the four to name.
+    # patched the log reader: far from the class, fairly, with no misreading of the four to name. ian's
+    # inference figures come from the fixture's one 5-prompt run of the stand-in server, measured apart from
+    # the 20-prompt run the class copies: on a loaded 2-core machine it has landed more than 3.3x from the
+    # class median (a far point, no misreading named), so he may be far, never accused.
     seen = check_class_page(graded["out"], tmp_path, planted={
         "wes": "prompt tokens counted as output tokens", "hana": "one request stream's throughput"},
-        may_be_far={"fay", "jo"}, exercises=("cerebras/llama2_7b", "sambanova/inference"), name="class_2025")
+        may_be_far={"fay", "jo"}, exercises=("cerebras/llama2_7b", "sambanova/inference"), name="class_2025",
+        live={"ian"})
     assert {"fay", "jo"} <= set(seen["far"])
     page = (graded["out"] / "class.html").read_text()
     # wes's two endpoints are two runs on the page (one per endpoint), never one run of both
