@@ -163,7 +163,7 @@ class _Deferring:
     def __exit__(self, *exc: Any) -> None:
         self.stop._defer -= 1
 
-    def __getattr__(self, name: str) -> Any:  # used as the StopRequest itself (labkit.ranks does)
+    def __getattr__(self, name: str) -> Any:  # used as the StopRequest itself (labkit.rank_launcher does)
         return getattr(self.stop, name)
 
 
