@@ -15,7 +15,7 @@ Modules, one concern each: ``spec`` (parameters: ``SPEC``), ``metrics`` (``METRI
 for the BERT demo's log), ``exercise`` (the notebook's plan and run steps), ``report`` (its show step
 and the network table), ``device`` (where it runs), ``run`` (training or reading the log:
 ``run_mnist``), ``portable`` + ``train`` (the PyTorch path), ``ipu`` (PopTorch), ``model`` (the
-network), ``result`` (the record both paths make), ``progress_bars``, ``verdict`` (near-chance
+network), ``record`` (the record both paths make), ``progress_bars``, ``verdict`` (near-chance
 notes), ``log`` (the testbed log reader, ``GraphcoreReader``).
 """
 
