@@ -227,7 +227,7 @@ def measure_ipu(replicas: int, micro_batch: int, images_per_epoch: int, epochs: 
     import torch.nn as nn
     import torch.nn.functional as F
 
-    from labkit.testbeds.graphcore.device import poptorch_says, releasing
+    from labkit.testbeds.graphcore.placement import poptorch_says, releasing
 
     class WithLoss(nn.Module):
         def __init__(self):
