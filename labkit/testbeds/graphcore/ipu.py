@@ -24,7 +24,7 @@ from labkit.progress import bar
 from labkit.data.mnist import MEAN, STD
 from labkit.testbeds.graphcore import train as training
 from labkit.testbeds.graphcore.placement import poptorch_says, releasing
-from labkit.testbeds.graphcore.progress_bars import progress_callbacks
+from labkit.testbeds.graphcore.training_bars import progress_callbacks
 from labkit.testbeds.graphcore.record import MnistResult, cut_test_pass, finish_run
 from labkit.testbeds.graphcore.train import StepRecord, TrainHistory
 
