@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional
 from labkit.errors import LabkitError
 from labkit.ctrl_c_notes import BETWEEN, CAUGHT_IN_KERNEL, CTRL_C_NOTES, STOP, UNRECORDED
 
-__all__ = ["CtrlC", "watching_replies"]
+__all__ = ["CtrlC", "ctrl_c_client"]
 
 
 class _StoppedBeforeCell(LabkitError):
@@ -40,7 +40,7 @@ class CtrlC:
     - first Ctrl-C, a cell running: the kernel is interrupted and execution goes on, so a
       training loop ends the run gracefully and the cells after it show and record it;
     - first Ctrl-C, no cell's code running (the kernel starting, between cells, or the kernel's
-      own code around a cell, :func:`watching_replies`): when the kernel holds a run no cell has
+      own code around a cell, :func:`ctrl_c_client`): when the kernel holds a run no cell has
       recorded yet, the cells go on with a note that makes labkit skip showing it and start no new
       run (:mod:`labkit.interrupts`), and stop once the run is recorded; otherwise no further cell starts;
     - first Ctrl-C passed on while the kernel was between two messages (a cell's request on its way,
@@ -327,8 +327,11 @@ class _CellNotRun(LabkitError):
     """An interrupt hit the kernel's own code before the cell's code started."""
 
 
-def watching_replies(client_class: Any) -> Any:
-    """``client_class`` (an nbclient NotebookClient) that does not wait forever for a lost reply.
+def ctrl_c_client(client_class: Any) -> Any:
+    """``client_class`` (an nbclient NotebookClient) that follows labkit run's Ctrl-C (its ``ctrl_c``, a
+    :class:`CtrlC`): a cell the first Ctrl-C failed after the run step keeps its error and the notebook
+    goes on as between cells, the kernel's exit is told to ``ctrl_c``, and a lost reply is not waited
+    for forever.
 
     An interrupt that reaches ipykernel in its own code around a cell (publishing the input, flushing
     the output, sending the reply) is caught there ("KeyboardInterrupt caught in kernel."): the
@@ -339,7 +342,7 @@ def watching_replies(client_class: Any) -> Any:
     """
     from nbclient.util import ensure_async, run_sync
 
-    class WatchingReplies(client_class):
+    class CtrlCClient(client_class):
         ctrl_c: Optional[CtrlC] = None
 
         def process_message(self, msg: Dict[str, Any], cell: Any, cell_index: int) -> Any:
@@ -427,4 +430,4 @@ def watching_replies(client_class: Any) -> Any:
                         break
             return None, False
 
-    return WatchingReplies
+    return CtrlCClient
