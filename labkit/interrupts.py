@@ -68,7 +68,7 @@ class Interrupted(KeyboardInterrupt):
     _render_traceback_ = one_line_traceback
 
 
-class _EndHere(KeyboardInterrupt):
+class _EndWithWhatWasKept(KeyboardInterrupt):
     """Raised at a boundary after a first interrupt: the run step returns what it kept."""
 
 
@@ -119,8 +119,8 @@ class StopRequest:
         """Call in ``except KeyboardInterrupt``: True when this run should end with what it has
         (it was started under :func:`graceful`), False when the interrupt must propagate. ``exc`` may
         also be an error made of an interrupt (:func:`_from_an_interrupt`)."""
-        if not _from_an_interrupt(exc) or isinstance(exc, (Interrupted, _EndHere)):
-            return False  # _EndHere: the run step ends there, with what it kept
+        if not _from_an_interrupt(exc) or isinstance(exc, (Interrupted, _EndWithWhatWasKept)):
+            return False  # _EndWithWhatWasKept: the run step ends there, with what it kept
         if not self.requested:
             self.requested_in = current_phase()
         self.requested = True
@@ -223,7 +223,7 @@ def check() -> None:
     """End the run here if an interrupt asked it to stop and it keeps what it measured (:func:`keep`): a
     boundary inside a phase (a test batch, a request)."""
     if _ending():
-        raise _EndHere
+        raise _EndWithWhatWasKept
 
 
 def phase(name: str, check: bool = True) -> None:
@@ -233,7 +233,7 @@ def phase(name: str, check: bool = True) -> None:
     if not runs:
         return
     if check and _ending():
-        raise _EndHere
+        raise _EndWithWhatWasKept
     runs[-1].enter(name)
 
 
