@@ -41,7 +41,7 @@ import threading
 from typing import Any, Callable, List, Optional
 
 from labkit.cell_signals import deferred, handler_interrupt, quiet_to_cell_end
-from labkit.ctrl_c_notes import note_interrupts_between_cells, stop_pending, unrecorded
+from labkit.ctrl_c_notes import flag_interrupts_between_cells, stop_pending, unrecorded
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
 
@@ -417,4 +417,4 @@ def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-note_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel
+flag_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel
