@@ -19,9 +19,9 @@ import time
 from typing import Any, Dict, Optional
 
 from labkit.errors import LabkitError
-from labkit.ctrl_c_notes import BETWEEN, CAUGHT_IN_KERNEL, CTRL_C_NOTES, STOP, UNRECORDED
+from labkit.ctrl_c_notes import BETWEEN, CAUGHT_IN_KERNEL, CTRL_C_FLAGS, STOP, UNRECORDED
 
-__all__ = ["CtrlC", "watching_replies"]
+__all__ = ["CtrlC", "ctrl_c_client"]
 
 
 class _StoppedBeforeCell(LabkitError):
@@ -40,12 +40,12 @@ class CtrlC:
     - first Ctrl-C, a cell running: the kernel is interrupted and execution goes on, so a
       training loop ends the run gracefully and the cells after it show and record it;
     - first Ctrl-C, no cell's code running (the kernel starting, between cells, or the kernel's
-      own code around a cell, :func:`watching_replies`): when the kernel holds a run no cell has
-      recorded yet, the cells go on with a note that makes labkit skip showing it and start no new
+      own code around a cell, :func:`ctrl_c_client`): when the kernel holds a run no cell has
+      recorded yet, the cells go on with a flag that makes labkit skip showing it and start no new
       run (:mod:`labkit.interrupts`), and stop once the run is recorded; otherwise no further cell starts;
     - first Ctrl-C passed on while the kernel was between two messages (a cell's request on its way,
       or its reply just sent), where ipykernel ignores SIGINT, or in ipykernel's code just after a
-      cell's reply went out, where it catches it and the cell has ended well: the kernel notes it
+      cell's reply went out, where it catches it and the cell has ended well: the kernel flags it
       (:mod:`labkit.ctrl_c_notes`), the cell already sent starts no run, and then as between cells;
     - first Ctrl-C failing a cell after the run step (the notebook's own tables and plots) while the
       run is not recorded yet: that cell keeps its error (a KeyboardInterrupt, or whatever the code it
@@ -70,8 +70,8 @@ class CtrlC:
         self._stderr_fd: Optional[int] = None
         self._forwarder: Optional[threading.Thread] = None
         self.kernel_exiting = threading.Event()  # set when the kernel is told to shut down
-        self.held_a_run = False  # when the notes were removed: the kernel held a run no cell had recorded
-        self.notes = ""  # a folder shared with the kernel (labkit.interrupts), made by kernel_env()
+        self.held_a_run = False  # when the flags were removed: the kernel held a run no cell had recorded
+        self.flags = ""  # a folder shared with the kernel (labkit.interrupts), made by kernel_env()
 
     def kernel_stderr(self) -> int:
         """A file descriptor for the kernel's own stderr: forwarded to this process's, less the lines
@@ -85,10 +85,10 @@ class CtrlC:
         return self._stderr_fd
 
     def kernel_env(self) -> Dict[str, str]:
-        """What the kernel's environment needs for the notes (removed when the ``with`` block ends)."""
-        if not self.notes:
-            self.notes = tempfile.mkdtemp(prefix="lk-ctrl-c-")
-        return {CTRL_C_NOTES: self.notes}
+        """What the kernel's environment needs for the flags (removed when the ``with`` block ends)."""
+        if not self.flags:
+            self.flags = tempfile.mkdtemp(prefix="lk-ctrl-c-")
+        return {CTRL_C_FLAGS: self.flags}
 
     def hooks(self) -> Dict[str, Any]:
         """nbclient hooks: which cell runs, and no new cell after a stop."""
@@ -97,26 +97,26 @@ class CtrlC:
 
     def _on_cell_start(self, cell_index: Optional[int] = None, **_: Any) -> None:
         self._cell_index = cell_index
-        self._noted_by_the_kernel()
+        self._flagged_by_the_kernel()
         if self.finishing and not self._holds_a_run():  # the run is recorded: stop here
             self.stopped = True
         if self.stopped:
             raise _StoppedBeforeCell("stopped by Ctrl-C before this cell")
 
-    def _noted_by_the_kernel(self) -> None:
+    def _flagged_by_the_kernel(self) -> None:
         """The first Ctrl-C reached the kernel between two messages: as between cells."""
-        if self.count == 1 and self.notes and os.path.exists(os.path.join(self.notes, BETWEEN)):
+        if self.count == 1 and self.flags and os.path.exists(os.path.join(self.flags, BETWEEN)):
             self.between_cells()
 
     def _holds_a_run(self) -> bool:
-        return bool(self.notes) and os.path.exists(os.path.join(self.notes, UNRECORDED))
+        return bool(self.flags) and os.path.exists(os.path.join(self.flags, UNRECORDED))
 
     def between_cells(self) -> None:
         """The first Ctrl-C came while no cell's code ran: record the run the kernel holds, or stop."""
         if self.stopped or self.finishing:
             return
         if self._holds_a_run():
-            open(os.path.join(self.notes, STOP), "w").close()
+            open(os.path.join(self.flags, STOP), "w").close()
             self.finishing = True
         else:
             self.stopped = True
@@ -140,7 +140,7 @@ class CtrlC:
 
     def _on_cell_executed(self, **_: Any) -> None:
         self._executing = False
-        self._noted_by_the_kernel()
+        self._flagged_by_the_kernel()
         if self._deadline is not None:  # the cell ended within the grace: nothing to cancel
             self._deadline.cancel()
             self._deadline = None
@@ -151,9 +151,9 @@ class CtrlC:
 
     def __exit__(self, *exc: Any) -> None:
         signal.signal(signal.SIGINT, self._previous if self._previous is not None else signal.default_int_handler)
-        if self.notes:
-            self.held_a_run = self._holds_a_run()  # summary() is asked after the notes are gone
-            shutil.rmtree(self.notes, ignore_errors=True)
+        if self.flags:
+            self.held_a_run = self._holds_a_run()  # summary() is asked after the flags are gone
+            shutil.rmtree(self.flags, ignore_errors=True)
         if self._stderr_fd is not None:
             os.close(self._stderr_fd)  # the forwarder ends once the kernel has exited too
             self._stderr_fd = None
@@ -327,8 +327,11 @@ class _CellNotRun(LabkitError):
     """An interrupt hit the kernel's own code before the cell's code started."""
 
 
-def watching_replies(client_class: Any) -> Any:
-    """``client_class`` (an nbclient NotebookClient) that does not wait forever for a lost reply.
+def ctrl_c_client(client_class: Any) -> Any:
+    """``client_class`` (an nbclient NotebookClient) that follows labkit run's Ctrl-C (its ``ctrl_c``, a
+    :class:`CtrlC`): a cell the first Ctrl-C failed after the run step keeps its error and the notebook
+    goes on as between cells, the kernel's exit is told to ``ctrl_c``, and a lost reply is not waited
+    for forever.
 
     An interrupt that reaches ipykernel in its own code around a cell (publishing the input, flushing
     the output, sending the reply) is caught there ("KeyboardInterrupt caught in kernel."): the
@@ -339,7 +342,7 @@ def watching_replies(client_class: Any) -> Any:
     """
     from nbclient.util import ensure_async, run_sync
 
-    class WatchingReplies(client_class):
+    class CtrlCClient(client_class):
         ctrl_c: Optional[CtrlC] = None
 
         def process_message(self, msg: Dict[str, Any], cell: Any, cell_index: int) -> Any:
@@ -427,4 +430,4 @@ def watching_replies(client_class: Any) -> Any:
                         break
             return None, False
 
-    return WatchingReplies
+    return CtrlCClient

@@ -47,7 +47,7 @@ catches it. The hierarchy (built-in base in brackets; where each is raised):
 
   * ``DeviceError`` [RuntimeError] (:mod:`labkit.devices`): the device or vendor stack asked for is not here.
   * ``BackendError`` [RuntimeError] (:mod:`labkit.testbeds.groq`): a Groq backend that cannot run here.
-  * ``RanksFailed`` [RuntimeError] (:mod:`labkit.ranks`): a rank of a multi-process run raised, died or hung.
+  * ``RanksFailed`` [RuntimeError] (:mod:`labkit.rank_launcher`): a rank of a multi-process run raised, died or hung.
   * ``AcceleratorError`` [ValueError] (:mod:`labkit.accelerator`): a precision, micro-batch or launch mode
     this device cannot do; names the parameter and what is allowed.
 

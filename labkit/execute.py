@@ -46,7 +46,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from labkit.ctrl_c import CtrlC, watching_replies
+from labkit.ctrl_c import CtrlC, ctrl_c_client
 from labkit.params import Param, ParameterError, Spec
 
 __all__ = ["NotebookParameters", "Outcome", "notebook_parameters", "gather_parameters", "run_notebook",
@@ -271,7 +271,7 @@ def _register_engine() -> str:
                 kwargs.update(ctrl_c.hooks())
             kwargs.pop("timeout", None)
             kwargs.pop("startup_timeout", None)
-            client_class = watching_replies(PapermillNotebookClient) if ctrl_c is not None else PapermillNotebookClient
+            client_class = ctrl_c_client(PapermillNotebookClient) if ctrl_c is not None else PapermillNotebookClient
             client = client_class(
                 nb_man, timeout=execution_timeout, startup_timeout=start_timeout, kernel_name=kernel_name,
                 log_output=log_output, stdout_file=stdout_file, stderr_file=stderr_file,

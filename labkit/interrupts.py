@@ -41,7 +41,7 @@ import threading
 from typing import Any, Callable, List, Optional
 
 from labkit.cell_signals import deferred, handler_interrupt, quiet_to_cell_end
-from labkit.ctrl_c_notes import note_interrupts_between_cells, stop_pending, unrecorded
+from labkit.ctrl_c_notes import flag_interrupts_between_cells, stop_pending, unrecorded
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
 
@@ -68,7 +68,7 @@ class Interrupted(KeyboardInterrupt):
     _render_traceback_ = one_line_traceback
 
 
-class _EndHere(KeyboardInterrupt):
+class _EndWithWhatWasKept(KeyboardInterrupt):
     """Raised at a boundary after a first interrupt: the run step returns what it kept."""
 
 
@@ -119,8 +119,8 @@ class StopRequest:
         """Call in ``except KeyboardInterrupt``: True when this run should end with what it has
         (it was started under :func:`graceful`), False when the interrupt must propagate. ``exc`` may
         also be an error made of an interrupt (:func:`_from_an_interrupt`)."""
-        if not _from_an_interrupt(exc) or isinstance(exc, (Interrupted, _EndHere)):
-            return False  # _EndHere: the run step ends there, with what it kept
+        if not _from_an_interrupt(exc) or isinstance(exc, (Interrupted, _EndWithWhatWasKept)):
+            return False  # _EndWithWhatWasKept: the run step ends there, with what it kept
         if not self.requested:
             self.requested_in = current_phase()
         self.requested = True
@@ -163,7 +163,7 @@ class _Deferring:
     def __exit__(self, *exc: Any) -> None:
         self.stop._defer -= 1
 
-    def __getattr__(self, name: str) -> Any:  # used as the StopRequest itself (labkit.ranks does)
+    def __getattr__(self, name: str) -> Any:  # used as the StopRequest itself (labkit.rank_launcher does)
         return getattr(self.stop, name)
 
 
@@ -223,7 +223,7 @@ def check() -> None:
     """End the run here if an interrupt asked it to stop and it keeps what it measured (:func:`keep`): a
     boundary inside a phase (a test batch, a request)."""
     if _ending():
-        raise _EndHere
+        raise _EndWithWhatWasKept
 
 
 def phase(name: str, check: bool = True) -> None:
@@ -233,7 +233,7 @@ def phase(name: str, check: bool = True) -> None:
     if not runs:
         return
     if check and _ending():
-        raise _EndHere
+        raise _EndWithWhatWasKept
     runs[-1].enter(name)
 
 
@@ -417,4 +417,4 @@ def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-note_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel
+flag_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel

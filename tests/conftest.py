@@ -57,7 +57,7 @@ SLOW_FILES = (
     "book/*", "bert/*", "browser/*", "grading/*", "homework/*", "serving/*", "slurm/*", "sweep/*", "execute/*",
     "llm/*", "*/test_notebook.py", "*/test_*_notebook.py", "test_notebooks.py", "test_editing_cells.py",
     "cerebras/test_llama_*.py", "*/test_portable.py", "groq/test_models.py", "groq/test_exercise.py",
-    "sambanova/test_inference_client.py", "sambanova/test_allreduce.py", "test_recipe.py", "test_ranks.py",
+    "sambanova/test_inference_client.py", "sambanova/test_allreduce.py", "test_recipe.py", "test_rank_launcher.py",
     "test_interrupts.py", "test_exercise_interrupts.py", "test_cell_end_interrupts.py", "interrupts/*", "golden/*.ipynb",
     # the slowest of the rest (--durations): the IPU tutorial's fake, MNIST cache repairs, ranks, replicas
     "graphcore/test_ipu_path.py", "data/test_mnist_data.py", "sambanova/test_bert_large.py", "comparison/test_scaling.py",

@@ -1,5 +1,5 @@
 """A rank target whose module is slow to import: a rank still starting when an interrupt comes
-(tests/test_ranks.py). With LABKIT_TEST_RANK_STARTING set, the import says so in that file, then
+(tests/test_rank_launcher.py). With LABKIT_TEST_RANK_STARTING set, the import says so in that file, then
 takes 3 s more."""
 
 import os

@@ -6,7 +6,7 @@ import pytest
 from labkit import devices
 from labkit.devices import DeviceError
 from labkit.testbeds import graphcore
-from labkit.testbeds.graphcore.device import choose_device
+from labkit.testbeds.graphcore.placement import choose_device
 from labkit.testbeds.graphcore.run import run_mnist
 from tests.fakes import import_poptorch
 

@@ -8,7 +8,7 @@ from labkit.accelerator import AcceleratorError
 from labkit.params import ParameterError
 from labkit.testbeds import graphcore
 from labkit.testbeds.graphcore import train as training
-from labkit.testbeds.graphcore.device import choose_precision
+from labkit.testbeds.graphcore.placement import choose_precision
 from labkit.data import load_mnist
 
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from labkit import ranks
+from labkit import rank_launcher
 from labkit.testbeds.sambanova.bert_large.launch import PRELOAD, AllReduceOptimizer
 
 
@@ -22,6 +22,6 @@ def _rank(rank):
 
 def test_each_step_uses_the_mean_of_the_ranks_gradients():
     # the same launcher and fork server the portable run uses
-    got = ranks.launch(_rank, 2, start="forkserver", preload=PRELOAD, timeout=120).results
+    got = rank_launcher.launch(_rank, 2, start="forkserver", preload=PRELOAD, timeout=120).results
     # mean gradient = 1.5 x [1, 2, 3]; SGD with lr 1 from zeros gives its negative, on both ranks
     assert got[0] == pytest.approx([-1.5, -3.0, -4.5]) and got[1] == got[0]

@@ -5,7 +5,7 @@
     outcome["epoch_times"], outcome["losses"], outcome["images"]
 
 - CPU and CUDA (:func:`measure_torch`): ``torch.distributed`` (gloo or NCCL), one fresh process per
-  replica, started and followed by labkit.ranks (the launcher SambaNova's portable ranks use too:
+  replica, started and followed by labkit.rank_launcher (the launcher SambaNova's portable ranks use too:
   a rendezvous store on a port the OS picks, so studies side by side cannot collide; replicas
   that ignore interrupts; no process left behind);
 - IPU (:func:`measure_ipu`): PopTorch's ``replicationFactor(n)`` in one process; a configuration
@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from labkit import ranks
+from labkit import rank_launcher
 from labkit.testbeds.comparison.models import build as build_model
 
 __all__ = ["synthetic_images", "timed_epochs", "torch_replica", "measure_torch", "measure_ipu", "ipu_obstacle"]
@@ -105,7 +105,7 @@ def _steps_lasting(step, images, labels, micro_batch, base_steps, seconds, sync,
     return (agree(needed) if agree else needed), (timed, took)
 
 
-def torch_replica(rank: ranks.Rank, micro_batch: int, images_per_replica: int, epochs: int,
+def torch_replica(rank: rank_launcher.Rank, micro_batch: int, images_per_replica: int, epochs: int,
                   learning_rate: float, seed: int, use_cuda: bool, threads: int,
                   model_name: str) -> Optional[Dict[str, Any]]:
     """One replica: a process of a torch.distributed group (gloo on CPU, NCCL on GPUs); replica 0
@@ -182,7 +182,7 @@ def measure_torch(replicas: int, micro_batch: int, images_per_epoch: int, epochs
     threads = 1
     args = (micro_batch, images_per_epoch // replicas, epochs, learning_rate, seed, use_cuda, threads, model)
     # a fresh process even for one replica (spawn): every configuration starts from the same state
-    gathered = ranks.launch(torch_replica, replicas, args=args, start="spawn",
+    gathered = rank_launcher.launch(torch_replica, replicas, args=args, start="spawn",
                             what="The scaling study's {} replica{}".format(replicas, "s" if replicas > 1 else ""))
     outcome = dict(gathered.results[0])
     outcome["images"] = outcome.pop("steps") * micro_batch * replicas
@@ -227,7 +227,7 @@ def measure_ipu(replicas: int, micro_batch: int, images_per_epoch: int, epochs: 
     import torch.nn as nn
     import torch.nn.functional as F
 
-    from labkit.testbeds.graphcore.device import poptorch_says, releasing
+    from labkit.testbeds.graphcore.placement import poptorch_says, releasing
 
     class WithLoss(nn.Module):
         def __init__(self):

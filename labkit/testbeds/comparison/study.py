@@ -23,7 +23,7 @@ Replicas (run by :mod:`labkit.testbeds.comparison.replicas`):
   PopTorch cannot run, a replica count that is not a power of 2 or more images a step (micro-batch
   x replicas) than an epoch has, gets a row saying why before anything is compiled; one PopTorch
   fails ("Failed to acquire 2 IPU(s)") a row with its message; the study goes on either way.
-Processes are started by :mod:`labkit.ranks` and meet through a rendezvous store the study's
+Processes are started by :mod:`labkit.rank_launcher` and meet through a rendezvous store the study's
 process holds on a port the OS picks, so studies running side by side cannot collide.
 
 Every run records its losses. One whose loss becomes NaN/infinite or explodes is marked

@@ -13,10 +13,10 @@ From Python (the notebook's five steps):
 
 Modules, one concern each: ``spec`` (parameters: ``SPEC``), ``metrics`` (``METRICS``; ``BERT_METRICS``
 for the BERT demo's log), ``exercise`` (the notebook's plan and run steps), ``report`` (its show step
-and the network table), ``device`` (where it runs), ``run`` (training or reading the log:
-``run_mnist``), ``portable`` + ``train`` (the PyTorch path), ``ipu`` (PopTorch), ``model`` (the
-network), ``result`` (the record both paths make), ``progress_bars``, ``verdict`` (near-chance
-notes), ``log`` (the testbed log reader, ``GraphcoreReader``).
+and the network table), ``placement`` (where it runs, in which precision), ``run`` (training or reading
+the log: ``run_mnist``), ``portable`` + ``train`` (the PyTorch path), ``ipu`` (PopTorch), ``model`` (the
+network), ``record`` (the record both paths make), ``training_bars`` (the epoch and step bars),
+``verdict`` (near-chance notes), ``log`` (the testbed log reader, ``GraphcoreReader``).
 """
 
 from labkit.testbeds.graphcore.exercise import plan, run_exercise

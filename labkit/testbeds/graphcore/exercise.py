@@ -18,7 +18,7 @@ from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
-from labkit.testbeds.graphcore.device import choose_device, choose_precision
+from labkit.testbeds.graphcore.placement import choose_device, choose_precision
 from labkit.testbeds.graphcore.run import run_mnist
 
 __all__ = ["plan", "run_exercise"]

@@ -23,9 +23,9 @@ from labkit.params import Config
 from labkit.progress import bar
 from labkit.data.mnist import MEAN, STD
 from labkit.testbeds.graphcore import train as training
-from labkit.testbeds.graphcore.device import poptorch_says, releasing
-from labkit.testbeds.graphcore.progress_bars import progress_callbacks
-from labkit.testbeds.graphcore.result import MnistResult, cut_test_pass, finish_run
+from labkit.testbeds.graphcore.placement import poptorch_says, releasing
+from labkit.testbeds.graphcore.training_bars import progress_callbacks
+from labkit.testbeds.graphcore.record import MnistResult, cut_test_pass, finish_run
 from labkit.testbeds.graphcore.train import StepRecord, TrainHistory
 
 __all__ = ["run", "partial"]

@@ -17,9 +17,9 @@ from labkit.accelerator import TESTBED_PRECISION
 from labkit.params import Config
 from labkit.progress import bar
 from labkit.testbeds.graphcore import train as training
-from labkit.testbeds.graphcore.device import choose_precision
-from labkit.testbeds.graphcore.progress_bars import progress_callbacks
-from labkit.testbeds.graphcore.result import MnistResult, cut_test_pass, finish_run
+from labkit.testbeds.graphcore.placement import choose_precision
+from labkit.testbeds.graphcore.training_bars import progress_callbacks
+from labkit.testbeds.graphcore.record import MnistResult, cut_test_pass, finish_run
 
 __all__ = ["run", "partial"]
 

@@ -22,8 +22,8 @@ from labkit.data import load_mnist
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.results import Run
-from labkit.testbeds.graphcore.device import choose_device
-from labkit.testbeds.graphcore.result import MnistResult
+from labkit.testbeds.graphcore.placement import choose_device
+from labkit.testbeds.graphcore.record import MnistResult
 from labkit.testbeds.graphcore.spec import EXERCISE
 from labkit.testbeds.graphcore.verdict import judge
 

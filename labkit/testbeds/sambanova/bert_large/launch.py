@@ -5,7 +5,7 @@
                                     "batch_size": 4, "steps": 4, "learning_rate": 1e-4}, "cpu", threads=1)
     outcome.result["e2e_train_time"], outcome.losses      # rank 0's figures
 
-The ranks are started and followed by labkit.ranks (the launcher the scaling study's replicas
+The ranks are started and followed by labkit.rank_launcher (the launcher the scaling study's replicas
 use too: the rendezvous store, interrupts, failures, no process left); this module is what is
 SambaNova's own: the ranks' training (:func:`train_rank`), the gradient all-reduce, and rank 0's
 steps shown as a progress bar. An interrupt stops the ranks and returns the steps so far.
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from labkit import interrupts
-from labkit import ranks as rank_launcher
+from labkit import rank_launcher
 
 __all__ = ["RanksOutcome", "launch_bert_ranks", "AllReduceOptimizer", "train_rank", "PRELOAD"]
 
@@ -119,7 +119,7 @@ class AllReduceOptimizer:
 
 def train_rank(rank: rank_launcher.Rank, settings: Dict[str, Any], device_kind: str,
                threads: int) -> Optional[Dict[str, Any]]:
-    """One rank of the portable run (a process started by labkit.ranks); rank 0 returns the
+    """One rank of the portable run (a process started by labkit.rank_launcher); rank 0 returns the
     end-to-end time, the backend and whether the replicas stayed identical."""
     import torch
     import torch.distributed as dist

@@ -1,4 +1,4 @@
-"""labkit.ranks, the one launcher of N ranks (SambaNova's portable ranks, the scaling study's
+"""labkit.rank_launcher, the one launcher of N ranks (SambaNova's portable ranks, the scaling study's
 replicas), with real processes: results gathered by rank, a rank's traceback brought back, a
 hanging rank stopped by the timeout or by an interrupt that the ranks themselves ignore, and no
 process left behind in any of these cases."""
@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from labkit import ranks
+from labkit import rank_launcher
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = dict(start="forkserver", timeout=120)  # one fork server for the whole file: no imports per rank
@@ -61,14 +61,14 @@ def _exit(rank, status):
 
 def test_every_rank_gets_its_rank_and_world_and_results_come_back_by_rank():
     heard = []
-    outcome = ranks.launch(_echo, 3, args=(10,), on_message=lambda r, kind, payload: heard.append((r, kind)), **FAST)
+    outcome = rank_launcher.launch(_echo, 3, args=(10,), on_message=lambda r, kind, payload: heard.append((r, kind)), **FAST)
     assert outcome.results == {r: {"rank": r, "world": 3, "value": 10 * r} for r in range(3)}
     assert not outcome.interrupted and sorted(heard) == [(0, "hello"), (1, "hello"), (2, "hello")]
 
 
 def test_a_rank_that_raises_brings_its_traceback_back_and_the_others_are_stopped(tmp_path):
-    with pytest.raises(ranks.RanksFailed) as err:
-        ranks.launch(_rank_one_breaks, 2, args=(str(tmp_path),), what="The test run", **FAST)
+    with pytest.raises(rank_launcher.RanksFailed) as err:
+        rank_launcher.launch(_rank_one_breaks, 2, args=(str(tmp_path),), what="The test run", **FAST)
     message = str(err.value)
     assert message.startswith("The test run failed: rank 1 failed:") and "ValueError: rank one is broken" in message
     assert isinstance(err.value, RuntimeError)
@@ -79,8 +79,8 @@ def test_a_rank_that_raises_brings_its_traceback_back_and_the_others_are_stopped
 @pytest.mark.timing
 def test_a_hanging_rank_is_stopped_at_the_timeout(tmp_path):
     start = time.monotonic()
-    with pytest.raises(ranks.RanksFailed, match="no result after 3s"):
-        ranks.launch(_hang, 2, args=(str(tmp_path),), start="forkserver", timeout=3)
+    with pytest.raises(rank_launcher.RanksFailed, match="no result after 3s"):
+        rank_launcher.launch(_hang, 2, args=(str(tmp_path),), start="forkserver", timeout=3)
     assert time.monotonic() - start < 60
     pids = _pids(tmp_path, 2)
     assert len(pids) == 2 and all(_gone(pid) for pid in pids)
@@ -88,8 +88,8 @@ def test_a_hanging_rank_is_stopped_at_the_timeout(tmp_path):
 
 @pytest.mark.parametrize("status, words", [(0, "rank 0 exited without a result"), (3, "exited with status 3")])
 def test_a_rank_that_exits_without_a_result_fails_the_launch(status, words):
-    with pytest.raises(ranks.RanksFailed, match=words):
-        ranks.launch(_exit, 2, args=(status,), **FAST)
+    with pytest.raises(rank_launcher.RanksFailed, match=words):
+        rank_launcher.launch(_exit, 2, args=(status,), **FAST)
 
 
 def _interrupt_when_all_ready(folder: Path, world: int, log: list):
@@ -110,7 +110,7 @@ def _interrupt_when_all_ready(folder: Path, world: int, log: list):
 @pytest.mark.timing
 def test_with_stop_on_interrupt_an_interrupt_stops_the_ranks_and_returns(tmp_path):
     log = []
-    outcome = ranks.launch(_hang, 2, args=(str(tmp_path),), stop_on_interrupt=True,
+    outcome = rank_launcher.launch(_hang, 2, args=(str(tmp_path),), stop_on_interrupt=True,
                            on_message=_interrupt_when_all_ready(tmp_path, 2, log), **FAST)
     assert outcome.interrupted and outcome.results == {} and sorted(log) == [0, 1]
     assert all(_gone(pid) for pid in _pids(tmp_path, 2))
@@ -120,14 +120,14 @@ def test_with_stop_on_interrupt_an_interrupt_stops_the_ranks_and_returns(tmp_pat
 @pytest.mark.timing
 def test_without_stop_on_interrupt_the_interrupt_propagates_and_no_rank_is_left(tmp_path):
     with pytest.raises(KeyboardInterrupt):
-        ranks.launch(_hang, 2, args=(str(tmp_path),), on_message=_interrupt_when_all_ready(tmp_path, 2, []), **FAST)
+        rank_launcher.launch(_hang, 2, args=(str(tmp_path),), on_message=_interrupt_when_all_ready(tmp_path, 2, []), **FAST)
     assert all(_gone(pid) for pid in _pids(tmp_path, 2))
 
 
 INTERRUPTED_WHILE_STARTING = """
 import os, signal, sys, threading, time
 from pathlib import Path
-from labkit import interrupts, ranks
+from labkit import interrupts, rank_launcher
 from tests.slow_rank import answer
 starting = Path(sys.argv[1])
 os.environ["LABKIT_TEST_RANK_STARTING"] = str(starting)  # for the rank only: imported here already
@@ -139,7 +139,7 @@ def interrupt_when_the_rank_starts():
 
 threading.Thread(target=interrupt_when_the_rank_starts, daemon=True).start()
 with interrupts.graceful() as stop:  # the scaling study's way: the launch in progress finishes
-    outcome = ranks.launch(answer, 1, start="spawn", timeout=120)
+    outcome = rank_launcher.launch(answer, 1, start="spawn", timeout=120)
 print(stop.requested, outcome.results)
 """
 

@@ -2,14 +2,14 @@
 SambaNova's portable data-parallel ranks (labkit.testbeds.sambanova.bert_large.launch) and of the scaling
 study's replicas (labkit.testbeds.comparison.replicas).
 
-    from labkit import ranks
+    from labkit import rank_launcher
 
     def worker(rank, steps):                     # module level, so that a fresh process can import it
         rank.join_group("gloo")                  # torch.distributed, through the parent's rendezvous
         rank.report("step", 1, 0.25)             # -> on_message(rank.rank, "step", (1, 0.25)) in the parent
         return {"rank": rank.rank, "of": rank.world_size}
 
-    outcome = ranks.launch(worker, 2, args=(10,), on_message=print)
+    outcome = rank_launcher.launch(worker, 2, args=(10,), on_message=print)
     outcome.results                              # {0: {"rank": 0, "of": 2}, 1: {"rank": 1, "of": 2}}
 
 What every launch does, whoever calls it:
