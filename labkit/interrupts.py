@@ -115,6 +115,14 @@ class StopRequest:
         if self._defer <= 0 and not _measuring():  # nothing measured yet: nothing to wait for
             raise handler_interrupt()
 
+    def phase(self, name: str, check: bool = True) -> None:
+        """The run enters phase ``name`` (:func:`phase`): what a loop says at its boundaries."""
+        phase(name, check)
+
+    def check(self) -> None:
+        """End the run here if an interrupt asked it to stop (:func:`check`): a boundary inside a phase."""
+        check()
+
     def interrupted_by(self, exc: BaseException) -> bool:
         """Call in ``except KeyboardInterrupt``: True when this run should end with what it has
         (it was started under :func:`graceful`), False when the interrupt must propagate. ``exc`` may
@@ -237,16 +245,21 @@ def phase(name: str, check: bool = True) -> None:
     runs[-1].enter(name)
 
 
-def keep(build: Callable[[], Any], measuring: Optional[Callable[[], bool]] = None) -> None:
+def keep(build: Callable[[], Any], measuring: Optional[Callable[[], bool]] = None) -> StopRequest:
     """From now on an interrupt ends the run with ``build()``: what was measured so far (the run
     step's result; None while nothing is measured). Call it just before the first measurement.
 
     ``measuring`` (default: from now on) says, cheaply, whether the run has begun measuring: until it
-    has, an interrupt outside a training loop stops the run at once (there is nothing to wait for)."""
+    has, an interrupt outside a training loop stops the run at once (there is nothing to wait for).
+
+    Returns the run's stop flag: its loops check ``stop.requested`` at their boundaries and name
+    their phases with ``stop.phase(...)`` (outside a run step, a flag of its own)."""
     runs = _runs()
-    if runs:
-        runs[-1].build = build
-        runs[-1].measuring = measuring or (lambda: True)
+    if not runs:
+        return StopRequest()
+    runs[-1].build = build
+    runs[-1].measuring = measuring or (lambda: True)
+    return runs[-1].stop
 
 
 def where(epoch: Optional[int] = None, epochs: Optional[int] = None, step: Optional[int] = None,

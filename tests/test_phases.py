@@ -122,6 +122,29 @@ def test_a_training_loop_inside_the_run_shares_its_stop_request():
     assert (run.status, run.stopped_in, run.metrics["steps"]) == ("interrupted", "training", 3)
 
 
+def test_the_flag_keep_returns_is_the_one_its_loops_check_and_names_their_phases():
+    @interrupts.run_step
+    def run_demo():
+        steps = []
+        stop = interrupts.keep(lambda: _run(steps))
+        stop.phase("training", check=False)
+        for step in range(1, 100):
+            steps.append(step)
+            if step == 3:
+                _sigint()  # no graceful() block: once the run keeps what it measured, the loop ends at its boundary
+            if stop.requested:
+                break
+        stop.phase("testing")
+        raise AssertionError("no test pass after an interrupt")
+
+    run = run_demo()
+    assert (run.status, run.stopped_in, run.metrics["steps"]) == ("interrupted", "training", 3)
+    outside = interrupts.keep(lambda: None)  # outside a run step: a flag of its own, no run to end
+    assert not outside.requested
+    outside.phase("anything")
+    outside.check()
+
+
 def test_until_the_run_begins_measuring_an_interrupt_stops_it_at_once():
     @interrupts.run_step
     def run_demo():
