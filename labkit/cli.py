@@ -8,9 +8,9 @@
     labkit class DIR [--csv FILE]              the class page of a graded folder, and its long table
 
 Each subcommand has one CLI module, listed in ``COMMANDS``: ``cli.py`` in the package that does
-its work (``labkit/logs/cli.py``, ``labkit/sweep/cli.py``, ``labkit/grading/cli.py``,
-``labkit/grading/reports/cli.py`` for ``labkit class``), or
-``labkit/<command>_cli.py`` beside a one-module concern (``results_cli``, ``run_cli``). Every one
+its work (``labkit/execute/cli.py`` for ``labkit run``, ``labkit/results/cli.py``,
+``labkit/logs/cli.py``, ``labkit/sweep/cli.py``, ``labkit/grading/cli.py``,
+``labkit/grading/reports/cli.py`` for ``labkit class``). Every one
 has the same shape: a docstring with its usage and exit status, ``__all__ = ["register",
 "main"]``, ``register(subparsers)`` adding its parser (``help`` for this list, its docstring as
 the description) with ``func=main``, and ``main(args) -> int`` printing errors as
@@ -31,9 +31,9 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 # subcommand -> module with register(subparsers); imported lazily so `labkit results` does
 # not pay for torch.
 COMMANDS = {
-    "results": "labkit.results_cli",
+    "results": "labkit.results.cli",
     "logs": "labkit.logs.cli",
-    "run": "labkit.run_cli",
+    "run": "labkit.execute.cli",
     "sweep": "labkit.sweep.cli",
     "grade": "labkit.grading.cli",
     "class": "labkit.grading.reports.cli",

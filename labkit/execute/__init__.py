@@ -12,7 +12,7 @@ Parameters are checked against the notebook's declared parameters *before* a ker
   and the types of their literal defaults.
 
 The kernel runs in the notebook's own directory (papermill runs it in the caller's). The
-command itself (its arguments, exit status) is :mod:`labkit.run_cli`.
+command itself (its arguments, exit status) is :mod:`labkit.execute.cli`.
 
 Many runs at once never collide on ports (papermill #511): every kernel talks to its client
 over Unix-domain sockets in a private directory (ZeroMQ ``ipc`` transport), so there is no
