@@ -20,7 +20,7 @@ kernels get ``cores // workers`` threads, and each run's row says whether its ti
 contended (:mod:`labkit.sweep.worker_share`).
 
 The package, one module per concern: :mod:`~labkit.sweep.planning` (the checked grid x repeats
-and the sweep folder), :mod:`~labkit.sweep.task` (one run and its row), :mod:`~labkit.sweep.run`
+and the sweep folder), :mod:`~labkit.sweep.task` (one run and its row), :mod:`~labkit.sweep.dispatch`
 (local worker threads, resume), :mod:`~labkit.sweep.parsl_executor`, :mod:`~labkit.sweep.worker_share`
 (each worker's thread share), :mod:`~labkit.sweep.tables` (results.csv and the statistics per
 configuration), :mod:`~labkit.sweep.plots`, :mod:`~labkit.sweep.report` (summary.md, writing all
@@ -29,7 +29,7 @@ three), :mod:`~labkit.stats` (confidence intervals, Welch's t-test) and :mod:`~l
 
 from labkit.sweep.parsl_executor import load_parsl_config
 from labkit.sweep.planning import MANIFEST, SweepError, SweepPlan, is_sweep, plan
-from labkit.sweep.run import run_sweep
+from labkit.sweep.dispatch import run_sweep
 from labkit.sweep.tables import collect
 from labkit.sweep.task import execute_task
 

@@ -43,7 +43,7 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
 def main(args: argparse.Namespace) -> int:
     from labkit import sweep
     from labkit.sweep import report
-    from labkit.sweep.run import visible_gpus
+    from labkit.sweep.dispatch import visible_gpus
 
     try:
         plan = sweep.plan(args.notebook, [tuple(pair) for pair in args.parameter], args.repeats, args.timeout)

@@ -1,4 +1,4 @@
-"""Run a sweep: what is left of its tasks, on local worker threads or with Parsl; then its reports.
+"""Dispatch a sweep: what is left of its tasks, to local worker threads or to Parsl; then its reports.
 
     labkit sweep notebooks/graphcore/mnist.ipynb -p epochs 4,10 --repeats 3 --out runs/mnist-epochs --workers 2
 
