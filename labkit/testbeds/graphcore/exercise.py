@@ -70,10 +70,7 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
         return _from_log(config)
     from labkit.testbeds.graphcore.train import train  # PyTorch loads only here: reading a log needs none
 
-    result = train(config, chosen.device)
-    run = result.run
-    run.details = result  # the trained model and its step history, for cells that look further
-    return run
+    return train(config, chosen.device)
 
 
 def _from_log(config: Config) -> Run:

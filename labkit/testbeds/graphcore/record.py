@@ -2,7 +2,7 @@
 
     history = TrainHistory(steps_per_epoch=150, samples_per_epoch=60000)   # the loop appends StepRecords
     run = finish_run(config, device, history, accuracy, test_throughput, "warmup_time", seconds, source="portable")
-    finish(MnistResult(run=run, model=model, history=history), data_notes, sizes)   # notes, sizes, the verdict
+    run = finish(MnistResult(run=run, model=model, history=history), data_notes, sizes)  # notes, sizes, verdict
 """
 
 from __future__ import annotations
@@ -114,13 +114,15 @@ def cut_test_pass(run: Run, tested: list, batches: int, test_batch_size: int) ->
     return run
 
 
-def finish(result: MnistResult, notes: List[str], sizes: Dict[str, Any]) -> MnistResult:
-    """The data's notes first and its sizes in the parameters, then the divergence verdict."""
+def finish(result: MnistResult, notes: List[str], sizes: Dict[str, Any]) -> Run:
+    """The run step's Run: the data's notes first and its sizes in the parameters, the divergence verdict,
+    and the MnistResult (the trained model, its step history) as ``run.details``, for cells that look further."""
     run = result.run
+    run.details = result
     run.notes[:0] = notes
     run.params.update(sizes)
     steps, per_step, epochs = (run.metrics.get("steps_per_epoch"), run.params.get("device_iterations"),
                                run.params.get("epochs"))
     updates = steps * per_step * epochs if all(isinstance(v, int) for v in (steps, per_step, epochs)) else None
     judge(run, updates=updates, learning_rate=run.params.get("learning_rate"), where="step")
-    return result
+    return run

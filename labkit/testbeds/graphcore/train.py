@@ -2,7 +2,7 @@
 
     from labkit.testbeds import graphcore
     from labkit.testbeds.graphcore.train import train
-    result = train(graphcore.SPEC.validate({"epochs": 1}), torch.device("cpu"))   # the MnistResult
+    run = train(graphcore.SPEC.validate({"epochs": 1}), torch.device("cpu"))   # run.details: the MnistResult
 
 One loop for both places it trains. On an IPU, PopTorch runs each step (:class:`~labkit.testbeds.
 graphcore.ipu.Ipu`: its Options, DataLoader, trainingModel and inferenceModel); anywhere else,
@@ -58,9 +58,10 @@ def _limit(images: np.ndarray, labels: np.ndarray, limit: Optional[int]):
     return (images, labels) if limit is None else (images[:limit], labels[:limit])
 
 
-def train(config: Config, device: Any, verbose: bool = True) -> MnistResult:
+def train(config: Config, device: Any, verbose: bool = True) -> Run:
     """Train and test the tutorial's network as ``config`` says on ``device`` ("ipu", or a torch device
-    as :func:`~labkit.testbeds.graphcore.placement.choose_device` gives it).
+    as :func:`~labkit.testbeds.graphcore.placement.choose_device` gives it); the Run, with the MnistResult (the
+    trained model, its step history) as ``run.details``.
 
     An interrupt (Kernel -> Interrupt) ends training at the next step; inside a run step
     (``graphcore.run_exercise``) the run comes back with what was measured, status ``interrupted``.
@@ -93,7 +94,7 @@ def train(config: Config, device: Any, verbose: bool = True) -> MnistResult:
     tested: List[float] = []  # each test batch's accuracy (%)
     done: Dict[str, MnistResult] = {}
 
-    def kept() -> Optional[MnistResult]:
+    def kept() -> Optional[Run]:
         """What an interrupt outside the training loop keeps (in testing or the summary); None before the first step."""
         if "result" in done:
             return finish(done["result"], notes, sizes)
@@ -166,15 +167,15 @@ def train(config: Config, device: Any, verbose: bool = True) -> MnistResult:
 
     # an interrupt in the summary ends the run here, kept (one in training already ended it)
     stop.phase(interrupts.DONE, check=result.run.status != "interrupted")
-    finish(result, notes, sizes)
-    if result.run.status == "interrupted":
+    run = finish(result, notes, sizes)
+    if run.status == "interrupted":
         say(history.interrupted)
-    elif "test_accuracy" in result.run.metrics:  # absent when there was no test pass (a note says why)
+    elif "test_accuracy" in run.metrics:  # absent when there was no test pass (a note says why)
         say("Accuracy on test set: {:0.2f}%".format(result.test_accuracy))
-    for note in result.run.notes[len(notes):]:
+    for note in run.notes[len(notes):]:
         if not note.startswith("Interrupted "):  # said above, in one line
             say("Note: " + note)
-    return result
+    return run
 
 
 class Portable:
