@@ -67,22 +67,8 @@ def train(config: Config, device: Any, verbose: bool = True) -> Run:
     (``graphcore.run_exercise``) the run comes back with what was measured, status ``interrupted``.
     """
     say = _say if verbose else (lambda text: None)
-    data = load_mnist(config.data_dir)
-    notes = list(data.notes)
-    for note in notes:
-        say(note)
-    say(data.describe())
-    train_images, train_labels = _limit(data.train_images, data.train_labels, config.max_train_samples)
-    test_images, test_labels = _limit(data.test_images, data.test_labels, config.max_test_samples)
+    (train_images, train_labels), (test_images, test_labels), notes, sizes = _data(config, say)
     samples_per_step = config.batch_size * config.device_iterations
-    if len(train_labels) < samples_per_step:
-        raise ValueError("The training set here has {} samples, fewer than one step of batch_size x "
-                         "device_iterations = {}: lower batch_size or device_iterations.".format(
-                             len(train_labels), samples_per_step))
-    if len(test_labels) < config.test_batch_size:
-        raise ValueError("The test set here has {} samples, fewer than test_batch_size = {}.".format(
-            len(test_labels), config.test_batch_size))
-    sizes = {"data_source": data.source, "train_samples": int(len(train_labels)), "test_samples": int(len(test_labels))}
     steps_per_epoch = len(train_labels) // samples_per_step
     test_batches = len(test_labels) // config.test_batch_size
     history = TrainHistory(steps_per_epoch=steps_per_epoch, samples_per_epoch=steps_per_epoch * samples_per_step)
@@ -114,9 +100,9 @@ def train(config: Config, device: Any, verbose: bool = True) -> Run:
             epoch_start = time.perf_counter()
             for batch in trainer.batches():
                 step_start = time.perf_counter()
-                loss, accuracy = trainer.step(batch)
+                loss, step_accuracy = trainer.step(batch)
                 elapsed = time.perf_counter() - step_start
-                history.steps.append(StepRecord(epoch, len(history.steps) + 1, loss, accuracy))
+                history.steps.append(StepRecord(epoch, len(history.steps) + 1, loss, step_accuracy))
                 if len(history.steps) == 1 and trainer.warms_up:
                     history.warmup_seconds = elapsed
                 else:
@@ -139,30 +125,26 @@ def train(config: Config, device: Any, verbose: bool = True) -> Run:
         close()
     trainer.trained()
 
-    if stop.requested:  # the student asked to stop: no test pass, the partial run as measured
+    accuracy, test_throughput = None, float("nan")  # no test pass: after an interrupt, or on an IPU it could not get
+    if stop.requested:  # the student asked to stop: the partial run as measured
         last = history.steps[-1] if history.steps else None
         history.interrupted = interrupts.where(*((last.epoch, config.epochs, (last.step - 1) % steps_per_epoch + 1,
                                                   steps_per_epoch) if last else ()))
-        result = MnistResult(run=trainer.record(history, None, float("nan")), model=trainer.model.model,
-                             history=history)
     else:
         stop.phase("testing")
         with trainer.testing() as batches, bar(total=test_batches, desc="Testing", leave=False, unit="batch") as shown:
             start = time.perf_counter()
-            for accuracy in batches:
-                tested.append(accuracy)
+            for batch_accuracy in batches:  # on plain PyTorch, or through the IPU's inference model
+                tested.append(batch_accuracy)
                 shown.update(1)
                 stop.check()  # an interrupt ends the test pass at this batch
             test_seconds = time.perf_counter() - start
-        if not tested:  # an IPU could not be had for the test pass: the record says why
-            result = MnistResult(run=trainer.record(history, None, float("nan")), model=trainer.model.model,
-                                 history=history)
-        else:
+        if tested:  # else an IPU could not be had for the test pass: the record says why
             stop.phase("summary")
-            test_throughput = len(tested) * config.test_batch_size / test_seconds
+            accuracy, test_throughput = sum(tested) / len(tested), len(tested) * config.test_batch_size / test_seconds
             say(trainer.summary(history, test_throughput))
-            run = trainer.record(history, sum(tested) / len(tested), test_throughput)
-            result = MnistResult(run=run, model=trainer.model.model, history=history)
+    result = MnistResult(run=trainer.record(history, accuracy, test_throughput), model=trainer.model.model,
+                         history=history)
     done["result"] = result
 
     # an interrupt in the summary ends the run here, kept (one in training already ended it)
@@ -176,6 +158,28 @@ def train(config: Config, device: Any, verbose: bool = True) -> Run:
         if not note.startswith("Interrupted "):  # said above, in one line
             say("Note: " + note)
     return run
+
+
+def _data(config: Config, say: Callable[[str], None]):
+    """The training and test (images, labels) as ``config`` limits them, the data's notes, and the sizes the
+    record keeps; a set too small for one step or one test batch fails here, saying which."""
+    data = load_mnist(config.data_dir)
+    notes = list(data.notes)
+    for note in notes:
+        say(note)
+    say(data.describe())
+    train_images, train_labels = _limit(data.train_images, data.train_labels, config.max_train_samples)
+    test_images, test_labels = _limit(data.test_images, data.test_labels, config.max_test_samples)
+    samples_per_step = config.batch_size * config.device_iterations
+    if len(train_labels) < samples_per_step:
+        raise ValueError("The training set here has {} samples, fewer than one step of batch_size x "
+                         "device_iterations = {}: lower batch_size or device_iterations.".format(
+                             len(train_labels), samples_per_step))
+    if len(test_labels) < config.test_batch_size:
+        raise ValueError("The test set here has {} samples, fewer than test_batch_size = {}.".format(
+            len(test_labels), config.test_batch_size))
+    sizes = {"data_source": data.source, "train_samples": int(len(train_labels)), "test_samples": int(len(test_labels))}
+    return (train_images, train_labels), (test_images, test_labels), notes, sizes
 
 
 class Portable:
