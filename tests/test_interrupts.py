@@ -106,8 +106,8 @@ def test_a_run_step_checks_its_config_first_and_shows_a_stray_interrupt_as_one_l
 
 
 def test_an_interrupt_after_an_inner_run_step_returned_keeps_its_result():
-    """Found by the interrupt walk under load: run_exercise (a run step keeping nothing
-    itself) had run_mnist's result in hand when the Ctrl-C came, and said "in setup, nothing measured"."""
+    """A run step keeping nothing itself, with an inner run step's result in hand when the Ctrl-C comes,
+    returns that result (not "in setup, nothing measured")."""
 
     @interrupts.with_phases
     def inner():
