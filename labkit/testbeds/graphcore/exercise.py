@@ -66,7 +66,7 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     status ``interrupted``.
     """
     chosen = plan if plan is not None else _plan_step(config)
-    if chosen.path == "log":
+    if config.log_path:
         return _from_log(config)
     from labkit.testbeds.graphcore.train import train  # PyTorch loads only here: reading a log needs none
 
