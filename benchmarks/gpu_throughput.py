@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Tuple
 import torch
 
 from labkit import accelerator, bert, llm
-from labkit.testbeds.graphcore.train import build_model as build_mnist
+from labkit.testbeds.graphcore.model import build_model as build_mnist
 
 Case = Tuple[Callable[[], None], int]  # one step, samples a step
 

@@ -26,13 +26,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from labkit.data import load_mnist  # noqa: E402
-from labkit.testbeds.graphcore import train as training  # noqa: E402
+from labkit.testbeds import graphcore  # noqa: E402
+from labkit.testbeds.graphcore.model import build_model  # noqa: E402
+from labkit.testbeds.graphcore.train import to_tensor, train  # noqa: E402
 
 BATCH, ITERATIONS, LR, SEED = 8, 50, 0.03, 0
 
 
-def before(model, images, labels, epochs):
-    """The loop as it was (labkit at 3ba011c, train._epochs), returning (samples/s after the first step, losses)."""
+def before(images, labels, epochs):
+    """The loop as it was (labkit at 3ba011c, train._epochs), returning (samples/s after the first step, losses,
+    the model)."""
+    model = build_model(SEED, images.device)  # seeded as train() seeds it: dropout then draws the same masks
     params = [p for p in model.model.parameters() if p.requires_grad]
     shuffle = torch.Generator().manual_seed(SEED)
     model.train()
@@ -62,13 +66,15 @@ def before(model, images, labels, epochs):
             if step > 1:
                 steady += time.perf_counter() - start
                 samples += per_step
-    return samples / steady, losses
+    return samples / steady, losses, model
 
 
-def after(model, images, labels, epochs):
-    history = training.train(model, images, labels, epochs=epochs, batch_size=BATCH, device_iterations=ITERATIONS,
-                             learning_rate=LR, seed=SEED)
-    return history.throughput, [s.loss for s in history.steps]
+def after(images, labels, epochs):
+    config = graphcore.SPEC.validate({"epochs": epochs, "batch_size": BATCH, "device_iterations": ITERATIONS,
+                                      "learning_rate": LR, "seed": SEED, "max_train_samples": len(labels),
+                                      "max_test_samples": 80, "device": "cpu"})
+    result = train(config, images.device, verbose=False).details
+    return result.history.throughput, [s.loss for s in result.history.steps], result.model
 
 
 def main() -> int:
@@ -79,7 +85,7 @@ def main() -> int:
     args = parser.parse_args()
     device = torch.device("cpu")
     data = load_mnist(None)
-    images = training.to_tensor(data.train_images[:args.samples], device)
+    images = to_tensor(data.train_images[:args.samples], device)
     labels = torch.from_numpy(data.train_labels[:args.samples]).to(device)
     rates = {"before": [], "after": []}
     ratios, same = [], True
@@ -87,9 +93,7 @@ def main() -> int:
         results = {}
         for name, loop in ((("before", before), ("after", after)) if repeat % 2 == 0 else
                            (("after", after), ("before", before))):
-            model = training.build_model(SEED, device)
-            torch.manual_seed(SEED)  # dropout draws the same masks in both
-            rate, losses = loop(model, images, labels, args.epochs)
+            rate, losses, model = loop(images, labels, args.epochs)
             results[name] = (rate, losses, [p.detach().clone() for p in model.parameters()])
             rates[name].append(rate)
         ratios.append(results["after"][0] / results["before"][0])

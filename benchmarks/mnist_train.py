@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from labkit.data import load_mnist  # noqa: E402
+from labkit.testbeds import graphcore  # noqa: E402
 from labkit.testbeds.graphcore.model import Network, TrainingModelWithLoss  # noqa: E402
-from labkit.testbeds.graphcore import train as training  # noqa: E402
+from labkit.testbeds.graphcore.train import train as train_mnist  # noqa: E402
 
 BATCH, ITERATIONS, LR, TEST_BATCH = 8, 50, 0.03, 80
 
@@ -79,16 +80,12 @@ def faithful_port(root: str, samples: int, seed: int):
     return throughput, total / batches
 
 
-def labkit_path(data, samples: int, seed: int):
-    device = torch.device("cpu")
-    model = training.build_model(seed, device)
-    history = training.train(
-        model, training.to_tensor(data.train_images[:samples], device),
-        torch.from_numpy(data.train_labels[:samples].copy()), epochs=1, batch_size=BATCH,
-        device_iterations=ITERATIONS, learning_rate=LR, seed=seed)
-    accuracy, _ = training.evaluate(model, training.to_tensor(data.test_images, device),
-                                          torch.from_numpy(data.test_labels.copy()), TEST_BATCH)
-    return history.throughput, accuracy
+def labkit_path(data_dir: Path, samples: int, seed: int):
+    config = graphcore.SPEC.validate({"epochs": 1, "batch_size": BATCH, "device_iterations": ITERATIONS,
+                                      "learning_rate": LR, "seed": seed, "test_batch_size": TEST_BATCH,
+                                      "max_train_samples": samples, "data_dir": str(data_dir), "device": "cpu"})
+    result = train_mnist(config, torch.device("cpu"), verbose=False).details
+    return result.history.throughput, result.test_accuracy
 
 
 def main() -> int:
@@ -98,14 +95,14 @@ def main() -> int:
     args = parser.parse_args()
     default = ROOT.parent / "shared" / "data" / "mnist"
     data_dir = Path(os.environ.get("LABKIT_DATA_DIR") or default)
-    data = load_mnist(data_dir, download=False, allow_sample=False)
+    load_mnist(data_dir, download=False, allow_sample=False)  # the full MNIST here, or an error saying so
     root = torchvision_root(data_dir)
     print("torch {}, {} threads, {} training samples, batch {} x {} device iterations".format(
         torch.__version__, torch.get_num_threads(), args.samples, BATCH, ITERATIONS))
     try:
         ref_speed, ref_acc = faithful_port(root, args.samples, args.seed)
         print("faithful port : {:8.0f} samples/s  test accuracy {:.2f}%".format(ref_speed, ref_acc))
-        lab_speed, lab_acc = labkit_path(data, args.samples, args.seed)
+        lab_speed, lab_acc = labkit_path(data_dir, args.samples, args.seed)
         print("labkit        : {:8.0f} samples/s  test accuracy {:.2f}%".format(lab_speed, lab_acc))
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -125,8 +125,9 @@ def _llama_step(precision, seen):
 
 def _mnist_step(precision, seen):
     from labkit.testbeds.graphcore import train
+    from labkit.testbeds.graphcore.model import build_model
 
-    model = train.build_model(0, torch.device("cpu"))
+    model = build_model(0, torch.device("cpu"))
     params = list(model.parameters())
     params[0].register_hook(lambda grad: seen.append(_flags()))
     images, labels = torch.randn(16, 1, 28, 28), torch.randint(0, 10, (16,))

@@ -4,11 +4,10 @@ import os
 import signal
 
 import pytest
-import torch
 
 from labkit import bert, interrupts
 from labkit.params import Param, Spec, StaleConfigError
-from labkit.testbeds.graphcore import train as training
+from labkit.testbeds.graphcore.train import Portable
 
 pytestmark = pytest.mark.timing
 
@@ -30,42 +29,46 @@ def test_where_reads_like_the_issue():
     assert interrupts.where() == "interrupted before the first step"
 
 
-def _mnist(stop, on_step):
-    images = torch.randn(64, 1, 28, 28)
-    labels = torch.randint(0, 10, (64,))
-    model = training.build_model(0, torch.device("cpu"))
-    return training.train(model, images, labels, epochs=3, batch_size=4, device_iterations=2, learning_rate=0.01,
-                                seed=0, on_step=on_step, stop=stop)
+def _mnist(monkeypatch, after_step):
+    """A short MNIST run step whose steps are the real ones; ``after_step(n)`` runs after the n-th."""
+    from labkit.testbeds import graphcore
+
+    done = []
+    step = Portable.step
+
+    def counted(self, chosen):
+        figures = step(self, chosen)
+        done.append(1)
+        after_step(len(done))
+        return figures
+
+    monkeypatch.setattr(Portable, "step", counted)
+    config = graphcore.SPEC.validate({"epochs": 3, "batch_size": 4, "device_iterations": 2, "learning_rate": 0.01,
+                                      "max_train_samples": 64, "max_test_samples": 80, "device": "cpu"})
+    return graphcore.run_exercise(config)
 
 
-def test_mnist_training_ends_at_the_step_boundary_after_an_interrupt():
-    def on_step(record):
-        if record.step == 11:
+def test_mnist_training_ends_at_the_step_boundary_after_an_interrupt(monkeypatch):
+    def after_step(n):
+        if n == 11:
             os.kill(os.getpid(), signal.SIGINT)
 
-    with interrupts.graceful() as stop:
-        history = _mnist(stop, on_step)
+    run = _mnist(monkeypatch, after_step)
+    history = run.details.history
     assert len(history.steps) == 11 and len(history.epoch_seconds) == 1
     assert history.interrupted == "interrupted at epoch 2/3, step 3/8"
+    assert run.status == "interrupted" and run.stopped_in == "epoch 2/3" and "test_accuracy" not in run.metrics
 
 
-def test_a_second_interrupt_drops_the_step_in_progress():
-    def on_step(record):
-        if record.step == 3:
+def test_a_second_interrupt_drops_the_step_in_progress(monkeypatch):
+    def after_step(n):
+        if n == 3:
             os.kill(os.getpid(), signal.SIGINT)
-            os.kill(os.getpid(), signal.SIGINT)  # raises here, inside the step's bookkeeping
+            os.kill(os.getpid(), signal.SIGINT)  # raises here, before the third step is recorded
 
-    with interrupts.graceful() as stop:
-        history = _mnist(stop, on_step)
-    assert stop.at_once and history.interrupted == "interrupted at epoch 1/3, step 3/8"
-
-
-def test_without_a_stop_request_an_interrupt_propagates():
-    def on_step(record):
-        raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        _mnist(None, on_step)
+    run = _mnist(monkeypatch, after_step)
+    assert run.details.history.interrupted == "interrupted at epoch 1/3, step 2/8"
+    assert run.status == "interrupted" and len(run.series["loss"]["y"]) == 2
 
 
 def test_bert_training_keeps_the_losses_before_an_interrupt():
@@ -103,8 +106,8 @@ def test_a_run_step_checks_its_config_first_and_shows_a_stray_interrupt_as_one_l
 
 
 def test_an_interrupt_after_an_inner_run_step_returned_keeps_its_result():
-    """Found by the interrupt walk under load: run_exercise (a run step keeping nothing
-    itself) had run_mnist's result in hand when the Ctrl-C came, and said "in setup, nothing measured"."""
+    """A run step keeping nothing itself, with an inner run step's result in hand when the Ctrl-C comes,
+    returns that result (not "in setup, nothing measured")."""
 
     @interrupts.with_phases
     def inner():

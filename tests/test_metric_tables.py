@@ -103,12 +103,14 @@ def test_a_made_up_metric_in_a_golden_record_fails_the_check():
 
 
 def test_a_small_portable_mnist_run_records_only_its_tables_metrics():
+    import torch
+
     from labkit.testbeds import graphcore
-    from labkit.testbeds.graphcore.run import run_mnist
+    from labkit.testbeds.graphcore.train import train
 
     config = graphcore.SPEC.validate({"epochs": 2, "device_iterations": 5, "max_train_samples": 200,
                                       "max_test_samples": 80, "device": "cpu"})
-    run = run_mnist(config, verbose=False).run
+    run = train(config, torch.device("cpu"), verbose=False)
     assert run.status == "complete" and "test_accuracy" in run.metrics
     assert problems_of(run) == []
     assert set(graphcore.METRICS.primary) <= set(run.metrics)

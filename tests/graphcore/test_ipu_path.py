@@ -7,7 +7,6 @@ from labkit import devices
 from labkit.devices import DeviceError
 from labkit.testbeds import graphcore
 from labkit.testbeds.graphcore.placement import choose_device
-from labkit.testbeds.graphcore.run import run_mnist
 from tests.fakes import import_poptorch
 
 
@@ -39,7 +38,7 @@ def test_ipu_run_follows_the_tutorial(fake_poptorch, capfd):
     config = graphcore.SPEC.validate({
         "device": "ipu", "epochs": 2, "batch_size": 8, "device_iterations": 10,
         "max_train_samples": 800, "max_test_samples": 400, "learning_rate": 0.05})
-    result = run_mnist(config, verbose=False)
+    run = graphcore.run_exercise(config)
     calls = fake_poptorch.CALLS
     # Options with device iterations and output mode All, a poptorch DataLoader of micro-batches,
     # compiled before timing, weights back to the host, the one IPU released before the inference
@@ -50,7 +49,6 @@ def test_ipu_run_follows_the_tutorial(fake_poptorch, capfd):
     assert calls.index("trainingModel.detachFromDevice") < calls.index("inferenceModel.compile")
     assert calls[-1] == "inferenceModel.detachFromDevice" and not fake_poptorch._held
     assert capfd.readouterr().err.count("Graph compilation: 100%") == 2  # PopTorch's bar, training and inference
-    run = result.run
     assert run.source == "testbed" and run.params["device"] == "ipu"
     assert run.metrics["steps_per_epoch"] == 10  # 800 / (8 x 10)
     assert len(run.series["loss"]["y"]) == 20
@@ -92,7 +90,7 @@ def test_an_interrupt_in_the_ipu_test_pass_keeps_the_epochs_and_the_batches_seen
     config = graphcore.SPEC.validate({
         "device": "ipu", "epochs": 2, "batch_size": 8, "device_iterations": 10,
         "max_train_samples": 800, "max_test_samples": 400, "test_batch_size": 80, "learning_rate": 0.05})
-    run = run_mnist(config, verbose=False).run
+    run = graphcore.run_exercise(config)
     assert run.status == "interrupted" and run.stopped_in == "testing"
     assert {"first_epoch_time", "total_train_time", "train_throughput", "train_compile_time"} <= set(run.metrics)
     assert run.metrics["tested_samples"] == 240 and "test_throughput" not in run.metrics  # 3 of 5 batches
@@ -115,7 +113,7 @@ def test_mnist_keeps_its_training_figures_when_the_inference_model_cannot_get_an
     config = graphcore.SPEC.validate({
         "device": "ipu", "epochs": 2, "batch_size": 8, "device_iterations": 10,
         "max_train_samples": 800, "max_test_samples": 400, "learning_rate": 0.05})
-    run = run_mnist(config).run
+    run = graphcore.run_exercise(config)
     assert run.status == "incomplete" and "test_accuracy" not in run.metrics
     assert {"train_throughput", "train_compile_time", "final_loss", "epoch_time", "first_epoch_time"} <= set(run.metrics)
     assert len(run.series["loss"]["y"]) == 20  # every step trained is kept

@@ -7,8 +7,15 @@ import pytest
 import torch
 
 from labkit.data import load_mnist
+from labkit.testbeds import graphcore
 from labkit.testbeds.graphcore.model import Network
-from labkit.testbeds.graphcore import train as training
+from labkit.testbeds.graphcore.train import to_tensor, train
+
+CPU = torch.device("cpu")
+
+
+def _train(**params):
+    return train(graphcore.SPEC.validate(dict(params, device="cpu")), CPU, verbose=False).details
 
 
 @pytest.fixture(scope="module")
@@ -41,14 +48,12 @@ def test_weights_equal_a_reference_loop_after_a_few_steps(mnist):
     # Two steps of 25 micro-batches: 50 weight updates. Channels-last convolutions round
     # differently from the reference's, and more updates amplify that (torch 2.4: 8e-4 after 150).
     images, labels = mnist.train_images[:400], mnist.train_labels[:400]
-    device = torch.device("cpu")
-    model = training.build_model(7, device)
-    history = training.train(
-        model, training.to_tensor(images, device), torch.from_numpy(labels.copy()),
-        epochs=1, batch_size=8, device_iterations=25, learning_rate=0.05, seed=7)
+    result = _train(epochs=1, batch_size=8, device_iterations=25, learning_rate=0.05, seed=7, max_train_samples=400,
+                    max_test_samples=80)
+    history = result.history
     assert history.steps_per_epoch == 2 and len(history.steps) == 2
     expected = reference_weights(images, labels, steps=2, batch_size=8, device_iterations=25, lr=0.05, seed=7)
-    for name, value in model.model.state_dict().items():
+    for name, value in result.model.state_dict().items():
         torch.testing.assert_close(value.contiguous(), expected[name], rtol=1e-4, atol=1e-5, msg=name)
     # and training moved them: the comparison is not between two untouched initialisations
     torch.manual_seed(7)
@@ -62,26 +67,20 @@ def test_a_default_epoch_has_the_150_steps_an_ipu_log_shows(mnist):
 
 
 def test_last_incomplete_step_is_dropped():
-    images = np.zeros((130, 28, 28), dtype=np.uint8)
-    labels = np.zeros(130, dtype=np.int64)
-    device = torch.device("cpu")
-    model = training.build_model(0, device)
-    history = training.train(model, training.to_tensor(images, device), torch.from_numpy(labels),
-                                   epochs=2, batch_size=4, device_iterations=8, learning_rate=0.01, seed=0)
+    history = _train(epochs=2, batch_size=4, device_iterations=8, learning_rate=0.01, max_train_samples=130,
+                     max_test_samples=80).history
     assert history.steps_per_epoch == 4 and history.samples_per_epoch == 128
     assert [s.epoch for s in history.steps] == [1] * 4 + [2] * 4
     assert history.warmup_seconds > 0 and history.steady_samples == 7 * 32
 
 
 def test_test_accuracy_is_the_mean_of_per_batch_accuracies(mnist):
-    device = torch.device("cpu")
-    model = training.build_model(3, device)
+    result = _train(epochs=1, device_iterations=5, max_train_samples=40, max_test_samples=250, seed=3)
     images, labels = mnist.test_images[:250], mnist.test_labels[:250]
-    accuracy, throughput = training.evaluate(model, training.to_tensor(images, device),
-                                                   torch.from_numpy(labels.copy()), batch_size=80)
-    network = model.model.eval()
-    x = training.to_tensor(images, device)
-    per_batch = [(network(x[b * 80:(b + 1) * 80]).argmax(1).numpy() == labels[b * 80:(b + 1) * 80]).mean() * 100
-                 for b in range(3)]  # 250 samples: three full batches, the last 10 dropped
-    assert accuracy == pytest.approx(np.mean(per_batch))
-    assert throughput > 0
+    network = result.model.eval()
+    x = to_tensor(images, CPU)
+    with torch.no_grad():
+        per_batch = [(network(x[b * 80:(b + 1) * 80]).argmax(1).numpy() == labels[b * 80:(b + 1) * 80]).mean() * 100
+                     for b in range(3)]  # 250 samples: three full batches, the last 10 dropped
+    assert result.run.metrics["test_accuracy"] == pytest.approx(round(np.mean(per_batch), 4))
+    assert result.run.metrics["test_throughput"] > 0

@@ -7,35 +7,31 @@ import torch
 from labkit.accelerator import AcceleratorError
 from labkit.params import ParameterError
 from labkit.testbeds import graphcore
-from labkit.testbeds.graphcore import train as training
 from labkit.testbeds.graphcore.placement import choose_precision
+from labkit.testbeds.graphcore.train import to_tensor, train
 from labkit.data import load_mnist
 
 
-@pytest.fixture(scope="module")
-def mnist():
-    data = load_mnist(download=False, allow_sample=False)  # the real MNIST from ../shared
-    return training.to_tensor(data.train_images[:400], torch.device("cpu")), torch.from_numpy(data.train_labels[:400].copy())
+def _train(precision):
+    config = graphcore.SPEC.validate({"epochs": 1, "batch_size": 8, "device_iterations": 25, "learning_rate": 0.05,
+                                      "seed": 3, "max_train_samples": 400, "max_test_samples": 80, "device": "cpu",
+                                      "precision": precision})
+    result = train(config, torch.device("cpu"), verbose=False).details
+    return result.model, result.history
 
 
-def _train(images, labels, **kwargs):
-    model = training.build_model(3, torch.device("cpu"))
-    history = training.train(model, images, labels, epochs=1, batch_size=8, device_iterations=25, learning_rate=0.05,
-                             seed=3, **kwargs)
-    return model, history
-
-
-def test_fp32_asked_for_computes_exactly_what_the_default_does_and_bf16_does_not(mnist):
-    default_model, default = _train(*mnist)
-    fp32_model, fp32 = _train(*mnist, precision=choose_precision("fp32", torch.device("cpu")))
+def test_fp32_asked_for_computes_exactly_what_the_default_does_and_bf16_does_not():
+    default_model, default = _train("auto")
+    fp32_model, fp32 = _train("fp32")
     assert [s.loss for s in fp32.steps] == [s.loss for s in default.steps]
     assert all(torch.equal(a, b) for a, b in zip(fp32_model.parameters(), default_model.parameters()))
     assert default.launch == "eager" and default.launch_why == "eager (no capture off a GPU)"
-    bf16_model, bf16 = _train(*mnist, precision=choose_precision("bf16", torch.device("cpu")))
+    bf16_model, bf16 = _train("bf16")
     losses = [s.loss for s in bf16.steps]
     assert all(loss == loss for loss in losses) and losses != [s.loss for s in default.steps]
+    images = to_tensor(load_mnist(download=False, allow_sample=False).train_images[:8], torch.device("cpu"))
     with torch.no_grad(), choose_precision("bf16", torch.device("cpu")).autocast(torch.device("cpu")):
-        assert bf16_model.model(mnist[0][:8]).dtype == torch.bfloat16
+        assert bf16_model(images).dtype == torch.bfloat16
 
 
 def test_auto_is_fp32_on_the_cpu_and_an_ipu_trains_the_tutorial_in_fp32():

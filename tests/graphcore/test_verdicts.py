@@ -15,10 +15,11 @@ the rate of the student log in ../shared that ended at 10.10 %.
 from __future__ import annotations
 
 import pytest
+import torch
 
 from labkit.results import Run
 from labkit.testbeds import graphcore
-from labkit.testbeds.graphcore.run import run_mnist
+from labkit.testbeds.graphcore.train import train
 from labkit.testbeds.graphcore.verdict import judge
 
 
@@ -26,7 +27,7 @@ def _short_run(learning_rate: float):
     config = graphcore.SPEC.validate({
         "learning_rate": learning_rate, "epochs": 1, "max_train_samples": 400, "max_test_samples": 160,
         "device_iterations": 10, "device": "cpu", "seed": 0})
-    return run_mnist(config, verbose=False).run
+    return train(config, torch.device("cpu"), verbose=False)
 
 
 def _made_run(losses, accuracy=11.0):

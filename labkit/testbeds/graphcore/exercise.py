@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from labkit import devices
+from labkit import devices, logs
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
 from labkit.testbeds.graphcore.placement import choose_device, choose_precision
-from labkit.testbeds.graphcore.run import run_mnist
+from labkit.testbeds.graphcore.record import MnistResult
+from labkit.testbeds.graphcore.spec import EXERCISE
 
 __all__ = ["plan", "run_exercise"]
 
@@ -58,10 +59,34 @@ _plan_step = plan  # run_exercise's argument is called plan too
 
 @run_step
 def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
-    """Train and test (or read the log) as the plan says; the Run, with the MnistResult as ``run.details``."""
-    chosen = plan if plan is not None else _plan_step(config)
-    result = run_mnist(config, device=None if chosen.path == "log" else chosen.device)
-    run = result.run
-    run.details = result  # the trained model and its step history, for cells that look further
-    return run
+    """Train and test (:func:`labkit.testbeds.graphcore.train.train`) or read the log, as the plan says; the
+    Run, with the MnistResult (the trained model, its step history) as ``run.details``.
 
+    An interrupt (Kernel -> Interrupt) ends training at the next step and returns the partial run,
+    status ``interrupted``.
+    """
+    chosen = plan if plan is not None else _plan_step(config)
+    if config.log_path:
+        return _from_log(config)
+    from labkit.testbeds.graphcore.train import train  # PyTorch loads only here: reading a log needs none
+
+    return train(config, chosen.device)
+
+
+def _from_log(config: Config) -> Run:
+    report = logs.read(config.log_path)
+    runs = [r for r in report.runs if r.exercise == EXERCISE] or list(report.runs)
+    if not runs:
+        raise ValueError("log_path = {!r}: no run found in this log ({}).".format(
+            config.log_path, "; ".join(report.notes) or "unrecognised format"))
+    if len(runs) > 1:
+        print("This log holds {} runs; showing the last. labkit.logs.read(log_path).runs has them all.".format(
+            len(runs)), flush=True)
+    run = runs[-1]
+    print("Read a {} run from {} ({} format).".format(run.exercise, config.log_path, report.format), flush=True)
+    if "test_accuracy" in run.metrics:
+        print("Accuracy on test set: {:0.2f}%".format(run.metrics["test_accuracy"]), flush=True)
+    for note in run.notes:
+        print("Note: " + note, flush=True)
+    run.details = MnistResult(run=run)
+    return run

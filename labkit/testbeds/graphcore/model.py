@@ -14,7 +14,7 @@ from typing import List, Optional, Tuple
 import torch
 import torch.nn as nn
 
-__all__ = ["Block", "Network", "TrainingModelWithLoss", "summary"]
+__all__ = ["Block", "Network", "TrainingModelWithLoss", "build_model", "summary"]
 
 
 class Block(nn.Module):
@@ -64,6 +64,17 @@ class TrainingModelWithLoss(nn.Module):
         if loss_inputs is None:
             return output
         return output, self.loss(output, loss_inputs)
+
+
+def build_model(seed: int, device: torch.device) -> TrainingModelWithLoss:
+    """The tutorial's network with its loss, initialised from ``seed`` (the same seed gives the same weights);
+    channels-last on a CPU, where oneDNN's convolutions run faster that way."""
+    torch.manual_seed(seed)
+    model = TrainingModelWithLoss(Network())
+    model = model.to(device)
+    if device.type == "cpu":
+        model = model.to(memory_format=torch.channels_last)
+    return model
 
 
 def summary(model: nn.Module, input_shape: Tuple[int, ...] = (1, 1, 28, 28)) -> List[dict]:

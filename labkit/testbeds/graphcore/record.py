@@ -1,21 +1,52 @@
-"""The record an MNIST run makes, the same from both backends, so their runs sit in one table.
+"""The record an MNIST run makes, the same on an IPU and on plain PyTorch, so their runs sit in one table.
 
+    history = TrainHistory(steps_per_epoch=150, samples_per_epoch=60000)   # the loop appends StepRecords
     run = finish_run(config, device, history, accuracy, test_throughput, "warmup_time", seconds, source="portable")
-    MnistResult(run=run, model=model, history=history)
+    run = finish(MnistResult(run=run, model=model, history=history), data_notes, sizes)  # notes, sizes, verdict
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
 
 from labkit import devices
 from labkit.params import Config
 from labkit.results import Run
 from labkit.testbeds.graphcore.spec import EXERCISE
 from labkit.testbeds.graphcore.metrics import METRICS
+from labkit.testbeds.graphcore.verdict import judge
 
-__all__ = ["MnistResult", "finish_run"]
+__all__ = ["StepRecord", "TrainHistory", "MnistResult", "finish_run", "cut_test_pass", "finish"]
+
+
+@dataclass
+class StepRecord:
+    epoch: int
+    step: int  # 1-based, across epochs
+    loss: float  # mean over the step's micro-batches
+    accuracy: float  # % over the step's samples
+
+
+@dataclass
+class TrainHistory:
+    steps: List[StepRecord] = field(default_factory=list)
+    epoch_seconds: List[float] = field(default_factory=list)
+    warmup_seconds: float = 0.0  # the first step: allocator and kernel selection, not training speed
+    steady_seconds: float = 0.0  # every later step
+    steady_samples: int = 0
+    steps_per_epoch: int = 0
+    samples_per_epoch: int = 0
+    training: bool = False  # the loop has begun: from here an interrupt keeps the steps
+    interrupted: str = ""  # "interrupted at epoch 2/10, step 40/150" when an interrupt ended it early
+    launch: str = "eager"  # how each step was launched: "eager" | "cuda graph" (CapturedStep.mode)
+    launch_why: str = ""
+    launch_error: str = ""  # the CUDA-graph capture's error when the step runs eager instead
+
+    @property
+    def throughput(self) -> float:
+        """Training samples/s after the first step."""
+        return self.steady_samples / self.steady_seconds if self.steady_seconds > 0 else float("nan")
 
 
 @dataclass
@@ -80,4 +111,18 @@ def cut_test_pass(run: Run, tested: list, batches: int, test_batch_size: int) ->
         METRICS.add(run, "tested_samples", seen)
         run.notes.append("test_accuracy is over the first {} test samples only: the test pass was cut short by "
                          "the interrupt".format(seen))
+    return run
+
+
+def finish(result: MnistResult, notes: List[str], sizes: Dict[str, Any]) -> Run:
+    """The run step's Run: the data's notes first and its sizes in the parameters, the divergence verdict,
+    and the MnistResult (the trained model, its step history) as ``run.details``, for cells that look further."""
+    run = result.run
+    run.details = result
+    run.notes[:0] = notes
+    run.params.update(sizes)
+    steps, per_step, epochs = (run.metrics.get("steps_per_epoch"), run.params.get("device_iterations"),
+                               run.params.get("epochs"))
+    updates = steps * per_step * epochs if all(isinstance(v, int) for v in (steps, per_step, epochs)) else None
+    judge(run, updates=updates, learning_rate=run.params.get("learning_rate"), where="step")
     return run

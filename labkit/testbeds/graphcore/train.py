@@ -1,63 +1,265 @@
-"""The MNIST exercise on plain PyTorch (CUDA, Apple MPS or CPU), with the IPU run's semantics.
+"""The MNIST exercise's training run: the data, the network, the epochs, the test pass, the record.
 
-What an IPU does with ``deviceIterations(n)`` is kept exactly: plain SGD, one weight update per
-micro-batch of ``batch_size``, and one *step* per ``n`` micro-batches, the unit the host sees
-and logs (so a default epoch shows the same 150 steps as an IPU log). The loader drops the
-last incomplete step, as the tutorial's ``drop_last=True`` does.
+    from labkit.testbeds import graphcore
+    from labkit.testbeds.graphcore.train import train
+    run = train(graphcore.SPEC.validate({"epochs": 1}), torch.device("cpu"))   # run.details: the MnistResult
 
-It is faster than the tutorial's loop on a CPU because the dataset is decoded once into a
-tensor on the device (no PIL image per sample), inputs are channels-last (faster oneDNN
-convolutions), and the host reads the loss once per step, not once per micro-batch.
+One loop for both places it trains. On an IPU, PopTorch runs each step (:class:`~labkit.testbeds.
+graphcore.ipu.Ipu`: its Options, DataLoader, trainingModel and inferenceModel); anywhere else,
+:class:`Portable` runs it on plain PyTorch (CUDA, Apple MPS or CPU) with the IPU run's semantics:
+plain SGD, one weight update per micro-batch of ``batch_size``, and one *step* per ``device_iterations``
+micro-batches, the unit the host sees and logs (so a default epoch shows the same 150 steps as an
+IPU log). The last incomplete step is dropped, as the tutorial's ``drop_last=True`` does.
 
-On a GPU the whole data set lives on the device and a step of ``device_iterations`` micro-batches
-is captured once as a CUDA graph and replayed (:class:`labkit.accelerator.CapturedStep`): the host
-hands the GPU many micro-batches at once, as it hands an IPU ``deviceIterations`` of them. On a CPU
-the same step runs eagerly, computing exactly what it always did.
+The portable step is faster than the tutorial's loop on a CPU because the data set is decoded once
+into a tensor on the device (no PIL image per sample), inputs are channels-last (faster oneDNN
+convolutions), and the host reads the loss once per step, not once per micro-batch. On a GPU a step
+of ``device_iterations`` micro-batches is captured once as a CUDA graph and replayed
+(:class:`labkit.accelerator.CapturedStep`): the host hands the GPU many micro-batches at once, as it
+hands an IPU ``deviceIterations`` of them. On a CPU the same step runs eagerly.
+
+Phases (:mod:`labkit.interrupts`): setup, ``epoch N/M`` (on plain PyTorch epoch 1's first step is the
+warm-up), testing, summary. An interrupt after the first step keeps the steps, the finished epochs and,
+in testing, the accuracy over the test batches seen.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
 
-from labkit import interrupts
-from labkit.accelerator import CapturedStep, DeviceInfo, Precision, resolve_precision
+from labkit import devices, interrupts
+from labkit.accelerator import TESTBED_PRECISION, CapturedStep, Precision
+from labkit.data import load_mnist
 from labkit.data.mnist import MEAN, STD
-from labkit.testbeds.graphcore.model import Network, TrainingModelWithLoss
+from labkit.params import Config
+from labkit.progress import bar
+from labkit.results import Run
+from labkit.testbeds.graphcore.model import TrainingModelWithLoss, build_model
+from labkit.testbeds.graphcore.placement import choose_precision
+from labkit.testbeds.graphcore.record import (MnistResult, StepRecord, TrainHistory, cut_test_pass, finish,
+                                              finish_run)
+from labkit.testbeds.graphcore.training_bars import progress_callbacks
 
-__all__ = ["StepRecord", "TrainHistory", "to_tensor", "train", "step_function", "evaluate", "build_model"]
+__all__ = ["train", "Portable", "step_function", "to_tensor"]
 
 
-@dataclass
-class StepRecord:
-    epoch: int
-    step: int  # 1-based, across epochs
-    loss: float  # mean over the step's micro-batches
-    accuracy: float  # % over the step's samples
+def _say(text: str) -> None:
+    print(text)
+    sys.stdout.flush()
 
 
-@dataclass
-class TrainHistory:
-    steps: List[StepRecord] = field(default_factory=list)
-    epoch_seconds: List[float] = field(default_factory=list)
-    warmup_seconds: float = 0.0  # the first step: allocator and kernel selection, not training speed
-    steady_seconds: float = 0.0  # every later step
-    steady_samples: int = 0
-    steps_per_epoch: int = 0
-    samples_per_epoch: int = 0
-    interrupted: str = ""  # "interrupted at epoch 2/10, step 40/150" when an interrupt ended it early
-    launch: str = "eager"  # how each step was launched: "eager" | "cuda graph" (CapturedStep.mode)
-    launch_why: str = ""
-    launch_error: str = ""  # the CUDA-graph capture's error when the step runs eager instead
+def _limit(images: np.ndarray, labels: np.ndarray, limit: Optional[int]):
+    return (images, labels) if limit is None else (images[:limit], labels[:limit])
 
-    @property
-    def throughput(self) -> float:
-        """Training samples/s after the first step."""
-        return self.steady_samples / self.steady_seconds if self.steady_seconds > 0 else float("nan")
+
+def train(config: Config, device: Any, verbose: bool = True) -> Run:
+    """Train and test the tutorial's network as ``config`` says on ``device`` ("ipu", or a torch device
+    as :func:`~labkit.testbeds.graphcore.placement.choose_device` gives it); the Run, with the MnistResult (the
+    trained model, its step history) as ``run.details``.
+
+    An interrupt (Kernel -> Interrupt) ends training at the next step; inside a run step
+    (``graphcore.run_exercise``) the run comes back with what was measured, status ``interrupted``.
+    """
+    say = _say if verbose else (lambda text: None)
+    (train_images, train_labels), (test_images, test_labels), notes, sizes = _data(config, say)
+    samples_per_step = config.batch_size * config.device_iterations
+    steps_per_epoch = len(train_labels) // samples_per_step
+    test_batches = len(test_labels) // config.test_batch_size
+    history = TrainHistory(steps_per_epoch=steps_per_epoch, samples_per_epoch=steps_per_epoch * samples_per_step)
+    if device == "ipu":  # PopTorch loads only here: it ships only in the Poplar SDK
+        from labkit.testbeds.graphcore.ipu import Ipu as Trainer
+    else:
+        Trainer = Portable
+    trainer = Trainer(config, device, train_images, train_labels, test_images, test_labels, history, say)
+    tested: List[float] = []  # each test batch's accuracy (%)
+    done: Dict[str, MnistResult] = {}
+
+    def kept() -> Optional[Run]:
+        """What an interrupt outside the training loop keeps (in testing or the summary); None before the first step."""
+        if "result" in done:
+            return finish(done["result"], notes, sizes)
+        if not history.steps:
+            return None
+        run = trainer.record(history, sum(tested) / len(tested) if tested else None, float("nan"))
+        cut_test_pass(run, tested, test_batches, config.test_batch_size)
+        return finish(MnistResult(run=run, model=trainer.model.model, history=history), notes, sizes)
+
+    stop = interrupts.keep(kept, measuring=lambda: history.training)
+    on_step, on_epoch, close = progress_callbacks(config, steps_per_epoch, say)
+    # the phase first: an interrupt that finds the run measuring finds it in epoch 1 (it keeps the warm-up step)
+    stop.phase("epoch 1/{}".format(config.epochs), check=False)
+    history.training = True
+    try:
+        for epoch in range(1, config.epochs + 1):
+            epoch_start = time.perf_counter()
+            for batch in trainer.batches():
+                step_start = time.perf_counter()
+                loss, step_accuracy = trainer.step(batch)
+                elapsed = time.perf_counter() - step_start
+                history.steps.append(StepRecord(epoch, len(history.steps) + 1, loss, step_accuracy))
+                if len(history.steps) == 1 and trainer.warms_up:
+                    history.warmup_seconds = elapsed
+                else:
+                    history.steady_seconds += elapsed
+                    history.steady_samples += samples_per_step
+                on_step(history.steps[-1])
+                if stop.requested and len(history.steps) % steps_per_epoch:
+                    break  # an interrupt: end at this step boundary (an epoch's end is reported below)
+            else:
+                history.epoch_seconds.append(time.perf_counter() - epoch_start)
+                if epoch < config.epochs:
+                    stop.phase("epoch {}/{}".format(epoch + 1, config.epochs), check=False)
+                on_epoch(epoch, history.epoch_seconds[-1])
+            if stop.requested:
+                break
+    except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
+        if not stop.interrupted_by(exc):
+            raise
+    finally:
+        close()
+    trainer.trained()
+
+    accuracy, test_throughput = None, float("nan")  # no test pass: after an interrupt, or on an IPU it could not get
+    if stop.requested:  # the student asked to stop: the partial run as measured
+        last = history.steps[-1] if history.steps else None
+        history.interrupted = interrupts.where(*((last.epoch, config.epochs, (last.step - 1) % steps_per_epoch + 1,
+                                                  steps_per_epoch) if last else ()))
+    else:
+        stop.phase("testing")
+        with trainer.testing() as batches, bar(total=test_batches, desc="Testing", leave=False, unit="batch") as shown:
+            start = time.perf_counter()
+            for batch_accuracy in batches:  # on plain PyTorch, or through the IPU's inference model
+                tested.append(batch_accuracy)
+                shown.update(1)
+                stop.check()  # an interrupt ends the test pass at this batch
+            test_seconds = time.perf_counter() - start
+        if tested:  # else an IPU could not be had for the test pass: the record says why
+            stop.phase("summary")
+            accuracy, test_throughput = sum(tested) / len(tested), len(tested) * config.test_batch_size / test_seconds
+            say(trainer.summary(history, test_throughput))
+    result = MnistResult(run=trainer.record(history, accuracy, test_throughput), model=trainer.model.model,
+                         history=history)
+    done["result"] = result
+
+    # an interrupt in the summary ends the run here, kept (one in training already ended it)
+    stop.phase(interrupts.DONE, check=result.run.status != "interrupted")
+    run = finish(result, notes, sizes)
+    if run.status == "interrupted":
+        say(history.interrupted)
+    elif "test_accuracy" in run.metrics:  # absent when there was no test pass (a note says why)
+        say("Accuracy on test set: {:0.2f}%".format(result.test_accuracy))
+    for note in run.notes[len(notes):]:
+        if not note.startswith("Interrupted "):  # said above, in one line
+            say("Note: " + note)
+    return run
+
+
+def _data(config: Config, say: Callable[[str], None]):
+    """The training and test (images, labels) as ``config`` limits them, the data's notes, and the sizes the
+    record keeps; a set too small for one step or one test batch fails here, saying which."""
+    data = load_mnist(config.data_dir)
+    notes = list(data.notes)
+    for note in notes:
+        say(note)
+    say(data.describe())
+    train_images, train_labels = _limit(data.train_images, data.train_labels, config.max_train_samples)
+    test_images, test_labels = _limit(data.test_images, data.test_labels, config.max_test_samples)
+    samples_per_step = config.batch_size * config.device_iterations
+    if len(train_labels) < samples_per_step:
+        raise ValueError("The training set here has {} samples, fewer than one step of batch_size x "
+                         "device_iterations = {}: lower batch_size or device_iterations.".format(
+                             len(train_labels), samples_per_step))
+    if len(test_labels) < config.test_batch_size:
+        raise ValueError("The test set here has {} samples, fewer than test_batch_size = {}.".format(
+            len(test_labels), config.test_batch_size))
+    sizes = {"data_source": data.source, "train_samples": int(len(train_labels)), "test_samples": int(len(test_labels))}
+    return (train_images, train_labels), (test_images, test_labels), notes, sizes
+
+
+class Portable:
+    """Each step on plain PyTorch, on the device as one tensor; what :func:`train` asks of where it trains
+    (the IPU's :class:`~labkit.testbeds.graphcore.ipu.Ipu` answers the same)."""
+
+    warms_up = True  # the first step allocates and selects kernels (on a GPU it is captured): kept apart
+
+    def __init__(self, config: Config, device: torch.device, train_images: np.ndarray, train_labels: np.ndarray,
+                 test_images: np.ndarray, test_labels: np.ndarray, history: TrainHistory,
+                 say: Callable[[str], None]) -> None:
+        self.config, self.device, self.history = config, device, history
+        self.precision = choose_precision(config.precision, device)
+        say("Training on {} ({}) with labkit's portable PyTorch path (an IPU run uses PopTorch).".format(
+            device, devices.device_name(device)))
+        if device.type != "cpu" or config.precision != "auto":
+            say("Precision: {}; the IPU trains in {}.".format(self.precision.why, TESTBED_PRECISION["ipu"]))
+        self.model = build_model(config.seed, device)
+        say(repr(self.model))
+        self.x_train, self.y_train = to_tensor(train_images, device), torch.from_numpy(train_labels).to(device)
+        self.x_test, self.y_test = to_tensor(test_images, device), torch.from_numpy(test_labels).to(device)
+        self.shuffle = torch.Generator().manual_seed(config.seed)
+        params = [p for p in self.model.model.parameters() if p.requires_grad]
+        self.model.train()
+        self.step_once = step_function(self.model, self.x_train, self.y_train, params, config.batch_size,
+                                       config.device_iterations, config.learning_rate, self.precision)
+        self.captured: Optional[CapturedStep] = None
+
+    def batches(self) -> Iterator[torch.Tensor]:
+        """One epoch: each step's sample indices, in a fresh seeded shuffle."""
+        per_step = self.config.batch_size * self.config.device_iterations
+        order = torch.randperm(len(self.y_train), generator=self.shuffle).to(self.device)
+        for step in range(self.history.steps_per_epoch):
+            yield order[step * per_step: (step + 1) * per_step]
+
+    def step(self, chosen: torch.Tensor) -> Tuple[float, float]:
+        """One step; (its mean loss, its accuracy in %). The first call captures it (on a GPU: a CUDA graph)."""
+        if self.captured is None:
+            self.captured = CapturedStep(self.step_once, (chosen,), self.device, "auto", keep=(self.model,))
+            self.history.launch, self.history.launch_why = self.captured.mode, self.captured.why
+            self.history.launch_error = self.captured.capture_error
+        loss, correct = self.captured(chosen)
+        # One host read per step, as an IPU returns a step's outputs (.item() also syncs CUDA,
+        # so the step's time is honest).
+        return loss.item(), 100.0 * int(correct.item()) / len(chosen)
+
+    def trained(self) -> None:
+        """Nothing to hand back: the weights are where the test pass reads them."""
+
+    @contextlib.contextmanager
+    def testing(self) -> Iterator[Iterator[float]]:
+        """The test batches' accuracies (%), as the tutorial computes them (the last partial batch dropped)."""
+        network = self.model.model
+        network.eval()
+        try:
+            yield self._tested(network)
+        finally:
+            network.train()  # also when an interrupt cut the test pass short
+
+    def _tested(self, network: torch.nn.Module) -> Iterator[float]:
+        size = self.config.test_batch_size
+        for b in range(len(self.y_test) // size):
+            with torch.no_grad():
+                predicted = network(self.x_test[b * size:(b + 1) * size]).argmax(1)
+                yield (predicted == self.y_test[b * size:(b + 1) * size]).float().mean().item() * 100.0
+
+    def summary(self, history: TrainHistory, test_throughput: float) -> str:
+        return ("Training throughput: {:.0f} samples/s after a warm-up step of {:.2f} s (reported separately); "
+                "test throughput: {:.0f} samples/s.".format(history.throughput, history.warmup_seconds, test_throughput))
+
+    def record(self, history: TrainHistory, accuracy: Optional[float], test_throughput: float) -> Run:
+        # How the steps ran: micro-batch and accumulation (an IPU's semantics: one update per micro-batch,
+        # none accumulated), the launch mode, the GPU's peak memory.
+        how: Dict[str, Any] = {"micro_batch": self.config.batch_size, "accumulation": 1, "launch": history.launch}
+        if history.launch_error:  # the policy chose a CUDA graph and the capture failed: say why it runs eager
+            how["launch_error"] = history.launch_error
+        if self.device.type == "cuda":
+            how["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated(self.device))
+        return finish_run(self.config, self.device, history, accuracy, test_throughput, "warmup_time",
+                          history.warmup_seconds, source="portable", extra_env=how, precision=self.precision.name)
 
 
 def to_tensor(images: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -67,50 +269,6 @@ def to_tensor(images: np.ndarray, device: torch.device) -> torch.Tensor:
     if device.type == "cpu":
         x = x.contiguous(memory_format=torch.channels_last)
     return x.to(device)
-
-
-def build_model(seed: int, device: torch.device) -> TrainingModelWithLoss:
-    """The tutorial's network, initialised from ``seed`` (the same seed gives the same weights)."""
-    torch.manual_seed(seed)
-    model = TrainingModelWithLoss(Network())
-    model = model.to(device)
-    if device.type == "cpu":
-        model = model.to(memory_format=torch.channels_last)
-    return model
-
-
-def train(model: TrainingModelWithLoss, images: torch.Tensor, labels: torch.Tensor, *, epochs: int,
-          batch_size: int, device_iterations: int, learning_rate: float, seed: int,
-          on_step: Optional[Callable[[StepRecord], None]] = None,
-          on_epoch: Optional[Callable[[int, float], None]] = None, stop: Any = None,
-          precision: Optional[Precision] = None, launch: str = "auto") -> TrainHistory:
-    """Train in place; return per-step losses and accuracies and the timings.
-
-    ``stop``: a :class:`labkit.interrupts.StopRequest`; when it is requested (an interrupt),
-    training ends at the next step boundary and ``history.interrupted`` says where. Without it
-    an interrupt propagates as ``KeyboardInterrupt``. ``precision``: the forward's arithmetic
-    (None: fp32); ``launch``: :class:`labkit.accelerator.CapturedStep`'s mode ("auto": a CUDA graph
-    on a GPU, eager on a CPU).
-    """
-    samples_per_step = batch_size * device_iterations
-    steps_per_epoch = len(labels) // samples_per_step
-    history = TrainHistory(steps_per_epoch=steps_per_epoch, samples_per_epoch=steps_per_epoch * samples_per_step)
-    params = [p for p in model.model.parameters() if p.requires_grad]
-    shuffle = torch.Generator().manual_seed(seed)
-    model.train()
-    precision = precision or resolve_precision("fp32", _NO_CAST)
-    step = step_function(model, images, labels, params, batch_size, device_iterations, learning_rate, precision)
-    launcher = _Launcher(step, images.device, launch, model, history)
-    try:
-        _epochs(launcher, labels, shuffle, history, epochs, samples_per_step, on_step, on_epoch, stop)
-    except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
-        if stop is None or not stop.interrupted_by(exc):
-            raise
-    if stop is not None and stop.requested:
-        last = history.steps[-1] if history.steps else None
-        history.interrupted = interrupts.where(last.epoch, epochs, (last.step - 1) % steps_per_epoch + 1,
-                                               steps_per_epoch) if last else interrupts.where()
-    return history
 
 
 def step_function(model: TrainingModelWithLoss, images: torch.Tensor, labels: torch.Tensor, params: List[Any],
@@ -142,77 +300,3 @@ def step_function(model: TrainingModelWithLoss, images: torch.Tensor, labels: to
         return torch.stack(losses).float().mean(), correct
 
     return step
-
-
-_NO_CAST = DeviceInfo("cpu", "")  # fp32 is valid everywhere: the precision when none is given
-
-
-class _Launcher:
-    """Runs the step eagerly, or captures it on its first call (the warm-up step's time includes the capture)."""
-
-    def __init__(self, step: Callable[[torch.Tensor], Any], device: torch.device, mode: str,
-                 model: torch.nn.Module, history: TrainHistory):
-        self.step, self.device, self.mode, self.model, self.history = step, device, mode, model, history
-        self.captured: Optional[CapturedStep] = None
-
-    def __call__(self, chosen: torch.Tensor) -> Tuple[float, int]:
-        if self.captured is None:
-            self.captured = CapturedStep(self.step, (chosen,), self.device, self.mode, keep=(self.model,))
-            self.history.launch, self.history.launch_why = self.captured.mode, self.captured.why
-            self.history.launch_error = self.captured.capture_error
-        loss, correct = self.captured(chosen)
-        # One host read per step, as an IPU returns a step's outputs (.item() also syncs CUDA,
-        # so the step's time is honest).
-        return loss.item(), int(correct.item())
-
-
-def _epochs(launcher, labels, shuffle, history, epochs, samples_per_step, on_step, on_epoch, stop) -> None:
-    steps_per_epoch = history.steps_per_epoch
-    step = 0
-    for epoch in range(1, epochs + 1):
-        epoch_start = time.perf_counter()
-        order = torch.randperm(len(labels), generator=shuffle).to(labels.device)
-        for _ in range(steps_per_epoch):
-            step_start = time.perf_counter()
-            base = (step % steps_per_epoch) * samples_per_step
-            loss, correct = launcher(order[base: base + samples_per_step])
-            record = StepRecord(epoch, step + 1, loss, 100.0 * correct / samples_per_step)
-            step += 1
-            elapsed = time.perf_counter() - step_start
-            if step == 1:
-                history.warmup_seconds = elapsed
-            else:
-                history.steady_seconds += elapsed
-                history.steady_samples += samples_per_step
-            history.steps.append(record)
-            if on_step is not None:
-                on_step(record)
-            if stop is not None and stop.requested and len(history.steps) % steps_per_epoch:
-                return  # an interrupt: end at this step boundary (an epoch's end is reported below)
-        history.epoch_seconds.append(time.perf_counter() - epoch_start)
-        if on_epoch is not None:
-            on_epoch(epoch, history.epoch_seconds[-1])
-        if stop is not None and stop.requested:
-            return
-
-
-def evaluate(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int,
-             on_batch: Optional[Callable[[float], None]] = None) -> Tuple[float, float]:
-    """Test accuracy as the tutorial computes it (mean of per-batch accuracies, last partial
-    batch dropped), and the samples/s of the pass."""
-    network = model.model if isinstance(model, TrainingModelWithLoss) else model
-    network.eval()
-    batches = len(labels) // batch_size
-    total = 0.0
-    start = time.perf_counter()
-    with torch.no_grad():
-        for b in range(batches):
-            x = images[b * batch_size:(b + 1) * batch_size]
-            y = labels[b * batch_size:(b + 1) * batch_size]
-            accuracy = (network(x).argmax(1) == y).float().mean().item() * 100.0
-            total += accuracy
-            if on_batch is not None:
-                on_batch(accuracy)
-    seconds = time.perf_counter() - start
-    network.train()
-    return total / batches, batches * batch_size / seconds
