@@ -176,7 +176,7 @@ def test_a_kernel_that_ignores_the_second_ctrl_c_is_killed_after_the_grace(tmp_p
 
 
 def test_a_stop_between_cells_marks_the_next_code_cell_not_a_markdown_one(tmp_path):
-    from labkit.ctrl_c import CtrlC
+    from labkit.interrupts.runner import CtrlC
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_markdown_cell("## Show"),
@@ -456,7 +456,7 @@ def test_the_kernels_stderr_reaches_the_terminal_less_interrupt_and_exit_noise(c
     own lines and a libzmq abort or a ZMQError while it runs come through (they say why a kernel died);
     ipykernel's interrupt line does not, nor, once the kernel was told to shut down, libzmq's abort
     (CI printed it after a second Ctrl-C) or ipykernel's ZMQError (seen here after a first one)."""
-    from labkit.ctrl_c import CtrlC
+    from labkit.interrupts.runner import CtrlC
 
     seen = ""
 

@@ -19,7 +19,7 @@ import time
 from typing import Any, Dict, Optional
 
 from labkit.errors import LabkitError
-from labkit.ctrl_c_notes import BETWEEN, CAUGHT_IN_KERNEL, CTRL_C_FLAGS, STOP, UNRECORDED
+from labkit.interrupts.cell import BETWEEN, CAUGHT_IN_KERNEL, CTRL_C_FLAGS, STOP, UNRECORDED
 
 __all__ = ["CtrlC", "ctrl_c_client"]
 

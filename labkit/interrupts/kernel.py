@@ -1,36 +1,4 @@
-"""Stopping a run (Kernel -> Interrupt, the stop button, Ctrl+C) is a result, not a crash.
-
-A run step (``graphcore.run_exercise`` ...) is wrapped in :func:`run_step` and goes through
-named phases (setup, warm-up, each epoch or batch of requests, testing, summary, servers
-stopping). The rule a student relies on:
-
-- before the run's first measurement an interrupt stops it at once, and one line says that
-  nothing was measured yet, so no run is recorded;
-- once the run has called :func:`keep` (just before it starts measuring), the first interrupt
-  ends it at the next boundary (a training step, a test batch, a batch of requests, the start of
-  the next phase) and the run step returns what ``keep``'s builder makes of what was measured:
-  status ``interrupted``, ``run.stopped_in`` the phase the interrupt came in;
-- a second interrupt stops at once (the step in progress is dropped), as PyTorch Lightning's
-  graceful shutdown does on ``KeyboardInterrupt``.
-
-An exercise's run reads:
-
-    @run_step
-    def run_exercise(config):
-        data = load(...)                               # phase "setup": an interrupt here keeps nothing
-        history = History()
-        keep(lambda: partial_run(history))             # None while nothing is measured
-        phase("epoch 1/2", check=False)                # names the phase; training loops end at a step:
-        with interrupts.graceful() as stop:
-            for step in ...:
-                ...
-                if stop.requested:
-                    break
-        phase("testing")                               # after an interrupt: the run ends here, kept
-        ...
-
-Outside a run step, :func:`graceful` alone still turns the first interrupt into ``stop.requested``.
-"""
+"""The kernel side: a run step's phases, what it keeps, and a show step (the table in :mod:`labkit.interrupts`)."""
 
 from __future__ import annotations
 
@@ -40,8 +8,8 @@ import sys
 import threading
 from typing import Any, Callable, List, Optional
 
-from labkit.cell_signals import deferred, handler_interrupt, quiet_to_cell_end
-from labkit.ctrl_c_notes import flag_interrupts_between_cells, stop_pending, unrecorded
+from labkit.interrupts.cell import deferred, flag_interrupts_between_cells, handler_interrupt, quiet_to_cell_end
+from labkit.interrupts.cell import stop_pending, unrecorded
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
 
