@@ -1,61 +1,56 @@
 """Stopping a run (Kernel -> Interrupt, the stop button, Ctrl-C) is a result, not a crash.
 
-An exercise's run step is a :func:`run_step`; it names its phases (setup, each epoch, testing,
-summary) and calls :func:`keep` just before it starts measuring; its loops check the stop flag
-``keep`` returns at their boundaries:
+A run step is a :func:`run_step` that names its phases (setup, each epoch, testing, summary) and
+calls :func:`keep` just before it measures; its loops check the stop flag ``keep`` returns:
 
     @interrupts.run_step
     def run_exercise(config):
-        data = load(config)                          # phase "setup"
+        data = load(config)                                  # phase "setup"
         stop = interrupts.keep(lambda: partial_run(history))
-        for epoch in range(config.epochs):
-            stop.phase("epoch {}/{}".format(epoch + 1, config.epochs), check=False)
-            with interrupts.graceful():
-                for batch in data:
-                    if stop.requested:
-                        break
-                    ...
-        stop.phase("testing")                        # after an interrupt the run ends here, kept
+        stop.phase("epoch 1/2", check=False)
+        with interrupts.graceful():
+            for batch in data:
+                if stop.requested:
+                    break
+        stop.phase("testing")                                # after an interrupt the run ends here
 
-The contract: where a Ctrl-C lands, what is kept and what runs next ("kept": the run step returns
-what ``keep``'s builder makes of what was measured, status ``interrupted``, ``stopped_in`` the phase,
-and the cells after it show and record it).
+The contract ("kept": the step returns what ``keep``'s builder makes of what was measured, status
+``interrupted``, ``stopped_in`` the phase; the cells after it show and record it; under labkit run
+a second Ctrl-C anywhere also starts no further cell):
 
-=============================== ========================================== ==========================================
-Where the Ctrl-C lands          First Ctrl-C                               Second Ctrl-C
-=============================== ========================================== ==========================================
-before the first measurement    the run step stops at once with one line   (none: the first one stopped it)
-(before ``keep``)               (:data:`NOTHING_MEASURED`); nothing is
-                                recorded; Run All stops at that cell
-in a training loop              the loop ends at its next step; kept       the step in progress is dropped; kept
-between phases                  the run ends as the next phase starts;     the run ends at once; kept
-                                kept, one line (:data:`KEPT`)
-in testing                      the run ends at the next test batch; kept  the run ends at once; kept
-in the summary (the last phase) the run completes and is marked            as the first
-                                interrupted in the summary
-after the run's last line       set aside: the run is complete             set aside
-(:data:`DONE`), while the step
-returns, while IPython stores
-the result
-in a show step                  the drawing stops with one line            as the first
-                                (:data:`SHOW_STOPPED`); the run is
-                                unchanged and the next cell records it
-while recording (``record``)    set aside: the record is written           set aside
-between cells under labkit run  the kernel holds an unrecorded run: the    the kernel is interrupted again, no cell
-                                cells go on only to record it (run steps   starts; a cell not ended within
-                                start nothing, show steps draw nothing),   ``CtrlC.STOP_GRACE_S`` is given up and the
-                                then stop; else no further cell starts     kernel killed; later Ctrl-Cs are ignored
-a cell after the run step,      that cell keeps its error; then as         as above
-under labkit run                between cells
-in ipykernel's own code or      as between cells; a cell whose reply was   as above
-between two of its messages     lost is asked for: it ran, or runs again
-(under labkit run)              unless the Ctrl-C stops the notebook
-=============================== ========================================== ==========================================
+================================ ========================================= ================================
+Where a Ctrl-C lands             First                                     Second
+================================ ========================================= ================================
+before the first measurement     stops the step at once, one line          (none)
+                                 (:data:`NOTHING_MEASURED`), no record;
+                                 Run All and labkit run stop there
+in a training loop               the loop ends at its next step; kept      the step in progress is dropped;
+                                                                           kept
+between phases                   ends as the next phase starts; kept, one  ends at once; kept
+                                 line (:data:`KEPT`)
+in testing                       ends at the next test batch; kept         ends at once; kept
+in the summary (last phase)      the run completes, marked interrupted     ends at once; kept
+after the run's last line        set aside (the work is done)              set aside
+(:data:`DONE`), as the step
+returns, as IPython ends the cell
+in a show step                   the drawing stops, one line               as the first
+                                 (:data:`SHOW_STOPPED`); the next cell
+                                 records the run
+while recording (``record``)     set aside: the record is written          set aside
+between cells under labkit run   a run not yet recorded: the cells go on   no further cell starts; a cell
+                                 only to record it (run steps start        not ended within STOP_GRACE_S
+                                 nothing, show steps draw nothing); else   is given up and the kernel
+                                 no further cell starts                    killed; a third is ignored
+a cell after the run step        that cell keeps its error; then as        as above
+(labkit run)                     between cells
+ipykernel's own code, between    noted by the kernel, then as between      as above
+its messages (labkit run)        cells; a lost reply is asked for: the
+                                 cell ran, or runs again
+================================ ========================================= ================================
 
-Outside a run step, :func:`graceful` alone turns the first interrupt into ``stop.requested``. The
-kernel side is :mod:`labkit.interrupts.kernel` (phases, run and show steps) and
-:mod:`labkit.interrupts.cell` (SIGINT handlers in a cell); `labkit run`'s side is
-:mod:`labkit.interrupts.runner`.
+:func:`graceful` outside a run step turns the first interrupt into ``stop.requested``. Modules: the
+kernel side, :mod:`~labkit.interrupts.kernel` (steps and phases) and :mod:`~labkit.interrupts.cell`
+(handlers in a cell, answers to labkit run); labkit run's side, :mod:`~labkit.interrupts.runner`.
 """
 
 from labkit.interrupts.cell import deferred, quiet_to_cell_end

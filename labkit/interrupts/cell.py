@@ -1,10 +1,7 @@
-"""The kernel side in a cell: labkit's SIGINT handlers, and what the kernel tells `labkit run` about a Ctrl-C.
+"""The kernel side in a cell: labkit's SIGINT handlers, and what the kernel tells `labkit run` when it asks.
 
-What `labkit run` (:mod:`labkit.interrupts.runner`) and its kernel tell each other are flag files in a
-folder labkit run makes and names in the kernel's environment: ``unrecorded`` (the kernel holds a run
-step's result no cell has recorded), ``stop`` (labkit run goes on only to record that run),
-``between-cells`` (the interrupt reached the kernel where ipykernel ignores or drops it). Outside labkit
-run there is no folder and those functions do nothing.
+`labkit run` (:mod:`labkit.interrupts.runner`) asks through Jupyter's own messages, a silent execute
+request whose user_expressions call :func:`answer`; outside labkit run nobody asks.
 """
 
 from __future__ import annotations
@@ -15,21 +12,17 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
-__all__ = ["handler_interrupt", "quiet_to_cell_end", "deferred", "stop_pending", "unrecorded", "recorded",
-           "flag_interrupts_between_cells"]
+__all__ = ["handler_interrupt", "quiet_to_cell_end", "deferred", "answer", "stop_pending", "unrecorded", "recorded",
+           "note_interrupts_between_cells"]
 
 
 def quiet_to_cell_end(returning: Any = None) -> bool:
-    """Once a run step, a show step or a record has ended: an interrupt that lands after the cell's
-    own code (IPython storing the result, drawing the figures; ipykernel sending the reply) is set
-    aside instead of failing a cell whose work is done and losing the record. While the cell's code
-    still runs, an interrupt raises as usual. Only in an ipykernel kernel's main thread, whose next
-    message puts ipykernel's own handler back; returns whether it is in place.
-
-    ``returning``: the frame of the labkit step that is handing its result back; an interrupt while
-    it still returns is set aside too (it would lose the result on its way)."""
+    """Once a step or a record has ended, an interrupt after the cell's code (IPython storing the result,
+    drawing figures) or while ``returning`` (the step's frame) hands its result back is set aside; in
+    the cell's code it raises. In an ipykernel main thread only (its next message puts its own handler
+    back); returns whether it is in place."""
     if threading.current_thread() is not threading.main_thread() or "ipykernel" not in sys.modules:
         return False
     from IPython import get_ipython
@@ -59,12 +52,9 @@ def handler_interrupt() -> KeyboardInterrupt:
 
 
 def _delivered_again(previous: Callable[[Any], None]) -> Callable[[Any], None]:
-    """A ``sys.unraisablehook``. Python runs a signal handler between any two bytecodes, also inside
-    a destructor or a weakref callback (importlib's module locks have one), where an exception
-    cannot propagate: Python prints "Exception ignored in ..." with a traceback and goes on, and the
-    Ctrl-C is lost. An interrupt labkit's handler raised there is sent again instead, silently: it
-    lands in the code that goes on, where the handler decides again (for a run step, as a second
-    interrupt: it stops at once). Every other unraisable exception goes to ``previous``."""
+    """A ``sys.unraisablehook``: an interrupt labkit's handler raised where Python cannot raise it (a
+    destructor, a weakref callback such as importlib's module locks have) would be printed and lost;
+    it is sent again instead, where the handler decides again. Everything else goes to ``previous``."""
 
     def hook(unraisable: Any) -> None:
         if getattr(unraisable.exc_value, "from_labkit_handler", False):
@@ -86,8 +76,7 @@ if not getattr(sys.unraisablehook, "labkit", False):  # once, also when the modu
 
 @contextlib.contextmanager
 def deferred(returning: Any) -> Any:
-    """Run a short block (recording a run) to its end: an interrupt meanwhile is set aside, not raised;
-    after it, as :func:`quiet_to_cell_end` says for ``returning`` (the caller's frame)."""
+    """Run a short block (recording a run) to its end, an interrupt set aside; then :func:`quiet_to_cell_end`."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -101,52 +90,49 @@ def deferred(returning: Any) -> Any:
             signal.signal(signal.SIGINT, previous)
 
 
-#: Set by `labkit run` in its kernel's environment: the flags' folder.
-CTRL_C_FLAGS = "LABKIT_CTRL_C_FLAGS"
-UNRECORDED, STOP, BETWEEN = "unrecorded", "stop", "between-cells"
+#: Set in the environment of a kernel `labkit run` starts: the kernel notes interrupts between cells.
+RUN_KERNEL = "LABKIT_RUN_KERNEL"
 #: What ipykernel logs (and writes to the kernel's stderr) when an interrupt lands in its own code.
 CAUGHT_IN_KERNEL = "KeyboardInterrupt caught in kernel"
+#: The expression `labkit run` asks its kernel with (a silent execute request's user_expressions;
+#: {} is whether it goes on only to record the run): :func:`answer`'s words, or "" without labkit.
+ASK = "(lambda m: m.answer({}) if m else '')(__import__('sys').modules.get('labkit.interrupts.cell'))"
 
 
-def _flag(name: str) -> Optional[str]:
-    folder = os.environ.get(CTRL_C_FLAGS)
-    return os.path.join(folder, name) if folder else None
+class _Noted:
+    held = False  # a run step's result that no cell has recorded yet
+    finishing = False  # labkit run goes on only to record that run
+    between = False  # an interrupt reached the kernel where ipykernel ignores or drops it
+
+
+def answer(finishing: bool) -> str:
+    """What the kernel tells `labkit run` when asked (:data:`ASK`): "held", "between", both or none."""
+    _Noted.finishing = _Noted.finishing or finishing
+    return " ".join(word for word, on in (("held", _Noted.held), ("between", _Noted.between)) if on)
 
 
 def stop_pending() -> bool:
-    """A Ctrl-C came between cells (in labkit run, or in the kernel itself): labkit run goes on only to
-    the cells that record the run, where a run step starts nothing and a show step draws nothing."""
-    return any(path is not None and os.path.exists(path) for path in (_flag(STOP), _flag(BETWEEN)))
+    """A Ctrl-C came between cells under labkit run: a run step starts nothing, a show step draws nothing."""
+    return _Noted.finishing or _Noted.between
 
 
 def unrecorded(held: bool) -> None:
     """The kernel holds a run no cell has recorded yet (``held``), or no longer does."""
-    path = _flag(UNRECORDED)
-    if path is None:
-        return
-    try:
-        if held:
-            open(path, "w").close()
-        elif os.path.exists(path):
-            os.remove(path)
-    except OSError:  # the flags are a courtesy to labkit run; a run never fails on them
-        pass
+    _Noted.held = held
 
 
 def recorded() -> None:
     """The run the kernel held is recorded (:func:`labkit.results.record` calls it)."""
-    unrecorded(False)
+    _Noted.held = False
 
 
-def flag_interrupts_between_cells() -> None:
-    """In a kernel `labkit run` started: ipykernel ignores SIGINT between two messages, so a Ctrl-C that
-    labkit run passed on as a cell's request was on its way, or just after the cell's reply, was lost
-    and the notebook ran on. Flag it (BETWEEN) instead: labkit run starts no further cell, and a run or
-    show step in the cell already sent starts nothing. ipykernel puts back, after each message, the
-    handler it found before the message (``saved_sigint_handler``): it becomes this one. The same flag
-    when ipykernel catches the interrupt in its own code around a cell (:class:`_CaughtInTheKernel`)."""
-    path = _flag(BETWEEN)
-    if path is None or threading.current_thread() is not threading.main_thread() or "ipykernel" not in sys.modules:
+def note_interrupts_between_cells() -> None:
+    """In labkit run's kernel, note a Ctrl-C that ipykernel would lose: it ignores SIGINT between two
+    messages (after each, it puts back ``saved_sigint_handler``, which becomes this handler), and drops
+    one it catches in its own code (:class:`_CaughtInTheKernel`). No message is in flight then, so this
+    is state the kernel keeps until labkit run asks; it runs before the kernel reads that request."""
+    if not os.environ.get(RUN_KERNEL) or threading.current_thread() is not threading.main_thread() \
+            or "ipykernel" not in sys.modules:
         return
     from IPython import get_ipython
 
@@ -155,33 +141,20 @@ def flag_interrupts_between_cells() -> None:
         return
 
     def between_cells(signum: int, frame: Any) -> None:
-        _flag_between_cells(path)
+        _Noted.between = True
 
     kernel.saved_sigint_handler = between_cells
     log = getattr(kernel, "log", None)
     logger = getattr(log, "logger", log)  # a LoggerAdapter's, or the Logger itself
     if isinstance(logger, logging.Logger):
-        logger.addFilter(_CaughtInTheKernel(path))
-
-
-def _flag_between_cells(path: str) -> None:
-    try:
-        open(path, "w").close()
-    except OSError:  # labkit run has ended and removed the flags
-        pass
+        logger.addFilter(_CaughtInTheKernel())
 
 
 class _CaughtInTheKernel(logging.Filter):
-    """Flags BETWEEN when ipykernel logs "KeyboardInterrupt caught in kernel.": the interrupt landed in its
-    own code around a cell and went no further. Where the cell's reply had already gone out (the
-    moment after it is sent), labkit run would see a cell that ended well and run on as if no Ctrl-C
-    had come. The flag is written before the kernel says it is idle, so before the next cell is sent."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__()
-        self.path = path
+    """Notes "KeyboardInterrupt caught in kernel.": the interrupt landed in ipykernel's code around a cell
+    and went no further; after the cell's reply had gone, labkit run would run on as if none came."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if str(record.msg).startswith(CAUGHT_IN_KERNEL):
-            _flag_between_cells(self.path)
+            _Noted.between = True
         return True

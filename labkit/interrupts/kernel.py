@@ -8,7 +8,7 @@ import sys
 import threading
 from typing import Any, Callable, List, Optional
 
-from labkit.interrupts.cell import deferred, flag_interrupts_between_cells, handler_interrupt, quiet_to_cell_end
+from labkit.interrupts.cell import deferred, handler_interrupt, note_interrupts_between_cells, quiet_to_cell_end
 from labkit.interrupts.cell import stop_pending, unrecorded
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
@@ -26,11 +26,8 @@ DONE = "done"
 
 
 class Interrupted(KeyboardInterrupt):
-    """An interrupt that ended a run step with nothing to show; shown in Jupyter as its one line.
-
-    Not a :class:`labkit.errors.LabkitError`: that is an ``Exception``, and a stop must get past
-    ``except Exception``.
-    """
+    """An interrupt that ended a run step with nothing to show, shown as its one line (a KeyboardInterrupt,
+    not a LabkitError: a stop must get past ``except Exception``)."""
 
     shown_as = ""
     _render_traceback_ = one_line_traceback
@@ -41,9 +38,8 @@ class _EndWithWhatWasKept(KeyboardInterrupt):
 
 
 def _from_an_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` is an interrupt or an error the code it reached made of one: Python 3.11 wraps
-    one raised in a class's ``__set_name__`` (as while matplotlib first imports) in a RuntimeError,
-    and libraries re-raise it as their own."""
+    """Whether ``exc`` is an interrupt or an error made of one (Python 3.11 wraps one raised in a class's
+    ``__set_name__``, as while matplotlib first imports, in a RuntimeError)."""
     seen = set()
     cause: Optional[BaseException] = exc
     while cause is not None and id(cause) not in seen:
@@ -55,12 +51,8 @@ def _from_an_interrupt(exc: BaseException) -> bool:
 
 
 class StopRequest:
-    """Whether an interrupt asked the current run to stop, and how.
-
-    ``requested``: the first interrupt came; ``at_once``: a second one did (the step in progress
-    was dropped); ``requested_in``: the phase the first one came in; ``returning``: the run step's
-    work is done and it is returning its result, so an interrupt is set aside.
-    """
+    """The stop flag: ``requested`` (a first interrupt came, in phase ``requested_in``), ``at_once`` (a
+    second one did), ``returning`` (the step's work is done: an interrupt is set aside)."""
 
     def __init__(self) -> None:
         self.requested = False
@@ -84,17 +76,16 @@ class StopRequest:
             raise handler_interrupt()
 
     def phase(self, name: str, check: bool = True) -> None:
-        """The run enters phase ``name`` (:func:`phase`): what a loop says at its boundaries."""
+        """:func:`phase`."""
         phase(name, check)
 
     def check(self) -> None:
-        """End the run here if an interrupt asked it to stop (:func:`check`): a boundary inside a phase."""
+        """:func:`check`."""
         check()
 
     def interrupted_by(self, exc: BaseException) -> bool:
-        """Call in ``except KeyboardInterrupt``: True when this run should end with what it has
-        (it was started under :func:`graceful`), False when the interrupt must propagate. ``exc`` may
-        also be an error made of an interrupt (:func:`_from_an_interrupt`)."""
+        """In ``except KeyboardInterrupt`` (or an error made of one): True when the run ends with what it
+        has, False when the interrupt must propagate."""
         if not _from_an_interrupt(exc) or isinstance(exc, (Interrupted, _EndWithWhatWasKept)):
             return False  # _EndWithWhatWasKept: the run step ends there, with what it kept
         if not self.requested:
@@ -144,9 +135,8 @@ class _Deferring:
 
 
 def graceful() -> Any:
-    """A context manager: inside it, the first interrupt sets ``.requested`` instead of raising.
-
-    Inside a run step it is the run's StopRequest, so the phases after the loop see the request."""
+    """A context manager: inside it, the first interrupt sets ``.requested`` instead of raising (inside a
+    run step, on the run's own stop flag, so the phases after the loop see it)."""
     runs = _runs()
     return _Deferring(runs[-1].stop) if runs else StopRequest()
 
@@ -196,15 +186,13 @@ def _ending() -> bool:
 
 
 def check() -> None:
-    """End the run here if an interrupt asked it to stop and it keeps what it measured (:func:`keep`): a
-    boundary inside a phase (a test batch, a request)."""
+    """A boundary inside a phase (a test batch): the run ends here after an interrupt, when it keeps."""
     if _ending():
         raise _EndWithWhatWasKept
 
 
 def phase(name: str, check: bool = True) -> None:
-    """The run enters phase ``name``; with ``check``, an interrupt that came before ends the run here
-    (when it keeps what it measured, :func:`keep`)."""
+    """The run enters phase ``name``; with ``check``, after an interrupt it ends here when it keeps."""
     runs = _runs()
     if not runs:
         return
@@ -214,14 +202,9 @@ def phase(name: str, check: bool = True) -> None:
 
 
 def keep(build: Callable[[], Any], measuring: Optional[Callable[[], bool]] = None) -> StopRequest:
-    """From now on an interrupt ends the run with ``build()``: what was measured so far (the run
-    step's result; None while nothing is measured). Call it just before the first measurement.
-
-    ``measuring`` (default: from now on) says, cheaply, whether the run has begun measuring: until it
-    has, an interrupt outside a training loop stops the run at once (there is nothing to wait for).
-
-    Returns the run's stop flag: its loops check ``stop.requested`` at their boundaries and name
-    their phases with ``stop.phase(...)`` (outside a run step, a flag of its own)."""
+    """From now on an interrupt ends the run with ``build()``, what was measured (None while nothing is);
+    until ``measuring()`` says it has begun, an interrupt outside a loop stops it at once. Returns the
+    run's stop flag (outside a run step, a flag of its own)."""
     runs = _runs()
     if not runs:
         return StopRequest()
@@ -260,8 +243,7 @@ def _mark(result: Any, where_: str) -> bool:
 
 
 def _ended(run: RunPhases) -> Any:
-    """After an interrupt: what ``keep``'s builder makes of what was measured, marked; None when nothing.
-    Says so in one line unless the run said where it stopped itself."""
+    """After an interrupt: ``keep``'s builder's result, marked, with one line unless the run said where."""
     built = run.build() if run.build is not None else None
     where_ = run.stop.requested_in or run.phase
     if built is not None and _mark(built, where_):
@@ -270,12 +252,8 @@ def _ended(run: RunPhases) -> Any:
 
 
 def run_step(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a notebook run step (a function given the notebook's ``config``).
-
-    Before any work, every :class:`~labkit.params.Config` argument is checked against the
-    notebook (:func:`labkit.params.check_current`). An interrupt ends the step as
-    :func:`with_phases` says.
-    """
+    """Decorate a notebook run step: :func:`with_phases`, its Config arguments first checked against the
+    notebook (:func:`labkit.params.check_current`)."""
     phased = with_phases(function)
 
     @functools.wraps(function)
@@ -289,10 +267,8 @@ def run_step(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a run (a run step, or one run of several a step makes): it has phases of its own and an
-    interrupt ends it as the module docstring says: with what it measured (and one line saying where,
-    unless it said so itself), or with one line saying nothing was measured yet. Inside another run
-    that keeps what it measured, "nothing yet" passes the interrupt on to that one."""
+    """Decorate a run (a step, or one of several runs a step makes) with phases, ended by an interrupt as
+    the table says; inside a run that keeps, "nothing yet" passes the interrupt on to that one."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -349,8 +325,7 @@ _WITH_PHASES_CODE = with_phases(lambda: None).__code__
 
 
 def _returning_result(frame: Any) -> bool:
-    """Whether ``frame`` is in the outermost run's wrapper after the run returned its result (its
-    ``result`` is bound): the work is done, an interrupt there would only lose it."""
+    """Whether ``frame`` is in the outermost run's wrapper after the run returned (``result`` is bound)."""
     outermost = None
     while frame is not None:
         if frame.f_code is _WITH_PHASES_CODE:
@@ -360,9 +335,8 @@ def _returning_result(frame: Any) -> bool:
 
 
 def _hand_over(run: RunPhases, outer: Optional[RunPhases]) -> None:
-    """A run that measured returned inside one that keeps nothing itself: from here until the outer one
-    returns, an interrupt is set aside in the inner one's last phase (else it would find the outer one
-    "in setup, nothing measured" and lose the inner one's result on its way out)."""
+    """A run that measured returned inside one that keeps nothing: the outer one holds its result (an
+    interrupt would otherwise find it "in setup, nothing measured" and lose that result)."""
     if outer is not None and outer.build is None and run.build is not None:
         outer.enter(run.phase)
         outer.holds = True
@@ -374,8 +348,7 @@ SHOW_STOPPED = "interrupted while showing the run: the run itself is unchanged, 
 
 
 def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a show step (tables, figures): an interrupt stops the drawing with one line and no
-    traceback, so Run All and ``labkit run`` go on to the cell that records the run (phase "figures")."""
+    """Decorate a show step (tables, figures): an interrupt stops the drawing with one line, no traceback."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -398,4 +371,4 @@ def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-flag_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel
+note_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel
