@@ -142,21 +142,17 @@ def graceful() -> Any:
 
 
 class RunPhases:
-    """One run step in progress: its phase, the phases it went through, and how to build what it measured."""
+    """One run step in progress: its phase, and how to build what it measured."""
 
-    def __init__(self, step: str, stop: StopRequest) -> None:
-        self.step = step
+    def __init__(self, stop: StopRequest) -> None:
         self.stop = stop
         self.phase = "setup"
-        self.phases: List[str] = ["setup"]
         self.build: Optional[Callable[[], Any]] = None
         self.measuring: Callable[[], bool] = lambda: True
         self.holds = False  # a measuring run step inside this one returned: its result is in this one's hands
 
     def enter(self, name: str) -> None:
-        if name != self.phase:
-            self.phase = name
-            self.phases.append(name)
+        self.phase = name
 
 
 _local = threading.local()
@@ -277,7 +273,7 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
         if outer is None and stop_pending():  # Ctrl-C came before this cell: start nothing
             raise Interrupted(NOTHING_MEASURED.format("setup"))
         stop = outer.stop if outer is not None else StopRequest()
-        run = RunPhases(function.__name__, stop)
+        run = RunPhases(stop)
         if outer is None:
             stop._install()
         runs.append(run)

@@ -84,7 +84,8 @@ class CtrlC:
         self._asking = True
         try:
             self._told_finishing = self.finishing
-            self.heard(await self.client.ask_kernel(ASK.format(self.finishing)))
+            _, told = await self.client.ask_kernel({"labkit": ASK.format(self.finishing)})
+            self.heard(_text(told.get("labkit")))
         finally:
             self._asking = False
         if self._unsettled:  # a Ctrl-C came while the question was on its way
@@ -368,7 +369,7 @@ def ctrl_c_client(client_class: Any) -> Any:
                     continue
                 waiting.cancel()
                 task_poll_kernel_alive.cancel()
-                reply, told = await self._ask_kernel({"count": "get_ipython().execution_count",
+                reply, told = await self.ask_kernel({"count": "get_ipython().execution_count",
                                                       "labkit": ASK.format(self.ctrl_c.finishing)}, msg_id)
                 if reply is not None:  # it came after all (the shell channel keeps its order)
                     return reply
@@ -385,11 +386,7 @@ def ctrl_c_client(client_class: Any) -> Any:
                         "content": {"status": "ok", "execution_count": self._input_count, "payload": [],
                                     "user_expressions": {}}}
 
-        async def ask_kernel(self, expression: str) -> Optional[str]:
-            """``expression``'s value in the kernel, as text (None when it did not answer)."""
-            return _text((await self._ask_kernel({"value": expression}))[1].get("value"))
-
-        async def _ask_kernel(self, expressions: Dict[str, str], msg_id: Optional[str] = None) -> Any:
+        async def ask_kernel(self, expressions: Dict[str, str], msg_id: Optional[str] = None) -> Any:
             """(``msg_id``'s reply if it comes first, else None; the expressions' values as repr text, {}
             when the kernel did not answer within 30 s), through a silent execute request: it runs no
             cell and leaves the execution count as it is."""
