@@ -62,6 +62,7 @@ class StopRequest:
         self._defer = 0  # > 0: a first interrupt only sets .requested (a loop or a kept run checks it)
         self._previous: Any = None
         self._installed = False
+        self._entered: List[bool] = []  # per ``with`` block: whether it installed the handler
 
     def _on_sigint(self, signum: int, frame: Any) -> None:
         if self.returning or _returning_result(frame):  # set aside: the run's result is complete
@@ -94,13 +95,15 @@ class StopRequest:
         self.at_once = True
         return True
 
-    def _install(self) -> None:
+    def _install(self) -> bool:
         # Only the main thread may set signal handlers (ipykernel runs cells there); elsewhere an
         # interrupt arrives as KeyboardInterrupt and interrupted_by() still ends the run cleanly.
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.getsignal(signal.SIGINT)
-            signal.signal(signal.SIGINT, self._on_sigint)
-            self._installed = True
+        if self._installed or threading.current_thread() is not threading.main_thread():
+            return False
+        self._previous = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, self._on_sigint)
+        self._installed = True
+        return True
 
     def _restore(self) -> None:
         if self._installed:
@@ -109,36 +112,20 @@ class StopRequest:
 
     def __enter__(self) -> "StopRequest":
         self._defer += 1
-        self._install()
+        self._entered.append(self._install())
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._defer -= 1
-        self._restore()
+        if self._entered.pop():
+            self._restore()
 
 
-class _Deferring:
-    """:func:`graceful` inside a run step: the run's own StopRequest, deferring while the block runs."""
-
-    def __init__(self, stop: StopRequest) -> None:
-        self.stop = stop
-
-    def __enter__(self) -> StopRequest:
-        self.stop._defer += 1
-        return self.stop
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop._defer -= 1
-
-    def __getattr__(self, name: str) -> Any:  # used as the StopRequest itself (labkit.rank_launcher does)
-        return getattr(self.stop, name)
-
-
-def graceful() -> Any:
+def graceful() -> StopRequest:
     """A context manager: inside it, the first interrupt sets ``.requested`` instead of raising (inside a
     run step, on the run's own stop flag, so the phases after the loop see it)."""
     runs = _runs()
-    return _Deferring(runs[-1].stop) if runs else StopRequest()
+    return runs[-1].stop if runs else StopRequest()
 
 
 class RunPhases:

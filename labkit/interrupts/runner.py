@@ -3,7 +3,6 @@ gets its ``hooks()``, the engine sets its ``client``; then ``mark_stopped`` and 
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import os
 import re
@@ -85,7 +84,7 @@ class CtrlC:
         try:
             self._told_finishing = self.finishing
             _, told = await self.client.ask_kernel({"labkit": ASK.format(self.finishing)})
-            self.heard(_text(told.get("labkit")))
+            self.heard(told.get("labkit"))
         finally:
             self._asking = False
         if self._unsettled:  # a Ctrl-C came while the question was on its way
@@ -93,7 +92,7 @@ class CtrlC:
             self.between_cells()
 
     def heard(self, words: Optional[str]) -> None:
-        """The kernel's answer (:func:`labkit.interrupts.cell.answer`; None: it did not answer)."""
+        """The kernel's answer (:func:`labkit.interrupts.cell.answer`'s words, quoted; None: no answer)."""
         if words is None:
             return
         self.held_a_run = "held" in words
@@ -374,7 +373,7 @@ def ctrl_c_client(client_class: Any) -> Any:
                 if reply is not None:  # it came after all (the shell channel keeps its order)
                     return reply
                 self.ctrl_c._executing = False
-                self.ctrl_c.heard(_text(told.get("labkit")))
+                self.ctrl_c.heard(told.get("labkit"))
                 self.ctrl_c.between_cells()
                 try:  # unsure (no count seen, no answer) is "did not run": stop there or run it again
                     ran = self._input_count is not None and int(told["count"]) > self._input_count
@@ -407,11 +406,3 @@ def ctrl_c_client(client_class: Any) -> Any:
             return None, {}
 
     return CtrlCClient
-
-
-def _text(value: Optional[str]) -> Optional[str]:
-    """A string's value from its repr in an execute reply's user_expressions (None stays None)."""
-    try:
-        return None if value is None else str(ast.literal_eval(value))
-    except (SyntaxError, ValueError):
-        return None
