@@ -101,7 +101,7 @@ def step():  # as the exercises' run steps: keeps what it measures
 AFTER = {  # the cell, and the code whose return starts the count
     "run = measure()": "measure.__wrapped__.__code__",
     "run = step()": "step.__wrapped__.__code__",
-    "results.record(run)": "ctrl_c_notes.recorded.__code__",
+    "results.record(run)": "cell.recorded.__code__",
     "show(run)": "show.__wrapped__.__code__",
 }
 
@@ -111,7 +111,7 @@ def test_an_interrupt_at_any_line_while_a_step_returns_keeps_its_result(cell, tm
     (tmp_path / "at_a_line.py").write_text(AT_A_LINE_MODULE)
     with _student(tmp_path) as s:
         assert not s.execute(SLOW_END.replace('get_ipython().events.register("post_run_cell", slow_end.slow_end)', "")
-                             + STEP + "import sys, at_a_line\nfrom labkit import ctrl_c_notes\nrun = measure()").errors
+                             + STEP + "import sys, at_a_line\nfrom labkit.interrupts import cell\nrun = measure()").errors
         lost, status = {}, {}
         for line in range(1, 200):
             if cell.startswith("run ="):

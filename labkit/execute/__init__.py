@@ -19,10 +19,10 @@ over Unix-domain sockets in a private directory (ZeroMQ ``ipc`` transport), so t
 port to race for. Where ``ipc`` is unavailable (Windows) kernels start one at a time under
 a process-wide lock instead.
 
-Ctrl-C in ``labkit run`` is Kernel -> Interrupt (:class:`labkit.ctrl_c.CtrlC`): the first one interrupts the
-kernel, so labkit's training and measurement loops end the run with what they have (status
-``interrupted``) and the notebook's remaining cells still show and record it; a second one
-stops at once. The executed notebook is written either way.
+Ctrl-C in ``labkit run`` is Kernel -> Interrupt (:class:`labkit.interrupts.runner.CtrlC`): the first
+one interrupts the kernel, so labkit's training and measurement loops end the run with what they
+have (status ``interrupted``) and the notebook's remaining cells still show and record it; a second
+one stops at once. The executed notebook is written either way.
 
 From Python (what sweeps use)::
 
@@ -46,7 +46,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from labkit.ctrl_c import CtrlC, ctrl_c_client
+from labkit.interrupts.runner import CtrlC, ctrl_c_client
 from labkit.params import Param, ParameterError, Spec
 
 __all__ = ["NotebookParameters", "Outcome", "notebook_parameters", "gather_parameters", "run_notebook",
@@ -336,8 +336,9 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
     ``timeout`` limits each cell, in whole seconds (rounded up). ``cwd`` defaults to the notebook's folder.
     ``env`` adds to (and overrides) this process's environment for the kernel. With
     ``check`` the parameters are checked first (ParameterError, no kernel started).
-    With ``ctrl_c`` (main thread only: ``labkit run``) Ctrl-C is Kernel -> Interrupt (:class:`labkit.ctrl_c.CtrlC`);
-    the outcome is then 'interrupted', its ``error`` says what the interrupt left.
+    With ``ctrl_c`` (main thread only: ``labkit run``) Ctrl-C is Kernel -> Interrupt
+    (:class:`labkit.interrupts.runner.CtrlC`); the outcome is then 'interrupted', its ``error`` says
+    what the interrupt left.
     ``show_output`` copies what the cells print to this process's stdout and stderr.
     Safe to call from several threads or processes at once. Never raises for a failing notebook: the failure is in the returned :class:`Outcome`
     and in the output notebook.

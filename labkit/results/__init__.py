@@ -181,15 +181,15 @@ def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> None:
     except ImportError:  # pragma: no cover - IPython ships with every kernel
         return
     if get_ipython() is not None:
-        from labkit import ctrl_c_notes, interrupts
+        from labkit.interrupts.cell import deferred, recorded
 
-        with interrupts.deferred(returning=sys._getframe()):  # a Ctrl-C here would lose the record of a finished run
+        with deferred(returning=sys._getframe()):  # a Ctrl-C here would lose the record of a finished run
             display(
                 {SCRAP_MIME: payload},
                 raw=True,
                 metadata={"scrapbook": {"name": name, "data": True, "display": False}},
             )
-            ctrl_c_notes.recorded()
+            recorded()
 
 
 @dataclass

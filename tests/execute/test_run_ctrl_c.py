@@ -7,6 +7,7 @@ machine only makes it slower.
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -29,8 +30,8 @@ pytestmark = pytest.mark.timing  # each test presses Ctrl-C at a moment
 class Terminal:
     """`labkit run ...` in its own process group; reads its stdout as it comes."""
 
-    def __init__(self, *args: str, cwd: Path):
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+    def __init__(self, *args: str, cwd: Path, **env_extra: str):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), **env_extra)
         self.process = subprocess.Popen([sys.executable, "-m", "labkit", "run", *args, "--show-output"], cwd=str(cwd),
                                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         start_new_session=True)
@@ -176,7 +177,7 @@ def test_a_kernel_that_ignores_the_second_ctrl_c_is_killed_after_the_grace(tmp_p
 
 
 def test_a_stop_between_cells_marks_the_next_code_cell_not_a_markdown_one(tmp_path):
-    from labkit.ctrl_c import CtrlC
+    from labkit.interrupts.runner import CtrlC
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_markdown_cell("## Show"),
@@ -270,6 +271,32 @@ def test_a_lost_reply_after_the_run_cell_still_records_the_run_and_nothing_after
     assert interrupts_line() in stdout and "drawing the run" not in stdout and "after the record" not in stdout
     assert [r.status for r in results.read(out).runs] == ["complete"]
     assert [c.metadata.papermill.status for c in _code_cells(out)][-1] == "failed"
+
+
+OWN_ENVIRONMENT = """import os, sys
+env = {name: value for name, value in os.environ.items() if not name.startswith("LABKIT_")}
+os.execve(sys.executable, [sys.executable, "-m", "ipykernel_launcher"] + sys.argv[1:], env)"""
+
+
+def test_a_kernel_with_an_environment_of_its_own_still_has_its_run_recorded(tmp_path):
+    """labkit run asks its kernel through Jupyter's own messages, so a kernel whose launcher gives it an
+    environment of its own (as ssh or a container does, where no file or variable of labkit run's
+    reaches it) still has the run it measured recorded after the Ctrl-C."""
+    spec = tmp_path / "jupyter" / "kernels" / "own-env"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-c", OWN_ENVIRONMENT, "-f", "{connection_file}"],
+        "display_name": "own environment", "language": "python"}))
+    out = tmp_path / "out.ipynb"
+    run = Terminal(str(_notebook(tmp_path, MEASURE, "run = measure()\n" + SLOW_FLUSH, "show(run)",
+                                 "results.record(run)", "print('after the record')")),
+                   str(out), "--kernel", "own-env", cwd=tmp_path, JUPYTER_PATH=str(tmp_path / "jupyter"))
+    run.wait_for("flushing after the code")
+    run.ctrl_c()
+    code, stdout, stderr = run.finish(within=90)
+    assert code == 130, (code, stderr)
+    assert "stopped once the run was recorded; the notebook recorded a run with status complete" in stderr, stderr
+    assert [r.status for r in results.read(out).runs] == ["complete"] and "after the record" not in stdout
 
 
 def test_a_lost_reply_before_the_code_ran_runs_the_record_cell_again(tmp_path):
@@ -456,7 +483,7 @@ def test_the_kernels_stderr_reaches_the_terminal_less_interrupt_and_exit_noise(c
     own lines and a libzmq abort or a ZMQError while it runs come through (they say why a kernel died);
     ipykernel's interrupt line does not, nor, once the kernel was told to shut down, libzmq's abort
     (CI printed it after a second Ctrl-C) or ipykernel's ZMQError (seen here after a first one)."""
-    from labkit.ctrl_c import CtrlC
+    from labkit.interrupts.runner import CtrlC
 
     seen = ""
 

@@ -1,36 +1,4 @@
-"""Stopping a run (Kernel -> Interrupt, the stop button, Ctrl+C) is a result, not a crash.
-
-A run step (``graphcore.run_exercise`` ...) is wrapped in :func:`run_step` and goes through
-named phases (setup, warm-up, each epoch or batch of requests, testing, summary, servers
-stopping). The rule a student relies on:
-
-- before the run's first measurement an interrupt stops it at once, and one line says that
-  nothing was measured yet, so no run is recorded;
-- once the run has called :func:`keep` (just before it starts measuring), the first interrupt
-  ends it at the next boundary (a training step, a test batch, a batch of requests, the start of
-  the next phase) and the run step returns what ``keep``'s builder makes of what was measured:
-  status ``interrupted``, ``run.stopped_in`` the phase the interrupt came in;
-- a second interrupt stops at once (the step in progress is dropped), as PyTorch Lightning's
-  graceful shutdown does on ``KeyboardInterrupt``.
-
-An exercise's run reads:
-
-    @run_step
-    def run_exercise(config):
-        data = load(...)                               # phase "setup": an interrupt here keeps nothing
-        history = History()
-        keep(lambda: partial_run(history))             # None while nothing is measured
-        phase("epoch 1/2", check=False)                # names the phase; training loops end at a step:
-        with interrupts.graceful() as stop:
-            for step in ...:
-                ...
-                if stop.requested:
-                    break
-        phase("testing")                               # after an interrupt: the run ends here, kept
-        ...
-
-Outside a run step, :func:`graceful` alone still turns the first interrupt into ``stop.requested``.
-"""
+"""The kernel side: a run step's phases, what it keeps, and a show step (the table in :mod:`labkit.interrupts`)."""
 
 from __future__ import annotations
 
@@ -40,8 +8,8 @@ import sys
 import threading
 from typing import Any, Callable, List, Optional
 
-from labkit.cell_signals import deferred, handler_interrupt, quiet_to_cell_end
-from labkit.ctrl_c_notes import flag_interrupts_between_cells, stop_pending, unrecorded
+from labkit.interrupts.cell import deferred, handler_interrupt, note_interrupts_between_cells, quiet_to_cell_end
+from labkit.interrupts.cell import stop_pending, unrecorded
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
 
@@ -58,11 +26,8 @@ DONE = "done"
 
 
 class Interrupted(KeyboardInterrupt):
-    """An interrupt that ended a run step with nothing to show; shown in Jupyter as its one line.
-
-    Not a :class:`labkit.errors.LabkitError`: that is an ``Exception``, and a stop must get past
-    ``except Exception``.
-    """
+    """An interrupt that ended a run step with nothing to show, shown as its one line (a KeyboardInterrupt,
+    not a LabkitError: a stop must get past ``except Exception``)."""
 
     shown_as = ""
     _render_traceback_ = one_line_traceback
@@ -73,9 +38,8 @@ class _EndWithWhatWasKept(KeyboardInterrupt):
 
 
 def _from_an_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` is an interrupt or an error the code it reached made of one: Python 3.11 wraps
-    one raised in a class's ``__set_name__`` (as while matplotlib first imports) in a RuntimeError,
-    and libraries re-raise it as their own."""
+    """Whether ``exc`` is an interrupt or an error made of one (Python 3.11 wraps one raised in a class's
+    ``__set_name__``, as while matplotlib first imports, in a RuntimeError)."""
     seen = set()
     cause: Optional[BaseException] = exc
     while cause is not None and id(cause) not in seen:
@@ -87,12 +51,8 @@ def _from_an_interrupt(exc: BaseException) -> bool:
 
 
 class StopRequest:
-    """Whether an interrupt asked the current run to stop, and how.
-
-    ``requested``: the first interrupt came; ``at_once``: a second one did (the step in progress
-    was dropped); ``requested_in``: the phase the first one came in; ``returning``: the run step's
-    work is done and it is returning its result, so an interrupt is set aside.
-    """
+    """The stop flag: ``requested`` (a first interrupt came, in phase ``requested_in``), ``at_once`` (a
+    second one did), ``returning`` (the step's work is done: an interrupt is set aside)."""
 
     def __init__(self) -> None:
         self.requested = False
@@ -102,6 +62,7 @@ class StopRequest:
         self._defer = 0  # > 0: a first interrupt only sets .requested (a loop or a kept run checks it)
         self._previous: Any = None
         self._installed = False
+        self._entered: List[bool] = []  # per ``with`` block: whether it installed the handler
 
     def _on_sigint(self, signum: int, frame: Any) -> None:
         if self.returning or _returning_result(frame):  # set aside: the run's result is complete
@@ -116,17 +77,16 @@ class StopRequest:
             raise handler_interrupt()
 
     def phase(self, name: str, check: bool = True) -> None:
-        """The run enters phase ``name`` (:func:`phase`): what a loop says at its boundaries."""
+        """:func:`phase`."""
         phase(name, check)
 
     def check(self) -> None:
-        """End the run here if an interrupt asked it to stop (:func:`check`): a boundary inside a phase."""
+        """:func:`check`."""
         check()
 
     def interrupted_by(self, exc: BaseException) -> bool:
-        """Call in ``except KeyboardInterrupt``: True when this run should end with what it has
-        (it was started under :func:`graceful`), False when the interrupt must propagate. ``exc`` may
-        also be an error made of an interrupt (:func:`_from_an_interrupt`)."""
+        """In ``except KeyboardInterrupt`` (or an error made of one): True when the run ends with what it
+        has, False when the interrupt must propagate."""
         if not _from_an_interrupt(exc) or isinstance(exc, (Interrupted, _EndWithWhatWasKept)):
             return False  # _EndWithWhatWasKept: the run step ends there, with what it kept
         if not self.requested:
@@ -135,13 +95,15 @@ class StopRequest:
         self.at_once = True
         return True
 
-    def _install(self) -> None:
+    def _install(self) -> bool:
         # Only the main thread may set signal handlers (ipykernel runs cells there); elsewhere an
         # interrupt arrives as KeyboardInterrupt and interrupted_by() still ends the run cleanly.
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.getsignal(signal.SIGINT)
-            signal.signal(signal.SIGINT, self._on_sigint)
-            self._installed = True
+        if self._installed or threading.current_thread() is not threading.main_thread():
+            return False
+        self._previous = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, self._on_sigint)
+        self._installed = True
+        return True
 
     def _restore(self) -> None:
         if self._installed:
@@ -150,55 +112,34 @@ class StopRequest:
 
     def __enter__(self) -> "StopRequest":
         self._defer += 1
-        self._install()
+        self._entered.append(self._install())
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._defer -= 1
-        self._restore()
+        if self._entered.pop():
+            self._restore()
 
 
-class _Deferring:
-    """:func:`graceful` inside a run step: the run's own StopRequest, deferring while the block runs."""
-
-    def __init__(self, stop: StopRequest) -> None:
-        self.stop = stop
-
-    def __enter__(self) -> StopRequest:
-        self.stop._defer += 1
-        return self.stop
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop._defer -= 1
-
-    def __getattr__(self, name: str) -> Any:  # used as the StopRequest itself (labkit.rank_launcher does)
-        return getattr(self.stop, name)
-
-
-def graceful() -> Any:
-    """A context manager: inside it, the first interrupt sets ``.requested`` instead of raising.
-
-    Inside a run step it is the run's StopRequest, so the phases after the loop see the request."""
+def graceful() -> StopRequest:
+    """A context manager: inside it, the first interrupt sets ``.requested`` instead of raising (inside a
+    run step, on the run's own stop flag, so the phases after the loop see it)."""
     runs = _runs()
-    return _Deferring(runs[-1].stop) if runs else StopRequest()
+    return runs[-1].stop if runs else StopRequest()
 
 
 class RunPhases:
-    """One run step in progress: its phase, the phases it went through, and how to build what it measured."""
+    """One run step in progress: its phase, and how to build what it measured."""
 
-    def __init__(self, step: str, stop: StopRequest) -> None:
-        self.step = step
+    def __init__(self, stop: StopRequest) -> None:
         self.stop = stop
         self.phase = "setup"
-        self.phases: List[str] = ["setup"]
         self.build: Optional[Callable[[], Any]] = None
         self.measuring: Callable[[], bool] = lambda: True
         self.holds = False  # a measuring run step inside this one returned: its result is in this one's hands
 
     def enter(self, name: str) -> None:
-        if name != self.phase:
-            self.phase = name
-            self.phases.append(name)
+        self.phase = name
 
 
 _local = threading.local()
@@ -228,15 +169,13 @@ def _ending() -> bool:
 
 
 def check() -> None:
-    """End the run here if an interrupt asked it to stop and it keeps what it measured (:func:`keep`): a
-    boundary inside a phase (a test batch, a request)."""
+    """A boundary inside a phase (a test batch): the run ends here after an interrupt, when it keeps."""
     if _ending():
         raise _EndWithWhatWasKept
 
 
 def phase(name: str, check: bool = True) -> None:
-    """The run enters phase ``name``; with ``check``, an interrupt that came before ends the run here
-    (when it keeps what it measured, :func:`keep`)."""
+    """The run enters phase ``name``; with ``check``, after an interrupt it ends here when it keeps."""
     runs = _runs()
     if not runs:
         return
@@ -246,14 +185,9 @@ def phase(name: str, check: bool = True) -> None:
 
 
 def keep(build: Callable[[], Any], measuring: Optional[Callable[[], bool]] = None) -> StopRequest:
-    """From now on an interrupt ends the run with ``build()``: what was measured so far (the run
-    step's result; None while nothing is measured). Call it just before the first measurement.
-
-    ``measuring`` (default: from now on) says, cheaply, whether the run has begun measuring: until it
-    has, an interrupt outside a training loop stops the run at once (there is nothing to wait for).
-
-    Returns the run's stop flag: its loops check ``stop.requested`` at their boundaries and name
-    their phases with ``stop.phase(...)`` (outside a run step, a flag of its own)."""
+    """From now on an interrupt ends the run with ``build()``, what was measured (None while nothing is);
+    until ``measuring()`` says it has begun, an interrupt outside a loop stops it at once. Returns the
+    run's stop flag (outside a run step, a flag of its own)."""
     runs = _runs()
     if not runs:
         return StopRequest()
@@ -292,8 +226,7 @@ def _mark(result: Any, where_: str) -> bool:
 
 
 def _ended(run: RunPhases) -> Any:
-    """After an interrupt: what ``keep``'s builder makes of what was measured, marked; None when nothing.
-    Says so in one line unless the run said where it stopped itself."""
+    """After an interrupt: ``keep``'s builder's result, marked, with one line unless the run said where."""
     built = run.build() if run.build is not None else None
     where_ = run.stop.requested_in or run.phase
     if built is not None and _mark(built, where_):
@@ -302,12 +235,8 @@ def _ended(run: RunPhases) -> Any:
 
 
 def run_step(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a notebook run step (a function given the notebook's ``config``).
-
-    Before any work, every :class:`~labkit.params.Config` argument is checked against the
-    notebook (:func:`labkit.params.check_current`). An interrupt ends the step as
-    :func:`with_phases` says.
-    """
+    """Decorate a notebook run step: :func:`with_phases`, its Config arguments first checked against the
+    notebook (:func:`labkit.params.check_current`)."""
     phased = with_phases(function)
 
     @functools.wraps(function)
@@ -321,10 +250,8 @@ def run_step(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a run (a run step, or one run of several a step makes): it has phases of its own and an
-    interrupt ends it as the module docstring says: with what it measured (and one line saying where,
-    unless it said so itself), or with one line saying nothing was measured yet. Inside another run
-    that keeps what it measured, "nothing yet" passes the interrupt on to that one."""
+    """Decorate a run (a step, or one of several runs a step makes) with phases, ended by an interrupt as
+    the table says; inside a run that keeps, "nothing yet" passes the interrupt on to that one."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -333,7 +260,7 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
         if outer is None and stop_pending():  # Ctrl-C came before this cell: start nothing
             raise Interrupted(NOTHING_MEASURED.format("setup"))
         stop = outer.stop if outer is not None else StopRequest()
-        run = RunPhases(function.__name__, stop)
+        run = RunPhases(stop)
         if outer is None:
             stop._install()
         runs.append(run)
@@ -381,8 +308,7 @@ _WITH_PHASES_CODE = with_phases(lambda: None).__code__
 
 
 def _returning_result(frame: Any) -> bool:
-    """Whether ``frame`` is in the outermost run's wrapper after the run returned its result (its
-    ``result`` is bound): the work is done, an interrupt there would only lose it."""
+    """Whether ``frame`` is in the outermost run's wrapper after the run returned (``result`` is bound)."""
     outermost = None
     while frame is not None:
         if frame.f_code is _WITH_PHASES_CODE:
@@ -392,9 +318,8 @@ def _returning_result(frame: Any) -> bool:
 
 
 def _hand_over(run: RunPhases, outer: Optional[RunPhases]) -> None:
-    """A run that measured returned inside one that keeps nothing itself: from here until the outer one
-    returns, an interrupt is set aside in the inner one's last phase (else it would find the outer one
-    "in setup, nothing measured" and lose the inner one's result on its way out)."""
+    """A run that measured returned inside one that keeps nothing: the outer one holds its result (an
+    interrupt would otherwise find it "in setup, nothing measured" and lose that result)."""
     if outer is not None and outer.build is None and run.build is not None:
         outer.enter(run.phase)
         outer.holds = True
@@ -406,8 +331,7 @@ SHOW_STOPPED = "interrupted while showing the run: the run itself is unchanged, 
 
 
 def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a show step (tables, figures): an interrupt stops the drawing with one line and no
-    traceback, so Run All and ``labkit run`` go on to the cell that records the run (phase "figures")."""
+    """Decorate a show step (tables, figures): an interrupt stops the drawing with one line, no traceback."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -430,4 +354,4 @@ def show_step(function: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-flag_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel
+note_interrupts_between_cells()  # when labkit is imported in a cell of labkit run's kernel

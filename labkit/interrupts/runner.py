@@ -1,25 +1,19 @@
-"""Ctrl-C in ``labkit run`` is Kernel -> Interrupt: :class:`CtrlC`, used by :func:`labkit.execute.run_notebook`.
-
-    with CtrlC() as interrupts:       # in the main thread, around papermill.execute_notebook
-        ...                           # nbclient gets interrupts.hooks(); interrupts.client is set by the engine
-    interrupts.mark_stopped(output); interrupts.summary(output, cause)
-"""
+"""`labkit run`'s side: :class:`CtrlC` around papermill in :func:`labkit.execute.run_notebook` (nbclient
+gets its ``hooks()``, the engine sets its ``client``; then ``mark_stopped`` and ``summary``)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from typing import Any, Dict, Optional
 
 from labkit.errors import LabkitError
-from labkit.ctrl_c_notes import BETWEEN, CAUGHT_IN_KERNEL, CTRL_C_FLAGS, STOP, UNRECORDED
+from labkit.interrupts.cell import ASK, CAUGHT_IN_KERNEL, RUN_KERNEL
 
 __all__ = ["CtrlC", "ctrl_c_client"]
 
@@ -29,30 +23,10 @@ class _StoppedBeforeCell(LabkitError):
 
 
 class CtrlC:
-    """Ctrl-C (SIGINT) while a notebook runs in the main thread acts as Kernel -> Interrupt.
-
-    jupyter_client starts every kernel in a session of its own, so the SIGINT a terminal sends
-    to its foreground process group reaches this process only; the handler passes exactly one
-    SIGINT on to the kernel's process group (its children too, as JupyterLab's interrupt does).
-    Where a kernel shares this process group it already got the terminal's signal and is
-    sent nothing more.
-
-    - first Ctrl-C, a cell running: the kernel is interrupted and execution goes on, so a
-      training loop ends the run gracefully and the cells after it show and record it;
-    - first Ctrl-C, no cell's code running (the kernel starting, between cells, or the kernel's
-      own code around a cell, :func:`ctrl_c_client`): when the kernel holds a run no cell has
-      recorded yet, the cells go on with a flag that makes labkit skip showing it and start no new
-      run (:mod:`labkit.interrupts`), and stop once the run is recorded; otherwise no further cell starts;
-    - first Ctrl-C passed on while the kernel was between two messages (a cell's request on its way,
-      or its reply just sent), where ipykernel ignores SIGINT, or in ipykernel's code just after a
-      cell's reply went out, where it catches it and the cell has ended well: the kernel flags it
-      (:mod:`labkit.ctrl_c_notes`), the cell already sent starts no run, and then as between cells;
-    - first Ctrl-C failing a cell after the run step (the notebook's own tables and plots) while the
-      run is not recorded yet: that cell keeps its error (a KeyboardInterrupt, or whatever the code it
-      reached made of it) and the notebook goes on as between cells, so the run is still recorded;
-    - second Ctrl-C: the kernel is interrupted again and no further cell starts; a cell that does
-      not end within STOP_GRACE_S is given up and the kernel killed. Later ones are ignored.
-    """
+    """Ctrl-C (SIGINT) while a notebook runs in the main thread acts as Kernel -> Interrupt, as the table
+    in :mod:`labkit.interrupts` says. jupyter_client starts every kernel in a session of its own, so the
+    terminal's SIGINT reaches this process only; it passes exactly one on to the kernel's process group
+    (its children too, as JupyterLab's interrupt does), or none where the kernel shares this group."""
 
     #: seconds a cell has to end after the second Ctrl-C before the kernel is killed
     STOP_GRACE_S = 2.0
@@ -67,16 +41,17 @@ class CtrlC:
         self._deadline: Any = None  # after a second Ctrl-C: when to stop waiting for the cell
         self._previous: Any = None
         self.finishing = False  # Ctrl-C between cells: going on only to record the run the kernel holds
+        self._told_finishing = False
+        self._asking = False  # a question to the kernel is on its way: its answer settles a Ctrl-C between cells
+        self._unsettled = False
         self._stderr_fd: Optional[int] = None
         self._forwarder: Optional[threading.Thread] = None
         self.kernel_exiting = threading.Event()  # set when the kernel is told to shut down
-        self.held_a_run = False  # when the flags were removed: the kernel held a run no cell had recorded
-        self.flags = ""  # a folder shared with the kernel (labkit.interrupts), made by kernel_env()
+        self.held_a_run = False  # the kernel's last answer: it holds a run no cell has recorded
 
     def kernel_stderr(self) -> int:
         """A file descriptor for the kernel's own stderr: forwarded to this process's, less the lines
-        ipykernel writes when an interrupt lands in its own code (this class handles those and says
-        what they left in its one line). Closed when the ``with`` block ends."""
+        ipykernel writes when an interrupt lands in its own code. Closed when the ``with`` block ends."""
         if self._stderr_fd is None:
             read, self._stderr_fd = os.pipe()
             self._forwarder = threading.Thread(target=_forward_stderr, args=(read, self.kernel_exiting), daemon=True,
@@ -85,65 +60,77 @@ class CtrlC:
         return self._stderr_fd
 
     def kernel_env(self) -> Dict[str, str]:
-        """What the kernel's environment needs for the flags (removed when the ``with`` block ends)."""
-        if not self.flags:
-            self.flags = tempfile.mkdtemp(prefix="lk-ctrl-c-")
-        return {CTRL_C_FLAGS: self.flags}
+        """The kernel's environment: it notes interrupts between cells (:mod:`labkit.interrupts.cell`)."""
+        return {RUN_KERNEL: "1"}
 
     def hooks(self) -> Dict[str, Any]:
         """nbclient hooks: which cell runs, and no new cell after a stop."""
         return {"on_cell_start": self._on_cell_start, "on_cell_execute": self._on_cell_execute,
                 "on_cell_executed": self._on_cell_executed}
 
-    def _on_cell_start(self, cell_index: Optional[int] = None, **_: Any) -> None:
+    async def _on_cell_start(self, cell_index: Optional[int] = None, **_: Any) -> None:
         self._cell_index = cell_index
-        self._flagged_by_the_kernel()
-        if self.finishing and not self._holds_a_run():  # the run is recorded: stop here
+        if self.count == 1 and not self.stopped:
+            await self._ask()
+        if self.finishing and not self.held_a_run:  # the run is recorded: stop here
             self.stopped = True
         if self.stopped:
             raise _StoppedBeforeCell("stopped by Ctrl-C before this cell")
 
-    def _flagged_by_the_kernel(self) -> None:
-        """The first Ctrl-C reached the kernel between two messages: as between cells."""
-        if self.count == 1 and self.flags and os.path.exists(os.path.join(self.flags, BETWEEN)):
+    async def _ask(self) -> None:
+        """Ask the kernel whether it holds a run and whether a Ctrl-C reached it between cells; tell it
+        when labkit run goes on only to record that run."""
+        self._asking = True
+        try:
+            self._told_finishing = self.finishing
+            _, told = await self.client.ask_kernel({"labkit": ASK.format(self.finishing)})
+            self.heard(told.get("labkit"))
+        finally:
+            self._asking = False
+        if self._unsettled:  # a Ctrl-C came while the question was on its way
+            self._unsettled = False
             self.between_cells()
 
-    def _holds_a_run(self) -> bool:
-        return bool(self.flags) and os.path.exists(os.path.join(self.flags, UNRECORDED))
+    def heard(self, words: Optional[str]) -> None:
+        """The kernel's answer (:func:`labkit.interrupts.cell.answer`'s words, quoted; None: no answer)."""
+        if words is None:
+            return
+        self.held_a_run = "held" in words
+        if self.count == 1 and "between" in words:
+            self.between_cells()
 
     def between_cells(self) -> None:
         """The first Ctrl-C came while no cell's code ran: record the run the kernel holds, or stop."""
         if self.stopped or self.finishing:
             return
-        if self._holds_a_run():
-            open(os.path.join(self.flags, STOP), "w").close()
+        if self._asking:
+            self._unsettled = True
+        elif self.held_a_run:
             self.finishing = True
         else:
             self.stopped = True
 
     def interrupted_a_cell_after_the_run(self, reply: Any, cell_index: int) -> bool:
-        """Whether ``reply`` is cell ``cell_index``'s error from the first Ctrl-C, while the kernel holds a
-        run that no cell has recorded yet.
-
-        The error is the interrupt's when it is a KeyboardInterrupt, or when that Ctrl-C was passed on
-        while this cell ran: the code it reached may have turned it into another error (Python 3.11
-        wraps one raised in a class's ``__set_name__``, as while matplotlib first imports, in a
-        RuntimeError; libraries re-raise it as their own)."""
+        """Whether ``reply`` is an error the first Ctrl-C made (a KeyboardInterrupt, or any error of the cell
+        it interrupted: code may turn one into another) while the kernel holds an unrecorded run."""
         content = (reply or {}).get("content", {})
         if self.count != 1 or self.stopped or self.finishing or content.get("status") != "error":
             return False
         return ((content.get("ename") == "KeyboardInterrupt" or cell_index == self._interrupted_cell)
-                and self._holds_a_run())
+                and self.held_a_run)
 
-    def _on_cell_execute(self, **_: Any) -> None:
+    async def _on_cell_execute(self, **_: Any) -> None:
+        if self.finishing and not self._told_finishing:  # a Ctrl-C since the question before this cell
+            await self._ask()
         self._executing = True
 
-    def _on_cell_executed(self, **_: Any) -> None:
+    async def _on_cell_executed(self, **_: Any) -> None:
         self._executing = False
-        self._flagged_by_the_kernel()
         if self._deadline is not None:  # the cell ended within the grace: nothing to cancel
             self._deadline.cancel()
             self._deadline = None
+        if self.count < 2:  # what the cell left: a run no cell has recorded, a Ctrl-C between messages
+            await self._ask()
 
     def __enter__(self) -> "CtrlC":
         self._previous = signal.signal(signal.SIGINT, self._on_sigint)
@@ -151,9 +138,6 @@ class CtrlC:
 
     def __exit__(self, *exc: Any) -> None:
         signal.signal(signal.SIGINT, self._previous if self._previous is not None else signal.default_int_handler)
-        if self.flags:
-            self.held_a_run = self._holds_a_run()  # summary() is asked after the flags are gone
-            shutil.rmtree(self.flags, ignore_errors=True)
         if self._stderr_fd is not None:
             os.close(self._stderr_fd)  # the forwarder ends once the kernel has exited too
             self._stderr_fd = None
@@ -197,11 +181,8 @@ class CtrlC:
         return True
 
     def _stop_waiting(self) -> None:
-        """Give the interrupted cell STOP_GRACE_S to end; then stop waiting for it and kill the kernel.
-
-        A kernel told to shut down while its cell still runs prints a ZMQError traceback (its
-        reply goes to a closed socket), so it gets the moment to end the cell first.
-        """
+        """Give the interrupted cell STOP_GRACE_S to end (a kernel shut down mid-cell prints a ZMQError
+        traceback); then stop waiting for it and kill the kernel."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # between two waits: the next cell does not start
@@ -328,18 +309,10 @@ class _CellNotRun(LabkitError):
 
 
 def ctrl_c_client(client_class: Any) -> Any:
-    """``client_class`` (an nbclient NotebookClient) that follows labkit run's Ctrl-C (its ``ctrl_c``, a
-    :class:`CtrlC`): a cell the first Ctrl-C failed after the run step keeps its error and the notebook
-    goes on as between cells, the kernel's exit is told to ``ctrl_c``, and a lost reply is not waited
-    for forever.
-
-    An interrupt that reaches ipykernel in its own code around a cell (publishing the input, flushing
-    the output, sending the reply) is caught there ("KeyboardInterrupt caught in kernel."): the
-    kernel goes idle and the cell's reply never comes, so nbclient, with no timeout, would wait for
-    ever. Once the kernel is idle and no reply came within REPLY_GRACE_S, the kernel is asked whether
-    the cell's code ran (its execution count): if it did, the cell ended; if not, it is run again
-    unless the Ctrl-C stops the notebook. Either way the Ctrl-C counts as one between cells.
-    """
+    """``client_class`` (an nbclient NotebookClient) following its ``ctrl_c`` (a :class:`CtrlC`). An
+    interrupt ipykernel catches in its own code around a cell leaves the cell without a reply: once
+    the kernel is idle REPLY_GRACE_S without one, the kernel is asked whether the cell's code ran (its
+    execution count); if not, the cell runs again unless the Ctrl-C stops the notebook."""
     from nbclient.util import ensure_async, run_sync
 
     class CtrlCClient(client_class):
@@ -395,24 +368,28 @@ def ctrl_c_client(client_class: Any) -> Any:
                     continue
                 waiting.cancel()
                 task_poll_kernel_alive.cancel()
-                reply, ran = await self._ask_count(msg_id)
+                reply, told = await self.ask_kernel({"count": "get_ipython().execution_count",
+                                                      "labkit": ASK.format(self.ctrl_c.finishing)}, msg_id)
                 if reply is not None:  # it came after all (the shell channel keeps its order)
                     return reply
                 self.ctrl_c._executing = False
+                self.ctrl_c.heard(told.get("labkit"))
                 self.ctrl_c.between_cells()
+                try:  # unsure (no count seen, no answer) is "did not run": stop there or run it again
+                    ran = self._input_count is not None and int(told["count"]) > self._input_count
+                except (KeyError, TypeError, ValueError):
+                    ran = False
                 if not ran:
                     raise _CellNotRun()
                 return {"msg_type": "execute_reply", "parent_header": {"msg_id": msg_id}, "metadata": {},
                         "content": {"status": "ok", "execution_count": self._input_count, "payload": [],
                                     "user_expressions": {}}}
 
-        async def _ask_count(self, msg_id: str) -> Any:
-            """(the cell's reply, if it comes now; whether the kernel's execution count went past the cell's).
-
-            Unsure (no count seen, no answer within 30 s) is "did not run": the notebook then stops
-            there or runs the cell again, rather than going on without it."""
-            asked = self.kc.execute("", silent=True, store_history=False,
-                                    user_expressions={"count": "get_ipython().execution_count"})
+        async def ask_kernel(self, expressions: Dict[str, str], msg_id: Optional[str] = None) -> Any:
+            """(``msg_id``'s reply if it comes first, else None; the expressions' values as repr text, {}
+            when the kernel did not answer within 30 s), through a silent execute request: it runs no
+            cell and leaves the execution count as it is."""
+            asked = self.kc.execute("", silent=True, store_history=False, user_expressions=expressions)
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
                 try:
@@ -420,14 +397,12 @@ def ctrl_c_client(client_class: Any) -> Any:
                 except Exception:  # queue.Empty: the kernel did not answer
                     break
                 parent = msg["parent_header"].get("msg_id")
-                if parent == msg_id:
-                    return msg, True
+                if msg_id is not None and parent == msg_id:
+                    return msg, {}
                 if parent == asked:
-                    found = msg["content"].get("user_expressions", {}).get("count", {})
-                    try:
-                        return None, self._input_count is not None and int(found["data"]["text/plain"]) > self._input_count
-                    except (KeyError, TypeError, ValueError):
-                        break
-            return None, False
+                    found = msg["content"].get("user_expressions", {})
+                    return None, {name: value.get("data", {}).get("text/plain") for name, value in found.items()
+                                  if value.get("status") == "ok"}
+            return None, {}
 
     return CtrlCClient
