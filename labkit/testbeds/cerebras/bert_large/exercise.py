@@ -12,7 +12,7 @@ that would take hours, is refused here (see ``allow_long_run``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, List, Optional, Sequence
 
 from labkit import bert, devices, interrupts
@@ -97,17 +97,12 @@ _plan_step = plan  # run_exercise's argument is called plan too
 
 
 @run_step
-def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
-    """The notebook's run step: :func:`run_bert` where ``plan`` (default: :func:`plan` now) says."""
-    return run_bert(config, plan if plan is not None else _plan_step(config))
-
-
-@run_step
-def run_bert(config: Config, chosen: Optional[BertLargePlan] = None, workdir: str = ".",
-             log_path: Optional[str] = None) -> Run:
-    """Run the exercise as ``config`` and ``chosen`` (default: :func:`plan` now) say and return its record;
-    a CS-2 run writes its params file and log in ``workdir``, a portable run its log lines to ``log_path``."""
-    chosen = chosen or plan(config)
+def run_exercise(config: Config, plan: Optional[BertLargePlan] = None, workdir: str = ".",
+                 log_path: Optional[str] = None) -> Run:
+    """The notebook's run step: run the exercise as ``config`` and ``plan`` (default: :func:`plan` now)
+    say and return its record; a CS-2 run writes its params file and log in ``workdir``, a portable
+    run its log lines to ``log_path``."""
+    chosen = plan if plan is not None else _plan_step(config)
     if chosen.path == "log":
         run = read_log(config.log_path, config)
         for line in (run.notes or []):
@@ -116,6 +111,9 @@ def run_bert(config: Config, chosen: Optional[BertLargePlan] = None, workdir: st
     if chosen.path == "modelzoo":
         return run_modelzoo(config, chosen.stack, workdir)
     return run_portable(config, chosen.device, log_path=log_path, steps=chosen.steps)
+
+
+run_bert = run_exercise  # the name the course's lab-book notebooks call (with a workdir, the tests)
 
 
 @run_step
@@ -134,11 +132,9 @@ def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequen
         chosen = chosen or plan(config)
         if chosen.path == "log":  # the main run was read; where do the comparison runs train?
             chosen = _plan_for(config.replace(log_path=None, compare_batch_sizes=[]), sizes)
+        each = replace(chosen, steps=None)  # a portable run plans its own micro-batch for its batch size
         for size in sizes:
-            if chosen.path == "modelzoo":
-                found.append(run_modelzoo(config.replace(batch_size=size), chosen.stack, workdir))
-            else:
-                found.append(run_portable(config.replace(batch_size=size), chosen.device))  # its own micro-batch
+            found.append(run_exercise(config.replace(batch_size=size), each, workdir))  # a run step of its own
             if found[-1].status == "interrupted":  # the student stopped it: no more runs
                 break
     return found
