@@ -33,8 +33,8 @@ The package, one concern a module (this file only gathers the names notebooks an
 
 - ``spec``: :data:`SPEC`, its defaults and checks, the course's params file, ``CEREBRAS_HELP``.
 - ``host``: what of the Cerebras stack is here (:func:`cerebras_stack`), the params YAML a CS-2 run starts from.
-- ``exercise``: the plan and run steps (:func:`plan`, :func:`run_exercise`, also called ``run_bert``,
-  takes a work folder) and the homework's :func:`compare`.
+- ``exercise``: the plan and run steps (:func:`plan`, :func:`run_exercise`; ``run_bert`` takes a
+  work folder) and the homework's :func:`compare`.
 - ``modelzoo``: the CS-2 path: params YAML, ``run.py CSX`` command, :func:`run_modelzoo`.
 - ``portable``: :func:`run_portable`, the portable BERT printing modelzoo log lines.
 - ``log``: :func:`read_log`, a CS-2 log under the exercise's metric names (the reader itself,

@@ -93,16 +93,18 @@ def step_plan(config: Config, device: Any, batch_size: Optional[int] = None, mea
                            config.micro_batch_size, samples=batch * config.max_steps, measure=measure)
 
 
-_plan_step = plan  # run_exercise's argument is called plan too
+def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
+    """The notebook's run step: :func:`run_bert` (the run step itself) where ``plan`` (default:
+    :func:`plan` now) says."""
+    return run_bert(config, plan)
 
 
 @run_step
-def run_exercise(config: Config, plan: Optional[BertLargePlan] = None, workdir: str = ".",
-                 log_path: Optional[str] = None) -> Run:
-    """The notebook's run step: run the exercise as ``config`` and ``plan`` (default: :func:`plan` now)
-    say and return its record; a CS-2 run writes its params file and log in ``workdir``, a portable
-    run its log lines to ``log_path``."""
-    chosen = plan if plan is not None else _plan_step(config)
+def run_bert(config: Config, chosen: Optional[BertLargePlan] = None, workdir: str = ".",
+             log_path: Optional[str] = None) -> Run:
+    """Run the exercise as ``config`` and ``chosen`` (default: :func:`plan` now) say and return its record;
+    a CS-2 run writes its params file and log in ``workdir``, a portable run its log lines to ``log_path``."""
+    chosen = chosen or plan(config)
     if chosen.path == "log":
         run = read_log(config.log_path, config)
         for line in (run.notes or []):
@@ -111,9 +113,6 @@ def run_exercise(config: Config, plan: Optional[BertLargePlan] = None, workdir: 
     if chosen.path == "modelzoo":
         return run_modelzoo(config, chosen.stack, workdir)
     return run_portable(config, chosen.device, log_path=log_path, steps=chosen.steps)
-
-
-run_bert = run_exercise  # the name the course's lab-book notebooks call (with a workdir, the tests)
 
 
 @run_step
@@ -134,7 +133,7 @@ def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequen
             chosen = _plan_for(config.replace(log_path=None, compare_batch_sizes=[]), sizes)
         each = replace(chosen, steps=None)  # a portable run plans its own micro-batch for its batch size
         for size in sizes:
-            found.append(run_exercise(config.replace(batch_size=size), each, workdir))  # a run step of its own
+            found.append(run_bert(config.replace(batch_size=size), each, workdir))  # a run step of its own
             if found[-1].status == "interrupted":  # the student stopped it: no more runs
                 break
     return found

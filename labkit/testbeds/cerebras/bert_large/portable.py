@@ -40,7 +40,7 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     first step counts in GlobalRate as it does in the modelzoo's.
 
     Its phases (setup, training, summary) are those of the run step it runs in
-    (:func:`~labkit.testbeds.cerebras.bert_large.exercise.run_exercise`).
+    (:func:`~labkit.testbeds.cerebras.bert_large.exercise.run_bert`).
     """
     import torch
 
