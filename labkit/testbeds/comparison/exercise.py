@@ -85,11 +85,11 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     chosen = plan if plan is not None else _plan_step(config)
     # Phases: setup, configurations (the study lets the one in progress finish), summary. An interrupt
     # keeps the configurations measured; before the first one ends it keeps nothing.
-    interrupts.keep(lambda: None)
-    interrupts.phase("configurations", check=False)
+    stop = interrupts.keep(lambda: None)
+    stop.phase("configurations", check=False)
     local = study(config.replicas, config.micro_batch_sizes, config.images_per_epoch, config.epochs,
                   config.learning_rate, config.seed, chosen.device, config.model)
-    interrupts.phase("summary", check=len(local) == 0)
+    stop.phase("summary", check=len(local) == 0)
     run = as_run(local, config)
     run.details = local
     return run

@@ -71,9 +71,9 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     engines = build(config, loaded)
     measured: dict = {}  # evaluate's result after each backend: an interrupt keeps the backends measured
     # a backend's pass cut short is not a measurement: until the first one ends an interrupt stops at once
-    interrupts.keep(lambda: _run_of(config, loaded, data, engines, measured.get("result")),
-                    measuring=lambda: bool(measured.get("passes")))
-    result = evaluate(config, loaded, data, engines, into=measured)
+    stop = interrupts.keep(lambda: _run_of(config, loaded, data, engines, measured.get("result")),
+                           measuring=lambda: bool(measured.get("passes")))
+    result = evaluate(config, loaded, data, engines, into=measured, stop=stop)
     return _run_of(config, loaded, data, engines, result)
 
 

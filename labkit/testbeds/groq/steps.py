@@ -1,5 +1,6 @@
-"""The Groq exercise's main steps, one notebook cell each: load the model and the data, build
-one engine per backend, evaluate them all on the same samples.
+"""The Groq exercise's main steps, which :func:`labkit.testbeds.groq.run_exercise` (the run step)
+takes in turn: load the model and the data, build one engine per backend, evaluate them all on the
+same samples. Each may also run alone, as below.
 
     from labkit.testbeds import groq
     loaded = groq.load_model(config); data = groq.load_data(config, loaded)
@@ -10,9 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from labkit import interrupts
 from labkit.display import in_kernel, show
-from labkit.interrupts import run_step
 from labkit.params import Config, ParameterError
 from labkit.results import same_value
 from labkit.testbeds.groq import backends, evalsets, models, sources
@@ -26,7 +25,6 @@ def _parameter_error(problem: str) -> ParameterError:
     return ParameterError([problem], EXERCISE)
 
 
-@run_step
 def load_model(config: Config):
     """The model and tokenizer (hub, local directory or offline copy); prints what was used."""
     try:
@@ -47,7 +45,6 @@ def load_data(config: Config, loaded: Any):
     return data
 
 
-@run_step
 def build(config: Config, loaded: Any) -> Dict[str, Any]:
     """One engine per backend, built for the compile-time shape (batch_size, max_seq_length).
 
@@ -118,9 +115,8 @@ def _compare(reference: Sequence[Any], other: Sequence[Any], ref_out: Sequence[A
     return indices, largest
 
 
-@run_step
 def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], repetitions: int = 100,
-             into: Optional[Dict[str, Any]] = None) -> GroqResult:
+             into: Optional[Dict[str, Any]] = None, stop: Any = None) -> GroqResult:
     """Run the evaluation set on every engine; time the dataset loop and the compile-time inputs.
 
     - dataset loop: one wall time around the whole loop over the samples (as the proof point
@@ -129,10 +125,12 @@ def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], re
       after one warm-up (GroqFlow's benchmark() runs them 100 times on the chip).
     GroqFlow's table reports the dataset loop for the host rows and benchmark() for groq.
 
-    Phases (:mod:`labkit.interrupts`): ``<backend> inference`` for each backend, then summary. After
-    each backend ``into["result"]`` (when given) holds the result of the backends so far; an
-    interrupt lets the backend in progress finish and ends the evaluation there.
+    Phases, named on ``stop`` (the run's stop flag, ``interrupts.keep``'s, when given):
+    ``<backend> inference`` for each backend, then summary. After each backend ``into["result"]``
+    (when given) holds the result of the backends so far; an interrupt lets the backend in progress
+    finish and ends the evaluation there.
     """
+    phase = stop.phase if stop is not None else (lambda name: None)
     batches, filler = to_batches(data.inputs, config.batch_size)
     dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
     rows_per_sample = 1 if loaded.task == "classification" else 2
@@ -142,7 +140,7 @@ def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], re
                      "their outputs are not scored".format(filler))
     outputs, scores, latency, predictions = {}, {}, {}, {}
     for name, engine in engines.items():
-        interrupts.phase("{} inference".format(name))
+        phase("{} inference".format(name))
         # once its last batch is done, an interrupt lets its timing finish, then keeps it
         passed = (lambda: into.setdefault("passes", []).append(name)) if into is not None else None
         raw, wall = engine.run_dataset(batches, desc="{} inference".format(name), on_last=passed)
@@ -157,7 +155,7 @@ def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], re
                          "loop_ips": len(data) / wall}
         if into is not None:
             into["result"] = _result(config, loaded, data, outputs, scores, latency, predictions, notes)
-    interrupts.phase("summary")
+    phase("summary")
     return _result(config, loaded, data, outputs, scores, latency, predictions, notes)
 
 

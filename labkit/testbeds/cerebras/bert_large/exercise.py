@@ -12,7 +12,7 @@ that would take hours, is refused here (see ``allow_long_run``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, List, Optional, Sequence
 
 from labkit import bert, devices, interrupts
@@ -93,13 +93,10 @@ def step_plan(config: Config, device: Any, batch_size: Optional[int] = None, mea
                            config.micro_batch_size, samples=batch * config.max_steps, measure=measure)
 
 
-_plan_step = plan  # run_exercise's argument is called plan too
-
-
-@run_step
 def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
-    """The notebook's run step: :func:`run_bert` where ``plan`` (default: :func:`plan` now) says."""
-    return run_bert(config, plan if plan is not None else _plan_step(config))
+    """The notebook's run step: :func:`run_bert` (the run step itself) where ``plan`` (default:
+    :func:`plan` now) says."""
+    return run_bert(config, plan)
 
 
 @run_step
@@ -134,11 +131,9 @@ def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequen
         chosen = chosen or plan(config)
         if chosen.path == "log":  # the main run was read; where do the comparison runs train?
             chosen = _plan_for(config.replace(log_path=None, compare_batch_sizes=[]), sizes)
+        each = replace(chosen, steps=None)  # a portable run plans its own micro-batch for its batch size
         for size in sizes:
-            if chosen.path == "modelzoo":
-                found.append(run_modelzoo(config.replace(batch_size=size), chosen.stack, workdir))
-            else:
-                found.append(run_portable(config.replace(batch_size=size), chosen.device))  # its own micro-batch
+            found.append(run_bert(config.replace(batch_size=size), each, workdir))  # a run step of its own
             if found[-1].status == "interrupted":  # the student stopped it: no more runs
                 break
     return found

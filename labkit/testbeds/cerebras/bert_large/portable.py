@@ -24,7 +24,6 @@ from labkit.testbeds.cerebras.stream import echo_above
 __all__ = ["run_portable"]
 
 
-@interrupts.with_phases
 def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, log_path: Optional[str] = None,
                  echo: Callable[[str], None] = print, progress: bool = True,
                  steps: Optional[bert.StepPlan] = None) -> Run:
@@ -39,6 +38,9 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     kernel selection; the CS-2's compile has no portable analogue) and ``setup_time``
     (building the model) are kept apart from the throughput figures' meaning, though the
     first step counts in GlobalRate as it does in the modelzoo's.
+
+    Its phases (setup, training, summary) are those of the run step it runs in
+    (:func:`~labkit.testbeds.cerebras.bert_large.exercise.run_bert`).
     """
     import torch
 
@@ -83,19 +85,18 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
 
         # Phases: setup, training, summary. From here the first interrupt ends training at a step and lets
         # the record below be made (bert.train keeps the steps); a second one stops at once.
-        interrupts.keep(lambda: None)
-        interrupts.phase("training", check=False)
+        stop = interrupts.keep(lambda: None)
+        stop.phase("training", check=False)
         try:
-            with interrupts.graceful() as stop:
-                result = bert.train(model, batches, config.max_steps, config.log_steps, device,
-                                    learning_rate=config.learning_rate,
-                                    micro_batch_size=micro.size if micro.accumulation > 1 else None,
-                                    seed=config.seed, on_log=on_log, progress=pbar or False, stop=stop,
-                                    precision=steps.precision, compile_model=steps.launch == "compiled")
+            result = bert.train(model, batches, config.max_steps, config.log_steps, device,
+                                learning_rate=config.learning_rate,
+                                micro_batch_size=micro.size if micro.accumulation > 1 else None,
+                                seed=config.seed, on_log=on_log, progress=pbar or False, stop=stop,
+                                precision=steps.precision, compile_model=steps.launch == "compiled")
         finally:
             if pbar is not None:
                 pbar.close()
-        interrupts.phase("summary", check=False)
+        stop.phase("summary", check=False)
         if result.interrupted:
             echo(result.interrupted)
         completed = len(result.losses) == config.max_steps

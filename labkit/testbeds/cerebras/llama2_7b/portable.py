@@ -58,7 +58,7 @@ def processed_line(samples: int, seconds: float) -> str:
     return "{} INFO:   Processed {} training sample(s) in {} seconds.".format(_stamp(), samples, repr(float(seconds)))
 
 
-def _validation_loss(model: Any, ids: Any, batch_size: int, length: int, seed: int, device: Any) -> float:
+def _validation_loss(model: Any, ids: Any, batch_size: int, length: int, seed: int, device: Any, stop: Any) -> float:
     import torch
 
     if len(ids) <= length:
@@ -68,7 +68,7 @@ def _validation_loss(model: Any, ids: Any, batch_size: int, length: int, seed: i
     losses = []
     with torch.no_grad():
         for _ in range(VALIDATION_BATCHES):
-            interrupts.check()  # an interrupt ends the run here, kept without a validation loss
+            stop.check()  # an interrupt ends the run here, kept without a validation loss
             batch = next(batches)["input_ids"].to(device)
             losses.append(float(model(input_ids=batch, labels=batch).loss))
     return sum(losses) / len(losses)
@@ -120,19 +120,20 @@ def run_portable(config: Config, device: Any, echo: Callable[[str], None] = prin
         above(lines[-1])
 
     trained: dict = {}
-    interrupts.keep(lambda: _record(config, values, device, trained["result"], setup_s, float("nan"), parameters,
-                                    corpus) if trained.get("result") and trained["result"].losses else None)
-    interrupts.phase("training", check=False)
+    # from here the first interrupt ends training at a step (llm.train checks stop) and is kept
+    stop = interrupts.keep(lambda: _record(config, values, device, trained["result"], setup_s, float("nan"),
+                                           parameters, corpus) if trained.get("result") and trained["result"].losses
+                           else None)
+    stop.phase("training", check=False)
     try:
-        with interrupts.graceful() as stop:
-            result = llm.train(model, batches, values["steps"], values["log_steps"], device,
-                               learning_rate=values["learning_rate"], on_log=on_log, progress=pbar, stop=stop,
-                               precision=steps.precision, checkpointing=steps.checkpointing)
+        result = llm.train(model, batches, values["steps"], values["log_steps"], device,
+                           learning_rate=values["learning_rate"], on_log=on_log, progress=pbar, stop=stop,
+                           precision=steps.precision, checkpointing=steps.checkpointing)
     finally:
         if pbar is not None:
             pbar.close()
     trained["result"] = result
-    interrupts.phase("validation", check=False)  # its lines below say what was trained
+    stop.phase("validation", check=False)  # its lines below say what was trained
     if result.interrupted:
         echo(result.interrupted)
     elif len(result.losses) == values["steps"]:
@@ -141,7 +142,7 @@ def run_portable(config: Config, device: Any, echo: Callable[[str], None] = prin
     validation_ids = llm.encode_text(tokenizer, corpus.validation)
     with steps.precision.autocast(device):
         validation = _validation_loss(model, validation_ids, min(values["batch_size"], 8), values["sequence_length"],
-                                      values["seed"], device) if result.losses else float("nan")
+                                      values["seed"], device, stop) if result.losses else float("nan")
     return _record(config, values, device, result, setup_s, validation, parameters, corpus)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Optional
 
-from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
@@ -47,12 +46,8 @@ def plan(config: Config) -> RunPlan:
                    + describe_request(config).splitlines())
 
 
-_plan_step = plan  # run_exercise's argument is called plan too
-
-
-@run_step
 def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
-    """The notebook's run step: the testbed job, the portable ranks, or the log, as the plan says
-    (:func:`runs.run` takes the SambaFlow paths and the polling a test needs)."""
-    chosen = plan if plan is not None else _plan_step(config)
-    return run_where(config, target=chosen.path)
+    """The notebook's run step: the testbed job, the portable ranks, or the log, as ``plan`` (default:
+    :func:`plan` now, as :func:`runs.run` resolves it) says. :func:`runs.run` is the run step itself
+    (it takes the SambaFlow paths and the polling a test needs)."""
+    return run_where(config, target=plan.path if plan is not None else None)

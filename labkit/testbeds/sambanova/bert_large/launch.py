@@ -17,7 +17,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from labkit import interrupts
 from labkit import rank_launcher
 
 __all__ = ["RanksOutcome", "launch_bert_ranks", "AllReduceOptimizer", "train_rank", "PRELOAD"]
@@ -41,8 +40,8 @@ PRELOAD = ["labkit.testbeds.sambanova.bert_large.launch", "labkit.bert", "transf
 class _RankZeroProgress:
     """Rank 0's messages: a bar that starts when the ranks have met (not at spawn), its steps and losses."""
 
-    def __init__(self, ranks: int, steps: int, show: bool, outcome: RanksOutcome):
-        self.ranks, self.steps, self.show, self.outcome = ranks, steps, show, outcome
+    def __init__(self, ranks: int, steps: int, show: bool, outcome: RanksOutcome, stop: Any):
+        self.ranks, self.steps, self.show, self.outcome, self.stop = ranks, steps, show, outcome, stop
         self.bar: Any = None
 
     def __call__(self, rank: int, kind: str, payload: Tuple[Any, ...]) -> None:
@@ -54,8 +53,8 @@ class _RankZeroProgress:
         elif kind == "step":
             self.outcome.steps.append(payload[0])
             self.outcome.losses.append(payload[1])
-            if len(self.outcome.steps) == self.steps:  # the ranks' results (end-to-end time) are still to come
-                interrupts.phase("summary", check=False)
+            if len(self.outcome.steps) == self.steps and self.stop is not None:  # the end-to-end time is to come
+                self.stop.phase("summary", check=False)
             if self.bar is not None:
                 self.bar.update(1)
                 self.bar.set_postfix(loss="{:.3f}".format(payload[1]), refresh=False)
@@ -66,16 +65,17 @@ class _RankZeroProgress:
 
 
 def launch_bert_ranks(ranks: int, settings: Dict[str, Any], device_kind: str, threads: int, timeout: float = 3600,
-                      show: bool = True) -> RanksOutcome:
+                      show: bool = True, stop: Any = None) -> RanksOutcome:
     """Start ``ranks`` processes of :func:`train_rank` and follow them to the end.
 
     ``settings``: model_size, max_seq_length, seed, batch_size, steps, learning_rate.
     ``device_kind``: 'cuda' (NCCL, one GPU per rank) or 'cpu' (gloo). Raises RuntimeError
     when a rank fails or nothing comes back within ``timeout`` seconds; an interrupt stops the
-    ranks and returns the steps reported so far with ``result`` None.
+    ranks and returns the steps reported so far with ``result`` None. ``stop``: the run's stop flag
+    (``interrupts.keep``'s); rank 0's last step enters the phase "summary" on it.
     """
     outcome = RanksOutcome(None)
-    progress = _RankZeroProgress(ranks, settings["steps"], show, outcome)
+    progress = _RankZeroProgress(ranks, settings["steps"], show, outcome, stop)
     try:
         gathered = rank_launcher.launch(train_rank, ranks, args=(settings, device_kind, threads), start="forkserver",
                                         preload=PRELOAD, on_message=progress, timeout=timeout,

@@ -151,11 +151,11 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
                                        "precision", "micro_batch_size")}
     # Phases: setup, training (the ranks), summary. An interrupt stops the ranks and keeps the steps rank 0
     # reported; one before the first step keeps nothing.
-    interrupts.keep(lambda: None)
-    interrupts.phase("training", check=False)
-    outcome = launch_bert_ranks(ranks, settings, device_kind, threads, timeout=timeout, show=show)
+    stop = interrupts.keep(lambda: None)
+    stop.phase("training", check=False)
+    outcome = launch_bert_ranks(ranks, settings, device_kind, threads, timeout=timeout, show=show, stop=stop)
     result, steps_done, losses = outcome.result, outcome.steps, outcome.losses
-    interrupts.phase("summary", check=not steps_done)  # no step: the one line that nothing was measured
+    stop.phase("summary", check=not steps_done)  # no step: the one line that nothing was measured
     if result is None:  # interrupted: the steps rank 0 reported, without the end-to-end time
         return _interrupted_run(config, ranks, steps_done, losses, show)
     e2e = result["e2e_train_time"]
@@ -197,7 +197,8 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
 
 
 def _interrupted_run(config: Config, ranks: int, steps_done: List[int], losses: List[float], show: bool) -> Run:
-    line = interrupts.where(step=steps_done[-1], steps=config.steps) if steps_done else interrupts.where()
+    line = ("interrupted at step {}/{}".format(steps_done[-1], config.steps) if steps_done
+            else "interrupted before the first step")
     if show:
         print(line)
     run_ = Run(EXERCISE, source="portable")

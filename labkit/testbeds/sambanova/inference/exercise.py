@@ -150,14 +150,14 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
                                         config.length_range, config.seed, _tokenizer_for(endpoints, config))
         measured.readiness = [line.renamed for line in ready if line.renamed]  # type: ignore[attr-defined]
         # from here an interrupt keeps every batch measured: in the requests, the summary, as the servers stop
-        interrupts.keep(lambda: _kept(config, endpoints, measured, chosen.path))
+        stop = interrupts.keep(lambda: _kept(config, endpoints, measured, chosen.path))
         measure(endpoints, prompts, config.concurrency, config.repeats, config.warmup_requests,
                 _options_of(config), _targets_of(config),
                 rates=config.request_rate, cap=config.max_concurrency, burstiness=config.burstiness,
                 seed=config.seed, knee=_knee_budget(config), into=measured)
-        interrupts.phase("servers stopping", check=False)
+        stop.phase("servers stopping", check=False)
     # an interrupt in the summary or as the servers stopped ends the run here, kept (none measured: none)
-    interrupts.phase(interrupts.DONE, check=not (measured.stopped and _any_measured(measured)))
+    stop.phase(interrupts.DONE, check=not (measured.stopped and _any_measured(measured)))
     return as_run(config, endpoints, measured, _targets_of(config), source=chosen.path)
 
 

@@ -158,7 +158,7 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
         with interrupts.graceful() as stop:
             # The bar appears once an interrupt is caught: stopping the run the moment it shows
             # gives the run back (interrupted at batch 1), never a bare KeyboardInterrupt.
-            interrupts.phase("warm-up", check=False)
+            stop.phase("warm-up", check=False)
             bar = progress.bar(total=total, desc="requests", unit="req") if show_progress else None
             tick: Callable[[Trace], None] = (lambda trace: bar.update(1)) if bar is not None else (lambda trace: None)
             try:
@@ -180,20 +180,20 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
                     measured.batches.append(batch)
                     return batch
 
-                interrupts.phase("requests", check=False)
+                stop.phase("requests", check=False)
                 if knee is not None:
                     _knee_search(endpoints, loads[0], indexed, send, knee, targets, measured, lambda: stop.requested)
                     if stop.requested:
                         measured.stopped = "stopped by an interrupt during the knee search"
                 for number, (repeat, load, endpoint) in enumerate(steps if knee is None else [], 1):
                     if stop.requested:
-                        measured.stopped = interrupts.where(step=number, steps=len(steps), unit="batch")
+                        measured.stopped = "interrupted at batch {}/{}".format(number, len(steps))
                         break
                     send(endpoint, load, repeat, indexed)
                     if stop.requested:
-                        measured.stopped = interrupts.where(step=number, steps=len(steps), unit="batch")
+                        measured.stopped = "interrupted at batch {}/{}".format(number, len(steps))
                         break
-                interrupts.phase("summary", check=False)  # the bar's last frame (100%) is drawn as it closes
+                stop.phase("summary", check=False)  # the bar's last frame (100%) is drawn as it closes
             except KeyboardInterrupt as exc:  # a second interrupt: keep what was measured
                 if not stop.interrupted_by(exc):
                     raise
@@ -203,7 +203,7 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
             bar.close()
         for sdk in clients.values():
             sdk.close()
-    interrupts.phase("summary", check=False)  # also after a second interrupt
+    stop.phase("summary", check=False)  # also after a second interrupt
     summarize_batches(measured, endpoints, targets, tokenizers)
     if measured.stopped and any(t.status != "interrupted" for t in measured.traces):  # else: nothing measured
         print(measured.stopped)
