@@ -12,12 +12,12 @@ import pytest
 
 import labkit
 
-#: The modules an interrupt's handling lives in (a package or its former top-level modules).
-INTERRUPT_MODULES = {"interrupts", "ctrl_c", "ctrl_c_notes", "cell_signals"}
+#: The package an interrupt's handling lives in.
+INTERRUPT_MODULES = {"interrupts"}
 #: The most references to them one exercise may hold.
 MOST = 5
 TESTBEDS = Path(labkit.__file__).parent / "testbeds"
-EXERCISES = ["cerebras/bert_large", "cerebras/llama2_7b", "sambanova/bert_large", "sambanova/inference", "groq",
+EXERCISES = ["graphcore", "cerebras/bert_large", "cerebras/llama2_7b", "sambanova/bert_large", "sambanova/inference", "groq",
              "comparison", "homework"]
 
 
