@@ -84,6 +84,11 @@ class StopRequest:
         """:func:`check`."""
         check()
 
+    @staticmethod
+    def where(*args: Any, **kwargs: Any) -> str:
+        """:func:`where`: the line saying where the loop stopped."""
+        return where(*args, **kwargs)
+
     def interrupted_by(self, exc: BaseException) -> bool:
         """In ``except KeyboardInterrupt`` (or an error made of one): True when the run ends with what it
         has, False when the interrupt must propagate."""

@@ -186,7 +186,7 @@ def study(replicas: Sequence[int], micro_batches: Sequence[int], images_per_epoc
                 raise
     frame = pd.DataFrame(rows)
     if stop.requested and len(rows) < len(configs):
-        frame.attrs["interrupted"] = "interrupted at configuration {}/{}".format(len(rows), len(configs))
+        frame.attrs["interrupted"] = stop.where(step=len(rows), steps=len(configs), unit="configuration")
         print(frame.attrs["interrupted"])
     return frame
 

@@ -128,7 +128,7 @@ def train(config: Config, device: Any, verbose: bool = True) -> Run:
     accuracy, test_throughput = None, float("nan")  # no test pass: after an interrupt, or on an IPU it could not get
     if stop.requested:  # the student asked to stop: the partial run as measured
         last = history.steps[-1] if history.steps else None
-        history.interrupted = interrupts.where(*((last.epoch, config.epochs, (last.step - 1) % steps_per_epoch + 1,
+        history.interrupted = stop.where(*((last.epoch, config.epochs, (last.step - 1) % steps_per_epoch + 1,
                                                   steps_per_epoch) if last else ()))
     else:
         stop.phase("testing")

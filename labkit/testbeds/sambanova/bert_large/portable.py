@@ -12,7 +12,7 @@ The ranks themselves are in :mod:`labkit.testbeds.sambanova.bert_large.launch`.
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from labkit import interrupts
 from labkit.divergence import divergence_note, loss_divergence
@@ -157,7 +157,7 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     result, steps_done, losses = outcome.result, outcome.steps, outcome.losses
     stop.phase("summary", check=not steps_done)  # no step: the one line that nothing was measured
     if result is None:  # interrupted: the steps rank 0 reported, without the end-to-end time
-        return _interrupted_run(config, ranks, steps_done, losses, show)
+        return _interrupted_run(config, ranks, steps_done, losses, show, stop)
     e2e = result["e2e_train_time"]
     run_ = Run(EXERCISE, source="portable", status="complete")
     run_.params.update(config.to_dict())
@@ -196,9 +196,9 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     return run_
 
 
-def _interrupted_run(config: Config, ranks: int, steps_done: List[int], losses: List[float], show: bool) -> Run:
-    line = ("interrupted at step {}/{}".format(steps_done[-1], config.steps) if steps_done
-            else "interrupted before the first step")
+def _interrupted_run(config: Config, ranks: int, steps_done: List[int], losses: List[float], show: bool,
+                     stop: Any) -> Run:
+    line = stop.where(step=steps_done[-1], steps=config.steps) if steps_done else stop.where()
     if show:
         print(line)
     run_ = Run(EXERCISE, source="portable")

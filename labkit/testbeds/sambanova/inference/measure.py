@@ -187,11 +187,11 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
                         measured.stopped = "stopped by an interrupt during the knee search"
                 for number, (repeat, load, endpoint) in enumerate(steps if knee is None else [], 1):
                     if stop.requested:
-                        measured.stopped = "interrupted at batch {}/{}".format(number, len(steps))
+                        measured.stopped = stop.where(step=number, steps=len(steps), unit="batch")
                         break
                     send(endpoint, load, repeat, indexed)
                     if stop.requested:
-                        measured.stopped = "interrupted at batch {}/{}".format(number, len(steps))
+                        measured.stopped = stop.where(step=number, steps=len(steps), unit="batch")
                         break
                 stop.phase("summary", check=False)  # the bar's last frame (100%) is drawn as it closes
             except KeyboardInterrupt as exc:  # a second interrupt: keep what was measured
