@@ -1,5 +1,5 @@
 """Start N processes as the ranks of one job and follow them to the end: the one launcher of
-SambaNova's portable data-parallel ranks (labkit.testbeds.sambanova.bert_large.launch) and of the scaling
+SambaNova's portable data-parallel ranks (labkit.testbeds.sambanova.bert_large.portable) and of the scaling
 study's replicas (labkit.testbeds.comparison.replicas).
 
     from labkit import rank_launcher

@@ -16,16 +16,17 @@ Or one step at a time (the SambaNova data-parallel path drives its own loop):
     loss = bert.train_step(model, next(batches), optimizer, device)   # a detached tensor
 
 Modules, one concern each: ``presets`` (model sizes, config, seeded model), ``batches``
-(synthetic MLM/NSP batches), ``rates`` (the modelzoo's Rate and GlobalRate), ``loop``
-(the measured step loop, shared with ``labkit.llm``), ``training`` (optimizer, loss, one step, the
-measured loop), ``device_plan`` (precision, micro-batch and launch from :mod:`labkit.accelerator`, and
-this machine's measured time per sample).
+(synthetic MLM/NSP batches), ``rates`` (the modelzoo's Rate and GlobalRate), ``loop`` (what a step
+loop measures, :class:`StepMeter`, and the measured loop shared with ``labkit.llm``), ``training``
+(optimizer, loss, one step, the measured loop), ``device_plan`` (precision, micro-batch and launch from
+:mod:`labkit.accelerator`, and this machine's measured time per sample).
 """
 
 from __future__ import annotations
 
 from labkit.bert.batches import synthetic_batches
 from labkit.bert.device_plan import COMPILE_PAYS_SECONDS, StepPlan, flops_per_sequence, plan_steps
+from labkit.bert.loop import StepMeter
 from labkit.bert.presets import BERT_VOCAB_SIZE, MODEL_SIZES, build_model, count_parameters, model_config
 from labkit.bert.rates import RateTracker
 from labkit.bert.training import LogEntry, TrainResult, make_optimizer, pretraining_loss, train, train_step
@@ -42,6 +43,7 @@ __all__ = [
     "train_step",
     "train",
     "RateTracker",
+    "StepMeter",
     "LogEntry",
     "TrainResult",
     "StepPlan",

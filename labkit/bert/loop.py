@@ -1,18 +1,19 @@
-"""The measured step loop that :func:`labkit.bert.train` and :func:`labkit.llm.train` share.
+"""The measuring of a step loop (:class:`StepMeter`), and the measured loop :func:`labkit.bert.train` and
+:func:`labkit.llm.train` share (:func:`run_steps`); the Cerebras BERT exercise writes its loop out and
+measures it with the same meter.
 
-Both loops do, each step: take the next batch (its ``input_ids`` shape fills the result's size
-fields once), run one optimizer step whose loss stays a detached tensor on the device, count
-the batch's samples in the :class:`~labkit.bert.rates.RateTracker`, and read the losses back
-(a device sync) only at step 1 and at each log step (every ``log_steps`` and the last). They
-record every step's time, the first step's time alone (their warm-up), and at each log step a
-report entry with the modelzoo's Rate, GlobalRate and elapsed time, passed to ``on_log``. Beside
-those they keep the steady figures: the samples of the steps after the first and the time they
-took, both between two device syncs (the end of step 1 and the last log step), so a GPU's queued
-work is inside the time and the first step's allocation, kernel choice or compile is not. They
-stop on a non-finite loss or on a :class:`labkit.interrupts.StopRequest`'s interrupt (a second
-interrupt drops the step in progress), then read the losses not read yet and say where an
-interrupt ended the run. What differs is passed in: the step, the report entry's class, the
-name of the first-step field and of the size fields.
+Each step the loop takes the next batch, runs one optimizer step whose loss stays a detached tensor on
+the device, and hands the loss to the meter, which counts the batch's samples in the
+:class:`~labkit.bert.rates.RateTracker` and reads the losses back (a device sync) only at step 1 and at
+each log step (every ``log_steps`` and the last). It records every step's time, the first step's time
+alone (the warm-up), and at each log step a report entry with the modelzoo's Rate, GlobalRate and
+elapsed time. Beside those it keeps the steady figures: the samples of the steps after the first and
+the time they took, both between two device syncs (the end of step 1 and the last log step), so a GPU's
+queued work is inside the time and the first step's allocation, kernel choice or compile is not. The
+loop stops on a non-finite loss or on a :class:`labkit.interrupts.StopRequest`'s interrupt (a second
+interrupt drops the step in progress); the meter then reads the losses not read yet and says where an
+interrupt ended the run. What differs between loops is passed in: the step, the report entry's class,
+the name of the first-step field and of the size fields.
 
     result = TrainResult(...)
     run_steps(result, batches, steps, log_steps, lambda batch: train_step(model, batch, ...),
@@ -27,7 +28,7 @@ from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence
 from labkit.bert.rates import RateTracker
 from labkit.interrupts import where
 
-__all__ = ["run_steps", "sync"]
+__all__ = ["StepMeter", "run_steps", "sync"]
 
 
 def sync(device: Any) -> None:
@@ -48,57 +49,94 @@ def _read_losses(pending: List[Any], device: Any, losses: List[float]) -> None:
     losses.extend(float(x) for x in torch.stack(pending).cpu().tolist())
 
 
+class StepMeter:
+    """What a step loop measures, step by step: the loop runs the step, then hands its loss to :meth:`add`.
+
+    ``result`` has ``losses``, ``step_times``, ``logs``, ``total_samples``, ``total_time``,
+    ``steady_samples``, ``steady_seconds``, ``interrupted`` and ``first_step_field``.
+    ``entry(step, loss, rate, global_rate, elapsed)`` builds a log step's report. ``tracker`` was
+    started where the run's time begins; the meter's clock starts when it is made.
+    """
+
+    def __init__(self, result: Any, steps: int, log_steps: int, device: Any, tracker: RateTracker,
+                 first_step_field: str, entry: Callable[[int, float, float, float, float], Any]) -> None:
+        self.result, self.steps, self.log_steps, self.device = result, steps, log_steps, device
+        self.tracker, self.first_step_field, self.entry = tracker, first_step_field, entry
+        self.pending: List[Any] = []  # losses still on the device, read at log steps
+        self.last = tracker.clock()
+        self.warm_count = self.warm_elapsed = 0.0
+
+    def add(self, number: int, size: int, loss: Any) -> Any:
+        """Step ``number`` ran ``size`` samples to ``loss`` (a tensor on the device): count it, read the losses
+        at step 1 and at each log step, and return that log step's report (None between log steps)."""
+        result, tracker = self.result, self.tracker
+        self.pending.append(loss)
+        tracker.add(size)
+        result.total_samples += size
+        is_log = number % self.log_steps == 0 or number == self.steps
+        if number == 1 or is_log:
+            _read_losses(self.pending, self.device, result.losses)
+            self.pending = []
+        now = tracker.clock()
+        result.step_times.append(now - self.last)
+        self.last = now
+        if number == 1:
+            setattr(result, self.first_step_field, result.step_times[0])
+            self.warm_count, self.warm_elapsed = tracker.count, tracker.elapsed(now)
+        elif is_log:  # synced here, as at the end of step 1
+            result.steady_samples = int(tracker.count - self.warm_count)
+            result.steady_seconds = tracker.elapsed(now) - self.warm_elapsed
+        if not is_log:
+            return None
+        report = self.entry(number, result.losses[-1], tracker.rate(now), tracker.global_rate(now),
+                            tracker.elapsed(now))
+        result.logs.append(report)
+        return report
+
+    @property
+    def diverged(self) -> bool:
+        """The last loss read is not finite: the loop ends here."""
+        return bool(self.result.losses) and not math.isfinite(self.result.losses[-1])
+
+    def end(self, stop: Any = None) -> Any:
+        """The loop ended: the total time, the losses not read yet, and where an interrupt (``stop``, a
+        :class:`labkit.interrupts.StopRequest`) ended it; returns ``result``."""
+        result = self.result
+        result.total_time = self.tracker.elapsed()
+        if self.pending:  # losses of the steps before an interrupt, not read yet
+            _read_losses(self.pending, self.device, result.losses)
+            self.pending = []
+        if stop is not None and stop.requested and len(result.losses) < self.steps:
+            result.interrupted = where(step=len(result.losses), steps=self.steps) if result.losses else where()
+        return result
+
+
 def run_steps(result: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_steps: int,
               step: Callable[[Mapping[str, Any]], Any], entry: Callable[[int, float, float, float, float], Any],
               device: Any, tracker: RateTracker, first_step_field: str,
               size_fields: Sequence[str] = ("batch_size",), on_log: Optional[Callable[[Any], None]] = None,
               progress: Any = None, close_progress: bool = False, stop: Any = None) -> Any:
-    """Run ``steps`` steps of ``batches`` through ``step(batch)`` and fill ``result`` (returned).
+    """Run ``steps`` steps of ``batches`` through ``step(batch)`` and fill ``result`` (returned), measured by a
+    :class:`StepMeter`.
 
-    ``result`` has ``losses``, ``step_times``, ``logs``, ``total_samples``, ``total_time``,
-    ``steady_samples``, ``steady_seconds``, ``interrupted``, ``first_step_field`` and
-    ``size_fields`` (filled from the first batch's ``input_ids`` shape, one dimension each, e.g.
-    ``("batch_size", "sequence_length")``).
-    ``entry(step, loss, rate, global_rate, elapsed)`` builds a log step's report. ``tracker``
-    was started where the run's time begins. ``progress``: anything with ``update(n)``, or None;
-    ``close_progress`` closes it when the loop ends (a bar the caller made for this run).
+    ``size_fields`` of ``result`` are filled from the first batch's ``input_ids`` shape, one dimension each,
+    e.g. ``("batch_size", "sequence_length")``. ``on_log(report)`` at each log step. ``progress``: anything
+    with ``update(n)``, or None; ``close_progress`` closes it when the loop ends (a bar the caller made for
+    this run).
     """
-    pending: List[Any] = []  # losses still on the device, read at log steps
-    last = tracker.clock()
+    meter = StepMeter(result, steps, log_steps, device, tracker, first_step_field, entry)
     try:
         for number in range(1, steps + 1):
             batch = next(batches)
             dims = [int(n) for n in batch["input_ids"].shape]
             for name, n in zip(size_fields, dims):
                 setattr(result, name, getattr(result, name) or n)
-            size = dims[0]
-            pending.append(step(batch))
-            tracker.add(size)
-            result.total_samples += size
-            is_log = number % log_steps == 0 or number == steps
-            if number == 1 or is_log:
-                _read_losses(pending, device, result.losses)
-                pending = []
-            now = tracker.clock()
-            result.step_times.append(now - last)
-            last = now
-            if number == 1:
-                setattr(result, first_step_field, result.step_times[0])
-                warm_count, warm_elapsed = tracker.count, tracker.elapsed(now)
-            elif is_log:  # synced here, as at the end of step 1
-                result.steady_samples = int(tracker.count - warm_count)
-                result.steady_seconds = tracker.elapsed(now) - warm_elapsed
-            if is_log:
-                report = entry(number, result.losses[-1], tracker.rate(now), tracker.global_rate(now),
-                               tracker.elapsed(now))
-                result.logs.append(report)
-                if on_log is not None:
-                    on_log(report)
+            report = meter.add(number, dims[0], step(batch))
+            if report is not None and on_log is not None:
+                on_log(report)
             if progress is not None:
                 progress.update(1)
-            if result.losses and not math.isfinite(result.losses[-1]):
-                break
-            if stop is not None and stop.requested and number < steps:
+            if meter.diverged or stop is not None and stop.requested and number < steps:
                 break
     except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
         if stop is None or not stop.interrupted_by(exc):
@@ -106,9 +144,4 @@ def run_steps(result: Any, batches: Iterator[Mapping[str, Any]], steps: int, log
     finally:
         if close_progress and progress is not None:
             progress.close()
-    result.total_time = tracker.elapsed()
-    if pending:  # losses of the steps before an interrupt, not read yet
-        _read_losses(pending, device, result.losses)
-    if stop is not None and stop.requested and len(result.losses) < steps:
-        result.interrupted = where(step=len(result.losses), steps=steps) if result.losses else where()
-    return result
+    return meter.end(stop)

@@ -12,7 +12,6 @@ import yaml
 from labkit.devices import DeviceError
 from labkit.params import ParameterError
 from labkit.testbeds.cerebras import bert_large
-from labkit.testbeds.cerebras.bert_large.exercise import run_bert
 from labkit.testbeds.cerebras.stream import stream_command
 
 from tests.fakes.cerebras_run import parse as modelzoo_parse
@@ -80,7 +79,7 @@ def test_csx_without_the_stack_says_what_is_missing(tmp_path, monkeypatch):
     monkeypatch.delenv("LABKIT_MODELZOO", raising=False)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(DeviceError) as info:
-        run_bert(config(), workdir=str(tmp_path))
+        bert_large.run_exercise(config())
     message = str(info.value)
     assert "cerebras_pytorch" in message and "modelzoo" in message and "target='auto'" in message
     assert list(tmp_path.iterdir()) == []  # nothing was written, nothing ran
@@ -117,12 +116,15 @@ def test_stream_shows_lines_while_the_process_runs(fake_stack, tmp_path, monkeyp
     assert log.read_text().startswith("$ " + sys.executable)
 
 
-def test_modelzoo_run_reads_its_metrics_from_the_log(fake_stack, tmp_path, capsys):
+def test_modelzoo_run_reads_its_metrics_from_the_log(fake_stack, tmp_path, capsys, monkeypatch):
     cfg = config(modelzoo_dir=str(fake_stack.modelzoo), model_dir=str(tmp_path / "model_dir"))
-    run = run_bert(cfg, workdir=str(tmp_path / "work"))
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")  # the notebook's folder: the params file and the log go here
+    run = bert_large.run_exercise(cfg)
     out = capsys.readouterr().out
     assert "| Train Device=CSX, Step=30" in out  # streamed into the notebook
     log = run.environment["log_path"]
+    assert Path(log).parent == Path(run.environment["params_path"]).parent == tmp_path / "work"
     text = Path(log).read_text()
     last_global = float(re.findall(r"GlobalRate=([\d.]+)", text)[-1])
     samples, seconds = re.search(r"Processed (\d+) sample\(s\) in ([\d.]+) seconds", text).groups()
@@ -141,6 +143,7 @@ def test_modelzoo_run_reads_its_metrics_from_the_log(fake_stack, tmp_path, capsy
 def test_failed_modelzoo_run_is_marked_failed(fake_stack, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_RUNPY_FAIL", "1")
     cfg = config(modelzoo_dir=str(fake_stack.modelzoo), model_dir=str(tmp_path / "md"))
-    run = run_bert(cfg, workdir=str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    run = bert_large.run_exercise(cfg)
     assert run.status == "failed"
     assert any("exited with status 1" in note for note in run.notes)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from labkit import rank_launcher
-from labkit.testbeds.sambanova.bert_large.launch import PRELOAD, AllReduceOptimizer
+from labkit.testbeds.sambanova.bert_large.portable import PRELOAD, AllReduceOptimizer
 
 
 def _rank(rank):

@@ -53,7 +53,7 @@ def test_the_32_task_homework_variant_is_valid_on_two_nodes():
 
 def test_portable_data_parallel_run_reports_sambanova_metrics():
     config = bert_large.SPEC.validate(SMALL)
-    run = bert_large.run(config, show=False)
+    run = bert_large.run_exercise(config)
     assert (run.source, run.status, run.params["ntasks"]) == ("portable", "complete", 2)
     m = run.metrics
     assert m["training_sequences_per_second"] == pytest.approx(2 * 4 * 4 * 32 / m["e2e_train_time"])
@@ -77,7 +77,7 @@ def test_rank_zero_trains_like_a_single_process_on_the_first_step():
 def test_a_run_that_cannot_fit_in_memory_is_refused_before_anything_starts():
     config = bert_large.SPEC.validate({"target": "portable", "device": "cpu"})  # BERT-Large, 16 x 256
     with pytest.raises(MemoryError, match="model_size='large' with ntasks=16.*nothing was run.*'tiny' or 'micro'") as caught:
-        bert_large.run(config, show=False)
+        bert_large.run_exercise(config)
     # A ParameterError too: Jupyter shows the one message a student needs, not a traceback.
     assert isinstance(caught.value, ParameterError)
     shown = caught.value._render_traceback_()
@@ -90,12 +90,12 @@ def test_asking_for_gpus_that_are_not_there_is_an_error():
     if torch.cuda.device_count() >= 2:
         pytest.skip("this machine has the GPUs")
     with pytest.raises(DeviceError, match="NCCL needs one GPU per rank"):
-        bert_large.run(bert_large.SPEC.validate(dict(SMALL, device="cuda")), show=False)
+        bert_large.run_exercise(bert_large.SPEC.validate(dict(SMALL, device="cuda")))
 
 
 def test_target_log_needs_a_log_path():
     with pytest.raises(ParameterError, match="target = 'log': give log_path"):
-        bert_large.run(bert_large.SPEC.validate({"target": "log"}))
+        bert_large.run_exercise(bert_large.SPEC.validate({"target": "log"}))
 
 
 @needs_logs
@@ -103,7 +103,7 @@ def test_reading_a_real_training_log():
     log = FIXTURES / "tstabrawa-fall2024-HW7-BertLarge-16tasks-2ndlog.log"
     config = bert_large.SPEC.validate({"log_path": str(log)})
     assert bert_large.resolve_target(config) == "log"
-    run = bert_large.run(config)
+    run = bert_large.run_exercise(config)
     assert run.source == "log" and run.params["ntasks"] == 16 and run.params["steps"] == 505
     assert run.metrics["e2e_train_time"] == pytest.approx(470.3965759277344)
     # SambaNova's figure is tokens/s: ntasks x batch x steps x length / time

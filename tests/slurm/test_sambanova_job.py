@@ -33,7 +33,7 @@ def config(tmp_path, **changes):
 def test_compile_submit_follow_and_read_the_training_log(tmp_path, setup):
     cfg = config(tmp_path)
     assert sambanova.resolve_target(cfg, setup) == "testbed"
-    run = sambanova.run(cfg, setup=setup, poll=0.3)
+    run = sambanova.run_testbed(cfg, setup=setup, poll=0.3)
 
     assert run.source == "testbed" and run.status == "complete", run.notes
     # Read from the log the job wrote, found through slurm-<id>.out's "Using ... for output".
@@ -56,7 +56,7 @@ def test_compile_submit_follow_and_read_the_training_log(tmp_path, setup):
     assert "SLURM_NTASKS=2" in text
 
     # A second run with the same parameters reuses the PEF instead of compiling again.
-    again = sambanova.run(cfg, setup=setup, poll=0.3, show=False)
+    again = sambanova.run_testbed(cfg, setup=setup, poll=0.3, show=False)
     assert again.metrics["compile_skipped"] is True and again.status == "complete"
     assert again.params["job_id"] != run.params["job_id"]
 
@@ -72,7 +72,7 @@ def test_slurm_refuses_what_this_small_cluster_cannot_hold(tmp_path, setup, slur
     # compile runs, then sbatch itself refuses, and the error carries Slurm's words.
     cfg = config(tmp_path, cpus_per_task=slurm_cluster.cpus + 1, ntasks=1, ntasks_per_node=1)
     with pytest.raises(jobs.JobRejected, match="sbatch: error: Batch job submission failed"):
-        sambanova.run(cfg, setup=setup, show=False)
+        sambanova.run_testbed(cfg, setup=setup, show=False)
 
 
 def test_target_testbed_without_sambaflow_says_how_to_run(tmp_path):
@@ -80,5 +80,5 @@ def test_target_testbed_without_sambaflow_says_how_to_run(tmp_path):
 
     missing = sambanova.SambaFlow(root=str(tmp_path / "no-sambaflow"))
     with pytest.raises(DeviceError, match="target='portable'"):
-        sambanova.run(config(tmp_path), setup=missing)
+        sambanova.resolve_target(config(tmp_path), missing)
     assert not (tmp_path / "BertLarge").exists()

@@ -33,10 +33,11 @@ The package, one concern a module (this file only gathers the names notebooks an
 
 - ``spec``: :data:`SPEC`, its defaults and checks, the course's params file, ``CEREBRAS_HELP``.
 - ``host``: what of the Cerebras stack is here (:func:`cerebras_stack`), the params YAML a CS-2 run starts from.
-- ``exercise``: the plan and run steps (:func:`plan`, :func:`run_exercise`; ``run_bert`` takes a
-  work folder) and the homework's :func:`compare`.
+- ``exercise``: the plan and run steps (:func:`plan`, :func:`run_exercise`) and the homework's
+  :func:`compare`.
 - ``modelzoo``: the CS-2 path: params YAML, ``run.py CSX`` command, :func:`run_modelzoo`.
-- ``portable``: :func:`run_portable`, the portable BERT printing modelzoo log lines.
+- ``portable``: :func:`run_portable`, the portable BERT printing modelzoo log lines; its body is the
+  training loop, top to bottom.
 - ``log``: :func:`read_log`, a CS-2 log under the exercise's metric names (the reader itself,
   shared with the 2025 exercise, is :mod:`labkit.testbeds.cerebras.log`).
 - ``metrics``: :data:`METRICS`, the exercise's metric names from every path.

@@ -26,7 +26,7 @@ from labkit.testbeds.cerebras.bert_large.modelzoo import run_modelzoo
 from labkit.testbeds.cerebras.bert_large.portable import run_portable
 from labkit.testbeds.cerebras.bert_large.spec import CEREBRAS_HELP, EXERCISE, LONG_RUN_SECONDS
 
-__all__ = ["BertLargePlan", "plan", "run_exercise", "run_bert", "compare", "estimated_seconds", "step_plan",
+__all__ = ["BertLargePlan", "plan", "run_exercise", "compare", "estimated_seconds", "step_plan",
            "SHOWN_SECONDS"]
 
 #: A CPU plan shows its measured time from this long up (a GPU's plan always shows it).
@@ -93,34 +93,27 @@ def step_plan(config: Config, device: Any, batch_size: Optional[int] = None, mea
                            config.micro_batch_size, samples=batch * config.max_steps, measure=measure)
 
 
-def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
-    """The notebook's run step: :func:`run_bert` (the run step itself) where ``plan`` (default:
-    :func:`plan` now) says."""
-    return run_bert(config, plan)
-
-
 @run_step
-def run_bert(config: Config, chosen: Optional[BertLargePlan] = None, workdir: str = ".",
-             log_path: Optional[str] = None) -> Run:
-    """Run the exercise as ``config`` and ``chosen`` (default: :func:`plan` now) say and return its record;
-    a CS-2 run writes its params file and log in ``workdir``, a portable run its log lines to ``log_path``."""
-    chosen = chosen or plan(config)
+def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
+    """The notebook's run step: read the log, train on the CS-2 or train the portable BERT, where ``plan``
+    (default: :func:`plan` now) says; the run's record. A CS-2 run writes its params file and its log in
+    the current folder (the notebook's)."""
+    chosen = plan if plan is not None else _plan_for(config, None)
     if chosen.path == "log":
         run = read_log(config.log_path, config)
         for line in (run.notes or []):
             print("Note: " + line)
         return run
     if chosen.path == "modelzoo":
-        return run_modelzoo(config, chosen.stack, workdir)
-    return run_portable(config, chosen.device, log_path=log_path, steps=chosen.steps)
+        return run_modelzoo(config, chosen.stack)
+    return run_portable(config, chosen.device, steps=chosen.steps)
 
 
 @run_step
-def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequence[Run] = (),
-            workdir: str = ".") -> List[Run]:
+def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequence[Run] = ()) -> List[Run]:
     """The homework's runs: ``runs`` already made, the ``compare_logs`` read, and one run per
-    ``compare_batch_sizes`` entry trained here (on the CS-2 or the portable path); a batch size
-    already trained in ``runs`` is not trained again."""
+    ``compare_batch_sizes`` entry trained here (on the CS-2 or the portable path), each a run step of
+    its own; a batch size already trained in ``runs`` is not trained again."""
     found = list(runs)
     interrupts.keep(lambda: found or None)  # an interrupt keeps the runs made so far (each run keeps its own steps)
     for path in config.compare_logs:
@@ -133,7 +126,7 @@ def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequen
             chosen = _plan_for(config.replace(log_path=None, compare_batch_sizes=[]), sizes)
         each = replace(chosen, steps=None)  # a portable run plans its own micro-batch for its batch size
         for size in sizes:
-            found.append(run_bert(config.replace(batch_size=size), each, workdir))  # a run step of its own
+            found.append(run_exercise(config.replace(batch_size=size), each))
             if found[-1].status == "interrupted":  # the student stopped it: no more runs
                 break
     return found

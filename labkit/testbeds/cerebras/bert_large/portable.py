@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Optional
 
 from labkit import bert, devices, interrupts
 from labkit.divergence import divergence_note, loss_divergence
@@ -40,7 +40,9 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     first step counts in GlobalRate as it does in the modelzoo's.
 
     Its phases (setup, training, summary) are those of the run step it runs in
-    (:func:`~labkit.testbeds.cerebras.bert_large.exercise.run_bert`).
+    (:func:`~labkit.testbeds.cerebras.bert_large.exercise.run_exercise`). The first interrupt in
+    training ends it at the next step and the record below is made of the steps so far; a second
+    one drops the step in progress.
     """
     import torch
 
@@ -52,11 +54,9 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
         steps = bert.plan_steps(config.model_size, config.max_seq_length, batch_size, device, config.precision,
                                 config.micro_batch_size, samples=batch_size * config.max_steps, measure=False)
     micro = steps.micro_batch
-    lines: List[str] = []
     log = open(log_path, "w") if log_path else None
 
     def emit(text: str, out: Callable[[str], None] = echo) -> None:
-        lines.append(text)
         if log is not None:
             log.write(text + "\n")
             log.flush()
@@ -76,31 +76,50 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
             emit(info_line("Gradient accumulation: {} micro-batches of {} per step.".format(
                 micro.accumulation, micro.size)))
         batches = bert.synthetic_batches(batch_size, config.max_seq_length, model.config.vocab_size, seed=config.seed)
+
+        # Phases: setup, training, summary. From here the first interrupt ends training at a step and the
+        # record below is made of the steps so far; a second one stops at once.
+        stop = interrupts.keep(lambda: None)
+        stop.phase("training", check=False)
+        model.to(device)
+        optimizer = bert.make_optimizer(model, config.learning_rate)
+        torch.manual_seed(config.seed)  # dropout
+        if steps.launch == "compiled":  # the encoder (fixed shapes); the masked-LM head stays eager
+            model.bert.compile()
+        on_cuda = device.type == "cuda"
+        if on_cuda:
+            torch.cuda.reset_peak_memory_stats(device)
         device_label = getattr(device, "type", str(device)).upper()
         pbar = bar(total=config.max_steps, desc="batch {}".format(batch_size), unit="step") if progress else None
         above_bar = echo_above(pbar, echo) if pbar is not None else echo
-
-        def on_log(entry: bert.LogEntry) -> None:
-            emit(train_line(device_label, entry.step, entry.loss, entry.rate, entry.global_rate), above_bar)
-
-        # Phases: setup, training, summary. From here the first interrupt ends training at a step and lets
-        # the record below be made (bert.train keeps the steps); a second one stops at once.
-        stop = interrupts.keep(lambda: None)
-        stop.phase("training", check=False)
+        result = bert.TrainResult(batch_size=batch_size, steps=config.max_steps, device=str(device))
+        meter = bert.StepMeter(result, config.max_steps, config.log_steps, device, bert.RateTracker(), "warmup_time",
+                               bert.LogEntry)
         try:
-            result = bert.train(model, batches, config.max_steps, config.log_steps, device,
-                                learning_rate=config.learning_rate,
-                                micro_batch_size=micro.size if micro.accumulation > 1 else None,
-                                seed=config.seed, on_log=on_log, progress=pbar or False, stop=stop,
-                                precision=steps.precision, compile_model=steps.launch == "compiled")
+            for number in range(1, config.max_steps + 1):
+                loss = bert.train_step(model, next(batches), optimizer, device,
+                                       micro.size if micro.accumulation > 1 else None, steps.precision)
+                entry = meter.add(number, batch_size, loss)
+                if entry is not None:
+                    emit(train_line(device_label, entry.step, entry.loss, entry.rate, entry.global_rate), above_bar)
+                if pbar is not None:
+                    pbar.update(1)
+                if meter.diverged or stop.requested and number < config.max_steps:
+                    break
+        except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
+            if not stop.interrupted_by(exc):
+                raise
         finally:
             if pbar is not None:
                 pbar.close()
+        meter.end(stop)
+        if on_cuda:
+            result.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
+
         stop.phase("summary", check=False)
         if result.interrupted:
             echo(result.interrupted)
-        completed = len(result.losses) == config.max_steps
-        if completed:
+        if len(result.losses) == config.max_steps:
             emit(info_line("Training completed successfully!"))
         emit(processed_line(result.total_samples, result.total_time))
     finally:
@@ -113,7 +132,7 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     run.params["precision"] = steps.precision.name
     if result.interrupted:  # stopped by the student: what was measured so far
         run.mark_interrupted(result.interrupted, "its metrics cover only the steps before the interrupt.")
-    elif loss_divergence(result.losses):  # bert.train stops early only on a non-finite loss
+    elif loss_divergence(result.losses):  # the loop stops early only on a non-finite loss
         run.status = "diverged"
         run.notes.append(divergence_note(result.losses, where="step", advice="Lower learning_rate."))
     _add_train_metrics(run, result)

@@ -30,26 +30,25 @@ e2e_train_time``, which counts TOKENS per second despite its name; ``sequences_p
 is the true figure, the same without ``max_seq_length``.
 
 The code, one concern a module: ``spec`` (parameters, sbatch request), ``metrics`` (the metric
-table), ``host`` (where it can run), ``exercise`` (the notebook's plan and run steps), ``runs``
-(one run where ``target`` says, and the homework's runs), ``portable`` and ``launch`` (the
-torch.distributed ranks), ``script`` and ``testbed`` (the SambaFlow scripts, the Slurm job,
-reading its log), ``log`` (the log reader labkit.logs uses), ``report`` (the show step, tables
-and plots).
+table), ``host`` (where it can run; the portable ranks' device and whether they fit), ``exercise``
+(the notebook's plan and run steps: the log, the testbed or the portable ranks, as ``target``
+says; the homework's runs), ``portable`` (the torch.distributed ranks: the host's side, then the
+loop each rank runs), ``script`` and ``testbed`` (the SambaFlow scripts, the Slurm job, reading its
+log), ``log`` (the log reader labkit.logs uses), ``report`` (the show step, tables and plots).
 """
 
-from labkit.testbeds.sambanova.bert_large.exercise import plan, run_exercise
+from labkit.testbeds.sambanova.bert_large.exercise import homework_runs, plan, run_exercise
 from labkit.testbeds.sambanova.bert_large.host import SambaFlow, resolve_target
 from labkit.testbeds.sambanova.bert_large.metrics import METRICS
 from labkit.testbeds.sambanova.bert_large.portable import run_portable
 from labkit.testbeds.sambanova.bert_large.report import (format_throughput, metrics_table, plot_loss, plot_throughput,
                                                          show, throughput_table)
-from labkit.testbeds.sambanova.bert_large.runs import homework_runs, run
 from labkit.testbeds.sambanova.bert_large.spec import SPEC, MODEL_SIZES, describe_request, slurm_request
 from labkit.testbeds.sambanova.bert_large.testbed import read_log, run_testbed
 
 __all__ = ["SPEC", "METRICS", "plan", "run_exercise", "show",
            # the notebook's homework cells
            "homework_runs", "throughput_table", "format_throughput", "plot_throughput",
-           # the run where target says, with the SambaFlow paths a test or a script passes; its parts
-           "run", "run_portable", "run_testbed", "read_log", "SambaFlow", "resolve_target", "slurm_request",
+           # the run step's paths, with the SambaFlow paths, polling and ranks a test or a script passes
+           "run_portable", "run_testbed", "read_log", "SambaFlow", "resolve_target", "slurm_request",
            "describe_request", "metrics_table", "plot_loss", "MODEL_SIZES"]

@@ -1,4 +1,5 @@
-"""The SambaNova notebook's plan and run steps (its show step is :func:`report.show`).
+"""The SambaNova notebook's plan and run steps (its show step is :func:`report.show`), and the
+homework's runs.
 
     from labkit.testbeds.sambanova import bert_large
     config = bert_large.SPEC.from_notebook(globals())
@@ -6,20 +7,24 @@
     run = bert_large.run_exercise(config)      # a labkit.results.Run
     bert_large.show(run)                       # the metrics with their meaning, the notes, the loss
     results.record(run)
+    runs = bert_large.homework_runs(config, run)   # one more per sweep_ntasks value, and compare_logs
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import os
+from typing import List, Optional
 
+from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
 from labkit.testbeds.sambanova.bert_large.host import SambaFlow, resolve_target
-from labkit.testbeds.sambanova.bert_large.runs import run as run_where
+from labkit.testbeds.sambanova.bert_large.portable import run_portable
 from labkit.testbeds.sambanova.bert_large.spec import describe_request
+from labkit.testbeds.sambanova.bert_large.testbed import read_log, run_testbed
 
-__all__ = ["plan", "run_exercise"]
+__all__ = ["plan", "run_exercise", "homework_runs"]
 
 
 def plan(config: Config) -> RunPlan:
@@ -46,8 +51,29 @@ def plan(config: Config) -> RunPlan:
                    + describe_request(config).splitlines())
 
 
+@run_step
 def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
-    """The notebook's run step: the testbed job, the portable ranks, or the log, as ``plan`` (default:
-    :func:`plan` now, as :func:`runs.run` resolves it) says. :func:`runs.run` is the run step itself
-    (it takes the SambaFlow paths and the polling a test needs)."""
-    return run_where(config, target=plan.path if plan is not None else None)
+    """The notebook's run step: read the log, run the Slurm job on the testbed
+    (:func:`~labkit.testbeds.sambanova.bert_large.testbed.run_testbed`) or the portable ranks here
+    (:func:`~labkit.testbeds.sambanova.bert_large.portable.run_portable`), where ``plan`` (default:
+    :func:`resolve_target` now, as :func:`plan` decides) says."""
+    target = plan.path if plan is not None else resolve_target(config)
+    if target == "log":
+        return read_log(config.log_path, config)
+    if target == "testbed":
+        return run_testbed(config)
+    return run_portable(config)
+
+
+def homework_runs(config: Config, first: Run) -> List[Run]:
+    """``first``, one more run per ``config.sweep_ntasks`` value (same target and parameters, each a run step
+    of its own), and the runs in ``config.compare_logs``."""
+    runs = [first]
+    for n in config.sweep_ntasks:
+        changed = config.replace(ntasks=n, log_path=None,
+                                 target="testbed" if first.source == "testbed" else "portable")
+        runs.append(run_exercise(changed))
+        if runs[-1].status == "interrupted":  # the student stopped it: no more runs
+            break
+    runs.extend(read_log(os.path.expanduser(p)) for p in config.compare_logs)
+    return runs

@@ -1,9 +1,11 @@
 """Where the SambaNova exercise can run: SambaFlow's paths, whether this is a SambaNova node,
-and which target ('testbed', 'portable' or 'log') a configuration resolves to.
+which target ('testbed', 'portable' or 'log') a configuration resolves to, and for the portable
+ranks the device they run on and whether they fit in this machine's memory.
 
-    from labkit.testbeds.sambanova.bert_large.host import resolve_target, sambanova_host
+    from labkit.testbeds.sambanova.bert_large.host import resolve_target, sambanova_host, ranks_device
     sambanova_host()                 # sbatch on PATH and SambaFlow under /opt/sambaflow
     resolve_target(config)           # says why when the asked-for target is impossible
+    ranks_device(config, 2)          # ('cpu', notes) or ('cuda', []); refuses a run that cannot fit
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
-from typing import Tuple
+from typing import List, Tuple
 
 from labkit import jobs
 from labkit.params import Config, ParameterError
 from labkit.testbeds.sambanova.bert_large.spec import EXERCISE
 
-__all__ = ["SambaFlow", "sambanova_host", "resolve_target"]
+__all__ = ["SambaFlow", "sambanova_host", "resolve_target", "ranks_device", "TooBigForMemory"]
 
 
 @dataclass(frozen=True)
@@ -73,3 +75,100 @@ def resolve_target(config: Config, setup: SambaFlow = SambaFlow()) -> str:
                                   "only; use model_size='large' on the testbed".format(config.model_size)], EXERCISE)
     return target
 
+
+
+def ranks_device(config: Config, ranks: int) -> Tuple[str, List[str]]:
+    """Where ``ranks`` portable ranks run ('cuda': NCCL, one GPU per rank; or 'cpu': gloo) and notes on the
+    choice; raises :class:`TooBigForMemory` before anything is spawned when they cannot fit (an estimate,
+    see :func:`_memory_estimate`), saying which smaller size to use."""
+    device_kind, notes = _choose_device(config.device, ranks)
+    total = _memory_estimate(config, ranks)[1]
+    available = _available_memory(device_kind)
+    # On CUDA the micro-batch probe backs off to what fits, so only the weights and optimizer state must
+    needed = _weights_bytes(config) if device_kind == "cuda" else total
+    if needed > 0.9 * available:
+        raise TooBigForMemory([
+            "model_size={!r} with ntasks={}, batch_size={}, max_seq_length={}: the portable run needs about "
+            "{:.0f} GB{} but {:.1f} GB is available here, so nothing was run. Allowed here: something smaller, e.g. "
+            "model_size='micro', ntasks=2, ntasks_per_node=2, batch_size=4, steps=4, max_seq_length=32 "
+            "('tiny' or 'micro' with a small batch_size and fewer ntasks); the full-size run is for the testbed "
+            "(target='testbed') or for reading its log (log_path=...).".format(
+                config.model_size, ranks, config.batch_size, config.max_seq_length, needed / 1e9,
+                " per GPU" if device_kind == "cuda" else " for all ranks", available / 1e9)], EXERCISE)
+    return device_kind, notes
+
+
+class TooBigForMemory(ParameterError, MemoryError):
+    """The portable run would not fit in this machine's memory: the parameters must shrink.
+
+    A ParameterError, so Jupyter shows its one message and no traceback (a student's Run All
+    with the testbed's defaults ends here), and a MemoryError for code that catches that.
+    """
+
+
+def _memory_estimate(config: Config, ranks: int) -> Tuple[float, float]:
+    """Bytes one rank needs (weights, gradients, AdamW state, activations) and for all ranks.
+
+    A rough upper estimate, to refuse runs that cannot fit before spawning anything: fp32
+    weights+gradients+2 Adam moments+the all-reduce buffer (20 bytes a parameter) and the
+    activations kept for backward (Korthikanti et al. 2022, doubled for fp32).
+    """
+    from labkit import bert
+
+    preset = dict(bert.MODEL_SIZES[config.model_size])
+    vocab = preset.pop("vocab_size", bert.BERT_VOCAB_SIZE)
+    h, layers, heads = preset["hidden_size"], preset["num_hidden_layers"], preset["num_attention_heads"]
+    ffn = preset["intermediate_size"]
+    params = vocab * h + 512 * h + layers * (4 * h * h + 2 * h * ffn) + h * h
+    s, b = config.max_seq_length, config.batch_size
+    activations = layers * s * b * h * (34 + 5 * heads * s / float(h)) * 2
+    per_rank = 20.0 * params + activations + 4.0 * b * s * h * 4
+    return per_rank, per_rank * ranks
+
+
+def _weights_bytes(config: Config) -> float:
+    """fp32 weights, gradients, two AdamW moments and the all-reduce buffer: 20 bytes a parameter."""
+    from labkit import bert
+
+    preset = dict(bert.MODEL_SIZES[config.model_size])
+    vocab = preset.pop("vocab_size", bert.BERT_VOCAB_SIZE)
+    h, layers, ffn = preset["hidden_size"], preset["num_hidden_layers"], preset["intermediate_size"]
+    return 20.0 * (vocab * h + 512 * h + layers * (4 * h * h + 2 * h * ffn) + h * h)
+
+
+def _available_memory(device_kind: str) -> float:
+    if device_kind == "cuda":
+        import torch
+
+        return float(torch.cuda.get_device_properties(0).total_memory)
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        return float(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def _choose_device(requested: str, ranks: int) -> Tuple[str, List[str]]:
+    """'cuda' (NCCL, one GPU per rank) or 'cpu' (gloo), and notes on the choice."""
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if requested == "cuda":
+        if gpus < ranks:
+            from labkit.devices import DeviceError
+
+            raise DeviceError("device='cuda' with ntasks={}: NCCL needs one GPU per rank and torch sees {} here. "
+                              "Use ntasks <= {} or device='cpu' (gloo).".format(ranks, gpus, gpus))
+        return "cuda", []
+    if requested == "auto" and gpus >= ranks:
+        return "cuda", []
+    notes = []
+    from labkit.devices import mps_available
+
+    if requested == "auto" and not gpus and mps_available():
+        notes.append("Apple MPS has no torch.distributed backend, so the ranks ran on the CPU with gloo.")
+    if requested == "auto" and gpus:
+        notes.append("{} ranks but {} GPU(s): NCCL needs one GPU per rank, so the ranks ran on the CPU "
+                     "with gloo.".format(ranks, gpus))
+    return "cpu", notes

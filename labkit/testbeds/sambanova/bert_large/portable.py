@@ -6,23 +6,27 @@ ranks on this machine (gloo on CPU, NCCL with one GPU per rank), measured as Sam
                                        "batch_size": 4, "steps": 4, "max_seq_length": 32})
     run = bert_large.run_portable(config)
 
-The ranks themselves are in :mod:`labkit.testbeds.sambanova.bert_large.launch`.
+Two halves, top to bottom: :func:`run_portable`, the host's side (where the ranks run, starting them
+through :mod:`labkit.rank_launcher`, rank 0's steps as a bar, the record), and :func:`train_rank`, what
+each rank runs: its training loop, gradients all-reduced each step (:class:`AllReduceOptimizer`).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional, Tuple
+import time
+from typing import Any, Dict, List, Optional, Tuple
 
-from labkit import interrupts
+from labkit import interrupts, rank_launcher
 from labkit.divergence import divergence_note, loss_divergence
-from labkit.params import Config, ParameterError
+from labkit.params import Config
 from labkit.results import Run
-from labkit.testbeds.sambanova.bert_large.launch import launch_bert_ranks
-from labkit.testbeds.sambanova.bert_large.spec import EXERCISE
+from labkit.testbeds.sambanova.bert_large.host import ranks_device
 from labkit.testbeds.sambanova.bert_large.metrics import METRICS
+from labkit.testbeds.sambanova.bert_large.spec import EXERCISE
 
-__all__ = ["run_portable", "tokens_per_second", "sequences_per_second", "TooBigForMemory", "TOKENS_NOTE"]
+__all__ = ["run_portable", "train_rank", "AllReduceOptimizer", "tokens_per_second", "sequences_per_second",
+           "TOKENS_NOTE", "PRELOAD"]
 
 TOKENS_NOTE = ("training_sequences_per_second is SambaNova's name, but it is ntasks x batch_size x steps x "
                "max_seq_length / e2e_train_time: it counts tokens per second. Sequences per second: "
@@ -38,110 +42,27 @@ def sequences_per_second(ntasks: int, batch_size: int, steps: int, seconds: floa
     return ntasks * batch_size * steps / seconds
 
 
-class TooBigForMemory(ParameterError, MemoryError):
-    """The portable run would not fit in this machine's memory: the parameters must shrink.
-
-    A ParameterError, so Jupyter shows its one message and no traceback (a student's Run All
-    with the testbed's defaults ends here), and a MemoryError for code that catches that.
-    """
+#: Modules the rank processes need, imported once by the fork server rather than by every rank
+#: of every run (importing transformers takes seconds).
+PRELOAD = ["labkit.testbeds.sambanova.bert_large.portable", "labkit.bert", "transformers.models.bert.modeling_bert"]
 
 
-def _memory_estimate(config: Config, ranks: int) -> Tuple[float, float]:
-    """Bytes one rank needs (weights, gradients, AdamW state, activations) and for all ranks.
-
-    A rough upper estimate, to refuse runs that cannot fit before spawning anything: fp32
-    weights+gradients+2 Adam moments+the all-reduce buffer (20 bytes a parameter) and the
-    activations kept for backward (Korthikanti et al. 2022, doubled for fp32).
-    """
-    from labkit import bert
-
-    preset = dict(bert.MODEL_SIZES[config.model_size])
-    vocab = preset.pop("vocab_size", bert.BERT_VOCAB_SIZE)
-    h, layers, heads = preset["hidden_size"], preset["num_hidden_layers"], preset["num_attention_heads"]
-    ffn = preset["intermediate_size"]
-    params = vocab * h + 512 * h + layers * (4 * h * h + 2 * h * ffn) + h * h
-    s, b = config.max_seq_length, config.batch_size
-    activations = layers * s * b * h * (34 + 5 * heads * s / float(h)) * 2
-    per_rank = 20.0 * params + activations + 4.0 * b * s * h * 4
-    return per_rank, per_rank * ranks
-
-
-def _weights_bytes(config: Config) -> float:
-    """fp32 weights, gradients, two AdamW moments and the all-reduce buffer: 20 bytes a parameter."""
-    from labkit import bert
-
-    preset = dict(bert.MODEL_SIZES[config.model_size])
-    vocab = preset.pop("vocab_size", bert.BERT_VOCAB_SIZE)
-    h, layers, ffn = preset["hidden_size"], preset["num_hidden_layers"], preset["intermediate_size"]
-    return 20.0 * (vocab * h + 512 * h + layers * (4 * h * h + 2 * h * ffn) + h * h)
-
-
-def _available_memory(device_kind: str) -> float:
-    if device_kind == "cuda":
-        import torch
-
-        return float(torch.cuda.get_device_properties(0).total_memory)
-    try:
-        with open("/proc/meminfo") as f:
-            info = dict(line.split(":", 1) for line in f)
-        return float(info["MemAvailable"].split()[0]) * 1024
-    except (OSError, KeyError, ValueError):
-        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-
-
-def _choose_device(requested: str, ranks: int) -> Tuple[str, List[str]]:
-    """'cuda' (NCCL, one GPU per rank) or 'cpu' (gloo), and notes on the choice."""
-    import torch
-
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if requested == "cuda":
-        if gpus < ranks:
-            from labkit.devices import DeviceError
-
-            raise DeviceError("device='cuda' with ntasks={}: NCCL needs one GPU per rank and torch sees {} here. "
-                              "Use ntasks <= {} or device='cpu' (gloo).".format(ranks, gpus, gpus))
-        return "cuda", []
-    if requested == "auto" and gpus >= ranks:
-        return "cuda", []
-    notes = []
-    from labkit.devices import mps_available
-
-    if requested == "auto" and not gpus and mps_available():
-        notes.append("Apple MPS has no torch.distributed backend, so the ranks ran on the CPU with gloo.")
-    if requested == "auto" and gpus:
-        notes.append("{} ranks but {} GPU(s): NCCL needs one GPU per rank, so the ranks ran on the CPU "
-                     "with gloo.".format(ranks, gpus))
-    return "cpu", notes
-
-
-@interrupts.with_phases
 def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 3600, show: bool = True) -> Run:
-    """Data-parallel BERT on this machine: ``ntasks`` processes, gradients all-reduced each step.
+    """Data-parallel BERT on this machine: ``ntasks`` processes of :func:`train_rank`, gradients all-reduced
+    each step.
 
     Each rank builds the same model (same ``seed``), draws its own synthetic batches
     (``seed`` + rank), and runs ``steps`` steps at ``batch_size``; rank 0 reports losses as
-    it goes. Nothing is spawned when the run cannot fit in memory (an estimate, see
-    :func:`_memory_estimate`): the error says which smaller size to use.
+    it goes. Nothing is spawned when the run cannot fit in memory (an estimate,
+    :func:`~labkit.testbeds.sambanova.bert_large.host.ranks_device`): the error says which smaller size
+    to use. Raises RuntimeError when a rank fails or nothing comes back within ``timeout`` seconds.
     """
     import torch
 
     from labkit import devices
 
     ranks = int(ntasks if ntasks is not None else config.ntasks)
-    device_kind, notes = _choose_device(config.device, ranks)
-    per_rank, total = _memory_estimate(config, ranks)
-    available = _available_memory(device_kind)
-    # On CUDA the micro-batch probe backs off to what fits, so only the weights and optimizer state must
-    needed = _weights_bytes(config) if device_kind == "cuda" else total
-    if needed > 0.9 * available:
-        raise TooBigForMemory([
-            "model_size={!r} with ntasks={}, batch_size={}, max_seq_length={}: the portable run needs about "
-            "{:.0f} GB{} but {:.1f} GB is available here, so nothing was run. Allowed here: something smaller, e.g. "
-            "model_size='micro', ntasks=2, ntasks_per_node=2, batch_size=4, steps=4, max_seq_length=32 "
-            "('tiny' or 'micro' with a small batch_size and fewer ntasks); the full-size run is for the testbed "
-            "(target='testbed') or for reading its log (log_path=...).".format(
-                config.model_size, ranks, config.batch_size, config.max_seq_length, needed / 1e9,
-                " per GPU" if device_kind == "cuda" else " for all ranks", available / 1e9)], EXERCISE)
+    device_kind, notes = ranks_device(config, ranks)
     # Every rank gets the same threads whatever ntasks is (as every rank on the testbed gets its
     # own tiles): the cores shared among the node's task slots, so a sweep over ntasks measures
     # scaling, not thread counts.
@@ -149,15 +70,24 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     threads = max(1, min(config.cpus_per_task, (os.cpu_count() or 1) // max(slots, ranks)))
     settings = {k: config[k] for k in ("model_size", "max_seq_length", "seed", "batch_size", "steps", "learning_rate",
                                        "precision", "micro_batch_size")}
-    # Phases: setup, training (the ranks), summary. An interrupt stops the ranks and keeps the steps rank 0
-    # reported; one before the first step keeps nothing.
+    # Phases: setup, training (the ranks), summary (entered when rank 0 reports its last step: the
+    # end-to-end time is to come). An interrupt stops the ranks and keeps the steps rank 0 reported;
+    # one before the first step keeps nothing.
     stop = interrupts.keep(lambda: None)
     stop.phase("training", check=False)
-    outcome = launch_bert_ranks(ranks, settings, device_kind, threads, timeout=timeout, show=show, stop=stop)
-    result, steps_done, losses = outcome.result, outcome.steps, outcome.losses
+    rank_zero = _RankZeroProgress(ranks, config.steps, show, stop)
+    try:
+        gathered = rank_launcher.launch(train_rank, ranks, args=(settings, device_kind, threads), start="forkserver",
+                                        preload=PRELOAD, on_message=rank_zero, timeout=timeout,
+                                        stop_on_interrupt=True, what="The portable data-parallel run",
+                                        finishing=lambda: len(rank_zero.steps) == config.steps)
+    finally:
+        rank_zero.close()
+    steps_done, losses = rank_zero.steps, rank_zero.losses
     stop.phase("summary", check=not steps_done)  # no step: the one line that nothing was measured
-    if result is None:  # interrupted: the steps rank 0 reported, without the end-to-end time
+    if gathered.interrupted:  # the steps rank 0 reported, without the end-to-end time
         return _interrupted_run(config, ranks, steps_done, losses, show, stop)
+    result = gathered.results[0]
     e2e = result["e2e_train_time"]
     run_ = Run(EXERCISE, source="portable", status="complete")
     run_.params.update(config.to_dict())
@@ -210,3 +140,118 @@ def _interrupted_run(config: Config, ranks: int, steps_done: List[int], losses: 
     METRICS.add(run_, "steps", len(steps_done))
     run_.add_series("loss", steps_done, losses)
     return run_
+
+
+class _RankZeroProgress:
+    """Rank 0's messages: a bar that starts when the ranks have met (not at spawn), its steps and losses."""
+
+    def __init__(self, ranks: int, steps: int, show: bool, stop: Any):
+        self.ranks, self.total, self.show, self.stop = ranks, steps, show, stop
+        self.steps: List[int] = []
+        self.losses: List[float] = []
+        self.bar: Any = None
+
+    def __call__(self, rank: int, kind: str, payload: Tuple[Any, ...]) -> None:
+        if kind == "ready" and self.show:
+            from labkit.progress import bar
+
+            self.bar = bar(total=self.total, unit="step",
+                           desc="{} rank{} x {} steps".format(self.ranks, "s" if self.ranks > 1 else "", self.total))
+        elif kind == "step":
+            self.steps.append(payload[0])
+            self.losses.append(payload[1])
+            if len(self.steps) == self.total:  # the end-to-end time is to come
+                self.stop.phase("summary", check=False)
+            if self.bar is not None:
+                self.bar.update(1)
+                self.bar.set_postfix(loss="{:.3f}".format(payload[1]), refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class AllReduceOptimizer:
+    """An optimizer whose ``step`` first averages the gradients over all ranks (one flat
+    all-reduce), which is what data-parallel training (DDP, SambaFlow's ``--data-parallel``)
+    does between backward and update. labkit.bert.train_step calls the model's submodules
+    directly, so DDP's forward hooks cannot be used; this keeps the same semantics."""
+
+    def __init__(self, optimizer: Any, world_size: int):
+        self.optimizer = optimizer
+        self.world_size = world_size
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def step(self) -> None:
+        import torch
+        import torch.distributed as dist
+
+        grads = [p.grad for group in self.optimizer.param_groups for p in group["params"] if p.grad is not None]
+        if grads and self.world_size > 1:
+            flat = torch.cat([g.reshape(-1) for g in grads])
+            dist.all_reduce(flat)
+            flat.div_(self.world_size)
+            offset = 0
+            for g in grads:
+                g.copy_(flat[offset:offset + g.numel()].view_as(g))
+                offset += g.numel()
+        self.optimizer.step()
+
+
+def train_rank(rank: rank_launcher.Rank, settings: Dict[str, Any], device_kind: str,
+               threads: int) -> Optional[Dict[str, Any]]:
+    """One rank of the portable run (a process started by labkit.rank_launcher); rank 0 returns the
+    end-to-end time, the backend and whether the replicas stayed identical."""
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(threads)
+    if device_kind == "cuda":
+        torch.cuda.set_device(rank.rank)
+        device = torch.device("cuda", rank.rank)
+        backend = "nccl"
+    else:
+        device = torch.device("cpu")
+        backend = "gloo"
+    rank.join_group(backend)
+    from labkit import bert
+
+    # precision and micro-batch from labkit.accelerator (on CUDA its probe trains a model of its own,
+    # so this rank's replica is untouched)
+    steps = bert.plan_steps(settings["model_size"], settings["max_seq_length"], settings["batch_size"], device,
+                            settings.get("precision", "auto"), settings.get("micro_batch_size"), measure=False)
+    micro = steps.micro_batch
+    model = bert.build_model(settings["model_size"], settings["max_seq_length"], settings["seed"]).to(device)
+    torch.manual_seed(settings["seed"] * 100003 + rank.rank)  # dropout: reproducible, different per rank
+    optimizer = AllReduceOptimizer(bert.make_optimizer(model, learning_rate=settings["learning_rate"]), rank.world_size)
+    batches = bert.synthetic_batches(settings["batch_size"], settings["max_seq_length"], model.config.vocab_size,
+                                     seed=settings["seed"] * 100003 + rank.rank)
+    dist.barrier()
+    if rank.rank == 0:
+        rank.report("ready")
+    start = time.perf_counter()
+    for step in range(1, settings["steps"] + 1):
+        loss = bert.train_step(model, next(batches), optimizer, device,
+                               micro.size if micro.accumulation > 1 else None, steps.precision)
+        if rank.rank == 0:
+            rank.report("step", step, float(loss))
+    if device_kind == "cuda":
+        torch.cuda.synchronize(device)
+    dist.barrier()
+    e2e = time.perf_counter() - start
+    # Data parallelism keeps every replica identical: compare the ranks' weights.
+    checksum = float(sum(p.detach().double().sum().item() for p in model.parameters()))
+    sums: List[Any] = [None] * rank.world_size
+    dist.all_gather_object(sums, checksum)
+    in_sync = max(sums) - min(sums) <= 1e-9 * max(1.0, abs(checksum))
+    dist.destroy_process_group()
+    if rank.rank == 0:
+        done = {"e2e_train_time": e2e, "backend": backend, "replicas_in_sync": in_sync,
+                "precision": steps.precision.name, "micro_batch": micro.size, "accumulation": micro.accumulation,
+                "launch": "eager"}
+        if device_kind == "cuda":
+            done["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated(device))
+        return done
+    return None
