@@ -241,3 +241,20 @@ def test_a_portable_run_records_its_steady_rate_beside_globalrate():
     assert m["global_rate"] == m["samples_per_sec"] == pytest.approx(12 / m["total_time"], rel=0.05)
     assert bert_large.METRICS.unit("steady_rate") == "samples/s"
     assert "steady_rate" in list(bert_large.metrics_table(run)["metric"])
+
+
+def test_the_cerebras_exercise_loop_trains_and_logs_as_bert_train_does():
+    # The exercise writes its loop out (run_portable's body); bert.train runs the shared one. Same model,
+    # seed and batches: the same loss at every step, logged at the same steps.
+    from labkit.testbeds.cerebras import bert_large
+
+    config = bert_large.SPEC.validate({"model_size": "micro", "batch_size": 4, "max_steps": 5, "log_steps": 2,
+                                       "max_seq_length": 16, "target": "cpu", "seed": 3})
+    run = bert_large.run_portable(config, "cpu", echo=lambda line: None, progress=False)
+    model = bert.build_model("micro", 16, seed=3)
+    data = bert.synthetic_batches(4, 16, model.config.vocab_size, seed=3)
+    shared = bert.train(model, data, steps=5, log_steps=2, device="cpu", learning_rate=config.learning_rate, seed=3,
+                        progress=False)
+    assert run.series["loss"]["y"] == shared.losses and len(shared.losses) == 5
+    assert run.series["rate"]["x"] == [e.step for e in shared.logs] == [2, 4, 5]
+    assert run.metrics["final_loss"] == round(shared.losses[-1], 5)
