@@ -14,8 +14,9 @@ optimizer.zero_grad(); loss.item()``. labkit's is the exercise's own loop,
 modelzoo's rate tracker, the loss read back at report steps only), run from a config of the same
 preset, seed, batch and length. The two alternate, ``--repeats`` times each, in this process; each
 repeat's figure is samples/s over the steps after the first (warm-up) step (the exercise's
-``steady_rate``); the table gives the median and the range (min-max), and the ratio of medians. A breakdown then times the phases of labkit's step
-(forward, backward, clipping, optimizer, the rest) to say where time goes.
+``steady_rate``); the table gives the median and the range (min-max), and the ratio of medians. A
+breakdown then times the phases of labkit's step (forward, backward, clipping, optimizer, the rest)
+to say where time goes.
 """
 
 from __future__ import annotations
