@@ -9,12 +9,14 @@ vocabulary) on the same token windows of the offline corpus, with the same optim
 betas 0.9/0.95, eps 1e-5, weight decay 0.1, gradients clipped to norm 1.0: the course's
 params_llama2_7b.yaml). The reference is the loop anyone would write first:
 ``loss = model(input_ids=x, labels=x).loss; loss.backward(); clip; optimizer.step();
-optimizer.zero_grad(); loss.item()``. labkit's is :func:`labkit.llm.train` (its
-``train_step``, the warm-up schedule, the modelzoo's rate tracker, the loss read back at report
-steps only). The two alternate, ``--repeats`` times each, in this process; each repeat's figure
-is samples/s over the steps after the first (warm-up) step; the table gives the median and the
-range (min-max), and the ratio of medians. A breakdown then times the phases of labkit's step
-(forward, backward, clipping, optimizer, the rest) to say where time goes.
+optimizer.zero_grad(); loss.item()``. labkit's is the exercise's own loop,
+:func:`labkit.testbeds.cerebras.llama2_7b.train.train` (``llm.train_step``, the warm-up schedule, the
+modelzoo's rate tracker, the loss read back at report steps only), run from a config of the same
+preset, seed, batch and length. The two alternate, ``--repeats`` times each, in this process; each
+repeat's figure is samples/s over the steps after the first (warm-up) step (the exercise's
+``steady_rate``); the table gives the median and the range (min-max), and the ratio of medians. A
+breakdown then times the phases of labkit's step (forward, backward, clipping, optimizer, the rest)
+to say where time goes.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import time
 import torch
 
 from labkit import llm
+from labkit.testbeds.cerebras import llama2_7b
+from labkit.testbeds.cerebras.llama2_7b.train import train
 
 
 def say(*parts):
@@ -52,14 +56,17 @@ def plain_loop(model, batches, device, learning_rate=1e-3):
     return times
 
 
-def labkit_loop(model, batches, device, learning_rate=1e-3):
-    result = llm.train(model, iter(batches), steps=len(batches), log_steps=10, device=device,
-                       learning_rate=learning_rate)
-    return result.step_times
+def labkit_rate(model_size, batch_size, seq, steps, device):
+    """Samples/s of the exercise's loop after its first step: it builds the same model (seed 0) and draws
+    the same windows (seed 0) as the plain loop is given."""
+    config = llama2_7b.SPEC.validate({"model_size": model_size, "batch_size": batch_size, "sequence_length": seq,
+                                      "steps": steps, "log_steps": min(10, steps), "seed": 0, "learning_rate": 1e-3,
+                                      "device": device.type})
+    return train(config, device, echo=lambda line: None, progress=False).metrics["steady_rate"]
 
 
 def samples_per_s(batch_size, step_times):
-    steady = step_times[1:]  # the first step is warm-up in both loops
+    steady = step_times[1:]  # the first step is warm-up, as in the exercise's steady_rate
     return batch_size * len(steady) / sum(steady)
 
 
@@ -120,10 +127,13 @@ def main(argv=None):
         batches = [next(stream) for _ in range(args.steps)]
         rates = {"labkit": [], "plain": []}
         for repeat in range(args.repeats):
-            order = (("labkit", labkit_loop), ("plain", plain_loop))
-            for name, loop in order if repeat % 2 == 0 else order[::-1]:  # interleaved, alternating who goes first
+            order = ("labkit", "plain")
+            for name in order if repeat % 2 == 0 else order[::-1]:  # interleaved, alternating who goes first
+                if name == "labkit":
+                    rates[name].append(labkit_rate(args.model_size, batch_size, args.seq, args.steps, device))
+                    continue
                 model = llm.build_model(args.model_size, vocab_size=len(tokenizer), seed=0).to(device)
-                rates[name].append(samples_per_s(batch_size, loop(model, batches, device)))
+                rates[name].append(samples_per_s(batch_size, plain_loop(model, batches, device)))
                 del model
         med = {name: statistics.median(values) for name, values in rates.items()}
         say("{:>6} {:>10.2f} [{:.2f}-{:.2f}] {:>10.2f} [{:.2f}-{:.2f}] {:>6.3f}x".format(

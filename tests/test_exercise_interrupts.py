@@ -148,6 +148,17 @@ def test_groq_interrupted_in_its_first_backend_records_nothing(groq_config):
     assert said == "interrupted in cpu inference: " + NOTHING
 
 
+def test_llama_interrupted_in_training_ends_at_that_step_and_keeps_the_steps_made():
+    from labkit.testbeds.cerebras import llama2_7b
+
+    config = llama2_7b.SPEC.validate({"model_size": "tiny", "batch_size": 2, "steps": 40, "log_steps": 3,
+                                      "sequence_length": 16, "device": "cpu"})
+    run, said = interrupted_at(r"Step=6, ", llama2_7b.run_exercise, config)
+    assert (run.status, run.stopped_in) == ("interrupted", "training") and "interrupted at step 6/40" in said
+    assert run.metrics["steps"] == 6 and run.metrics["samples"] == 12 and len(run.series["loss"]["y"]) == 6
+    assert run.series["global_rate"]["x"] == [3, 6] and "validation_loss" not in run.metrics
+
+
 def test_llama_interrupted_in_its_validation_keeps_the_training_without_a_validation_loss():
     from labkit.testbeds.cerebras import llama2_7b
 

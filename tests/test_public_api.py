@@ -28,5 +28,6 @@ def test_core_interfaces_stay():
 def test_llm_and_serving_interfaces_stay():
     from labkit import llm, serving
 
-    assert {"load_corpus", "corpus_tokenizer", "build_model", "encode_text", "token_batches", "train"} <= set(llm.__all__)
+    assert {"load_corpus", "corpus_tokenizer", "build_model", "encode_text", "token_batches",
+            "make_optimizer", "train_step"} <= set(llm.__all__)
     assert {"start_server", "LocalServer", "ServerStartError", "CONFIGS"} <= set(serving.__all__)

@@ -11,8 +11,9 @@ labkit's local inference server.
 
 Modules, one concern each: ``corpus`` (the offline corpus, a hub dataset, the train/validation
 split), ``tokenizer`` (training, wrapping and caching the tokenizer), ``presets`` (model sizes,
-``LlamaConfig``, a seeded model, memory checks), ``batches`` (token windows), ``training`` (the optimizer, one step,
-the measured loop), ``device_plan`` (the preset, precision and checkpointing for this device, and its measured step).
+``LlamaConfig``, a seeded model, memory checks), ``batches`` (token windows), ``training`` (the optimizer and
+one step; the exercise's loop runs them), ``device_plan`` (the preset, precision and checkpointing for this
+device, and its measured step).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from labkit.llm.corpus import OFFLINE_CORPUS, Corpus, CorpusUnavailable, load_co
 from labkit.llm.presets import (LLAMA2_VOCAB_SIZE, MODEL_SIZES, ModelTooLarge, available_memory_bytes, build_model,
                                 count_parameters,
                                 model_config, parameter_count, training_bytes)
-from labkit.llm.training import MAX_GRAD_NORM, Report, TrainResult, make_optimizer, train, train_step, warmup_scheduler
+from labkit.llm.training import MAX_GRAD_NORM, make_optimizer, train_step, warmup_scheduler
 from labkit.llm.tokenizer import BOS, EOS, UNK, corpus_tokenizer, load_tokenizer, train_tokenizer, wrap_tokenizer
 
 __all__ = [
@@ -33,6 +34,6 @@ __all__ = [
     "MODEL_SIZES", "LLAMA2_VOCAB_SIZE", "ModelTooLarge", "model_config", "build_model", "count_parameters",
     "parameter_count", "training_bytes", "available_memory_bytes",
     "encode_text", "token_batches",
-    "make_optimizer", "warmup_scheduler", "train_step", "train", "Report", "TrainResult", "MAX_GRAD_NORM",
+    "make_optimizer", "warmup_scheduler", "train_step", "MAX_GRAD_NORM",
     "LlamaStepPlan", "NothingFitsHere", "plan_llama", "flops_per_token", "training_memory_bytes",
 ]

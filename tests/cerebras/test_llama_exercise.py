@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from labkit import devices, llm
-from labkit.interrupts import StopRequest
 from labkit.params import ParameterError
 from labkit.results import Run
 from labkit.testbeds.cerebras import llama2_7b
 from labkit.testbeds.cerebras.llama2_7b.host import LLAMA_DIRS
+from labkit.testbeds.cerebras.llama2_7b.train import train
 from tests.cerebras.cs3_stack import CS3Node
 
 SMALL = {"model_size": "tiny", "batch_size": 4, "steps": 12, "log_steps": 4, "sequence_length": 32, "device": "cpu"}
@@ -31,7 +31,7 @@ def small_run(tmp_path_factory):
     os.environ.setdefault("LABKIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "llama-cache"))
     lines = []
     config = llama2_7b.SPEC.validate(SMALL)
-    run = llama2_7b.run_portable(config, devices.torch_device("cpu"), echo=lines.append, progress=False)
+    run = train(config, devices.torch_device("cpu"), echo=lines.append, progress=False)
     return run, lines
 
 
@@ -145,23 +145,15 @@ def test_portable_run_prints_the_cerebras_2_6_log_lines(small_run):
     assert re.search(r"INFO:   Processed 48 training sample\(s\) in \d+\.\d+ seconds\.$", lines[-1])
 
 
-def test_an_interrupted_run_keeps_its_steps_and_says_so(monkeypatch):
-    import torch
-
-    model = llm.build_model("tiny", vocab_size=300)
-    stop = StopRequest()
-    seen = []
-
-    def batches():
-        while True:
-            if len(seen) == 5:
-                stop.requested = True
-            seen.append(1)
-            yield {"input_ids": torch.randint(0, 300, (2, 16)), "labels": torch.randint(0, 300, (2, 16))}
-
-    result = llm.train(model, batches(), steps=40, log_steps=3, stop=stop)
-    assert len(result.losses) == 6 and result.interrupted == "interrupted at step 6/40"
-    assert [r.step for r in result.logs] == [3, 6] and result.total_samples == 12
+def test_a_last_step_off_the_report_grid_is_reported_with_the_modelzoos_rates():
+    lines = []
+    config = llama2_7b.SPEC.validate(dict(SMALL, batch_size=3, steps=7, log_steps=3, sequence_length=12))
+    run = train(config, devices.torch_device("cpu"), echo=lines.append, progress=False)
+    assert [int(re.search(r"Step=(\d+),", line).group(1)) for line in lines if "| Train" in line] == [3, 6, 7]
+    assert run.series["rate"]["x"] == [3, 6, 7] and all(rate > 0 for rate in run.series["rate"]["y"])
+    assert len(run.series["loss"]["y"]) == 7 and run.metrics["samples"] == 21 and run.metrics["steps"] == 7
+    # GlobalRate: every sample since the first step over the time since then (its report is read at step 7)
+    assert run.metrics["global_rate"] == pytest.approx(21 / run.metrics["train_seconds"], rel=0.05)
 
 
 def test_report_tables_label_where_each_run_ran(small_run):

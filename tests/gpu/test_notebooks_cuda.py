@@ -139,7 +139,7 @@ def test_llama_auto_plans_the_largest_preset_this_gpu_trains(tmp_path):
         assert chosen.steps.model_size == llama2_7b.spec.PORTABLE_SIZE
         return
     from labkit import llm
-    from labkit.testbeds.cerebras.llama2_7b.portable import VOCAB_SIZE
+    from labkit.testbeds.cerebras.llama2_7b.train import VOCAB_SIZE
 
     memory = torch.cuda.get_device_properties(0).total_memory
     if memory >= 130e9:

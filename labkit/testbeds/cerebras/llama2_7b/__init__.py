@@ -15,11 +15,15 @@ From Python:
     run = llama2_7b.run_exercise(config)     # a labkit.results.Run
     llama2_7b.show(run)                      # metrics, notes, the loss curve, the throughput table
 
+From a parameter to the loop: ``SPEC.from_notebook`` -> ``exercise.run_exercise`` (or the log it reads,
+or ``testbed.run_on_cs3``: ``cszoo fit`` on the CS-3) -> ``train.train``, whose body is the portable loop:
+the tokens, the model, the steps, the validation, the record.
+
 Modules, one concern each: ``spec`` (:data:`SPEC`, the course's values, the portable sizes),
 ``host`` (a CS-3 node? what is missing), ``exercise`` (:func:`plan`: CS-3, log or portable, and the
 refusal of hopeless portable runs; :func:`run_exercise`), ``cszoo`` (the course's params YAML, ``cszoo fit``,
-``csctl cancel job``), ``testbed`` (the run on a CS-3 user node), ``portable`` (the small LLaMA, printing
-the CS-3 log's lines), ``log`` (a CS-3 log read into the exercise's run; the reader itself is
+``csctl cancel job``), ``testbed`` (the run on a CS-3 user node), ``train`` (the small LLaMA's loop,
+printing the CS-3 log's lines), ``log`` (a CS-3 log read into the exercise's run; the reader itself is
 :mod:`labkit.testbeds.cerebras.log`, shared with the 2024 exercise), ``report`` (:func:`show`, the
 throughput table and plots), ``metrics`` (:data:`METRICS`).
 """
@@ -30,11 +34,10 @@ from labkit.testbeds.cerebras.llama2_7b.exercise import estimated_seconds, plan,
 from labkit.testbeds.cerebras.llama2_7b.host import cs3_node
 from labkit.testbeds.cerebras.llama2_7b.log import read_log
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS
-from labkit.testbeds.cerebras.llama2_7b.portable import run_portable
 from labkit.testbeds.cerebras.llama2_7b.report import (format_throughput, metrics_table, plot_loss, plot_throughput, show,
                                                        throughput_table, where_label)
 from labkit.testbeds.cerebras.llama2_7b.spec import COURSE, EXERCISE, PORTABLE_DEFAULTS, SPEC, effective
 
 __all__ = ["SPEC", "METRICS", "EXERCISE", "COURSE", "PORTABLE_DEFAULTS", "effective", "plan", "run_exercise", "show",
-           "read_log", "run_portable", "cs3_node", "estimated_seconds", "metrics_table", "throughput_table",
+           "read_log", "cs3_node", "estimated_seconds", "metrics_table", "throughput_table",
            "format_throughput", "plot_loss", "plot_throughput", "where_label"]

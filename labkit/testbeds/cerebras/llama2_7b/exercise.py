@@ -22,10 +22,10 @@ from labkit.plans import RunPlan, device_why
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.host import CS3_HELP, cs3_node
 from labkit.testbeds.cerebras.llama2_7b.log import read_log
-from labkit.testbeds.cerebras.llama2_7b.portable import VOCAB_SIZE, run_portable
 from labkit.testbeds.cerebras.llama2_7b.spec import (COURSE, EXERCISE, LONG_RUN_SECONDS, PORTABLE_DEFAULTS,
                                                      PORTABLE_SIZE, effective)
 from labkit.testbeds.cerebras.llama2_7b.testbed import run_on_cs3
+from labkit.testbeds.cerebras.llama2_7b.train import VOCAB_SIZE, train
 
 __all__ = ["LlamaPlan", "plan", "run_exercise", "estimated_seconds", "SHOWN_SECONDS"]
 
@@ -176,7 +176,8 @@ def _with_course_length(config: Config) -> Config:
 
 @run_step
 def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
-    """Run the exercise where ``plan`` (default: :func:`plan` now) says and return its record."""
+    """Read the log, train on the CS-3 (:func:`~.testbed.run_on_cs3`) or train the portable LLaMA
+    (:func:`~.train.train`, whose body is the loop), as ``plan`` (default: :func:`plan` now) says; the run."""
     chosen = plan if plan is not None else _plan_step(config)
     if chosen.path == "log":
         run = read_log(config.log_path, _with_course_length(config))
@@ -185,4 +186,4 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
         return run
     if chosen.path == "cs3":
         return run_on_cs3(config)  # None keeps the course's params file: only the student's changes are written
-    return run_portable(config, chosen.device, steps=getattr(chosen, "steps", None))
+    return train(config, chosen.device, steps=getattr(chosen, "steps", None))
