@@ -17,9 +17,9 @@ Or one step at a time (the SambaNova data-parallel path drives its own loop):
 
 Modules, one concern each: ``presets`` (model sizes, config, seeded model), ``batches``
 (synthetic MLM/NSP batches), ``rates`` (the modelzoo's Rate and GlobalRate), ``loop`` (what a step
-loop measures, :class:`StepMeter`, and the measured loop shared with ``labkit.llm``), ``training``
-(optimizer, loss, one step, the measured loop), ``device_plan`` (precision, micro-batch and launch from
-:mod:`labkit.accelerator`, and this machine's measured time per sample).
+loop measures, :class:`StepMeter`), ``training`` (optimizer, loss, one step, :func:`train`: a measured
+loop), ``device_plan`` (precision, micro-batch and launch from :mod:`labkit.accelerator`, and this
+machine's measured time per sample).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The measuring of a step loop (:class:`StepMeter`), and the measured loop :func:`labkit.bert.train` and
-:func:`labkit.llm.train` share (:func:`run_steps`); the Cerebras BERT exercise writes its loop out and
-measures it with the same meter.
+"""What a step loop measures (:class:`StepMeter`): the loops of :func:`labkit.bert.train` and of the
+Cerebras BERT exercise (its ``run_portable``) run the steps, the meter measures them.
 
 Each step the loop takes the next batch, runs one optimizer step whose loss stays a detached tensor on
 the device, and hands the loss to the meter, which counts the batch's samples in the
@@ -10,25 +9,27 @@ alone (the warm-up), and at each log step a report entry with the modelzoo's Rat
 elapsed time. Beside those it keeps the steady figures: the samples of the steps after the first and
 the time they took, both between two device syncs (the end of step 1 and the last log step), so a GPU's
 queued work is inside the time and the first step's allocation, kernel choice or compile is not. The
-loop stops on a non-finite loss or on a :class:`labkit.interrupts.StopRequest`'s interrupt (a second
-interrupt drops the step in progress); the meter then reads the losses not read yet and says where an
-interrupt ended the run. What differs between loops is passed in: the step, the report entry's class,
-the name of the first-step field and of the size fields.
+loop stops on a non-finite loss (:attr:`StepMeter.diverged`) or on a
+:class:`labkit.interrupts.StopRequest`'s interrupt (a second interrupt drops the step in progress); the
+meter then reads the losses not read yet and says where an interrupt ended the run.
 
-    result = TrainResult(...)
-    run_steps(result, batches, steps, log_steps, lambda batch: train_step(model, batch, ...),
-              LogEntry, device, RateTracker(), first_step_field="warmup_time")
+    meter = StepMeter(result, steps, log_steps, device, RateTracker(), "warmup_time", LogEntry)
+    for number in range(1, steps + 1):
+        report = meter.add(number, batch_size, train_step(model, next(batches), optimizer, device))
+        if meter.diverged or stop.requested:
+            break
+    meter.end(stop)
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence
+from typing import Any, Callable, List
 
 from labkit.bert.rates import RateTracker
 from labkit.interrupts import where
 
-__all__ = ["StepMeter", "run_steps", "sync"]
+__all__ = ["StepMeter", "sync"]
 
 
 def sync(device: Any) -> None:
@@ -109,39 +110,3 @@ class StepMeter:
         if stop is not None and stop.requested and len(result.losses) < self.steps:
             result.interrupted = where(step=len(result.losses), steps=self.steps) if result.losses else where()
         return result
-
-
-def run_steps(result: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_steps: int,
-              step: Callable[[Mapping[str, Any]], Any], entry: Callable[[int, float, float, float, float], Any],
-              device: Any, tracker: RateTracker, first_step_field: str,
-              size_fields: Sequence[str] = ("batch_size",), on_log: Optional[Callable[[Any], None]] = None,
-              progress: Any = None, close_progress: bool = False, stop: Any = None) -> Any:
-    """Run ``steps`` steps of ``batches`` through ``step(batch)`` and fill ``result`` (returned), measured by a
-    :class:`StepMeter`.
-
-    ``size_fields`` of ``result`` are filled from the first batch's ``input_ids`` shape, one dimension each,
-    e.g. ``("batch_size", "sequence_length")``. ``on_log(report)`` at each log step. ``progress``: anything
-    with ``update(n)``, or None; ``close_progress`` closes it when the loop ends (a bar the caller made for
-    this run).
-    """
-    meter = StepMeter(result, steps, log_steps, device, tracker, first_step_field, entry)
-    try:
-        for number in range(1, steps + 1):
-            batch = next(batches)
-            dims = [int(n) for n in batch["input_ids"].shape]
-            for name, n in zip(size_fields, dims):
-                setattr(result, name, getattr(result, name) or n)
-            report = meter.add(number, dims[0], step(batch))
-            if report is not None and on_log is not None:
-                on_log(report)
-            if progress is not None:
-                progress.update(1)
-            if meter.diverged or stop is not None and stop.requested and number < steps:
-                break
-    except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
-        if stop is None or not stop.interrupted_by(exc):
-            raise
-    finally:
-        if close_progress and progress is not None:
-            progress.close()
-    return meter.end(stop)

@@ -1,4 +1,5 @@
-"""Training BERT and measuring it: the optimizer, the pre-training loss, one step, the timed loop.
+"""Training BERT and measuring it: the optimizer, the pre-training loss, one step, the timed loop
+(:func:`train`, measured by :class:`labkit.bert.loop.StepMeter`).
 
     from labkit import bert
     result = bert.train(model, batches, steps=20, log_steps=10, device="cpu")
@@ -18,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
-from labkit.bert.loop import run_steps
+from labkit.bert.loop import StepMeter
 from labkit.bert.rates import RateTracker
 
 __all__ = ["make_optimizer", "pretraining_loss", "train_step", "train", "LogEntry", "TrainResult"]
@@ -221,12 +222,28 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
     if on_cuda:
         torch.cuda.reset_peak_memory_stats(device)
     result.setup_time = time.perf_counter() - setup_start
-    tracker = RateTracker()
     own_bar = progress is True
     pbar = bar(total=steps, desc=desc, unit="step") if own_bar else (progress or None)
-    run_steps(result, batches, steps, log_steps,
-              lambda batch: train_step(model, batch, optimizer, device, micro_batch_size, precision), LogEntry, device,
-              tracker, "warmup_time", on_log=on_log, progress=pbar, close_progress=own_bar, stop=stop)
+    meter = StepMeter(result, steps, log_steps, device, RateTracker(), "warmup_time", LogEntry)
+    try:
+        for number in range(1, steps + 1):
+            batch = next(batches)
+            size = int(batch["input_ids"].shape[0])
+            result.batch_size = result.batch_size or size
+            report = meter.add(number, size, train_step(model, batch, optimizer, device, micro_batch_size, precision))
+            if report is not None and on_log is not None:
+                on_log(report)
+            if pbar is not None:
+                pbar.update(1)
+            if meter.diverged or stop is not None and stop.requested and number < steps:
+                break
+    except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
+        if stop is None or not stop.interrupted_by(exc):
+            raise
+    finally:
+        if own_bar and pbar is not None:
+            pbar.close()
+    meter.end(stop)
     result.micro_batch_size = min(result.batch_size, micro_batch_size or result.batch_size)
     if on_cuda:
         result.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))

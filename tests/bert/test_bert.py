@@ -208,18 +208,13 @@ def test_accumulation_gives_the_whole_batch_loss_when_micro_batches_mask_differe
 def test_the_steady_rate_leaves_the_first_steps_compile_out_and_rate_and_global_rate_keep_the_modelzoos_meaning():
     # 60 steps of 16 sequences: the first takes 10 s (a compile), every later one 16 / 1,440 s. Rate at step 60
     # still carries a share of the compile (0.6 x this window + 0.4 x the last); GlobalRate all of it.
-    from labkit.bert.loop import run_steps
-
     clock = FakeClock()
-    tracker = bert.RateTracker(clock=clock)
-    batch = {"input_ids": torch.zeros(16, 8, dtype=torch.long)}
-
-    def step(_):
-        clock.now += 10.0 if not result.step_times else 16 / 1440
-        return torch.tensor(1.0)
-
-    result = bert.TrainResult(batch_size=0, steps=60, device="cpu")
-    run_steps(result, iter([batch] * 60), 60, 20, step, bert.LogEntry, "cpu", tracker, "warmup_time")
+    result = bert.TrainResult(batch_size=16, steps=60, device="cpu")
+    meter = bert.StepMeter(result, 60, 20, "cpu", bert.RateTracker(clock=clock), "warmup_time", bert.LogEntry)
+    for number in range(1, 61):
+        clock.now += 10.0 if number == 1 else 16 / 1440  # the step's time
+        meter.add(number, 16, torch.tensor(1.0))
+    meter.end()
     assert result.warmup_time == pytest.approx(10.0)
     assert (result.steady_samples, result.steady_seconds) == (59 * 16, pytest.approx(59 * 16 / 1440))
     assert result.steady_rate == pytest.approx(1440)
