@@ -76,6 +76,13 @@ def resolve_target(config: Config, setup: SambaFlow = SambaFlow()) -> str:
     return target
 
 
+class TooBigForMemory(ParameterError, MemoryError):
+    """The portable run would not fit in this machine's memory: the parameters must shrink.
+
+    A ParameterError, so Jupyter shows its one message and no traceback (a student's Run All
+    with the testbed's defaults ends here), and a MemoryError for code that catches that.
+    """
+
 
 def ranks_device(config: Config, ranks: int) -> Tuple[str, List[str]]:
     """Where ``ranks`` portable ranks run ('cuda': NCCL, one GPU per rank; or 'cpu': gloo) and notes on the
@@ -96,14 +103,6 @@ def ranks_device(config: Config, ranks: int) -> Tuple[str, List[str]]:
                 config.model_size, ranks, config.batch_size, config.max_seq_length, needed / 1e9,
                 " per GPU" if device_kind == "cuda" else " for all ranks", available / 1e9)], EXERCISE)
     return device_kind, notes
-
-
-class TooBigForMemory(ParameterError, MemoryError):
-    """The portable run would not fit in this machine's memory: the parameters must shrink.
-
-    A ParameterError, so Jupyter shows its one message and no traceback (a student's Run All
-    with the testbed's defaults ends here), and a MemoryError for code that catches that.
-    """
 
 
 def _memory_estimate(config: Config, ranks: int) -> Tuple[float, float]:
