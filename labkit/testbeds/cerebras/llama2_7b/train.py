@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, List, NamedTuple, Optional
 
 from labkit import accelerator, devices, interrupts, llm
+from labkit.bert.loop import sync
 from labkit.bert.rates import RateTracker
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.params import Config
@@ -134,7 +135,8 @@ def train(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] = None
             tracker.add(len(batch["input_ids"]))
             trained.samples += len(batch["input_ids"])
             reported = step % log_steps == 0 or step == total
-            if step == 1 or reported:  # the copy to the host waits for the device's queued steps
+            if step == 1 or reported:  # synced: the times below cover the device's queued steps
+                sync(device)
                 trained.losses.extend(float(x) for x in torch.stack(pending).cpu().tolist())
                 pending = []
             now = tracker.clock()
@@ -163,6 +165,7 @@ def train(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] = None
             shown.close()
     seconds = tracker.elapsed()
     if pending:  # the losses of the steps before an interrupt, not read yet
+        sync(device)
         trained.losses.extend(float(x) for x in torch.stack(pending).cpu().tolist())
     if stop.requested and len(trained.losses) < total:
         trained.interrupted = stop.where(step=len(trained.losses), steps=total) if trained.losses else stop.where()
