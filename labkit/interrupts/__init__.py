@@ -8,10 +8,9 @@ calls :func:`keep` just before it measures; its loops check the stop flag ``keep
         data = load(config)                                  # phase "setup"
         stop = interrupts.keep(lambda: partial_run(history))
         stop.phase("epoch 1/2", check=False)
-        with interrupts.graceful():
-            for batch in data:
-                if stop.requested:
-                    break
+        for batch in data:                                   # once keep() is called, a first interrupt
+            if stop.requested:                               # only sets the flag: the loop ends here
+                break
         stop.phase("testing")                                # after an interrupt the run ends here
 
 The contract ("kept": the step returns what ``keep``'s builder makes of what was measured, status
