@@ -12,14 +12,15 @@ status, output tokens, warm-ups) are exact; every time is a timing (tests/golden
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference.metrics import HEADLINE, METRICS
+from labkit.testbeds.sambanova.inference.results_json import add_counts
 from labkit.testbeds.sambanova.inference.notes import STAND_IN, load_label, comparison_notes, failure_notes, load_notes
 from labkit.testbeds.sambanova.inference.summary import configuration_rows, server_rows
 
-__all__ = ["as_run", "SERIES", "rows_of"]
+__all__ = ["as_run", "SERIES"]
 
 #: Series per endpoint against concurrency: (row key, series name). Every name holds a timing word.
 SERIES = (("ttft_median_s", "ttft_median_time"), ("tpot_median_s", "tpot_median_time"),
@@ -44,16 +45,9 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
     done = [t for t in traces if t.ok]
     failed = [t for t in traces if not t.ok]
     add = METRICS.add
-    add(run, "requests", len(traces))
-    add(run, "requests_completed", len(done))
-    add(run, "requests_failed", len(failed))
-    add(run, "warmup_requests", len(measured.warmup))
-    tokens = sum(t.output_tokens or 0 for t in done)
-    add(run, "output_tokens", tokens)
-    if done:
-        add(run, "output_tokens_per_request", round(tokens / len(done), 3))
     sources = sorted({t.token_source for t in done if t.token_source})
-    add(run, "token_count_source", ", ".join(sources) or "none")
+    add_counts(run, len(traces), len(done), sum(t.output_tokens or 0 for t in done), ", ".join(sources) or "none")
+    add(run, "warmup_requests", len(measured.warmup))
     add(run, "endpoints", len(endpoints))
     add(run, "concurrency_levels", len(config.concurrency))
     reference = first
@@ -91,7 +85,3 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
                    "warmup": [t.row() for t in measured.warmup], "traces": traces, "knees": measured.knees}
     return run
 
-
-def rows_of(run: Run) -> List[Dict[str, Any]]:
-    details = getattr(run, "details", None) or {}
-    return list(details.get("rows", []))

@@ -59,8 +59,12 @@ def _served(run: Run, endpoint: str) -> str:
     return (run.environment.get("served_by") or {}).get(endpoint, "")
 
 
+def _details(run: Run, key: str) -> Any:
+    return (getattr(run, "details", None) or {}).get(key)
+
+
 def _rows(run: Run) -> List[dict]:
-    return list((getattr(run, "details", None) or {}).get("rows", []))
+    return list(_details(run, "rows") or [])
 
 
 def latency_table(run: Run):
@@ -106,7 +110,7 @@ def server_table(run: Run):
     """The server's own timings (usage) beside the client's, in columns of their own; None when no server sent any."""
     import pandas as pd
 
-    rows = (getattr(run, "details", None) or {}).get("server", [])
+    rows = _details(run, "server")
     if not rows:
         return None
     return pd.DataFrame([{"endpoint": r["endpoint"], "load": load_label(r), "requests": r["requests"],
@@ -165,7 +169,7 @@ def plot_knee(run: Run):
     import matplotlib.pyplot as plt
     from matplotlib import ticker
 
-    knees = (getattr(run, "details", None) or {}).get("knees") or {}
+    knees = _details(run, "knees") or {}
     rows = _rows(run)
     if not knees or not rows:
         return None

@@ -33,6 +33,7 @@ GuideLLM calls vLLM's TPOT "inter-token latency"; labkit keeps vLLM's names.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -151,14 +152,9 @@ def summarize(traces: Sequence[Trace], duration: float, targets: Optional[Mappin
     ``targets``: goodput targets in seconds by name ("ttft", "tpot", "e2el"); none: goodput is NaN.
     """
     done = [t for t in traces if t.ok]
-    failed: Dict[str, int] = {}
-    for t in traces:
-        if not t.ok:
-            failed[t.status] = failed.get(t.status, 0) + 1
+    failed = dict(Counter(t.status for t in traces if not t.ok))
     tokens = sum(t.output_tokens or 0 for t in done)
-    finishes: Dict[str, int] = {}
-    for t in done:
-        finishes[t.finish_reason or "unknown"] = finishes.get(t.finish_reason or "unknown", 0) + 1
+    finishes = dict(Counter(t.finish_reason or "unknown" for t in done))
     figures: Dict[str, Any] = {"requests": len(traces), "completed": len(done), "failed": sum(failed.values()),
                                "failed_by_status": failed, "output_tokens": tokens, "duration_s": duration,
                                "finish_reasons": finishes, "empty_answers": sum(t.empty_answer for t in done),
@@ -175,15 +171,12 @@ def summarize(traces: Sequence[Trace], duration: float, targets: Optional[Mappin
                          ("ttft_answer", [t.ttft_answer for t in done if t.ttft_answer is not None])):
         for stat, value in _stats(values).items():  # type: ignore[arg-type]
             figures["{}_{}_s".format(name, stat)] = value
-    if targets:
-        good = 0
-        for t in done:
-            measured = {"ttft": t.ttft, "tpot": t.tpot if t.tpot is not None else 0.0, "e2el": t.e2el}
-            if all(measured[name] is not None and measured[name] <= limit for name, limit in targets.items()):
-                good += 1
-        figures["good"] = good
-        figures["goodput"] = good / per
-    else:
-        figures["good"] = None
-        figures["goodput"] = float("nan")
+    figures["good"] = sum(_meets(t, targets) for t in done) if targets else None
+    figures["goodput"] = figures["good"] / per if targets else float("nan")
     return figures
+
+
+def _meets(trace: Trace, targets: Mapping[str, float]) -> bool:
+    """Whether a completed request meets every latency target (a one-token request counts as TPOT 0)."""
+    measured = {"ttft": trace.ttft, "tpot": trace.tpot if trace.tpot is not None else 0.0, "e2el": trace.e2el}
+    return all(measured[name] is not None and measured[name] <= limit for name, limit in targets.items())
