@@ -1,11 +1,6 @@
 """Where the SambaNova exercise can run: SambaFlow's paths, whether this is a SambaNova node,
 which target ('testbed', 'portable' or 'log') a configuration resolves to, and for the portable
 ranks the device they run on and whether they fit in this machine's memory.
-
-    from labkit.testbeds.sambanova.bert_large.host import resolve_target, sambanova_host, ranks_device
-    sambanova_host()                 # sbatch on PATH and SambaFlow under /opt/sambaflow
-    resolve_target(config)           # says why when the asked-for target is impossible
-    ranks_device(config, 2)          # ('cpu', notes) or ('cuda', []); refuses a run that cannot fit
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The portable run: SambaNova's data-parallel BERT training as ``ntasks`` torch.distributed
 ranks on this machine (gloo on CPU, NCCL with one GPU per rank), measured as SambaNova does.
 
-    from labkit.testbeds.sambanova import bert_large
-    config = bert_large.SPEC.validate({"ntasks": 2, "ntasks_per_node": 2, "model_size": "micro",
-                                       "batch_size": 4, "steps": 4, "max_seq_length": 32})
-    run = bert_large.run_portable(config)
-
 Two halves, top to bottom: :func:`run_portable`, the host's side (where the ranks run, starting them
 through :mod:`labkit.rank_launcher`, rank 0's steps as a bar, the record), and :func:`train_rank`, what
 each rank runs: its training loop, gradients all-reduced each step (:class:`AllReduceOptimizer`).

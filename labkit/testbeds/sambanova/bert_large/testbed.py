@@ -1,10 +1,6 @@
 """The testbed path: compile, submit the training job with sbatch, follow it, read its log;
 and reading a training log a testbed wrote.
 
-    from labkit.testbeds.sambanova import bert_large
-    run = bert_large.run_testbed(config)                       # on a SambaNova node
-    run = bert_large.read_log("~/BertLarge/112124.22/BertLarge.out")
-
 Verified only against a real Slurm with SambaFlow replaced by a script that writes SambaFlow's
 log lines (tests/slurm/test_sambanova_job.py): no SambaFlow could be installed here.
 """

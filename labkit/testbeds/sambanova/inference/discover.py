@@ -1,14 +1,6 @@
 """What an endpoint serves now, and whether the model is ready, before anything is measured.
 
-    from labkit.testbeds.sambanova.inference import discover
-    discover.list_models(endpoint)          # GET {base_url}/models: the served names
-    discover.readiness(endpoint)            # Readiness(ready, sentence, models); may rename endpoint.model
-    discover.alcf_endpoints(token)          # GET .../resource_server/list-endpoints (ALCF, where reachable)
-    discover.cluster_jobs(token, "sophia")  # GET .../resource_server/sophia/jobs: what is live or queued
-
-Served names change (Metis's ``gpt-oss-120b-131072`` became ``gpt-oss-120b`` in January 2026):
-a course's old name is mapped to today's (``spec.RENAMED``) with a sentence that says so, and a
-model the endpoint does not list stops the run before it starts with one sentence naming what it
+A model the endpoint does not list stops the run before it starts, with one sentence naming what it
 serves now. On Sophia a model that is not loaded is "cold": its first request starts loading it,
 which takes 10-15 minutes (argonne-lcf/user-guides, inference-endpoints.md); the check says so
 instead of letting every request time out. Nothing here reached the ALCF service in labkit's tests:

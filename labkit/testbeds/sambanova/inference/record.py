@@ -1,10 +1,5 @@
 """A measured comparison as one labkit run: counts, the reference configuration's figures, series.
 
-    run = as_run(config, endpoints, measured, targets)
-    run.metrics["ttft_median"]            # the first endpoint at the lowest concurrency level
-    run.series["ttft_median_time:batched"]   # x: concurrency, y: mean over repeats of the median TTFT
-    run.details                           # {"requests": DataFrame, "rows": [...], "server": [...]}
-
 What a record holds is what the golden copy and grading compare: the counts (requests, failures by
 status, output tokens, warm-ups) are exact; every time is a timing (tests/golden skip them).
 """
@@ -15,7 +10,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from labkit.results import Run
-from labkit.testbeds.sambanova.inference.metrics import HEADLINE, METRICS
+from labkit.testbeds.sambanova.inference.metrics import HEADLINE, METRICS, SERVER_FIELDS
 from labkit.testbeds.sambanova.inference.results_json import add_counts
 from labkit.testbeds.sambanova.inference.notes import STAND_IN, load_label, comparison_notes, failure_notes, load_notes
 from labkit.testbeds.sambanova.inference.summary import configuration_rows, server_rows
@@ -58,9 +53,8 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
             add(run, name, _finite(reference[0][key]))
         for row in server:
             if row["endpoint"] == endpoints[0].name and row["load"] == reference[0]["load"]:
-                add(run, "server_ttft_median", row["server_ttft_s"])
-                add(run, "server_total_latency_median", row["server_total_latency_s"])
-                add(run, "server_decode_rate_median", row["server_decode_rate"])
+                for _field, name in SERVER_FIELDS:
+                    add(run, name, row[name])
     rated = any(r["request_rate"] is not None for r in rows)
     for endpoint in endpoints:
         mine = [r for r in rows if r["endpoint"] == endpoint.name]

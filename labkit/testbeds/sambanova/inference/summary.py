@@ -1,13 +1,9 @@
 """From measured batches to one row per configuration (endpoint x concurrency), with intervals.
 
-    from labkit.testbeds.sambanova.inference.summary import configuration_rows, server_rows
-    rows = configuration_rows(measured.batches)     # figure -> mean over repeats, with a 95 % interval
-    rows[0]["ttft_median_s"], rows[0]["ttft_median_s_ci"]    # 0.21, (0.18, 0.24)
-
-Each repeat gives one value of each figure (a median over its requests, or its throughput); the
-row holds their mean and the 95 % Student-t interval of that mean (labkit.stats.mean_ci);
-with one repeat there is no interval (NaN) and no verdict on noise. The server's own timings
-(``usage``) are summarized apart, in :func:`server_rows`: they are never a client-side figure.
+Each repeat gives one value of each figure (a median over its requests, or its throughput); the row
+holds their mean and the 95 % Student-t interval of that mean (labkit.stats.mean_ci); with one
+repeat there is no interval (NaN) and no verdict on noise. The server's own timings (``usage``) are
+summarized apart, in :func:`server_rows`: they are never a client-side figure.
 """
 
 from __future__ import annotations
@@ -17,16 +13,14 @@ from collections import Counter
 from typing import Any, Dict, List, Sequence, Tuple
 
 from labkit import stats
+from labkit.testbeds.sambanova.inference.metrics import SERVER_FIELDS
 from labkit.testbeds.sambanova.inference.timing import STATS, percentile
 
-__all__ = ["FIGURES", "SERVER_FIELDS", "configuration_rows", "server_rows", "overlap"]
+__all__ = ["FIGURES", "configuration_rows", "server_rows", "overlap"]
 
 #: The client-side figures summarized per configuration (seconds, or per second for throughputs).
 FIGURES = tuple("{}_{}_s".format(name, stat) for name in ("ttft", "tpot", "itl", "e2el", "ttft_answer")
                 for stat in STATS) + ("output_throughput", "request_throughput", "goodput", "late_max_s")
-#: SambaNova's timing fields in ``usage`` (also sent by labkit's stand-in), and what each is.
-SERVER_FIELDS = (("time_to_first_token", "server_ttft_s"), ("total_latency", "server_total_latency_s"),
-                 ("completion_tokens_after_first_per_sec", "server_decode_rate"))
 
 
 def _interval(values: Sequence[float]) -> Tuple[float, Tuple[float, float]]:
