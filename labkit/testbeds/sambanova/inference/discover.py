@@ -10,7 +10,7 @@ the stand-in answers GET /v1/models as vLLM does, and the ALCF calls follow the 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, List, Optional
 from urllib import error, request
 
@@ -38,7 +38,6 @@ class Readiness:
     models: Optional[List[str]] = None  # None: the endpoint could not be asked
     renamed: str = ""
     state: str = ""  # from the cluster's /jobs where reachable: "running", "queued", "cold" or ""
-    notes: List[str] = field(default_factory=list)
 
 
 def _get(url: str, token: str, timeout: float) -> Any:

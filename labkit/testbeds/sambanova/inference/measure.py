@@ -54,10 +54,6 @@ class Batch:
     figures: Dict[str, Any] = field(default_factory=dict)
     rate: Optional[float] = None  # requests/s under a request rate (concurrency is then the cap)
 
-    @property
-    def load(self) -> float:
-        return self.rate if self.rate is not None else float(self.concurrency)
-
 
 @dataclass
 class Measured:
