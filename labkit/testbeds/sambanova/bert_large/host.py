@@ -86,7 +86,7 @@ def ranks_device(config: Config, ranks: int) -> Tuple[str, List[str]]:
     device_kind, notes = _choose_device(config.device, ranks)
     weights, per_rank = _memory_estimate(config)
     available = _available_memory(device_kind)
-    # On CUDA the micro-batch probe backs off to what fits, so only the weights and optimizer state must fit
+    # On CUDA the micro-batch probe backs off to what fits: the weights and optimizer state must fit
     needed = weights if device_kind == "cuda" else per_rank * ranks
     if needed > 0.9 * available:
         raise TooBigForMemory([

@@ -1,23 +1,14 @@
-"""SambaNova logs of the course's ``BertLarge.sh`` flow (SambaFlow under Slurm).
+"""SambaNova logs of the course's ``BertLarge.sh`` flow (SambaFlow under Slurm), read as
+``labkit.logs.read("BertLarge.out", format="sambanova")``; docs/logs.md has what each gives.
 
-    import labkit.logs
-    report = labkit.logs.read("BertLarge.out", format="sambanova")
-
-The flow writes three kinds of file, all read here:
-
-- the **compile log** (``BertLarge.out`` first time round): ``Model:``/``Date:``/``Time:``, the
-  ``sambaflow`` package version, ``COMPILE START AT 0`` ... ``COMPILE END AT N`` (absent when
-  ``bertlrg.pef`` already existed), ``RUN``, then ``Submitted batch job N`` or
-  ``sbatch: error: ...``, and ``Duration:  N``;
-- the **training log** the batch job writes to the same path: the ``SLURM_*`` environment
-  (ntasks, tasks per node, nodes, job id), the ``RUN COMMAND`` (batch, max sequence length,
-  steps this run), per-step ``global_step:N|...|step_loss:X`` lines, ``final_loss`` and the
-  ``{'e2e_train_time': ..., 'training_sequences_per_second': ...}`` line, then possibly the
-  script's throughput ``AssertionError``;
-- ``slurm-<id>.out``, which holds only ``Using DIR/BertLarge.out for output`` (a pointer).
-
-A ``script`` capture of a shell session is read too: each ``./BertLarge.sh`` it shows is one
-submission, with the sbatch flags of the latest ``git diff`` and whether a cached PEF was used.
+The flow writes three kinds of file: the **compile log** (``Model:``/``Date:``/``Time:``, the
+sambaflow version, ``COMPILE START AT`` ... ``COMPILE END AT N``, absent when the PEF already
+existed, then ``Submitted batch job N`` or ``sbatch: error: ...``, and ``Duration:  N``); the
+**training log** the batch job writes to the same path (the ``SLURM_*`` environment, the ``RUN
+COMMAND``, ``global_step:N|...|step_loss:X`` lines, the ``{'e2e_train_time': ...}`` line, then
+possibly the script's throughput ``AssertionError``); and ``slurm-<id>.out``, which holds only
+``Using DIR/BertLarge.out for output``. A ``script`` capture of a shell session is read too: each
+``./BertLarge.sh`` is one submission, with the sbatch flags of the latest ``git diff``.
 
 Verified only against real logs from the course; no SambaFlow runs here.
 """
@@ -305,7 +296,8 @@ class SambaNovaReader(LineReader):
         if cur.pointer:
             run.environment["output_log"] = cur.pointer
         if _oversize(run.params):
-            run.notes.append(_oversize(run.params) + ": Slurm rejects this job at submission, so no training happens.")
+            run.notes.append(_oversize(run.params) + ": Slurm rejects this job at submission, so no training "
+                             "happens.")
         if cur.kind == "submission":
             if cur.steps:
                 run.add_series("loss", cur.steps, cur.losses)
@@ -382,7 +374,7 @@ class SambaNovaReader(LineReader):
 
 
 def _oversize(p: Dict[str, Any]) -> str:
-    """"--ntasks N > --nodes A x --ntasks-per-node B" when the flags ask for more tasks than the nodes hold."""
+    """The words "--ntasks N > --nodes A x --ntasks-per-node B" when the flags ask for more tasks than fit."""
     if all(k in p for k in ("ntasks", "ntasks_per_node", "nodes")) and p["ntasks"] > p["nodes"] * p["ntasks_per_node"]:
         return "--ntasks {} > --nodes {} x --ntasks-per-node {}".format(p["ntasks"], p["nodes"], p["ntasks_per_node"])
     return ""

@@ -23,7 +23,8 @@ from labkit.testbeds.sambanova.inference.measure import Measured, local_tokenize
 from labkit.testbeds.sambanova.inference.notes import STAND_IN
 from labkit.testbeds.sambanova.inference.prompts import load_prompts, synthetic_prompts
 from labkit.testbeds.sambanova.inference.record import as_run
-from labkit.testbeds.sambanova.inference.spec import ENDPOINTS, RENAMED, is_local, local_configuration, targets_of
+from labkit.testbeds.sambanova.inference.spec import (ENDPOINTS, RENAMED, is_local, local_configuration,
+                                                     targets_of)
 
 __all__ = ["plan", "run_exercise"]
 

@@ -49,7 +49,7 @@ METRICS = MetricTable(
     Metric("concurrency_levels", "", "concurrency levels measured"),
 )
 
-#: SambaNova's timing fields in ``usage`` (also sent by labkit's stand-in), and the metric each is recorded as.
+#: SambaNova's timing fields in ``usage`` (labkit's stand-in sends them too) and their metrics.
 SERVER_FIELDS = (("time_to_first_token", "server_ttft_median"), ("total_latency", "server_total_latency_median"),
                  ("completion_tokens_after_first_per_sec", "server_decode_rate_median"))
 #: The client-side figures a run records for its reference configuration, with their metric names.

@@ -17,8 +17,8 @@ from typing import Any, Dict, List, Sequence
 from labkit.testbeds.sambanova.inference.access import explain
 from labkit.testbeds.sambanova.inference.summary import overlap
 
-__all__ = ["STAND_IN", "weights_of", "counts_words", "comparison_notes", "failure_notes", "COMPARED", "reasoning_notes",
-           "load_notes"]
+__all__ = ["STAND_IN", "weights_of", "counts_words", "comparison_notes", "failure_notes", "COMPARED",
+           "reasoning_notes", "load_notes"]
 
 #: The label every table and plot of a local run carries.
 STAND_IN = "a stand-in on this machine, not Metis"
@@ -122,7 +122,7 @@ def failure_notes(traces: Sequence[Any], endpoints: Sequence[Any], timeout_s: fl
 
 
 def counts_words(counts: Dict[str, int], none: str = "none") -> str:
-    """"2 x length, 6 x stop": counts by reason (a finish reason, a status), sorted by reason."""
+    """Counts by reason (a finish reason, a status) in words, sorted by reason: "2 x length, 6 x stop"."""
     return ", ".join("{} x {}".format(n, reason) for reason, n in sorted(counts.items())) or none
 
 

@@ -41,7 +41,8 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
     failed = [t for t in traces if not t.ok]
     add = METRICS.add
     sources = sorted({t.token_source for t in done if t.token_source})
-    add_counts(run, len(traces), len(done), sum(t.output_tokens or 0 for t in done), ", ".join(sources) or "none")
+    tokens = sum(t.output_tokens or 0 for t in done)
+    add_counts(run, len(traces), len(done), tokens, ", ".join(sources) or "none")
     add(run, "warmup_requests", len(measured.warmup))
     add(run, "endpoints", len(endpoints))
     add(run, "concurrency_levels", len(config.concurrency))
