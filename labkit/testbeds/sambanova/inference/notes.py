@@ -18,7 +18,7 @@ from labkit.testbeds.sambanova.inference.access import explain
 from labkit.testbeds.sambanova.inference.summary import overlap
 
 __all__ = ["STAND_IN", "weights_of", "counts_words", "comparison_notes", "failure_notes", "COMPARED",
-           "reasoning_notes", "load_notes"]
+           "reasoning_notes", "load_notes", "rated"]
 
 #: The label every table and plot of a local run carries.
 STAND_IN = "a stand-in on this machine, not Metis"
@@ -158,10 +158,15 @@ def load_label(row: Dict[str, Any]) -> str:
     return "concurrency {}".format(row["concurrency"])
 
 
+def rated(rows: Sequence[Dict[str, Any]]) -> bool:
+    """Whether the rows were measured under request rates (else concurrency levels)."""
+    return any(r.get("request_rate") is not None for r in rows)
+
+
 def load_notes(rows: Sequence[Dict[str, Any]], knees: Dict[str, Dict[str, Any]], burstiness: float) -> List[str]:
     """How the load was sent, whether the client kept to its schedule, and what the knee shows."""
     notes = []
-    if any(r.get("request_rate") is not None for r in rows):
+    if rated(rows):
         late = [r["late_max_s"] for r in rows if isinstance(r.get("late_max_s"), float) and not math.isnan(
             r["late_max_s"])]
         notes.append("Requests arrived at a set rate ({} arrivals, burstiness {:g}), scheduled before the first "

@@ -12,7 +12,8 @@ from typing import Any, Mapping, Sequence
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference.metrics import HEADLINE, METRICS, SERVER_FIELDS
 from labkit.testbeds.sambanova.inference.results_json import add_counts
-from labkit.testbeds.sambanova.inference.notes import STAND_IN, load_label, comparison_notes, failure_notes, load_notes
+from labkit.testbeds.sambanova.inference.notes import (STAND_IN, comparison_notes, failure_notes, load_label, load_notes,
+                                                          rated)
 from labkit.testbeds.sambanova.inference.summary import configuration_rows, server_rows
 
 __all__ = ["as_run", "SERIES"]
@@ -56,12 +57,11 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
             if row["endpoint"] == endpoints[0].name and row["load"] == reference[0]["load"]:
                 for _field, name in SERVER_FIELDS:
                     add(run, name, row[name])
-    rated = any(r["request_rate"] is not None for r in rows)
     for endpoint in endpoints:
         mine = [r for r in rows if r["endpoint"] == endpoint.name]
         for key, name in SERIES:
             run.add_series("{}:{}".format(name, endpoint.name), [r["load"] for r in mine],
-                           [_finite(r[key]) for r in mine], x_label="request rate" if rated else "concurrency")
+                           [_finite(r[key]) for r in mine], x_label="request rate" if rated(rows) else "concurrency")
     failures = failure_notes(traces + measured.warmup, endpoints, config.timeout_s)
     run.notes.extend(failures)
     run.notes.extend(comparison_notes(endpoints, rows, server, config.warmup_requests, sources))

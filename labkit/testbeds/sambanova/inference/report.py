@@ -15,7 +15,7 @@ from labkit.interrupts import show_step
 from labkit import display
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference.evidence import evidence_table
-from labkit.testbeds.sambanova.inference.notes import STAND_IN, counts_words, load_label
+from labkit.testbeds.sambanova.inference.notes import STAND_IN, counts_words, load_label, rated
 
 __all__ = ["latency_table", "percentile_table", "server_table", "plot_latency", "plot_knee", "show", "fmt_time",
            "fmt_interval"]
@@ -135,18 +135,14 @@ def plot_latency(run: Run):
         ax.grid(alpha=0.3)
     if rows:  # an interrupt before the first configuration ended leaves nothing to label
         axes[0].legend(fontsize="small")
-    fig.suptitle(_title(run, "Latency against " + ("request rate" if _rated(rows) else "concurrency")),
+    fig.suptitle(_title(run, "Latency against " + ("request rate" if rated(rows) else "concurrency")),
                  fontsize="medium")
     fig.tight_layout()
     return fig
 
 
-def _rated(rows: List[dict]) -> bool:
-    return any(r.get("request_rate") is not None for r in rows)
-
-
 def _load_axis(rows: List[dict]) -> str:
-    return "request rate (requests/s)" if _rated(rows) else "concurrency (requests in flight)"
+    return "request rate (requests/s)" if rated(rows) else "concurrency (requests in flight)"
 
 
 def plot_knee(run: Run):
