@@ -11,9 +11,9 @@
 
     labkit logs parse FILE... [--json] [--format graphcore|cerebras|sambanova|groq|keras|openai]
 
-docs/logs.md lists the formats and what is read from each. Each vendor log reader was checked against real logs from the course
-(tests/logs), the "openai" one on hand-written pieces (tests/sambanova/evidence); none could be
-checked against a vendor SDK or the live service here.
+docs/logs.md lists the formats and what is read from each. Each vendor log reader was checked
+against real logs from the course (tests/logs), the "openai" one on hand-written pieces
+(tests/sambanova/evidence); none could be checked against a vendor SDK or the live service here.
 """
 
 from __future__ import annotations

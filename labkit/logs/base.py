@@ -3,11 +3,6 @@
 A reader is fed clean lines one at a time (see :mod:`labkit.logs.text`) and returns the
 runs it found when the file ends. It must never raise on odd input: anything it cannot read
 becomes a note.
-
-    class MyReader(LineReader):
-        format = "myvendor"
-        def feed(self, line): ...
-        def finish(self): return self.runs
 """
 
 from __future__ import annotations

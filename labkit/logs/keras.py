@@ -1,8 +1,5 @@
 """Keras progress output (TensorFlow on Graphcore IPUs or on GPUs, ``model.fit(verbose=1|2)``).
 
-    import labkit.logs
-    report = labkit.logs.read("ipu_keras.log", format="keras")
-
 What is read: ``Epoch 3/10`` headers, each epoch's final progress line
 ``469/469 [==============================] - 453s 65ms/step - loss: 0.29 - accuracy: 0.91``
 (``verbose=2`` prints ``469/469 - 4s - loss: ...``), every ``name: value`` pair on it, and a

@@ -87,9 +87,9 @@ class Source:
 def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"]) -> Source:
     """Open a log given as a path, as its text, or as its bytes.
 
-    A ``str`` is taken as a path when it has no line end and names an existing file, or when it has no line end and looks like a file name (then a missing
-    file is an error rather than a one-line log). Raises ``FileNotFoundError`` or
-    ``IsADirectoryError`` naming the path, and :class:`BinaryLogError` for non-text files.
+    A ``str`` without a line end is a path when it names an existing file or looks like a file
+    name (then a missing file is an error rather than a one-line log). Raises ``FileNotFoundError``
+    or ``IsADirectoryError`` naming the path, and :class:`BinaryLogError` for non-text files.
     """
     if isinstance(path_or_text, bytes):
         encoding = _encoding(path_or_text[:4])

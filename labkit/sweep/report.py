@@ -79,8 +79,8 @@ def summary_markdown(out: str) -> str:
         manifest["repeats"], ", ".join(map(str, manifest["seeds"]))))
     if fixed:
         lines.append("- same in every run: " + ", ".join("{} = {}".format(k, v) for k, v in fixed.items()))
-    lines.append("- runs: {finished} of {total} finished, {complete} complete, {not_complete} not complete".format(
-        **tally))
+    lines.append("- runs: {finished} of {total} finished, {complete} complete, {not_complete} not "
+                 "complete".format(**tally))
     base = {k: v for k, v in (manifest.get("baseline") or {}).items() if k in varied}
     lines.append("- baseline: {} ({})".format(", ".join("{} = {}".format(k, v) for k, v in base.items()) or "defaults",
                                               manifest.get("baseline_reason", "")))
@@ -150,8 +150,8 @@ def counts(out: str) -> Dict[str, int]:
 
 def _tally(manifest, frame) -> Dict[str, int]:
     complete = int((frame["status"] == "complete").sum()) if not frame.empty else 0
-    return {"total": len(manifest["seeds"]) * max(1, len(grid_points(manifest["grid"]))), "finished": len(frame),
-            "complete": complete, "not_complete": len(frame) - complete}
+    total = len(manifest["seeds"]) * max(1, len(grid_points(manifest["grid"])))
+    return {"total": total, "finished": len(frame), "complete": complete, "not_complete": len(frame) - complete}
 
 
 def write_reports(out: str) -> Dict[str, str]:

@@ -15,7 +15,8 @@ import os
 from typing import Any, Dict, List, Union
 
 from labkit import exercises, stats
-from labkit.sweep.planning import MANIFEST, RUNS, SweepError, grid_points, is_sweep, read_json, same_grid_value
+from labkit.sweep.planning import (MANIFEST, RUNS, SweepError, grid_points, is_sweep, read_json,
+                                   same_grid_value)
 
 __all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "collect", "table", "summary_frame", "is_timing",
            "exercise_table", "contended_mask", "isnan", "fmt", "constant_metrics", "with_unit"]
