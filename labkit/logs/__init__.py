@@ -164,9 +164,10 @@ def _read_with(reader: LineReader, stream: Any) -> Tuple[List[Run], List[str], L
 def _follow(report: LogReport, slurm_path: str) -> None:
     """Read the training log a ``slurm-<id>.out`` points to, when a copy can be found here."""
     here = os.path.dirname(os.path.abspath(slurm_path))
-    parts = [pointer.replace("\\", "/").split("/") for pointer in report.pointers]
-    candidates = [c for pointer, p in zip(report.pointers, parts)
-                  for c in (pointer, os.path.join(here, *p[-2:]), os.path.join(here, p[-1]))]
+    candidates: List[str] = []
+    for pointer in report.pointers:  # as written, then its folder and its name beside the Slurm file
+        parts = pointer.replace("\\", "/").split("/")
+        candidates += [pointer, os.path.join(here, *parts[-2:]), os.path.join(here, parts[-1])]
     found = [c for c in candidates if os.path.isfile(c) and os.path.abspath(c) != os.path.abspath(slurm_path)]
     if found:
         followed = read(found[0], follow=False)
