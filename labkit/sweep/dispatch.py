@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from labkit.sweep import worker_share as share
 from labkit.sweep.parsl_executor import load_parsl_config, run_parsl
-from labkit.sweep.planning import SweepError, SweepPlan, done_tasks, prepare_out, read_json
+from labkit.sweep.planning import SweepError, SweepPlan, prepare_out, read_json
 from labkit.sweep.task import execute_task, row_of
 
 __all__ = ["run_sweep", "visible_gpus"]
@@ -100,7 +100,7 @@ def run_sweep(sweep: SweepPlan, out: str, workers: int = 1, executor: str = "loc
         for task in tasks:
             if os.path.isfile(task["row"]) and read_json(task["row"]).get("status") != "complete":
                 os.unlink(task["row"])
-    finished = set(done_tasks(tasks))
+    finished = {t["key"] for t in tasks if os.path.isfile(t["row"])}  # a run with a row is done
     todo = [t for t in tasks if t["key"] not in finished]
     gpus = list(visible_gpus() if gpus is None else gpus)
     failed = [0]

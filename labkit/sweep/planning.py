@@ -15,7 +15,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
 from labkit.execute import NotebookParameters, notebook_parameters
@@ -23,7 +23,7 @@ from labkit.files import write_atomic
 from labkit.params import ParameterError
 from labkit.results import same_value
 
-__all__ = ["SweepError", "SweepPlan", "plan", "run_key", "is_sweep", "prepare_out", "done_tasks",
+__all__ = ["SweepError", "SweepPlan", "plan", "run_key", "is_sweep", "prepare_out",
            "read_json", "grid_points", "same_grid_value", "MANIFEST", "FORMAT", "RUNS"]
 
 MANIFEST = "sweep.json"
@@ -184,10 +184,6 @@ def prepare_out(sweep: SweepPlan, out: str) -> None:
                          "Choose a new or empty folder.".format(out, MANIFEST))
     os.makedirs(os.path.join(out, RUNS), exist_ok=True)
     write_atomic(manifest_path, json.dumps(sweep.manifest(), indent=1) + "\n")
-
-
-def done_tasks(tasks: Iterable[Mapping[str, Any]]) -> List[str]:
-    return [t["key"] for t in tasks if os.path.isfile(t["row"])]
 
 
 def read_json(path: str) -> Dict[str, Any]:

@@ -2,9 +2,6 @@
 
     labkit.sweep.plots.write_plots("runs/NAME")   # plot_<metric>_vs_<parameter>.png
     labkit.sweep.plots.plot_files("runs/NAME")    # the names written
-
-Every run is a point beside its configuration's mean with the 95 % CI error bar (the numbers of
-:mod:`labkit.sweep.tables`); timings are per worker share and contended runs are drawn as x.
 """
 
 from __future__ import annotations
