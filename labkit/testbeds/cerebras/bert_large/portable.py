@@ -81,40 +81,19 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
         # record below is made of the steps so far; a second one stops at once.
         stop = interrupts.keep(lambda: None)
         stop.phase("training", check=False)
-        model.to(device)
-        optimizer = bert.make_optimizer(model, config.learning_rate)
-        torch.manual_seed(config.seed)  # dropout
-        if steps.launch == "compiled":  # the encoder (fixed shapes); the masked-LM head stays eager
-            model.bert.compile()
-        on_cuda = device.type == "cuda"
-        if on_cuda:
-            torch.cuda.reset_peak_memory_stats(device)
         device_label = getattr(device, "type", str(device)).upper()
         pbar = bar(total=config.max_steps, desc="batch {}".format(batch_size), unit="step") if progress else None
         above_bar = echo_above(pbar, echo) if pbar is not None else echo
-        result = bert.TrainResult(batch_size=batch_size, steps=config.max_steps, device=str(device))
-        meter = bert.StepMeter(result, config.max_steps, config.log_steps, device, bert.RateTracker(), "warmup_time",
-                               bert.LogEntry)
         try:
-            for number in range(1, config.max_steps + 1):
-                loss = bert.train_step(model, next(batches), optimizer, device,
-                                       micro.size if micro.accumulation > 1 else None, steps.precision)
-                entry = meter.add(number, batch_size, loss)
-                if entry is not None:
-                    emit(train_line(device_label, entry.step, entry.loss, entry.rate, entry.global_rate), above_bar)
-                if pbar is not None:
-                    pbar.update(1)
-                if meter.diverged or stop.requested and number < config.max_steps:
-                    break
-        except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
-            if not stop.interrupted_by(exc):
-                raise
+            result = bert.train(model, batches, config.max_steps, config.log_steps, device,
+                                config.learning_rate, micro_batch_size=micro.size if micro.accumulation > 1 else None,
+                                seed=config.seed, progress=pbar, stop=stop, precision=steps.precision,
+                                compile_model=steps.launch == "compiled",
+                                on_log=lambda entry: emit(train_line(device_label, entry.step, entry.loss, entry.rate,
+                                                                     entry.global_rate), above_bar))
         finally:
             if pbar is not None:
                 pbar.close()
-        meter.end(stop)
-        if on_cuda:
-            result.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
 
         stop.phase("summary", check=False)
         if result.interrupted:
