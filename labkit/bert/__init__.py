@@ -10,16 +10,7 @@ CUDA, Apple MPS or CPU, so the exercises run and report the same metrics anywher
     result = bert.train(model, batches, steps=20, log_steps=10, device="cpu")
     result.global_rate, result.losses[-1]
 
-Or one step at a time (the SambaNova data-parallel path drives its own loop):
-
-    optimizer = bert.make_optimizer(model, learning_rate=1e-4)
-    loss = bert.train_step(model, next(batches), optimizer, device)   # a detached tensor
-
-Modules, one concern each: ``presets`` (model sizes, config, seeded model), ``batches``
-(synthetic MLM/NSP batches), ``rates`` (the modelzoo's Rate and GlobalRate), ``loop`` (what a step
-loop measures, :class:`StepMeter`), ``training`` (optimizer, loss, one step, :func:`train`: a measured
-loop), ``device_plan`` (precision, micro-batch and launch from :mod:`labkit.accelerator`, and this
-machine's measured time per sample).
+What each name does: docs/cerebras.md, "The portable path".
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""What a step loop measures (:class:`StepMeter`): the loops of :func:`labkit.bert.train` and of the
-Cerebras BERT exercise (its ``run_portable``) run the steps, the meter measures them.
+"""What a step loop measures (:class:`StepMeter`), for :func:`labkit.bert.train` and the LLaMA loop.
 
-Each step the loop takes the next batch, runs one optimizer step whose loss stays a detached tensor on
-the device, and hands the loss to the meter, which counts the batch's samples in the
-:class:`~labkit.bert.rates.RateTracker` and reads the losses back (a device sync) only at step 1 and at
-each log step (every ``log_steps`` and the last). It records every step's time, the first step's time
-alone (the warm-up), and at each log step a report entry with the modelzoo's Rate, GlobalRate and
-elapsed time. Beside those it keeps the steady figures: the samples of the steps after the first and
-the time they took, both between two device syncs (the end of step 1 and the last log step), so a GPU's
-queued work is inside the time and the first step's allocation, kernel choice or compile is not. The
-loop stops on a non-finite loss (:attr:`StepMeter.diverged`) or on a
-:class:`labkit.interrupts.StopRequest`'s interrupt (a second interrupt drops the step in progress); the
-meter then reads the losses not read yet and says where an interrupt ended the run.
+The loss of each step stays on the device; the meter reads the losses back (a device sync) only at
+step 1 and at each log step, so a GPU is not made to wait every step. Beside every step's time and
+the modelzoo's Rate and GlobalRate it keeps the steady figures: the steps after the first, timed
+between two syncs (the end of step 1, the last log step), so a GPU's queued work is inside the time
+and the first step's allocation, kernel choice or compile is not.
 
     meter = StepMeter(result, steps, log_steps, device, RateTracker(), "warmup_time", LogEntry)
     for number in range(1, steps + 1):

@@ -1,14 +1,5 @@
 """Training BERT and measuring it: the optimizer, the pre-training loss, one step, the timed loop
-(:func:`train`, measured by :class:`labkit.bert.loop.StepMeter`).
-
-    from labkit import bert
-    result = bert.train(model, batches, steps=20, log_steps=10, device="cpu")
-    result.global_rate, result.losses[-1]
-
-Or one step at a time (the SambaNova data-parallel path drives its own loop):
-
-    optimizer = bert.make_optimizer(model, learning_rate=1e-4)
-    loss = bert.train_step(model, next(batches), optimizer, device)   # a detached tensor
+(:func:`train`, measured by :class:`labkit.bert.loop.StepMeter`); usage: :mod:`labkit.bert`.
 """
 
 from __future__ import annotations

@@ -4,21 +4,8 @@
     report = labkit.logs.read("bert_log_bs_1024.txt", format="cerebras")
     report = labkit.logs.read("mytest.log")          # a CS-3 LLaMA-2-7B log: exercise cerebras/llama2_7b
 
-What is read: ``Effective batch size is N``, each
-``| Train Device=CSX, Step=100, Loss=9.5, Rate=974.00 samples/sec, GlobalRate=974.00 samples/sec``
-(older releases print ``Device=xla:0``; 2.6 adds ``LoopTimeRemaining=..., TimeRemaining=...``)
-as series, ``Processed N sample(s) in T seconds`` (2.6: ``N training sample(s)``; on its own
-line or after ``Training completed successfully!``), the compile and execute wsjob ids (2.6:
-``Initiating a new execute wsjob`` then ``Job id: wsjob-...``), the compile hash, a cached
-compile (2.6: ``Found existing cached compile``: no compile time is recorded), the
-``InconsistentVersion`` warning, saved checkpoints, and from the time stamps how long the run
-waited in the cluster queue, compiled, staged, trained and saved checkpoints
-(:mod:`labkit.testbeds.cerebras.log_phases`), and a fresh compile's own estimate (``Compile estimated
-performance: N samples/sec``). A new ``Effective batch size`` after a finished run starts the next run
-in the file; so do, for logs pasted one after another into a homework Markdown, a new ``Trainer Fit
-Summary``, ``Compiling the model`` after steps, a step count that goes back, a fence after a finished
-log and a batch-size label (``#### batch_size: 64``), which gives the batch size of the log below it
-when the log cannot.
+What is read, and where one pasted log ends and the next begins: docs/logs.md (the Cerebras row
+and "Pasted text"); the phases from the time stamps: :mod:`labkit.testbeds.cerebras.log_phases`.
 
 Verified only against real logs from the course; no Cerebras stack runs here.
 """

@@ -1,13 +1,8 @@
 """A modelzoo run's phases, from its log's time stamps: queue, compile, staging, training, checkpoints.
 
-    from labkit.testbeds.cerebras.log_phases import LogState, add_phases, add_run_notes
-
-:class:`LogState` is what :class:`labkit.testbeds.cerebras.log.CerebrasReader` has read of
-the run in progress; when the run closes, :func:`add_phases` turns its time stamps into the
-phase metrics (``compile_s``, ``staging_s``, ``checkpoint_s``, ``run_wall_s``, ...) and
-:func:`add_run_notes` adds what a reader of the numbers must know: a cached compile (no compile
-time measured, never 0 s), a ``Processed`` time that holds staging and checkpoint saves, the
-``InconsistentVersion`` warning, a LLaMA log without its sequence length.
+:class:`LogState` is what :class:`labkit.testbeds.cerebras.log.CerebrasReader` has read of the run in
+progress; when the run closes, :func:`add_phases` gives the phase metrics and :func:`add_run_notes`
+what a reader of the numbers must know beside them.
 """
 
 from __future__ import annotations

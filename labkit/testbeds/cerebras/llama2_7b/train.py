@@ -3,19 +3,11 @@
     from labkit.testbeds.cerebras.llama2_7b.train import train
     run = train(llama2_7b.SPEC.validate({"model_size": "tiny"}), torch.device("cpu"))   # prints the CS-3 log's lines
 
-The course's semantics are kept: ``batch_size`` samples (sequences) of ``sequence_length``
-tokens per optimizer step, ``steps`` steps, a report line every ``log_steps`` steps with
-``Rate`` and ``GlobalRate`` in samples/s as the modelzoo defines them (:class:`labkit.bert.RateTracker`),
-then ``Processed N training sample(s) in T seconds.`` (the lines of a Cerebras 2.6 log, so the
-same reader reads both). tokens/s is GlobalRate x sequence length. The first step (memory
-allocation, kernel choice) is measured apart and said; it still counts in GlobalRate, as
-the CS-3's first steps do. Building the tokenizer and the model (``setup_s``) does not.
-
-Each step (:func:`labkit.llm.train_step`) leaves its loss on the device; the host reads the losses
-back at the first step and at each report only, so a GPU is not made to wait every step. The steady
-figures (the samples of the steps after the first, over their time) run from the end of the first
-step to the last report: both ends wait for the device, so its queued work is inside the time and the
-first step's allocation and kernel choice are not.
+The course's semantics are kept: ``batch_size`` sequences of ``sequence_length`` tokens a step,
+``steps`` steps, a Cerebras 2.6 report line every ``log_steps`` (so the log reader reads both), measured
+as the BERT loops are (:class:`labkit.bert.StepMeter`: the modelzoo's Rate and GlobalRate, the first
+step apart, the steady figures). tokens/s is GlobalRate x sequence length. Building the tokenizer and
+the model (``build_s``) is not in the rates.
 
 Phases (:mod:`labkit.interrupts`): setup, training, validation. An interrupt after the first step
 keeps the steps trained (and no validation loss when it came before the validation's end); a second
