@@ -17,11 +17,8 @@ __all__ = ["make_optimizer", "pretraining_loss", "train_step", "train", "LogEntr
 
 
 def make_optimizer(model: Any, learning_rate: float = 1e-4, weight_decay: float = 0.01):
-    """AdamW, as the modelzoo's BERT configs use; no decay on biases and LayerNorm weights.
-
-    On CUDA the fused AdamW kernel updates all parameters at once (one launch instead of
-    several per tensor); elsewhere the default implementation, as before.
-    """
+    """AdamW, as the modelzoo's BERT configs use; no decay on biases and LayerNorm weights. On CUDA the
+    fused kernel updates all parameters in one launch instead of several per tensor."""
     import torch
 
     decay, no_decay = [], []
@@ -76,16 +73,12 @@ def pretraining_loss(model: Any, batch: Mapping[str, Any]):
 
 def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any = "cpu",
                micro_batch_size: Optional[int] = None, precision: Any = None):
-    """One optimizer step on ``batch``; returns the loss (MLM + NSP) as a detached tensor.
+    """One optimizer step on ``batch``; returns the loss (MLM + NSP) as a detached tensor, left on the device.
 
-    With ``micro_batch_size`` the batch is split and gradients are accumulated before the
-    single update (what the CS-2 compiler chooses on its own: "Gradient accumulation trying
-    sub-batch size ..."), so a large batch fits a small device. Each micro-batch's loss is its
-    share of the whole batch's (masked-LM summed over its masked tokens / the batch's masked
-    tokens, next-sentence over its sequences / the batch's), so the loss and the gradients are
-    those of one step on the whole batch. ``precision``: a :class:`labkit.accelerator.Precision`
-    whose ``autocast`` wraps the forward passes and whose ``step`` the whole step (None: float32).
-    The loss is not read back to the host here, so a GPU is not forced to wait every step.
+    With ``micro_batch_size`` the batch is split and gradients accumulated before the one update (as
+    the CS-2 compiler does on its own), each micro-batch's loss weighed by the whole batch's masked
+    tokens and sequences, so the loss and gradients are those of the whole batch. ``precision``: a
+    :class:`labkit.accelerator.Precision` (None: float32).
     """
     model.train()
     optimizer.zero_grad(set_to_none=True)
@@ -128,12 +121,8 @@ class LogEntry:
 
 @dataclass
 class TrainResult:
-    """What :func:`train` measured.
-
-    ``warmup_time`` is the first step alone (graph building, allocator and kernel warm-up,
-    the portable analogue of the CS-2's compile); it is part of ``total_time`` too, as the
-    modelzoo's "Processed N sample(s) in T seconds" counts from the first step.
-    """
+    """What :func:`train` measured. ``warmup_time`` is the first step alone (allocation, kernel choice,
+    a compile); it is in ``total_time`` too, as the modelzoo's "Processed" line counts from the first step."""
 
     batch_size: int
     steps: int
@@ -176,20 +165,14 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
           micro_batch_size: Optional[int] = None, seed: Optional[int] = None,
           on_log: Optional[Callable[[LogEntry], None]] = None, progress: Any = True,
           desc: str = "train", stop: Any = None, precision: Any = None, compile_model: bool = False) -> TrainResult:
-    """Train ``model`` for ``steps`` steps of ``batches`` and measure it.
+    """Train ``model`` for ``steps`` steps of ``batches`` and measure it; a :class:`TrainResult`.
 
-    Every ``log_steps`` steps (and at the last step) ``on_log(LogEntry)`` is called with the
-    modelzoo's Rate and GlobalRate. ``seed`` fixes dropout. ``progress``: True for a
-    :func:`labkit.progress.bar`, False for none, or a bar of your own (anything with
-    ``update(n)``), e.g. to print log lines above it with its ``write``. Returns a :class:`TrainResult`
-    with every step's loss and time. A non-finite loss stops the run early (the result
-    then has fewer steps than asked; check ``len(result.losses)``). ``stop``: a
+    ``on_log(LogEntry)`` every ``log_steps`` steps and at the last. ``seed`` fixes dropout.
+    ``progress``: True for a :func:`labkit.progress.bar`, False or None for none, or a bar of your own
+    (anything with ``update(n)``). A non-finite loss ends the run early. ``stop``: a
     :class:`labkit.interrupts.StopRequest`; an interrupt then ends the run at the next step and
-    ``result.interrupted`` says where (without it an interrupt propagates). ``precision``: a
-    :class:`labkit.accelerator.Precision` (None: float32). ``compile_model``: compile the encoder with
-    ``torch.compile`` (its shapes are fixed: batch x sequence; the masked-LM head, whose shape
-    changes with the number of masked tokens, stays eager); its compile time falls in the first step.
-    On CUDA the result holds the run's peak memory.
+    ``result.interrupted`` says where (without it an interrupt propagates). ``compile_model``: compile
+    the encoder (fixed shapes; the masked-LM head, whose shape follows the masked tokens, stays eager).
     """
     import torch
 

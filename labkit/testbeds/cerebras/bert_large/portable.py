@@ -27,22 +27,14 @@ __all__ = ["run_portable"]
 def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, log_path: Optional[str] = None,
                  echo: Callable[[str], None] = print, progress: bool = True,
                  steps: Optional[bert.StepPlan] = None) -> Run:
-    """Train the portable BERT as ``config`` says, printing modelzoo-format log lines.
+    """Train the portable BERT as ``config`` says with :func:`labkit.bert.train`, printing the modelzoo's
+    log lines (to ``log_path`` too, when given, for :mod:`labkit.logs` to read as a CS-2 log); the record.
 
-    ``steps``: the precision, micro-batch and launch the plan chose (default: chosen here for this
-    batch size, by :func:`labkit.bert.plan_steps`); the run records them, and on CUDA its peak
-    memory, model TFLOP/s and MFU against the GPU's named bf16 peak (from the steady rate).
-
-    The lines also go to ``log_path`` when given, so ``labkit.logs`` reads this run as it
-    reads a CS-2 log. Returns the run's record; ``warmup_time`` (the first step: allocation,
-    kernel selection; the CS-2's compile has no portable analogue) and ``setup_time``
-    (building the model) are kept apart from the throughput figures' meaning, though the
-    first step counts in GlobalRate as it does in the modelzoo's.
-
-    Its phases (setup, training, summary) are those of the run step it runs in
-    (:func:`~labkit.testbeds.cerebras.bert_large.exercise.run_exercise`). The first interrupt in
-    training ends it at the next step and the record below is made of the steps so far; a second
-    one drops the step in progress.
+    ``steps``: the precision, micro-batch and launch the plan chose (default: :func:`labkit.bert.plan_steps`
+    for this batch size); on CUDA the record adds peak memory, model TFLOP/s and MFU (from the steady
+    rate). ``warmup_time`` (the first step) and ``setup_time`` (building the model) are recorded apart;
+    the first step counts in GlobalRate, as in the modelzoo's. Phases: setup, training, summary; the
+    first interrupt in training ends it at the next step, a second one drops the step in progress.
     """
     import torch
 
@@ -77,8 +69,6 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
                 micro.accumulation, micro.size)))
         batches = bert.synthetic_batches(batch_size, config.max_seq_length, model.config.vocab_size, seed=config.seed)
 
-        # Phases: setup, training, summary. From here the first interrupt ends training at a step and the
-        # record below is made of the steps so far; a second one stops at once.
         stop = interrupts.keep(lambda: None)
         stop.phase("training", check=False)
         device_label = getattr(device, "type", str(device)).upper()
