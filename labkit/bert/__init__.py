@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from labkit.bert.batches import synthetic_batches
 from labkit.bert.device_plan import COMPILE_PAYS_SECONDS, StepPlan, flops_per_sequence, plan_steps
-from labkit.bert.loop import StepMeter
+from labkit.bert.loop import StepMeter, add_gpu_metrics, record_steps
 from labkit.bert.presets import BERT_VOCAB_SIZE, MODEL_SIZES, build_model, count_parameters, model_config
 from labkit.bert.rates import RateTracker
 from labkit.bert.training import LogEntry, TrainResult, make_optimizer, pretraining_loss, train, train_step
@@ -35,6 +35,8 @@ __all__ = [
     "train",
     "RateTracker",
     "StepMeter",
+    "record_steps",
+    "add_gpu_metrics",
     "LogEntry",
     "TrainResult",
     "StepPlan",

@@ -20,9 +20,10 @@ import math
 from typing import Any, Callable, List
 
 from labkit.bert.rates import RateTracker
+from labkit.divergence import divergence_note, loss_divergence
 from labkit.interrupts import where
 
-__all__ = ["StepMeter", "sync"]
+__all__ = ["StepMeter", "sync", "record_steps", "add_gpu_metrics"]
 
 
 def sync(device: Any) -> None:
@@ -103,3 +104,33 @@ class StepMeter:
         if stop is not None and stop.requested and len(result.losses) < self.steps:
             result.interrupted = where(step=len(result.losses), steps=self.steps) if result.losses else where()
         return result
+
+
+def record_steps(run: Any, result: Any) -> None:
+    """A measured loop's ``result`` in its exercise's ``run``: interrupted or diverged (the loop stops
+    early only on a non-finite loss), and the loss and rate series."""
+    if result.interrupted:
+        run.mark_interrupted(result.interrupted, "its metrics cover only the steps before the interrupt.")
+    elif loss_divergence(result.losses):
+        run.status = "diverged"
+        run.notes.append(divergence_note(result.losses, where="step", advice="Lower learning_rate."))
+    run.add_series("loss", list(range(1, len(result.losses) + 1)), result.losses)
+    run.add_series("rate", [e.step for e in result.logs], [e.rate for e in result.logs])
+    run.add_series("global_rate", [e.step for e in result.logs], [e.global_rate for e in result.logs])
+
+
+def add_gpu_metrics(run: Any, metrics: Any, peak_memory_bytes: int, flops_per_sample: float,
+                    device: Any) -> None:
+    """Peak memory, model TFLOP/s and MFU (against the GPU's named bf16 peak) of a CUDA run, from its
+    steady rate: GlobalRate counts the first step's allocation, kernel choice or compile."""
+    from labkit import accelerator
+
+    metrics.add(run, "peak_memory_gb", round(peak_memory_bytes / 1e9, 2))
+    if "steady_rate" not in run.metrics:  # one step: nothing after the warm-up to measure
+        return
+    flops = run.metrics["steady_rate"] * flops_per_sample
+    figures, note = accelerator.utilisation(flops, accelerator.describe(device))
+    for name, value in figures.items():
+        metrics.add(run, name, value)
+    if note:
+        run.notes.append(note)

@@ -89,7 +89,7 @@ def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any
         return precision.autocast(device) if precision is not None else contextlib.nullcontext()
 
     with precision.step() if precision is not None else contextlib.nullcontext():
-        if micro == size:  # one pass: the loss exactly as before accumulation existed
+        if micro == size:  # one pass: the loss of the whole batch, unsplit
             with autocast():
                 loss = pretraining_loss(model, _to_device(batch, device))
             loss.backward()

@@ -29,8 +29,8 @@ def _clock(seconds: float) -> str:
 
 def train_line(device: str, step: int, loss: float, rate: float, global_rate: float,
                remaining_s: Optional[float] = None) -> str:
-    """A modelzoo training log line (``| Train Device=CSX, Step=100, Loss=9.50000, Rate=..., GlobalRate=...``);
-    with ``remaining_s``, the 2.6 line's ``LoopTimeRemaining=..., TimeRemaining=...`` too."""
+    """A modelzoo training log line (``| Train Device=CSX, Step=100, Loss=9.50000, Rate=..., ...``); with
+    ``remaining_s``, the 2.6 line's ``LoopTimeRemaining=..., TimeRemaining=...`` too."""
     line = "{} INFO:   | Train Device={}, Step={}, Loss={:.5f}, Rate={:.2f} samples/sec, GlobalRate={:.2f} samples/sec".format(
         _stamp(), device, step, loss, rate, global_rate)
     if remaining_s is None:

@@ -13,7 +13,6 @@ import time
 from typing import Any, Callable, Optional
 
 from labkit import bert, devices, interrupts
-from labkit.divergence import divergence_note, loss_divergence
 from labkit.params import Config
 from labkit.results import Run
 from labkit.testbeds.cerebras.bert_large.metrics import METRICS
@@ -99,15 +98,8 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     run.params["batch_size"] = batch_size
     run.params["device"] = str(device)
     run.params["precision"] = steps.precision.name
-    if result.interrupted:  # stopped by the student: what was measured so far
-        run.mark_interrupted(result.interrupted, "its metrics cover only the steps before the interrupt.")
-    elif loss_divergence(result.losses):  # the loop stops early only on a non-finite loss
-        run.status = "diverged"
-        run.notes.append(divergence_note(result.losses, where="step", advice="Lower learning_rate."))
+    bert.record_steps(run, result)
     _add_train_metrics(run, result)
-    run.add_series("loss", list(range(1, len(result.losses) + 1)), result.losses)
-    run.add_series("rate", [e.step for e in result.logs], [e.rate for e in result.logs])
-    run.add_series("global_rate", [e.step for e in result.logs], [e.global_rate for e in result.logs])
     METRICS.add(run, "setup_time", round(setup_time, 4))
     METRICS.add(run, "warmup_time", round(result.warmup_time, 4))
     how = {"micro_batch": micro.size, "accumulation": micro.accumulation, "launch": steps.launch}
@@ -115,12 +107,13 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
         how["peak_memory_bytes"] = result.peak_memory_bytes
     run.environment = devices.environment(device, dict(how, parameters=bert.count_parameters(model)))
     if result.peak_memory_bytes is not None:
-        _add_gpu_metrics(run, result, config, device)
+        bert.add_gpu_metrics(run, METRICS, result.peak_memory_bytes,
+                             bert.flops_per_sequence(config.model_size, config.max_seq_length), device)
     if log_path:
         run.environment["log_path"] = os.path.abspath(log_path)
     run.notes.append("Portable run: {} on synthetic masked-LM + next-sentence batches, not the CS-2. Rate and "
                      "GlobalRate follow the modelzoo's definitions.".format(device))
-    if device.type != "cpu" or steps.precision.name != "fp32":  # a CPU's fp32 note reads as it always did
+    if device.type != "cpu" or steps.precision.name != "fp32":  # a CPU's default fp32 needs no note
         from labkit.accelerator import TESTBED_PRECISION
 
         run.notes.append("Precision here: {}; the CS-2 trains in {}.".format(steps.precision.why,
@@ -129,22 +122,6 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     if getattr(device, "type", "") == "cuda":
         torch.cuda.empty_cache()
     return run
-
-
-def _add_gpu_metrics(run: Run, result: bert.TrainResult, config: Config, device: Any) -> None:
-    """Peak memory, model TFLOP/s and MFU (against the GPU's named bf16 peak) of a CUDA run, from its
-    steady rate: GlobalRate counts the first step's compile, which a longer run would spread thinner."""
-    from labkit import accelerator
-
-    METRICS.add(run, "peak_memory_gb", round(result.peak_memory_bytes / 1e9, 2))
-    if "steady_rate" not in run.metrics:  # one step: nothing after the warm-up to measure
-        return
-    flops = run.metrics["steady_rate"] * bert.flops_per_sequence(config.model_size, config.max_seq_length)
-    figures, note = accelerator.utilisation(flops, accelerator.describe(device))
-    for name, value in figures.items():
-        METRICS.add(run, name, value)
-    if note:
-        run.notes.append(note)
 
 
 def _add_train_metrics(run: Run, result: bert.TrainResult) -> None:

@@ -20,7 +20,6 @@ import time
 from typing import Any, Callable, Optional
 
 from labkit import accelerator, bert, devices, interrupts, llm
-from labkit.divergence import divergence_note, loss_divergence
 from labkit.params import Config
 from labkit.progress import bar
 from labkit.results import Run
@@ -69,8 +68,8 @@ def train(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] = None
     batches = llm.token_batches(train_ids, batch_size, length, seed=seed)
     setup_s = time.perf_counter() - setup_start
     parameters = llm.count_parameters(model)
-    echo(info_line("labkit portable LLaMA ({} preset, {:.1f}M parameters) on {}: batch size {} samples of {} tokens, "
-                   "{} steps, corpus {!r} ({:,} training tokens)".format(
+    echo(info_line("labkit portable LLaMA ({} preset, {:.1f}M parameters) on {}: batch size {} samples of {} "
+                   "tokens, {} steps, corpus {!r} ({:,} training tokens)".format(
                        values["model_size"], parameters / 1e6, device, batch_size, length, total, corpus.name,
                        len(train_ids))))
     shown = bar(total=total, desc="batch {}".format(batch_size), unit="step") if progress else None
@@ -135,17 +134,13 @@ def train(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] = None
     return _record(config, values, device, steps, trained, setup_s, validation, parameters, corpus)
 
 
-def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan, trained: bert.TrainResult, setup_s: float,
-            validation: float, parameters: int, corpus: Any) -> Run:
+def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan, trained: bert.TrainResult,
+            setup_s: float, validation: float, parameters: int, corpus: Any) -> Run:
     run = Run(exercise=EXERCISE, source="portable", params=config.to_dict())
     run.params.update(values)
     run.params["device"] = str(device)
     run.params["precision"] = steps.precision.name
-    if trained.interrupted:
-        run.mark_interrupted(trained.interrupted, "its metrics cover only the steps before the interrupt.")
-    elif loss_divergence(trained.losses):
-        run.status = "diverged"
-        run.notes.append(divergence_note(trained.losses, where="step", advice="Lower learning_rate."))
+    bert.record_steps(run, trained)
     logs = trained.logs
     if logs:
         METRICS.add(run, "global_rate", round(logs[-1].global_rate, 3))
@@ -169,9 +164,6 @@ def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan,
     if validation == validation:  # not NaN
         METRICS.add(run, "validation_loss", round(validation, 5))
     METRICS.add(run, "parameters", parameters)
-    run.add_series("loss", list(range(1, len(trained.losses) + 1)), trained.losses)
-    run.add_series("rate", [r.step for r in logs], [r.rate for r in logs])
-    run.add_series("global_rate", [r.step for r in logs], [r.global_rate for r in logs])
     how = {"micro_batch": values["batch_size"], "accumulation": 1, "launch": "eager",
            "checkpointing": steps.checkpointing}
     if trained.peak_memory_bytes is not None:
@@ -179,10 +171,12 @@ def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan,
     run.environment = devices.environment(device, dict(how, parameters=parameters, corpus=corpus.name,
                                                        corpus_fingerprint=corpus.fingerprint))
     if trained.peak_memory_bytes is not None:
-        _add_gpu_metrics(run, trained, values, device, parameters)
+        preset, length = llm.MODEL_SIZES[values["model_size"]], values["sequence_length"]
+        per_token = 6.0 * parameters + 12.0 * preset["num_hidden_layers"] * preset["hidden_size"] * length
+        bert.add_gpu_metrics(run, METRICS, trained.peak_memory_bytes, per_token * length, device)
     shapes = ("LLaMA-2-7B's layers, its 32,000-token vocabulary cut to the tokenizer's" if values["model_size"] == "7b"
               else "LLaMA-2's architecture, not its 7 billion parameters")
-    # a CPU's fp32 is what it always did: its note reads as before
+    # a CPU's default fp32 needs no word on precision
     precision = "" if device.type == "cpu" and steps.precision.name == "fp32" else ", precision " + steps.precision.name
     run.notes.append(
         "Portable run: a {}-parameter LLaMA ({} preset, {}) on {}, trained on {!r} text with a {}-token tokenizer{}; "
@@ -197,23 +191,6 @@ def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan,
             "nothing here stands for the CS-3's compile, appliance staging or checkpoint save.".format(
                 trained.warmup_time, setup_s))
     return run
-
-
-def _add_gpu_metrics(run: Run, trained: bert.TrainResult, values: dict, device: Any, parameters: int) -> None:
-    """Peak memory, model TFLOP/s and MFU (against the GPU's named bf16 peak) of a CUDA run, from its
-    steady rate: GlobalRate counts the first step's allocation and kernel choice."""
-    METRICS.add(run, "peak_memory_gb", round(trained.peak_memory_bytes / 1e9, 2))
-    if "steady_rate" not in run.metrics:  # one step: nothing after the warm-up to measure
-        return
-    tokens = run.metrics["steady_rate"] * values["sequence_length"]
-    preset = llm.MODEL_SIZES[values["model_size"]]
-    flops = tokens * (6.0 * parameters + 12.0 * preset["num_hidden_layers"] * preset["hidden_size"]
-                      * values["sequence_length"])
-    figures, note = accelerator.utilisation(flops, accelerator.describe(device))
-    for name, value in figures.items():
-        METRICS.add(run, name, value)
-    if note:
-        run.notes.append(note)
 
 
 def _millions(count: int) -> str:
