@@ -34,20 +34,23 @@ def _to_device(batch: Mapping[str, Any], device: Any) -> Dict[str, Any]:
     return {k: v.to(device, non_blocking=non_blocking) for k, v in batch.items()}
 
 
+def _scores(model: Any, batch: Mapping[str, Any]):
+    """The masked-LM scores at the masked positions only, the next-sentence scores, and their labels."""
+    out = model.bert(batch["input_ids"], attention_mask=batch["attention_mask"],
+                     token_type_ids=batch["token_type_ids"], return_dict=True)
+    chosen = batch["labels"] != -100
+    return (model.cls.predictions(out[0][chosen]), batch["labels"][chosen], model.cls.seq_relationship(out[1]),
+            batch["next_sentence_label"].view(-1))
+
+
 def _loss_sums(model: Any, batch: Mapping[str, Any]):
     """The masked-LM loss summed over the masked tokens and the next-sentence loss summed over the
     sequences: a micro-batch's share of a whole batch's loss, before dividing by the batch's counts."""
     import torch.nn.functional as F
 
-    out = model.bert(batch["input_ids"], attention_mask=batch["attention_mask"],
-                     token_type_ids=batch["token_type_ids"], return_dict=True)
-    labels = batch["labels"]
-    chosen = labels != -100
-    scores = model.cls.predictions(out[0][chosen])
-    mlm = F.cross_entropy(scores.float(), labels[chosen], reduction="sum")
-    nsp = F.cross_entropy(model.cls.seq_relationship(out[1]).float(), batch["next_sentence_label"].view(-1),
-                          reduction="sum")
-    return mlm, nsp
+    mlm, mlm_labels, nsp, nsp_labels = _scores(model, batch)
+    return (F.cross_entropy(mlm.float(), mlm_labels, reduction="sum"),
+            F.cross_entropy(nsp.float(), nsp_labels, reduction="sum"))
 
 
 def pretraining_loss(model: Any, batch: Mapping[str, Any]):
@@ -60,15 +63,8 @@ def pretraining_loss(model: Any, batch: Mapping[str, Any]):
     """
     import torch.nn.functional as F
 
-    out = model.bert(batch["input_ids"], attention_mask=batch["attention_mask"],
-                     token_type_ids=batch["token_type_ids"], return_dict=True)
-    sequence_output, pooled_output = out[0], out[1]
-    labels = batch["labels"]
-    chosen = labels != -100
-    scores = model.cls.predictions(sequence_output[chosen])
-    mlm = F.cross_entropy(scores, labels[chosen])
-    nsp = F.cross_entropy(model.cls.seq_relationship(pooled_output), batch["next_sentence_label"].view(-1))
-    return mlm + nsp
+    mlm, mlm_labels, nsp, nsp_labels = _scores(model, batch)
+    return F.cross_entropy(mlm, mlm_labels) + F.cross_entropy(nsp, nsp_labels)
 
 
 def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any = "cpu",
