@@ -3,15 +3,9 @@
     from labkit.grading.batch import grade_class
     grade_class("submissions/", "homework.rubric.yml", "grades/", workers=2)
 
-(or ``labkit grade submissions/ --rubric homework.rubric.yml --out grades/``).
-
-Each submission is graded by its own worker process (``python -m labkit.grading.runner``)
-under its own unprivileged uid, so a submission that crashes, hangs or attacks its grader
-costs only its own grade. After each one finishes the state file
-``DIR/.labkit-grade/state.json`` and ``DIR/gradebook.csv`` are rewritten atomically. A result
-is keyed by a hash of the submission's files, the rubric (and its template) and the limits:
-a grader killed and started again skips what is already graded, regrades what changed, and
-never writes a student twice.
+Each submission is graded by its own worker process, so a submission that crashes, hangs or
+attacks its grader costs only its own grade; how the state makes a batch resumable:
+docs/grading.md, "Crash safety and resuming".
 """
 
 from __future__ import annotations

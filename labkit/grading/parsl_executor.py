@@ -1,18 +1,9 @@
 """``labkit grade --executor parsl --config FILE``: each submission graded on a Parsl worker.
 
-    labkit grade submissions/ --rubric hw.rubric.yml --out grades/ --executor parsl \
-        --config docs/parsl/slurm_testbed.py
-
-The same Parsl config files as ``labkit sweep`` (docs/parsl/). A Parsl task grades one
-submission on whatever node it lands on, exactly as the local executor does: a private
-working folder on that node's local disk, a uid and cgroups reserved there, the worker
-process (``python -m labkit.grading.runner``) with its sandboxed kernel, the same time limits.
-It returns the result and the executed notebook's text; only the ``labkit grade`` process
-writes the state, gradebook and feedback, so a batch stays resumable as with local workers.
-
-SUBMISSIONS and the rubric must be on a file system the nodes share (home or project). A node
-where the requested isolation level does not work grades nothing: the submission gets a
-``grader error`` naming the node, never a weaker sandbox.
+A task grades one submission on its node exactly as the local executor does and returns the
+result and the executed notebook's text; only ``labkit grade`` writes the state (docs/grading.md,
+"Grading on a cluster"). A node where the requested level does not work grades nothing: the
+submission gets a ``grader error`` naming the node, never a weaker sandbox.
 """
 
 from __future__ import annotations

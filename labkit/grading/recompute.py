@@ -1,28 +1,14 @@
 """Recompute a recorded run with trusted code, to catch records a notebook made up.
 
-A student's code runs in the same process as labkit, so it can call
-``labkit.results.record`` with any numbers, or monkeypatch labkit to do so. The grader's
-answer: a ``record`` check with ``recompute: module:function`` calls ``function(params)``
-(trusted code named by the instructor's rubric) on the parameters the record claims, in a
-fresh sandboxed process the notebook never touched, and the record counts only if the
-metric agrees. Run by the grader in isolated mode (:mod:`labkit.grading.sandbox.trusted_python`: nothing in
-the submission can shadow an import), in a fresh folder of its own outside the submission, as
+A ``record`` check with ``recompute: module:function`` counts a record only when trusted code,
+given the parameters the record claims, agrees with it (docs/grading.md, "Threat model"). Run by
+the grader in isolated mode, in a sandboxed folder of its own outside the submission, as
 
     python -I -c '<trusted sys.path> ...' labkit.grading.recompute:from_evidence SUBMISSION [DENIED ...] < params.json
 
-Each record's file names (``params['log']``, ``params['evidence']``) are checked to stay inside
-SUBMISSION (:mod:`labkit.grading.sandbox.submission_reads`) and passed to the function as absolute paths; a record
-whose file leaves it is answered with the reason, never read; nothing under a DENIED folder (the
-other submissions, the grader's output, the other runs), no FIFO and no device is opened at all
-(:func:`labkit.grading.sandbox.submission_reads.confine_reads`).
-
-``from_evidence`` reads again whatever the record came from: a testbed log (``params['log']``,
-``from_log``) or an executed lab-book notebook, alone or in a sweep folder
-(``params['evidence']``, :func:`labkit.testbeds.homework.evidence.trusted_record`).
-
-The function gets the recorded parameters (untrusted data) and returns ``{metric: value}``,
-or ``{"params": ..., "metrics": ...}`` when it can also tell which parameters really ran
-(then a record's parameters must match too).
+Evidence paths are kept inside SUBMISSION and nothing under a DENIED folder is opened
+(:mod:`labkit.grading.sandbox.submission_reads`). The function returns ``{metric: value}``, or
+``{"params": ..., "metrics": ...}`` when it can also tell which parameters really ran.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Execute one submission in a sandboxed fresh kernel and grade what that execution recorded.
 
-The batch grader (``labkit.grading.batch``) starts one of these per submission, in its own
-process, so a submission that brings down its grading process costs only its own grade:
-
     python -m labkit.grading.runner JOB.json        # writes the job's result.json
 
-Steps: copy the submission into a private working folder owned by the run's uid; keep the
-student's outputs aside (read only by the ``reproduce`` check); clear every output; execute
-in a fresh kernel launched inside the sandbox (``labkit.grading.sandbox.levels``) with per-cell and
-per-notebook time limits and a cap on the outputs kept; read the records of *that* execution;
+The steps (docs/grading.md, "What happens to one submission"): copy, put the student's outputs
+aside, clear them, execute under the sandbox's limits, read the records of *that* execution,
 apply the rubric. Outputs typed into the submitted notebook never reach a grade.
 """
 

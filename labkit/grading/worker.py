@@ -3,10 +3,8 @@
     item = start_job(job, sub, workroot, 1)      # python -I ... labkit.grading.runner JOB.json
     result = collect_job(item, timed_out, limits, level, rubric, reproduce)
 
-Used by the local batch (:mod:`labkit.grading.batch`) and by Parsl tasks
-(:mod:`labkit.grading.parsl_executor`) alike. The worker is trusted code: it starts in isolated
-mode (:mod:`labkit.grading.sandbox.trusted_python`) in its own run folder, so nothing in the folder the
-instructor started ``labkit grade`` from (possibly the submissions) can shadow its imports.
+Used by the local batch and by Parsl tasks alike. The worker is trusted code started in isolated
+mode (:mod:`labkit.grading.sandbox.trusted_python`), so no submission can shadow its imports.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """What the rubric's checks share: the evidence a submission gave, a check, its result, and
-picking the runs a check looks at (by exercise and parameters; values compare by
-:func:`labkit.results.same_value`).
+picking the runs a check looks at (values compare by :func:`labkit.results.same_value`).
 
     from labkit.grading.checks.evidence import Evidence
     Evidence(submitted=nb, submitted_records={}, fresh=records, status="ok")
-
-The check types themselves are in :mod:`labkit.grading.checks.records` (records: ``record``,
-``runs``, ``reproduce``, ``rerun``) and :mod:`labkit.grading.checks.answers` (``answer``,
-``no_error``); :mod:`labkit.grading.checks.rubric` reads the file that lists them.
 """
 
 from __future__ import annotations

@@ -6,21 +6,10 @@
     data.outliers                         # the points far from the class, with the misreading when known
     open("class.csv", "w").write(long_csv(data.rows))
 
-The runs are those the grader's own execution recorded (``DIR/executed/<student>.ipynb``, the
-runs its state lists for the student), labelled where they ran as the feedback pages label them.
-Each exercise shows its headline figures against the parameter its homework varies
-(:data:`FIGURES`); an inference run that compared endpoints gives one run per endpoint (its
-series ``<figure>:<endpoint>``), never figures pooled over endpoints.
-
-A point is far from the class (:data:`RULE`) by the median absolute deviation of log10(value)
-among the runs of the same figure, the same parameter value and the same kind of place (the
-testbed, or a portable CPU or GPU), when at least :data:`MIN_GROUP` such runs exist; the MAD has
-a floor (wider for portable runs, whose times are the student's machine's). The
-misreadings named beside a point are those labkit detects: the notes its readers write (a
-throughput that counts prompt tokens, one request stream's throughput) and two read off the
-class (a time that comes back to the class once the run's own compile time is taken off; a run
-labelled a testbed's whose figure sits with the class's portable runs, or whose device is a CPU
-or GPU).
+The runs are those the grader's own execution recorded; each exercise shows its headline figures
+against the parameter its homework varies (:data:`FIGURES`), one run per endpoint, never pooled.
+The rule for "far" is :data:`RULE`; the misreadings named beside a point are listed in
+docs/grading.md, "After grading".
 """
 
 from __future__ import annotations

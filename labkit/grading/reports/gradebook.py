@@ -3,13 +3,7 @@
     from labkit.grading.reports.gradebook import write_gradebook, read_gradebook
     write_gradebook("out/gradebook.csv", rubric.names, results)   # atomic: never half-written
 
-Columns: ``student``, one per rubric check (points earned), ``total``, ``max``, ``status``
-(how the grader's execution went), ``where`` (where the graded runs ran: ``IPU``, ``CS-2``,
-``SN30``, ``GroqChip``, ``portable: CPU``, ``portable: GPU``), ``isolation`` (the sandbox level in force
-for that run) and ``reason``, then ``duplicate_evidence`` (files or records this student handed in
-that another student handed in too, flagged for the instructor, not penalised). Plain CSV with a
-header row and numbers in the score columns, which is what
-Canvas, Moodle and Blackboard grade imports map column by column.
+The columns: docs/grading.md, "Gradebook".
 """
 
 from __future__ import annotations

@@ -3,14 +3,9 @@
     from labkit.grading.reports.lms import canvas_csv
     text = canvas_csv(results, assignment="Homework: AI testbeds", points_possible=39)
 
-Canvas's Gradebook > Import takes a CSV whose first five columns identify the student
-(``Student``, ``ID``, ``SIS User ID``, ``SIS Login ID``, ``Section``) followed by one column per
-assignment, with an optional ``Points Possible`` row under the header (as Canvas's own export
-has). Students are matched here by login: ``SIS Login ID`` is the submission's name (the
-student's folder or notebook name), the other identity columns are left empty for Canvas to
-fill. An assignment column named like an existing assignment (``Name (12345)`` as exported)
-updates it; a new name creates the assignment. Students whose submission could not be graded
-get the points the grader gave them (0), never an empty cell, so nobody is silently skipped.
+The columns of Canvas's own Gradebook export, students matched by ``SIS Login ID`` (the
+submission's name); an ungraded submission gets its 0, never an empty cell (docs/grading.md,
+"After grading").
 """
 
 from __future__ import annotations

@@ -3,8 +3,6 @@
     folders = make_cgroups("<pid>-r<n>", limits)   # [] where this grader may make none
     cgroup_command(folders, parent)                # the launcher stage that joins them
     remove_cgroups(folders)                        # kill what is left, remove them
-
-The cap holds even when the kernel cannot run as a private uid (:mod:`labkit.grading.sandbox.uids`).
 """
 
 from __future__ import annotations
