@@ -16,6 +16,7 @@ import shutil
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 # jsonschema's optional IRI format checker imports rfc3987_syntax, which compiles a grammar
@@ -123,15 +124,15 @@ class GradingClient(NotebookClient):
         return super().output(outs, msg, display_id, cell_index)
 
 
+@dataclass
 class ExecutionOutcome:
     """How the grader's execution went: ``status`` is ok, error, timeout, kernel died, failed."""
 
-    def __init__(self, status: str, reason: str = "", error: Optional[str] = None, dropped_bytes: int = 0):
-        self.cells_s = 0.0  # time in cells, set by the execution (benchmarks/grade_throughput.py)
-        self.status = status
-        self.reason = reason
-        self.error = error
-        self.dropped_bytes = dropped_bytes
+    status: str
+    reason: str = ""
+    error: Optional[str] = None
+    dropped_bytes: int = 0
+    cells_s: float = 0.0  # time in cells, set by the execution (benchmarks/grade_throughput.py)
 
 
 def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], limits: levels.Limits,
@@ -215,11 +216,8 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: levels.Limit
 
 def _copy_submission(source: str, workdir: str, max_bytes: int) -> str:
     """Copy a notebook (or a student folder) into ``workdir``; return the notebook's new path."""
-    total = 0
     if os.path.isdir(source):
-        for root, _dirs, files in os.walk(source):
-            for name in files:
-                total += os.path.getsize(os.path.join(root, name))
+        total = sum(os.path.getsize(os.path.join(root, n)) for root, _dirs, files in os.walk(source) for n in files)
         if total > max_bytes:
             raise ValueError("the submission is {} bytes, over the {} byte limit".format(total, max_bytes))
         for name in os.listdir(source):
@@ -259,8 +257,8 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     workdir = os.path.join(run_dir, "work")
     conn_dir = os.path.join(run_dir, "conn")
     grader_dir = os.path.join(run_dir, "grader")
-    for path, mode in ((workdir, 0o700), (conn_dir, 0o700), (grader_dir, 0o700)):
-        os.makedirs(path, mode=mode, exist_ok=True)
+    for path in (workdir, conn_dir, grader_dir):
+        os.makedirs(path, mode=0o700, exist_ok=True)
     os.makedirs(os.path.join(workdir, ".tmp", "matplotlib"), exist_ok=True)
     rubric: Rubric = load_rubric(job["rubric"])
     limits = levels.Limits(**job["limits"])

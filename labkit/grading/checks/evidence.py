@@ -121,11 +121,7 @@ def run_label(name: str, run: Run) -> str:
 
 
 def wheres_of(runs: List[Run]) -> str:
-    seen: List[str] = []
-    for run in runs:
-        if where_it_ran(run) not in seen:
-            seen.append(where_it_ran(run))
-    return ", ".join(seen)
+    return ", ".join(dict.fromkeys(where_it_ran(run) for run in runs))
 
 
 def select_runs(check: Check, evidence: Evidence, records: Optional[Dict[str, Any]] = None) -> List[Tuple[str, Run]]:

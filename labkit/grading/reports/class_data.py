@@ -125,11 +125,7 @@ def _parameter(run: Mapping[str, Any], names: Sequence[str]) -> Tuple[str, str]:
 
 def _flags(run: Mapping[str, Any]) -> List[str]:
     notes = " ".join(str(n) for n in (run.get("notes") or [])[:50])
-    found: List[str] = []
-    for text, name in _NOTE_MISREADINGS:
-        if text in notes and name not in found:
-            found.append(name)
-    return found
+    return list(dict.fromkeys(name for text, name in _NOTE_MISREADINGS if text in notes))
 
 
 def run_rows(student: str, name: str, run: Mapping[str, Any], where: str) -> List[Dict[str, Any]]:
@@ -206,10 +202,8 @@ def student_runs(out_dir: str, result: Mapping[str, Any]) -> List[Tuple[str, Dic
         records = results.read(path).records
     except (OSError, ValueError):
         return []
-    found = []
-    for name, data in records.items():
-        if name in graded and isinstance(data, dict) and isinstance(data.get("metrics"), dict):
-            found.append((name, data, graded[name] or where_it_ran(data)))
+    found = [(name, data, graded[name] or where_it_ran(data)) for name, data in records.items()
+             if name in graded and isinstance(data, dict) and isinstance(data.get("metrics"), dict)]
     return found[:_MAX_RUNS]
 
 

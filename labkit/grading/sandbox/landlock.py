@@ -16,7 +16,7 @@ import os
 import platform
 import stat
 import struct
-from typing import Iterable, List, Optional, Sequence, Set
+from typing import Iterable, List, Optional, Sequence
 
 try:
     from labkit.errors import LabkitError
@@ -182,13 +182,9 @@ def restrict(read: Iterable[str], write: Iterable[str], deny: Sequence[str] = ()
                 _minus(os.path.realpath(path), denied, readable, listed)
         for path in listed:
             _add_rule(libc, add, ruleset, path, READ_DIR)
-        seen: Set[str] = set()
-        for path in readable:
-            if path not in seen:
-                seen.add(path)
-                _add_rule(libc, add, ruleset, path, READ & fs)
-        devices = list(DEVICES) + (_gpu_devices() if system else [])
-        for path in devices if system else []:
+        for path in dict.fromkeys(readable):
+            _add_rule(libc, add, ruleset, path, READ & fs)
+        for path in list(DEVICES) + _gpu_devices() if system else []:
             _add_rule(libc, add, ruleset, path, (READ_FILE | WRITE_FILE | IOCTL_DEV) & fs)
         for path in write:
             if path:

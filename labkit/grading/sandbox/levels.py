@@ -191,12 +191,7 @@ def _needed_paths() -> List[str]:
     data = os.environ.get("LABKIT_DATA_DIR")
     if data:
         paths.append(data)
-    found: List[str] = []
-    for path in paths:
-        real = os.path.realpath(path)
-        if os.path.exists(real) and real not in found:
-            found.append(real)
-    return found
+    return [p for p in dict.fromkeys(map(os.path.realpath, paths)) if os.path.exists(p)]
 
 
 def landlock_args(workdir: str, conn_dir: str, hidden: Sequence[str] = (), readonly: Sequence[str] = (),
