@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import tempfile
 import time
 from concurrent.futures import as_completed
 from typing import Any, Callable, Dict, List, Optional
@@ -47,9 +46,7 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
                                       "on node {}, {}; nothing was run".format(host, why), rubric, job["reproduce"])
         result["host"] = host
         return result
-    worker.remove_stale_workroots()
-    workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
-    os.chmod(workroot, 0o711)
+    workroot = worker.new_workroot()
     sub = worker.Submission(job["student"], job["source"], job["notebook"], job["problem"])
     item = None
     try:
@@ -64,8 +61,7 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
                 result["executed_text"] = f.read()
     finally:
         if item is not None and item.proc.poll() is None:  # the task itself was cancelled
-            worker.kill_job(item.proc)
-            item.slot.release()
+            worker.kill_job(item)
         shutil.rmtree(workroot, ignore_errors=True)
     result["host"] = host
     result["slurm_job"] = os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID") or ""

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from importlib import import_module
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -63,18 +61,14 @@ def from_evidence(params: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def run_sandboxed(function: str, params: List[Dict[str, Any]], root: str, prefix: List[str],
-                  limits: Any, timeout: Optional[float] = None, scratch: Optional[str] = None,
+                  limits: Any, scratch: str, timeout: Optional[float] = None,
                   exclude: Sequence[str] = ()) -> List[Dict[str, Any]]:
     """``function(p)`` for each ``p`` behind the launch ``prefix`` (the run's sandbox), in one process.
 
-    ``root``: the submission's folder (its files are read by absolute path, never from the
-    current folder); ``scratch``: the process's own current folder and home, outside ``root``
-    (default: a new temporary folder). Returns one ``{"ok": result}`` or ``{"error": text}`` per
-    parameter set. ``timeout`` (seconds) replaces the per-cell limit, for functions that re-run
-    notebooks.
+    ``root``: the submission's folder, read by absolute path; ``scratch``: the process's own current
+    folder and home, outside ``root``. Returns one ``{"ok": result}`` or ``{"error": text}`` per
+    parameter set. ``timeout`` (seconds) replaces the per-cell limit, for functions that re-run notebooks.
     """
-    made = scratch is None
-    scratch = tempfile.mkdtemp(prefix="labkit-recompute-") if scratch is None else scratch
     paths = trusted_path(list(exclude) + [root])
     env = levels.kernel_environment(scratch, {"PYTHONPATH": os.pathsep.join(paths)})
     # Nothing under these is opened, whatever a file points to; never a folder that holds Python or labkit.
@@ -83,12 +77,8 @@ def run_sandboxed(function: str, params: List[Dict[str, Any]], root: str, prefix
               if not any(n.startswith(os.path.realpath(p).rstrip(os.sep) + os.sep) for n in needed)]
     cmd = list(prefix) + python_command("labkit.grading.recompute", [function, os.path.realpath(root)] + denied,
                                         list(exclude) + [root])
-    try:
-        proc = subprocess.run(cmd, input=json.dumps(params).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              cwd=scratch, env=env, timeout=timeout or limits.cell_s or None)
-    finally:
-        if made:
-            shutil.rmtree(scratch, ignore_errors=True)
+    proc = subprocess.run(cmd, input=json.dumps(params).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=scratch, env=env, timeout=timeout or limits.cell_s or None)
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["exit status {}".format(proc.returncode)]
         raise RuntimeError(tail[0][:300])

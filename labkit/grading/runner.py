@@ -140,10 +140,8 @@ def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], li
                   tcp: bool = False) -> List[str]:
     """cgroups, then the namespace sandbox, then limits, Landlock and the uid switch, then the command.
 
-    Every stage dies with the one before it, and the first with this process (which itself
-    dies with the batch), so a grader killed with SIGKILL takes its kernels along. Landlock
-    (every level but ``none``, where the kernel has it) is applied by the last stage, inside the
-    namespaces (bubblewrap itself could not mount under it); ``tcp``: deny TCP there too.
+    Every stage dies with the one before it, the first with this process. Landlock is applied by the
+    last stage, inside the namespaces (bubblewrap could not mount under it); ``tcp``: deny TCP there too.
     """
     parent = os.getpid()
     outer = cgroup_command(cgroups, parent, always=(level == "unshare"))

@@ -25,8 +25,8 @@ from labkit.grading.sandbox import cgroups, levels, uids
 from labkit.grading.checks.evidence import Evidence
 from labkit.grading.sandbox.trusted_python import python_command
 
-__all__ = ["Submission", "Running", "WORKER_GRACE_S", "start_job", "collect_job", "kill_job", "failed_result",
-           "remove_stale_workroots"]
+__all__ = ["Submission", "Running", "WORKER_GRACE_S", "new_workroot", "start_job", "collect_job", "kill_job",
+           "failed_result"]
 
 #: Grace the worker gets beyond the notebook limit (kernel start, recompute, writing) before
 #: the batch kills it.
@@ -86,14 +86,17 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_workroots() -> None:
-    """Working folders of graders that were killed (their pid is in the name)."""
+def new_workroot() -> str:
+    """A fresh folder for this grader's runs, named by its pid, once those of killed graders are removed."""
     tmp = tempfile.gettempdir()
     for name in os.listdir(tmp):
         match = re.match(r"^labkit-grade-(\d+)-", name)
         if match and not _pid_alive(int(match.group(1))):
             shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
     cgroups.remove_stale_cgroups(_pid_alive)
+    workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
+    os.chmod(workroot, 0o711)  # run uids may pass through to their own folder, not list the others
+    return workroot
 
 
 def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int) -> Running:
@@ -120,22 +123,24 @@ def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int)
     return Running(sub, job["key"], proc, slot, run_dir, result_path, deadline, time.monotonic())
 
 
-def kill_job(proc: subprocess.Popen) -> None:
+def kill_job(item: Running) -> None:
+    """Kill the worker's process group, then whatever its run's uid and cgroups left."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(item.proc.pid, signal.SIGKILL)
     except OSError:
         pass
     try:
-        proc.wait(timeout=10)
+        item.proc.wait(timeout=10)
     except subprocess.TimeoutExpired:  # pragma: no cover
         pass
+    item.slot.release()
 
 
 def collect_job(item: Running, timed_out: bool, limits: levels.Limits, level: str,
              rubric: Any, reproduce: bool) -> Dict[str, Any]:
     """The worker's result (its ``executed`` notebook still in the run folder), or why there is none."""
     if timed_out:
-        kill_job(item.proc)
+        kill_job(item)
     item.slot.release()  # kills anything the run's uid left behind
     result: Dict[str, Any]
     try:

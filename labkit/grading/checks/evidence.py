@@ -23,13 +23,9 @@ NUMBER = (int, float)
 
 @dataclass
 class Evidence:
-    """What a submission gave the grader.
-
-    ``submitted``: the notebook as handed in (for written answers); ``submitted_records``:
-    records in its outputs (only the reproduce check reads them); ``fresh``: records of the
-    grader's execution; ``status``: ok, error, timeout, kernel died, failed, unreadable.
-    ``recompute(function, [params, ...])`` runs a trusted recompute function on each set of
-    recorded parameters in one sandboxed process; the answers land in ``trusted``.
+    """What a submission gave the grader: the notebook as handed in, the records in its outputs (read by
+    ``reproduce`` alone), the records of the grader's execution (``fresh``) and how it went (``status``).
+    ``recompute(function, [params, ...])`` runs trusted code on recorded parameters; answers land in ``trusted``.
     """
 
     submitted: Any

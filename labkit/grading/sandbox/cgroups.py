@@ -127,11 +127,8 @@ def remove_stale_cgroups(alive: Any) -> None:
 
 
 def cgroup_command(folders: Sequence[str], parent: Optional[int] = None, always: bool = False) -> List[str]:
-    """The first stage of a kernel launch: die with the grader, join the run's cgroups.
-
-    Empty when there are no cgroups to join, unless ``always`` (the ``unshare`` level needs
-    this stage: ``unshare`` itself would otherwise outlive a grader killed with SIGKILL).
-    """
+    """The first stage of a kernel launch: die with the grader, join the run's cgroups; empty when there
+    are none, unless ``always`` (``unshare`` itself would otherwise outlive a grader killed with SIGKILL)."""
     if not folders and not always:
         return []
     cmd = LAUNCHER + ["--die-with-parent"]

@@ -49,9 +49,8 @@ def _prctl(option: int, value: int) -> bool:
 def _die_with_parent(parent: Optional[int]) -> None:
     """SIGKILL this process (and so the kernel it becomes) when its parent dies.
 
-    The setting survives ``exec`` but the kernel clears it on a uid switch, so it is set last.
-    ``parent`` (the pid that started us, when known) closes the race of a parent that died
-    before the call: we would then be an orphan already and must not start the kernel.
+    Set last: it survives ``exec`` but a uid switch clears it. ``parent`` (the pid that started us)
+    closes the race of a parent that died before the call: an orphan must not start the kernel.
     """
     if _prctl(PR_SET_PDEATHSIG, SIGKILL) and parent is not None and os.getppid() != parent:
         os._exit(137)
