@@ -157,8 +157,7 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
     if executor == "parsl":
         config = load_config(parsl_config)
     level = level or levels.best_level()
-    if level not in levels.LEVELS:
-        raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(levels.LEVELS)))
+    levels.check_level(level)
     if executor == "local" and not levels.level_available(level):
         raise RuntimeError("isolation level {!r} does not work on this machine".format(level))
     if executor == "local" and not allow_unconfined and levels.refusal(level):

@@ -41,7 +41,14 @@ class Submission:
     problem: str = ""
 
 
-_LIBC: Any = None
+PR_SET_PDEATHSIG = 1
+try:
+    import ctypes
+
+    _LIBC: Any = ctypes.CDLL(None)
+    _LIBC.prctl  # noqa: B018 - Linux only
+except (OSError, AttributeError):  # pragma: no cover - not Linux
+    _LIBC = None
 
 
 def _prepare_worker() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -52,16 +59,6 @@ def _prepare_worker() -> None:  # pragma: no cover - runs in the child between f
     soft = 6 << 30
     _s, hard = resource.getrlimit(resource.RLIMIT_DATA)
     resource.setrlimit(resource.RLIMIT_DATA, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
-
-
-PR_SET_PDEATHSIG = 1
-try:
-    import ctypes
-
-    _LIBC = ctypes.CDLL(None)
-    _LIBC.prctl  # noqa: B018 - Linux only
-except (OSError, AttributeError):  # pragma: no cover - not Linux
-    _LIBC = None
 
 
 @dataclass

@@ -28,7 +28,7 @@ from labkit.errors import LabkitError
 from labkit.testbeds.homework.hardware import where_it_ran
 
 __all__ = ["COLUMNS", "FIGURES", "RULE", "MIN_GROUP", "THRESHOLD", "ClassData", "Outlier", "read_class",
-           "class_data", "class_rows", "run_rows", "student_runs", "find_outliers", "long_csv", "place_kind",
+           "class_data", "run_rows", "student_runs", "find_outliers", "long_csv", "place_kind",
            "ClassDataError"]
 
 COLUMNS = ("student", "exercise", "run", "endpoint", "parameter", "parameter_value", "metric", "value", "unit",
@@ -207,25 +207,6 @@ def student_runs(out_dir: str, result: Mapping[str, Any]) -> List[Tuple[str, Dic
     return found[:_MAX_RUNS]
 
 
-def class_rows(out_dir: str, results_: Sequence[Mapping[str, Any]],
-               cache: Optional[Dict[Tuple[str, str], Any]] = None) -> Tuple[List[Dict[str, Any]], Dict[Any, Any]]:
-    """Every student's points, and each run's record by (student, run name); ``cache`` by (student, key)."""
-    rows: List[Dict[str, Any]] = []
-    records: Dict[Tuple[str, str], Mapping[str, Any]] = {}
-    for result in sorted(results_, key=lambda r: str(r.get("student"))):
-        student = str(result.get("student"))
-        key = (student, str(result.get("key", "")) + str(result.get("seconds", "")))
-        runs = cache.get(key) if cache is not None else None
-        if runs is None:
-            runs = student_runs(out_dir, result)
-            if cache is not None:
-                cache[key] = runs
-        for name, data, where in runs:
-            records[(student, name)] = data
-            rows.extend(run_rows(student, name, data, where))
-    return rows, records
-
-
 def _group_key(row: Mapping[str, Any]) -> Tuple[Any, ...]:
     # a saved response measures the same service as a run made through it: one group, the testbed's
     kind = row["kind"] if row["kind"].startswith("portable") else "testbed"
@@ -298,17 +279,26 @@ def _portable_as_testbed(row: Mapping[str, Any], record: Mapping[str, Any],
 def read_class(out_dir: str, cache: Optional[Dict[Tuple[str, str], Any]] = None) -> ClassData:
     """What `labkit grade` wrote in ``out_dir``, as the page and the long table need it."""
     results_ = [r for r in _state(out_dir).values() if isinstance(r, dict) and r.get("student")]
-    return class_data(out_dir, results_, cache)
+    return class_data(out_dir, results_, {} if cache is None else cache)
 
 
-def class_data(out_dir: str, results_: List[Dict[str, Any]], cache: Optional[Dict[Tuple[str, str], Any]] = None,
+def class_data(out_dir: str, results_: List[Dict[str, Any]], cache: Dict[Tuple[str, str], Any],
                title: str = "", checks: Optional[Sequence[str]] = None) -> ClassData:
+    """Every student's points and the outliers; ``cache`` keeps each student's recorded runs by (student, key)."""
     results_ = sorted(results_, key=lambda r: str(r.get("student")))
     stored_title, stored_checks = _rubric(out_dir, results_)
-    rows, records = class_rows(out_dir, results_, cache)
-    outliers = find_outliers(rows, records)
-    return ClassData(rows, outliers, results_, list(checks) if checks is not None else stored_checks,
-                     title or stored_title or "Class")
+    rows: List[Dict[str, Any]] = []
+    records: Dict[Tuple[str, str], Mapping[str, Any]] = {}
+    for result in results_:
+        student = str(result.get("student"))
+        key = (student, str(result.get("key", "")) + str(result.get("seconds", "")))
+        if key not in cache:
+            cache[key] = student_runs(out_dir, result)
+        for name, data, where in cache[key]:
+            records[(student, name)] = data
+            rows.extend(run_rows(student, name, data, where))
+    return ClassData(rows, find_outliers(rows, records), results_,
+                     list(checks) if checks is not None else stored_checks, title or stored_title or "Class")
 
 
 def long_csv(rows: Sequence[Mapping[str, Any]]) -> str:

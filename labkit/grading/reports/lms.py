@@ -14,14 +14,12 @@ import csv
 import io
 from typing import Any, Iterable, Mapping
 
+from labkit.grading.reports.gradebook import score
+
 __all__ = ["canvas_csv", "LMS_FORMATS"]
 
 LMS_FORMATS = ("canvas",)
 IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
-
-
-def _score(value: Any) -> str:
-    return "{:g}".format(round(float(value or 0), 3))
 
 
 def canvas_csv(results: Iterable[Mapping[str, Any]], assignment: str, points_possible: float) -> str:
@@ -31,7 +29,7 @@ def canvas_csv(results: Iterable[Mapping[str, Any]], assignment: str, points_pos
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(list(IDENTITY) + [assignment])
-    writer.writerow(["    Points Possible", "", "", "", "", _score(points_possible)])
+    writer.writerow(["    Points Possible", "", "", "", "", score(points_possible or 0)])
     for result in sorted(results, key=lambda r: r["student"]):
-        writer.writerow([result["student"], "", "", result["student"], "", _score(result.get("total", 0))])
+        writer.writerow([result["student"], "", "", result["student"], "", score(result.get("total") or 0)])
     return out.getvalue()

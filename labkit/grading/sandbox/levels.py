@@ -25,7 +25,7 @@ import labkit
 from labkit.grading.sandbox import landlock
 
 __all__ = ["Limits", "LEVELS", "LAUNCHER", "best_level", "level_available", "kernel_environment",
-           "launcher_command", "namespace_prefix", "uid_switch_possible", "landlock_abi",
+           "check_level", "launcher_command", "namespace_prefix", "uid_switch_possible", "landlock_abi",
            "uses_landlock", "protects_files", "isolation_name", "refusal", "landlock_args"]
 
 #: Strongest first; ``none`` is used only when asked for.
@@ -61,22 +61,24 @@ def _works(cmd: Sequence[str]) -> bool:
 
 
 _PROBED: Dict[str, bool] = {}
+_UNSHARE = ["unshare", "--net", "--pid", "--fork", "--kill-child"]
+_PROBES = {"bwrap": ["bwrap", "--unshare-net", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/",
+                     "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true"],
+           "unshare": _UNSHARE + ["true"]}
+
+
+def check_level(level: str) -> None:
+    """ValueError naming the allowed levels unless ``level`` is one of them."""
+    if level not in LEVELS:
+        raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(LEVELS)))
 
 
 def level_available(level: str) -> bool:
     """Whether ``level`` works on this machine (probed once per process)."""
+    check_level(level)
     if level not in _PROBED:
-        if level == "bwrap":
-            _PROBED[level] = shutil.which("bwrap") is not None and _works(
-                ["bwrap", "--unshare-net", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/",
-                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true"])
-        elif level == "unshare":
-            _PROBED[level] = shutil.which("unshare") is not None and _works(
-                ["unshare", "--net", "--pid", "--fork", "--kill-child", "true"])
-        elif level in ("rlimits", "none"):
-            _PROBED[level] = True
-        else:
-            raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(LEVELS)))
+        probe = _PROBES.get(level)
+        _PROBED[level] = probe is None or (shutil.which(probe[0]) is not None and _works(probe))
     return _PROBED[level]
 
 
@@ -249,9 +251,8 @@ def namespace_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[s
     if level in ("rlimits", "none"):
         return []
     if level == "unshare":
-        return ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
-    if level != "bwrap":
-        raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(LEVELS)))
+        return _UNSHARE + ["--mount-proc"]
+    check_level(level)
     cmd = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     needed = _needed_paths()

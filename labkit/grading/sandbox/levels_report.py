@@ -33,12 +33,9 @@ def _protections(level: str, abi: int, uid: bool, cgroup: bool) -> List[str]:
     else:
         files = "yes: Landlock" if landlocked else "NO"
     if level in ("bwrap", "unshare"):
-        network = "yes: no network"
+        network, processes = "yes: no network", "yes: PID namespace"
     else:
         network = "TCP only: Landlock" if landlocked and abi >= 4 else "NO"
-    if level in ("bwrap", "unshare"):
-        processes = "yes: PID namespace"
-    else:
         processes = "yes: private uid" if uid else ("yes: cgroup" if cgroup else "NO: background ones survive")
     memory = "rlimits" + ("+cgroup" if cgroup else "")
     return [files, network, processes, memory]
