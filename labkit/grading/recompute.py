@@ -33,10 +33,8 @@ def resolve(spec: str) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
 
 
 def from_log(params: Dict[str, Any]) -> Dict[str, Any]:
-    """Metrics of run ``params['log_run']`` (default: the last) in the log ``params['log']``.
-
-    The notebook records the path relative to its folder; the grader's process gets it absolute.
-    """
+    """Params and metrics of run ``params['log_run']`` (default: the last) in the log ``params['log']``
+    (the notebook records it relative to its folder; the grader's process gets it absolute)."""
     import labkit.logs
 
     path = params.get("log")

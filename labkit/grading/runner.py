@@ -49,10 +49,8 @@ _HIDDEN_TRACEBACK = ("[labkit grade: the kernel reported this error (execute rep
 
 
 class SandboxKernelManager(AsyncKernelManager):
-    """A kernel launched as ``<namespace prefix> <launcher limits> python -m ipykernel_launcher``.
-
-    The notebook's own kernelspec is ignored: a submission cannot choose what runs it.
-    """
+    """A kernel launched as ``<namespace prefix> <launcher limits> python -m ipykernel_launcher``, whatever
+    kernelspec the notebook names: a submission cannot choose what runs it."""
 
     launch_prefix: List[str] = []
     run_uid: Optional[int] = None

@@ -75,14 +75,8 @@ def abi_version() -> int:
 
 
 def _fs_rights(abi: int) -> int:
-    rights = _ABI1_FS
-    if abi >= 2:
-        rights |= REFER
-    if abi >= 3:
-        rights |= TRUNCATE
-    if abi >= 5:
-        rights |= IOCTL_DEV
-    return rights
+    later = ((2, REFER), (3, TRUNCATE), (5, IOCTL_DEV))  # (the ABI that brought it, the right)
+    return _ABI1_FS | sum(right for since, right in later if abi >= since)
 
 
 def inside(path: str, folder: str) -> bool:

@@ -160,14 +160,10 @@ def launcher_command(limits: Limits, uid: Optional[int], parent: Optional[int] =
                      confined: Sequence[str] = ()) -> List[str]:
     """``python -I -S .../launcher.py ... --`` for these limits and ``confined`` (:func:`landlock_args`)."""
     cmd = list(LAUNCHER) + list(confined)
-    if limits.memory_bytes:
-        cmd += ["--memory", str(int(limits.memory_bytes))]
-    if limits.nproc:
-        cmd += ["--nproc", str(int(limits.nproc))]
-    if limits.fsize_bytes:
-        cmd += ["--fsize", str(int(limits.fsize_bytes))]
-    if cpu_limit_s(limits):
-        cmd += ["--cpu", str(cpu_limit_s(limits))]
+    for flag, value in (("--memory", limits.memory_bytes), ("--nproc", limits.nproc),
+                        ("--fsize", limits.fsize_bytes), ("--cpu", cpu_limit_s(limits))):
+        if value:
+            cmd += [flag, str(int(value))]
     if uid is not None:
         cmd += ["--uid", str(uid), "--gid", str(uid)]
     cmd += ["--die-with-parent"]

@@ -60,10 +60,8 @@ def _candidates(params: Mapping[str, Any]) -> List[Any]:
 
 
 def record_refusal(params: Any, root: str) -> Optional[str]:
-    """Why a record's parameters may not be recomputed from ``root`` (None: they may).
-
-    A re-run request (``params['candidates']``) is refused only when every candidate is.
-    """
+    """Why a record's parameters may not be recomputed from ``root`` (None: they may); a re-run request
+    (``params['candidates']``) is refused only when every candidate is."""
     if not isinstance(params, dict):
         return "the record's parameters are not a mapping"
     for key in PATH_KEYS:
