@@ -1,5 +1,8 @@
 """``labkit grade --executor parsl --config FILE``: each submission graded on a Parsl worker.
 
+    labkit grade submissions/ --rubric hw.rubric.yml --out grades/ --executor parsl \
+        --config docs/parsl/slurm_testbed.py
+
 A task grades one submission on its node exactly as the local executor does and returns the
 result and the executed notebook's text; only ``labkit grade`` writes the state (docs/grading.md,
 "Grading on a cluster"). A node where the requested level does not work grades nothing: the
