@@ -75,8 +75,8 @@ def run_sandboxed(function: str, params: List[Dict[str, Any]], root: str, prefix
               if not any(n.startswith(os.path.realpath(p).rstrip(os.sep) + os.sep) for n in needed)]
     cmd = list(prefix) + python_command("labkit.grading.recompute", [function, os.path.realpath(root)] + denied,
                                         list(exclude) + [root])
-    proc = subprocess.run(cmd, input=json.dumps(params).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          cwd=scratch, env=env, timeout=timeout or limits.cell_s or None)
+    proc = subprocess.run(cmd, input=json.dumps(params).encode(), capture_output=True, cwd=scratch, env=env,
+                          timeout=timeout or limits.cell_s or None)
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["exit status {}".format(proc.returncode)]
         raise RuntimeError(tail[0][:300])

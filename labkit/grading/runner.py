@@ -213,7 +213,8 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: levels.Limit
 def _copy_submission(source: str, workdir: str, max_bytes: int) -> str:
     """Copy a notebook (or a student folder) into ``workdir``; return the notebook's new path."""
     if os.path.isdir(source):
-        total = sum(os.path.getsize(os.path.join(root, n)) for root, _dirs, files in os.walk(source) for n in files)
+        total = sum(os.path.getsize(os.path.join(top, name))
+                    for top, _dirs, names in os.walk(source) for name in names)
         if total > max_bytes:
             raise ValueError("the submission is {} bytes, over the {} byte limit".format(total, max_bytes))
         for name in os.listdir(source):

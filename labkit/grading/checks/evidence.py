@@ -25,7 +25,7 @@ NUMBER = (int, float)
 class Evidence:
     """What a submission gave the grader: the notebook as handed in, the records in its outputs (read by
     ``reproduce`` alone), the records of the grader's execution (``fresh``) and how it went (``status``).
-    ``recompute(function, [params, ...])`` runs trusted code on recorded parameters; answers land in ``trusted``.
+    ``recompute(function, [params, ...])`` runs trusted code on recorded parameters (answers: ``trusted``).
     """
 
     submitted: Any

@@ -30,7 +30,8 @@ def grade_record(check: Check, evidence: Evidence) -> CheckResult:
     low, high = check.options.get("min"), check.options.get("max")
     wanted = check.options["metric"]
     shown_metric = wanted if isinstance(wanted, str) else " or ".join(wanted)
-    runs, refused = split_evidence(check, [(n, r) for n, r in select_runs(check, evidence) if _first_of(wanted, r.metrics)])
+    recorded = [(n, r) for n, r in select_runs(check, evidence) if _first_of(wanted, r.metrics)]
+    runs, refused = split_evidence(check, recorded)
     if not runs:
         return check.result(0, refused or "no run of {} recorded the metric '{}' when the grader ran the notebook".format(
             describe_selection(check), shown_metric))

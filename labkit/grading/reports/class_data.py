@@ -284,7 +284,7 @@ def read_class(out_dir: str, cache: Optional[Dict[Tuple[str, str], Any]] = None)
 
 def class_data(out_dir: str, results_: List[Dict[str, Any]], cache: Dict[Tuple[str, str], Any],
                title: str = "", checks: Optional[Sequence[str]] = None) -> ClassData:
-    """Every student's points and the outliers; ``cache`` keeps each student's recorded runs by (student, key)."""
+    """Every student's points and the outliers; ``cache``: each student's recorded runs by (student, key)."""
     results_ = sorted(results_, key=lambda r: str(r.get("student")))
     stored_title, stored_checks = _rubric(out_dir, results_)
     rows: List[Dict[str, Any]] = []

@@ -195,7 +195,7 @@ def _needed_paths() -> List[str]:
 def landlock_args(workdir: str, conn_dir: str, hidden: Sequence[str] = (), readonly: Sequence[str] = (),
                   tcp: bool = True) -> List[str]:
     """The launcher's Landlock arguments: read what the kernel needs, write ``workdir`` and ``conn_dir``,
-    never read ``hidden`` even below a needed folder; ``tcp``: deny TCP (not to a lab-book re-run's kernel)."""
+    never read ``hidden`` even below a needed folder; ``tcp``: deny TCP (a lab-book re-run needs it)."""
     args = ["--landlock"] + (["--landlock-tcp"] if tcp else [])
     for path in _needed_paths() + [os.path.realpath(p) for p in readonly]:
         args += ["--landlock-read", path]

@@ -90,8 +90,8 @@ def absolute_params(params: Dict[str, Any], root: str) -> Dict[str, Any]:
 
 
 def drop_escapes(root: str) -> List[str]:
-    """Remove, under ``root``, every link that leads out of it and every FIFO, socket and device: run once
-    the student's processes are gone, so a file trusted code finds beside the evidence is the student's own."""
+    """Remove, under ``root``, every link that leads out of it and every FIFO, socket and device: run once the
+    student's processes are gone, so a file trusted code finds beside the evidence is the student's own."""
     real_root = os.path.realpath(root)
     removed = []
     for folder, dirs, files in os.walk(real_root):
