@@ -16,6 +16,7 @@ import shutil
 import sys
 import time
 import traceback
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
@@ -194,10 +195,8 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: levels.Limit
         except Exception as exc:  # kernel failed to start, or nbclient failed: this run only
             return ExecutionOutcome("failed", "execution failed: {}: {}".format(type(exc).__name__, exc))
         finally:
-            try:
+            with suppress(Exception):  # already dead
                 await km.shutdown_kernel(now=True)
-            except Exception:  # already dead
-                pass
             log.close()
 
     outcome = asyncio.run(run())

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Dict
 
@@ -122,14 +123,10 @@ def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int)
 
 def kill_job(item: Running) -> None:
     """Kill the worker's process group, then whatever its run's uid and cgroups left."""
-    try:
+    with suppress(OSError):
         os.killpg(item.proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    try:
+    with suppress(subprocess.TimeoutExpired):
         item.proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # pragma: no cover
-        pass
     item.slot.release()
 
 
@@ -145,13 +142,10 @@ def collect_job(item: Running, timed_out: bool, limits: levels.Limits, level: st
             result = json.load(f)
     except (OSError, ValueError):
         tail = ""
-        try:
-            with open(os.path.join(item.run_dir, "worker.log"), "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - 2000))
-                tail = f.read().decode(errors="replace").strip().splitlines()[-1:][0] if f else ""
-        except (OSError, IndexError):
-            pass
+        with suppress(OSError, IndexError), open(os.path.join(item.run_dir, "worker.log"), "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 2000))
+            tail = f.read().decode(errors="replace").strip().splitlines()[-1:][0] if f else ""
         why = "the grader stopped this run after {:g} s".format((limits.notebook_s or 0) + WORKER_GRACE_S) if timed_out \
             else "the grading process failed (exit status {}){}".format(item.proc.returncode, ": " + tail if tail else "")
         result = failed_result(item.sub.student, item.key, level, "timeout" if timed_out else "grader error", why,

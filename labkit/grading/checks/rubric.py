@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -86,10 +87,8 @@ class Rubric:
             import nbformat
 
             evidence.template = nbformat.read(self.template_path, as_version=4)
-        try:
+        with suppress(Exception):  # each check reports its own recomputation problem
             prefetch_trusted(self.checks, evidence)
-        except Exception:  # noqa: S110 - each check reports its own recomputation problem
-            pass
         out = []
         for check in self.checks:
             try:

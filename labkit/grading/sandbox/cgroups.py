@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from contextlib import suppress
 from typing import Any, Dict, List, Optional, Sequence
 
 from labkit.grading.sandbox.levels import LAUNCHER, Limits
@@ -34,14 +35,11 @@ def cgroup_parents() -> Dict[str, str]:
 
 
 def _own_cgroup(controller: str) -> str:
-    try:
-        with open("/proc/self/cgroup") as f:
-            for line in f:
-                _id, names, path = line.rstrip("\n").split(":", 2)
-                if (controller == "" and names == "") or controller in names.split(","):
-                    return path
-    except OSError:
-        pass
+    with suppress(OSError), open("/proc/self/cgroup") as f:
+        for line in f:
+            _id, names, path = line.rstrip("\n").split(":", 2)
+            if (controller == "" and names == "") or controller in names.split(","):
+                return path
     return "/"
 
 
@@ -56,10 +54,12 @@ def make_cgroups(name: str, limits: Limits) -> List[str]:
                 _write(os.path.join(folder, "pids.max"), str(int(limits.nproc)))
             if controller == "memory" and limits.memory_bytes:
                 _write(os.path.join(folder, "memory.limit_in_bytes"), str(int(limits.memory_bytes)))
-                _write_optional(os.path.join(folder, "memory.memsw.limit_in_bytes"), str(int(limits.memory_bytes)))
+                with suppress(OSError):
+                    _write(os.path.join(folder, "memory.memsw.limit_in_bytes"), str(int(limits.memory_bytes)))
             if controller == "unified" and limits.memory_bytes:
                 _write(os.path.join(folder, "memory.max"), str(int(limits.memory_bytes)))
-                _write_optional(os.path.join(folder, "memory.swap.max"), "0")
+                with suppress(OSError):
+                    _write(os.path.join(folder, "memory.swap.max"), "0")
         except OSError:
             remove_cgroups([folder])
             continue
@@ -70,13 +70,6 @@ def make_cgroups(name: str, limits: Limits) -> List[str]:
 def _write(path: str, text: str) -> None:
     with open(path, "w") as f:
         f.write(text)
-
-
-def _write_optional(path: str, text: str) -> None:
-    try:
-        _write(path, text)
-    except OSError:
-        pass
 
 
 def _cgroup_pids(folder: str) -> List[int]:
@@ -95,10 +88,8 @@ def kill_cgroup_processes(folders: Sequence[str]) -> None:
             if not pids:
                 break
             for pid in pids:
-                try:
+                with suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
             time.sleep(0.02)
 
 
@@ -106,10 +97,8 @@ def remove_cgroups(folders: Sequence[str]) -> None:
     """Kill whatever is left in the run's cgroups, then remove them."""
     kill_cgroup_processes(folders)
     for folder in folders:
-        try:
+        with suppress(OSError):
             os.rmdir(folder)
-        except OSError:
-            pass
 
 
 def remove_stale_cgroups(alive: Any) -> None:
