@@ -12,7 +12,8 @@ __all__ = ["RateTracker"]
 
 class RateTracker:
     """The modelzoo's ``RateTracker`` (inherited from torch_xla): ``add(n)`` after each step;
-    ``rate()`` at each log step gives the window's rate smoothed with the previous report, ``(1 - s) * window + s * previous`` with ``s = 0.4``;
+    ``rate()`` at each log step gives the window's rate smoothed with the previous report,
+    ``(1 - s) * window + s * previous`` with ``s = 0.4``;
     ``global_rate()`` is every sample since ``start()`` over the time since then.
     ``clock`` is injectable for tests; ``now`` lets several readings share one instant.
     """
