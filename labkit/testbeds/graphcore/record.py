@@ -1,9 +1,4 @@
-"""The record an MNIST run makes, the same on an IPU and on plain PyTorch, so their runs sit in one table.
-
-    history = TrainHistory(steps_per_epoch=150, samples_per_epoch=60000)   # the loop appends StepRecords
-    run = finish_run(config, device, history, accuracy, test_throughput, "warmup_time", seconds, source="portable")
-    run = finish(MnistResult(run=run, model=model, history=history), data_notes, sizes)  # notes, sizes, verdict
-"""
+"""The record an MNIST run makes, the same on an IPU and on plain PyTorch, so their runs sit in one table."""
 
 from __future__ import annotations
 
