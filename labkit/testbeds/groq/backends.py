@@ -1,12 +1,4 @@
-"""The Groq exercise's inference backends: which exist, which run here, and one ready engine.
-
-    from labkit.testbeds.groq import backends
-    names = backends.resolve_backends("auto")       # ["cpu", "onnxruntime", ...], cpu first
-    engine = backends.make("onnxruntime", loaded.model, loaded.task, dummy, label=loaded.requested)
-
-``cpu`` and ``cuda`` are PyTorch eager (``engine``), ``onnxruntime`` a fixed-shape ONNX export
-(``onnx_engine``), ``groq`` GroqFlow on a GroqChip (``groqchip``).
-"""
+"""The Groq exercise's inference backends: which exist, which run here, and one ready engine."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
 """The student's own sentences (``custom_text``) on every backend, and what a fixed compiled
-shape means when an input of another length arrives.
-
-    groq.custom(config, run)          # a table: prediction, agreement, latency
-    groq.shape_lesson(config, run)    # one line per backend
-
-Both take the Run of :func:`labkit.testbeds.groq.run_exercise` (its ``details`` hold the model and
-the engines) or, as before, the loaded model and the engines.
-"""
+shape means when an input of another length arrives."""
 
 from __future__ import annotations
 
@@ -27,7 +20,7 @@ __all__ = ["custom", "shape_lesson"]
 
 
 def _model_and_engines(loaded: Any, engines: Optional[Dict[str, Any]], section: str):
-    """(loaded, engines) from a Run made by run_exercise, or as given; None for a run read from a log."""
+    """(loaded, engines) as given, or from the Run of run_exercise in ``loaded``; None for a run from a log."""
     if engines is not None:
         return loaded, engines
     details = details_of(loaded, section)

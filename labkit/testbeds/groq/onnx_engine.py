@@ -1,12 +1,7 @@
 """ONNX Runtime for the Groq exercise: the model exported with ``torch.onnx.export`` at a FIXED
-shape (batch, max_seq_length), like GroqFlow's own first build stage, and run on the CPU.
-
-    engine = OnnxEngine(loaded.model, loaded.task, dummy, label=loaded.requested)
-    engine.build.artifact        # the .onnx file under onnx/ of labkit's cache directory
-
-Exports are cached by model contents and shape: a new ``max_seq_length`` or ``batch_size`` means
-a new export, the way a new shape means a new GroqChip program.
-"""
+shape (batch, max_seq_length), like GroqFlow's own first build stage, and run on the CPU. Exports
+are cached by model contents and shape: a new shape means a new export, as it means a new
+GroqChip program."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""The Groq exercise's records and reports: the notebook's show step and the sections that look
-further into a run made here, a :class:`labkit.results.Run` from a result, the latency plot, and
-GroqFlow's table from run records or from a testbed log.
-
-    groq.show(run)                                       # the proof point's table
-    groq.show_latency(run); groq.show_parity(run)        # the two kinds of latency; predictions against the CPU's
-    groq.log_table("bert_tiny.out")                      # GroqFlow's table from a testbed log
-    run = make_run(config, loaded, data, result)         # metrics named like labkit.logs names them
-"""
+"""The Groq exercise's show steps, its run record (:func:`make_run`), the latency plot, and
+GroqFlow's table from run records or from a testbed log."""
 
 from __future__ import annotations
 

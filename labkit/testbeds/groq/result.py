@@ -1,10 +1,5 @@
-"""What :func:`labkit.testbeds.groq.evaluate` measured: :class:`GroqResult` and its tables
-(GroqFlow's table, both kinds of latency, parity with the CPU, disagreeing samples), and
-:class:`GroqDetails`, what a run made here keeps beyond its record (``run.details``).
-
-    result = groq.evaluate(config, loaded, data, engines)
-    result.table; result.latency_table; result.parity; result.disagreement_examples(5)
-"""
+"""What :func:`labkit.testbeds.groq.evaluate` measured (:class:`GroqResult` and its tables), and
+what a run made here keeps beyond its record (:class:`GroqDetails`, ``run.details``)."""
 
 from __future__ import annotations
 

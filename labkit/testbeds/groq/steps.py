@@ -1,11 +1,5 @@
-"""The Groq exercise's main steps, which :func:`labkit.testbeds.groq.run_exercise` (the run step)
-takes in turn: load the model and the data, build one engine per backend, evaluate them all on the
-same samples. Each may also run alone, as below.
-
-    from labkit.testbeds import groq
-    loaded = groq.load_model(config); data = groq.load_data(config, loaded)
-    engines = groq.build(config, loaded); result = groq.evaluate(config, loaded, data, engines)
-"""
+"""The Groq exercise's steps, which :func:`labkit.testbeds.groq.run_exercise` takes in turn: load the
+model and the data, build one engine per backend, evaluate them all on the same samples."""
 
 from __future__ import annotations
 
@@ -21,18 +15,12 @@ from labkit.testbeds.groq.spec import EXERCISE, SIMILARITY_TOLERANCE
 __all__ = ["load_model", "load_data", "build", "evaluate", "to_batches"]
 
 
-def _parameter_error(problem: str) -> ParameterError:
-    return ParameterError([problem], EXERCISE)
-
-
 def load_model(config: Config):
     """The model and tokenizer (hub, local directory or offline copy); prints what was used."""
     try:
         loaded = models.load(config.model, config.max_seq_length)
-    except sources.ModelUnavailable as exc:
-        raise _parameter_error(str(exc)) from None
-    except ValueError as exc:  # max_seq_length beyond the model's limit
-        raise _parameter_error(str(exc)) from None
+    except ValueError as exc:  # ModelUnavailable is one, and so is max_seq_length beyond the model's limit
+        raise ParameterError([str(exc)], EXERCISE) from None
     print(loaded.describe())
     return loaded
 
