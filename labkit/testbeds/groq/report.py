@@ -110,10 +110,6 @@ def plot_latency(result: GroqResult):
     return fig
 
 
-# ---------------------------------------------------------------------------------------------
-# Testbed logs
-
-
 _RUN_KEYS = (("accuracy", "Accuracy"), ("spearman", "Spearman Rank Correlation Coefficient"),
              ("e2e_latency_ms", "end-to-end latency (ms)"), ("e2e_ips", "end-to-end IPS"),
              ("onchip_latency_ms", "on-chip latency (ms)"), ("onchip_ips", "on-chip IPS"))

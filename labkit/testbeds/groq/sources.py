@@ -29,9 +29,6 @@ class ModelUnavailable(LabkitError, ValueError):
     shown_as = "ModelUnavailable"
 
 
-# ---------------------------------------------------------------------------------------------
-# Is the hub reachable? One quick probe per process.
-
 _HUB_STATUS: Dict[str, Tuple[bool, str]] = {}
 _TRUE = ("1", "true", "yes", "on")
 
@@ -67,10 +64,8 @@ def hub_status(timeout: float = 2.0) -> Tuple[bool, str]:
 
 def hub_cached(name: str) -> Optional[str]:
     """The local snapshot of hub model ``name`` when the HF cache has one, else None."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - transformers depends on huggingface_hub
-        return None
+    from huggingface_hub import try_to_load_from_cache  # transformers depends on it
+
     try:
         found = try_to_load_from_cache(name, "config.json")
     except Exception:  # an invalid repo id is simply "not cached"
