@@ -153,9 +153,7 @@ class GraphcoreReader(LineReader):
                         cur.seconds_per_epoch = value if rate.group(2) == "s/it" else 1.0 / value
                 if done == total:
                     cur.epochs_done = True
-                # Other bars glued onto the Epochs bar (the inner step bar).
-                rest = line[m.end():]
-                for bar in _BAR.finditer(rest):
+                for bar in _BAR.finditer(line, m.end()):  # the inner step bar, glued on
                     self._inner_bar(cur, int(bar.group(2)))
                 return
         if "Graph compilation" in line:

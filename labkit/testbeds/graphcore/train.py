@@ -21,7 +21,7 @@ in testing, the accuracy over the test batches seen.
 from __future__ import annotations
 
 import contextlib
-import sys
+import functools
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
@@ -44,11 +44,6 @@ from labkit.testbeds.graphcore.training_bars import progress_callbacks
 __all__ = ["train", "Portable", "step_function", "to_tensor"]
 
 
-def _say(text: str) -> None:
-    print(text)
-    sys.stdout.flush()
-
-
 def _limit(images: np.ndarray, labels: np.ndarray, limit: Optional[int]):
     return (images, labels) if limit is None else (images[:limit], labels[:limit])
 
@@ -61,7 +56,7 @@ def train(config: Config, device: Any, verbose: bool = True) -> Run:
     An interrupt (Kernel -> Interrupt) ends training at the next step; inside a run step
     (``graphcore.run_exercise``) the run comes back with what was measured, status ``interrupted``.
     """
-    say = _say if verbose else (lambda text: None)
+    say = functools.partial(print, flush=True) if verbose else (lambda text: None)
     (train_images, train_labels), (test_images, test_labels), notes, sizes = _data(config, say)
     samples_per_step = config.batch_size * config.device_iterations
     steps_per_epoch = len(train_labels) // samples_per_step

@@ -50,11 +50,8 @@ def parse_backends(text: str) -> List[str]:
 
 
 def resolve_backends(text: str) -> List[str]:
-    """The backends to run, cpu first (the reference every other backend is compared with).
-
-    "auto" takes every backend present here; a list naming an absent backend is an error
-    (raised as ValueError with the reason), never a silent skip.
-    """
+    """The backends to run, cpu first (the reference): "auto" takes every backend present here; a
+    list naming an absent backend raises ValueError with the reason, never a silent skip."""
     names = parse_backends(text)
     if names == ["auto"]:
         return [n for n in BACKENDS if available(n)[0]]

@@ -28,12 +28,8 @@ def _model_and_engines(loaded: Any, engines: Optional[Dict[str, Any]], section: 
 
 
 def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None, repetitions: int = 5):
-    """The student's sentences on every backend: prediction (or pair similarity) and latency.
-
-    Each sentence is tokenized to max_seq_length, exactly like the evaluation data (the compiled
-    shape does not change with the sentence); latency is the median of ``repetitions`` runs of
-    that one input (one run on groq).
-    """
+    """The student's sentences on every backend, tokenized to max_seq_length like the evaluation data:
+    prediction (or pair similarity) and latency, the median of ``repetitions`` runs (one on groq)."""
     import pandas as pd
 
     if not config.custom_text:

@@ -164,11 +164,8 @@ def load(task: str, tokenizer: Any, max_seq_length: int, num_samples: Optional[i
             sentences, labels = textsets.sentiment("test")
         if num_samples is not None:
             sentences, labels = sentences[:num_samples], labels[:num_samples]
-        inputs, truncated = [], 0
-        for sentence in sentences:
-            encoded, cut = encode_sentence(tokenizer, sentence, max_seq_length)
-            inputs.append(encoded)
-            truncated += cut
+        encoded = [encode_sentence(tokenizer, sentence, max_seq_length) for sentence in sentences]
+        inputs, truncated = [e for e, _ in encoded], sum(cut for _, cut in encoded)
         if truncated:
             notes.append("{} of {} sentences are longer than max_seq_length = {} tokens and were truncated".format(
                 truncated, len(sentences), max_seq_length))

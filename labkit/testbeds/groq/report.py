@@ -55,13 +55,8 @@ def show_parity(run: Run, limit: int = 5) -> Optional[List[Any]]:
 
 
 def make_run(config: Config, loaded: Any, data: Any, result: GroqResult) -> Run:
-    """A labkit.results.Run holding the table's numbers (record it with labkit.results.record).
-
-    Metric names are those labkit.logs gives a GroqFlow log ("cpu_accuracy",
-    "groq_e2e_latency_ms", "groq_onchip_ips", ...), so runs made here and runs read from the
-    testbed tabulate side by side; "<source>_loop_latency_ms" and
-    "<source>_compile_input_latency_ms" add the two kinds of latency.
-    """
+    """A labkit.results.Run holding the table's numbers, named as labkit.logs names a GroqFlow log's
+    ("cpu_accuracy", "groq_e2e_latency_ms", ...), so runs made here and read from logs tabulate together."""
     from labkit.devices import environment
 
     exercise = EXERCISE if result.task == "classification" else "groq/minilm"
@@ -116,11 +111,8 @@ _RUN_KEYS = (("accuracy", "Accuracy"), ("spearman", "Spearman Rank Correlation C
 
 
 def table_from_runs(runs: Sequence[Any]):
-    """GroqFlow's table from run records: a log read by labkit.logs, or runs recorded here.
-
-    Metrics named "<source>_<measure>" ("cpu_accuracy", "groq_onchip_latency_ms") become one
-    row per source and run; a run with none is shown as its flat record.
-    """
+    """GroqFlow's table from run records (read from a log, or made here): one row per source and run
+    from metrics named "<source>_<measure>"; runs without such metrics as their flat records."""
     import pandas as pd
 
     rows = []

@@ -17,10 +17,6 @@ SIMILARITY_TOLERANCE = 0.01
 MAX_CUSTOM = 20
 
 
-def _check_model(value: str) -> Optional[str]:
-    return models.problem_with_model(value)
-
-
 def _check_backends(value: str) -> Optional[str]:
     try:
         backends.parse_backends(value)
@@ -63,7 +59,7 @@ def _cross_backends(config: Config) -> Optional[Tuple[str, str]]:
 
 SPEC = Spec(
     EXERCISE,
-    Param("model", str, "M-FAC/bert-tiny-finetuned-sst2", check=_check_model,
+    Param("model", str, "M-FAC/bert-tiny-finetuned-sst2", check=models.problem_with_model,
           help="Hugging Face model id or local directory: the BERT-tiny SST-2 checkpoint (spring) or "
                "sentence-transformers/all-MiniLM-L6-v2 (autumn, sentence similarity on STS-B)"),
     Param("max_seq_length", int, 128, min=2, help="tokens per sentence; the compiled shape"),

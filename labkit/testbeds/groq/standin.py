@@ -32,13 +32,9 @@ def offline_source(name: str) -> Path:
 
 
 def build_offline_bert_tiny(minilm_dir: Path, epochs: int = 10, seed: int = 0) -> Path:
-    """Build (once) and return the directory of labkit's BERT-tiny SST-2 stand-in.
-
-    Same shape as prajjwal1/bert-tiny, which M-FAC fine-tuned: 2 layers, hidden 128, 2 heads,
-    intermediate 512, 512 positions, the 30,522-token uncased vocabulary. Its word embeddings
-    are MiniLM's projected onto their 128 main directions (PCA) and kept frozen, so words the
-    160 training sentences never show still land near their synonyms.
-    """
+    """Build (once) and return the directory of labkit's BERT-tiny SST-2 stand-in: prajjwal1/bert-tiny's
+    shape (which M-FAC fine-tuned), MiniLM's word embeddings projected (PCA) and frozen, so words the 160
+    training sentences never show still land near their synonyms."""
     from labkit.testbeds.groq import textsets
 
     key = "v{}-{}-e{}-s{}".format(_RECIPE_VERSION, textsets.fingerprint("sentiment_train.csv"), epochs, seed)

@@ -34,11 +34,8 @@ def load_data(config: Config, loaded: Any):
 
 
 def build(config: Config, loaded: Any) -> Dict[str, Any]:
-    """One engine per backend, built for the compile-time shape (batch_size, max_seq_length).
-
-    Shows what each backend had to build: nothing for eager PyTorch, an ONNX export (reused from
-    the cache when this model and shape were exported before), a GroqChip program.
-    """
+    """One engine per backend, built for the compile-time shape (batch_size, max_seq_length); shows
+    what each backend had to build (nothing, an ONNX export new or from the cache, a GroqChip program)."""
     import pandas as pd
 
     names = backends.resolve_backends(config.backends)
@@ -105,13 +102,8 @@ def _compare(reference: Sequence[Any], other: Sequence[Any], ref_out: Sequence[A
 
 def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], repetitions: int = 100,
              into: Optional[Dict[str, Any]] = None, stop: Any = None) -> GroqResult:
-    """Run the evaluation set on every engine; time the dataset loop and the compile-time inputs.
-
-    - dataset loop: one wall time around the whole loop over the samples (as the proof point
-      times its cpu row, progress bar included), divided by the number of batches;
-    - compile-time inputs: the all-ones inputs given at build time, ``repetitions`` times
-      after one warm-up (GroqFlow's benchmark() runs them 100 times on the chip).
-    GroqFlow's table reports the dataset loop for the host rows and benchmark() for groq.
+    """Run the evaluation set on every engine; time the dataset loop (one wall time around it, as the
+    proof point times its cpu row) and the compile-time inputs (docs/groq.md: what each number means).
 
     Phases, named on ``stop`` (the run's stop flag, ``interrupts.keep``'s, when given):
     ``<backend> inference`` for each backend, then summary. After each backend ``into["result"]``
