@@ -39,11 +39,11 @@ def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None
     if found is None:
         return None
     loaded, engines = found
-    items: List[Tuple[Any, Dict[str, Any], int]] = []
+    items: List[Tuple[Any, Dict[str, Any]]] = []
     if loaded.task == "classification":
         for sentence in config.custom_text:
             encoded, _ = evalsets.encode_sentence(loaded.tokenizer, sentence, config.max_seq_length)
-            items.append((sentence, encoded, int(encoded["attention_mask"].sum())))
+            items.append((sentence, encoded))
     else:
         if len(config.custom_text) < 2:
             print("sentence similarity compares sentences in pairs: give custom_text at least 2 sentences.")
@@ -53,9 +53,11 @@ def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None
             if encoded is None:
                 print("skipped (longer than {} tokens): {} | {}".format(config.max_seq_length, first, second))
                 continue
-            items.append(((first, second), encoded, int(encoded["attention_mask"][0].sum() + encoded["attention_mask"][1].sum())))
+            items.append(((first, second), encoded))
+    rows_per_sample = 1 if loaded.task == "classification" else 2
     rows = []
-    for text, encoded, real_tokens in items:
+    for text, encoded in items:
+        real_tokens = int(encoded["attention_mask"].sum())  # both sentences' of a pair
         batch, _ = to_batches([encoded], config.batch_size)
         reference = None
         for name, engine in engines.items():
@@ -65,13 +67,11 @@ def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None
                 start = time.perf_counter()
                 out = engine(batch[0])
                 times.append(time.perf_counter() - start)
-            rows_per_sample = 1 if loaded.task == "classification" else 2
             sample = out[:rows_per_sample]
             if loaded.task == "classification":
                 probs = sample[0].softmax(-1)
-                label = loaded.labels.get(int(probs.argmax()), str(int(probs.argmax())))
-                prediction: Any = label
-                shown = "{} ({:.2f})".format(label, float(probs.max()))
+                prediction: Any = loaded.labels.get(int(probs.argmax()), str(int(probs.argmax())))
+                shown = "{} ({:.2f})".format(prediction, float(probs.max()))
             else:
                 prediction = evalsets.pair_similarity(sample, encoded["attention_mask"])
                 shown = "{:.4f}".format(prediction)
