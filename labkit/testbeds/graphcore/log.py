@@ -286,13 +286,8 @@ class GraphcoreReader(LineReader):
                 " (tqdm's s/it, {} s, is a moving average of the last epochs and disagrees, so it was not used)".format(
                     cur.seconds_per_epoch) if cur.seconds_per_epoch is not None else ""))
         # Per-epoch times where consecutive epochs were drawn (tqdm clocks have 1 s steps).
-        xs, ys = [], []
-        prev_k, prev_t = 0, cur.epoch_elapsed.get(0, 0)
-        for k in done:
-            if k == prev_k + 1:
-                xs.append(k)
-                ys.append(cur.epoch_elapsed[k] - prev_t)
-            prev_k, prev_t = k, cur.epoch_elapsed[k]
+        xs = [k for previous, k in zip([0] + done, done) if k == previous + 1]
+        ys = [cur.epoch_elapsed[k] - cur.epoch_elapsed.get(k - 1, 0) for k in xs]
         if xs:
             run.add_series("epoch_time", xs, ys, x_label="epoch")
         if xs and xs[0] == 1 and len(xs) >= 3:
