@@ -1,5 +1,6 @@
-"""Small hand-written text sets (CSV files beside this module; README.md says how they were
-written) that ship with labkit as offline stand-ins for SST and STS-B."""
+"""Small hand-written text sets (CSV files beside this module, README.md beside them) that ship with
+labkit as offline stand-ins for SST and STS-B: written for labkit (MIT); results on them are not
+comparable with the course's SST / STS-B numbers."""
 
 from __future__ import annotations
 
