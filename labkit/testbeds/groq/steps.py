@@ -40,9 +40,8 @@ def build(config: Config, loaded: Any) -> Dict[str, Any]:
 
     names = backends.resolve_backends(config.backends)
     dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
-    engines: Dict[str, Any] = {}
-    for name in names:
-        engines[name] = backends.make(name, loaded.model, loaded.task, dummy, label=loaded.requested)
+    engines = {name: backends.make(name, loaded.model, loaded.task, dummy, label=loaded.requested)
+               for name in names}
     rows = []
     for name, engine in engines.items():
         info = engine.build
@@ -78,10 +77,8 @@ def to_batches(inputs: Sequence[Dict[str, Any]], batch_size: int) -> Tuple[List[
 
 
 def _per_sample(outputs: Sequence[Any], rows_per_sample: int, count: int) -> List[Any]:
-    samples = []
-    for out in outputs:
-        for start in range(0, out.shape[0], rows_per_sample):
-            samples.append(out[start:start + rows_per_sample])
+    samples = [out[start:start + rows_per_sample]
+               for out in outputs for start in range(0, out.shape[0], rows_per_sample)]
     return samples[:count]
 
 
