@@ -1,13 +1,4 @@
-"""The MNIST notebook's plan and run steps (its show step is in ``report.py``): the five-step shape
-every exercise notebook has.
-
-    from labkit.testbeds import graphcore
-    config = graphcore.SPEC.from_notebook(globals())
-    graphcore.plan(config)                    # IPU, CUDA, MPS or CPU, and why; or the log it will read
-    run = graphcore.run_exercise(config)      # a labkit.results.Run (run.details: the MnistResult)
-    graphcore.show(run)                       # the metrics table and the training curves
-    results.record(run)
-"""
+"""The MNIST notebook's plan and run steps (its show step is in ``report.py``)."""
 
 from __future__ import annotations
 

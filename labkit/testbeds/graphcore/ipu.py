@@ -4,11 +4,6 @@ Verified only against a fake written from PopTorch's source (tests/fakes/poptorc
 ships inside the Poplar SDK and cannot be installed elsewhere, and this path has not yet run on
 a real IPU. Kept thin: every call below is PopTorch's documented API, in the tutorial's order;
 the loop around it, its bookkeeping and its record are :func:`labkit.testbeds.graphcore.train.train`'s.
-
-    opts = poptorch.Options().deviceIterations(n); opts.outputMode(poptorch.OutputMode.All)
-    poptorch.DataLoader(opts, dataset, batch_size=..., shuffle=True, drop_last=True)
-    poptorch.trainingModel(model_with_loss, opts, optimizer=torch.optim.SGD(...))
-    training_model.detachFromDevice(); poptorch.inferenceModel(model, test_opts)
 """
 
 from __future__ import annotations

@@ -3,17 +3,12 @@
     import labkit.logs
     report = labkit.logs.read("mnist.log", format="graphcore")
 
-MNIST output is tqdm bars: an outer ``Epochs: k/N [elapsed<left, s/it]`` bar, an inner bar
-per epoch (``Loss: 2.2986 | Accuracy: 16.50% : 3/150 [...]`` when the script shows them),
-``Graph compilation: 100/100 [mm:ss<...]`` bars (first for training, after the epochs for
-inference), the model printout and ``Accuracy on test set: 98.59%``, often glued to a bar
-fragment. PopTorch warnings (``[poptorch:cpp] [warning]``, ``PL:POPLIN ... W:``) land in the
-middle of bars. Several runs share a file when a student ran the script twice; a run starts at
-an ``srun: job N`` line or at a fresh ``Epochs: 0/N`` bar after a finished run.
-
-BERT (``run_pretraining.py --config demo_tiny_128``) prints ``Compiled/Loaded model in T secs``,
-a bar per step ``Step: 149 / 149 - ... total loss: 7.389 ... throughput: 749.6 samples/sec``
-and a ``Training Metrics`` block (global batch size, device iterations, steps, training time).
+MNIST output is tqdm bars (``Epochs: k/N``, an inner step bar with ``Loss: | Accuracy:``,
+``Graph compilation: 100/100``, first for training, after the epochs for inference) and
+``Accuracy on test set: 98.59%``, often glued to bar fragments and PopTorch warnings. A run starts
+at an ``srun: job N`` line or at a fresh ``Epochs`` bar after a finished run. BERT prints
+``Compiled/Loaded model in T secs``, a ``Step: i / n - ... total loss:`` bar and a ``Training
+Metrics`` block. What each becomes: docs/logs.md.
 
 Verified only against real logs from the course (tests/logs, ../shared/fixtures/testbed-logs);
 no Graphcore SDK runs here.
@@ -72,7 +67,6 @@ class _Mnist:
         self.epochs_total: Optional[int] = None
         self.epoch_elapsed: Dict[int, int] = {}  # epochs done -> elapsed seconds
         self.epochs_done = False
-        self.compile_s: List[int] = []
         self.train_compile_s: Optional[int] = None
         self.infer_compile_s: Optional[int] = None
         self.steps_per_epoch: Optional[int] = None
@@ -159,9 +153,7 @@ class GraphcoreReader(LineReader):
                         cur.seconds_per_epoch = value if rate.group(2) == "s/it" else 1.0 / value
                 if done == total:
                     cur.epochs_done = True
-                # Other bars glued onto the Epochs bar (the inner step bar).
-                rest = line[m.end():]
-                for bar in _BAR.finditer(rest):
+                for bar in _BAR.finditer(line, m.end()):  # the inner step bar, glued on
                     self._inner_bar(cur, int(bar.group(2)))
                 return
         if "Graph compilation" in line:
@@ -221,16 +213,10 @@ class GraphcoreReader(LineReader):
         if cur is None or not cur.seen_anything:
             return
         run = cur.run
-        if cur.job is not None:
-            run.params["job_id"] = cur.job
-        if self.ipus is not None:
-            run.params["ipus"] = self.ipus
-        if cur.epochs_total is not None:
-            run.params["epochs"] = cur.epochs_total
-        if cur.steps_per_epoch is not None:
-            run.params["steps_per_epoch"] = cur.steps_per_epoch
-        if cur.test_steps is not None:
-            run.params["test_steps"] = cur.test_steps
+        for key, value in (("job_id", cur.job), ("ipus", self.ipus), ("epochs", cur.epochs_total),
+                           ("steps_per_epoch", cur.steps_per_epoch), ("test_steps", cur.test_steps)):
+            if value is not None:
+                run.params[key] = value
         guessed = params_from_filename(self.name)
         from_name = []
         for key, value in guessed.items():
@@ -242,12 +228,10 @@ class GraphcoreReader(LineReader):
                     key, value, key, run.params[key]))
         if from_name:
             run.notes.append("Read from the file name only, not from the log: {}.".format(", ".join(from_name)))
-        if cur.accuracy is not None:
-            METRICS.add(run, "test_accuracy", cur.accuracy)
-        if cur.train_compile_s is not None:
-            METRICS.add(run, "train_compile_time", cur.train_compile_s)
-        if cur.infer_compile_s is not None:
-            METRICS.add(run, "test_compile_time", cur.infer_compile_s)
+        for key, value in (("test_accuracy", cur.accuracy), ("train_compile_time", cur.train_compile_s),
+                           ("test_compile_time", cur.infer_compile_s)):
+            if value is not None:
+                METRICS.add(run, key, value)
         self._epoch_times(cur)
         if cur.losses:
             steps = list(range(1, len(cur.losses) + 1))
@@ -302,13 +286,8 @@ class GraphcoreReader(LineReader):
                 " (tqdm's s/it, {} s, is a moving average of the last epochs and disagrees, so it was not used)".format(
                     cur.seconds_per_epoch) if cur.seconds_per_epoch is not None else ""))
         # Per-epoch times where consecutive epochs were drawn (tqdm clocks have 1 s steps).
-        xs, ys = [], []
-        prev_k, prev_t = 0, cur.epoch_elapsed.get(0, 0)
-        for k in done:
-            if k == prev_k + 1:
-                xs.append(k)
-                ys.append(cur.epoch_elapsed[k] - prev_t)
-            prev_k, prev_t = k, cur.epoch_elapsed[k]
+        xs = [k for previous, k in zip([0] + done, done) if k == previous + 1]
+        ys = [cur.epoch_elapsed[k] - cur.epoch_elapsed.get(k - 1, 0) for k in xs]
         if xs:
             run.add_series("epoch_time", xs, ys, x_label="epoch")
         if xs and xs[0] == 1 and len(xs) >= 3:
@@ -324,48 +303,37 @@ class GraphcoreReader(LineReader):
             run.notes.append(FIRST_EPOCH_NOTE)
 
     # -- BERT --------------------------------------------------------------------------
-    def _bert(self, line: str) -> bool:
-        """Handle a BERT line; False when the line is not BERT's."""
+    def _bert(self, line: str) -> None:
         if self.bert is None:
             self.bert = new_run("graphcore/bert")
         run = self.bert
-        m = _BERT_CONFIG.search(line)
-        if m:
-            run.params["config"] = m.group(1)
-            return True
-        m = _BERT_COMPILED.search(line)
-        if m:
-            BERT_METRICS.add(run, "compile_s", number(m.group(1)))
-            return True
-        if "Step:" in line:
-            m = _BERT_STEP.search(line)
-            if m:
-                step = int(m.group(1))
-                loss = number(m.group(3))
-                if not self.bert_steps or step != self.bert_steps[-1]:
-                    self.bert_steps.append(step)
-                    self.bert_losses.append(loss)
-                else:
-                    self.bert_losses[-1] = loss
-                BERT_METRICS.add(run, "last_step", step)
-                BERT_METRICS.add(run, "total_loss", loss)
-                for name, value in _BERT_FIELD.findall(line):
-                    BERT_METRICS.add(run, name, number(value))
-                t = _BERT_THROUGHPUT.search(line)
-                if t:
-                    BERT_METRICS.add(run, "throughput", number(t.group(1)))
-                return True
-        m = _BERT_METRIC.match(line)
-        if m:
-            run.params[m.group(1)] = int(m.group(2))
-            if m.group(1) == "global_batch_size":
-                run.params["batch_size"] = int(m.group(2))
-            return True
-        m = _BERT_TIME.search(line)
-        if m:
-            BERT_METRICS.add(run, "training_time_s", number(m.group(1)))
-            return True
-        return False
+        config, compiled = _BERT_CONFIG.search(line), _BERT_COMPILED.search(line)
+        step, training_time = _BERT_STEP.search(line), _BERT_TIME.search(line)
+        metric = _BERT_METRIC.match(line)
+        if config:
+            run.params["config"] = config.group(1)
+        elif compiled:
+            BERT_METRICS.add(run, "compile_s", number(compiled.group(1)))
+        elif step:
+            step_number, loss = int(step.group(1)), number(step.group(3))
+            if not self.bert_steps or step_number != self.bert_steps[-1]:
+                self.bert_steps.append(step_number)
+                self.bert_losses.append(loss)
+            else:
+                self.bert_losses[-1] = loss  # tqdm redraws a step's bar
+            BERT_METRICS.add(run, "last_step", step_number)
+            BERT_METRICS.add(run, "total_loss", loss)
+            for name, value in _BERT_FIELD.findall(line):
+                BERT_METRICS.add(run, name, number(value))
+            throughput = _BERT_THROUGHPUT.search(line)
+            if throughput:
+                BERT_METRICS.add(run, "throughput", number(throughput.group(1)))
+        elif metric:
+            run.params[metric.group(1)] = int(metric.group(2))
+            if metric.group(1) == "global_batch_size":
+                run.params["batch_size"] = int(metric.group(2))
+        elif training_time:
+            BERT_METRICS.add(run, "training_time_s", number(training_time.group(1)))
 
     def _close_bert(self) -> None:
         run = self.bert

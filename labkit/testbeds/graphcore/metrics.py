@@ -1,9 +1,5 @@
 """The Graphcore exercise's metrics: what the MNIST run (IPU or portable) and its log reader record.
 
-    from labkit.testbeds.graphcore.metrics import METRICS
-    METRICS.frame()                  # name, unit, meaning, primary, timing
-    METRICS.primary                  # what a sweep's summary leads with: test accuracy, steady throughput, epoch time
-
 ``BERT_METRICS`` is the table of the course's PopTorch BERT demo, which only the log reader sees
 (``graphcore/bert``: the sample output the course ships beside the MNIST tutorial).
 """

@@ -1,10 +1,6 @@
-"""The PopTorch MNIST tutorial's network, layer for layer.
-
-The course's ``mnist_poptorch.py`` ends its network with a ``Softmax`` and then applies
-``CrossEntropyLoss``, which applies log-softmax again. That double softmax squeezes the
-gradients (the loss can never go far below ~1.46), and it is why a large learning rate stalls
-at chance level instead of exploding. labkit keeps it, because the exercise is to reproduce
-the course's numbers; the notebook explains it as a teaching point.
+"""The PopTorch MNIST tutorial's network, layer for layer, its softmax before ``CrossEntropyLoss``
+included: that double softmax is why a large learning rate stalls at chance instead of exploding
+(``verdict.py``), and labkit keeps it because the exercise is to reproduce the course's numbers.
 """
 
 from __future__ import annotations

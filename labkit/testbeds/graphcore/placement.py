@@ -1,12 +1,5 @@
 """Where the MNIST exercise trains (an IPU when PopTorch sees one attached, else CUDA, MPS or the CPU),
-and in which precision; and how a PopTorch model gives its IPUs back.
-
-    from labkit.testbeds.graphcore.placement import choose_device, choose_precision, releasing, poptorch_says
-    choose_device("auto")                # "ipu", or a torch device
-    choose_precision("auto", device)     # labkit.accelerator.Precision: TF32 on an Ampere+ GPU, else fp32
-    with releasing(training_model): ...  # detached afterwards if it compiled, without hiding an error
-    poptorch_says(error)                 # a poptorch.Error's message on one line
-"""
+and in which precision; and how a PopTorch model gives its IPUs back."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""The record an MNIST run makes, the same on an IPU and on plain PyTorch, so their runs sit in one table.
-
-    history = TrainHistory(steps_per_epoch=150, samples_per_epoch=60000)   # the loop appends StepRecords
-    run = finish_run(config, device, history, accuracy, test_throughput, "warmup_time", seconds, source="portable")
-    run = finish(MnistResult(run=run, model=model, history=history), data_notes, sizes)  # notes, sizes, verdict
-"""
+"""The record an MNIST run makes, the same on an IPU and on plain PyTorch, so their runs sit in one table."""
 
 from __future__ import annotations
 
@@ -72,9 +67,7 @@ def finish_run(config: Config, device: Any, history: Any, test_accuracy: Optiona
     """The record both backends produce, so their runs sit in one table (``test_accuracy`` None:
     no test pass, as after an interrupt). ``precision``: what the run trained in ("auto" resolved)."""
     run = Run(exercise=EXERCISE, source=source, params=config.to_dict())
-    run.params["precision"] = precision
-    run.params["device"] = str(device)
-    run.params["requested_device"] = config.device
+    run.params.update(precision=precision, device=str(device), requested_device=config.device)
     run.environment = devices.environment(None if device == "ipu" else device, extra_env)
     if getattr(history, "interrupted", ""):  # stopped by the student: what was measured so far
         run.mark_interrupted(history.interrupted, "its metrics cover only the steps before the interrupt, and there "

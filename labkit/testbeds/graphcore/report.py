@@ -1,9 +1,4 @@
-"""What the MNIST notebook shows: a run's metrics and training curves, and the tutorial's network.
-
-    from labkit.testbeds import graphcore
-    graphcore.show(run)            # the metrics table and the loss and accuracy curves
-    graphcore.model_summary()      # pandas DataFrame, one row per layer, the total last
-"""
+"""What the MNIST notebook shows: a run's metrics and training curves, and the tutorial's network."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The MNIST exercise's parameters: their defaults, ranges and the checks that span two of them.
-
-    from labkit.testbeds.graphcore.spec import SPEC
-    config = SPEC.validate({"epochs": 1})       # or SPEC.from_notebook(globals())
-"""
+"""The MNIST exercise's parameters: their defaults, ranges and the checks that span two of them."""
 
 from __future__ import annotations
 

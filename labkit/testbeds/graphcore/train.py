@@ -11,12 +11,7 @@ plain SGD, one weight update per micro-batch of ``batch_size``, and one *step* p
 micro-batches, the unit the host sees and logs (so a default epoch shows the same 150 steps as an
 IPU log). The last incomplete step is dropped, as the tutorial's ``drop_last=True`` does.
 
-The portable step is faster than the tutorial's loop on a CPU because the data set is decoded once
-into a tensor on the device (no PIL image per sample), inputs are channels-last (faster oneDNN
-convolutions), and the host reads the loss once per step, not once per micro-batch. On a GPU a step
-of ``device_iterations`` micro-batches is captured once as a CUDA graph and replayed
-(:class:`labkit.accelerator.CapturedStep`): the host hands the GPU many micro-batches at once, as it
-hands an IPU ``deviceIterations`` of them. On a CPU the same step runs eagerly.
+Why the portable step is fast on a CPU, and what it does on a GPU: docs/graphcore.md (Speed, On a GPU).
 
 Phases (:mod:`labkit.interrupts`): setup, ``epoch N/M`` (on plain PyTorch epoch 1's first step is the
 warm-up), testing, summary. An interrupt after the first step keeps the steps, the finished epochs and,
@@ -26,7 +21,7 @@ in testing, the accuracy over the test batches seen.
 from __future__ import annotations
 
 import contextlib
-import sys
+import functools
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
@@ -49,11 +44,6 @@ from labkit.testbeds.graphcore.training_bars import progress_callbacks
 __all__ = ["train", "Portable", "step_function", "to_tensor"]
 
 
-def _say(text: str) -> None:
-    print(text)
-    sys.stdout.flush()
-
-
 def _limit(images: np.ndarray, labels: np.ndarray, limit: Optional[int]):
     return (images, labels) if limit is None else (images[:limit], labels[:limit])
 
@@ -66,7 +56,7 @@ def train(config: Config, device: Any, verbose: bool = True) -> Run:
     An interrupt (Kernel -> Interrupt) ends training at the next step; inside a run step
     (``graphcore.run_exercise``) the run comes back with what was measured, status ``interrupted``.
     """
-    say = _say if verbose else (lambda text: None)
+    say = functools.partial(print, flush=True) if verbose else (lambda text: None)
     (train_images, train_labels), (test_images, test_labels), notes, sizes = _data(config, say)
     samples_per_step = config.batch_size * config.device_iterations
     steps_per_epoch = len(train_labels) // samples_per_step

@@ -1,10 +1,5 @@
-"""What an MNIST run's numbers say about it: diverged, or complete with the notes that apply.
-
-Used by ``labkit.testbeds.graphcore`` (a run made here) and its log reader ``log.py`` (a run
-read from a testbed log), so both say the same words:
-
-    from labkit.testbeds.graphcore.verdict import judge
-    judge(run, updates=300, learning_rate=0.01)   # sets run.status and appends run.notes
+"""What an MNIST run's numbers say about it, the same words for a run made here and one read from a
+log: diverged, or complete with the notes that apply.
 
 Only the loss decides *diverged* (:mod:`labkit.divergence`: NaN, infinite, or more than 10x its
 start). A run that ends near chance accuracy without that is a **complete** run: it counts in
@@ -43,15 +38,15 @@ UNIFORM_LOSS = math.log(10.0)
 SATURATED_MARGIN = 0.02
 
 
-def _late_mean(losses: Sequence[float]) -> float:
-    tail = [v for v in losses[len(losses) // 2:] if math.isfinite(v)]  # the last half
-    return sum(tail) / len(tail) if tail else float("nan")
+def _finite_mean(losses: Sequence[float]) -> float:
+    finite = [v for v in losses if math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else float("nan")
 
 
 def near_chance_note(accuracy: float, losses: Sequence[float], updates: Optional[int],
                      learning_rate: Optional[float]) -> str:
     """The note for a run that ended near chance without diverging (see the module docstring)."""
-    late = _late_mean(losses)
+    late = _finite_mean(losses[len(losses) // 2:])  # the last half
     trend = loss_trend(losses) if losses else None
     parts = ["Test accuracy {:.2f}% is near chance (10%), but the loss never became NaN or exploded: the run "
              "did not diverge; it is complete and counts in comparisons.".format(accuracy)]
@@ -61,8 +56,7 @@ def near_chance_note(accuracy: float, losses: Sequence[float], updates: Optional
         parts.append("The log shows no loss values, so whether it saturated (a high learning rate: lower it) or "
                      "learns slowly (a low one: more epochs or a higher rate) cannot be told from it.")
         return " ".join(parts)
-    early = [v for v in losses[:max(1, len(losses) // 4)] if math.isfinite(v)]
-    start = sum(early) / len(early) if early else float("nan")
+    start = _finite_mean(losses[:max(1, len(losses) // 4)])  # the first quarter
     parts.append("After {}{} the loss went from {:.4f} to {:.4f} (means of the first quarter and the last half of "
                  "the logged values) and is {} at the end.".format(
                      made, rate, start, late,

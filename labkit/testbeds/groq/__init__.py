@@ -2,8 +2,6 @@
 inference engine and compared with the CPU. Notebook: notebooks/groq/bert_tiny.ipynb.
 
     papermill notebooks/groq/bert_tiny.ipynb out.ipynb -p num_samples 100
-    papermill notebooks/groq/bert_tiny.ipynb out.ipynb -p model sentence-transformers/all-MiniLM-L6-v2
-    papermill notebooks/groq/bert_tiny.ipynb out.ipynb -p max_seq_length 256 -y 'custom_text: ["What a film!"]'
 
 In Python (the notebook's five steps)::
 
@@ -13,23 +11,7 @@ In Python (the notebook's five steps)::
     run = groq.run_exercise(config)    # load model and data, build, evaluate: a labkit.results.Run
     groq.show(run)                     # GroqFlow's columns: Source, Accuracy, end-to-end and on-chip latency / IPS
 
-The steps one by one: ``loaded = groq.load_model(config); data = groq.load_data(config, loaded);
-engines = groq.build(config, loaded); result = groq.evaluate(config, loaded, data, engines)``.
-
-The ``cpu`` row is measured as the proof point measures it (PyTorch eager, batch 1, the dataset
-loop's wall time divided by the number of samples); ``onnxruntime`` runs a fixed-shape
-``torch.onnx`` export; ``cuda`` appears with a GPU; ``groq`` with GroqFlow and a GroqChip
-(never run on a GroqNode: checked against the real GroqFlow up to its SDK check, past it against
-a fake; docs/groq.md says which path was checked where).
-
-Modules, one concern each: ``spec`` (parameters and checks: ``SPEC``), ``metrics`` (``METRICS``),
-``exercise`` (the notebook's plan and run steps), ``report`` (its show step, the latency and parity
-sections, the run record, GroqFlow's table from logs), ``steps`` (load model and data, build,
-evaluate), ``result`` (GroqResult and its tables, GroqDetails), ``custom_text`` (the student's own
-sentences, the fixed-shape lesson), ``models`` (hub, local or offline model), ``evalsets``
-(evaluation sets, tokenization, scores), ``backends`` (which run here; ``engine``: eager CPU and
-CUDA, ``onnx_engine``: ONNX Runtime, ``groqchip``: GroqFlow), ``textsets`` (the shipped sentence
-sets), ``log`` (the GroqFlow log reader, ``GroqReader``).
+The backends, what each number means, what was verified where, and the modules: docs/groq.md.
 """
 
 from labkit.testbeds.groq.custom_text import custom, shape_lesson

@@ -1,12 +1,4 @@
-"""The Groq exercise's inference backends: which exist, which run here, and one ready engine.
-
-    from labkit.testbeds.groq import backends
-    names = backends.resolve_backends("auto")       # ["cpu", "onnxruntime", ...], cpu first
-    engine = backends.make("onnxruntime", loaded.model, loaded.task, dummy, label=loaded.requested)
-
-``cpu`` and ``cuda`` are PyTorch eager (``engine``), ``onnxruntime`` a fixed-shape ONNX export
-(``onnx_engine``), ``groq`` GroqFlow on a GroqChip (``groqchip``).
-"""
+"""The Groq exercise's inference backends: which exist, which run here, and one ready engine."""
 
 from __future__ import annotations
 
@@ -58,11 +50,8 @@ def parse_backends(text: str) -> List[str]:
 
 
 def resolve_backends(text: str) -> List[str]:
-    """The backends to run, cpu first (the reference every other backend is compared with).
-
-    "auto" takes every backend present here; a list naming an absent backend is an error
-    (raised as ValueError with the reason), never a silent skip.
-    """
+    """The backends to run, cpu first (the reference): "auto" takes every backend present here; a
+    list naming an absent backend raises ValueError with the reason, never a silent skip."""
     names = parse_backends(text)
     if names == ["auto"]:
         return [n for n in BACKENDS if available(n)[0]]

@@ -1,12 +1,5 @@
 """The student's own sentences (``custom_text``) on every backend, and what a fixed compiled
-shape means when an input of another length arrives.
-
-    groq.custom(config, run)          # a table: prediction, agreement, latency
-    groq.shape_lesson(config, run)    # one line per backend
-
-Both take the Run of :func:`labkit.testbeds.groq.run_exercise` (its ``details`` hold the model and
-the engines) or, as before, the loaded model and the engines.
-"""
+shape means when an input of another length arrives."""
 
 from __future__ import annotations
 
@@ -27,7 +20,7 @@ __all__ = ["custom", "shape_lesson"]
 
 
 def _model_and_engines(loaded: Any, engines: Optional[Dict[str, Any]], section: str):
-    """(loaded, engines) from a Run made by run_exercise, or as given; None for a run read from a log."""
+    """(loaded, engines) as given, or from the Run of run_exercise in ``loaded``; None for a run from a log."""
     if engines is not None:
         return loaded, engines
     details = details_of(loaded, section)
@@ -35,12 +28,8 @@ def _model_and_engines(loaded: Any, engines: Optional[Dict[str, Any]], section: 
 
 
 def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None, repetitions: int = 5):
-    """The student's sentences on every backend: prediction (or pair similarity) and latency.
-
-    Each sentence is tokenized to max_seq_length, exactly like the evaluation data (the compiled
-    shape does not change with the sentence); latency is the median of ``repetitions`` runs of
-    that one input (one run on groq).
-    """
+    """The student's sentences on every backend, tokenized to max_seq_length like the evaluation data:
+    prediction (or pair similarity) and latency, the median of ``repetitions`` runs (one on groq)."""
     import pandas as pd
 
     if not config.custom_text:
@@ -50,11 +39,11 @@ def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None
     if found is None:
         return None
     loaded, engines = found
-    items: List[Tuple[Any, Dict[str, Any], int]] = []
+    items: List[Tuple[Any, Dict[str, Any]]] = []
     if loaded.task == "classification":
         for sentence in config.custom_text:
             encoded, _ = evalsets.encode_sentence(loaded.tokenizer, sentence, config.max_seq_length)
-            items.append((sentence, encoded, int(encoded["attention_mask"].sum())))
+            items.append((sentence, encoded))
     else:
         if len(config.custom_text) < 2:
             print("sentence similarity compares sentences in pairs: give custom_text at least 2 sentences.")
@@ -64,9 +53,11 @@ def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None
             if encoded is None:
                 print("skipped (longer than {} tokens): {} | {}".format(config.max_seq_length, first, second))
                 continue
-            items.append(((first, second), encoded, int(encoded["attention_mask"][0].sum() + encoded["attention_mask"][1].sum())))
+            items.append(((first, second), encoded))
+    rows_per_sample = 1 if loaded.task == "classification" else 2
     rows = []
-    for text, encoded, real_tokens in items:
+    for text, encoded in items:
+        real_tokens = int(encoded["attention_mask"].sum())  # both sentences' of a pair
         batch, _ = to_batches([encoded], config.batch_size)
         reference = None
         for name, engine in engines.items():
@@ -76,13 +67,11 @@ def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None
                 start = time.perf_counter()
                 out = engine(batch[0])
                 times.append(time.perf_counter() - start)
-            rows_per_sample = 1 if loaded.task == "classification" else 2
             sample = out[:rows_per_sample]
             if loaded.task == "classification":
                 probs = sample[0].softmax(-1)
-                label = loaded.labels.get(int(probs.argmax()), str(int(probs.argmax())))
-                prediction: Any = label
-                shown = "{} ({:.2f})".format(label, float(probs.max()))
+                prediction: Any = loaded.labels.get(int(probs.argmax()), str(int(probs.argmax())))
+                shown = "{} ({:.2f})".format(prediction, float(probs.max()))
             else:
                 prediction = evalsets.pair_similarity(sample, encoded["attention_mask"])
                 shown = "{:.4f}".format(prediction)

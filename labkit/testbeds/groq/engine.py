@@ -1,13 +1,7 @@
 """What every inference backend of the Groq exercise is: an :class:`Engine` for one model at one
-input shape, what building it did (:class:`BuildInfo`), and PyTorch eager (:class:`TorchEngine`,
-the proof point's ``cpu`` row, and the same on a CUDA GPU).
-
-    engine = TorchEngine(loaded.model, loaded.task, "cpu")
-    outputs, seconds = engine.run_dataset(batches)   # the dataset loop, timed as one wall time
-    engine.benchmark(dummy, repetitions=100)         # seconds per inference on compile-time inputs
-
-Every engine returns the same thing for one input dict: the logits (classification) or the
-last hidden state (similarity), as a CPU float tensor, so predictions compare one to one.
+input shape, what building it did (:class:`BuildInfo`), and PyTorch eager (:class:`TorchEngine`).
+Every engine returns the logits (classification) or the last hidden state (similarity) as a CPU
+float tensor, so predictions compare one to one.
 """
 
 from __future__ import annotations

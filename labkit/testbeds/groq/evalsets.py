@@ -1,21 +1,8 @@
-"""The Groq exercise's evaluation data, tokenized the way GroqFlow's proof points do it.
-
-    from labkit.testbeds.groq import evalsets
-    data = evalsets.load("classification", tokenizer, max_seq_length=128, num_samples=None)
-    data.inputs[0]            # {"input_ids": (1, 128) long, "attention_mask": (1, 128) bool}
-    data.score(predictions)   # accuracy, or Spearman correlation for sentence similarity
-
-- Sentiment (BERT-tiny): the SST test split (2,210 sentences, labels > 0.5 are positive), as
-  the proof point loads it; GLUE SST-2 validation when that script-based set cannot be read;
-  labkit's 80 hand-written test sentences when the hub is unreachable.
-- Similarity (MiniLM): the STS benchmark test split (``stsb_multi_mt``, English, scores / 5);
-  labkit's 46 hand-scored pairs offline.
-
-Tokenization follows ``demo_helpers``: sentences are encoded with special tokens and
-zero-padded to ``max_seq_length`` with ``attention_mask = input_ids != 0`` (bool); a pair is one
-(2, max_seq_length) sample with token_type_ids, and pairs longer than ``max_seq_length`` are
-skipped, as the proof point skips them. Longer single sentences are truncated (the proof point
-would fail on them) and counted in the notes.
+"""The Groq exercise's evaluation data (SST or STS-B from the hub, else labkit's shipped sentences:
+docs/groq.md), tokenized the way GroqFlow's proof points do it (``demo_helpers``): zero-padded to
+``max_seq_length`` with ``attention_mask = input_ids != 0``; a pair is one (2, L) sample, skipped
+when longer than L, as the proof point skips it; a longer single sentence is truncated (the proof
+point would fail on it) and counted in the notes.
 """
 
 from __future__ import annotations
@@ -131,17 +118,9 @@ def pair_similarity(hidden: Any, attention_mask: Any) -> float:
 
 def _ranks(values: np.ndarray) -> np.ndarray:
     """Ranks 1..n, ties sharing their average rank (as scipy.stats.rankdata does)."""
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=np.float64)
-    sorted_values = values[order]
-    start = 0
-    while start < len(values):
-        end = start
-        while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
-            end += 1
-        ranks[order[start:end + 1]] = (start + end) / 2.0 + 1.0
-        start = end + 1
-    return ranks
+    _, group, counts = np.unique(values, return_inverse=True, return_counts=True)
+    last = np.cumsum(counts)  # the rank of each group of equal values' last member
+    return (last - (counts - 1) / 2.0)[group.reshape(-1)]
 
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
@@ -151,8 +130,6 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     denominator = np.sqrt((ra * ra).sum() * (rb * rb).sum())
     return float((ra * rb).sum() / denominator) if denominator else float("nan")
 
-
-# ---------------------------------------------------------------------------------------------
 
 
 def _from_hub(sources: Sequence[Tuple[str, tuple, dict]]) -> Tuple[Any, str, List[str]]:
@@ -187,11 +164,8 @@ def load(task: str, tokenizer: Any, max_seq_length: int, num_samples: Optional[i
             sentences, labels = textsets.sentiment("test")
         if num_samples is not None:
             sentences, labels = sentences[:num_samples], labels[:num_samples]
-        inputs, truncated = [], 0
-        for sentence in sentences:
-            encoded, cut = encode_sentence(tokenizer, sentence, max_seq_length)
-            inputs.append(encoded)
-            truncated += cut
+        encoded = [encode_sentence(tokenizer, sentence, max_seq_length) for sentence in sentences]
+        inputs, truncated = [e for e, _ in encoded], sum(cut for _, cut in encoded)
         if truncated:
             notes.append("{} of {} sentences are longer than max_seq_length = {} tokens and were truncated".format(
                 truncated, len(sentences), max_seq_length))

@@ -1,18 +1,5 @@
-"""The Groq notebook's plan and run steps (the five-step shape every exercise notebook has; its
-show step and the extra sections that look further into a run made here are in ``report.py``).
-
-    from labkit.testbeds import groq
-    config = groq.SPEC.from_notebook(globals())
-    groq.plan(config)                    # the backends that will run, and why; or the log it will read
-    run = groq.run_exercise(config)      # load the model and data, build, evaluate: a labkit.results.Run
-    groq.show(run)                       # the proof point's table
-    groq.show_latency(run); groq.show_parity(run)  # the two kinds of latency; predictions against the CPU's
-    results.record(run)
-
-A run made here keeps what it measured beyond its record in ``run.details`` (:class:`GroqDetails`:
-the loaded model, the data, the engines, the :class:`GroqResult`); a run read from a log has none,
-and the extra sections say so.
-"""
+"""The Groq notebook's plan and run steps (its show step and the sections that look further into a
+run made here are in ``report.py``)."""
 
 from __future__ import annotations
 

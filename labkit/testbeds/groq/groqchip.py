@@ -1,11 +1,5 @@
-"""The Groq exercise's vendor path: GroqFlow on a GroqChip, driven as the proof point drives it.
-
-    chips, reason = groq_chips()                    # GroqFlow's own count (lspci vendor id 1de0)
-    engine = GroqEngine(loaded.model, loaded.task, dummy, label=loaded.requested)
-
-``groqit(model, inputs)`` builds the program, ``run_abunch`` gives the predictions,
-``benchmark()`` (compile-time inputs, 100 repetitions) the end-to-end latency and
-``estimate_performance().compute_latency`` the on-chip latency.
+"""The Groq exercise's vendor path: GroqFlow on a GroqChip, driven as the proof point drives it:
+``groqit`` builds, ``run_abunch`` predicts, ``benchmark()`` and ``estimate_performance()`` time.
 
 GroqFlow 4.3.1's errors (mlagility's ``onnxflow.common.exceptions.Error`` and its subclasses)
 carry no message: ``Error.__init__`` prints it on stderr, with an ASCII whale, and calls
@@ -83,14 +77,6 @@ def groq_chips() -> Tuple[int, str]:
     return chips, "{} GroqChip(s) found".format(chips) if chips else "groqflow is installed but no GroqChip was found"
 
 
-def _chips_sentence(build_name: str, chips: int, parameters: Optional[int]) -> str:
-    """One sentence: how many GroqChips groqit built for, and GroqFlow's reason."""
-    size = "{:.1f}M parameters".format(parameters / 1e6) if parameters else "its parameters"
-    return ("groqit() built {} for {} GroqChips: GroqFlow gives each chip at most {}M parameters and uses a power "
-            "of 2 chips, and the model has {}.".format(build_name, chips, PARAMETERS_PER_CHIP // 1000000, size))
-
-
-
 class GroqEngine(Engine):
     """GroqFlow on a GroqChip, as the proof point drives it; ``chips``: the GroqChips of the build."""
 
@@ -109,7 +95,11 @@ class GroqEngine(Engine):
             self.gmodel = groqit(model, dummy, build_name=build_name)
         self.chips = int(self.gmodel.state.num_chips_used)
         if self.chips > 1:
-            said = _chips_sentence(build_name, self.chips, getattr(self.gmodel.state.info, "num_parameters", None))
+            parameters = getattr(self.gmodel.state.info, "num_parameters", None)
+            size = "{:.1f}M parameters".format(parameters / 1e6) if parameters else "its parameters"
+            said = ("groqit() built {} for {} GroqChips: GroqFlow gives each chip at most {}M parameters and "
+                    "uses a power of 2 chips, and the model has {}.".format(build_name, self.chips,
+                                                                           PARAMETERS_PER_CHIP // 1000000, size))
             available, reason = groq_chips()
             if self.chips > available:
                 # GroqModel would raise ModelRuntimeError at its first run; say it before anything runs

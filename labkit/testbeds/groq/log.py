@@ -1,14 +1,9 @@
 """GroqFlow proof-point logs (``bert_tiny.py``, ``minilmv2.py``): the cpu/groq result table.
 
-    import labkit.logs
-    report = labkit.logs.read("bert_tiny.out", format="groq")
-
-Each run ends with a table whose columns are Source, Accuracy (BERT-tiny on SST-2) or
-Spearman Rank Correlation Coefficient (MiniLM on STS-B), end-to-end latency (ms), end-to-end
-IPS, on-chip latency (ms) and on-chip IPS, one row per source (``cpu``, ``groq``). Before it,
-GroqFlow says whether it built the model (``Building "bert_tiny"`` ... ``Woohoo! Saved to``) or
-loaded it (``Build "bert_test" ... found in cache``). Every table is one run; a build that never
-reached its table is reported as an incomplete run.
+Each run ends with GroqFlow's table (Source, Accuracy or Spearman Rank Correlation Coefficient,
+end-to-end latency (ms) and IPS, on-chip latency (ms) and IPS; rows ``cpu``, ``groq``), after
+``Building "name"`` ... or ``Build "name" ... found in cache``. Every table is one run; a build
+that never reached its table is an incomplete run.
 
 Verified only against real logs from the course (GroqFlow builds here only up to its SDK check).
 """

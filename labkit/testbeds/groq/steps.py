@@ -1,11 +1,5 @@
-"""The Groq exercise's main steps, which :func:`labkit.testbeds.groq.run_exercise` (the run step)
-takes in turn: load the model and the data, build one engine per backend, evaluate them all on the
-same samples. Each may also run alone, as below.
-
-    from labkit.testbeds import groq
-    loaded = groq.load_model(config); data = groq.load_data(config, loaded)
-    engines = groq.build(config, loaded); result = groq.evaluate(config, loaded, data, engines)
-"""
+"""The Groq exercise's steps, which :func:`labkit.testbeds.groq.run_exercise` takes in turn: load the
+model and the data, build one engine per backend, evaluate them all on the same samples."""
 
 from __future__ import annotations
 
@@ -21,18 +15,12 @@ from labkit.testbeds.groq.spec import EXERCISE, SIMILARITY_TOLERANCE
 __all__ = ["load_model", "load_data", "build", "evaluate", "to_batches"]
 
 
-def _parameter_error(problem: str) -> ParameterError:
-    return ParameterError([problem], EXERCISE)
-
-
 def load_model(config: Config):
     """The model and tokenizer (hub, local directory or offline copy); prints what was used."""
     try:
         loaded = models.load(config.model, config.max_seq_length)
-    except sources.ModelUnavailable as exc:
-        raise _parameter_error(str(exc)) from None
-    except ValueError as exc:  # max_seq_length beyond the model's limit
-        raise _parameter_error(str(exc)) from None
+    except ValueError as exc:  # ModelUnavailable is one, and so is max_seq_length beyond the model's limit
+        raise ParameterError([str(exc)], EXERCISE) from None
     print(loaded.describe())
     return loaded
 
@@ -46,18 +34,14 @@ def load_data(config: Config, loaded: Any):
 
 
 def build(config: Config, loaded: Any) -> Dict[str, Any]:
-    """One engine per backend, built for the compile-time shape (batch_size, max_seq_length).
-
-    Shows what each backend had to build: nothing for eager PyTorch, an ONNX export (reused from
-    the cache when this model and shape were exported before), a GroqChip program.
-    """
+    """One engine per backend, built for the compile-time shape (batch_size, max_seq_length); shows
+    what each backend had to build (nothing, an ONNX export new or from the cache, a GroqChip program)."""
     import pandas as pd
 
     names = backends.resolve_backends(config.backends)
     dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
-    engines: Dict[str, Any] = {}
-    for name in names:
-        engines[name] = backends.make(name, loaded.model, loaded.task, dummy, label=loaded.requested)
+    engines = {name: backends.make(name, loaded.model, loaded.task, dummy, label=loaded.requested)
+               for name in names}
     rows = []
     for name, engine in engines.items():
         info = engine.build
@@ -93,10 +77,8 @@ def to_batches(inputs: Sequence[Dict[str, Any]], batch_size: int) -> Tuple[List[
 
 
 def _per_sample(outputs: Sequence[Any], rows_per_sample: int, count: int) -> List[Any]:
-    samples = []
-    for out in outputs:
-        for start in range(0, out.shape[0], rows_per_sample):
-            samples.append(out[start:start + rows_per_sample])
+    samples = [out[start:start + rows_per_sample]
+               for out in outputs for start in range(0, out.shape[0], rows_per_sample)]
     return samples[:count]
 
 
@@ -117,13 +99,8 @@ def _compare(reference: Sequence[Any], other: Sequence[Any], ref_out: Sequence[A
 
 def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], repetitions: int = 100,
              into: Optional[Dict[str, Any]] = None, stop: Any = None) -> GroqResult:
-    """Run the evaluation set on every engine; time the dataset loop and the compile-time inputs.
-
-    - dataset loop: one wall time around the whole loop over the samples (as the proof point
-      times its cpu row, progress bar included), divided by the number of batches;
-    - compile-time inputs: the all-ones inputs given at build time, ``repetitions`` times
-      after one warm-up (GroqFlow's benchmark() runs them 100 times on the chip).
-    GroqFlow's table reports the dataset loop for the host rows and benchmark() for groq.
+    """Run the evaluation set on every engine; time the dataset loop (one wall time around it, as the
+    proof point times its cpu row) and the compile-time inputs (docs/groq.md: what each number means).
 
     Phases, named on ``stop`` (the run's stop flag, ``interrupts.keep``'s, when given):
     ``<backend> inference`` for each backend, then summary. After each backend ``into["result"]``

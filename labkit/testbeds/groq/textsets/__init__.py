@@ -1,12 +1,6 @@
-"""Small hand-written text sets (CSV files beside this module) that ship with labkit (offline stand-ins for SST and STS-B).
-
-    from labkit.testbeds.groq import textsets
-    sentences, labels = textsets.sentiment("test")      # 80 sentences, 1 = positive
-    pairs, scores = textsets.sts_pairs()                # 46 pairs, scores 0..5
-
-See README.md beside this file: written for labkit (MIT); results on them are not comparable
-with the course's SST / STS-B numbers.
-"""
+"""Small hand-written text sets (CSV files beside this module, README.md beside them) that ship with
+labkit as offline stand-ins for SST and STS-B: written for labkit (MIT); results on them are not
+comparable with the course's SST / STS-B numbers."""
 
 from __future__ import annotations
 
