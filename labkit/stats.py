@@ -1,12 +1,10 @@
 """Is a difference between two configurations real, or run-to-run noise?
 
-    from labkit import stats
     stats.mean_ci([97.1, 98.6, 97.9])            # (mean, std, low, high) at 95 %
     stats.welch([97.1, 98.6, 97.9], [98.0, 98.2]) # (t, df, p)
 
 Uses scipy when present; otherwise the Student t distribution is computed here (regularized
-incomplete beta function by continued fraction), so the numbers are the same either way.
-tests/sweep/test_stats.py checks the fallback against scipy.
+incomplete beta function by continued fraction). tests/sweep/test_stats.py checks it against scipy.
 """
 
 from __future__ import annotations

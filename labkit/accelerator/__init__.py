@@ -1,16 +1,9 @@
 """One accelerator policy for every portable training path: precision, micro-batches, how a step is launched.
 
-    from labkit import accelerator
-    info = accelerator.describe(device)                       # DeviceInfo: kind, name, capability, memory
-    precision = accelerator.resolve_precision("auto", info)   # bf16 on an Ampere+ GPU, fp32 on a CPU
-    with precision.autocast(device): loss = model(x, y)
-    micro = accelerator.choose_micro_batch("auto", 1024, probe, device=device, key={"model": "bert-large"})
-    step = accelerator.CapturedStep(step_fn, (x, y), device)  # a CUDA graph on a GPU, eager on a CPU
-
 On a CPU nothing changes: fp32, the whole batch, eager steps (CPU numbers and golden copies stay).
-On a GPU: bf16 autocast where the GPU has it (Ampere or newer; fp32 on older ones), the largest
-micro-batch a measured probe fits (cached per device, model and sequence length) with gradient
-accumulation keeping the global batch, and a step captured once and replayed where shapes are fixed.
+On a GPU: bf16 autocast where the GPU has it (Ampere or newer), the largest micro-batch a measured
+probe fits (cached per device, model and sequence length) with gradient accumulation keeping the
+global batch, and a step captured once and replayed where shapes are fixed.
 torch is imported lazily: ``import labkit.accelerator`` costs nothing where torch is absent.
 """
 

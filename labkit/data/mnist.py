@@ -1,20 +1,13 @@
 """MNIST for the Graphcore exercise: pre-staged files, a locked download, or a shipped sample.
 
-    from labkit.data import load_mnist
-    data = load_mnist()            # LABKIT_DATA_DIR, else ~/.cache/labkit/mnist
-    data = load_mnist("/path/to/idx/files", download=False)
+Where the files come from, in order: IDX files (gzip or raw) already in the directory, flat or in
+torchvision's ``MNIST/raw/`` layout (compute nodes without internet use files staged by hand);
+``torchvision.datasets.MNIST(download=True)`` under an inter-process lock; the real 3,000 + 1,000
+digit sample that ships with labkit, with a loud notice that its accuracy is not comparable.
 
-Where the files come from, in order:
-1. IDX files (gzip or raw) already in the directory, either flat or in torchvision's
-   ``MNIST/raw/`` layout: compute nodes without internet use files staged by hand.
-2. ``torchvision.datasets.MNIST(download=True)`` into that directory, under an inter-process
-   lock, when the network allows.
-3. The real 3,000 + 1,000 digit sample that ships with labkit, with a loud notice that its
-   accuracy is not comparable with full MNIST.
-
-Every file is checked (IDX header against size, gzip CRC, and for the full dataset the MD5 of
-the official release). A bad file that labkit downloaded is moved aside and downloaded again;
-a bad file that someone staged is reported, never used, never deleted.
+Every file is checked (IDX header against size, gzip CRC, the MD5 of the official release). A bad
+file that labkit downloaded is moved aside and downloaded again; a bad file that someone staged is
+reported, never used, never deleted.
 """
 
 from __future__ import annotations

@@ -1,33 +1,15 @@
-"""Run one notebook with checked parameters: ``labkit run``.
-
-    labkit run notebooks/graphcore/mnist.ipynb runs/mnist.ipynb -p epochs 2 -p learning_rate 1
-    labkit run NOTEBOOK OUTPUT -y 'epochs: 2' --timeout 600      # YAML text (or -f FILE)
-
-Parameters are checked against the notebook's declared parameters *before* a kernel starts
-(papermill itself only warns about unknown names and never checks types, papermill issue #55):
-
-- a notebook whose metadata holds ``"labkit": {"spec": "module:ATTR"}`` is checked against
-  that :class:`labkit.params.Spec` (types, ranges, choices, cross-checks);
-- any other notebook is checked against the assignments of its ``parameters`` cell: names
-  and the types of their literal defaults.
-
-The kernel runs in the notebook's own directory (papermill runs it in the caller's). The
-command itself (its arguments, exit status) is :mod:`labkit.execute.cli`.
-
-Many runs at once never collide on ports (papermill #511): every kernel talks to its client
-over Unix-domain sockets in a private directory (ZeroMQ ``ipc`` transport), so there is no
-port to race for. Where ``ipc`` is unavailable (Windows) kernels start one at a time under
-a process-wide lock instead.
-
-Ctrl-C in ``labkit run`` is Kernel -> Interrupt (:class:`labkit.interrupts.runner.CtrlC`): the first
-one interrupts the kernel, so labkit's training and measurement loops end the run with what they
-have (status ``interrupted``) and the notebook's remaining cells still show and record it; a second
-one stops at once. The executed notebook is written either way.
-
-From Python (what sweeps use)::
+"""Run one notebook with checked parameters: what ``labkit run`` (:mod:`labkit.execute.cli`) and sweeps call.
 
     outcome = run_notebook("nb.ipynb", "out.ipynb", {"epochs": 2}, timeout=600)
     outcome.status, outcome.error, outcome.duration
+
+Parameters are checked before a kernel starts (papermill only warns about unknown names and never
+checks types): against the :class:`labkit.params.Spec` a notebook's metadata names
+(``"labkit": {"spec": "module:ATTR"}``), else against the names and literal defaults of its
+``parameters`` cell. The kernel runs in the notebook's own directory. Runs side by side never
+race for a port: each kernel talks over Unix-domain sockets in a private directory (ZeroMQ
+``ipc``); where that is unavailable (Windows) kernels start one at a time.
+Ctrl-C is Kernel -> Interrupt (:class:`labkit.interrupts.runner.CtrlC`).
 """
 
 from __future__ import annotations
@@ -333,15 +315,13 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
                  check: bool = True, ctrl_c: bool = False, show_output: bool = False) -> Outcome:
     """Execute ``notebook`` into ``output`` with ``parameters`` and say how it ended.
 
-    ``timeout`` limits each cell, in whole seconds (rounded up). ``cwd`` defaults to the notebook's folder.
-    ``env`` adds to (and overrides) this process's environment for the kernel. With
-    ``check`` the parameters are checked first (ParameterError, no kernel started).
-    With ``ctrl_c`` (main thread only: ``labkit run``) Ctrl-C is Kernel -> Interrupt
-    (:class:`labkit.interrupts.runner.CtrlC`); the outcome is then 'interrupted', its ``error`` says
-    what the interrupt left.
-    ``show_output`` copies what the cells print to this process's stdout and stderr.
-    Safe to call from several threads or processes at once. Never raises for a failing notebook: the failure is in the returned :class:`Outcome`
-    and in the output notebook.
+    ``timeout`` limits each cell, in whole seconds (rounded up); ``cwd`` defaults to the notebook's
+    folder; ``env`` adds to this process's environment for the kernel; ``check`` checks the
+    parameters first (ParameterError, no kernel started). ``ctrl_c`` (main thread only: ``labkit
+    run``) makes Ctrl-C Kernel -> Interrupt; the outcome is then 'interrupted' and its ``error``
+    says what the interrupt left. ``show_output`` copies what the cells print to this process.
+    Safe from several threads or processes at once. Never raises for a failing notebook: the
+    failure is in the returned :class:`Outcome` and in the output notebook.
     """
     import papermill
 

@@ -1,18 +1,11 @@
 """What the scaling notebook shows: the configurations measured here (its show step), and like
 compared with like: speed-up and scaling efficiency, as a table and a plot.
 
-    comparison.show(run)                         # the configurations measured here, with their status
-    from labkit.testbeds.comparison import study as scaling, report as scaling_report
-    reference = scaling.load_reference(scaling.PUBLISHED_REFERENCE)
-    scaling_report.speedup_table(reference)      # IPU 16 replicas: 7.29x, 46 % of ideal
-    scaling_report.plot_speedup(reference)
-
 Absolute images/s of a laptop CPU and of an IPU-POD16 say little about each other; how each
-grows with replicas does. **Speed-up** is a row's throughput divided by the throughput of the same
-platform (and model) with 1 replica at the same micro-batch; **efficiency** is speed-up divided by
-replicas (100 % is ideal, linear scaling). A row with no 1-replica partner has neither.
-Diverged rows (``status == "diverged"``) keep their numbers but are marked: hollow in the plot and
-named in its legend. Used by notebooks/comparison/ipu_vs_gpu.ipynb.
+grows with replicas does. **Speed-up** is a row's throughput over that of the same platform and
+model with 1 replica at the same micro-batch; **efficiency** is speed-up over replicas (100 % is
+linear scaling). A row with no 1-replica partner has neither. Diverged rows keep their numbers
+but are hollow in the plot and named in its legend.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """The homework notebook's plan and run steps: which logs and lab-book runs there are, and where.
 
-    from labkit.testbeds import homework
-    config = homework.SPEC.from_notebook(globals())
-    homework.plan(config)                    # what was found in logs/<testbed>/ and runs/<testbed>/
-    run = homework.run_exercise(config)      # every testbed's runs gathered: a labkit.results.Run
-    homework.show(run)                       # one row per testbed: how many runs, where they ran
-    results.record(run)
-    homework.record_runs("graphcore", run); homework.show_testbed("graphcore", run)   # one section each
-
-The Run is the homework's overview (``homework/ai_testbeds``, one count per testbed); the runs
-themselves, one list per testbed, are its ``details``, and each section records them as
-``graphcore_1``, ``graphcore_2``... as before.
+The Run is the homework's overview (one count per testbed); the runs themselves, one list per
+testbed, are its ``details``, and each section records them as ``graphcore_1``, ``graphcore_2``...
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The homework's comparison of a testbed's runs: a table and a plot, each run labelled with where it ran.
 
-    from labkit.testbeds import homework
-    homework.show(run)                                  # the overview: each testbed's runs, where they ran
-    homework.show_testbed("graphcore", run)             # table + plot, or what to run when there is nothing
-    homework.comparison("graphcore", runs)              # the table alone: one row per run
-    homework.plot("graphcore", runs)                    # the plot alone (None without runs)
-    plot_against(section, runs, "CS-3")                 # 2025: metrics against the batch size, a line per place
-
 The plot is bars, one group per run; or, for a section that names a parameter (``against``), its
 metrics against that parameter (:func:`plot_against`); or the section's own (2025 inference:
-:mod:`.endpoints`). Portable runs (``portable: CPU`` / ``portable: GPU``) model the exercise on a
-stand-in device: they are hatched or dashed in the plot and named in a warning, never passed off as
-the testbed's speed.
+:mod:`.endpoints`). Portable runs are hatched or dashed and named in a warning, never passed off
+as the testbed's speed.
 """
 
 from __future__ import annotations
