@@ -79,13 +79,9 @@ class MnistData:
 def _find(directory: Path) -> Optional[Dict[str, Path]]:
     """The four files in ``directory`` or its torchvision layout, raw preferred over gzip."""
     for folder in (directory, directory / "MNIST" / "raw", directory / "raw"):
-        found = {}
-        for key, name in FILES.items():
-            for candidate in (folder / name, folder / (name + ".gz")):
-                if candidate.is_file():
-                    found[key] = candidate
-                    break
-        if len(found) == len(FILES):
+        found = {key: next((c for c in (folder / name, folder / (name + ".gz")) if c.is_file()), None)
+                 for key, name in FILES.items()}
+        if all(found.values()):
             return found
     return None
 
@@ -124,12 +120,10 @@ def _download(directory: Path) -> None:
 
 def _set_aside(files: Dict[str, Path]) -> List[str]:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    moved = []
-    for path in files.values():
-        target = path.with_name(path.name + ".corrupt-" + stamp)
+    moved = [path.with_name(path.name + ".corrupt-" + stamp) for path in files.values()]
+    for path, target in zip(files.values(), moved):
         os.replace(path, target)
-        moved.append(str(target))
-    return moved
+    return [str(target) for target in moved]
 
 
 def _as_data(arrays: Dict[str, np.ndarray], source: str, location: str, notes: List[str]) -> MnistData:
@@ -169,7 +163,7 @@ def load_mnist(data_dir: Optional[Union[str, os.PathLike]] = None, download: boo
                     "of the MNIST IDX file (gzip or raw), or point data_dir at another directory.".format(exc)) from None
             with locked(directory):
                 if _find(directory) == files:  # another run may have repaired it meanwhile
-                    moved = _set_aside({k: p for k, p in files.items()})
+                    moved = _set_aside(files)
                     notes.append("Repaired the MNIST cache: {}. The bad files were kept as {}.".format(exc, ", ".join(moved)))
             files = None
     if download:

@@ -99,10 +99,6 @@ def duration(seconds: float) -> str:
     return display.three_digits(value, unit)
 
 
-def _diverged_replicas(group) -> List[int]:
-    return [int(r) for r in group.loc[group["status"] == "diverged", "replicas"]]
-
-
 def plot_speedup(frame, title: str = "Speed-up over 1 replica (same platform, same micro-batch)"):
     """Speed-up against replicas, log-log, with the ideal line; local lines solid, reference dashed;
     diverged points hollow and named in the legend; the largest replica count labelled with its
@@ -125,7 +121,7 @@ def plot_speedup(frame, title: str = "Speed-up over 1 replica (same platform, sa
         local = platform.startswith("local")
         color, marker = next(colors), next(markers)
         label = "{}{}, micro-batch {}".format(platform, " ({} model)".format(model) if local else "", micro_batch)
-        bad = _diverged_replicas(group)
+        bad = [int(r) for r in group.loc[group["status"] == "diverged", "replicas"]]
         if bad:
             label += " — diverged at {} replica{}".format(", ".join(str(b) for b in bad), "" if bad == [1] else "s")
         trained = [i for i, status in enumerate(group["status"]) if status != "diverged"]

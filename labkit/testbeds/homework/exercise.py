@@ -7,7 +7,7 @@ testbed, are its ``details``, and each section records them as ``graphcore_1``, 
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from labkit import interrupts
 from labkit.interrupts import run_step
@@ -69,10 +69,6 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     for testbed in homework.testbeds:
         interrupts.phase("gathering " + testbed)
         gathered[testbed] = runs_for(config, testbed)
-    return _overview(config, homework, gathered)
-
-
-def _overview(config: Config, homework: Any, gathered: Dict[str, List[Run]]) -> Run:
     run = Run(homework.name, source="log", params=config.to_dict())
     for testbed, runs in gathered.items():
         homework.metrics.add(run, runs_metric(testbed), len(runs))

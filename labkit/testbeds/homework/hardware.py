@@ -19,13 +19,9 @@ PORTABLE_GPU = "portable: GPU"
 _GPU_DEVICES = ("cuda", "mps", "gpu", "rocm", "xpu")
 
 
-def _as_run(run: Union[Run, Mapping[str, Any]]) -> Run:
-    return run if isinstance(run, Run) else Run.from_dict(run)
-
-
 def where_it_ran(run: Union[Run, Mapping[str, Any]]) -> str:
     """The label of ``run`` (a :class:`Run` or its recorded dict); see the module docstring."""
-    run = _as_run(run)
+    run = run if isinstance(run, Run) else Run.from_dict(run)
     device = str(run.environment.get("device") or run.params.get("device") or "").lower()
     if run.source in ("log", "testbed"):
         return exercises.hardware(run.exercise)  # the registry's label: "CS-2", "CS-3", "Metis/Sophia", ...

@@ -22,11 +22,6 @@ from labkit.testbeds.homework.homeworks import Section, homework_for_runs, homew
 __all__ = ["comparison", "plot", "plot_against", "points_against", "show", "show_testbed", "overview", "nothing_yet"]
 
 
-def _source_name(run: Run) -> str:
-    path = run.params.get("log") or run.params.get("evidence") or ""
-    return os.path.basename(str(path))
-
-
 def comparison(testbed: str, runs: Sequence[Run], homework: Any = None):
     """A pandas DataFrame comparing the runs: where each ran, its file, changed parameters, key metrics, status.
 
@@ -37,7 +32,9 @@ def comparison(testbed: str, runs: Sequence[Run], homework: Any = None):
     section = homework_for_runs(testbed, runs, homework).section_for(testbed)
     rows = []
     for number, run in enumerate(runs, 1):
-        row = {"run": "{}_{}".format(testbed, number), "where it ran": where_it_ran(run), "from": _source_name(run)}
+        source = run.params.get("log") or run.params.get("evidence") or ""
+        row = {"run": "{}_{}".format(testbed, number), "where it ran": where_it_ran(run),
+               "from": os.path.basename(str(source))}
         row.update({p: run.params.get(p) for p in section.params})
         row.update({m: run.metrics.get(m) for m in section.metrics})
         row["status"] = run.status
@@ -210,12 +207,7 @@ def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]], homework: Any = 
 
 def _notes(runs: Sequence[Run]) -> List[str]:
     """The runs' own notes (a cached compile, a run that stopped early, different models compared ...), once each."""
-    notes: List[str] = []
-    for run in runs:
-        for note in run.notes:
-            if note not in notes:
-                notes.append(note)
-    return notes
+    return list(dict.fromkeys(note for run in runs for note in run.notes))
 
 
 def overview(run: Run):
