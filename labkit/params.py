@@ -27,6 +27,8 @@ __all__ = ["Param", "Spec", "Config", "ParameterError", "StaleConfigError", "che
 #: Declared types: a filesystem path given as text; a whole number or "auto" (the modelzoo's micro_batch_size).
 PATH, INT_OR_AUTO = "path", "int or 'auto'"
 _TYPE_NAMES = {int: "int", float: "float", str: "str", bool: "bool", list: "list", PATH: PATH, INT_OR_AUTO: INT_OR_AUTO}
+#: The Python types a value of each plain declared type may have (an int where a float is declared).
+_ACCEPTED = {bool: bool, int: int, float: (int, float), str: str}
 
 
 class ParameterError(LabkitError, ValueError):
@@ -133,18 +135,9 @@ class Param:
 
     def _convert_type(self, value: Any) -> Any:
         kind = self.type
-        if kind is bool:
-            if isinstance(value, bool):
-                return value
-        elif kind is int:
-            if isinstance(value, int) and not isinstance(value, bool):
-                return int(value)
-        elif kind is float:
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return float(value)
-        elif kind is str:
-            if isinstance(value, str):
-                return value
+        if kind in _ACCEPTED:  # a bool is never accepted as a number
+            if isinstance(value, _ACCEPTED[kind]) and (kind is bool or not isinstance(value, bool)):
+                return kind(value)
         elif kind == INT_OR_AUTO and (value == "auto" or (isinstance(value, int) and not isinstance(value, bool))):
             return value
         elif kind == PATH:

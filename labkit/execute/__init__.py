@@ -162,7 +162,6 @@ def notebook_parameters(path: str) -> NotebookParameters:
             try:
                 default = ast.literal_eval(node.value)
             except ValueError:
-                default = None
                 free[target.id] = ast.get_source_segment(cell.source, node.value) or "?"
                 continue
             if type(default) in _LITERAL_TYPES:
@@ -240,6 +239,7 @@ def _kernel_manager_class():
 
 def _register_engine() -> str:
     """Register papermill engine 'labkit': nbclient with our kernel manager, cwd and env."""
+    from jupyter_client.manager import AsyncKernelManager
     from papermill.clientwrap import PapermillNotebookClient
     from papermill.engines import NBClientEngine, papermill_engines
 
@@ -248,24 +248,20 @@ def _register_engine() -> str:
         def execute_managed_notebook(cls, nb_man, kernel_name, log_output=False, stdout_file=None,
                                      stderr_file=None, start_timeout=60, execution_timeout=None,
                                      kernel_cwd=None, kernel_env=None, ctrl_c=None, **kwargs):
-            kwargs.pop("input_path", None)
+            for name in ("input_path", "timeout", "startup_timeout"):
+                kwargs.pop(name, None)
             if ctrl_c is not None:
                 kwargs.update(ctrl_c.hooks())
-            kwargs.pop("timeout", None)
-            kwargs.pop("startup_timeout", None)
             client_class = ctrl_c_client(PapermillNotebookClient) if ctrl_c is not None else PapermillNotebookClient
+            manager_class = _kernel_manager_class() if _ipc_supported() else AsyncKernelManager
             client = client_class(
                 nb_man, timeout=execution_timeout, startup_timeout=start_timeout, kernel_name=kernel_name,
                 log_output=log_output, stdout_file=stdout_file, stderr_file=stderr_file,
-                kernel_manager_class=_kernel_manager_class() if _ipc_supported() else None, **kwargs)
-            if client.kernel_manager_class is None:  # pragma: no cover - Windows
-                from jupyter_client.manager import AsyncKernelManager
-                client.kernel_manager_class = AsyncKernelManager
+                kernel_manager_class=manager_class, **kwargs)
+            start = {"cwd": kernel_cwd, "env": kernel_env}
             if ctrl_c is not None:
                 ctrl_c.client = client
                 client.ctrl_c = ctrl_c
-            start = {"cwd": kernel_cwd, "env": kernel_env}
-            if ctrl_c is not None:
                 start["stderr"] = ctrl_c.kernel_stderr()
             if not _ipc_supported():  # pragma: no cover - tcp ports: start one kernel at a time
                 with _START_LOCK:

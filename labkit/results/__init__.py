@@ -164,11 +164,8 @@ def scrap(run: Union[Run, Mapping[str, Any]], name: str = "run") -> Dict[str, An
 
 
 def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> None:
-    """Record ``run`` (a :class:`Run` or any JSON-able mapping) in the executing notebook.
-
-    Outside a notebook kernel it does nothing, so library code can call it unconditionally.
-    It returns nothing, so a notebook cell ending with it shows no extra output.
-    """
+    """Record ``run`` (a :class:`Run` or any JSON-able mapping) in the executing notebook; outside a
+    kernel it does nothing, so library code can call it unconditionally."""
     payload = scrap(run, name)
     try:
         from IPython import get_ipython
@@ -236,12 +233,8 @@ def read(path: Union[str, os.PathLike]) -> NotebookResults:
 
 
 def collect(path: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]):
-    """A pandas DataFrame with one row per recorded run.
-
-    ``path`` is a notebook, a folder of executed notebooks (searched recursively), or a list
-    of notebooks. (A sweep's own table, with each run's status, cause and duration, is
-    ``labkit.sweep.collect(out)``.)
-    """
+    """A pandas DataFrame with one row per run recorded in ``path`` (:func:`notebook_paths`); a
+    sweep's own table, with each run's status, cause and duration, is ``labkit.sweep.collect(out)``."""
     import pandas as pd
 
     return pd.DataFrame([{"notebook": os.fspath(nb_path), **run.flat()}

@@ -220,12 +220,8 @@ def display_table(frame):
 
 
 def as_run(frame, params: Dict[str, Any]):
-    """A labkit.results.Run of the local measurements.
-
-    Metrics: best throughput of the runs that trained, counts. Series: throughput and speed-up
-    against replicas per micro-batch, and each configuration's losses (``loss_r2_mb10``: 2
-    replicas, micro-batch 10), so a diverged run can be seen, not only counted.
-    """
+    """A labkit.results.Run of the local measurements; each configuration's losses are series too
+    (``loss_r2_mb10``: 2 replicas, micro-batch 10), so a diverged run can be seen, not only counted."""
     frame = with_speedup(frame)
     complete = frame[frame["status"] == "complete"]
     measured = frame[frame["throughput"] == frame["throughput"]]

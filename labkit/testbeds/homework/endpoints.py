@@ -27,12 +27,8 @@ def _endpoints(run: Run) -> List[str]:
     names = run.params.get("endpoint_names")
     if isinstance(names, list) and names:
         return [str(n) for n in names]
-    found: List[str] = []
-    for key in run.series:
-        name = key.partition(":")[2]
-        if name and name not in found:
-            found.append(name)
-    return found
+    named = (key.partition(":")[2] for key in run.series)  # "<figure>:<endpoint>"
+    return list(dict.fromkeys(name for name in named if name))
 
 
 def _about(run: Run, endpoint: str) -> Dict[str, str]:

@@ -102,11 +102,7 @@ def homework_of(thing: Any = None) -> Homework:
 
 
 def homework_for_runs(testbed: str, runs: Any, homework: Any = None) -> Homework:
-    """The homework whose ``testbed`` section ``runs`` belong to.
-
-    ``homework`` when given; else the homework whose overview Run ``runs`` is; else the one whose
-    section's exercise the runs are of; else the first offering's.
-    """
+    """The homework whose ``testbed`` section ``runs`` (a list, or an overview Run) belong to."""
     if homework is not None:
         return homework_of(homework)
     if isinstance(runs, Run):

@@ -51,11 +51,8 @@ def _bar_label(section: Section, number: int, run: Run) -> str:
 
 
 def plot(testbed: str, runs: Sequence[Run], homework: Any = None):
-    """Bars of the testbed's key metric(s), one group per run, labelled with where it ran.
-
-    Portable runs are drawn hatched and named "portable: ..." in the legend. Without a run to
-    show it returns None: no empty figure.
-    """
+    """Bars of the testbed's key metric(s), one group per run, labelled with where it ran (portable
+    runs hatched); None without a run to show."""
     import matplotlib.pyplot as plt
 
     book = homework_for_runs(testbed, runs, homework)
