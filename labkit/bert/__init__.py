@@ -10,23 +10,14 @@ CUDA, Apple MPS or CPU, so the exercises run and report the same metrics anywher
     result = bert.train(model, batches, steps=20, log_steps=10, device="cpu")
     result.global_rate, result.losses[-1]
 
-Or one step at a time (the SambaNova data-parallel path drives its own loop):
-
-    optimizer = bert.make_optimizer(model, learning_rate=1e-4)
-    loss = bert.train_step(model, next(batches), optimizer, device)   # a detached tensor
-
-Modules, one concern each: ``presets`` (model sizes, config, seeded model), ``batches``
-(synthetic MLM/NSP batches), ``rates`` (the modelzoo's Rate and GlobalRate), ``loop`` (what a step
-loop measures, :class:`StepMeter`), ``training`` (optimizer, loss, one step, :func:`train`: a measured
-loop), ``device_plan`` (precision, micro-batch and launch from :mod:`labkit.accelerator`, and this
-machine's measured time per sample).
+What each name does: docs/cerebras.md, "The portable path".
 """
 
 from __future__ import annotations
 
 from labkit.bert.batches import synthetic_batches
 from labkit.bert.device_plan import COMPILE_PAYS_SECONDS, StepPlan, flops_per_sequence, plan_steps
-from labkit.bert.loop import StepMeter
+from labkit.bert.loop import StepMeter, add_gpu_metrics, record_steps
 from labkit.bert.presets import BERT_VOCAB_SIZE, MODEL_SIZES, build_model, count_parameters, model_config
 from labkit.bert.rates import RateTracker
 from labkit.bert.training import LogEntry, TrainResult, make_optimizer, pretraining_loss, train, train_step
@@ -44,6 +35,8 @@ __all__ = [
     "train",
     "RateTracker",
     "StepMeter",
+    "record_steps",
+    "add_gpu_metrics",
     "LogEntry",
     "TrainResult",
     "StepPlan",

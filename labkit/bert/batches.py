@@ -1,8 +1,5 @@
 """Synthetic masked-LM + next-sentence batches for BERT pre-training, the same for the same seed.
 
-No corpus is downloaded: words follow a Zipf law within a "topic", so both objectives have
-something to learn.
-
     from labkit import bert
     batches = bert.synthetic_batches(8, 128, vocab_size=30522, seed=0)
     next(batches)["input_ids"].shape   # (8, 128)

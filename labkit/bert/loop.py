@@ -1,17 +1,10 @@
-"""What a step loop measures (:class:`StepMeter`): the loops of :func:`labkit.bert.train` and of the
-Cerebras BERT exercise (its ``run_portable``) run the steps, the meter measures them.
+"""What a step loop measures (:class:`StepMeter`), for :func:`labkit.bert.train` and the LLaMA loop.
 
-Each step the loop takes the next batch, runs one optimizer step whose loss stays a detached tensor on
-the device, and hands the loss to the meter, which counts the batch's samples in the
-:class:`~labkit.bert.rates.RateTracker` and reads the losses back (a device sync) only at step 1 and at
-each log step (every ``log_steps`` and the last). It records every step's time, the first step's time
-alone (the warm-up), and at each log step a report entry with the modelzoo's Rate, GlobalRate and
-elapsed time. Beside those it keeps the steady figures: the samples of the steps after the first and
-the time they took, both between two device syncs (the end of step 1 and the last log step), so a GPU's
-queued work is inside the time and the first step's allocation, kernel choice or compile is not. The
-loop stops on a non-finite loss (:attr:`StepMeter.diverged`) or on a
-:class:`labkit.interrupts.StopRequest`'s interrupt (a second interrupt drops the step in progress); the
-meter then reads the losses not read yet and says where an interrupt ended the run.
+The loss of each step stays on the device; the meter reads the losses back (a device sync) only at
+step 1 and at each log step, so a GPU is not made to wait every step. Beside every step's time and
+the modelzoo's Rate and GlobalRate it keeps the steady figures: the steps after the first, timed
+between two syncs (the end of step 1, the last log step), so a GPU's queued work is inside the time
+and the first step's allocation, kernel choice or compile is not.
 
     meter = StepMeter(result, steps, log_steps, device, RateTracker(), "warmup_time", LogEntry)
     for number in range(1, steps + 1):
@@ -27,9 +20,10 @@ import math
 from typing import Any, Callable, List
 
 from labkit.bert.rates import RateTracker
+from labkit.divergence import divergence_note, loss_divergence
 from labkit.interrupts import where
 
-__all__ = ["StepMeter", "sync"]
+__all__ = ["StepMeter", "sync", "record_steps", "add_gpu_metrics"]
 
 
 def sync(device: Any) -> None:
@@ -110,3 +104,33 @@ class StepMeter:
         if stop is not None and stop.requested and len(result.losses) < self.steps:
             result.interrupted = where(step=len(result.losses), steps=self.steps) if result.losses else where()
         return result
+
+
+def record_steps(run: Any, result: Any) -> None:
+    """A measured loop's ``result`` in its exercise's ``run``: interrupted or diverged (the loop stops
+    early only on a non-finite loss), and the loss and rate series."""
+    if result.interrupted:
+        run.mark_interrupted(result.interrupted, "its metrics cover only the steps before the interrupt.")
+    elif loss_divergence(result.losses):
+        run.status = "diverged"
+        run.notes.append(divergence_note(result.losses, where="step", advice="Lower learning_rate."))
+    run.add_series("loss", list(range(1, len(result.losses) + 1)), result.losses)
+    run.add_series("rate", [e.step for e in result.logs], [e.rate for e in result.logs])
+    run.add_series("global_rate", [e.step for e in result.logs], [e.global_rate for e in result.logs])
+
+
+def add_gpu_metrics(run: Any, metrics: Any, peak_memory_bytes: int, flops_per_sample: float,
+                    device: Any) -> None:
+    """Peak memory, model TFLOP/s and MFU (against the GPU's named bf16 peak) of a CUDA run, from its
+    steady rate: GlobalRate counts the first step's allocation, kernel choice or compile."""
+    from labkit import accelerator
+
+    metrics.add(run, "peak_memory_gb", round(peak_memory_bytes / 1e9, 2))
+    if "steady_rate" not in run.metrics:  # one step: nothing after the warm-up to measure
+        return
+    flops = run.metrics["steady_rate"] * flops_per_sample
+    figures, note = accelerator.utilisation(flops, accelerator.describe(device))
+    for name, value in figures.items():
+        metrics.add(run, name, value)
+    if note:
+        run.notes.append(note)

@@ -1,9 +1,5 @@
-"""Samples/s as the Cerebras modelzoo reports them: ``Rate`` (smoothed window) and ``GlobalRate``.
-
-The modelzoo's ``RateTracker`` (inherited from torch_xla) reports, at each log step, the
-window's samples/s smoothed with the previous report (0.6 x this window + 0.4 x the last
-report), and all samples since the first step over all the time since then; ``tests/bert``
-checks this class against the rates printed in real CS-2 logs.
+"""Samples/s as the Cerebras modelzoo reports them: ``Rate`` (smoothed window) and ``GlobalRate``;
+``tests/bert`` checks :class:`RateTracker` against the rates printed in real CS-2 logs.
 """
 
 from __future__ import annotations
@@ -15,10 +11,9 @@ __all__ = ["RateTracker"]
 
 
 class RateTracker:
-    """Samples/s as the Cerebras modelzoo reports them (``Rate`` and ``GlobalRate``).
-
-    ``add(n)`` after each step; ``rate()`` at each log step gives the window's rate smoothed
-    with the previous report, ``(1 - s) * window + s * previous`` with ``s = 0.4``;
+    """The modelzoo's ``RateTracker`` (inherited from torch_xla): ``add(n)`` after each step;
+    ``rate()`` at each log step gives the window's rate smoothed with the previous report,
+    ``(1 - s) * window + s * previous`` with ``s = 0.4``;
     ``global_rate()`` is every sample since ``start()`` over the time since then.
     ``clock`` is injectable for tests; ``now`` lets several readings share one instant.
     """

@@ -1,14 +1,5 @@
 """Training BERT and measuring it: the optimizer, the pre-training loss, one step, the timed loop
-(:func:`train`, measured by :class:`labkit.bert.loop.StepMeter`).
-
-    from labkit import bert
-    result = bert.train(model, batches, steps=20, log_steps=10, device="cpu")
-    result.global_rate, result.losses[-1]
-
-Or one step at a time (the SambaNova data-parallel path drives its own loop):
-
-    optimizer = bert.make_optimizer(model, learning_rate=1e-4)
-    loss = bert.train_step(model, next(batches), optimizer, device)   # a detached tensor
+(:func:`train`, measured by :class:`labkit.bert.loop.StepMeter`); usage: :mod:`labkit.bert`.
 """
 
 from __future__ import annotations
@@ -26,11 +17,8 @@ __all__ = ["make_optimizer", "pretraining_loss", "train_step", "train", "LogEntr
 
 
 def make_optimizer(model: Any, learning_rate: float = 1e-4, weight_decay: float = 0.01):
-    """AdamW, as the modelzoo's BERT configs use; no decay on biases and LayerNorm weights.
-
-    On CUDA the fused AdamW kernel updates all parameters at once (one launch instead of
-    several per tensor); elsewhere the default implementation, as before.
-    """
+    """AdamW, as the modelzoo's BERT configs use; no decay on biases and LayerNorm weights. On CUDA the
+    fused kernel updates all parameters in one launch instead of several per tensor."""
     import torch
 
     decay, no_decay = [], []
@@ -46,20 +34,23 @@ def _to_device(batch: Mapping[str, Any], device: Any) -> Dict[str, Any]:
     return {k: v.to(device, non_blocking=non_blocking) for k, v in batch.items()}
 
 
+def _scores(model: Any, batch: Mapping[str, Any]):
+    """The masked-LM scores at the masked positions only, the next-sentence scores, and their labels."""
+    out = model.bert(batch["input_ids"], attention_mask=batch["attention_mask"],
+                     token_type_ids=batch["token_type_ids"], return_dict=True)
+    chosen = batch["labels"] != -100
+    return (model.cls.predictions(out[0][chosen]), batch["labels"][chosen], model.cls.seq_relationship(out[1]),
+            batch["next_sentence_label"].view(-1))
+
+
 def _loss_sums(model: Any, batch: Mapping[str, Any]):
     """The masked-LM loss summed over the masked tokens and the next-sentence loss summed over the
     sequences: a micro-batch's share of a whole batch's loss, before dividing by the batch's counts."""
     import torch.nn.functional as F
 
-    out = model.bert(batch["input_ids"], attention_mask=batch["attention_mask"],
-                     token_type_ids=batch["token_type_ids"], return_dict=True)
-    labels = batch["labels"]
-    chosen = labels != -100
-    scores = model.cls.predictions(out[0][chosen])
-    mlm = F.cross_entropy(scores.float(), labels[chosen], reduction="sum")
-    nsp = F.cross_entropy(model.cls.seq_relationship(out[1]).float(), batch["next_sentence_label"].view(-1),
-                          reduction="sum")
-    return mlm, nsp
+    mlm, mlm_labels, nsp, nsp_labels = _scores(model, batch)
+    return (F.cross_entropy(mlm.float(), mlm_labels, reduction="sum"),
+            F.cross_entropy(nsp.float(), nsp_labels, reduction="sum"))
 
 
 def pretraining_loss(model: Any, batch: Mapping[str, Any]):
@@ -72,29 +63,18 @@ def pretraining_loss(model: Any, batch: Mapping[str, Any]):
     """
     import torch.nn.functional as F
 
-    out = model.bert(batch["input_ids"], attention_mask=batch["attention_mask"],
-                     token_type_ids=batch["token_type_ids"], return_dict=True)
-    sequence_output, pooled_output = out[0], out[1]
-    labels = batch["labels"]
-    chosen = labels != -100
-    scores = model.cls.predictions(sequence_output[chosen])
-    mlm = F.cross_entropy(scores, labels[chosen])
-    nsp = F.cross_entropy(model.cls.seq_relationship(pooled_output), batch["next_sentence_label"].view(-1))
-    return mlm + nsp
+    mlm, mlm_labels, nsp, nsp_labels = _scores(model, batch)
+    return F.cross_entropy(mlm, mlm_labels) + F.cross_entropy(nsp, nsp_labels)
 
 
 def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any = "cpu",
                micro_batch_size: Optional[int] = None, precision: Any = None):
-    """One optimizer step on ``batch``; returns the loss (MLM + NSP) as a detached tensor.
+    """One optimizer step on ``batch``; returns the loss (MLM + NSP) as a detached tensor, left on the device.
 
-    With ``micro_batch_size`` the batch is split and gradients are accumulated before the
-    single update (what the CS-2 compiler chooses on its own: "Gradient accumulation trying
-    sub-batch size ..."), so a large batch fits a small device. Each micro-batch's loss is its
-    share of the whole batch's (masked-LM summed over its masked tokens / the batch's masked
-    tokens, next-sentence over its sequences / the batch's), so the loss and the gradients are
-    those of one step on the whole batch. ``precision``: a :class:`labkit.accelerator.Precision`
-    whose ``autocast`` wraps the forward passes and whose ``step`` the whole step (None: float32).
-    The loss is not read back to the host here, so a GPU is not forced to wait every step.
+    With ``micro_batch_size`` the batch is split and gradients accumulated before the one update (as
+    the CS-2 compiler does on its own), each micro-batch's loss weighed by the whole batch's masked
+    tokens and sequences, so the loss and gradients are those of the whole batch. ``precision``: a
+    :class:`labkit.accelerator.Precision` (None: float32).
     """
     model.train()
     optimizer.zero_grad(set_to_none=True)
@@ -105,7 +85,7 @@ def train_step(model: Any, batch: Mapping[str, Any], optimizer: Any, device: Any
         return precision.autocast(device) if precision is not None else contextlib.nullcontext()
 
     with precision.step() if precision is not None else contextlib.nullcontext():
-        if micro == size:  # one pass: the loss exactly as before accumulation existed
+        if micro == size:  # one pass: the loss of the whole batch, unsplit
             with autocast():
                 loss = pretraining_loss(model, _to_device(batch, device))
             loss.backward()
@@ -137,12 +117,8 @@ class LogEntry:
 
 @dataclass
 class TrainResult:
-    """What :func:`train` measured.
-
-    ``warmup_time`` is the first step alone (graph building, allocator and kernel warm-up,
-    the portable analogue of the CS-2's compile); it is part of ``total_time`` too, as the
-    modelzoo's "Processed N sample(s) in T seconds" counts from the first step.
-    """
+    """What :func:`train` measured. ``warmup_time`` is the first step alone (allocation, kernel choice,
+    a compile); it is in ``total_time`` too, as the modelzoo's "Processed" line counts from the first step."""
 
     batch_size: int
     steps: int
@@ -185,20 +161,14 @@ def train(model: Any, batches: Iterator[Mapping[str, Any]], steps: int, log_step
           micro_batch_size: Optional[int] = None, seed: Optional[int] = None,
           on_log: Optional[Callable[[LogEntry], None]] = None, progress: Any = True,
           desc: str = "train", stop: Any = None, precision: Any = None, compile_model: bool = False) -> TrainResult:
-    """Train ``model`` for ``steps`` steps of ``batches`` and measure it.
+    """Train ``model`` for ``steps`` steps of ``batches`` and measure it; a :class:`TrainResult`.
 
-    Every ``log_steps`` steps (and at the last step) ``on_log(LogEntry)`` is called with the
-    modelzoo's Rate and GlobalRate. ``seed`` fixes dropout. ``progress``: True for a
-    :func:`labkit.progress.bar`, False for none, or a bar of your own (anything with
-    ``update(n)``), e.g. to print log lines above it with its ``write``. Returns a :class:`TrainResult`
-    with every step's loss and time. A non-finite loss stops the run early (the result
-    then has fewer steps than asked; check ``len(result.losses)``). ``stop``: a
+    ``on_log(LogEntry)`` every ``log_steps`` steps and at the last. ``seed`` fixes dropout.
+    ``progress``: True for a :func:`labkit.progress.bar`, False or None for none, or a bar of your own
+    (anything with ``update(n)``). A non-finite loss ends the run early. ``stop``: a
     :class:`labkit.interrupts.StopRequest`; an interrupt then ends the run at the next step and
-    ``result.interrupted`` says where (without it an interrupt propagates). ``precision``: a
-    :class:`labkit.accelerator.Precision` (None: float32). ``compile_model``: compile the encoder with
-    ``torch.compile`` (its shapes are fixed: batch x sequence; the masked-LM head, whose shape
-    changes with the number of masked tokens, stays eager); its compile time falls in the first step.
-    On CUDA the result holds the run's peak memory.
+    ``result.interrupted`` says where (without it an interrupt propagates). ``compile_model``: compile
+    the encoder (fixed shapes; the masked-LM head, whose shape follows the masked tokens, stays eager).
     """
     import torch
 

@@ -28,7 +28,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from labkit.interrupts.runner import CtrlC, ctrl_c_client
+from labkit.execute.client import KernelStderr, ctrl_c_client
+from labkit.interrupts.runner import CtrlC
 from labkit.params import Param, ParameterError, Spec
 
 __all__ = ["NotebookParameters", "Outcome", "notebook_parameters", "gather_parameters", "run_notebook",
@@ -247,7 +248,8 @@ def _register_engine() -> str:
         @classmethod
         def execute_managed_notebook(cls, nb_man, kernel_name, log_output=False, stdout_file=None,
                                      stderr_file=None, start_timeout=60, execution_timeout=None,
-                                     kernel_cwd=None, kernel_env=None, ctrl_c=None, **kwargs):
+                                     kernel_cwd=None, kernel_env=None, ctrl_c=None, kernel_stderr=None,
+                                     **kwargs):
             for name in ("input_path", "timeout", "startup_timeout"):
                 kwargs.pop(name, None)
             if ctrl_c is not None:
@@ -261,8 +263,9 @@ def _register_engine() -> str:
             start = {"cwd": kernel_cwd, "env": kernel_env}
             if ctrl_c is not None:
                 ctrl_c.client = client
-                client.ctrl_c = ctrl_c
-                start["stderr"] = ctrl_c.kernel_stderr()
+                client.ctrl_c, client.kernel_stderr = ctrl_c, kernel_stderr
+            if kernel_stderr is not None:
+                start["stderr"] = kernel_stderr.fd
             if not _ipc_supported():  # pragma: no cover - tcp ports: start one kernel at a time
                 with _START_LOCK:
                     return client.execute(**start)
@@ -336,14 +339,15 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
     started = time.monotonic()
     status, error = COMPLETE, ""
     interrupts = CtrlC() if ctrl_c else None
+    extra: Dict[str, Any] = {}
     if interrupts:
-        kernel_env.update(interrupts.kernel_env())
-    extra: Dict[str, Any] = {"ctrl_c": interrupts} if interrupts else {}
+        kernel_env.update(interrupts.KERNEL_ENV)
+        extra.update(ctrl_c=interrupts, kernel_stderr=KernelStderr())
     if show_output:
         extra.update(stdout_file=sys.stdout, stderr_file=sys.stderr)
     failure: Optional[BaseException] = None
     try:
-        with interrupts or contextlib.nullcontext():
+        with interrupts or contextlib.nullcontext(), extra.get("kernel_stderr") or contextlib.nullcontext():
             papermill.execute_notebook(
                 notebook, output, parameters=parameters, engine_name=engine, kernel_name=kernel_name,
                 progress_bar=False, execution_timeout=int(math.ceil(timeout)) if timeout else None,

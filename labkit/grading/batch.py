@@ -3,15 +3,9 @@
     from labkit.grading.batch import grade_class
     grade_class("submissions/", "homework.rubric.yml", "grades/", workers=2)
 
-(or ``labkit grade submissions/ --rubric homework.rubric.yml --out grades/``).
-
-Each submission is graded by its own worker process (``python -m labkit.grading.runner``)
-under its own unprivileged uid, so a submission that crashes, hangs or attacks its grader
-costs only its own grade. After each one finishes the state file
-``DIR/.labkit-grade/state.json`` and ``DIR/gradebook.csv`` are rewritten atomically. A result
-is keyed by a hash of the submission's files, the rubric (and its template) and the limits:
-a grader killed and started again skips what is already graded, regrades what changed, and
-never writes a student twice.
+Each submission is graded by its own worker process, so a submission that crashes, hangs or
+attacks its grader costs only its own grade; how the state makes a batch resumable:
+docs/grading.md, "Crash safety and resuming".
 """
 
 from __future__ import annotations
@@ -24,7 +18,6 @@ import re
 import shutil
 import signal
 import stat
-import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -38,7 +31,7 @@ from labkit.grading.reports.feedback import feedback_html
 from labkit.grading.reports.gradebook import write_gradebook
 from labkit.grading.reports.lms import LMS_FORMATS, canvas_csv
 from labkit.grading.reports.summary import class_summary, summary_markdown
-from labkit.grading.worker import Running, Submission, collect_job, kill_job, remove_stale_workroots, start_job
+from labkit.grading.worker import Running, Submission, collect_job, kill_job, new_workroot, start_job
 from labkit.grading.parsl_executor import load_config, run_parsl
 from labkit.grading.checks.rubric import load_rubric
 
@@ -79,11 +72,8 @@ def find_submissions(folder: str, preferred: Optional[str] = None) -> List[Submi
 
 
 def _hash_files(digest: Any, path: str) -> None:
-    """Hash a file's bytes, or a folder's names and files; a link by its target, a FIFO or device by its kind.
-
-    Never opens what a submission's link points to (``/dev/zero``, ``/proc/kcore``, a FIFO would
-    hang or never end in this process, which runs as the instructor).
-    """
+    """Hash a file's bytes, or a folder's names and files; a link by its target, a FIFO or device by its
+    kind: never what a link points to (``/dev/zero``, a FIFO would never end in this process)."""
     mode = os.lstat(path).st_mode
     if stat.S_ISLNK(mode):
         digest.update(b"link:" + os.fsencode(os.readlink(path)))
@@ -154,15 +144,8 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
                 parsl_config: Optional[str] = None, allow_unconfined: bool = False) -> Dict[str, Dict[str, Any]]:
     """Grade every submission not yet graded with this rubric; return student -> result.
 
-    ``only``: regrade just these students (even if already graded), keep everyone else's
-    result as it is. ``lms="canvas"``: also write ``out_dir/canvas.csv`` (column ``assignment``,
-    default the rubric's title). ``executor="parsl"`` with ``parsl_config`` (a Parsl config file
-    as for sweeps, docs/parsl/): each submission is graded on whatever node Parsl gives it, in
-    its own sandbox; this process alone writes the state, gradebook and feedback.
-
-    Fails closed: where no level here keeps a submission inside its folder (no bubblewrap, no
-    Landlock), raises ``RuntimeError`` before any notebook runs, unless ``allow_unconfined``
-    (or ``level="none"``); every gradebook row then says ``unconfined``.
+    The options are ``labkit grade``'s (docs/grading.md). Fails closed: where no level here keeps a
+    submission inside its folder, ``RuntimeError`` before any notebook runs, unless ``allow_unconfined``.
     """
     rubric = load_rubric(rubric_path)  # a bad rubric stops here, before any notebook runs
     limits = limits or levels.Limits()
@@ -174,8 +157,7 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
     if executor == "parsl":
         config = load_config(parsl_config)
     level = level or levels.best_level()
-    if level not in levels.LEVELS:
-        raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(levels.LEVELS)))
+    levels.check_level(level)
     if executor == "local" and not levels.level_available(level):
         raise RuntimeError("isolation level {!r} does not work on this machine".format(level))
     if executor == "local" and not allow_unconfined and levels.refusal(level):
@@ -242,9 +224,7 @@ def _run_local(pending: List[Submission], keys: Dict[str, str], rubric_path: str
                finished: Callable[[Submission, Dict[str, Any]], None]) -> None:
     """Grade ``pending`` here, ``workers`` at a time, each in its own worker process."""
     pending = list(pending)
-    remove_stale_workroots()
-    workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
-    os.chmod(workroot, 0o711)  # run uids may pass through to their own folder, not list the others
+    workroot = new_workroot()
     running: List[Running] = []
     counter = 0
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -262,12 +242,12 @@ def _run_local(pending: List[Submission], keys: Dict[str, str], rubric_path: str
                     continue
                 running.remove(item)
                 result = _store_executed(collect_job(item, timed_out, limits, level, rubric, reproduce), out_dir)
-                _remove_run(item)
+                if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):  # set it to inspect a run's kernel.log
+                    shutil.rmtree(item.run_dir, ignore_errors=True)
                 finished(item.sub, result)
     finally:
         for item in running:  # interrupted: stop what runs; the state keeps what finished
-            kill_job(item.proc)
-            item.slot.release()
+            kill_job(item)
         signal.signal(signal.SIGTERM, previous_term)
         if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):
             shutil.rmtree(workroot, ignore_errors=True)
@@ -275,11 +255,6 @@ def _run_local(pending: List[Submission], keys: Dict[str, str], rubric_path: str
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt("labkit grade stopped by signal {}".format(signum))
-
-
-def _remove_run(item: Running) -> None:
-    if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):  # set it to inspect a run's kernel.log
-        shutil.rmtree(item.run_dir, ignore_errors=True)
 
 
 def _store_executed(result: Dict[str, Any], out_dir: str) -> Dict[str, Any]:

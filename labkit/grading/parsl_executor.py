@@ -3,16 +3,10 @@
     labkit grade submissions/ --rubric hw.rubric.yml --out grades/ --executor parsl \
         --config docs/parsl/slurm_testbed.py
 
-The same Parsl config files as ``labkit sweep`` (docs/parsl/). A Parsl task grades one
-submission on whatever node it lands on, exactly as the local executor does: a private
-working folder on that node's local disk, a uid and cgroups reserved there, the worker
-process (``python -m labkit.grading.runner``) with its sandboxed kernel, the same time limits.
-It returns the result and the executed notebook's text; only the ``labkit grade`` process
-writes the state, gradebook and feedback, so a batch stays resumable as with local workers.
-
-SUBMISSIONS and the rubric must be on a file system the nodes share (home or project). A node
-where the requested isolation level does not work grades nothing: the submission gets a
-``grader error`` naming the node, never a weaker sandbox.
+A task grades one submission on its node exactly as the local executor does and returns the
+result and the executed notebook's text; only ``labkit grade`` writes the state (docs/grading.md,
+"Grading on a cluster"). A node where the requested level does not work grades nothing: the
+submission gets a ``grader error`` naming the node, never a weaker sandbox.
 """
 
 from __future__ import annotations
@@ -20,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import tempfile
 import time
 from concurrent.futures import as_completed
 from typing import Any, Callable, Dict, List, Optional
@@ -56,9 +49,7 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
                                       "on node {}, {}; nothing was run".format(host, why), rubric, job["reproduce"])
         result["host"] = host
         return result
-    worker.remove_stale_workroots()
-    workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
-    os.chmod(workroot, 0o711)
+    workroot = worker.new_workroot()
     sub = worker.Submission(job["student"], job["source"], job["notebook"], job["problem"])
     item = None
     try:
@@ -73,8 +64,7 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
                 result["executed_text"] = f.read()
     finally:
         if item is not None and item.proc.poll() is None:  # the task itself was cancelled
-            worker.kill_job(item.proc)
-            item.slot.release()
+            worker.kill_job(item)
         shutil.rmtree(workroot, ignore_errors=True)
     result["host"] = host
     result["slurm_job"] = os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID") or ""

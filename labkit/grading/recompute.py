@@ -1,38 +1,22 @@
 """Recompute a recorded run with trusted code, to catch records a notebook made up.
 
-A student's code runs in the same process as labkit, so it can call
-``labkit.results.record`` with any numbers, or monkeypatch labkit to do so. The grader's
-answer: a ``record`` check with ``recompute: module:function`` calls ``function(params)``
-(trusted code named by the instructor's rubric) on the parameters the record claims, in a
-fresh sandboxed process the notebook never touched, and the record counts only if the
-metric agrees. Run by the grader in isolated mode (:mod:`labkit.grading.sandbox.trusted_python`: nothing in
-the submission can shadow an import), in a fresh folder of its own outside the submission, as
+A ``record`` check with ``recompute: module:function`` counts a record only when trusted code,
+given the parameters the record claims, agrees with it (docs/grading.md, "Threat model"). Run by
+the grader in isolated mode, in a sandboxed folder of its own outside the submission, as
 
     python -I -c '<trusted sys.path> ...' labkit.grading.recompute:from_evidence SUBMISSION [DENIED ...] < params.json
 
-Each record's file names (``params['log']``, ``params['evidence']``) are checked to stay inside
-SUBMISSION (:mod:`labkit.grading.sandbox.submission_reads`) and passed to the function as absolute paths; a record
-whose file leaves it is answered with the reason, never read; nothing under a DENIED folder (the
-other submissions, the grader's output, the other runs), no FIFO and no device is opened at all
-(:func:`labkit.grading.sandbox.submission_reads.confine_reads`).
-
-``from_evidence`` reads again whatever the record came from: a testbed log (``params['log']``,
-``from_log``) or an executed lab-book notebook, alone or in a sweep folder
-(``params['evidence']``, :func:`labkit.testbeds.homework.evidence.trusted_record`).
-
-The function gets the recorded parameters (untrusted data) and returns ``{metric: value}``,
-or ``{"params": ..., "metrics": ...}`` when it can also tell which parameters really ran
-(then a record's parameters must match too).
+Evidence paths are kept inside SUBMISSION and nothing under a DENIED folder is opened
+(:mod:`labkit.grading.sandbox.submission_reads`). The function returns ``{metric: value}``, or
+``{"params": ..., "metrics": ...}`` when it can also tell which parameters really ran.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from importlib import import_module
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -49,10 +33,8 @@ def resolve(spec: str) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
 
 
 def from_log(params: Dict[str, Any]) -> Dict[str, Any]:
-    """Metrics of run ``params['log_run']`` (default: the last) in the log ``params['log']``.
-
-    The notebook records the path relative to its folder; the grader's process gets it absolute.
-    """
+    """Params and metrics of run ``params['log_run']`` (default: the last) in the log ``params['log']``
+    (the notebook records it relative to its folder; the grader's process gets it absolute)."""
     import labkit.logs
 
     path = params.get("log")
@@ -77,18 +59,14 @@ def from_evidence(params: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def run_sandboxed(function: str, params: List[Dict[str, Any]], root: str, prefix: List[str],
-                  limits: Any, timeout: Optional[float] = None, scratch: Optional[str] = None,
+                  limits: Any, scratch: str, timeout: Optional[float] = None,
                   exclude: Sequence[str] = ()) -> List[Dict[str, Any]]:
     """``function(p)`` for each ``p`` behind the launch ``prefix`` (the run's sandbox), in one process.
 
-    ``root``: the submission's folder (its files are read by absolute path, never from the
-    current folder); ``scratch``: the process's own current folder and home, outside ``root``
-    (default: a new temporary folder). Returns one ``{"ok": result}`` or ``{"error": text}`` per
-    parameter set. ``timeout`` (seconds) replaces the per-cell limit, for functions that re-run
-    notebooks.
+    ``root``: the submission's folder, read by absolute path; ``scratch``: the process's own current
+    folder and home, outside ``root``. Returns one ``{"ok": result}`` or ``{"error": text}`` per
+    parameter set. ``timeout`` (seconds) replaces the per-cell limit, for functions that re-run notebooks.
     """
-    made = scratch is None
-    scratch = tempfile.mkdtemp(prefix="labkit-recompute-") if scratch is None else scratch
     paths = trusted_path(list(exclude) + [root])
     env = levels.kernel_environment(scratch, {"PYTHONPATH": os.pathsep.join(paths)})
     # Nothing under these is opened, whatever a file points to; never a folder that holds Python or labkit.
@@ -97,12 +75,8 @@ def run_sandboxed(function: str, params: List[Dict[str, Any]], root: str, prefix
               if not any(n.startswith(os.path.realpath(p).rstrip(os.sep) + os.sep) for n in needed)]
     cmd = list(prefix) + python_command("labkit.grading.recompute", [function, os.path.realpath(root)] + denied,
                                         list(exclude) + [root])
-    try:
-        proc = subprocess.run(cmd, input=json.dumps(params).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              cwd=scratch, env=env, timeout=timeout or limits.cell_s or None)
-    finally:
-        if made:
-            shutil.rmtree(scratch, ignore_errors=True)
+    proc = subprocess.run(cmd, input=json.dumps(params).encode(), capture_output=True, cwd=scratch, env=env,
+                          timeout=timeout or limits.cell_s or None)
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["exit status {}".format(proc.returncode)]
         raise RuntimeError(tail[0][:300])

@@ -1,14 +1,9 @@
 """Execute one submission in a sandboxed fresh kernel and grade what that execution recorded.
 
-The batch grader (``labkit.grading.batch``) starts one of these per submission, in its own
-process, so a submission that brings down its grading process costs only its own grade:
-
     python -m labkit.grading.runner JOB.json        # writes the job's result.json
 
-Steps: copy the submission into a private working folder owned by the run's uid; keep the
-student's outputs aside (read only by the ``reproduce`` check); clear every output; execute
-in a fresh kernel launched inside the sandbox (``labkit.grading.sandbox.levels``) with per-cell and
-per-notebook time limits and a cap on the outputs kept; read the records of *that* execution;
+The steps (docs/grading.md, "What happens to one submission"): copy, put the student's outputs
+aside, clear them, execute under the sandbox's limits, read the records of *that* execution,
 apply the rubric. Outputs typed into the submitted notebook never reach a grade.
 """
 
@@ -21,6 +16,8 @@ import shutil
 import sys
 import time
 import traceback
+from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 # jsonschema's optional IRI format checker imports rfc3987_syntax, which compiles a grammar
@@ -53,10 +50,8 @@ _HIDDEN_TRACEBACK = ("[labkit grade: the kernel reported this error (execute rep
 
 
 class SandboxKernelManager(AsyncKernelManager):
-    """A kernel launched as ``<namespace prefix> <launcher limits> python -m ipykernel_launcher``.
-
-    The notebook's own kernelspec is ignored: a submission cannot choose what runs it.
-    """
+    """A kernel launched as ``<namespace prefix> <launcher limits> python -m ipykernel_launcher``, whatever
+    kernelspec the notebook names: a submission cannot choose what runs it."""
 
     launch_prefix: List[str] = []
     run_uid: Optional[int] = None
@@ -128,15 +123,15 @@ class GradingClient(NotebookClient):
         return super().output(outs, msg, display_id, cell_index)
 
 
+@dataclass
 class ExecutionOutcome:
     """How the grader's execution went: ``status`` is ok, error, timeout, kernel died, failed."""
 
-    def __init__(self, status: str, reason: str = "", error: Optional[str] = None, dropped_bytes: int = 0):
-        self.cells_s = 0.0  # time in cells, set by the execution (benchmarks/grade_throughput.py)
-        self.status = status
-        self.reason = reason
-        self.error = error
-        self.dropped_bytes = dropped_bytes
+    status: str
+    reason: str = ""
+    error: Optional[str] = None
+    dropped_bytes: int = 0
+    cells_s: float = 0.0  # time in cells, set by the execution (benchmarks/grade_throughput.py)
 
 
 def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], limits: levels.Limits,
@@ -144,10 +139,8 @@ def launch_prefix(level: str, workdir: str, conn_dir: str, hidden: List[str], li
                   tcp: bool = False) -> List[str]:
     """cgroups, then the namespace sandbox, then limits, Landlock and the uid switch, then the command.
 
-    Every stage dies with the one before it, and the first with this process (which itself
-    dies with the batch), so a grader killed with SIGKILL takes its kernels along. Landlock
-    (every level but ``none``, where the kernel has it) is applied by the last stage, inside the
-    namespaces (bubblewrap itself could not mount under it); ``tcp``: deny TCP there too.
+    Every stage dies with the one before it, the first with this process. Landlock is applied by the
+    last stage, inside the namespaces (bubblewrap could not mount under it); ``tcp``: deny TCP there too.
     """
     parent = os.getpid()
     outer = cgroup_command(cgroups, parent, always=(level == "unshare"))
@@ -202,10 +195,8 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: levels.Limit
         except Exception as exc:  # kernel failed to start, or nbclient failed: this run only
             return ExecutionOutcome("failed", "execution failed: {}: {}".format(type(exc).__name__, exc))
         finally:
-            try:
+            with suppress(Exception):  # already dead
                 await km.shutdown_kernel(now=True)
-            except Exception:  # already dead
-                pass
             log.close()
 
     outcome = asyncio.run(run())
@@ -220,11 +211,9 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: levels.Limit
 
 def _copy_submission(source: str, workdir: str, max_bytes: int) -> str:
     """Copy a notebook (or a student folder) into ``workdir``; return the notebook's new path."""
-    total = 0
     if os.path.isdir(source):
-        for root, _dirs, files in os.walk(source):
-            for name in files:
-                total += os.path.getsize(os.path.join(root, name))
+        total = sum(os.path.getsize(os.path.join(top, name))
+                    for top, _dirs, names in os.walk(source) for name in names)
         if total > max_bytes:
             raise ValueError("the submission is {} bytes, over the {} byte limit".format(total, max_bytes))
         for name in os.listdir(source):
@@ -264,8 +253,8 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     workdir = os.path.join(run_dir, "work")
     conn_dir = os.path.join(run_dir, "conn")
     grader_dir = os.path.join(run_dir, "grader")
-    for path, mode in ((workdir, 0o700), (conn_dir, 0o700), (grader_dir, 0o700)):
-        os.makedirs(path, mode=mode, exist_ok=True)
+    for path in (workdir, conn_dir, grader_dir):
+        os.makedirs(path, mode=0o700, exist_ok=True)
     os.makedirs(os.path.join(workdir, ".tmp", "matplotlib"), exist_ok=True)
     rubric: Rubric = load_rubric(job["rubric"])
     limits = levels.Limits(**job["limits"])

@@ -3,10 +3,8 @@
     item = start_job(job, sub, workroot, 1)      # python -I ... labkit.grading.runner JOB.json
     result = collect_job(item, timed_out, limits, level, rubric, reproduce)
 
-Used by the local batch (:mod:`labkit.grading.batch`) and by Parsl tasks
-(:mod:`labkit.grading.parsl_executor`) alike. The worker is trusted code: it starts in isolated
-mode (:mod:`labkit.grading.sandbox.trusted_python`) in its own run folder, so nothing in the folder the
-instructor started ``labkit grade`` from (possibly the submissions) can shadow its imports.
+Used by the local batch and by Parsl tasks alike. The worker is trusted code started in isolated
+mode (:mod:`labkit.grading.sandbox.trusted_python`), so no submission can shadow its imports.
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Dict
 
@@ -27,8 +26,8 @@ from labkit.grading.sandbox import cgroups, levels, uids
 from labkit.grading.checks.evidence import Evidence
 from labkit.grading.sandbox.trusted_python import python_command
 
-__all__ = ["Submission", "Running", "WORKER_GRACE_S", "start_job", "collect_job", "kill_job", "failed_result",
-           "remove_stale_workroots"]
+__all__ = ["Submission", "Running", "WORKER_GRACE_S", "new_workroot", "start_job", "collect_job", "kill_job",
+           "failed_result"]
 
 #: Grace the worker gets beyond the notebook limit (kernel start, recompute, writing) before
 #: the batch kills it.
@@ -43,7 +42,14 @@ class Submission:
     problem: str = ""
 
 
-_LIBC: Any = None
+PR_SET_PDEATHSIG = 1
+try:
+    import ctypes
+
+    _LIBC: Any = ctypes.CDLL(None)
+    _LIBC.prctl  # noqa: B018 - Linux only
+except (OSError, AttributeError):  # pragma: no cover - not Linux
+    _LIBC = None
 
 
 def _prepare_worker() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -54,16 +60,6 @@ def _prepare_worker() -> None:  # pragma: no cover - runs in the child between f
     soft = 6 << 30
     _s, hard = resource.getrlimit(resource.RLIMIT_DATA)
     resource.setrlimit(resource.RLIMIT_DATA, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
-
-
-PR_SET_PDEATHSIG = 1
-try:
-    import ctypes
-
-    _LIBC = ctypes.CDLL(None)
-    _LIBC.prctl  # noqa: B018 - Linux only
-except (OSError, AttributeError):  # pragma: no cover - not Linux
-    _LIBC = None
 
 
 @dataclass
@@ -88,14 +84,17 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_workroots() -> None:
-    """Working folders of graders that were killed (their pid is in the name)."""
+def new_workroot() -> str:
+    """A fresh folder for this grader's runs, named by its pid, once those of killed graders are removed."""
     tmp = tempfile.gettempdir()
     for name in os.listdir(tmp):
         match = re.match(r"^labkit-grade-(\d+)-", name)
         if match and not _pid_alive(int(match.group(1))):
             shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
     cgroups.remove_stale_cgroups(_pid_alive)
+    workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
+    os.chmod(workroot, 0o711)  # run uids may pass through to their own folder, not list the others
+    return workroot
 
 
 def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int) -> Running:
@@ -122,22 +121,20 @@ def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int)
     return Running(sub, job["key"], proc, slot, run_dir, result_path, deadline, time.monotonic())
 
 
-def kill_job(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # pragma: no cover
-        pass
+def kill_job(item: Running) -> None:
+    """Kill the worker's process group, then whatever its run's uid and cgroups left."""
+    with suppress(OSError):
+        os.killpg(item.proc.pid, signal.SIGKILL)
+    with suppress(subprocess.TimeoutExpired):
+        item.proc.wait(timeout=10)
+    item.slot.release()
 
 
 def collect_job(item: Running, timed_out: bool, limits: levels.Limits, level: str,
              rubric: Any, reproduce: bool) -> Dict[str, Any]:
     """The worker's result (its ``executed`` notebook still in the run folder), or why there is none."""
     if timed_out:
-        kill_job(item.proc)
+        kill_job(item)
     item.slot.release()  # kills anything the run's uid left behind
     result: Dict[str, Any]
     try:
@@ -145,13 +142,10 @@ def collect_job(item: Running, timed_out: bool, limits: levels.Limits, level: st
             result = json.load(f)
     except (OSError, ValueError):
         tail = ""
-        try:
-            with open(os.path.join(item.run_dir, "worker.log"), "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - 2000))
-                tail = f.read().decode(errors="replace").strip().splitlines()[-1:][0] if f else ""
-        except (OSError, IndexError):
-            pass
+        with suppress(OSError, IndexError), open(os.path.join(item.run_dir, "worker.log"), "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 2000))
+            tail = f.read().decode(errors="replace").strip().splitlines()[-1:][0] if f else ""
         why = "the grader stopped this run after {:g} s".format((limits.notebook_s or 0) + WORKER_GRACE_S) if timed_out \
             else "the grading process failed (exit status {}){}".format(item.proc.returncode, ": " + tail if tail else "")
         result = failed_result(item.sub.student, item.key, level, "timeout" if timed_out else "grader error", why,

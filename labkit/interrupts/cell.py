@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Any, Callable
 
-__all__ = ["handler_interrupt", "quiet_to_cell_end", "deferred", "answer", "stop_pending", "unrecorded", "recorded",
+__all__ = ["handler_interrupt", "quiet_to_cell_end", "deferred", "answer", "stop_pending", "holding_a_run",
            "note_interrupts_between_cells"]
 
 
@@ -116,14 +116,9 @@ def stop_pending() -> bool:
     return _Noted.finishing or _Noted.between
 
 
-def unrecorded(held: bool) -> None:
-    """The kernel holds a run no cell has recorded yet (``held``), or no longer does."""
+def holding_a_run(held: bool) -> None:
+    """Whether the kernel holds a run no cell has recorded yet (:func:`labkit.results.record` ends it)."""
     _Noted.held = held
-
-
-def recorded() -> None:
-    """The run the kernel held is recorded (:func:`labkit.results.record` calls it)."""
-    _Noted.held = False
 
 
 def note_interrupts_between_cells() -> None:

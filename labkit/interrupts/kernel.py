@@ -8,14 +8,10 @@ import sys
 import threading
 from typing import Any, Callable, List, Optional
 
-from labkit.interrupts.cell import deferred, handler_interrupt, note_interrupts_between_cells, quiet_to_cell_end
-from labkit.interrupts.cell import stop_pending, unrecorded
+from labkit.interrupts.cell import handler_interrupt, note_interrupts_between_cells, quiet_to_cell_end, stop_pending
+from labkit.interrupts.cell import holding_a_run
 from labkit.errors import one_line_traceback
 from labkit.params import Config, check_current
-
-__all__ = ["graceful", "StopRequest", "Interrupted", "run_step", "with_phases", "show_step", "SHOW_STOPPED", "where",
-           "phase", "keep", "check", "current_phase", "RunPhases", "NOTHING_MEASURED", "KEPT", "DONE",
-           "deferred", "quiet_to_cell_end"]
 
 #: The line an interrupt before the first measurement ends with ({} is the phase).
 NOTHING_MEASURED = "interrupted in {}: nothing was measured yet, so no run was recorded"
@@ -50,9 +46,74 @@ def _from_an_interrupt(exc: BaseException) -> bool:
     return False
 
 
+class RunPhases:
+    """One run step in progress: its phase, and how to build what it measured."""
+
+    def __init__(self, stop: StopRequest) -> None:
+        self.stop = stop
+        self.phase = "setup"
+        self.build: Optional[Callable[[], Any]] = None
+        self.measuring: Callable[[], bool] = lambda: True
+        self.holds = False  # a measuring run step inside this one returned: its result is in this one's hands
+
+
+_local = threading.local()
+
+
+def _runs() -> List[RunPhases]:
+    if not hasattr(_local, "runs"):
+        _local.runs = []
+    return _local.runs
+
+
+def current_phase() -> str:
+    """The phase of the innermost run step in progress in this thread ("" outside one)."""
+    runs = _runs()
+    return runs[-1].phase if runs else ""
+
+
+def _measuring() -> bool:
+    """Whether a run step in progress keeps what it measured and has begun measuring (cheap: a signal handler asks)."""
+    return any(run.holds or (run.build is not None and run.measuring()) for run in _runs())
+
+
+def _ending() -> bool:
+    """An interrupt came and a run step in progress keeps what was measured: end at this boundary."""
+    runs = _runs()
+    return bool(runs) and runs[-1].stop.requested and any(run.build is not None for run in runs)
+
+
+def check() -> None:
+    """A boundary inside a phase (a test batch): the run ends here after an interrupt, when it keeps."""
+    if _ending():
+        raise _EndWithWhatWasKept
+
+
+def phase(name: str, check: bool = True) -> None:
+    """The run enters phase ``name``; with ``check``, after an interrupt it ends here when it keeps."""
+    runs = _runs()
+    if not runs:
+        return
+    if check and _ending():
+        raise _EndWithWhatWasKept
+    runs[-1].phase = name
+
+
+def where(epoch: Optional[int] = None, epochs: Optional[int] = None, step: Optional[int] = None,
+          steps: Optional[int] = None, unit: str = "step") -> str:
+    """The line a student reads: ``interrupted at epoch 2/10, step 40/150``."""
+    parts = []
+    if epoch is not None:
+        parts.append("epoch {}/{}".format(epoch, epochs) if epochs else "epoch {}".format(epoch))
+    if step is not None:
+        parts.append("{} {}/{}".format(unit, step, steps) if steps else "{} {}".format(unit, step))
+    return "interrupted at " + ", ".join(parts) if parts else "interrupted before the first step"
+
+
 class StopRequest:
     """The stop flag: ``requested`` (a first interrupt came, in phase ``requested_in``), ``at_once`` (a
-    second one did), ``returning`` (the step's work is done: an interrupt is set aside)."""
+    second one did), ``returning`` (the step's work is done: an interrupt is set aside). Its loops call
+    :func:`phase`, :func:`check` and :func:`where` through it."""
 
     def __init__(self) -> None:
         self.requested = False
@@ -76,18 +137,9 @@ class StopRequest:
         if self._defer <= 0 and not _measuring():  # nothing measured yet: nothing to wait for
             raise handler_interrupt()
 
-    def phase(self, name: str, check: bool = True) -> None:
-        """:func:`phase`."""
-        phase(name, check)
-
-    def check(self) -> None:
-        """:func:`check`."""
-        check()
-
-    @staticmethod
-    def where(*args: Any, **kwargs: Any) -> str:
-        """:func:`where`: the line saying where the loop stopped."""
-        return where(*args, **kwargs)
+    phase = staticmethod(phase)
+    check = staticmethod(check)
+    where = staticmethod(where)
 
     def interrupted_by(self, exc: BaseException) -> bool:
         """In ``except KeyboardInterrupt`` (or an error made of one): True when the run ends with what it
@@ -133,62 +185,6 @@ def graceful() -> StopRequest:
     return runs[-1].stop if runs else StopRequest()
 
 
-class RunPhases:
-    """One run step in progress: its phase, and how to build what it measured."""
-
-    def __init__(self, stop: StopRequest) -> None:
-        self.stop = stop
-        self.phase = "setup"
-        self.build: Optional[Callable[[], Any]] = None
-        self.measuring: Callable[[], bool] = lambda: True
-        self.holds = False  # a measuring run step inside this one returned: its result is in this one's hands
-
-    def enter(self, name: str) -> None:
-        self.phase = name
-
-
-_local = threading.local()
-
-
-def _runs() -> List[RunPhases]:
-    if not hasattr(_local, "runs"):
-        _local.runs = []
-    return _local.runs
-
-
-def current_phase() -> str:
-    """The phase of the innermost run step in progress in this thread ("" outside one)."""
-    runs = _runs()
-    return runs[-1].phase if runs else ""
-
-
-def _measuring() -> bool:
-    """Whether a run step in progress keeps what it measured and has begun measuring (cheap: a signal handler asks)."""
-    return any(run.holds or (run.build is not None and run.measuring()) for run in _runs())
-
-
-def _ending() -> bool:
-    """An interrupt came and a run step in progress keeps what was measured: end at this boundary."""
-    runs = _runs()
-    return bool(runs) and runs[-1].stop.requested and any(run.build is not None for run in runs)
-
-
-def check() -> None:
-    """A boundary inside a phase (a test batch): the run ends here after an interrupt, when it keeps."""
-    if _ending():
-        raise _EndWithWhatWasKept
-
-
-def phase(name: str, check: bool = True) -> None:
-    """The run enters phase ``name``; with ``check``, after an interrupt it ends here when it keeps."""
-    runs = _runs()
-    if not runs:
-        return
-    if check and _ending():
-        raise _EndWithWhatWasKept
-    runs[-1].enter(name)
-
-
 def keep(build: Callable[[], Any], measuring: Optional[Callable[[], bool]] = None) -> StopRequest:
     """From now on an interrupt ends the run with ``build()``, what was measured (None while nothing is);
     until ``measuring()`` says it has begun, an interrupt outside a loop stops it at once. Returns the
@@ -201,41 +197,27 @@ def keep(build: Callable[[], Any], measuring: Optional[Callable[[], bool]] = Non
     return runs[-1].stop
 
 
-def where(epoch: Optional[int] = None, epochs: Optional[int] = None, step: Optional[int] = None,
-          steps: Optional[int] = None, unit: str = "step") -> str:
-    """The line a student reads: ``interrupted at epoch 2/10, step 40/150``."""
-    parts = []
-    if epoch is not None:
-        parts.append("epoch {}/{}".format(epoch, epochs) if epochs else "epoch {}".format(epoch))
-    if step is not None:
-        parts.append("{} {}/{}".format(unit, step, steps) if steps else "{} {}".format(unit, step))
-    return "interrupted at " + ", ".join(parts) if parts else "interrupted before the first step"
-
-
 def _the_run(result: Any) -> Any:
     """The labkit.results.Run in a run step's result (a Run, or a result with ``.run``)."""
     return result if hasattr(result, "mark_interrupted") else getattr(result, "run", None)
 
 
-def _mark(result: Any, where_: str) -> bool:
-    """Status interrupted and ``stopped_in``; True when this marked it (the run had not said so itself)."""
+def _mark(result: Any, where_: str) -> None:
+    """Status interrupted and ``stopped_in``, and one line (:data:`KEPT`) unless the run said so itself."""
     run = _the_run(result)
     if run is None:
-        return False
+        return
     if not getattr(run, "stopped_in", ""):
         run.stopped_in = where_
-    if run.status == "interrupted":
-        return False
-    run.mark_interrupted("interrupted in " + where_, "its figures cover only what was measured before it.")
-    return True
+    if run.status != "interrupted":
+        run.mark_interrupted("interrupted in " + where_, "its figures cover only what was measured before it.")
+        print(KEPT.format(where_))
 
 
 def _ended(run: RunPhases) -> Any:
     """After an interrupt: ``keep``'s builder's result, marked, with one line unless the run said where."""
     built = run.build() if run.build is not None else None
-    where_ = run.stop.requested_in or run.phase
-    if built is not None and _mark(built, where_):
-        print(KEPT.format(where_))
+    _mark(built, run.stop.requested_in or run.phase)
     return built
 
 
@@ -273,10 +255,9 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
             result = function(*args, **kwargs)
             _hand_over(run, outer)
             if stop.requested and run.build is not None and stop.requested_in != DONE:
-                if _mark(result, stop.requested_in):  # it came in the run's last phase, with no boundary left
-                    print(KEPT.format(stop.requested_in))
+                _mark(result, stop.requested_in)  # it came in the run's last phase, with no boundary left
             if outer is None and _the_run(result) is not None:
-                unrecorded(True)
+                holding_a_run(True)
             return result
         except BaseException as exc:  # an interrupt, or an error the code it reached made of one
             if isinstance(exc, Interrupted) or not _from_an_interrupt(exc):
@@ -286,7 +267,7 @@ def with_phases(function: Callable[..., Any]) -> Callable[..., Any]:
             if kept is not None:
                 _hand_over(run, outer)
                 if outer is None:
-                    unrecorded(True)
+                    holding_a_run(True)
                 return kept
             if any(other.build is not None for other in runs[:-1]):
                 raise  # an outer run keeps what it measured
@@ -326,7 +307,7 @@ def _hand_over(run: RunPhases, outer: Optional[RunPhases]) -> None:
     """A run that measured returned inside one that keeps nothing: the outer one holds its result (an
     interrupt would otherwise find it "in setup, nothing measured" and lose that result)."""
     if outer is not None and outer.build is None and run.build is not None:
-        outer.enter(run.phase)
+        outer.phase = run.phase
         outer.holds = True
 
 

@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
-import sys
-import threading
-import time
 from typing import Any, Dict, Optional
 
 from labkit.errors import LabkitError
-from labkit.interrupts.cell import ASK, CAUGHT_IN_KERNEL, RUN_KERNEL
+from labkit.interrupts.cell import ASK, RUN_KERNEL
 
-__all__ = ["CtrlC", "ctrl_c_client"]
+__all__ = ["CtrlC"]
 
 
 class _StoppedBeforeCell(LabkitError):
@@ -30,6 +26,8 @@ class CtrlC:
 
     #: seconds a cell has to end after the second Ctrl-C before the kernel is killed
     STOP_GRACE_S = 2.0
+    #: added to the kernel's environment: it notes interrupts between cells (:mod:`labkit.interrupts.cell`)
+    KERNEL_ENV = {RUN_KERNEL: "1"}
 
     def __init__(self) -> None:
         self.client: Any = None
@@ -44,24 +42,7 @@ class CtrlC:
         self._told_finishing = False
         self._asking = False  # a question to the kernel is on its way: its answer settles a Ctrl-C between cells
         self._unsettled = False
-        self._stderr_fd: Optional[int] = None
-        self._forwarder: Optional[threading.Thread] = None
-        self.kernel_exiting = threading.Event()  # set when the kernel is told to shut down
         self.held_a_run = False  # the kernel's last answer: it holds a run no cell has recorded
-
-    def kernel_stderr(self) -> int:
-        """A file descriptor for the kernel's own stderr: forwarded to this process's, less the lines
-        ipykernel writes when an interrupt lands in its own code. Closed when the ``with`` block ends."""
-        if self._stderr_fd is None:
-            read, self._stderr_fd = os.pipe()
-            self._forwarder = threading.Thread(target=_forward_stderr, args=(read, self.kernel_exiting), daemon=True,
-                                               name="labkit-kernel-stderr")
-            self._forwarder.start()
-        return self._stderr_fd
-
-    def kernel_env(self) -> Dict[str, str]:
-        """The kernel's environment: it notes interrupts between cells (:mod:`labkit.interrupts.cell`)."""
-        return {RUN_KERNEL: "1"}
 
     def hooks(self) -> Dict[str, Any]:
         """nbclient hooks: which cell runs, and no new cell after a stop."""
@@ -138,10 +119,6 @@ class CtrlC:
 
     def __exit__(self, *exc: Any) -> None:
         signal.signal(signal.SIGINT, self._previous if self._previous is not None else signal.default_int_handler)
-        if self._stderr_fd is not None:
-            os.close(self._stderr_fd)  # the forwarder ends once the kernel has exited too
-            self._stderr_fd = None
-            self._forwarder.join(timeout=2.0)
 
     def _on_sigint(self, signum: int, frame: Any) -> None:
         self.count += 1
@@ -238,14 +215,9 @@ class CtrlC:
         except ValueError:
             runs = []
         kept = [run for run in runs if run.status == "interrupted"]
-        if self.stopped and self.count > 1:
-            how = "stopped at once"
-        elif self.finishing:
-            how = "stopped once the run was recorded"
-        elif self.stopped:
-            how = "stopped before the next cell"
-        else:
-            how = "the kernel was interrupted"
+        how = ("stopped at once" if self.stopped and self.count > 1 else
+               "stopped once the run was recorded" if self.finishing else
+               "stopped before the next cell" if self.stopped else "the kernel was interrupted")
         if kept:
             where = ", ".join(part for part in ("in " + kept[0].stopped_in if kept[0].stopped_in else "",
                                                 "at " + kept[0].stopped_at() if kept[0].stopped_at() else "") if part)
@@ -262,147 +234,3 @@ class CtrlC:
         if self.count == 1:  # between cells, and the kernel held no run: no run step had a result
             return how + ": nothing was measured yet, so no run was recorded"
         return how + "; no run was recorded"
-
-
-#: What ipykernel writes to its stderr when an interrupt lands outside a cell's code: a line, or a
-#: line and the task it names (asyncio's report of a task the interrupt cut short).
-_KERNEL_NOISE = re.compile("|".join(map(re.escape, (CAUGHT_IN_KERNEL, "Task was destroyed but it is pending",
-                                                      "Task exception was never retrieved"))))
-_NOISE_DETAIL = re.compile(r"^(task: <Task |future: <Task |Traceback |  File |    |\S*(KeyboardInterrupt|CancelledError|ZMQError)\b)")
-#: libzmq's abort when a kernel thread still polls a socket its exit has closed (seen on CI after
-#: a second Ctrl-C: "Assertion failed: pfd.revents & POLLIN (src/signaler.cpp:238)"); the kernel
-#: was on its way out, and everything it measured is already in the notebook
-_EXIT_NOISE = re.compile(r"^Assertion failed: .*\(src/[\w./-]+\.cpp:\d+\)\s*$")
-#: the same race in ipykernel's control thread, flushing through a socket the exit has closed: a line
-#: and a traceback ending "zmq.error.ZMQError: Socket operation on non-socket" (seen after a Ctrl-C)
-_EXIT_TRACEBACK = re.compile(r"^ERROR:tornado\.general:Uncaught exception in ZMQStream callback")
-
-
-def _forward_stderr(fd: int, exiting: threading.Event) -> None:
-    """Copy the kernel's stderr to ours line by line, without ipykernel's interrupt noise
-    or libzmq's and ipykernel's when the kernel is shutting down."""
-    in_noise = False
-    with os.fdopen(fd, "rb", buffering=0) as pipe:
-        for raw in iter(pipe.readline, b""):
-            line = raw.decode(errors="replace")
-            if exiting.is_set() and _EXIT_NOISE.match(line):
-                continue
-            if _KERNEL_NOISE.search(line) or (exiting.is_set() and _EXIT_TRACEBACK.match(line)):
-                in_noise = True
-                continue
-            if in_noise and _NOISE_DETAIL.match(line):
-                continue
-            in_noise = False
-            try:
-                sys.stderr.write(line)
-                sys.stderr.flush()
-            except (OSError, ValueError):  # our stderr is gone: keep draining the pipe
-                pass
-
-
-#: seconds to wait for a cell's reply once the kernel said it is idle, after an interrupt
-REPLY_GRACE_S = 3.0
-
-
-class _CellNotRun(LabkitError):
-    """An interrupt hit the kernel's own code before the cell's code started."""
-
-
-def ctrl_c_client(client_class: Any) -> Any:
-    """``client_class`` (an nbclient NotebookClient) following its ``ctrl_c`` (a :class:`CtrlC`). An
-    interrupt ipykernel catches in its own code around a cell leaves the cell without a reply: once
-    the kernel is idle REPLY_GRACE_S without one, the kernel is asked whether the cell's code ran (its
-    execution count); if not, the cell runs again unless the Ctrl-C stops the notebook."""
-    from nbclient.util import ensure_async, run_sync
-
-    class CtrlCClient(client_class):
-        ctrl_c: Optional[CtrlC] = None
-
-        def process_message(self, msg: Dict[str, Any], cell: Any, cell_index: int) -> Any:
-            if msg.get("msg_type") == "execute_input":
-                self._input_count = msg["content"].get("execution_count")
-            return super().process_message(msg, cell, cell_index)
-
-        async def async_execute_cell(self, cell: Any, cell_index: int, execution_count: Optional[int] = None,
-                                     store_history: bool = True) -> Any:
-            self._input_count = None  # before the request goes out: its execute_input may come back at once
-            try:
-                return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-            except _CellNotRun:
-                self._input_count = None
-                return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-
-        execute_cell = run_sync(async_execute_cell)
-
-        async def _check_raise_for_error(self, cell: Any, cell_index: int, exec_reply: Any) -> None:
-            ctrl_c = self.ctrl_c
-            if ctrl_c is not None and ctrl_c.interrupted_a_cell_after_the_run(exec_reply, cell_index):
-                # the first Ctrl-C failed a cell after the run step (a table, a plot of the student's):
-                # the cell keeps its error and, as between cells, the notebook goes on only to the
-                # cell that records the run
-                ctrl_c.between_cells()
-                return
-            await super()._check_raise_for_error(cell, cell_index, exec_reply)
-
-        async def _async_cleanup_kernel(self) -> None:
-            if self.ctrl_c is not None:
-                self.ctrl_c.kernel_exiting.set()
-            await super()._async_cleanup_kernel()
-
-        # papermill cleans up through the sync setup_kernel, whose _cleanup_kernel wraps the base class's coroutine
-        _cleanup_kernel = run_sync(_async_cleanup_kernel)
-
-        async def _async_poll_for_reply(self, msg_id: str, cell: Any, timeout: Any, task_poll_output_msg: Any,
-                                        task_poll_kernel_alive: Any) -> Dict[str, Any]:
-            waiting = asyncio.ensure_future(super()._async_poll_for_reply(
-                msg_id, cell, timeout, task_poll_output_msg, task_poll_kernel_alive))
-            idle_since = None
-            while True:
-                await asyncio.wait({waiting}, timeout=0.25)
-                if waiting.done():
-                    return waiting.result()
-                if not (self.ctrl_c and self.ctrl_c.count and task_poll_output_msg.done()):
-                    continue
-                idle_since = idle_since or time.monotonic()
-                if time.monotonic() - idle_since < REPLY_GRACE_S:
-                    continue
-                waiting.cancel()
-                task_poll_kernel_alive.cancel()
-                reply, told = await self.ask_kernel({"count": "get_ipython().execution_count",
-                                                      "labkit": ASK.format(self.ctrl_c.finishing)}, msg_id)
-                if reply is not None:  # it came after all (the shell channel keeps its order)
-                    return reply
-                self.ctrl_c._executing = False
-                self.ctrl_c.heard(told.get("labkit"))
-                self.ctrl_c.between_cells()
-                try:  # unsure (no count seen, no answer) is "did not run": stop there or run it again
-                    ran = self._input_count is not None and int(told["count"]) > self._input_count
-                except (KeyError, TypeError, ValueError):
-                    ran = False
-                if not ran:
-                    raise _CellNotRun()
-                return {"msg_type": "execute_reply", "parent_header": {"msg_id": msg_id}, "metadata": {},
-                        "content": {"status": "ok", "execution_count": self._input_count, "payload": [],
-                                    "user_expressions": {}}}
-
-        async def ask_kernel(self, expressions: Dict[str, str], msg_id: Optional[str] = None) -> Any:
-            """(``msg_id``'s reply if it comes first, else None; the expressions' values as repr text, {}
-            when the kernel did not answer within 30 s), through a silent execute request: it runs no
-            cell and leaves the execution count as it is."""
-            asked = self.kc.execute("", silent=True, store_history=False, user_expressions=expressions)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                try:
-                    msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=deadline - time.monotonic()))
-                except Exception:  # queue.Empty: the kernel did not answer
-                    break
-                parent = msg["parent_header"].get("msg_id")
-                if msg_id is not None and parent == msg_id:
-                    return msg, {}
-                if parent == asked:
-                    found = msg["content"].get("user_expressions", {})
-                    return None, {name: value.get("data", {}).get("text/plain") for name, value in found.items()
-                                  if value.get("status") == "ok"}
-            return None, {}
-
-    return CtrlCClient

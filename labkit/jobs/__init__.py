@@ -4,21 +4,12 @@
     request = jobs.SlurmRequest(ntasks=16, ntasks_per_node=16, nodes=1, cpus_per_task=8,
                                 gres="rdu:8", tiles_per_task=4)
     request.validate(jobs.SN30)              # JobRequestError saying why, in plain words
-    jobs.sbatch_argv(request, "BertLarge_run.sh")
     job = jobs.submit(request, "run.sh")     # real sbatch; JobRejected carries Slurm's message
-    status = jobs.follow(job)                # squeue / scontrol / sacct polling, progress bar
-    jobs.follow(job, reached=steps_in_log, total=1000)   # the bar counts what the job reached
-    jobs.output_path(job)                    # where Slurm wrote the job's stdout
+    status = jobs.follow(job)                # scontrol / sacct polling, progress bar
 
-    # Graphcore: environment variables go BEFORE srun (after it they would be the program)
-    jobs.srun_command(["python", "mnist_poptorch.py"], ipus=1,
-                      env={"POPTORCH_CACHE_DIR": "/tmp/cache"})
-    # -> 'POPTORCH_CACHE_DIR=/tmp/cache srun --ipus=1 python mnist_poptorch.py'
-
-Shared by every testbed module (see docs/jobs.md). The package: ``request`` (the request and
-its checks), ``scripts`` (sbatch/srun/PBS commands and scripts), ``submission`` (submit and
-follow), ``scheduler`` (asking Slurm). The checks mirror what Slurm itself refuses
-at submission (tests/slurm compares the two on a real Slurm); the messages say what to change.
+The package: ``request`` (the request and the checks that mirror what Slurm refuses, compared
+on a real Slurm by tests/slurm), ``scripts`` (sbatch/srun/PBS commands and scripts),
+``submission`` (submit and follow), ``scheduler`` (asking Slurm). docs/jobs.md tells the rest.
 """
 
 from labkit.jobs.request import SN30, ClusterLimits, JobRequestError, SlurmRequest, parse_gres

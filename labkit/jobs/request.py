@@ -1,16 +1,11 @@
-"""A Slurm job request and the checks that mirror what Slurm refuses at submission.
-
-    request = SlurmRequest(ntasks=16, ntasks_per_node=16, nodes=1, cpus_per_task=8, gres="rdu:8", tiles_per_task=4)
-    request.validate(SN30)   # JobRequestError saying why, in plain words
-
-tests/slurm compares these checks with a real Slurm's verdict.
-"""
+"""A Slurm job request and the checks that mirror what Slurm refuses at submission (tests/slurm
+compares them with a real Slurm's verdict)."""
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
@@ -194,17 +189,17 @@ class SlurmRequest:
     # --- flags --------------------------------------------------------------------------
     def flags(self) -> List[str]:
         """The request as sbatch/srun flags (``--ntasks=16 --ntasks-per-node=16 ...``)."""
-        out: List[str] = []
-        for f in fields(self):
-            flag = _FLAGS.get(f.name)
-            value = getattr(self, f.name)
-            if flag is None or value is None:
-                continue
-            out.append("{}={}".format(flag, value))
+        out = ["{}={}".format(flag, getattr(self, name)) for name, flag in _FLAGS.items()
+               if getattr(self, name) is not None]
         if self.export:
-            out.append("--export=" + ",".join(["ALL"] + ["{}={}".format(k, v) for k, v in self.export.items()]))
+            out.append(export_flag(self.export))
         out.extend(self.extra)
         return out
+
+
+def export_flag(env: Mapping[str, Any]) -> str:
+    """``--export=ALL,NAME=value,...``: the job keeps the submitter's environment and adds ``env``."""
+    return "--export=" + ",".join(["ALL"] + ["{}={}".format(k, v) for k, v in env.items()])
 
 
 _COUNTS = {"ntasks": "processes", "ntasks_per_node": "processes on each node", "nodes": "machines",

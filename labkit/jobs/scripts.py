@@ -9,7 +9,7 @@ import re
 import shlex
 from typing import List, Mapping, Optional, Sequence
 
-from labkit.jobs.request import SlurmRequest, parse_gres
+from labkit.jobs.request import SlurmRequest, export_flag, parse_gres
 
 __all__ = ["sbatch_argv", "batch_script", "srun_argv", "srun_command", "pbs_script"]
 
@@ -27,10 +27,12 @@ def batch_script(request: SlurmRequest, commands: Sequence[str], shell: str = "/
     lines += ["#SBATCH " + flag for flag in request.flags()]
     if strict:
         lines.append("set -e")
-    for name, value in (env or {}).items():
-        lines.append("export {}={}".format(check_env_name(name), shlex.quote(str(value))))
-    lines += list(commands)
+    lines += _exports(env or {}) + list(commands)
     return "\n".join(lines) + "\n"
+
+
+def _exports(env: Mapping[str, str]) -> List[str]:
+    return ["export {}={}".format(check_env_name(k), shlex.quote(str(v))) for k, v in env.items()]
 
 
 def check_env_name(name: str) -> str:
@@ -49,7 +51,7 @@ def srun_argv(program: Sequence[str], ipus: Optional[int] = None, env: Optional[
     exports = dict(request.export) if request is not None else {}
     exports.update(env or {})
     if exports:
-        argv.append("--export=" + ",".join(["ALL"] + ["{}={}".format(check_env_name(k), v) for k, v in exports.items()]))
+        argv.append(export_flag({check_env_name(k): v for k, v in exports.items()}))
     if ipus is not None:
         if isinstance(ipus, bool) or not isinstance(ipus, int) or ipus < 1:
             raise ValueError("ipus = {!r}: must be a whole number >= 1 (Graphcore srun --ipus=N)".format(ipus))
@@ -90,7 +92,6 @@ def pbs_script(request: SlurmRequest, commands: Sequence[str], queue: Optional[s
         lines.append("#PBS -N " + request.job_name)
     if request.output:
         lines.append("#PBS -o " + request.output)
-    lines += ["cd ${PBS_O_WORKDIR:-.}"] + ["export {}={}".format(check_env_name(k), shlex.quote(str(v)))
-                                         for k, v in request.export.items()]
+    lines += ["cd ${PBS_O_WORKDIR:-.}"] + _exports(request.export)
     return "\n".join(lines + list(commands)) + "\n"
 

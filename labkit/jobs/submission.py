@@ -86,18 +86,20 @@ def job_status(job: Any) -> JobStatus:
     shown = run_scheduler(["scontrol", "show", "job", "-o", job_id])
     if shown.returncode == 0 and "JobState=" in shown.stdout:
         fields_ = dict(re.findall(r"(\w+)=(\S*)", shown.stdout))
-        code = fields_.get("ExitCode", "")
-        return JobStatus(job_id, fields_.get("JobState", "UNKNOWN"),
-                         int(code.split(":")[0]) if code[:1].isdigit() else None,
+        return JobStatus(job_id, fields_.get("JobState", "UNKNOWN"), _exit_code(fields_.get("ExitCode", "")),
                          fields_.get("Reason", ""), fields_.get("StdOut") or None, fields_.get("RunTime"))
     if shutil.which("sacct"):
         acct = run_scheduler(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State,ExitCode,Elapsed"])
         line = acct.stdout.strip().splitlines()[:1]
         if acct.returncode == 0 and line:
             state, code, elapsed = (line[0].split("|") + ["", "", ""])[:3]
-            return JobStatus(job_id, state.split()[0], int(code.split(":")[0]) if code[:1].isdigit() else None,
-                             "", None, elapsed)
+            return JobStatus(job_id, state.split()[0], _exit_code(code), "", None, elapsed)
     raise JobError("Slurm knows no job {} (ended too long ago, or never submitted)".format(job_id))
+
+
+def _exit_code(text: str) -> Optional[int]:
+    """The exit status in Slurm's ``ExitCode`` (``status:signal``), None when it has none."""
+    return int(text.split(":")[0]) if text[:1].isdigit() else None
 
 
 def follow(job: Job, poll: float = 2.0, timeout: Optional[float] = None, show: bool = True,

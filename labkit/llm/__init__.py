@@ -9,11 +9,7 @@ labkit's local inference server.
     batch = next(llm.token_batches(ids, batch_size=8, sequence_length=128, seed=0))
     model(**batch).loss
 
-Modules, one concern each: ``corpus`` (the offline corpus, a hub dataset, the train/validation
-split), ``tokenizer`` (training, wrapping and caching the tokenizer), ``presets`` (model sizes,
-``LlamaConfig``, a seeded model, memory checks), ``batches`` (token windows), ``training`` (the optimizer and
-one step; the exercise's loop runs them), ``device_plan`` (the preset, precision and checkpointing for this
-device, and its measured step).
+The modules: docs/cerebras.md, "Code" of the LLaMA-2-7B exercise.
 """
 
 from __future__ import annotations

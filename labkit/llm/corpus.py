@@ -5,17 +5,10 @@
     corpus.train[:80], len(corpus.validation), corpus.fingerprint
     corpus = llm.load_corpus("wikitext", config="wikitext-2-raw-v1")   # a hub dataset, where the hub is reachable
 
-The offline default, ``"pydoc"``, is the standard library's ``pydoc_data.topics``: the Python
-reference manual's topics (about 80 documents, 460,000 characters of English prose and code
-examples; Python Software Foundation licence, the licence of the Python documentation). It
-ships with every CPython, so nothing is downloaded; but each Python release regenerates it,
-so the text (and the tokenizer and losses built from it) differs a little between Python
-versions: ``Corpus.fingerprint`` names the exact text, and runs record it.
-
-Any other name is loaded with ``datasets.load_dataset(name, config, split=...)`` (its
-``train`` and ``validation`` splits, or ``train`` split 90/10 when it has no validation split).
-The split is deterministic: a document goes to validation when the SHA-256 of its key
-(topic name, or index) falls in the last tenth, so adding a document never moves another.
+The offline ``"pydoc"`` text (``pydoc_data.topics``) differs a little between Python releases, so
+``Corpus.fingerprint`` names the exact text and runs record it. The split is by the SHA-256 of each
+document's key (the last tenth to validation), so adding a document never moves another. More:
+docs/cerebras.md, "The portable path" of the LLaMA exercise.
 """
 
 from __future__ import annotations

@@ -4,13 +4,8 @@
     model = llm.build_model("tiny", vocab_size=2048, seed=0)   # transformers.LlamaForCausalLM
     llm.count_parameters(model)
 
-"7b" is LLaMA-2-7B as Meta published it and the Cerebras modelzoo's ``params_llama2_7b.yaml``
-configures it (32 layers, hidden 4096, 32 heads, SwiGLU feed-forward 11008, RMSNorm 1e-5,
-rotary positions, 4096 positions, untied embeddings, 32,000 tokens). The smaller presets keep
-that architecture (``transformers.LlamaForCausalLM`` itself, not a copy) and shrink its
-dimensions: "tiny" (about 1M parameters with a 2,048-token vocabulary) for tests and golden
-notebooks, "small" (about 13M) for a laptop. Building "7b" on a machine without the memory
-to train it refuses with :class:`ModelTooLarge` before allocating anything.
+"7b" is LLaMA-2-7B as the modelzoo's ``params_llama2_7b.yaml`` configures it; the smaller presets keep
+its architecture and shrink its dimensions (docs/cerebras.md, "Model").
 """
 
 from __future__ import annotations
@@ -124,7 +119,7 @@ def build_model(model_size: str = "tiny", vocab_size: Optional[int] = None, max_
     for the same seed, whatever the caller's random state). Refuses with :class:`ModelTooLarge`
     when training it would need more than ``memory_bytes`` (default: this machine's memory).
     ``device``: build it there directly (a GPU: LLaMA-2-7B's 27 GB of weights never pass through
-    host memory); None builds on the CPU, as before."""
+    host memory); None builds on the CPU."""
     import torch
     from transformers import LlamaForCausalLM
 

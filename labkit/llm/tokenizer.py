@@ -3,17 +3,9 @@
     from labkit import llm
     corpus = llm.load_corpus()
     tokenizer = llm.corpus_tokenizer(corpus, vocab_size=2048)   # trained once (well under a second), then cached
-    tokenizer("The quick brown fox").input_ids
 
-LLaMA-2's own tokenizer (32,000 SentencePiece pieces) lives on the Hugging Face hub, which a
-laptop running this course offline cannot reach; and a 32,000-row output layer would dominate
-a small model's cost. So labkit trains a byte-level BPE (GPT-2's scheme: every byte is a
-token, so any text round-trips) with the ``tokenizers`` library on the corpus's training text.
-Training is deterministic: the same text and vocabulary size give the same tokenizer file.
-It is cached under ``tokenizers/`` of labkit's cache directory
-(:func:`labkit.data.cache.cache_dir`), keyed by the corpus's fingerprint, the size, this
-module's recipe version and the ``tokenizers`` version (whose file format changes), written
-atomically under a lock so concurrent notebooks build it once.
+LLaMA-2's own 32,000-piece tokenizer is on the hub, out of an offline laptop's reach, and its output
+layer would dominate a small model; why this one and how it is cached: docs/cerebras.md, "Tokenizer".
 """
 
 from __future__ import annotations

@@ -5,11 +5,8 @@
     scheduler = llm.warmup_scheduler(optimizer, steps=100)
     loss = llm.train_step(model, batch, optimizer, scheduler=scheduler)   # a detached tensor: not read back
 
-The optimizer is the one ``params_llama2_7b.yaml`` configures: AdamW with betas (0.9, 0.95),
-eps 1e-5, weight decay 0.1 on the weight matrices, gradients clipped to norm 1.0. The learning
-rate rises linearly over the first tenth of the steps (the course's file warms up over its first
-2000 steps) and then stays. The loop that runs these steps and measures them as the modelzoo
-reports them is the exercise's (:func:`labkit.testbeds.cerebras.llama2_7b.train.train`).
+The optimizer and warm-up follow ``params_llama2_7b.yaml`` (docs/cerebras.md, "Training"); the loop
+that runs and measures the steps is :func:`labkit.testbeds.cerebras.llama2_7b.train.train`.
 """
 
 from __future__ import annotations

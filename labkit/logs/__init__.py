@@ -11,13 +11,9 @@
 
     labkit logs parse FILE... [--json] [--format graphcore|cerebras|sambanova|groq|keras|openai]
 
-Formats: Graphcore PopTorch MNIST and BERT, Cerebras modelzoo ``run.py CSX`` and ``cszoo fit``,
-SambaNova compile and training logs (and ``slurm-<id>.out`` pointers), GroqFlow's cpu/groq table,
-Keras progress lines, and pasted OpenAI-compatible chat completions ("openai": Metis, Sophia); a
-homework file that holds a vendor's log and chat completions is read with both readers.
-See docs/logs.md. Each vendor log reader was checked against real logs from the course
-(tests/logs), the "openai" one on hand-written pieces (tests/sambanova/evidence); none could be
-checked against a vendor SDK or the live service here.
+docs/logs.md lists the formats and what is read from each. Each vendor log reader was checked
+against real logs from the course (tests/logs), the "openai" one on hand-written pieces
+(tests/sambanova/evidence); none could be checked against a vendor SDK or the live service here.
 """
 
 from __future__ import annotations
@@ -168,21 +164,18 @@ def _read_with(reader: LineReader, stream: Any) -> Tuple[List[Run], List[str], L
 def _follow(report: LogReport, slurm_path: str) -> None:
     """Read the training log a ``slurm-<id>.out`` points to, when a copy can be found here."""
     here = os.path.dirname(os.path.abspath(slurm_path))
-    for pointer in report.pointers:
+    candidates: List[str] = []
+    for pointer in report.pointers:  # as written, then its folder and its name beside the Slurm file
         parts = pointer.replace("\\", "/").split("/")
-        candidates = [pointer, os.path.join(here, *parts[-2:]), os.path.join(here, parts[-1])]
-        for candidate in candidates:
-            if os.path.isfile(candidate) and os.path.abspath(candidate) != os.path.abspath(slurm_path):
-                followed = read(candidate, follow=False)
-                for run in followed.runs:
-                    run.notes.insert(0, "Read from {}, the job's output file named in {} (the Slurm file holds "
-                                        "only that pointer).".format(candidate, os.path.basename(slurm_path)))
-                report.runs.extend(followed.runs)
-                report.notes.append("Followed the pointer to {}.".format(candidate))
-                break
-        else:
-            continue
-        break
+        candidates += [pointer, os.path.join(here, *parts[-2:]), os.path.join(here, parts[-1])]
+    found = [c for c in candidates if os.path.isfile(c) and os.path.abspath(c) != os.path.abspath(slurm_path)]
+    if found:
+        followed = read(found[0], follow=False)
+        for run in followed.runs:
+            run.notes.insert(0, "Read from {}, the job's output file named in {} (the Slurm file holds "
+                                "only that pointer).".format(found[0], os.path.basename(slurm_path)))
+        report.runs.extend(followed.runs)
+        report.notes.append("Followed the pointer to {}.".format(found[0]))
 
 
 def _runs_of(items: Any) -> List[Run]:

@@ -3,15 +3,11 @@
 A reader is fed clean lines one at a time (see :mod:`labkit.logs.text`) and returns the
 runs it found when the file ends. It must never raise on odd input: anything it cannot read
 becomes a note.
-
-    class MyReader(LineReader):
-        format = "myvendor"
-        def feed(self, line): ...
-        def finish(self): return self.runs
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from datetime import datetime
@@ -65,15 +61,10 @@ def number(text: Optional[str]) -> Optional[float]:
 
 def clock_seconds(text: str) -> Optional[int]:
     """Seconds in a tqdm clock ``01:17`` / ``1:02:03`` (None if unreadable)."""
-    parts = text.split(":")
     try:
-        values = [int(p) for p in parts]
+        return functools.reduce(lambda total, part: total * 60 + int(part), text.split(":"), 0)
     except ValueError:
         return None
-    total = 0
-    for v in values:
-        total = total * 60 + v
-    return total
 
 
 _STAMP = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[,.](\d{1,6}))?")
@@ -91,10 +82,8 @@ def parse_stamp(text: Optional[str]) -> Optional[datetime]:
     if not text:
         return None
     m = _STAMP.match(text)
-    return stamp_of(m) if m else None
-
-
-def stamp_of(m: "re.Match[str]") -> Optional[datetime]:
+    if m is None:
+        return None
     # datetime() directly: strptime is ten times slower, and logs have a stamp on every line.
     try:
         year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
@@ -146,10 +135,5 @@ def params_from_filename(path_or_name: str) -> Dict[str, Any]:
 
 
 def dedupe_notes(notes: List[str]) -> List[str]:
-    seen = set()
-    out = []
-    for note in notes:
-        if note not in seen:
-            seen.add(note)
-            out.append(note)
-    return out
+    """``notes`` without repeats, in their first order."""
+    return list(dict.fromkeys(notes))

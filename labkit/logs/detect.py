@@ -1,7 +1,7 @@
 """Which vendor wrote a log: count each format's tell-tale strings in the first lines.
 
-    from labkit.logs.detect import detect, FORMATS
-    detect(["2024-03-14 03:20:31,277 INFO:   | Train Device=CSX, Step=100, ..."])  # "cerebras"
+    from labkit.logs.detect import detect_both
+    detect_both(["2024-03-14 03:20:31,277 INFO:   | Train Device=CSX, Step=100, ..."])  # ("cerebras", None)
 
 Detection looks at the first lines only (``SAMPLE_LINES``), so that reading a huge log stays
 one streaming pass plus a short look at its head. The file name is a weak extra hint.
@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from labkit.exercises import LOG_FORMATS, log_formats
 
-__all__ = ["FORMATS", "detect", "detect_both", "scores", "SAMPLE_LINES"]
+__all__ = ["FORMATS", "detect_both", "scores", "SAMPLE_LINES"]
 
 #: The formats labkit itself reads (:data:`labkit.exercises.LOG_FORMATS`), in tie-break order; detection
 #: also weighs formats that exercises registered from outside labkit bring (``log_formats()``).
@@ -47,11 +47,6 @@ def scores(lines: Iterable[str]) -> Dict[str, int]:
     if "] - " in text:
         found["keras"] += min(len(_KERAS_BAR.findall(text)), 20) * 6
     return found
-
-
-def detect(lines: Iterable[str], name: str = "") -> Optional[str]:
-    """The most likely format of a log, or None when nothing points to any."""
-    return detect_both(lines, name)[0]
 
 
 def detect_both(lines: Iterable[str], name: str = "") -> Tuple[Optional[str], Optional[str]]:

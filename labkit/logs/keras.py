@@ -1,8 +1,5 @@
 """Keras progress output (TensorFlow on Graphcore IPUs or on GPUs, ``model.fit(verbose=1|2)``).
 
-    import labkit.logs
-    report = labkit.logs.read("ipu_keras.log", format="keras")
-
 What is read: ``Epoch 3/10`` headers, each epoch's final progress line
 ``469/469 [==============================] - 453s 65ms/step - loss: 0.29 - accuracy: 0.91``
 (``verbose=2`` prints ``469/469 - 4s - loss: ...``), every ``name: value`` pair on it, and a
@@ -50,7 +47,6 @@ class _State:
         self.step_times: List[float] = []
         self.steps: Optional[int] = None
         self.training_time: Optional[float] = None
-        self.device: Optional[str] = None
         self.anything = False
         self.header_cut: Optional[int] = None  # the first "Epoch k/N" seen, when earlier epochs had none
 
@@ -130,12 +126,7 @@ class KerasReader(LineReader):
                                  st.epochs_total, "progress line" if before == 1 else "{} progress lines".format(before),
                                  st.header_cut, st.epochs_total,
                                  "is its epoch 1" if before == 1 else "are its epochs 1 to {}".format(before)))
-        keys: List[str] = []
-        for row in st.rows:
-            for key in row:
-                if key not in keys:
-                    keys.append(key)
-        for key in keys:
+        for key in dict.fromkeys(key for row in st.rows for key in row):
             xs = [e for e, row in zip(st.epoch_ids, st.rows) if key in row]
             ys = [row[key] for row in st.rows if key in row]
             run.add_series(key, xs, ys, x_label="epoch")

@@ -5,12 +5,9 @@
         for line in iter_lines(source.stream):
             ...
 
-Testbed logs are terminal captures: tqdm redraws its bar with a bare ``\\r`` (each redraw is
-a line here), Windows copies end in ``\\r\\n``, colour codes (``\\x1b[1m``) and cursor moves
-(``\\x1b[A``) sit inside the text, Markdown copies add leading indentation, and students
-sometimes upload the wrong file (one "log" is the ``srun`` executable). Every line comes out
-decoded (bad bytes replaced), without escape sequences and stripped of surrounding blanks.
-Files are read in bounded pieces, so a huge log never has to fit in memory at once.
+Testbed logs are terminal captures (tqdm's bare ``\\r`` redraws, colour codes, cursor moves,
+Windows line ends, Markdown indentation), and some uploads are no text at all: every line comes
+out decoded, without escape sequences and stripped, read in bounded pieces (docs/logs.md, "Robustness").
 """
 
 from __future__ import annotations
@@ -72,11 +69,10 @@ def _looks_binary(head: bytes) -> bool:
 class Source:
     """An opened log: ``stream`` gives text with universal line ends; ``name`` names it."""
 
-    def __init__(self, stream: IO[str], name: str, path: Optional[str], size: Optional[int]) -> None:
+    def __init__(self, stream: IO[str], name: str, path: Optional[str]) -> None:
         self.stream = stream
         self.name = name
         self.path = path
-        self.size = size
 
     def close(self) -> None:
         self.stream.close()
@@ -88,29 +84,25 @@ class Source:
         self.close()
 
 
-def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"], is_path: Optional[bool] = None) -> Source:
+def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"]) -> Source:
     """Open a log given as a path, as its text, or as its bytes.
 
-    A ``str`` is taken as a path when ``is_path`` says so, when it has no line end and names
-    an existing file, or when it has no line end and looks like a file name (then a missing
-    file is an error rather than a one-line log). Raises ``FileNotFoundError`` or
-    ``IsADirectoryError`` naming the path, and :class:`BinaryLogError` for non-text files.
+    A ``str`` without a line end is a path when it names an existing file or looks like a file
+    name (then a missing file is an error rather than a one-line log). Raises ``FileNotFoundError``
+    or ``IsADirectoryError`` naming the path, and :class:`BinaryLogError` for non-text files.
     """
     if isinstance(path_or_text, bytes):
         encoding = _encoding(path_or_text[:4])
         if encoding == "utf-8-sig" and _looks_binary(path_or_text[:_SNIFF_BYTES]):
             raise BinaryLogError("<bytes>: binary data, not a text log")
         text = path_or_text.decode(encoding, errors="replace")
-        return Source(io.StringIO(text, newline=""), "<bytes>", None, len(path_or_text))
-    if isinstance(path_or_text, os.PathLike):
-        is_path = True
-        path_or_text = os.fspath(path_or_text)
+        return Source(io.StringIO(text, newline=""), "<bytes>", None)
+    is_path = isinstance(path_or_text, os.PathLike)
+    path_or_text = os.fspath(path_or_text) if is_path else path_or_text
     if not isinstance(path_or_text, str):
         raise TypeError("path_or_text must be a path, a str or bytes, not {}".format(type(path_or_text).__name__))
-    if is_path is None:
-        is_path = _looks_like_path(path_or_text)
-    if not is_path:
-        return Source(io.StringIO(path_or_text, newline=""), "<text>", None, len(path_or_text))
+    if not (is_path or _looks_like_path(path_or_text)):
+        return Source(io.StringIO(path_or_text, newline=""), "<text>", None)
     path = path_or_text
     if os.path.isdir(path):
         raise IsADirectoryError("{}: is a directory, not a log file".format(path))
@@ -126,12 +118,11 @@ def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"], is_path: Op
         if encoding == "utf-8-sig" and _looks_binary(head):
             raise BinaryLogError("{}: binary data (an executable or archive?), not a text log".format(path))
         raw.seek(0)
-        size = os.fstat(raw.fileno()).st_size
     except BaseException:
         raw.close()
         raise
     stream = io.TextIOWrapper(raw, encoding=encoding, errors="replace", newline="")
-    return Source(stream, os.path.basename(path), path, size)
+    return Source(stream, os.path.basename(path), path)
 
 
 def _looks_like_path(text: str) -> bool:
@@ -155,10 +146,8 @@ _BREAK = re.compile(r"\r\n?|\n")
 def iter_lines(stream: IO[str]) -> Iterator[str]:
     """Clean lines of ``stream``: split at ``\\n``, ``\\r\\n`` and bare ``\\r``; no escapes; stripped.
 
-    The stream is read a quarter megabyte at a time; escape sequences are removed from a whole piece
-    at once (far faster than line by line). Empty lines are kept (as ``""``); tqdm redraws
-    that erased a bar become empty lines too. A line longer than :data:`MAX_LINE` comes out
-    in pieces of that size.
+    Escape sequences are removed from a whole piece at once (far faster than line by line). Empty
+    lines are kept (as ``""``); a line longer than :data:`MAX_LINE` comes out in pieces of that size.
     """
     carry = ""
     while True:
@@ -183,11 +172,9 @@ def iter_lines(stream: IO[str]) -> Iterator[str]:
         if body.endswith("\r") and carry.startswith("\n"):
             body, carry = body + "\n", carry[1:]
         del text
-        for line in _clean_lines(body):
-            yield line
+        yield from _clean_lines(body)
     if carry:
-        for line in _clean_lines(carry):
-            yield line
+        yield from _clean_lines(carry)
 
 
 def _clean_lines(text: str) -> Iterator[str]:

@@ -4,18 +4,14 @@
     list(unwrap(["... - loss:", "nan - accuracy: 0.1"]))   # ["... - loss: nan - accuracy: 0.1"]
     list(unwrap(["Processed 1024000 sample(s) in 209.62", "seconds."]))
 
-Students paste logs copied from a PDF, a web page or a narrow terminal, where a long line
-wraps and the wrap becomes a line end. Two shapes are joined, and only these, so a real log's
-line structure is never changed:
+Logs copied from a PDF, a web page or a narrow terminal wrap long lines. Only these three
+shapes are joined, so a real log's line structure is never changed:
 
 - a line that ends with a label (``loss:``, ``GlobalRate=``) followed by a line that starts
   with a value (a number, ``nan``, ``inf``);
 - a line that ends with a number followed by a line that starts with a unit a log prints
   after a number (``seconds``, ``samples/sec``, ``s/it``, ``ms/step``, ``%``...);
 - a progress bar's bracket split in two (``[02:03<00:00,`` / ``12.31s/it]``).
-
-So a NaN that only appears after a wrap (``loss:`` / ``nan``) still reaches the reader and
-still marks the run diverged.
 """
 
 from __future__ import annotations

@@ -173,7 +173,7 @@ def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> None:
     except ImportError:  # pragma: no cover - IPython ships with every kernel
         return
     if get_ipython() is not None:
-        from labkit.interrupts.cell import deferred, recorded
+        from labkit.interrupts.cell import deferred, holding_a_run
 
         with deferred(returning=sys._getframe()):  # a Ctrl-C here would lose the record of a finished run
             display(
@@ -181,7 +181,7 @@ def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> None:
                 raw=True,
                 metadata={"scrapbook": {"name": name, "data": True, "display": False}},
             )
-            recorded()
+            holding_a_run(False)
 
 
 @dataclass

@@ -8,11 +8,7 @@ the ALCF's vLLM on Sophia) on a laptop, in CI, without network.
                                                 stream_options={"include_usage": True}, max_tokens=32)
 
 From a shell: ``python -m labkit.serving --config sequential`` (prints its URL on one line).
-
-A real HTTP server process on 127.0.0.1 (the port chosen by the system) that streams
-server-sent events, serves concurrent requests and stops with its caller; two scheduling
-configurations of the same model to compare (``CONFIGS``: ``batched``, ``sequential``); the
-server's own timings in ``usage`` under the names Metis uses. docs/serving.md says more.
+Two scheduling configurations of the same model to compare (``CONFIGS``); docs/serving.md says more.
 """
 
 from __future__ import annotations

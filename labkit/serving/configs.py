@@ -1,12 +1,6 @@
 """The local server's two configurations and its defaults (no torch here: the parent process
-that only starts and stops the server need not import it).
-
-- ``batched``: continuous (dynamic) batching, like vLLM: between two decoding steps, waiting
-  requests are admitted (up to 16 decoding at once), each prompt is prefilled on its own, its
-  cache joins the batch, and every step decodes one token for all of them together; a finished
-  request leaves the batch at once and its place is free for the next step.
-- ``sequential``: one request at a time, in the order they arrived (a batch of one): the others
-  wait in the queue, so their time to first token includes everything served before them.
+that only starts and stops the server need not import it). ``batched`` is continuous batching,
+like vLLM's; ``sequential`` serves one request at a time (docs/serving.md compares the two).
 """
 
 from __future__ import annotations

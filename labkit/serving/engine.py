@@ -1,7 +1,5 @@
 """The decoding loop of the local server: one thread owns the model and decodes every request.
 
-The scheduling configurations (``batched``, ``sequential``) are described in configs.py.
-
 The HTTP threads submit ``Generation`` objects and read what the engine puts on each one's
 ``events`` queue: ``("token", id)``, then ``("done", finish_reason)`` or ``("error", message)``.
 Timings are the server's own (``time.perf_counter``), from the moment the request arrived.
@@ -103,13 +101,9 @@ class Engine:
         self.max_batch = max_batch
         self.max_queue = max_queue
         self._waiting: Deque[Generation] = collections.deque()
-        self._rows: List[Generation] = []
         # Taken off _waiting but not yet in _rows (prefilled outside the lock): still in the server.
         self._admitting = 0
-        self._cache: Cache = []
-        self._mask = torch.zeros(0, 0, dtype=torch.long)
-        self._positions: List[int] = []
-        self._last: List[int] = []
+        self._empty_batch()
         self._wake = threading.Condition()
         self._stopping = False
         self.steps = 0
@@ -186,10 +180,17 @@ class Engine:
                     self._admitting = 0
                 for gen in admit + self._rows:
                     self._finish(gen, None, "{}: {}".format(type(error).__name__, error))
-                self._rows, self._cache, self._positions, self._last = [], [], [], []
-                self._mask = torch.zeros(0, 0, dtype=torch.long)
+                self._empty_batch()
         for gen in pending:
             self._finish(gen, None, "the server is shutting down")
+
+    def _empty_batch(self) -> None:
+        """No row decoding: the batch's requests, cache, mask, positions and last tokens all empty."""
+        self._rows: List[Generation] = []
+        self._cache: Cache = []
+        self._mask = torch.zeros(0, 0, dtype=torch.long)
+        self._positions: List[int] = []
+        self._last: List[int] = []
 
     def _emit(self, gen: Generation, token: int, now: float, batch: int) -> None:
         """Record ``token`` for ``gen`` (or its end: the end-of-text token, or the length limit)."""
@@ -259,8 +260,7 @@ class Engine:
         if len(keep) == len(self._rows):
             return
         if not keep:
-            self._rows, self._cache, self._positions, self._last = [], [], [], []
-            self._mask = torch.zeros(0, 0, dtype=torch.long)
+            self._empty_batch()
             return
         index = torch.tensor(keep, dtype=torch.long)
         mask = self._mask.index_select(0, index)

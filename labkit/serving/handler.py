@@ -32,6 +32,9 @@ __all__ = ["ChatServer", "MAX_BODY_BYTES"]
 #: The largest request body read (bigger ones get a 413).
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
+#: The error of a request the engine failed (the model raised, or the server is stopping).
+_FAILED = "The request failed in the server: {}"
+
 
 class _TextStream:
     """Text of a growing list of token ids, given out in pieces that never split a character."""
@@ -219,8 +222,7 @@ class _Handler(BaseHTTPRequestHandler):
             if kind == "token":
                 text.add(value)
             elif kind == "error":
-                self._send_error(ApiError(500, "The request failed in the server: {}".format(value),
-                                          type="server_error"))
+                self._send_error(ApiError(500, _FAILED.format(value), type="server_error"))
                 return
             else:
                 text.finish()
@@ -252,8 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
                             self._write_event(chunk_body(request, config, delta={fields[field]: piece}))
                     continue
                 if kind == "error":  # the status is sent already: the error goes in the stream, as OpenAI does
-                    self._write_event(error_body(ApiError(500, "The request failed in the server: {}".format(value),
-                                                          type="server_error")))
+                    self._write_event(error_body(ApiError(500, _FAILED.format(value), type="server_error")))
                 else:
                     for field, piece in text.finish():
                         if piece:

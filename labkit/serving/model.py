@@ -2,13 +2,9 @@
 ``LlamaForCausalLM``), its tokenizer, the chat template, and one forward step over a batch of
 sequences whose key/value caches have different lengths.
 
-The caches are kept here as plain tensors, one (keys, values) pair per layer, each
-``[batch, heads, length, head_dim]`` and padded on the left; a mask of ``[batch, length]``
-says which positions are real. Keeping them as tensors (not as a transformers cache object)
-lets the engine add a sequence to a running batch and drop a finished one between steps,
-whatever the cache classes of the installed transformers version look like.
-
-The chat template is labkit/serving/chat.py's.
+The caches are plain tensors (``Cache``), padded on the left, with a ``[batch, length]`` mask of
+the real positions: so the engine can add a sequence to a running batch and drop a finished one
+between steps, whatever the installed transformers version's cache classes look like.
 """
 
 from __future__ import annotations

@@ -6,16 +6,14 @@
         ...
     # stopped here, also when the block was interrupted
 
-The server is a separate process (``python -m labkit.serving``) in its own session, so an
-interrupt of the notebook's kernel does not reach it: the caller decides (leaving the ``with``
-block, ``server.stop()``). It ends with its parent however the parent ends: on a normal exit
-through ``atexit``; when the parent is killed, because the server watches a pipe whose other
-end only the parent holds, and the parent's pid.
+The server is a separate process in its own session, so an interrupt of the kernel does not
+reach it; it ends with its parent however the parent ends (docs/serving.md, "Starting and stopping").
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import queue
@@ -73,17 +71,13 @@ class LocalServer:
         atexit.unregister(self.stop)
         if self.returncode is not None:
             return self.returncode
-        try:
+        with contextlib.suppress(OSError):
             if self.process.stdin is not None:
                 self.process.stdin.close()
-        except OSError:
-            pass
         for action in (None, self.process.terminate, self.process.kill):
             if action is not None:
-                try:
+                with contextlib.suppress(OSError):
                     action()
-                except OSError:
-                    pass
             try:
                 self.returncode = self.process.wait(timeout)
                 break
@@ -92,10 +86,8 @@ class LocalServer:
         if self.process.stdout is not None:
             self.process.stdout.close()
         if self.returncode == 0:  # a clean stop: its log has nothing to tell
-            try:
+            with contextlib.suppress(OSError):
                 self.log_path.unlink()
-            except OSError:
-                pass
         return self.returncode
 
     def __enter__(self) -> "LocalServer":
@@ -164,14 +156,12 @@ def start_server(config: str = "batched", model_size: str = "tiny", model_dir: O
         raise ValueError("config={!r}: not one of {}".format(config, sorted(CONFIGS)))
     if model_dir is None and model_size not in MODEL_SIZES:
         raise ValueError("model_size={!r}: not one of {}".format(model_size, sorted(MODEL_SIZES)))
-    if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 0:
-        raise ValueError("max_queue={!r}: an integer of 0 or more".format(max_queue))
+    for name, value, low in (("max_queue", max_queue, 0), ("threads", threads, 1),
+                             ("reasoning_tokens", reasoning_tokens, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError("{}={!r}: an integer of {} or more".format(name, value, low))
     if max_batch is not None and (not isinstance(max_batch, int) or max_batch < 1):
         raise ValueError("max_batch={!r}: an integer of 1 or more, or None for the config's".format(max_batch))
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError("threads={!r}: an integer of 1 or more".format(threads))
-    if isinstance(reasoning_tokens, bool) or not isinstance(reasoning_tokens, int) or reasoning_tokens < 0:
-        raise ValueError("reasoning_tokens={!r}: an integer of 0 or more".format(reasoning_tokens))
     if reasoning_field not in REASONING_FIELDS:
         raise ValueError("reasoning_field={!r}: not one of {}".format(reasoning_field, list(REASONING_FIELDS)))
     if model_dir is not None and not (Path(model_dir) / "config.json").is_file():

@@ -1,13 +1,8 @@
 """The OpenAI chat-completions protocol as the local server speaks it: the request checked
 field by field, the response, the streamed chunks, ``usage`` and the error bodies.
 
-``usage`` carries OpenAI's three counts and, like SambaNova's Metis service, the server's own
-timings in seconds, under Metis's names: ``time_to_first_token``, ``total_latency``,
-``completion_tokens_per_sec``, ``completion_tokens_after_first_per_sec``,
-``completion_tokens_after_first_per_sec_first_ten``, ``total_tokens_per_sec``, ``start_time``,
-``end_time`` (Unix seconds), ``is_last_response`` and ``stop_reason``. Two more are labkit's own
-(not Metis's): ``time_in_queue`` (arrival to the start of the prefill) and ``batch_size_used``
-(the mean number of requests decoded together in this request's steps).
+``usage`` carries OpenAI's three counts and the server's own timings under the names SambaNova's
+Metis uses, plus two of labkit's own (docs/serving.md lists them all).
 """
 
 from __future__ import annotations
@@ -149,7 +144,7 @@ def parse_chat_request(raw: bytes, served_model: str) -> ChatRequest:
 
 
 def usage_body(gen: Generation, reasoning: int = 0) -> Dict[str, Any]:
-    """OpenAI's token counts and the server's timings (Metis's names; see the module docstring);
+    """OpenAI's token counts and the server's timings (Metis's names; docs/serving.md lists them);
     ``reasoning``: the server answers as a reasoning model, its first that many tokens reasoning
     (counted in ``completion_tokens`` and in ``completion_tokens_details.reasoning_tokens``, as OpenAI does)."""
     prompt, completion = len(gen.prompt_ids), gen.completion_tokens

@@ -6,18 +6,8 @@
     labkit results runs/mnist-lr                 # the summary again
     labkit.sweep.collect("runs/mnist-lr")        # its table as a DataFrame, in a notebook
 
-Each repeat runs with a different ``seed`` (the notebook's default seed, +1, +2, ...), so
-the notebook must declare ``seed``. Every run is executed into its own notebook under
-``OUT/runs/``; its row is saved next to it as ``<run>.json``, written atomically once the
-run has ended, which is what makes a sweep resumable: started again with the same
-arguments it skips runs that have a row and redoes the others. ``OUT/sweep.json`` holds
-the arguments; an ``--out`` from a different sweep is refused. Tables and plots are made
-by :mod:`labkit.sweep.report`.
-
-Parallel runs never collide: kernels use private sockets (see :mod:`labkit.execute`), and
-with GPUs present each worker's kernels see one GPU (``CUDA_VISIBLE_DEVICES``). Each worker's
-kernels get ``cores // workers`` threads, and each run's row says whether its timings were
-contended (:mod:`labkit.sweep.worker_share`).
+Each repeat runs with its own ``seed`` (so the notebook must declare one); each run's row is
+saved atomically once it ended, so the same command again resumes. docs/sweeps.md tells the rest.
 
 The package, one module per concern: :mod:`~labkit.sweep.planning` (the checked grid x repeats
 and the sweep folder), :mod:`~labkit.sweep.task` (one run and its row), :mod:`~labkit.sweep.dispatch`

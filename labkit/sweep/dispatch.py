@@ -2,10 +2,8 @@
 
     labkit sweep notebooks/graphcore/mnist.ipynb -p epochs 4,10 --repeats 3 --out runs/mnist-epochs --workers 2
 
-Parallel runs never collide: kernels use private sockets (see :mod:`labkit.execute`), and
-with GPUs present each worker's kernels see one GPU (``CUDA_VISIBLE_DEVICES``). Each worker's
-kernels get ``cores // workers`` threads (:mod:`labkit.sweep.worker_share`). Runs that already have
-a row are skipped, so the same command again resumes an interrupted sweep.
+Parallel runs never collide: kernels use private sockets (:mod:`labkit.execute`), each worker's
+kernels see one GPU where there are GPUs, and runs that already have a row are skipped.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from labkit.sweep import worker_share as share
 from labkit.sweep.parsl_executor import load_parsl_config, run_parsl
-from labkit.sweep.planning import SweepError, SweepPlan, done_tasks, prepare_out, read_row
+from labkit.sweep.planning import SweepError, SweepPlan, prepare_out, read_json
 from labkit.sweep.task import execute_task, row_of
 
 __all__ = ["run_sweep", "visible_gpus"]
@@ -100,9 +98,9 @@ def run_sweep(sweep: SweepPlan, out: str, workers: int = 1, executor: str = "loc
     tasks = sweep.tasks(os.path.abspath(out))
     if retry_failed:
         for task in tasks:
-            if os.path.isfile(task["row"]) and read_row(task["row"]).get("status") != "complete":
+            if os.path.isfile(task["row"]) and read_json(task["row"]).get("status") != "complete":
                 os.unlink(task["row"])
-    finished = set(done_tasks(tasks))
+    finished = {t["key"] for t in tasks if os.path.isfile(t["row"])}  # a run with a row is done
     todo = [t for t in tasks if t["key"] not in finished]
     gpus = list(visible_gpus() if gpus is None else gpus)
     failed = [0]

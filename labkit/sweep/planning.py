@@ -4,9 +4,7 @@
     sweep = plan("notebooks/graphcore/mnist.ipynb", [("epochs", "4,10")], repeats=3)
     sweep.tasks("runs/mnist-epochs")      # one task per configuration and seed
 
-``OUT/sweep.json`` (:data:`MANIFEST`) holds the arguments; each run's notebook and its row
-(``<run>.json``, written atomically once the run ended) live in ``OUT/runs/``. A restart with
-the same arguments resumes; an ``--out`` from a different sweep is refused.
+``OUT/sweep.json`` (:data:`MANIFEST`) holds the arguments, ``OUT/runs/`` each run's notebook and row.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
 from labkit.execute import NotebookParameters, notebook_parameters
@@ -25,8 +23,8 @@ from labkit.files import write_atomic
 from labkit.params import ParameterError
 from labkit.results import same_value
 
-__all__ = ["SweepError", "SweepPlan", "plan", "run_key", "is_sweep", "prepare_out", "done_tasks",
-           "read_row", "same_grid_value", "MANIFEST", "FORMAT", "RUNS"]
+__all__ = ["SweepError", "SweepPlan", "plan", "run_key", "is_sweep", "prepare_out",
+           "read_json", "grid_points", "same_grid_value", "MANIFEST", "FORMAT", "RUNS"]
 
 MANIFEST = "sweep.json"
 FORMAT = "labkit-sweep/1"
@@ -51,8 +49,7 @@ class SweepPlan:
     baseline_reason: str = ""
 
     def configurations(self) -> List[Dict[str, Any]]:
-        names = list(self.grid)
-        return [dict(zip(names, values)) for values in itertools.product(*(self.grid[n] for n in names))]
+        return grid_points(self.grid)
 
     def tasks(self, out: str) -> List[Dict[str, Any]]:
         """One task per configuration and seed, in a fixed order (configuration, then seed)."""
@@ -80,6 +77,11 @@ class SweepPlan:
         return data
 
 
+def grid_points(grid: Mapping[str, Sequence[Any]]) -> List[Dict[str, Any]]:
+    """Every point of ``grid``, as {parameter: value}, in the grid's order."""
+    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+
+
 def run_key(parameters: Mapping[str, Any]) -> str:
     """A file name for one run: ``epochs=4__learning_rate=0.01__seed=1``."""
     text = "__".join("{}={}".format(k, json.dumps(v) if not isinstance(v, str) else v) for k, v in parameters.items())
@@ -87,10 +89,6 @@ def run_key(parameters: Mapping[str, Any]) -> str:
     if len(text) > 120:  # long grids: keep a readable head and make it unique with a hash
         text = text[:100] + "__" + hashlib.sha1(text.encode()).hexdigest()[:12]
     return text
-
-
-def _split_values(text: str) -> List[str]:
-    return [v.strip() for v in text.split(",")] if text.strip() else []
 
 
 def plan(notebook: str, grid_text: Sequence[Tuple[str, str]], repeats: int = 1,
@@ -109,7 +107,7 @@ def plan(notebook: str, grid_text: Sequence[Tuple[str, str]], repeats: int = 1,
     problems: List[str] = []
     grid: Dict[str, List[Any]] = {}
     for name, text in grid_text:
-        values = _split_values(text)
+        values = [v.strip() for v in text.split(",")] if text.strip() else []
         if name == "seed":
             problems.append("-p seed {}: seeds are set by --repeats (default seed, +1, +2, ...), "
                             "not by the grid".format(text))
@@ -137,7 +135,9 @@ def plan(notebook: str, grid_text: Sequence[Tuple[str, str]], repeats: int = 1,
     base_seed = defaults.get("seed")
     base_seed = base_seed if isinstance(base_seed, int) and not isinstance(base_seed, bool) else 0
     seeds = [base_seed + r for r in range(repeats)]
-    result = SweepPlan(os.path.abspath(notebook), grid, repeats, seeds, timeout, _sha256(notebook))
+    with open(notebook, "rb") as f:
+        sha256 = hashlib.sha256(f.read()).hexdigest()
+    result = SweepPlan(os.path.abspath(notebook), grid, repeats, seeds, timeout, sha256)
     for config in result.configurations():
         declared.check(dict(config, seed=seeds[-1]))
     result.baseline, result.baseline_reason = _baseline(result, declared)
@@ -157,11 +157,6 @@ def _baseline(sweep: SweepPlan, declared: NotebookParameters) -> Tuple[Dict[str,
 def same_grid_value(a: Any, b: Any) -> bool:
     """Equal grid values: exactly, 1 and 1.0 alike (a float parameter given as an int default)."""
     return same_value(a, b, rtol=0.0, atol=0.0)
-
-
-def _sha256(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 def is_sweep(path: str) -> bool:
@@ -191,10 +186,7 @@ def prepare_out(sweep: SweepPlan, out: str) -> None:
     write_atomic(manifest_path, json.dumps(sweep.manifest(), indent=1) + "\n")
 
 
-def done_tasks(tasks: Iterable[Mapping[str, Any]]) -> List[str]:
-    return [t["key"] for t in tasks if os.path.isfile(t["row"])]
-
-
-def read_row(path: str) -> Dict[str, Any]:
+def read_json(path: str) -> Dict[str, Any]:
+    """A JSON file of the sweep folder (its manifest, a run's row)."""
     with open(path) as f:
         return json.load(f)

@@ -2,15 +2,13 @@
 
     labkit.sweep.plots.write_plots("runs/NAME")   # plot_<metric>_vs_<parameter>.png
     labkit.sweep.plots.plot_files("runs/NAME")    # the names written
-
-Every run is a point beside its configuration's mean with the 95 % CI error bar (the numbers of
-:mod:`labkit.sweep.tables`); timings are per worker share and contended runs are drawn as x.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 from typing import List
 
 from labkit.files import produce_atomic
@@ -36,7 +34,8 @@ def write_plots(out: str) -> List[str]:
     its 95 % CI error bar; a log x axis for a parameter that spans a decade; units on the axes."""
     import matplotlib
 
-    matplotlib.use("Agg", force=False) if not _pyplot_loaded() else None
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     manifest = read_manifest(out)
@@ -55,7 +54,7 @@ def write_plots(out: str) -> List[str]:
         timing = bool(part["timing"].iloc[0])
         for name in varied:
             others = [n for n in varied if n != name]
-            text = _is_text(manifest["grid"][name])
+            text = any(isinstance(v, str) for v in manifest["grid"][name])
             log = not text and _log_axis(manifest["grid"][name])
             positions = {v: i for i, v in enumerate(manifest["grid"][name])} if text else None
             fig, ax = plt.subplots(figsize=(5.5, 3.8))
@@ -105,16 +104,6 @@ def _step(xs: List[float]) -> float:
     ordered = sorted(set(xs))
     gaps = [b - a for a, b in zip(ordered, ordered[1:])]
     return min(gaps) if gaps else 1.0
-
-
-def _pyplot_loaded() -> bool:
-    import sys
-
-    return "matplotlib.pyplot" in sys.modules
-
-
-def _is_text(series) -> bool:
-    return any(isinstance(v, str) for v in series)
 
 
 def _safe(name: str) -> str:

@@ -3,12 +3,8 @@
     labkit results runs/NAME                      # prints summary.md again
     labkit.sweep.collect("runs/NAME")             # results.csv as a DataFrame, in a notebook
 
-The numbers come from :mod:`labkit.sweep.tables` (results.csv, statistics per configuration),
-the figures from :mod:`labkit.sweep.plots`.
-
-summary.md leads with the exercise's primary metrics (its table of metrics, e.g.
-``labkit.testbeds.graphcore.metrics``), then the others; a parameter with one value and a metric
-equal in every run are stated once at the top, not repeated in the tables.
+The numbers come from :mod:`labkit.sweep.tables`, the figures from :mod:`labkit.sweep.plots`;
+docs/sweeps.md shows what summary.md holds.
 """
 
 from __future__ import annotations
@@ -19,7 +15,8 @@ from typing import Dict, List, Optional
 from labkit.sweep import worker_share
 from labkit.files import write_atomic
 from labkit.sweep.plots import plot_files, write_plots
-from labkit.sweep.tables import (ALPHA, configurations, constant_metrics, contended_mask, exercise_table, fmt, isnan,
+from labkit.sweep.planning import grid_points
+from labkit.sweep.tables import (ALPHA, constant_metrics, contended_mask, exercise_table, fmt, isnan,
                                  read_manifest, summary_frame, table, with_unit)
 
 __all__ = ["summary_markdown", "write_reports", "counts", "primary_metrics", "main"]
@@ -41,11 +38,7 @@ def _share_line(frame) -> Optional[str]:
     text = ", ".join("{} worker{} at once with {} thread{} each".format(w, "s" if w > 1 else "", t, "s" if t > 1 else "")
                      for w, t in shares)
     return ("- worker share: {} (on {} cores): **timings are per worker share** (what one run does with its "
-            "threads while the others run), not the whole machine's speed".format(text, _cores()))
-
-
-def _cores() -> int:
-    return worker_share.cores()
+            "threads while the others run), not the whole machine's speed".format(text, worker_share.cores()))
 
 
 def _contention_line(frame) -> Optional[str]:
@@ -67,7 +60,7 @@ def _contention_line(frame) -> Optional[str]:
     return ("- contention: **{} of {} runs have contended timings** ({}; {}, on {} cores). Their timing metrics are "
             "marked `timing_contended` in results.csv and get no \"real difference\" verdict; accuracy and loss "
             "are not affected and are compared as usual".format(len(hit), len(frame), ", ".join(kinds), measured,
-                                                                  _cores()))
+                                                                  worker_share.cores()))
 
 
 def summary_markdown(out: str) -> str:
@@ -78,8 +71,7 @@ def summary_markdown(out: str) -> str:
     grid = list(manifest["grid"])
     varied = [n for n in grid if len(manifest["grid"][n]) > 1]
     fixed = {n: manifest["grid"][n][0] for n in grid if len(manifest["grid"][n]) == 1}
-    total = len(manifest["seeds"]) * max(1, len(configurations(manifest)))
-    complete = int((frame["status"] == "complete").sum()) if not frame.empty else 0
+    tally = _tally(manifest, frame)
     lines = ["# Sweep of {}".format(os.path.basename(manifest["notebook"])), ""]
     lines.append("- notebook: `{}`".format(manifest["notebook"]))
     lines.append("- grid: {}; repeats: {} (seeds {})".format(
@@ -87,8 +79,8 @@ def summary_markdown(out: str) -> str:
         manifest["repeats"], ", ".join(map(str, manifest["seeds"]))))
     if fixed:
         lines.append("- same in every run: " + ", ".join("{} = {}".format(k, v) for k, v in fixed.items()))
-    lines.append("- runs: {} of {} finished, {} complete, {} not complete".format(
-        len(frame), total, complete, len(frame) - complete))
+    lines.append("- runs: {finished} of {total} finished, {complete} complete, {not_complete} not "
+                 "complete".format(**tally))
     base = {k: v for k, v in (manifest.get("baseline") or {}).items() if k in varied}
     lines.append("- baseline: {} ({})".format(", ".join("{} = {}".format(k, v) for k, v in base.items()) or "defaults",
                                               manifest.get("baseline_reason", "")))
@@ -153,11 +145,13 @@ def summary_markdown(out: str) -> str:
 
 def counts(out: str) -> Dict[str, int]:
     """What the sweep folder holds, whoever ran it: {"total", "finished", "complete", "not_complete"}."""
-    manifest = read_manifest(out)
-    frame = table(out)
+    return _tally(read_manifest(out), table(out))
+
+
+def _tally(manifest, frame) -> Dict[str, int]:
     complete = int((frame["status"] == "complete").sum()) if not frame.empty else 0
-    return {"total": len(manifest["seeds"]) * max(1, len(configurations(manifest))), "finished": len(frame),
-            "complete": complete, "not_complete": len(frame) - complete}
+    total = len(manifest["seeds"]) * max(1, len(grid_points(manifest["grid"])))
+    return {"total": total, "finished": len(frame), "complete": complete, "not_complete": len(frame) - complete}
 
 
 def write_reports(out: str) -> Dict[str, str]:

@@ -3,36 +3,23 @@
     labkit.sweep.collect("runs/NAME")               # results.csv: one row per finished run
     labkit.sweep.tables.summary_frame("runs/NAME")  # one row per configuration and metric
 
-The rows come from ``runs/*.json``, each written once its run ended, so the tables are
-rebuilt from what is actually done (also after an interrupted sweep).
-
-Statistics (see :mod:`labkit.stats`): per configuration the mean, the sample standard
-deviation and a 95 % confidence interval of the mean (Student t with n-1 degrees of
-freedom). A configuration's difference from the baseline is "within noise" when Welch's
-two-sided t-test (unequal variances) gives p >= 0.05. Only runs with status ``complete``
-enter the statistics; the others are listed with their cause.
-
-Timings (metrics with a time or speed unit or name, see :func:`labkit.results.is_unstable`)
-are per worker share (:mod:`labkit.sweep.worker_share`). A run whose share overlapped another's, or
-that ran on a busy machine, has ``timing_contended`` set in results.csv; a timing metric of a
-configuration with such a run (or whose baseline has one) gets no "real difference" verdict.
-
-The helpers below the two tables (``fmt``, ``constant_metrics``, ...) are shared by
-:mod:`labkit.sweep.report` (summary.md) and :mod:`labkit.sweep.plots`.
+The rows come from ``runs/*.json``, so the tables show what is actually done (also after an
+interrupt). The statistics and the contended-timing rule are docs/sweeps.md's "Statistics" and
+"Contended timings"; the helpers below the two tables serve report.py and plots.py.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any, Dict, List, Union
 
 from labkit import exercises, stats
-from labkit.sweep.planning import MANIFEST, RUNS, SweepError, is_sweep, same_grid_value
+from labkit.sweep.planning import (MANIFEST, RUNS, SweepError, grid_points, is_sweep, read_json,
+                                   same_grid_value)
 
 __all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "collect", "table", "summary_frame", "is_timing",
-           "exercise_table", "contended_mask", "configurations", "isnan", "fmt", "constant_metrics", "with_unit"]
+           "exercise_table", "contended_mask", "isnan", "fmt", "constant_metrics", "with_unit"]
 
 #: The significance level of the "real difference" verdict.
 ALPHA = 0.05
@@ -43,8 +30,7 @@ CONTENDED_VERDICT = "timings contended: not compared"
 
 def read_manifest(out: str) -> Dict[str, Any]:
     """The sweep's sweep.json: its notebook, grid, seeds, repeats and baseline."""
-    with open(os.path.join(out, MANIFEST)) as f:
-        return json.load(f)
+    return read_json(os.path.join(out, MANIFEST))
 
 
 def table(out: str):
@@ -60,8 +46,7 @@ def table(out: str):
     units: Dict[str, str] = {}
     notes: Dict[str, List[str]] = {}
     for name in names:
-        with open(os.path.join(folder, name)) as f:
-            row = json_restore(json.load(f))
+        row = json_restore(read_json(os.path.join(folder, name)))
         units.update(row.pop("units", None) or {})  # kept beside the table, not as a column
         verdicts = row.pop("verdict_notes", None)
         if verdicts:
@@ -146,7 +131,7 @@ def summary_frame(out: str):
         timing = is_timing(metric, units, exercise)
         base_values = _values(complete, grid, baseline, metric)
         base_contended = len(_values(contended, grid, baseline, metric)) if timing else 0
-        for config in configurations(manifest):
+        for config in grid_points(manifest["grid"]):
             values = _values(complete, grid, config, metric)
             mean, std, low, high = stats.mean_ci(values)
             row: Dict[str, Any] = dict(config)
@@ -170,14 +155,6 @@ def summary_frame(out: str):
     return pd.DataFrame(rows)
 
 
-def configurations(manifest: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """Every point of the grid, as {parameter: value}, in the grid's order."""
-    import itertools
-
-    names = list(manifest["grid"])
-    return [dict(zip(names, v)) for v in itertools.product(*(manifest["grid"][n] for n in names))]
-
-
 def _values(frame, grid: List[str], config: Dict[str, Any], metric: str) -> List[float]:
     # a plain list of bools (pandas warns on bool & str when a column of an empty frame has string
     # dtype), built from the columns' values, not row by row: cheap for a large grid
@@ -194,11 +171,9 @@ def isnan(v: Any) -> bool:
 
 def fmt(x: Any) -> str:
     """A value as the summary writes it: 4 significant digits, "–" for NaN."""
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "–"
-        return "{:.4g}".format(x)
-    return str(x)
+    if isnan(x):
+        return "–"
+    return "{:.4g}".format(x) if isinstance(x, float) else str(x)
 
 
 def constant_metrics(frame, manifest: Dict[str, Any]) -> Dict[str, Any]:

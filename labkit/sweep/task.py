@@ -73,7 +73,6 @@ def execute_task(task: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
     return row
 
 
-
 def row_of(future: Future, task: Mapping[str, Any]) -> Dict[str, Any]:
     """The task's row; a worker that failed (not the kernel: the worker) gives an unsaved row."""
     try:

@@ -2,21 +2,14 @@
 
     labkit sweep NOTEBOOK ... --workers 2      # on 2 cores: each run gets 1 thread
 
-Runs that execute at once on one machine fight for its cores. So each worker gets
-``threads = cores // workers`` (at least 1), set in its kernels' environment *before* torch
-starts (``OMP_NUM_THREADS`` and friends are read when torch is imported; a notebook cannot
-change them for itself later), and one GPU each where there are GPUs (``labkit.sweep``).
-The share is recorded in every run's environment: :func:`labkit.devices.environment` reads
-``LABKIT_SWEEP_*`` with :func:`labkit.devices.recorded_share`, which lives below the sweep
-because every run records it; ``summary.md`` says that timings are per worker share.
+Each worker gets ``threads = cores // workers`` (at least 1), set in its kernels' environment
+*before* torch starts (``OMP_NUM_THREADS`` and friends are read when torch is imported; a notebook
+cannot change them later). The share is recorded in every run's environment
+(:func:`labkit.devices.recorded_share` reads it, below the sweep because every run records it).
 
-Timings are still contended when the shares overlap: more workers than cores (a share
-cannot be less than one thread), or a machine busy with other work. The second is seen
-from the 1-minute load average measured just before and just after each run: above
-``cores + LOAD_SLACK`` more tasks wanted a core than there were cores, so some waited and
-the run's times include that wait. Such runs keep their accuracy and loss (contention
-changes when things happen, not what is computed) but their timing metrics are marked
-contended and kept out of the "real difference" verdicts (``labkit.sweep.tables``).
+Timings are still contended when the shares overlap (more workers than cores) or the 1-minute
+load average just before or after a run exceeds ``cores + LOAD_SLACK``: then some task waited
+for a core, and that wait is in the run's times (docs/sweeps.md, "Contended timings").
 """
 
 from __future__ import annotations

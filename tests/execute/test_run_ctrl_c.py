@@ -483,7 +483,7 @@ def test_the_kernels_stderr_reaches_the_terminal_less_interrupt_and_exit_noise(c
     own lines and a libzmq abort or a ZMQError while it runs come through (they say why a kernel died);
     ipykernel's interrupt line does not, nor, once the kernel was told to shut down, libzmq's abort
     (CI printed it after a second Ctrl-C) or ipykernel's ZMQError (seen here after a first one)."""
-    from labkit.interrupts.runner import CtrlC
+    from labkit.execute.client import KernelStderr
 
     seen = ""
 
@@ -494,11 +494,11 @@ def test_the_kernels_stderr_reaches_the_terminal_less_interrupt_and_exit_noise(c
             time.sleep(0.05)
             seen += capfd.readouterr().err
 
-    with CtrlC() as ctrl_c:
+    with KernelStderr() as kernel_stderr:
         kernel = subprocess.Popen([sys.executable, "-c", KERNEL_STDERR], stdin=subprocess.PIPE,
-                                  stderr=ctrl_c.kernel_stderr())
+                                  stderr=kernel_stderr.fd)
         read_until("non-socket")
-        ctrl_c.kernel_exiting.set()
+        kernel_stderr.exiting.set()
         kernel.communicate(b"\n", timeout=60)
         read_until("a last line")  # the forwarder's own pace, not the 2 s the with block gives it
     race = ["ERROR:tornado.general:Uncaught exception in ZMQStream callback", "Traceback (most recent call last):",

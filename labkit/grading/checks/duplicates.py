@@ -4,14 +4,9 @@
     result["fingerprints"] = file_fingerprints("submissions/alice", handout="notebooks/homework")
     flags = find_duplicates(results)     # student -> [("log logs/x.log", ["ben"]), ...]
 
-A fingerprint is the SHA-256 of a handed-in file's bytes, or of a submitted record that holds
-measured timings (two honest runs never time the same to the last digit; a deterministic
-accuracy alone proves nothing, so a record without timings is not fingerprinted). Files equal
-to a file the instructor handed out (the rubric template's folder) and empty files are not
-fingerprints either. Records read from a log (``params['log']``) are not: their log is. Duplicates
-are flagged in the gradebook (``duplicate_evidence``: who shares how many of what), the class
-summary (every shared piece and its students) and the feedback (which files, not who else),
-never penalised: the instructor decides.
+A record is fingerprinted only when it holds measured timings (two honest runs never time the
+same to the last digit; a deterministic accuracy proves nothing), a handout or empty file never.
+Duplicates are flagged, never penalised (docs/grading.md, "After grading").
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """What the rubric's checks share: the evidence a submission gave, a check, its result, and
-picking the runs a check looks at (by exercise and parameters; values compare by
-:func:`labkit.results.same_value`).
+picking the runs a check looks at (values compare by :func:`labkit.results.same_value`).
 
     from labkit.grading.checks.evidence import Evidence
     Evidence(submitted=nb, submitted_records={}, fresh=records, status="ok")
-
-The check types themselves are in :mod:`labkit.grading.checks.records` (records: ``record``,
-``runs``, ``reproduce``, ``rerun``) and :mod:`labkit.grading.checks.answers` (``answer``,
-``no_error``); :mod:`labkit.grading.checks.rubric` reads the file that lists them.
 """
 
 from __future__ import annotations
@@ -28,13 +23,9 @@ NUMBER = (int, float)
 
 @dataclass
 class Evidence:
-    """What a submission gave the grader.
-
-    ``submitted``: the notebook as handed in (for written answers); ``submitted_records``:
-    records in its outputs (only the reproduce check reads them); ``fresh``: records of the
-    grader's execution; ``status``: ok, error, timeout, kernel died, failed, unreadable.
-    ``recompute(function, [params, ...])`` runs a trusted recompute function on each set of
-    recorded parameters in one sandboxed process; the answers land in ``trusted``.
+    """What a submission gave the grader: the notebook as handed in, the records in its outputs (read by
+    ``reproduce`` alone), the records of the grader's execution (``fresh``) and how it went (``status``).
+    ``recompute(function, [params, ...])`` runs trusted code on recorded parameters (answers: ``trusted``).
     """
 
     submitted: Any
@@ -126,11 +117,7 @@ def run_label(name: str, run: Run) -> str:
 
 
 def wheres_of(runs: List[Run]) -> str:
-    seen: List[str] = []
-    for run in runs:
-        if where_it_ran(run) not in seen:
-            seen.append(where_it_ran(run))
-    return ", ".join(seen)
+    return ", ".join(dict.fromkeys(where_it_ran(run) for run in runs))
 
 
 def select_runs(check: Check, evidence: Evidence, records: Optional[Dict[str, Any]] = None) -> List[Tuple[str, Run]]:

@@ -17,25 +17,25 @@ from labkit.results import Run, same_value
 __all__ = ["grade_record", "grade_runs", "grade_reproduce", "grade_rerun", "RERUN_FUNCTION"]
 
 
-def _metric_of(check: Check, run: Run) -> Optional[str]:
-    """The first of the check's metrics this run recorded (``metric`` may list alternatives, e.g.
-    the GroqChip's accuracy and the CPU's, for testbed and portable runs)."""
-    names = check.options["metric"]
+def _first_of(names: Any, found: Dict[str, Any]) -> Optional[str]:
+    """The first of ``names`` in ``found``: a check's ``metric`` or ``parameter`` may list alternatives
+    (the GroqChip's accuracy and the CPU's, for testbed and portable runs)."""
     for name in ([names] if isinstance(names, str) else names):
-        if name in run.metrics:
+        if name in found:
             return name
     return None
 
 
 def grade_record(check: Check, evidence: Evidence) -> CheckResult:
     low, high = check.options.get("min"), check.options.get("max")
-    shown_metric = check.options["metric"] if isinstance(check.options["metric"], str) else \
-        " or ".join(check.options["metric"])
-    runs, refused = split_evidence(check, [(n, r) for n, r in select_runs(check, evidence) if _metric_of(check, r)])
+    wanted = check.options["metric"]
+    shown_metric = wanted if isinstance(wanted, str) else " or ".join(wanted)
+    recorded = [(n, r) for n, r in select_runs(check, evidence) if _first_of(wanted, r.metrics)]
+    runs, refused = split_evidence(check, recorded)
     if not runs:
         return check.result(0, refused or "no run of {} recorded the metric '{}' when the grader ran the notebook".format(
             describe_selection(check), shown_metric))
-    metric_of = {id(r): _metric_of(check, r) for _n, r in runs}
+    metric_of = {id(r): _first_of(wanted, r.metrics) for _n, r in runs}
     inside = [(n, r) for n, r in runs if _in_range(r.metrics[metric_of[id(r)]], low, high)]
     outside = [(n, r) for n, r in runs if not _in_range(r.metrics[metric_of[id(r)]], low, high)]
     problems = [refused] if refused else []
@@ -79,15 +79,6 @@ def _range(low: Any, high: Any) -> str:
     return "any value"
 
 
-def _parameter_of(check: Check, run: Run) -> Optional[str]:
-    """The first of the check's parameters this run has (``parameter`` may list alternatives)."""
-    names = check.options["parameter"]
-    for name in ([names] if isinstance(names, str) else names):
-        if name in run.params:
-            return name
-    return None
-
-
 def grade_runs(check: Check, evidence: Evidence) -> CheckResult:
     parameter = check.options["parameter"]
     needed = int(check.options.get("at_least", 2))
@@ -95,7 +86,7 @@ def grade_runs(check: Check, evidence: Evidence) -> CheckResult:
     counted: List[Tuple[Any, Run]] = []  # (value, run), testbed runs first
     rejected: List[str] = []
     for name, run in runs:
-        key = _parameter_of(check, run)
+        key = _first_of(parameter, run.params)
         if key is None:
             continue
         value = run.params[key] if isinstance(parameter, str) else "{}={}".format(key, run.params[key])

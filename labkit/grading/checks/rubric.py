@@ -1,29 +1,18 @@
-"""Rubrics: what a homework is graded on, read from YAML and checked when loaded.
+"""The rubric: a YAML file of checks, validated when loaded, applied to a submission's evidence.
 
     from labkit.grading.checks.rubric import load_rubric
     rubric = load_rubric("notebooks/homework/ai_testbeds.rubric.yml")   # RubricError names the line
     results = rubric.grade(evidence)                                   # one CheckResult per check
 
-The format is documented in docs/grading.md. Every check has ``name``, ``type`` and
-``points`` and may have ``description`` (shown to students) and ``hidden: true`` (feedback
-then says only whether it passed). Check types: ``record``, ``runs``, ``answer``,
-``reproduce``, ``rerun``, ``no_error``. Checks read only the records of the grader's own execution
-(``Evidence.fresh``); the student's submitted outputs are read by ``reproduce`` alone.
-
-``record`` and ``runs`` checks say what evidence counts: ``evidence: any`` (default) takes
-testbed and portable runs alike, ``evidence: testbed`` refuses portable runs with a reason
-that says so, and ``portable_points`` caps what portable runs alone can earn. Every reason
-names where each run it cites ran (:func:`labkit.testbeds.homework.hardware.where_it_ran`).
-
-The checks live in :mod:`labkit.grading.checks.evidence` (evidence, results, run selection),
-:mod:`labkit.grading.checks.records`, :mod:`labkit.grading.checks.answers` and
-:mod:`labkit.grading.checks.verify` (recomputation); this module reads and validates the file.
+The format and each check type: docs/grading.md, "Rubric format". Checks read only the records of
+the grader's own execution; the student's submitted outputs are read by ``reproduce`` alone.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -98,10 +87,8 @@ class Rubric:
             import nbformat
 
             evidence.template = nbformat.read(self.template_path, as_version=4)
-        try:
+        with suppress(Exception):  # each check reports its own recomputation problem
             prefetch_trusted(self.checks, evidence)
-        except Exception:  # noqa: S110 - each check reports its own recomputation problem
-            pass
         out = []
         for check in self.checks:
             try:

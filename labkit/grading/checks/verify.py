@@ -41,11 +41,8 @@ def prefetch_trusted(checks: List["Check"], evidence: Evidence) -> None:
 
 
 def verify_run(check: Check, evidence: Evidence, run: Run, metrics: Optional[List[str]] = None) -> Optional[str]:
-    """None when trusted code, given the run's recorded parameters, agrees with the record.
-
-    Checks without ``recompute`` trust the record. The recompute function returns metrics,
-    or ``{"params": ..., "metrics": ...}`` whose params must match the record's too.
-    """
+    """None when trusted code, given the run's recorded parameters, agrees with the record (metrics, and
+    params where it returns them); checks without ``recompute`` trust the record."""
     function = check.options.get("recompute")
     if not function:
         return None

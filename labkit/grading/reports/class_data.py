@@ -6,21 +6,10 @@
     data.outliers                         # the points far from the class, with the misreading when known
     open("class.csv", "w").write(long_csv(data.rows))
 
-The runs are those the grader's own execution recorded (``DIR/executed/<student>.ipynb``, the
-runs its state lists for the student), labelled where they ran as the feedback pages label them.
-Each exercise shows its headline figures against the parameter its homework varies
-(:data:`FIGURES`); an inference run that compared endpoints gives one run per endpoint (its
-series ``<figure>:<endpoint>``), never figures pooled over endpoints.
-
-A point is far from the class (:data:`RULE`) by the median absolute deviation of log10(value)
-among the runs of the same figure, the same parameter value and the same kind of place (the
-testbed, or a portable CPU or GPU), when at least :data:`MIN_GROUP` such runs exist; the MAD has
-a floor (wider for portable runs, whose times are the student's machine's). The
-misreadings named beside a point are those labkit detects: the notes its readers write (a
-throughput that counts prompt tokens, one request stream's throughput) and two read off the
-class (a time that comes back to the class once the run's own compile time is taken off; a run
-labelled a testbed's whose figure sits with the class's portable runs, or whose device is a CPU
-or GPU).
+The runs are those the grader's own execution recorded; each exercise shows its headline figures
+against the parameter its homework varies (:data:`FIGURES`), one run per endpoint, never pooled.
+The rule for "far" is :data:`RULE`; the misreadings named beside a point are listed in
+docs/grading.md, "After grading".
 """
 
 from __future__ import annotations
@@ -39,7 +28,7 @@ from labkit.errors import LabkitError
 from labkit.testbeds.homework.hardware import where_it_ran
 
 __all__ = ["COLUMNS", "FIGURES", "RULE", "MIN_GROUP", "THRESHOLD", "ClassData", "Outlier", "read_class",
-           "class_data", "class_rows", "run_rows", "student_runs", "find_outliers", "long_csv", "place_kind",
+           "class_data", "run_rows", "student_runs", "find_outliers", "long_csv", "place_kind",
            "ClassDataError"]
 
 COLUMNS = ("student", "exercise", "run", "endpoint", "parameter", "parameter_value", "metric", "value", "unit",
@@ -136,11 +125,7 @@ def _parameter(run: Mapping[str, Any], names: Sequence[str]) -> Tuple[str, str]:
 
 def _flags(run: Mapping[str, Any]) -> List[str]:
     notes = " ".join(str(n) for n in (run.get("notes") or [])[:50])
-    found: List[str] = []
-    for text, name in _NOTE_MISREADINGS:
-        if text in notes and name not in found:
-            found.append(name)
-    return found
+    return list(dict.fromkeys(name for text, name in _NOTE_MISREADINGS if text in notes))
 
 
 def run_rows(student: str, name: str, run: Mapping[str, Any], where: str) -> List[Dict[str, Any]]:
@@ -217,30 +202,9 @@ def student_runs(out_dir: str, result: Mapping[str, Any]) -> List[Tuple[str, Dic
         records = results.read(path).records
     except (OSError, ValueError):
         return []
-    found = []
-    for name, data in records.items():
-        if name in graded and isinstance(data, dict) and isinstance(data.get("metrics"), dict):
-            found.append((name, data, graded[name] or where_it_ran(data)))
+    found = [(name, data, graded[name] or where_it_ran(data)) for name, data in records.items()
+             if name in graded and isinstance(data, dict) and isinstance(data.get("metrics"), dict)]
     return found[:_MAX_RUNS]
-
-
-def class_rows(out_dir: str, results_: Sequence[Mapping[str, Any]],
-               cache: Optional[Dict[Tuple[str, str], Any]] = None) -> Tuple[List[Dict[str, Any]], Dict[Any, Any]]:
-    """Every student's points, and each run's record by (student, run name); ``cache`` by (student, key)."""
-    rows: List[Dict[str, Any]] = []
-    records: Dict[Tuple[str, str], Mapping[str, Any]] = {}
-    for result in sorted(results_, key=lambda r: str(r.get("student"))):
-        student = str(result.get("student"))
-        key = (student, str(result.get("key", "")) + str(result.get("seconds", "")))
-        runs = cache.get(key) if cache is not None else None
-        if runs is None:
-            runs = student_runs(out_dir, result)
-            if cache is not None:
-                cache[key] = runs
-        for name, data, where in runs:
-            records[(student, name)] = data
-            rows.extend(run_rows(student, name, data, where))
-    return rows, records
 
 
 def _group_key(row: Mapping[str, Any]) -> Tuple[Any, ...]:
@@ -315,17 +279,26 @@ def _portable_as_testbed(row: Mapping[str, Any], record: Mapping[str, Any],
 def read_class(out_dir: str, cache: Optional[Dict[Tuple[str, str], Any]] = None) -> ClassData:
     """What `labkit grade` wrote in ``out_dir``, as the page and the long table need it."""
     results_ = [r for r in _state(out_dir).values() if isinstance(r, dict) and r.get("student")]
-    return class_data(out_dir, results_, cache)
+    return class_data(out_dir, results_, {} if cache is None else cache)
 
 
-def class_data(out_dir: str, results_: List[Dict[str, Any]], cache: Optional[Dict[Tuple[str, str], Any]] = None,
+def class_data(out_dir: str, results_: List[Dict[str, Any]], cache: Dict[Tuple[str, str], Any],
                title: str = "", checks: Optional[Sequence[str]] = None) -> ClassData:
+    """Every student's points and the outliers; ``cache``: each student's recorded runs by (student, key)."""
     results_ = sorted(results_, key=lambda r: str(r.get("student")))
     stored_title, stored_checks = _rubric(out_dir, results_)
-    rows, records = class_rows(out_dir, results_, cache)
-    outliers = find_outliers(rows, records)
-    return ClassData(rows, outliers, results_, list(checks) if checks is not None else stored_checks,
-                     title or stored_title or "Class")
+    rows: List[Dict[str, Any]] = []
+    records: Dict[Tuple[str, str], Mapping[str, Any]] = {}
+    for result in results_:
+        student = str(result.get("student"))
+        key = (student, str(result.get("key", "")) + str(result.get("seconds", "")))
+        if key not in cache:
+            cache[key] = student_runs(out_dir, result)
+        for name, data, where in cache[key]:
+            records[(student, name)] = data
+            rows.extend(run_rows(student, name, data, where))
+    return ClassData(rows, find_outliers(rows, records), results_,
+                     list(checks) if checks is not None else stored_checks, title or stored_title or "Class")
 
 
 def long_csv(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -4,14 +4,9 @@
     from labkit.grading.reports.class_page import class_html
     html = class_html(read_class("grades/"))       # or `labkit class grades/`
 
-For each exercise found in the class (grouped by the homework that asks for it), one figure per
-headline figure: every student's runs as points against the parameter the homework varies,
-coloured by where each ran, with the class's median and spread (the middle half) at each value;
-then the points far from the class (the rule stated on the page) with the misreading labkit
-detects where it applies; per rubric check, a dot plot of who got which points and the commonest
-failure; and the evidence several students handed in (as ``summary.md`` lists it). The figures
-are hand-written SVG inside the page: no script, no stylesheet or font from anywhere, so the page
-opens from a file offline, and a class of 200 stays well under 2 MB.
+What the page shows: docs/grading.md, "After grading". The figures are hand-written SVG inside
+the page (no script, nothing fetched), so it opens from a file offline and a class of 200 stays
+well under 2 MB.
 """
 
 from __future__ import annotations

@@ -3,11 +3,8 @@
     from labkit.grading.reports.feedback import feedback_html
     html = feedback_html(result)     # result: one entry of the grader's state
 
-Each check shows its points, where the runs it counted ran, and, for visible checks, why it
-passed or failed. A check the rubric marks ``hidden: true`` shows only its name, points and
-pass/fail: never its reason, thresholds or description, so feedback does not give the hidden
-tests away. A table lists every run the grader's execution recorded and where it ran; portable
-runs are marked as models of the exercise, not measurements of the testbed.
+A check the rubric marks ``hidden: true`` shows only its name, points and pass/fail, so feedback
+does not give the hidden tests away; portable runs are marked as models of the exercise.
 """
 
 from __future__ import annotations

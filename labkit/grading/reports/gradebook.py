@@ -3,13 +3,7 @@
     from labkit.grading.reports.gradebook import write_gradebook, read_gradebook
     write_gradebook("out/gradebook.csv", rubric.names, results)   # atomic: never half-written
 
-Columns: ``student``, one per rubric check (points earned), ``total``, ``max``, ``status``
-(how the grader's execution went), ``where`` (where the graded runs ran: ``IPU``, ``CS-2``,
-``SN30``, ``GroqChip``, ``portable: CPU``, ``portable: GPU``), ``isolation`` (the sandbox level in force
-for that run) and ``reason``, then ``duplicate_evidence`` (files or records this student handed in
-that another student handed in too, flagged for the instructor, not penalised). Plain CSV with a
-header row and numbers in the score columns, which is what
-Canvas, Moodle and Blackboard grade imports map column by column.
+The columns: docs/grading.md, "Gradebook".
 """
 
 from __future__ import annotations
@@ -21,7 +15,7 @@ from typing import Any, Dict, Iterable, List, Sequence
 
 from labkit.files import write_atomic
 
-__all__ = ["write_gradebook", "read_gradebook", "columns", "one_line"]
+__all__ = ["write_gradebook", "read_gradebook", "columns", "one_line", "score"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -39,7 +33,8 @@ def columns(check_names: Sequence[str]) -> List[str]:
     return ["student"] + list(check_names) + list(TRAILING) + list(FLAGS)
 
 
-def _score(value: Any) -> str:
+def score(value: Any) -> str:
+    """Points as the gradebook writes them (at most 3 decimals); '' for none."""
     if value is None or value == "":
         return ""
     return "{:g}".format(round(float(value), 3))
@@ -55,8 +50,8 @@ def write_gradebook(path: str, check_names: Sequence[str], results: Iterable[Dic
         row = [result["student"]]
         for name in check_names:
             check = by_name.get(name)
-            row.append("" if check is None or check.get("skipped") else _score(check["score"]))
-        row += [_score(result.get("total", 0)), _score(result.get("max_total", 0)), result.get("status", ""),
+            row.append("" if check is None or check.get("skipped") else score(check["score"]))
+        row += [score(result.get("total", 0)), score(result.get("max_total", 0)), result.get("status", ""),
                 one_line(result.get("where")), result.get("isolation", ""), one_line(result.get("reason")),
                 one_line(result.get("duplicate_note"))]
         writer.writerow(row)

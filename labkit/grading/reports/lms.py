@@ -3,14 +3,9 @@
     from labkit.grading.reports.lms import canvas_csv
     text = canvas_csv(results, assignment="Homework: AI testbeds", points_possible=39)
 
-Canvas's Gradebook > Import takes a CSV whose first five columns identify the student
-(``Student``, ``ID``, ``SIS User ID``, ``SIS Login ID``, ``Section``) followed by one column per
-assignment, with an optional ``Points Possible`` row under the header (as Canvas's own export
-has). Students are matched here by login: ``SIS Login ID`` is the submission's name (the
-student's folder or notebook name), the other identity columns are left empty for Canvas to
-fill. An assignment column named like an existing assignment (``Name (12345)`` as exported)
-updates it; a new name creates the assignment. Students whose submission could not be graded
-get the points the grader gave them (0), never an empty cell, so nobody is silently skipped.
+The columns of Canvas's own Gradebook export, students matched by ``SIS Login ID`` (the
+submission's name); an ungraded submission gets its 0, never an empty cell (docs/grading.md,
+"After grading").
 """
 
 from __future__ import annotations
@@ -19,14 +14,12 @@ import csv
 import io
 from typing import Any, Iterable, Mapping
 
+from labkit.grading.reports.gradebook import score
+
 __all__ = ["canvas_csv", "LMS_FORMATS"]
 
 LMS_FORMATS = ("canvas",)
 IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
-
-
-def _score(value: Any) -> str:
-    return "{:g}".format(round(float(value or 0), 3))
 
 
 def canvas_csv(results: Iterable[Mapping[str, Any]], assignment: str, points_possible: float) -> str:
@@ -36,7 +29,7 @@ def canvas_csv(results: Iterable[Mapping[str, Any]], assignment: str, points_pos
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(list(IDENTITY) + [assignment])
-    writer.writerow(["    Points Possible", "", "", "", "", _score(points_possible)])
+    writer.writerow(["    Points Possible", "", "", "", "", score(points_possible or 0)])
     for result in sorted(results, key=lambda r: r["student"]):
-        writer.writerow([result["student"], "", "", result["student"], "", _score(result.get("total", 0))])
+        writer.writerow([result["student"], "", "", result["student"], "", score(result.get("total") or 0)])
     return out.getvalue()

@@ -4,11 +4,7 @@
     rows = class_summary(results, rubric.names)     # one row per check
     print(summary_markdown(rows, len(results)))
 
-For each check: its points, how many students were graded on it, the mean, how many got
-full, partial and no credit, the distribution of points (``score:count``), and the commonest
-reason it was not passed (reasons that differ only in their numbers count as one; one real
-example is shown), with how many students it concerns; then every piece of evidence (file or
-record) that more than one student handed in, with their names.
+Reasons that differ only in their numbers count as one failure (docs/grading.md, "After grading").
 """
 
 from __future__ import annotations

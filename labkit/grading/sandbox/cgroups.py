@@ -3,8 +3,6 @@
     folders = make_cgroups("<pid>-r<n>", limits)   # [] where this grader may make none
     cgroup_command(folders, parent)                # the launcher stage that joins them
     remove_cgroups(folders)                        # kill what is left, remove them
-
-The cap holds even when the kernel cannot run as a private uid (:mod:`labkit.grading.sandbox.uids`).
 """
 
 from __future__ import annotations
@@ -12,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from contextlib import suppress
 from typing import Any, Dict, List, Optional, Sequence
 
 from labkit.grading.sandbox.levels import LAUNCHER, Limits
@@ -36,14 +35,11 @@ def cgroup_parents() -> Dict[str, str]:
 
 
 def _own_cgroup(controller: str) -> str:
-    try:
-        with open("/proc/self/cgroup") as f:
-            for line in f:
-                _id, names, path = line.rstrip("\n").split(":", 2)
-                if (controller == "" and names == "") or controller in names.split(","):
-                    return path
-    except OSError:
-        pass
+    with suppress(OSError), open("/proc/self/cgroup") as f:
+        for line in f:
+            _id, names, path = line.rstrip("\n").split(":", 2)
+            if (controller == "" and names == "") or controller in names.split(","):
+                return path
     return "/"
 
 
@@ -58,10 +54,12 @@ def make_cgroups(name: str, limits: Limits) -> List[str]:
                 _write(os.path.join(folder, "pids.max"), str(int(limits.nproc)))
             if controller == "memory" and limits.memory_bytes:
                 _write(os.path.join(folder, "memory.limit_in_bytes"), str(int(limits.memory_bytes)))
-                _write_optional(os.path.join(folder, "memory.memsw.limit_in_bytes"), str(int(limits.memory_bytes)))
+                with suppress(OSError):
+                    _write(os.path.join(folder, "memory.memsw.limit_in_bytes"), str(int(limits.memory_bytes)))
             if controller == "unified" and limits.memory_bytes:
                 _write(os.path.join(folder, "memory.max"), str(int(limits.memory_bytes)))
-                _write_optional(os.path.join(folder, "memory.swap.max"), "0")
+                with suppress(OSError):
+                    _write(os.path.join(folder, "memory.swap.max"), "0")
         except OSError:
             remove_cgroups([folder])
             continue
@@ -72,13 +70,6 @@ def make_cgroups(name: str, limits: Limits) -> List[str]:
 def _write(path: str, text: str) -> None:
     with open(path, "w") as f:
         f.write(text)
-
-
-def _write_optional(path: str, text: str) -> None:
-    try:
-        _write(path, text)
-    except OSError:
-        pass
 
 
 def _cgroup_pids(folder: str) -> List[int]:
@@ -97,10 +88,8 @@ def kill_cgroup_processes(folders: Sequence[str]) -> None:
             if not pids:
                 break
             for pid in pids:
-                try:
+                with suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
             time.sleep(0.02)
 
 
@@ -108,10 +97,8 @@ def remove_cgroups(folders: Sequence[str]) -> None:
     """Kill whatever is left in the run's cgroups, then remove them."""
     kill_cgroup_processes(folders)
     for folder in folders:
-        try:
+        with suppress(OSError):
             os.rmdir(folder)
-        except OSError:
-            pass
 
 
 def remove_stale_cgroups(alive: Any) -> None:
@@ -129,11 +116,8 @@ def remove_stale_cgroups(alive: Any) -> None:
 
 
 def cgroup_command(folders: Sequence[str], parent: Optional[int] = None, always: bool = False) -> List[str]:
-    """The first stage of a kernel launch: die with the grader, join the run's cgroups.
-
-    Empty when there are no cgroups to join, unless ``always`` (the ``unshare`` level needs
-    this stage: ``unshare`` itself would otherwise outlive a grader killed with SIGKILL).
-    """
+    """The first stage of a kernel launch: die with the grader, join the run's cgroups; empty when there
+    are none, unless ``always`` (``unshare`` itself would otherwise outlive a grader killed with SIGKILL)."""
     if not folders and not always:
         return []
     cmd = LAUNCHER + ["--die-with-parent"]

@@ -3,16 +3,10 @@
     abi = abi_version()                                  # 0 where the kernel has no Landlock
     restrict(read=[...], write=[run_folder], deny=[submissions], deny_tcp=True)   # then exec
 
-After :func:`restrict`, the process can read (and execute) only below ``read`` and the system
-folders it needs (:func:`system_read_paths`), read and write only below ``write``, and nothing
-else, whatever its uid; with ABI 4+ it can neither connect nor bind a TCP socket, with ABI 6+
-it reaches no abstract UNIX socket and signals no process outside its own domain. Landlock
-also keeps it from ptracing (so from reading ``/proc/<pid>/environ`` of) processes outside.
-The calls are the kernel's three syscalls, through ``ctypes``: standard library only (and
-labkit's error base where labkit is importable), since the launcher (``launcher.py``, run with
-``python -I -S``) loads this file before every kernel.
-``LABKIT_LANDLOCK=off`` in the environment makes :func:`abi_version` report 0 (what a kernel
-without Landlock gives: ``labkit grade --check`` then says so).
+What a confined kernel may still do, per ABI: docs/grading.md, "Isolation levels". The calls
+are the kernel's three syscalls through ``ctypes``, standard library only (and labkit's error
+base where importable): the launcher (``python -I -S``) loads this file by its path.
+``LABKIT_LANDLOCK=off`` makes :func:`abi_version` report 0, as a kernel without Landlock does.
 """
 
 from __future__ import annotations
@@ -22,7 +16,7 @@ import os
 import platform
 import stat
 import struct
-from typing import Iterable, List, Optional, Sequence, Set
+from typing import Iterable, List, Optional, Sequence
 
 try:
     from labkit.errors import LabkitError
@@ -30,7 +24,7 @@ except ImportError:  # loaded by its path in the kernel's launcher (python -I -S
     class LabkitError(Exception):  # type: ignore[no-redef]
         """A stand-in: the launcher only catches OSError."""
 
-__all__ = ["abi_version", "restrict", "READ", "LandlockError"]
+__all__ = ["abi_version", "restrict", "inside", "READ", "LandlockError"]
 
 # landlock_create_ruleset, landlock_add_rule, landlock_restrict_self: the same numbers on every
 # architecture that got them through the unified syscall table.
@@ -81,33 +75,26 @@ def abi_version() -> int:
 
 
 def _fs_rights(abi: int) -> int:
-    rights = _ABI1_FS
-    if abi >= 2:
-        rights |= REFER
-    if abi >= 3:
-        rights |= TRUNCATE
-    if abi >= 5:
-        rights |= IOCTL_DEV
-    return rights
+    later = ((2, REFER), (3, TRUNCATE), (5, IOCTL_DEV))  # (the ABI that brought it, the right)
+    return _ABI1_FS | sum(right for since, right in later if abi >= since)
 
 
-def _inside(path: str, folder: str) -> bool:
+def inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or below it (both already real paths)."""
     folder = folder.rstrip(os.sep) + os.sep
     return (path.rstrip(os.sep) + os.sep).startswith(folder)
 
 
 def _minus(path: str, deny: Sequence[str], out: List[str], listed: Optional[List[str]] = None,
            top: bool = True) -> None:
-    """``path``, or, when a denied path lies below it, its children but the way to what is denied.
+    """``path`` into ``out``, or, when a denied path lies below it, its children but the way to it.
 
-    A denied folder carves a hole in a larger grant; ``path`` itself inside a denied folder
-    (``top``: asked for by name, such as the run's own submission copy) stays granted. A folder
-    split so goes to ``listed``: Python's importer lists the folders on ``sys.path``, so it keeps
-    the right to list folders below it (names, never the bytes of a denied file).
+    ``path`` asked for by name (``top``) stays granted even inside a denied folder. A folder split
+    so goes to ``listed``: Python's importer lists the folders on ``sys.path`` (names, not bytes).
     """
-    if not top and any(_inside(path, d) for d in deny):
+    if not top and any(inside(path, d) for d in deny):
         return
-    if not any(_inside(d, path) and d != path for d in deny):
+    if not any(inside(d, path) and d != path for d in deny):
         out.append(path)
         return
     try:
@@ -165,10 +152,8 @@ def restrict(read: Iterable[str], write: Iterable[str], deny: Sequence[str] = ()
              system: bool = True) -> int:
     """Confine this process from now on (it keeps its open files); return the ABI used.
 
-    ``read``: folders (or files) it may read and execute, minus anything under ``deny``;
-    ``write``: folders it may also write (the run's folder, its connection folder); ``system``:
-    add :func:`system_read_paths` and :data:`DEVICES`. Raises :class:`LandlockError` when Landlock
-    is missing: a caller that asked for it must not go on without it.
+    ``read`` minus ``deny`` may be read and executed, ``write`` also written; ``system`` adds
+    :func:`system_read_paths` and :data:`DEVICES`. :class:`LandlockError` when Landlock is missing.
     """
     abi = abi_version()
     libc = _libc()
@@ -191,13 +176,9 @@ def restrict(read: Iterable[str], write: Iterable[str], deny: Sequence[str] = ()
                 _minus(os.path.realpath(path), denied, readable, listed)
         for path in listed:
             _add_rule(libc, add, ruleset, path, READ_DIR)
-        seen: Set[str] = set()
-        for path in readable:
-            if path not in seen:
-                seen.add(path)
-                _add_rule(libc, add, ruleset, path, READ & fs)
-        devices = list(DEVICES) + (_gpu_devices() if system else [])
-        for path in devices if system else []:
+        for path in dict.fromkeys(readable):
+            _add_rule(libc, add, ruleset, path, READ & fs)
+        for path in list(DEVICES) + _gpu_devices() if system else []:
             _add_rule(libc, add, ruleset, path, (READ_FILE | WRITE_FILE | IOCTL_DEV) & fs)
         for path in write:
             if path:

@@ -6,17 +6,10 @@ The grader puts this launcher between the sandbox (bubblewrap / unshare) and the
     python -I -S labkit/grading/sandbox/launcher.py --memory 2147483648 --nproc 64 --fsize 67108864 --cpu 690 --die-with-parent \
         --uid 61003 --gid 61003 -- python -m ipykernel_launcher -f kernel.json
 
-Limits are set with ``setrlimit`` so they hold for the kernel and every process it starts.
-``RLIMIT_NPROC`` is not enforced for root, so when started as root the launcher switches to
-an unprivileged uid (one per concurrent run, so one fork bomb cannot starve a neighbour) and
-sets ``PR_SET_NO_NEW_PRIVS`` so no setuid program can climb back. ``--landlock`` confines the
-files the kernel may read and write (and TCP) with Landlock (:mod:`labkit.grading.sandbox.landlock`).
-``--die-with-parent`` makes the launcher (and the kernel it becomes) die with whatever started it,
-so a grader killed with SIGKILL leaves no kernel running at any isolation level; the CPU-time
-limit (``--cpu``, a little above the notebook's time limit) is the backstop. ``--cgroup`` joins cgroups
-(made by the grader with a process and memory cap for the whole run) before the sandbox
-starts, since inside bubblewrap /sys is read-only. This module must stay
-import-light: it runs before every kernel.
+Limits are rlimits, so they hold for every process the kernel starts; as root it switches to the
+run's private uid (Linux does not enforce ``RLIMIT_NPROC`` for root) with ``PR_SET_NO_NEW_PRIVS``.
+``--cgroup`` stages run before the sandbox, since inside bubblewrap /sys is read-only. What each
+level gives: docs/grading.md, "Isolation levels". Import-light: it runs before every kernel.
 """
 
 from __future__ import annotations
@@ -44,27 +37,22 @@ def _set_limit(which: int, value: Optional[int]) -> None:
     resource.setrlimit(which, (value, value))
 
 
-def _no_new_privs() -> None:
+def _prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)``; False where there is none (not Linux: nothing to set)."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: nothing to set
-        pass
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        return False
+    return True
 
 
 def _die_with_parent(parent: Optional[int]) -> None:
     """SIGKILL this process (and so the kernel it becomes) when its parent dies.
 
-    The setting survives ``exec`` but the kernel clears it on a uid switch, so it is set last.
-    ``parent`` (the pid that started us, when known) closes the race of a parent that died
-    before the call: we would then be an orphan already and must not start the kernel.
+    Set last: it survives ``exec`` but a uid switch clears it. ``parent`` (the pid that started us)
+    closes the race of a parent that died before the call: an orphan must not start the kernel.
     """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        return
-    if parent is not None and os.getppid() != parent:
+    if _prctl(PR_SET_PDEATHSIG, SIGKILL) and parent is not None and os.getppid() != parent:
         os._exit(137)
 
 
@@ -130,7 +118,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(args.uid, args.uid, args.uid)
-    _no_new_privs()
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
     if args.die_with_parent:
         _die_with_parent(args.parent)
     # ipykernel exits when its parent pid changes; inside a PID namespace the grader's pid

@@ -4,42 +4,11 @@
     levels.best_level()          # 'bwrap', 'unshare' or 'rlimits' on this machine
     levels.refusal(level)        # '' or why this level must not grade (no file protection)
 
-What each level protects on this machine, as ``labkit grade --check`` prints it:
-:mod:`labkit.grading.sandbox.levels_report`.
-
-Isolation levels, strongest first (the gradebook reports the one in force for each run):
-
-- ``bwrap``: bubblewrap namespaces: no network (only a private loopback), own PID namespace
-  (everything the kernel started dies with it), a read-only view of the machine with ``/tmp``,
-  the grader's home, the submissions folder, the output folder, the rubric and the other
-  runs' working folders hidden (what the kernel needs is bound back wherever it lives), and
-  only the run's own folder writable; plus everything below.
-- ``unshare``: ``unshare --net --pid --fork --kill-child``: no network, own PID namespace;
-  files protected by Landlock (below); plus everything below.
-- ``rlimits``: resource limits (writable memory, processes, file size, CPU time a little above
-  the notebook's limit, no core dumps), a scrubbed environment and, when the grader runs as
-  root, a private unprivileged uid per concurrent run (``RLIMIT_NPROC`` is not enforced for
-  root; :mod:`labkit.grading.sandbox.uids`). Files protected by Landlock.
-- ``none`` (``--isolation none``): only the limits; the gradebook says ``unconfined``.
-- ``+landlockN`` (every level but ``none``, where the kernel has Landlock ABI N): the launcher
-  confines the kernel, and the trusted recomputation, to reading the system, Python and labkit,
-  and writing its own run folder (:mod:`labkit.grading.sandbox.landlock`); with ABI 4+ no TCP, with 6+
-  no abstract UNIX socket nor signal outside. Needs no root and no package.
-- ``+cgroup`` (any level, where this grader may make cgroups, v1 or v2): one cap on the
-  processes (``pids.max``) and memory of the whole run, which holds even without a uid switch
-  (:mod:`labkit.grading.sandbox.cgroups`).
-
-A level that keeps the kernel inside its files (``bwrap``, or Landlock) is required:
-:func:`refusal` says why grading must stop when none is, unless the instructor accepts an
-``unconfined`` run (``--allow-unconfined``, ``--isolation none``).
-
-At every level the kernel dies with its grader: each launcher stage sets
-``PR_SET_PDEATHSIG`` (``labkit.grading.sandbox.launcher --die-with-parent``), bubblewrap runs with
-``--die-with-parent`` and ``unshare`` with ``--kill-child``; ``kill -9`` of ``labkit grade``
-leaves no student process running (tests/grading/test_killed.py).
-
-The kernel talks to the grader over ZMQ ``ipc`` sockets (files in the run's connection
-folder), which work across a network namespace, under Landlock, and never collide on ports.
+What each level gives and needs, and why grading fails closed without file protection:
+docs/grading.md, "Isolation levels"; what they give on this machine: ``labkit grade --check``
+(:mod:`labkit.grading.sandbox.levels_report`). At every level the kernel dies with its grader
+(tests/grading/test_killed.py) and talks to it over ZMQ ``ipc`` sockets, which work across a
+network namespace and under Landlock.
 """
 
 from __future__ import annotations
@@ -56,7 +25,7 @@ import labkit
 from labkit.grading.sandbox import landlock
 
 __all__ = ["Limits", "LEVELS", "LAUNCHER", "best_level", "level_available", "kernel_environment",
-           "launcher_command", "namespace_prefix", "uid_switch_possible", "landlock_abi",
+           "check_level", "launcher_command", "namespace_prefix", "uid_switch_possible", "landlock_abi",
            "uses_landlock", "protects_files", "isolation_name", "refusal", "landlock_args"]
 
 #: Strongest first; ``none`` is used only when asked for.
@@ -92,22 +61,24 @@ def _works(cmd: Sequence[str]) -> bool:
 
 
 _PROBED: Dict[str, bool] = {}
+_UNSHARE = ["unshare", "--net", "--pid", "--fork", "--kill-child"]
+_PROBES = {"bwrap": ["bwrap", "--unshare-net", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/",
+                     "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true"],
+           "unshare": _UNSHARE + ["true"]}
+
+
+def check_level(level: str) -> None:
+    """ValueError naming the allowed levels unless ``level`` is one of them."""
+    if level not in LEVELS:
+        raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(LEVELS)))
 
 
 def level_available(level: str) -> bool:
     """Whether ``level`` works on this machine (probed once per process)."""
+    check_level(level)
     if level not in _PROBED:
-        if level == "bwrap":
-            _PROBED[level] = shutil.which("bwrap") is not None and _works(
-                ["bwrap", "--unshare-net", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/",
-                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true"])
-        elif level == "unshare":
-            _PROBED[level] = shutil.which("unshare") is not None and _works(
-                ["unshare", "--net", "--pid", "--fork", "--kill-child", "true"])
-        elif level in ("rlimits", "none"):
-            _PROBED[level] = True
-        else:
-            raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(LEVELS)))
+        probe = _PROBES.get(level)
+        _PROBED[level] = probe is None or (shutil.which(probe[0]) is not None and _works(probe))
     return _PROBED[level]
 
 
@@ -118,9 +89,8 @@ def best_level() -> str:
     return "rlimits"  # pragma: no cover - rlimits is always available
 
 
-def landlock_abi() -> int:
-    """The Landlock ABI of this kernel (0: none); probed each call (it costs one syscall)."""
-    return landlock.abi_version()
+#: The Landlock ABI of this kernel (0: none); probed each call (it costs one syscall).
+landlock_abi = landlock.abi_version
 
 
 def uses_landlock(level: str) -> bool:
@@ -179,11 +149,8 @@ LAUNCHER = [sys.executable, "-I", "-S", os.path.join(os.path.dirname(os.path.abs
 
 
 def cpu_limit_s(limits: Limits) -> int:
-    """CPU seconds a kernel may use: a little above the notebook's wall-clock limit (0: none).
-
-    The backstop for a kernel whose grader vanished without taking it along: a loop burns
-    one CPU second per second, so it dies shortly after the notebook would have timed out.
-    """
+    """CPU seconds a kernel may use (0: none): a backstop a little above the notebook's wall-clock limit,
+    for a kernel whose grader vanished without taking it along."""
     if not limits.notebook_s:
         return 0
     return int(limits.notebook_s * 1.1 + 30)
@@ -191,19 +158,12 @@ def cpu_limit_s(limits: Limits) -> int:
 
 def launcher_command(limits: Limits, uid: Optional[int], parent: Optional[int] = None,
                      confined: Sequence[str] = ()) -> List[str]:
-    """``python -I -S .../launcher.py ... --`` for these limits (dies with its parent).
-
-    ``confined``: the Landlock arguments (:func:`landlock_args`), empty for none.
-    """
+    """``python -I -S .../launcher.py ... --`` for these limits and ``confined`` (:func:`landlock_args`)."""
     cmd = list(LAUNCHER) + list(confined)
-    if limits.memory_bytes:
-        cmd += ["--memory", str(int(limits.memory_bytes))]
-    if limits.nproc:
-        cmd += ["--nproc", str(int(limits.nproc))]
-    if limits.fsize_bytes:
-        cmd += ["--fsize", str(int(limits.fsize_bytes))]
-    if cpu_limit_s(limits):
-        cmd += ["--cpu", str(cpu_limit_s(limits))]
+    for flag, value in (("--memory", limits.memory_bytes), ("--nproc", limits.nproc),
+                        ("--fsize", limits.fsize_bytes), ("--cpu", cpu_limit_s(limits))):
+        if value:
+            cmd += [flag, str(int(value))]
     if uid is not None:
         cmd += ["--uid", str(uid), "--gid", str(uid)]
     cmd += ["--die-with-parent"]
@@ -216,12 +176,8 @@ _LABKIT = os.path.dirname(os.path.abspath(labkit.__file__))
 
 
 def _needed_paths() -> List[str]:
-    """Paths the kernel must still see (the interpreter, its libraries and labkit): never hidden.
-
-    The Python prefix and base prefix, this process's ``sys.path`` (site-packages and what their
-    ``.pth`` files add; the worker's is the trusted path), labkit, the lab book's notebooks beside
-    it (a re-run reads them), ``PYTHONPATH`` and ``LABKIT_DATA_DIR``: absolute and existing only.
-    """
+    """Paths the kernel must still see (the interpreter, its libraries, labkit and the notebooks beside it,
+    ``PYTHONPATH``, ``LABKIT_DATA_DIR``): never hidden; absolute and existing only."""
     paths = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), _LABKIT,
              os.path.join(os.path.dirname(_LABKIT), "notebooks")]
     paths += [p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)]
@@ -233,22 +189,13 @@ def _needed_paths() -> List[str]:
     data = os.environ.get("LABKIT_DATA_DIR")
     if data:
         paths.append(data)
-    found: List[str] = []
-    for path in paths:
-        real = os.path.realpath(path)
-        if os.path.exists(real) and real not in found:
-            found.append(real)
-    return found
+    return [p for p in dict.fromkeys(map(os.path.realpath, paths)) if os.path.exists(p)]
 
 
 def landlock_args(workdir: str, conn_dir: str, hidden: Sequence[str] = (), readonly: Sequence[str] = (),
                   tcp: bool = True) -> List[str]:
-    """The launcher's Landlock arguments: read what the kernel needs, write ``workdir`` and ``conn_dir``.
-
-    ``hidden`` (the submissions, the output, the rubric, the other runs) stay unreadable even
-    below a needed folder (a checkout holding both labkit and the class's submissions);
-    ``tcp``: deny TCP (the kernel; the recomputation may start a lab-book kernel on 127.0.0.1).
-    """
+    """The launcher's Landlock arguments: read what the kernel needs, write ``workdir`` and ``conn_dir``,
+    never read ``hidden`` even below a needed folder; ``tcp``: deny TCP (a lab-book re-run needs it)."""
     args = ["--landlock"] + (["--landlock-tcp"] if tcp else [])
     for path in _needed_paths() + [os.path.realpath(p) for p in readonly]:
         args += ["--landlock-read", path]
@@ -263,9 +210,8 @@ def landlock_args(workdir: str, conn_dir: str, hidden: Sequence[str] = (), reado
 def _unreachable(paths: Sequence[str]) -> List[Tuple[str, str]]:
     """(closed folder, its child on the way) for each needed path another uid cannot reach.
 
-    On this kind of machine Python often lives under /root (mode 0700): a kernel running as an
-    unprivileged uid could not even start. bwrap covers the closed folder with an empty tmpfs
-    and binds back only the child that leads to the interpreter.
+    Python often lives under /root (mode 0700), where a kernel running as an unprivileged uid could
+    not even start; bwrap covers such a folder with a tmpfs and binds back only the way to the interpreter.
     """
     found: List[Tuple[str, str]] = []
     for path in paths:
@@ -291,27 +237,18 @@ def uid_switch_possible(level: str) -> bool:
     return level == "bwrap" or not _unreachable(_needed_paths())
 
 
-def _is_ancestor(parent: str, child: str) -> bool:
-    parent = parent.rstrip(os.sep) + os.sep
-    return (child.rstrip(os.sep) + os.sep).startswith(parent)
-
-
 def namespace_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[str] = (),
                      readonly: Sequence[str] = ()) -> List[str]:
     """The command that wraps the kernel for ``level`` (empty for ``rlimits``).
 
-    ``hidden`` are paths (files or folders) the kernel must not see at the ``bwrap`` level:
-    the submissions folder, the output folder, the rubric. A path that holds the interpreter
-    or labkit itself cannot be hidden and is skipped. ``workdir`` (the current folder) and
-    ``conn_dir`` (may be empty) are writable; ``readonly`` folders are shown read-only (the
-    submission, to the trusted recomputation that runs in a folder of its own).
+    At ``bwrap``, ``hidden`` paths are not seen (but one holding the interpreter or labkit), ``workdir``
+    and ``conn_dir`` (may be empty) are writable and ``readonly`` folders are shown read-only.
     """
     if level in ("rlimits", "none"):
         return []
     if level == "unshare":
-        return ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
-    if level != "bwrap":
-        raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(LEVELS)))
+        return _UNSHARE + ["--mount-proc"]
+    check_level(level)
     cmd = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     needed = _needed_paths()
@@ -321,17 +258,17 @@ def namespace_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[s
     covered: List[str] = []
     for folder in ["/tmp", "/var/tmp", "/dev/shm"] + ([home] if home != "/" else []) + \
             [closed for closed, _child in _unreachable(needed)]:
-        if os.path.isdir(folder) and not any(_is_ancestor(c, folder) for c in covered):
+        if os.path.isdir(folder) and not any(landlock.inside(folder, c) for c in covered):
             covered.append(folder)
             cmd += ["--tmpfs", folder]
     # ... and what the kernel needs below them bound back, wherever it lives (a checkout under /tmp).
     for path in needed:
-        inside_another = any(_is_ancestor(other, path) and other != path for other in needed)
-        if not inside_another and any(_is_ancestor(top, path) for top in covered):
+        inside_another = any(landlock.inside(path, other) and other != path for other in needed)
+        if not inside_another and any(landlock.inside(path, top) for top in covered):
             cmd += _passable(path, covered, made) + ["--ro-bind", path, path]
     for path in hidden:
         real = os.path.realpath(path)
-        if not os.path.exists(real) or real in ("/", "/tmp") or any(_is_ancestor(real, n) for n in needed):
+        if not os.path.exists(real) or real in ("/", "/tmp") or any(landlock.inside(n, real) for n in needed):
             continue
         if os.path.isdir(real):
             cmd += ["--tmpfs", real]
@@ -345,16 +282,13 @@ def namespace_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[s
 
 
 def _passable(path: str, covered: Sequence[str], made: List[str]) -> List[str]:
-    """bwrap arguments making the folders on the way to ``path`` inside a tmpfs passable (mode 0711).
-
-    Folders bwrap would create on the way inside an empty tmpfs get mode 0700 (root): the run's
-    uid could not reach its own folders, nor the interpreter.
-    """
+    """bwrap arguments making the folders on the way to ``path`` inside a tmpfs passable (mode 0711):
+    bwrap would create them with mode 0700 (root), out of the run's uid's reach."""
     args: List[str] = []
     parts = path.strip(os.sep).split(os.sep)
     for depth in range(1, len(parts)):
         folder = os.sep + os.sep.join(parts[:depth])
-        if folder not in made and any(_is_ancestor(top, folder) and top != folder for top in covered):
+        if folder not in made and any(landlock.inside(folder, top) and top != folder for top in covered):
             made.append(folder)
             args += ["--perms", "0711", "--dir", folder]
     return args

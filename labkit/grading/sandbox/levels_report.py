@@ -1,9 +1,6 @@
 """What ``labkit grade --check`` prints: each isolation level here, what it protects, which is used.
 
     print(levels_report.levels_report(chosen=None, allow_unconfined=False))
-
-Above both :mod:`labkit.grading.sandbox.levels` (the levels) and :mod:`labkit.grading.sandbox.cgroups` (the
-per-run cap, which itself builds on the sandbox's limits and launcher).
 """
 
 from __future__ import annotations
@@ -24,6 +21,10 @@ _NEEDS = {"bwrap": "bubblewrap (apt-get install bubblewrap) and user namespaces 
           "none": "asking for it: --isolation none"}
 
 
+def _uid(level: str) -> bool:
+    return level != "none" and levels.uid_switch_possible(level)
+
+
 def _protections(level: str, abi: int, uid: bool, cgroup: bool) -> List[str]:
     """files, network, processes, memory for ``level`` on this machine (as ``--check`` shows them)."""
     landlocked = level != "none" and abi >= 1
@@ -32,12 +33,9 @@ def _protections(level: str, abi: int, uid: bool, cgroup: bool) -> List[str]:
     else:
         files = "yes: Landlock" if landlocked else "NO"
     if level in ("bwrap", "unshare"):
-        network = "yes: no network"
+        network, processes = "yes: no network", "yes: PID namespace"
     else:
         network = "TCP only: Landlock" if landlocked and abi >= 4 else "NO"
-    if level in ("bwrap", "unshare"):
-        processes = "yes: PID namespace"
-    else:
         processes = "yes: private uid" if uid else ("yes: cgroup" if cgroup else "NO: background ones survive")
     memory = "rlimits" + ("+cgroup" if cgroup else "")
     return [files, network, processes, memory]
@@ -63,7 +61,7 @@ def levels_report(chosen: Optional[str] = None, allow_unconfined: bool = False) 
     rows = [["level", "works", "gradebook says", "files", "network", "processes", "memory", "needs"]]
     for level in levels.LEVELS:
         works = levels.level_available(level)
-        uid = works and os.geteuid() == 0 and levels.uid_switch_possible(level) and level != "none"
+        uid = works and _uid(level)
         name = levels.isolation_name(level, uid, cgroup) if works else "-"
         rows.append([level, "yes" if works else "no", name] + _protections(level, abi, uid, cgroup) + [_NEEDS[level]])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
@@ -78,7 +76,6 @@ def levels_report(chosen: Optional[str] = None, allow_unconfined: bool = False) 
     elif why:
         lines.append("labkit grade would refuse: " + why + ".")
     else:
-        uid = os.geteuid() == 0 and levels.uid_switch_possible(level) and level != "none"
         lines.append("labkit grade would use: {} (gradebook: {})".format(
-            level, levels.isolation_name(level, uid, cgroup)))
+            level, levels.isolation_name(level, _uid(level), cgroup)))
     return "\n".join(lines)

@@ -5,14 +5,10 @@
     removed = drop_escapes(root)                  # links out of the submission, FIFOs, devices
     confine_reads(root, [scratch], [submissions])  # in the trusted process: an audit hook on open()
 
-A record names its evidence (``params['log']``, ``params['evidence']``, or, for a re-run, each
-candidate's) relative to the notebook's folder. A path that is absolute, climbs out with ``..``,
-passes through a link that leaves the submission, or is not a regular file (a FIFO, a device
-such as ``/dev/zero``) is refused with a reason, whatever the isolation level: trusted code
-never reads another student's folder, the grader's files or something that never ends. What the
-evidence itself points to (a Slurm file's ``Using DIR/BertLarge.out for output``) is bounded in
-the trusted process by an audit hook: no file under a denied folder (the other submissions, the
-grader's output, the other runs) and no device or FIFO is opened, at every isolation level.
+A record's evidence path that is absolute, climbs out, passes through a link out of the
+submission or is not a regular file (a FIFO, ``/dev/zero``) is refused with a reason at every
+isolation level; what the evidence itself points to (a Slurm file's output path) is bounded by
+the audit hook.
 """
 
 from __future__ import annotations
@@ -21,6 +17,8 @@ import os
 import stat
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from labkit.grading.sandbox.landlock import inside
 
 __all__ = ["PATH_KEYS", "path_refusal", "record_refusal", "absolute_params", "drop_escapes", "quoted", "confine_reads"]
 
@@ -34,11 +32,6 @@ def quoted(value: Any, width: int = 80) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
-def _inside(path: str, root: str) -> bool:
-    root = root.rstrip(os.sep) + os.sep
-    return (path.rstrip(os.sep) + os.sep).startswith(root)
-
-
 def path_refusal(path: Any, root: str) -> Optional[str]:
     """Why ``path`` (relative to the submission ``root``) may not be read, or None when it may."""
     if not isinstance(path, str) or not path or "\0" in path or len(path) > 4096:
@@ -46,11 +39,11 @@ def path_refusal(path: Any, root: str) -> Optional[str]:
     if os.path.isabs(path):
         return "{} is an absolute path; evidence must be a file of the submission".format(quoted(path))
     real_root = os.path.realpath(root)
-    if not _inside(os.path.normpath(os.path.join(real_root, path)), real_root):
+    if not inside(os.path.normpath(os.path.join(real_root, path)), real_root):
         return "{} leaves the submission's folder".format(quoted(path))
     full = os.path.join(real_root, path)
     real = os.path.realpath(full)
-    if not _inside(real, real_root):
+    if not inside(real, real_root):
         return "{} is a link that leads out of the submission's folder".format(quoted(path))
     try:
         mode = os.stat(real).st_mode
@@ -67,10 +60,8 @@ def _candidates(params: Mapping[str, Any]) -> List[Any]:
 
 
 def record_refusal(params: Any, root: str) -> Optional[str]:
-    """Why a record's parameters may not be recomputed from ``root`` (None: they may).
-
-    A re-run request (``params['candidates']``) is refused only when every candidate is.
-    """
+    """Why a record's parameters may not be recomputed from ``root`` (None: they may); a re-run request
+    (``params['candidates']``) is refused only when every candidate is."""
     if not isinstance(params, dict):
         return "the record's parameters are not a mapping"
     for key in PATH_KEYS:
@@ -99,12 +90,8 @@ def absolute_params(params: Dict[str, Any], root: str) -> Dict[str, Any]:
 
 
 def drop_escapes(root: str) -> List[str]:
-    """Remove, under ``root``, every link that leads out of it and every FIFO, socket and device.
-
-    Run by the grader on its working copy after the student's kernel (and every process it
-    left) is gone, before trusted code reads the folder: a file that trusted code finds next to
-    the evidence (a sweep's ``results.csv``) can then only be the student's own bytes.
-    """
+    """Remove, under ``root``, every link that leads out of it and every FIFO, socket and device: run once the
+    student's processes are gone, so a file trusted code finds beside the evidence is the student's own."""
     real_root = os.path.realpath(root)
     removed = []
     for folder, dirs, files in os.walk(real_root):
@@ -114,7 +101,7 @@ def drop_escapes(root: str) -> List[str]:
                 mode = os.lstat(path).st_mode
             except OSError:
                 continue
-            escapes = stat.S_ISLNK(mode) and not _inside(os.path.realpath(path), real_root)
+            escapes = stat.S_ISLNK(mode) and not inside(os.path.realpath(path), real_root)
             special = not (stat.S_ISLNK(mode) or stat.S_ISREG(mode) or stat.S_ISDIR(mode))
             if escapes or special:
                 os.unlink(path)
@@ -129,9 +116,8 @@ def confine_reads(root: str, allowed: Sequence[str], denied: Sequence[str]) -> N
     """From now on this process opens nothing under ``denied`` (unless under ``root`` or ``allowed``)
     and no FIFO or device but ``/dev/null`` and the random sources: ``PermissionError`` instead.
 
-    An audit hook (``sys.addaudithook``, Python 3.8+) sees every ``open`` of Python code, the
-    trusted reader's included; it cannot be removed, and it guards trusted code led by a file's
-    content, not code that means harm (which never runs here).
+    An audit hook cannot be removed; it guards trusted code led by a file's content, not code
+    that means harm (which never runs here).
     """
     ok = [os.path.realpath(p) for p in [root] + list(allowed) if p]
     no = [os.path.realpath(p) for p in denied if p]
@@ -140,9 +126,9 @@ def confine_reads(root: str, allowed: Sequence[str], denied: Sequence[str]) -> N
         if event != "open" or not args or not isinstance(args[0], (str, bytes)):
             return
         path = os.path.realpath(os.fsdecode(args[0]))
-        if any(_inside(path, p) for p in ok):
+        if any(inside(path, p) for p in ok):
             return
-        if any(_inside(path, p) for p in no):
+        if any(inside(path, p) for p in no):
             raise PermissionError("labkit grade: {} is outside this submission; not read".format(quoted(path)))
         try:
             mode = os.stat(path).st_mode

@@ -2,13 +2,10 @@
 
     cmd = python_command("labkit.grading.recompute", ["spec", root])   # python -I -c '...' spec root
 
-``python -I`` puts neither the current folder nor a script's folder on ``sys.path`` and ignores
-every ``PYTHON*`` variable and the user's site-packages, so a ``labkit/``, ``json.py``,
-``sitecustomize.py`` ... in a student's folder is never imported. Because ``-I`` also ignores
-``PYTHONPATH``, the command puts back, explicitly, the folder holding the ``labkit`` package this
-grader imported (an editable install, a wheel or a git worktree alike) and the grader's own
-absolute ``PYTHONPATH`` entries (the instructor's, e.g. a rubric's recompute module), never one
-inside a folder the caller excludes (the run's working folder, the submissions).
+``python -I`` ignores the current folder, the script's folder, every ``PYTHON*`` variable and
+the user's site-packages, so a ``labkit/`` or ``json.py`` in a student's folder is never
+imported; the command puts back the folder holding this grader's ``labkit`` and the grader's
+absolute ``PYTHONPATH`` entries, never one inside a folder the caller excludes.
 """
 
 from __future__ import annotations
@@ -18,6 +15,7 @@ import sys
 from typing import List, Sequence
 
 import labkit
+from labkit.grading.sandbox.landlock import inside
 
 __all__ = ["TRUSTED_ROOT", "trusted_path", "python_command"]
 
@@ -28,17 +26,13 @@ _BOOT = ("import sys, runpy; sys.path[:0] = {paths!r}; "
          "runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
 
 
-def _inside(path: str, folder: str) -> bool:
-    folder = os.path.realpath(folder).rstrip(os.sep) + os.sep
-    return (os.path.realpath(path).rstrip(os.sep) + os.sep).startswith(folder)
-
-
 def trusted_path(exclude: Sequence[str] = ()) -> List[str]:
     """The trusted root, then the grader's absolute PYTHONPATH entries (none under ``exclude``)."""
     paths = [TRUSTED_ROOT]
     for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        outside = not any(inside(os.path.realpath(entry), os.path.realpath(e)) for e in exclude)
         # a relative entry ('' or '.') means "the current folder": never trusted
-        if entry and os.path.isabs(entry) and entry not in paths and not any(_inside(entry, e) for e in exclude):
+        if entry and os.path.isabs(entry) and entry not in paths and outside:
             paths.append(entry)
     return paths
 

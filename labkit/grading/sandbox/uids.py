@@ -91,11 +91,8 @@ def pids_of_uid(uid: int) -> List[int]:
 
 
 def kill_uid(uid: int, rounds: int = 50) -> None:
-    """SIGKILL every process of ``uid`` (a sandbox uid, never a real account).
-
-    A child that becomes ``uid`` and calls ``kill(-1, SIGKILL)`` reaches every process of that
-    uid at once, which a fork bomb cannot outrun; /proc confirms nothing is left.
-    """
+    """SIGKILL every process of ``uid`` (a sandbox uid, never a real account): a child that becomes
+    ``uid`` and calls ``kill(-1, SIGKILL)`` reaches them all at once, which a fork bomb cannot outrun."""
     if os.geteuid() != 0 or not (UID_RANGE[0] <= uid <= UID_RANGE[1]):
         return
     for _ in range(rounds):

@@ -5,16 +5,8 @@
 - :mod:`labkit.testbeds.cerebras.llama2_7b`: LLaMA-2-7B with ``cszoo fit`` on a CS-3 (the 2025
   course), notebook ``notebooks/cerebras/llama2_7b.ipynb``.
 
-Shared by both, one concern a module:
-
-- ``log``: :class:`~labkit.testbeds.cerebras.log.CerebrasReader`, the reader of modelzoo logs
-  (``labkit.logs.read(..., format="cerebras")``), CS-2 and CS-3 alike, with ``log_phases`` (a
-  run's phases from the log's time stamps) and ``log_metrics`` (the metrics it gives).
-- ``loglines``: the modelzoo's log lines, written by portable runs and recognised while a run streams.
-- ``stream``: :func:`~labkit.testbeds.cerebras.stream.stream_command`, a child's output streamed
-  to the notebook and a log (the course's ``|& tee``).
-- ``yaml_edit``: a few values of a params YAML changed, every other byte kept.
-- ``checkouts``: where a modelzoo checkout may be on this host.
+The modules shared by both (the log reader, the log lines, streaming, YAML edits) are listed in
+docs/cerebras.md, "Code".
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""The metrics the modelzoo log reader gives, shared by every Cerebras exercise's table.
+"""The metrics the modelzoo log reader gives, whatever the model: both Cerebras exercises' tables hold them.
 
-    from labkit.testbeds.cerebras.log_metrics import LOG_METRICS, add_log_metric
     add_log_metric(run, "global_rate", 33.1)       # run.add_metric("global_rate", 33.1, "samples/s")
-
-:mod:`labkit.testbeds.cerebras.log` reads a modelzoo log (CS-2 ``run.py CSX`` or CS-3
-``cszoo fit``) into these names whatever the model; the BERT-Large table
-(:mod:`labkit.testbeds.cerebras.bert_large.metrics`) and the LLaMA-2-7B table
-(:mod:`labkit.testbeds.cerebras.llama2_7b.metrics`) both include them, so a log read for either
-exercise records metrics its table holds.
 """
 
 from __future__ import annotations

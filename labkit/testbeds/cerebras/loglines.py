@@ -22,15 +22,26 @@ def _stamp() -> str:
     return now.strftime("%Y-%m-%d %H:%M:%S") + ",{:03d}".format(now.microsecond // 1000)
 
 
-def train_line(device: str, step: int, loss: float, rate: float, global_rate: float, stamp: Optional[str] = None) -> str:
-    """A modelzoo training log line (``| Train Device=CSX, Step=100, Loss=9.50000, Rate=..., GlobalRate=...``)."""
-    return "{} INFO:   | Train Device={}, Step={}, Loss={:.5f}, Rate={:.2f} samples/sec, GlobalRate={:.2f} samples/sec".format(
-        stamp or _stamp(), device, step, loss, rate, global_rate)
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return "{}:{:02d}:{:02d}".format(seconds // 3600, seconds // 60 % 60, seconds % 60)
 
 
-def processed_line(samples: int, seconds: float, stamp: Optional[str] = None) -> str:
-    """The modelzoo's last line: ``Processed N sample(s) in T seconds.``"""
-    return "{} INFO:   Processed {} sample(s) in {} seconds.".format(stamp or _stamp(), samples, repr(float(seconds)))
+def train_line(device: str, step: int, loss: float, rate: float, global_rate: float,
+               remaining_s: Optional[float] = None) -> str:
+    """A modelzoo training log line (``| Train Device=CSX, Step=100, Loss=9.50000, Rate=..., ...``); with
+    ``remaining_s``, the 2.6 line's ``LoopTimeRemaining=..., TimeRemaining=...`` too."""
+    line = "{} INFO:   | Train Device={}, Step={}, Loss={:.5f}, Rate={:.2f} samples/sec, GlobalRate={:.2f} samples/sec".format(
+        _stamp(), device, step, loss, rate, global_rate)
+    if remaining_s is None:
+        return line
+    return line + ", LoopTimeRemaining={}, TimeRemaining={}".format(_clock(remaining_s), _clock(remaining_s))
+
+
+def processed_line(samples: int, seconds: float, training: bool = False) -> str:
+    """The modelzoo's last line: ``Processed N sample(s) in T seconds.`` (2.6: ``N training sample(s)``)."""
+    return "{} INFO:   Processed {} {}sample(s) in {} seconds.".format(
+        _stamp(), samples, "training " if training else "", repr(float(seconds)))
 
 
 def info_line(text: str) -> str:

@@ -14,35 +14,10 @@ From Python:
     run = bert_large.run_exercise(config)       # a labkit.results.Run
     bert_large.show(run)                        # metrics, notes, the loss curve
 
-Three ways to a run, all giving the same metrics (``samples_per_sec`` = the last GlobalRate,
-``time_per_sample``, ``final_loss``, ``total_samples``, ``total_time``):
-
-- ``target="CSX"`` (or ``"auto"`` on a Cerebras user node, where the modelzoo checkout and
-  ``cerebras_pytorch`` are importable): :func:`write_params_yaml` writes the course's params
-  file with the chosen batch size and steps, :func:`modelzoo_command` builds the course's
-  ``python run.py CSX ...`` command, :func:`labkit.testbeds.cerebras.stream.stream_command` runs
-  it and streams its log into the notebook (and a file), and :func:`read_log` reads the metrics
-  from that log. Verified only on the testbed; here it is tested against a fake ``run.py`` that
-  prints the real log format.
-- ``cuda`` / ``mps`` / ``cpu`` (or ``"auto"`` elsewhere): :mod:`labkit.bert` trains the same
-  model on synthetic masked-LM + next-sentence batches and prints the modelzoo's own log
-  lines, so the same reader and analysis apply.
-- ``log_path``: read a log of a run made on the testbed.
-
-The package, one concern a module (this file only gathers the names notebooks and users call):
-
-- ``spec``: :data:`SPEC`, its defaults and checks, the course's params file, ``CEREBRAS_HELP``.
-- ``host``: what of the Cerebras stack is here (:func:`cerebras_stack`), the params YAML a CS-2 run starts from.
-- ``exercise``: the plan and run steps (:func:`plan`, :func:`run_exercise`) and the homework's
-  :func:`compare`.
-- ``modelzoo``: the CS-2 path: params YAML, ``run.py CSX`` command, :func:`run_modelzoo`.
-- ``portable``: :func:`run_portable`, the portable BERT printing modelzoo log lines; its body is the
-  training loop, top to bottom.
-- ``log``: :func:`read_log`, a CS-2 log under the exercise's metric names (the reader itself,
-  shared with the 2025 exercise, is :mod:`labkit.testbeds.cerebras.log`).
-- ``metrics``: :data:`METRICS`, the exercise's metric names from every path.
-- ``report``: the show step (:func:`show`), tables and plots (:func:`metrics_table`,
-  :func:`format_table`, :func:`comparison_table`, :func:`plot_comparison`, :func:`plot_loss`).
+Three ways to a run, all giving the same metrics: ``target="CSX"`` (the modelzoo's ``run.py CSX`` on
+a CS-2; verified only on the testbed, tested here against a fake ``run.py``), a torch device (the
+portable BERT of :mod:`labkit.bert`, printing the modelzoo's log lines), or ``log_path`` (a log of a
+run made on the testbed). The modules: docs/cerebras.md, "Code".
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
     why += device_why("target", config.target, device)
     where = "the portable BERT on {} ({})".format(device, devices.device_name(device))
     if device.type != "cpu" or config.precision != "auto" or steps.micro_batch.accumulation > 1:
-        where += " in " + steps.precision.name  # a CPU's fp32 whole-batch eager steps read as they always did
+        where += " in " + steps.precision.name  # the default on a CPU needs no word
         why += "; " + steps.why()
     more = []
     if device.type != "cpu" or seconds >= SHOWN_SECONDS:

@@ -3,11 +3,8 @@
     from labkit.testbeds.cerebras import bert_large
     bert_large.METRICS.frame()                  # what each metric means, its unit
 
-``samples_per_sec`` (the last GlobalRate), ``time_per_sample``, ``final_loss``,
-``total_samples``, ``total_time``: a log's run gets them from
-:func:`labkit.testbeds.cerebras.bert_large.log.standardize`, a portable run from
-:mod:`labkit.testbeds.cerebras.bert_large.portable`, with the log reader's names beside them, so
-tables of both line up. Every metric a run of this exercise records takes its unit from here.
+A log's run gets the exercise's names from :func:`~labkit.testbeds.cerebras.bert_large.log.standardize`,
+with the log reader's names beside them, so tables of logs and portable runs line up.
 """
 
 from __future__ import annotations

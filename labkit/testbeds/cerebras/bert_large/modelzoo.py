@@ -67,18 +67,8 @@ def modelzoo_command(params_path: str, model_dir: str, modelzoo_dir: str, python
                      num_csx: int = 1, num_workers_per_csx: int = 1, mount_dirs: Sequence[str] = ("/home/", "/software/"),
                      compile_dir: Optional[str] = None, job_label: str = "name=bert_pt",
                      mode: str = "train") -> List[str]:
-    """The course's ``run.py CSX`` command, as an argument list (run it from BERT's folder).
-
-    The course types::
-
-        python run.py CSX --job_labels name=bert_pt --params configs/bert_large_MSL128_sampleds.yaml
-            --num_workers_per_csx=1 --mode train --model_dir $MODEL_DIR --mount_dirs /home/ /software/
-            --python_paths /home/$(whoami)/R_2.3.0/modelzoo/ --compile_dir $(whoami)
-
-    labkit adds ``--num_csx=1`` (the default, said out loud). ``--mount_dirs`` are the
-    folders the cluster's workers mount (the data set and your home); ``--python_paths``
-    lets them import the modelzoo; ``--compile_dir`` keeps your compiles apart from others'.
-    """
+    """The course's ``run.py CSX`` command with ``--num_csx=1`` said out loud, as an argument list (run it
+    from BERT's folder); the flags: docs/cerebras.md, "The modelzoo path"."""
     if num_csx < 1 or num_workers_per_csx < 1:
         raise ValueError("num_csx and num_workers_per_csx must be at least 1")
     if compile_dir is None:

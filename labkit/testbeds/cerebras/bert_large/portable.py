@@ -13,7 +13,6 @@ import time
 from typing import Any, Callable, Optional
 
 from labkit import bert, devices, interrupts
-from labkit.divergence import divergence_note, loss_divergence
 from labkit.params import Config
 from labkit.results import Run
 from labkit.testbeds.cerebras.bert_large.metrics import METRICS
@@ -27,22 +26,14 @@ __all__ = ["run_portable"]
 def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, log_path: Optional[str] = None,
                  echo: Callable[[str], None] = print, progress: bool = True,
                  steps: Optional[bert.StepPlan] = None) -> Run:
-    """Train the portable BERT as ``config`` says, printing modelzoo-format log lines.
+    """Train the portable BERT as ``config`` says with :func:`labkit.bert.train`, printing the modelzoo's
+    log lines (to ``log_path`` too, when given, for :mod:`labkit.logs` to read as a CS-2 log); the record.
 
-    ``steps``: the precision, micro-batch and launch the plan chose (default: chosen here for this
-    batch size, by :func:`labkit.bert.plan_steps`); the run records them, and on CUDA its peak
-    memory, model TFLOP/s and MFU against the GPU's named bf16 peak (from the steady rate).
-
-    The lines also go to ``log_path`` when given, so ``labkit.logs`` reads this run as it
-    reads a CS-2 log. Returns the run's record; ``warmup_time`` (the first step: allocation,
-    kernel selection; the CS-2's compile has no portable analogue) and ``setup_time``
-    (building the model) are kept apart from the throughput figures' meaning, though the
-    first step counts in GlobalRate as it does in the modelzoo's.
-
-    Its phases (setup, training, summary) are those of the run step it runs in
-    (:func:`~labkit.testbeds.cerebras.bert_large.exercise.run_exercise`). The first interrupt in
-    training ends it at the next step and the record below is made of the steps so far; a second
-    one drops the step in progress.
+    ``steps``: the precision, micro-batch and launch the plan chose (default: :func:`labkit.bert.plan_steps`
+    for this batch size); on CUDA the record adds peak memory, model TFLOP/s and MFU (from the steady
+    rate). ``warmup_time`` (the first step) and ``setup_time`` (building the model) are recorded apart;
+    the first step counts in GlobalRate, as in the modelzoo's. Phases: setup, training, summary; the
+    first interrupt in training ends it at the next step, a second one drops the step in progress.
     """
     import torch
 
@@ -77,44 +68,21 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
                 micro.accumulation, micro.size)))
         batches = bert.synthetic_batches(batch_size, config.max_seq_length, model.config.vocab_size, seed=config.seed)
 
-        # Phases: setup, training, summary. From here the first interrupt ends training at a step and the
-        # record below is made of the steps so far; a second one stops at once.
         stop = interrupts.keep(lambda: None)
         stop.phase("training", check=False)
-        model.to(device)
-        optimizer = bert.make_optimizer(model, config.learning_rate)
-        torch.manual_seed(config.seed)  # dropout
-        if steps.launch == "compiled":  # the encoder (fixed shapes); the masked-LM head stays eager
-            model.bert.compile()
-        on_cuda = device.type == "cuda"
-        if on_cuda:
-            torch.cuda.reset_peak_memory_stats(device)
         device_label = getattr(device, "type", str(device)).upper()
         pbar = bar(total=config.max_steps, desc="batch {}".format(batch_size), unit="step") if progress else None
         above_bar = echo_above(pbar, echo) if pbar is not None else echo
-        result = bert.TrainResult(batch_size=batch_size, steps=config.max_steps, device=str(device))
-        meter = bert.StepMeter(result, config.max_steps, config.log_steps, device, bert.RateTracker(), "warmup_time",
-                               bert.LogEntry)
         try:
-            for number in range(1, config.max_steps + 1):
-                loss = bert.train_step(model, next(batches), optimizer, device,
-                                       micro.size if micro.accumulation > 1 else None, steps.precision)
-                entry = meter.add(number, batch_size, loss)
-                if entry is not None:
-                    emit(train_line(device_label, entry.step, entry.loss, entry.rate, entry.global_rate), above_bar)
-                if pbar is not None:
-                    pbar.update(1)
-                if meter.diverged or stop.requested and number < config.max_steps:
-                    break
-        except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
-            if not stop.interrupted_by(exc):
-                raise
+            result = bert.train(model, batches, config.max_steps, config.log_steps, device,
+                                config.learning_rate, micro_batch_size=micro.size if micro.accumulation > 1 else None,
+                                seed=config.seed, progress=pbar, stop=stop, precision=steps.precision,
+                                compile_model=steps.launch == "compiled",
+                                on_log=lambda entry: emit(train_line(device_label, entry.step, entry.loss, entry.rate,
+                                                                     entry.global_rate), above_bar))
         finally:
             if pbar is not None:
                 pbar.close()
-        meter.end(stop)
-        if on_cuda:
-            result.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
 
         stop.phase("summary", check=False)
         if result.interrupted:
@@ -130,15 +98,8 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     run.params["batch_size"] = batch_size
     run.params["device"] = str(device)
     run.params["precision"] = steps.precision.name
-    if result.interrupted:  # stopped by the student: what was measured so far
-        run.mark_interrupted(result.interrupted, "its metrics cover only the steps before the interrupt.")
-    elif loss_divergence(result.losses):  # the loop stops early only on a non-finite loss
-        run.status = "diverged"
-        run.notes.append(divergence_note(result.losses, where="step", advice="Lower learning_rate."))
+    bert.record_steps(run, result)
     _add_train_metrics(run, result)
-    run.add_series("loss", list(range(1, len(result.losses) + 1)), result.losses)
-    run.add_series("rate", [e.step for e in result.logs], [e.rate for e in result.logs])
-    run.add_series("global_rate", [e.step for e in result.logs], [e.global_rate for e in result.logs])
     METRICS.add(run, "setup_time", round(setup_time, 4))
     METRICS.add(run, "warmup_time", round(result.warmup_time, 4))
     how = {"micro_batch": micro.size, "accumulation": micro.accumulation, "launch": steps.launch}
@@ -146,12 +107,13 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
         how["peak_memory_bytes"] = result.peak_memory_bytes
     run.environment = devices.environment(device, dict(how, parameters=bert.count_parameters(model)))
     if result.peak_memory_bytes is not None:
-        _add_gpu_metrics(run, result, config, device)
+        bert.add_gpu_metrics(run, METRICS, result.peak_memory_bytes,
+                             bert.flops_per_sequence(config.model_size, config.max_seq_length), device)
     if log_path:
         run.environment["log_path"] = os.path.abspath(log_path)
     run.notes.append("Portable run: {} on synthetic masked-LM + next-sentence batches, not the CS-2. Rate and "
                      "GlobalRate follow the modelzoo's definitions.".format(device))
-    if device.type != "cpu" or steps.precision.name != "fp32":  # a CPU's fp32 note reads as it always did
+    if device.type != "cpu" or steps.precision.name != "fp32":  # a CPU's default fp32 needs no note
         from labkit.accelerator import TESTBED_PRECISION
 
         run.notes.append("Precision here: {}; the CS-2 trains in {}.".format(steps.precision.why,
@@ -160,22 +122,6 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
     if getattr(device, "type", "") == "cuda":
         torch.cuda.empty_cache()
     return run
-
-
-def _add_gpu_metrics(run: Run, result: bert.TrainResult, config: Config, device: Any) -> None:
-    """Peak memory, model TFLOP/s and MFU (against the GPU's named bf16 peak) of a CUDA run, from its
-    steady rate: GlobalRate counts the first step's compile, which a longer run would spread thinner."""
-    from labkit import accelerator
-
-    METRICS.add(run, "peak_memory_gb", round(result.peak_memory_bytes / 1e9, 2))
-    if "steady_rate" not in run.metrics:  # one step: nothing after the warm-up to measure
-        return
-    flops = run.metrics["steady_rate"] * bert.flops_per_sequence(config.model_size, config.max_seq_length)
-    figures, note = accelerator.utilisation(flops, accelerator.describe(device))
-    for name, value in figures.items():
-        METRICS.add(run, name, value)
-    if note:
-        run.notes.append(note)
 
 
 def _add_train_metrics(run: Run, result: bert.TrainResult) -> None:

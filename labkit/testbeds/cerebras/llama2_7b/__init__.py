@@ -19,13 +19,7 @@ From a parameter to the loop: ``SPEC.from_notebook`` -> ``exercise.run_exercise`
 or ``testbed.run_on_cs3``: ``cszoo fit`` on the CS-3) -> ``train.train``, whose body is the portable loop:
 the tokens, the model, the steps, the validation, the record.
 
-Modules, one concern each: ``spec`` (:data:`SPEC`, the course's values, the portable sizes),
-``host`` (a CS-3 node? what is missing), ``exercise`` (:func:`plan`: CS-3, log or portable, and the
-refusal of hopeless portable runs; :func:`run_exercise`), ``cszoo`` (the course's params YAML, ``cszoo fit``,
-``csctl cancel job``), ``testbed`` (the run on a CS-3 user node), ``train`` (the small LLaMA's loop,
-printing the CS-3 log's lines), ``log`` (a CS-3 log read into the exercise's run; the reader itself is
-:mod:`labkit.testbeds.cerebras.log`, shared with the 2024 exercise), ``report`` (:func:`show`, the
-throughput table and plots), ``metrics`` (:data:`METRICS`).
+The modules: docs/cerebras.md, "Code".
 """
 
 from __future__ import annotations

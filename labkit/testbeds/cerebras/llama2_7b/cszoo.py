@@ -7,18 +7,9 @@
     cszoo.cszoo_command("configs/params_llama2_7b_bs256.yaml", "model_dir_llama2_7b")
     result = cszoo.run_cszoo(command, cwd=llama_dir, log_path="mytest.log", steps=200)
 
-The course (05-AITestbed/Cerebras/llama2-7b.md) runs, in ``modelzoo/src/cerebras/modelzoo/models/nlp/llama``::
-
-    cp /software/cerebras/dataset/params_llama2_7b.yaml configs/params_llama2_7b.yaml
-    cszoo fit configs/params_llama2_7b.yaml --job_labels name=llama2_7b --model_dir model_dir_llama2_7b |& tee mytest.log
-
-and lists and cancels jobs with ``csctl get jobs`` / ``csctl cancel job <wsjob id>``.
-:func:`run_cszoo` runs that command, echoed first so it can be typed by hand, streams its
-output into a log file (as ``|& tee`` does) under a progress bar over the steps, and on an
-interrupt cancels the job on the cluster with ``csctl cancel job`` and says so.
-
-Verified only on the testbed's documentation and sample log; here it is tested against the fakes
-tests/fakes/cszoo and tests/fakes/csctl, which speak the same command lines.
+The course's commands (05-AITestbed/Cerebras/llama2-7b.md) and what labkit does with them:
+docs/cerebras.md, "On a CS-3 user node". Verified only on the testbed's documentation and sample
+log; here it is tested against the fakes tests/fakes/cszoo and tests/fakes/csctl.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def _duration(seconds: float) -> str:
 
 def _candidates(config: Config, device: Any) -> List[str]:
     """The presets to try, largest first: the one asked for; for "auto", every preset on a CUDA GPU,
-    PORTABLE_SIZE on a CPU or MPS (as before)."""
+    PORTABLE_SIZE on a CPU or MPS."""
     if config.model_size != "auto":
         return [config.model_size]
     if getattr(device, "type", str(device)) != "cuda":
@@ -152,7 +152,7 @@ def plan(config: Config) -> LlamaPlan:
         values["steps"])
     why += device_why("device", config.device, device)
     if device.type != "cpu" or config.precision != "auto":
-        where += " in " + steps.precision.name  # a CPU's fp32 steps read as they always did
+        where += " in " + steps.precision.name  # the default on a CPU needs no word
         why += "; " + steps.why()
     if config.model_size == "auto" and device.type == "cuda":
         why += "; model_size='auto': the largest preset that fits {} and trains within 2 hours".format(

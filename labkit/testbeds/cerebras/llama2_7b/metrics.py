@@ -3,10 +3,6 @@
     from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS, add_tokens_per_s
     METRICS.frame()                       # what each metric means
     add_tokens_per_s(run, 1024)           # tokens_per_s = global_rate x sequence length
-
-The table leads with ``global_rate`` (the modelzoo's GlobalRate, samples/s), ``tokens_per_s``
-and ``final_loss``, then holds every name the modelzoo log reader gives
-(:data:`labkit.testbeds.cerebras.log_metrics.LOG_METRICS`).
 """
 
 from __future__ import annotations

@@ -4,15 +4,9 @@
     config = llama2_7b.SPEC.validate({"batch_size": 4, "steps": 20, "log_steps": 5})
     llama2_7b.effective(config, "portable")     # every None resolved: what the run will use
 
-The parameters mirror the course's ``params_llama2_7b.yaml``: ``batch_size`` is
-``train_input.batch_size`` (samples, i.e. sequences, per optimizer step), ``steps`` is
-``runconfig.max_steps``, ``log_steps`` ``runconfig.log_steps``, ``sequence_length`` the
-sequence length in tokens, ``learning_rate`` the peak learning rate. Each defaults to None:
-on a CS-3 user node None keeps the course's file as it is (labkit writes only what the student
-changed); on the portable path None means a laptop-sized run (:data:`PORTABLE_DEFAULTS`), so
-Run All finishes in about two minutes on two cores. Asking for the course's values by hand
-on a laptop (``model_size = "7b"``, ``batch_size = 1024``) is refused by the plan in one line,
-with the estimated time and a run that fits.
+Each parameter mirrors a key of the course's ``params_llama2_7b.yaml`` (docs/cerebras.md, "Parameters").
+None keeps the course's file on a CS-3 user node and means a laptop-sized run (:data:`PORTABLE_DEFAULTS`)
+on the portable path.
 """
 
 from __future__ import annotations

@@ -3,14 +3,9 @@
     from labkit.testbeds.cerebras.llama2_7b.testbed import run_on_cs3
     run = run_on_cs3(config)       # config: batch_size, steps, sequence_length, learning_rate, model_size, ...
 
-What it does, as the course's llama2-7b.md does by hand: in the modelzoo's
-``src/cerebras/modelzoo/models/nlp/llama``, write ``configs/params_llama2_7b_bs<B>_s<S>_<time>.yaml``
-from ``/software/cerebras/dataset/params_llama2_7b.yaml`` (else the modelzoo's own) with only the
-student's changes; run ``cszoo fit <that file> --job_labels name=llama2_7b --model_dir
-model_dir_llama2_7b_bs<B>_<time>`` (a fresh model dir, as the course deletes its own before
-each run: an old checkpoint there would be resumed), echoed first; stream its output into a log
-under a progress bar; read the log into the run. An interrupt cancels the wsjob with ``csctl cancel
-job`` and keeps the partial run (status ``interrupted``).
+Step by step, as the course's llama2-7b.md does by hand: docs/cerebras.md, "On a CS-3 user node". A
+fresh model dir each run, since an old checkpoint there would be resumed; an interrupt cancels the
+wsjob with ``csctl cancel job`` and keeps the partial run (status ``interrupted``).
 
 Verified only against the course's documentation and sample log: the tests run it against the
 fakes tests/fakes/cszoo.py and csctl.py.

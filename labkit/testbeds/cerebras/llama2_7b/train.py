@@ -3,19 +3,11 @@
     from labkit.testbeds.cerebras.llama2_7b.train import train
     run = train(llama2_7b.SPEC.validate({"model_size": "tiny"}), torch.device("cpu"))   # prints the CS-3 log's lines
 
-The course's semantics are kept: ``batch_size`` samples (sequences) of ``sequence_length``
-tokens per optimizer step, ``steps`` steps, a report line every ``log_steps`` steps with
-``Rate`` and ``GlobalRate`` in samples/s as the modelzoo defines them (:class:`labkit.bert.RateTracker`),
-then ``Processed N training sample(s) in T seconds.`` (the lines of a Cerebras 2.6 log, so the
-same reader reads both). tokens/s is GlobalRate x sequence length. The first step (memory
-allocation, kernel choice) is measured apart and said; it still counts in GlobalRate, as
-the CS-3's first steps do. Building the tokenizer and the model (``setup_s``) does not.
-
-Each step (:func:`labkit.llm.train_step`) leaves its loss on the device; the host reads the losses
-back at the first step and at each report only, so a GPU is not made to wait every step. The steady
-figures (the samples of the steps after the first, over their time) run from the end of the first
-step to the last report: both ends wait for the device, so its queued work is inside the time and the
-first step's allocation and kernel choice are not.
+The course's semantics are kept: ``batch_size`` sequences of ``sequence_length`` tokens a step,
+``steps`` steps, a Cerebras 2.6 report line every ``log_steps`` (so the log reader reads both), measured
+as the BERT loops are (:class:`labkit.bert.StepMeter`: the modelzoo's Rate and GlobalRate, the first
+step apart, the steady figures). tokens/s is GlobalRate x sequence length. Building the tokenizer and
+the model (``build_s``) is not in the rates.
 
 Phases (:mod:`labkit.interrupts`): setup, training, validation. An interrupt after the first step
 keeps the steps trained (and no validation loss when it came before the validation's end); a second
@@ -24,21 +16,16 @@ one in training drops the step in progress.
 
 from __future__ import annotations
 
-import datetime
-import math
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, List, NamedTuple, Optional
+from typing import Any, Callable, Optional
 
-from labkit import accelerator, devices, interrupts, llm
-from labkit.bert.loop import sync
-from labkit.bert.rates import RateTracker
-from labkit.divergence import divergence_note, loss_divergence
+from labkit import accelerator, bert, devices, interrupts, llm
 from labkit.params import Config
 from labkit.progress import bar
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS, add_tokens_per_s
 from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE, effective
+from labkit.testbeds.cerebras.loglines import info_line, processed_line, train_line
 from labkit.testbeds.cerebras.stream import echo_above
 
 __all__ = ["train", "VOCAB_SIZE", "VALIDATION_BATCHES"]
@@ -48,30 +35,6 @@ VOCAB_SIZE = 2048
 
 #: Held-out windows the validation loss is averaged over (a fixed, seeded set).
 VALIDATION_BATCHES = 4
-
-
-class Report(NamedTuple):
-    """One report line's worth (the CS-3 log's ``| Train Device=..., Step=...`` line)."""
-
-    step: int
-    loss: float
-    rate: float
-    global_rate: float
-
-
-@dataclass
-class Trained:
-    """What the steps measured."""
-
-    losses: List[float] = field(default_factory=list)
-    logs: List[Report] = field(default_factory=list)
-    samples: int = 0
-    seconds: Optional[float] = None  # every step's time, the first included; None while they run
-    first_step_s: float = 0.0
-    steady_samples: int = 0
-    steady_seconds: float = 0.0
-    interrupted: str = ""  # where an interrupt ended the steps
-    peak_memory_bytes: Optional[int] = None  # CUDA: torch.cuda.max_memory_allocated over the steps
 
 
 def train(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] = None,
@@ -105,18 +68,18 @@ def train(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] = None
     batches = llm.token_batches(train_ids, batch_size, length, seed=seed)
     setup_s = time.perf_counter() - setup_start
     parameters = llm.count_parameters(model)
-    echo("{} INFO:   labkit portable LLaMA ({} preset, {:.1f}M parameters) on {}: batch size {} samples of {} tokens, "
-         "{} steps, corpus {!r} ({:,} training tokens)".format(
-             _stamp(), values["model_size"], parameters / 1e6, device, batch_size, length, total, corpus.name,
-             len(train_ids)))
+    echo(info_line("labkit portable LLaMA ({} preset, {:.1f}M parameters) on {}: batch size {} samples of {} "
+                   "tokens, {} steps, corpus {!r} ({:,} training tokens)".format(
+                       values["model_size"], parameters / 1e6, device, batch_size, length, total, corpus.name,
+                       len(train_ids))))
     shown = bar(total=total, desc="batch {}".format(batch_size), unit="step") if progress else None
     above = echo_above(shown, echo) if shown is not None else echo
     label = device.type.upper()
 
     # the steps: from here an interrupt ends training at a step boundary, and the steps made are kept
-    trained = Trained()
+    trained = bert.TrainResult(batch_size=batch_size, steps=total, device=str(device))
     stop = interrupts.keep(lambda: _record(config, values, device, steps, trained, setup_s, float("nan"), parameters,
-                                           corpus) if trained.seconds is not None and trained.losses else None)
+                                           corpus) if trained.total_time > 0 and trained.losses else None)
     stop.phase("training", check=False)
     model.to(device)
     if steps.checkpointing:  # keep each layer's input, recompute the rest in backward: what lets 7B fit one GPU
@@ -126,60 +89,36 @@ def train(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] = None
     scheduler = llm.warmup_scheduler(optimizer, total)
     if on_gpu:
         torch.cuda.reset_peak_memory_stats(device)
-    tracker = RateTracker()  # the run's time starts here
-    pending: List[Any] = []  # losses still on the device
+    meter = bert.StepMeter(trained, total, log_steps, device, bert.RateTracker(), "warmup_time", bert.LogEntry)
     try:
         for step in range(1, total + 1):
             batch = next(batches)
-            pending.append(llm.train_step(model, batch, optimizer, device, scheduler, precision=steps.precision))
-            tracker.add(len(batch["input_ids"]))
-            trained.samples += len(batch["input_ids"])
-            reported = step % log_steps == 0 or step == total
-            if step == 1 or reported:  # synced: the times below cover the device's queued steps
-                sync(device)
-                trained.losses.extend(float(x) for x in torch.stack(pending).cpu().tolist())
-                pending = []
-            now = tracker.clock()
-            if step == 1:
-                trained.first_step_s = tracker.elapsed(now)
-                warm_samples, warm_seconds = tracker.count, tracker.elapsed(now)
-            elif reported:
-                trained.steady_samples = int(tracker.count - warm_samples)
-                trained.steady_seconds = tracker.elapsed(now) - warm_seconds
-            if reported:
-                report = Report(step, trained.losses[-1], tracker.rate(now), tracker.global_rate(now))
-                trained.logs.append(report)
+            loss = llm.train_step(model, batch, optimizer, device, scheduler, precision=steps.precision)
+            report = meter.add(step, len(batch["input_ids"]), loss)
+            if report is not None:
                 above(train_line(label, step, report.loss, report.rate, report.global_rate,
-                                 tracker.elapsed(now) / step * (total - step)))
+                                 remaining_s=report.elapsed / step * (total - step)))
             if shown is not None:
                 shown.update(1)
-            if not math.isfinite(trained.losses[-1]):
-                break  # diverged: the record says so
-            if stop.requested and step < total:
-                break  # an interrupt: end at this step boundary
+            if meter.diverged or stop.requested and step < total:
+                break  # diverged (the record says so), or an interrupt: end at this step boundary
     except KeyboardInterrupt as exc:  # a second interrupt: the step in progress is dropped
         if not stop.interrupted_by(exc):
             raise
     finally:
         if shown is not None:
             shown.close()
-    seconds = tracker.elapsed()
-    if pending:  # the losses of the steps before an interrupt, not read yet
-        sync(device)
-        trained.losses.extend(float(x) for x in torch.stack(pending).cpu().tolist())
-    if stop.requested and len(trained.losses) < total:
-        trained.interrupted = stop.where(step=len(trained.losses), steps=total) if trained.losses else stop.where()
+    meter.end(stop)
     if on_gpu:
         trained.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
-    trained.seconds = seconds
 
     # validation: the mean loss of VALIDATION_BATCHES held-out windows, a fixed seeded set
     stop.phase("validation", check=False)  # its lines below say what was trained
     if trained.interrupted:
         echo(trained.interrupted)
     elif len(trained.losses) == total:
-        echo("{} INFO:   Training completed successfully!".format(_stamp()))
-    echo(processed_line(trained.samples, trained.seconds))
+        echo(info_line("Training completed successfully!"))
+    echo(processed_line(trained.total_samples, trained.total_time, training=True))
     validation = float("nan")
     validation_ids = llm.encode_text(tokenizer, corpus.validation)
     if trained.losses and len(validation_ids) > length:
@@ -195,39 +134,13 @@ def train(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] = None
     return _record(config, values, device, steps, trained, setup_s, validation, parameters, corpus)
 
 
-def _stamp() -> str:
-    now = datetime.datetime.now()
-    return now.strftime("%Y-%m-%d %H:%M:%S") + ",{:03d}".format(now.microsecond // 1000)
-
-
-def _clock(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    return "{}:{:02d}:{:02d}".format(seconds // 3600, seconds // 60 % 60, seconds % 60)
-
-
-def train_line(device: str, step: int, loss: float, rate: float, global_rate: float, remaining_s: float) -> str:
-    """A Cerebras 2.6 report line: ``| Train Device=CSX, Step=50, Loss=7.67126, Rate=31.97 samples/sec, ...``."""
-    return ("{} INFO:   | Train Device={}, Step={}, Loss={:.5f}, Rate={:.2f} samples/sec, GlobalRate={:.2f} "
-            "samples/sec, LoopTimeRemaining={}, TimeRemaining={}").format(
-                _stamp(), device, step, loss, rate, global_rate, _clock(remaining_s), _clock(remaining_s))
-
-
-def processed_line(samples: int, seconds: float) -> str:
-    """The 2.6 closing line: ``Processed N training sample(s) in T seconds.``"""
-    return "{} INFO:   Processed {} training sample(s) in {} seconds.".format(_stamp(), samples, repr(float(seconds)))
-
-
-def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan, trained: Trained, setup_s: float,
-            validation: float, parameters: int, corpus: Any) -> Run:
+def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan, trained: bert.TrainResult,
+            setup_s: float, validation: float, parameters: int, corpus: Any) -> Run:
     run = Run(exercise=EXERCISE, source="portable", params=config.to_dict())
     run.params.update(values)
     run.params["device"] = str(device)
     run.params["precision"] = steps.precision.name
-    if trained.interrupted:
-        run.mark_interrupted(trained.interrupted, "its metrics cover only the steps before the interrupt.")
-    elif loss_divergence(trained.losses):
-        run.status = "diverged"
-        run.notes.append(divergence_note(trained.losses, where="step", advice="Lower learning_rate."))
+    bert.record_steps(run, trained)
     logs = trained.logs
     if logs:
         METRICS.add(run, "global_rate", round(logs[-1].global_rate, 3))
@@ -240,20 +153,17 @@ def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan,
     elif trained.losses:  # interrupted before the first report: the steps it made still count
         METRICS.add(run, "final_loss", round(trained.losses[-1], 5))
         METRICS.add(run, "steps", len(trained.losses))
-    METRICS.add(run, "samples", trained.samples)
-    METRICS.add(run, "train_seconds", round(trained.seconds, 4))
-    if trained.seconds > 0:
-        METRICS.add(run, "samples_per_s", round(trained.samples / trained.seconds, 3))
-    METRICS.add(run, "first_step_s", round(trained.first_step_s, 4))
+    METRICS.add(run, "samples", trained.total_samples)
+    METRICS.add(run, "train_seconds", round(trained.total_time, 4))
+    if trained.total_time > 0:
+        METRICS.add(run, "samples_per_s", round(trained.total_samples / trained.total_time, 3))
+    METRICS.add(run, "first_step_s", round(trained.warmup_time, 4))
     if trained.steady_seconds > 0:
         METRICS.add(run, "steady_rate", round(trained.steady_samples / trained.steady_seconds, 3))
     METRICS.add(run, "build_s", round(setup_s, 4))
     if validation == validation:  # not NaN
         METRICS.add(run, "validation_loss", round(validation, 5))
     METRICS.add(run, "parameters", parameters)
-    run.add_series("loss", list(range(1, len(trained.losses) + 1)), trained.losses)
-    run.add_series("rate", [r.step for r in logs], [r.rate for r in logs])
-    run.add_series("global_rate", [r.step for r in logs], [r.global_rate for r in logs])
     how = {"micro_batch": values["batch_size"], "accumulation": 1, "launch": "eager",
            "checkpointing": steps.checkpointing}
     if trained.peak_memory_bytes is not None:
@@ -261,10 +171,12 @@ def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan,
     run.environment = devices.environment(device, dict(how, parameters=parameters, corpus=corpus.name,
                                                        corpus_fingerprint=corpus.fingerprint))
     if trained.peak_memory_bytes is not None:
-        _add_gpu_metrics(run, trained, values, device, parameters)
+        preset, length = llm.MODEL_SIZES[values["model_size"]], values["sequence_length"]
+        per_token = 6.0 * parameters + 12.0 * preset["num_hidden_layers"] * preset["hidden_size"] * length
+        bert.add_gpu_metrics(run, METRICS, trained.peak_memory_bytes, per_token * length, device)
     shapes = ("LLaMA-2-7B's layers, its 32,000-token vocabulary cut to the tokenizer's" if values["model_size"] == "7b"
               else "LLaMA-2's architecture, not its 7 billion parameters")
-    # a CPU's fp32 is what it always did: its note reads as before
+    # a CPU's default fp32 needs no word on precision
     precision = "" if device.type == "cpu" and steps.precision.name == "fp32" else ", precision " + steps.precision.name
     run.notes.append(
         "Portable run: a {}-parameter LLaMA ({} preset, {}) on {}, trained on {!r} text with a {}-token tokenizer{}; "
@@ -277,25 +189,8 @@ def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan,
             "The first step took {:.2f} s (memory allocation, kernel choice; the portable warm-up, not a compile): it "
             "counts in GlobalRate as the CS-3's first steps do. Building the tokenizer and model ({:.1f} s) does not; "
             "nothing here stands for the CS-3's compile, appliance staging or checkpoint save.".format(
-                trained.first_step_s, setup_s))
+                trained.warmup_time, setup_s))
     return run
-
-
-def _add_gpu_metrics(run: Run, trained: Trained, values: dict, device: Any, parameters: int) -> None:
-    """Peak memory, model TFLOP/s and MFU (against the GPU's named bf16 peak) of a CUDA run, from its
-    steady rate: GlobalRate counts the first step's allocation and kernel choice."""
-    METRICS.add(run, "peak_memory_gb", round(trained.peak_memory_bytes / 1e9, 2))
-    if "steady_rate" not in run.metrics:  # one step: nothing after the warm-up to measure
-        return
-    tokens = run.metrics["steady_rate"] * values["sequence_length"]
-    preset = llm.MODEL_SIZES[values["model_size"]]
-    flops = tokens * (6.0 * parameters + 12.0 * preset["num_hidden_layers"] * preset["hidden_size"]
-                      * values["sequence_length"])
-    figures, note = accelerator.utilisation(flops, accelerator.describe(device))
-    for name, value in figures.items():
-        METRICS.add(run, name, value)
-    if note:
-        run.notes.append(note)
 
 
 def _millions(count: int) -> str:

@@ -7,34 +7,12 @@
     bert_large.show(run)
     bert_large.throughput_table([run, ...]);  bert_large.plot_throughput(table)
 
-    papermill notebooks/sambanova/bert_large.ipynb out.ipynb -p ntasks 2 -p model_size micro
-
-Three ways to get a run (``target``):
-
-- ``"testbed"`` on a SambaNova node (``sbatch`` and SambaFlow under ``/opt/sambaflow``):
-  labkit writes the compile script and the batch script the course's ``BertLarge.sh`` and
-  ``BertLarge_run.sh`` are, from the parameters; runs the compile; submits the training job
-  with the validated ``sbatch`` request; follows it; finds the training log through the
-  ``Using DIR/BertLarge.out for output`` line of ``slurm-<id>.out``; reads it with
-  :func:`labkit.logs.read`. Verified only against a real Slurm with SambaFlow replaced by a
-  script that writes SambaFlow's log lines (tests/slurm/test_sambanova_job.py): no SambaFlow
-  could be installed here.
-- ``"portable"`` anywhere else: ``ntasks`` ranks of data-parallel training through
-  ``torch.distributed`` (gloo on CPU, NCCL with one GPU per rank), each rank running
-  ``steps`` steps of :mod:`labkit.bert` at ``batch_size``.
-- ``"log"``: read ``log_path``, a training log (or ``slurm-<id>.out`` pointer) from a testbed.
-
-Metrics use SambaNova's definitions: ``e2e_train_time`` is the wall time of the ``steps``
-steps, and ``training_sequences_per_second = ntasks x batch_size x steps x max_seq_length /
-e2e_train_time``, which counts TOKENS per second despite its name; ``sequences_per_second``
-is the true figure, the same without ``max_seq_length``.
-
-The code, one concern a module: ``spec`` (parameters, sbatch request), ``metrics`` (the metric
-table), ``host`` (where it can run; the portable ranks' device and whether they fit), ``exercise``
-(the notebook's plan and run steps: the log, the testbed or the portable ranks, as ``target``
-says; the homework's runs), ``portable`` (the torch.distributed ranks: the host's side, then the
-loop each rank runs), ``script`` and ``testbed`` (the SambaFlow scripts, the Slurm job, reading its
-log), ``log`` (the log reader labkit.logs uses), ``report`` (the show step, tables and plots).
+``target`` chooses the run: ``"testbed"`` (the course's scripts, compiled and submitted with
+``sbatch`` on a SambaNova node; verified only against a real Slurm with SambaFlow replaced by a
+script that writes SambaFlow's log lines, tests/slurm/test_sambanova_job.py), ``"portable"``
+(``ntasks`` torch.distributed ranks of :mod:`labkit.bert` here) or ``"log"`` (a testbed's log).
+SambaNova's ``training_sequences_per_second`` counts TOKENS per second despite its name;
+``sequences_per_second`` is the true figure. docs/sambanova.md has the modules, one concern each.
 """
 
 from labkit.testbeds.sambanova.bert_large.exercise import homework_runs, plan, run_exercise

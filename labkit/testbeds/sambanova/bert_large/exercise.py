@@ -1,13 +1,5 @@
 """The SambaNova notebook's plan and run steps (its show step is :func:`report.show`), and the
 homework's runs.
-
-    from labkit.testbeds.sambanova import bert_large
-    config = bert_large.SPEC.from_notebook(globals())
-    bert_large.plan(config)                    # the Slurm job, the portable ranks or a log, and why
-    run = bert_large.run_exercise(config)      # a labkit.results.Run
-    bert_large.show(run)                       # the metrics with their meaning, the notes, the loss
-    results.record(run)
-    runs = bert_large.homework_runs(config, run)   # one more per sweep_ntasks value, and compare_logs
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Where the SambaNova exercise can run: SambaFlow's paths, whether this is a SambaNova node,
 which target ('testbed', 'portable' or 'log') a configuration resolves to, and for the portable
 ranks the device they run on and whether they fit in this machine's memory.
-
-    from labkit.testbeds.sambanova.bert_large.host import resolve_target, sambanova_host, ranks_device
-    sambanova_host()                 # sbatch on PATH and SambaFlow under /opt/sambaflow
-    resolve_target(config)           # says why when the asked-for target is impossible
-    ranks_device(config, 2)          # ('cpu', notes) or ('cuda', []); refuses a run that cannot fit
 """
 
 from __future__ import annotations
@@ -89,10 +84,10 @@ def ranks_device(config: Config, ranks: int) -> Tuple[str, List[str]]:
     choice; raises :class:`TooBigForMemory` before anything is spawned when they cannot fit (an estimate,
     see :func:`_memory_estimate`), saying which smaller size to use."""
     device_kind, notes = _choose_device(config.device, ranks)
-    total = _memory_estimate(config, ranks)[1]
+    weights, per_rank = _memory_estimate(config)
     available = _available_memory(device_kind)
-    # On CUDA the micro-batch probe backs off to what fits, so only the weights and optimizer state must
-    needed = _weights_bytes(config) if device_kind == "cuda" else total
+    # On CUDA the micro-batch probe backs off to what fits: the weights and optimizer state must fit
+    needed = weights if device_kind == "cuda" else per_rank * ranks
     if needed > 0.9 * available:
         raise TooBigForMemory([
             "model_size={!r} with ntasks={}, batch_size={}, max_seq_length={}: the portable run needs about "
@@ -105,8 +100,8 @@ def ranks_device(config: Config, ranks: int) -> Tuple[str, List[str]]:
     return device_kind, notes
 
 
-def _memory_estimate(config: Config, ranks: int) -> Tuple[float, float]:
-    """Bytes one rank needs (weights, gradients, AdamW state, activations) and for all ranks.
+def _memory_estimate(config: Config) -> Tuple[float, float]:
+    """Bytes of one rank's weights, gradients and AdamW state, and of everything one rank needs.
 
     A rough upper estimate, to refuse runs that cannot fit before spawning anything: fp32
     weights+gradients+2 Adam moments+the all-reduce buffer (20 bytes a parameter) and the
@@ -118,21 +113,10 @@ def _memory_estimate(config: Config, ranks: int) -> Tuple[float, float]:
     vocab = preset.pop("vocab_size", bert.BERT_VOCAB_SIZE)
     h, layers, heads = preset["hidden_size"], preset["num_hidden_layers"], preset["num_attention_heads"]
     ffn = preset["intermediate_size"]
-    params = vocab * h + 512 * h + layers * (4 * h * h + 2 * h * ffn) + h * h
+    weights = 20.0 * (vocab * h + 512 * h + layers * (4 * h * h + 2 * h * ffn) + h * h)
     s, b = config.max_seq_length, config.batch_size
     activations = layers * s * b * h * (34 + 5 * heads * s / float(h)) * 2
-    per_rank = 20.0 * params + activations + 4.0 * b * s * h * 4
-    return per_rank, per_rank * ranks
-
-
-def _weights_bytes(config: Config) -> float:
-    """fp32 weights, gradients, two AdamW moments and the all-reduce buffer: 20 bytes a parameter."""
-    from labkit import bert
-
-    preset = dict(bert.MODEL_SIZES[config.model_size])
-    vocab = preset.pop("vocab_size", bert.BERT_VOCAB_SIZE)
-    h, layers, ffn = preset["hidden_size"], preset["num_hidden_layers"], preset["intermediate_size"]
-    return 20.0 * (vocab * h + 512 * h + layers * (4 * h * h + 2 * h * ffn) + h * h)
+    return weights, weights + activations + 4.0 * b * s * h * 4
 
 
 def _available_memory(device_kind: str) -> float:

@@ -1,23 +1,14 @@
-"""SambaNova logs of the course's ``BertLarge.sh`` flow (SambaFlow under Slurm).
+"""SambaNova logs of the course's ``BertLarge.sh`` flow (SambaFlow under Slurm), read as
+``labkit.logs.read("BertLarge.out", format="sambanova")``; docs/logs.md has what each gives.
 
-    import labkit.logs
-    report = labkit.logs.read("BertLarge.out", format="sambanova")
-
-The flow writes three kinds of file, all read here:
-
-- the **compile log** (``BertLarge.out`` first time round): ``Model:``/``Date:``/``Time:``, the
-  ``sambaflow`` package version, ``COMPILE START AT 0`` ... ``COMPILE END AT N`` (absent when
-  ``bertlrg.pef`` already existed), ``RUN``, then ``Submitted batch job N`` or
-  ``sbatch: error: ...``, and ``Duration:  N``;
-- the **training log** the batch job writes to the same path: the ``SLURM_*`` environment
-  (ntasks, tasks per node, nodes, job id), the ``RUN COMMAND`` (batch, max sequence length,
-  steps this run), per-step ``global_step:N|...|step_loss:X`` lines, ``final_loss`` and the
-  ``{'e2e_train_time': ..., 'training_sequences_per_second': ...}`` line, then possibly the
-  script's throughput ``AssertionError``;
-- ``slurm-<id>.out``, which holds only ``Using DIR/BertLarge.out for output`` (a pointer).
-
-A ``script`` capture of a shell session is read too: each ``./BertLarge.sh`` it shows is one
-submission, with the sbatch flags of the latest ``git diff`` and whether a cached PEF was used.
+The flow writes three kinds of file: the **compile log** (``Model:``/``Date:``/``Time:``, the
+sambaflow version, ``COMPILE START AT`` ... ``COMPILE END AT N``, absent when the PEF already
+existed, then ``Submitted batch job N`` or ``sbatch: error: ...``, and ``Duration:  N``); the
+**training log** the batch job writes to the same path (the ``SLURM_*`` environment, the ``RUN
+COMMAND``, ``global_step:N|...|step_loss:X`` lines, the ``{'e2e_train_time': ...}`` line, then
+possibly the script's throughput ``AssertionError``); and ``slurm-<id>.out``, which holds only
+``Using DIR/BertLarge.out for output``. A ``script`` capture of a shell session is read too: each
+``./BertLarge.sh`` is one submission, with the sbatch flags of the latest ``git diff``.
 
 Verified only against real logs from the course; no SambaFlow runs here.
 """
@@ -25,14 +16,14 @@ Verified only against real logs from the course; no SambaFlow runs here.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, new_run
 from labkit.results import Run
 from labkit.testbeds.sambanova.bert_large.metrics import METRICS
 
-__all__ = ["SambaNovaReader"]
+__all__ = ["SambaNovaReader", "POINTER"]
 
 _MODEL = re.compile(r"^Model:\s+(\S+)")
 _DATE = re.compile(r"^Date:\s+(\S+)")
@@ -60,7 +51,7 @@ _E2E = re.compile(r"'(e2e_train_time|training_sequences_per_second|final_loss|tr
                   NUMBER + r")")
 _ASSERT = re.compile(r"AssertionError: Expected throughput to be at (least|most) (" + NUMBER +
                      r"), instead found (" + NUMBER + r")")
-_POINTER = re.compile(r"Using (\S+) for output")
+POINTER = re.compile(r"Using (\S+) for output")
 _PEF_EXISTS = re.compile(r"(\S+\.pef) exists")
 _SCRIPT = re.compile(r"\$ \./(\w+)\.sh\b")
 
@@ -209,7 +200,7 @@ class SambaNovaReader(LineReader):
             cur.traceback = True
             return
         if "for output" in line:
-            m = _POINTER.search(line)
+            m = POINTER.search(line)
             if m:
                 cur.pointer = m.group(1)
                 if m.group(1) not in self.pointers:
@@ -241,18 +232,11 @@ class SambaNovaReader(LineReader):
             cur.duration = int(m.group(1))
             cur.anything = True
             return True
-        m = _DATE.match(line)
-        if m:
-            cur.run.environment["date"] = m.group(1)
-            return True
-        m = _TIME.match(line)
-        if m:
-            cur.run.environment["time"] = m.group(1)
-            return True
-        m = _VERSION.match(line)
-        if m:
-            cur.run.environment["sambaflow"] = m.group(1)
-            return True
+        for rx, key in ((_DATE, "date"), (_TIME, "time"), (_VERSION, "sambaflow")):
+            m = rx.match(line)
+            if m:
+                cur.run.environment[key] = m.group(1)
+                return True
         return False
 
     # -- closing a run -------------------------------------------------------------------
@@ -293,13 +277,7 @@ class SambaNovaReader(LineReader):
         if cur.rejected:
             run.status = "failed"
             METRICS.add(run, "submitted", False)
-            flags = run.params
-            detail = cur.rejected
-            if all(k in flags for k in ("ntasks", "ntasks_per_node", "nodes")) and \
-                    flags["ntasks"] > flags["nodes"] * flags["ntasks_per_node"]:
-                detail += "; --ntasks {} > --nodes {} x --ntasks-per-node {}".format(
-                    flags["ntasks"], flags["nodes"], flags["ntasks_per_node"])
-            run.notes.append(REJECT_NOTE.format(detail))
+            run.notes.append(REJECT_NOTE.format("; ".join(filter(None, (cur.rejected, _oversize(run.params))))))
         elif cur.job is not None:
             METRICS.add(run, "submitted", True)
             run.status = "complete" if cur.duration is not None or cur.kind == "submission" else "incomplete"
@@ -317,10 +295,9 @@ class SambaNovaReader(LineReader):
             run.notes.append("'{} exists': compilation was skipped and the cached PEF reused.".format(cur.pef_exists))
         if cur.pointer:
             run.environment["output_log"] = cur.pointer
-        p = run.params
-        if all(k in p for k in ("ntasks", "ntasks_per_node", "nodes")) and p["ntasks"] > p["nodes"] * p["ntasks_per_node"]:
-            run.notes.append("--ntasks {} > --nodes {} x --ntasks-per-node {}: Slurm rejects this job at submission, "
-                             "so no training happens.".format(p["ntasks"], p["nodes"], p["ntasks_per_node"]))
+        if _oversize(run.params):
+            run.notes.append(_oversize(run.params) + ": Slurm rejects this job at submission, so no training "
+                             "happens.")
         if cur.kind == "submission":
             if cur.steps:
                 run.add_series("loss", cur.steps, cur.losses)
@@ -394,6 +371,13 @@ class SambaNovaReader(LineReader):
     def finish(self) -> List[Run]:
         self._close()
         return self.runs
+
+
+def _oversize(p: Dict[str, Any]) -> str:
+    """The words "--ntasks N > --nodes A x --ntasks-per-node B" when the flags ask for more tasks than fit."""
+    if all(k in p for k in ("ntasks", "ntasks_per_node", "nodes")) and p["ntasks"] > p["nodes"] * p["ntasks_per_node"]:
+        return "--ntasks {} > --nodes {} x --ntasks-per-node {}".format(p["ntasks"], p["nodes"], p["ntasks_per_node"])
+    return ""
 
 
 def _training_kind(kind: Optional[str]) -> str:

@@ -1,8 +1,5 @@
 """The SambaNova exercise's metrics: what the portable ranks, a Slurm job and the log reader record.
 
-    from labkit.testbeds.sambanova.bert_large.metrics import METRICS
-    METRICS.frame()             # name, unit, meaning, primary, timing
-
 The compile log and the training log of one job are different runs: a compile log's
 ``duration_s`` is compiling and submitting, never training; training time is ``e2e_train_time``.
 """

@@ -1,11 +1,6 @@
 """The portable run: SambaNova's data-parallel BERT training as ``ntasks`` torch.distributed
 ranks on this machine (gloo on CPU, NCCL with one GPU per rank), measured as SambaNova does.
 
-    from labkit.testbeds.sambanova import bert_large
-    config = bert_large.SPEC.validate({"ntasks": 2, "ntasks_per_node": 2, "model_size": "micro",
-                                       "batch_size": 4, "steps": 4, "max_seq_length": 32})
-    run = bert_large.run_portable(config)
-
 Two halves, top to bottom: :func:`run_portable`, the host's side (where the ranks run, starting them
 through :mod:`labkit.rank_launcher`, rank 0's steps as a bar, the record), and :func:`train_rank`, what
 each rank runs: its training loop, gradients all-reduced each step (:class:`AllReduceOptimizer`).
@@ -25,21 +20,11 @@ from labkit.testbeds.sambanova.bert_large.host import ranks_device
 from labkit.testbeds.sambanova.bert_large.metrics import METRICS
 from labkit.testbeds.sambanova.bert_large.spec import EXERCISE
 
-__all__ = ["run_portable", "train_rank", "AllReduceOptimizer", "tokens_per_second", "sequences_per_second",
-           "TOKENS_NOTE", "PRELOAD"]
+__all__ = ["run_portable", "train_rank", "AllReduceOptimizer", "TOKENS_NOTE", "PRELOAD"]
 
 TOKENS_NOTE = ("training_sequences_per_second is SambaNova's name, but it is ntasks x batch_size x steps x "
                "max_seq_length / e2e_train_time: it counts tokens per second. Sequences per second: "
                "sequences_per_second = {:.1f} sequences/s.")
-
-
-def tokens_per_second(ntasks: int, batch_size: int, steps: int, max_seq_length: int, seconds: float) -> float:
-    """SambaNova's ``training_sequences_per_second`` (which counts tokens)."""
-    return ntasks * batch_size * steps * max_seq_length / seconds
-
-
-def sequences_per_second(ntasks: int, batch_size: int, steps: int, seconds: float) -> float:
-    return ntasks * batch_size * steps / seconds
 
 
 #: Modules the rank processes need, imported once by the fork server rather than by every rank
@@ -49,14 +34,9 @@ PRELOAD = ["labkit.testbeds.sambanova.bert_large.portable", "labkit.bert", "tran
 
 def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 3600, show: bool = True) -> Run:
     """Data-parallel BERT on this machine: ``ntasks`` processes of :func:`train_rank`, gradients all-reduced
-    each step.
-
-    Each rank builds the same model (same ``seed``), draws its own synthetic batches
-    (``seed`` + rank), and runs ``steps`` steps at ``batch_size``; rank 0 reports losses as
-    it goes. Nothing is spawned when the run cannot fit in memory (an estimate,
-    :func:`~labkit.testbeds.sambanova.bert_large.host.ranks_device`): the error says which smaller size
-    to use. Raises RuntimeError when a rank fails or nothing comes back within ``timeout`` seconds.
-    """
+    each step. Nothing is spawned when the run cannot fit in memory
+    (:func:`~labkit.testbeds.sambanova.bert_large.host.ranks_device`). Raises RuntimeError when a rank
+    fails or nothing comes back within ``timeout`` seconds."""
     import torch
 
     from labkit import devices
@@ -89,13 +69,12 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
         return _interrupted_run(config, ranks, steps_done, losses, show, stop)
     result = gathered.results[0]
     e2e = result["e2e_train_time"]
-    run_ = Run(EXERCISE, source="portable", status="complete")
-    run_.params.update(config.to_dict())
-    run_.params["ntasks"] = ranks
-    tokens = tokens_per_second(ranks, config.batch_size, config.steps, config.max_seq_length, e2e)
-    sequences = sequences_per_second(ranks, config.batch_size, config.steps, e2e)
+    run_ = _new_run(config, ranks)
+    sequences = ranks * config.batch_size * config.steps / e2e
+    # SambaNova's training_sequences_per_second, which counts tokens (TOKENS_NOTE)
+    tokens = ranks * config.batch_size * config.steps * config.max_seq_length / e2e
     METRICS.add(run_, "e2e_train_time", e2e)
-    METRICS.add(run_, "training_sequences_per_second", tokens)  # SambaNova's name; see TOKENS_NOTE
+    METRICS.add(run_, "training_sequences_per_second", tokens)
     METRICS.add(run_, "sequences_per_second", sequences)
     METRICS.add(run_, "throughput_per_task", tokens / ranks)
     METRICS.add(run_, "final_loss", losses[-1] if losses else float("nan"))
@@ -126,14 +105,19 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     return run_
 
 
+def _new_run(config: Config, ranks: int) -> Run:
+    run_ = Run(EXERCISE, source="portable")
+    run_.params.update(config.to_dict())
+    run_.params["ntasks"] = ranks
+    return run_
+
+
 def _interrupted_run(config: Config, ranks: int, steps_done: List[int], losses: List[float], show: bool,
                      stop: Any) -> Run:
     line = stop.where(step=steps_done[-1], steps=config.steps) if steps_done else stop.where()
     if show:
         print(line)
-    run_ = Run(EXERCISE, source="portable")
-    run_.params.update(config.to_dict())
-    run_.params["ntasks"] = ranks
+    run_ = _new_run(config, ranks)
     run_.mark_interrupted(line, "the ranks were stopped, so there is no end-to-end time or throughput.")
     if losses:
         METRICS.add(run_, "final_loss", losses[-1])

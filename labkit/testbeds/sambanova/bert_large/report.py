@@ -1,10 +1,5 @@
 """What the SambaNova notebook shows: the run's metrics, its loss curve, and the homework's
 throughput table and plot against ntasks.
-
-    from labkit.testbeds.sambanova import bert_large
-    bert_large.show(run)                  # the notebook's show step: the metrics, the notes, the loss
-    bert_large.metrics_table(run);  bert_large.plot_loss(run)
-    table = bert_large.throughput_table(runs);  bert_large.format_throughput(table);  bert_large.plot_throughput(table)
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """The testbed's two shell scripts, written from the parameters: the compile the course's
 BertLarge.sh runs before ``sbatch``, and the course's BertLarge_run.sh batch job.
-
-    from labkit.testbeds.sambanova.bert_large.host import SambaFlow
-    from labkit.testbeds.sambanova.bert_large.script import compile_script, run_script
-    print(compile_script(config, SambaFlow(), "/home/me/BertLarge", "/home/me/BertLarge/log"))
-    print(run_script(config, SambaFlow(), "/home/me/BertLarge"))
 """
 
 from __future__ import annotations

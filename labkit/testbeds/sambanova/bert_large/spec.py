@@ -1,9 +1,5 @@
 """The SambaNova BERT-Large exercise's parameters: the spec, its checks, and the sbatch request.
 
-    from labkit.testbeds.sambanova.bert_large import SPEC, describe_request
-    config = SPEC.validate({"ntasks": 2, "model_size": "micro", "steps": 5})
-    print(describe_request(config))      # the course's sbatch line for these parameters
-
 Every target checks the request against ALCF's SN30 nodes (labkit.jobs.SN30), so the portable
 run keeps the exercise's meaning.
 """

@@ -1,10 +1,6 @@
 """The testbed path: compile, submit the training job with sbatch, follow it, read its log;
 and reading a training log a testbed wrote.
 
-    from labkit.testbeds.sambanova import bert_large
-    run = bert_large.run_testbed(config)                       # on a SambaNova node
-    run = bert_large.read_log("~/BertLarge/112124.22/BertLarge.out")
-
 Verified only against a real Slurm with SambaFlow replaced by a script that writes SambaFlow's
 log lines (tests/slurm/test_sambanova_job.py): no SambaFlow could be installed here.
 """
@@ -25,6 +21,7 @@ from labkit import jobs
 from labkit.params import Config
 from labkit.results import Run
 from labkit.testbeds.sambanova.bert_large.host import SambaFlow
+from labkit.testbeds.sambanova.bert_large.log import POINTER
 from labkit.testbeds.sambanova.bert_large.script import compile_script, run_script
 from labkit.testbeds.sambanova.bert_large.spec import slurm_request
 
@@ -48,27 +45,21 @@ def read_log(path: Union[str, os.PathLike], config: Optional[Config] = None) -> 
     return found
 
 
-_POINTER = re.compile(r"Using (\S+) for output")
+def _text(path: Optional[str]) -> Optional[str]:
+    try:
+        return Path(path).read_text(errors="replace") if path else None
+    except OSError:
+        return None
 
 
 def _training_log(slurm_out: str) -> Optional[str]:
     """The path the job's ``Using DIR/BertLarge.out for output`` line names."""
-    try:
-        text = Path(slurm_out).read_text(errors="replace")
-    except OSError:
-        return None
-    found = _POINTER.findall(text)
+    found = POINTER.findall(_text(slurm_out) or "")
     return found[-1] if found else None
 
 
 def _steps_in(path: Optional[str]) -> int:
-    if not path:
-        return 0
-    try:
-        text = Path(path).read_text(errors="replace")
-    except OSError:
-        return 0
-    steps = re.findall(r"global_step:(\d+)\|", text)
+    steps = re.findall(r"global_step:(\d+)\|", _text(path) or "")
     return int(steps[-1]) if steps else 0
 
 
@@ -135,7 +126,5 @@ def run_testbed(config: Config, setup: SambaFlow = SambaFlow(), poll: float = 5.
 
 
 def _tail(path: str, lines: int = 15) -> str:
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no file)"
+    text = _text(path)
+    return "(no file)" if text is None else "\n".join(text.splitlines()[-lines:])

@@ -6,18 +6,10 @@
     run = inference.run_exercise(config)   # streams chat completions through the openai SDK
     inference.show(run)                    # TTFT, TPOT, E2EL, throughput with intervals; the notes
 
-    papermill notebooks/sambanova/inference.ipynb out.ipynb -p concurrency '[1, 8]' -p repeats 5
-
-By default the two endpoints are labkit's local stand-in server (:mod:`labkit.serving`) in its two
-configurations, so Run All needs no network; Metis and Sophia are ``inference.ENDPOINTS``. Nothing
-in labkit's tests reached the ALCF service: the client follows the documented OpenAI API and was
-tested against the stand-in over loopback.
-
-The code, one concern a module: ``spec`` (parameters), ``prompts`` (built-in, a file or a hub
-dataset), ``access`` (the token, one sentence per failure), ``client`` (streaming, time stamps
-only), ``timing`` (vllm bench serve's definitions), ``measure`` (warm-up, levels, repeats,
-interrupts), ``summary`` (intervals), ``notes`` (honest comparisons), ``record`` (the run),
-``evidence`` and ``log`` (pasted responses), ``metrics``, ``report``, ``exercise``.
+By default the two endpoints are labkit's local stand-in server (:mod:`labkit.serving`), so Run All
+needs no network. Nothing in labkit's tests reached the ALCF service: the client follows the
+documented OpenAI API and was tested against the stand-in over loopback. docs/sambanova.md has the
+whole exercise, one concern a module.
 """
 
 from labkit.testbeds.sambanova.inference.access import AccessError, Secret, explain, find_token

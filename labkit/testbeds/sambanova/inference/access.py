@@ -1,17 +1,8 @@
 """The access token, kept out of every output, and what each failure means in one sentence.
 
-    from labkit.testbeds.sambanova.inference import access
-    token = access.find_token(env="ALCF_ACCESS_TOKEN")    # a Secret: str() and repr() show no token
-    token.reveal()                                         # the token itself, for the SDK only
-    access.explain("401", "Metis", url)                    # what to do, in one sentence
-
-The token comes from the course's ``inference_auth_token.py`` (its ``get_access_token()``, which
-refreshes an expired access token) when that file is in the notebook's folder or importable, else
-from an environment variable. It is never printed, recorded or saved: records hold where it came
-from, never what it is.
-
-Only ALCF endpoints (``*.alcf.anl.gov``) are sent the ALCF token (:func:`key_for`): any other server
-(a local vLLM, the stand-in started from a shell) gets ``$OPENAI_API_KEY`` when it is set, else no key.
+The token comes from the course's ``inference_auth_token.py`` (its ``get_access_token()`` refreshes
+an expired token), else from an environment variable; records hold where it came from, never what
+it is. Only ALCF endpoints get the ALCF token (:func:`key_for`; docs/sambanova.md, "Access").
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """The measuring client: chat completions streamed through the ``openai`` SDK, time stamps only.
 
-    from labkit.testbeds.sambanova.inference import client
-    endpoint = client.Endpoint("batched", server.base_url, server.model, api_key)
-    traces, duration = client.run_batch(endpoint, prompts, concurrency=4, options=client.Options(max_tokens=32))
-
-While a stream runs, the client keeps ``time.perf_counter()`` at the send and at each chunk that
-carries text, the text, and the server's ``usage`` (with SambaNova's own timings when
-it sends them); every figure is computed afterwards (:mod:`.timing`), so measuring adds almost
-nothing to a plain SDK loop (benchmarks/inference_client.py). Concurrency is a pool of exactly
-``concurrency`` threads sharing one SDK client: at most that many requests are in flight, all
-queued at once (``vllm bench serve --max-concurrency`` with an infinite request rate). A request
-rate instead schedules every arrival before the first send (gaps drawn from a gamma distribution
-of shape ``burstiness``, 1 being Poisson, as ``vllm bench serve --request-rate --burstiness``
-does); each request waits for its time, so a slow answer never delays the next arrival, and
-``trace.late`` records how far behind its time the client sent it. The SDK retries nothing
-(``max_retries=0``): a retried request would hide a 429 and time its retry.
-
-A reasoning model's thinking (``reasoning_content`` or ``reasoning`` deltas) is timed like its
-answer (``content``), and the answer's chunks are kept apart (``trace.answer_times``).
+While a stream runs the client keeps ``time.perf_counter()`` at the send and at each chunk with text,
+the text and the server's ``usage``; every figure is computed afterwards (:mod:`.timing`), so
+measuring adds almost nothing to a plain SDK loop (benchmarks/inference_client.py). Concurrency is a
+pool of exactly ``concurrency`` threads sharing one SDK client (``vllm bench serve --max-concurrency``
+with an infinite request rate); a request rate schedules every arrival before the first send, as
+``vllm bench serve --request-rate --burstiness`` does, so a slow answer never delays the next
+arrival. The SDK retries nothing (``max_retries=0``): a retried request would hide a 429 and time its
+retry.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """What an endpoint serves now, and whether the model is ready, before anything is measured.
 
-    from labkit.testbeds.sambanova.inference import discover
-    discover.list_models(endpoint)          # GET {base_url}/models: the served names
-    discover.readiness(endpoint)            # Readiness(ready, sentence, models); may rename endpoint.model
-    discover.alcf_endpoints(token)          # GET .../resource_server/list-endpoints (ALCF, where reachable)
-    discover.cluster_jobs(token, "sophia")  # GET .../resource_server/sophia/jobs: what is live or queued
-
-Served names change (Metis's ``gpt-oss-120b-131072`` became ``gpt-oss-120b`` in January 2026):
-a course's old name is mapped to today's (``spec.RENAMED``) with a sentence that says so, and a
-model the endpoint does not list stops the run before it starts with one sentence naming what it
+A model the endpoint does not list stops the run before it starts, with one sentence naming what it
 serves now. On Sophia a model that is not loaded is "cold": its first request starts loading it,
 which takes 10-15 minutes (argonne-lcf/user-guides, inference-endpoints.md); the check says so
 instead of letting every request time out. Nothing here reached the ALCF service in labkit's tests:
@@ -18,7 +10,7 @@ the stand-in answers GET /v1/models as vLLM does, and the ALCF calls follow the 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, List, Optional
 from urllib import error, request
 
@@ -46,7 +38,6 @@ class Readiness:
     models: Optional[List[str]] = None  # None: the endpoint could not be asked
     renamed: str = ""
     state: str = ""  # from the cluster's /jobs where reachable: "running", "queued", "cold" or ""
-    notes: List[str] = field(default_factory=list)
 
 
 def _get(url: str, token: str, timeout: float) -> Any:

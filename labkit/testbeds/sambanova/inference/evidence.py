@@ -1,24 +1,10 @@
 """Pasted evidence read like a log, into the same records as a measured run.
 
-    from labkit.testbeds.sambanova.inference import evidence
-    runs = evidence.parse_text(open("metis.json").read(), "metis.json")   # one Run per piece found
-    run = evidence.read_evidence(["metis.json", "sophia-curl.txt"])      # the notebook's log_path
-    labkit.logs.read("metis.json")                                       # the same, format "openai"
-
 Four shapes, as students paste them (fixtures in tests/sambanova/evidence/ say where each comes from):
-
-- a chat-completion JSON (OpenAI's ``chat.completion`` object), with or without SambaNova's own
-  timings in ``usage`` (``time_to_first_token``, ``total_latency``, ``completion_tokens_after_first_per_sec``);
-- a ``curl`` command and its JSON answer timed with ``time`` (``real 0m4.990s``): one client-side
-  end-to-end latency, with no way to tell the first token from the rest (nothing was streamed); a
-  transcript of several such commands gives one run per answer, each with the ``time`` printed
-  after it, and notes when the answers compare two models on one endpoint rather than two
-  endpoints, or differ in finish reason or length;
-- a streamed transcript (``data: {...chat.completion.chunk...}`` lines, ``data: [DONE]``);
-- a student's JSON of results: a list of requests with a latency and token counts each, or a block of
-  requests and statistics per endpoint (:mod:`.results_json`, which checks the student's statistics).
-
-Server timings and client times go to different metrics (``server_*`` against ``e2el_median``), and
+a chat-completion JSON, with or without SambaNova's own timings in ``usage``; ``curl`` commands and
+their JSON answers timed with ``time`` (one client-side end-to-end latency each, with no way to tell
+the first token from the rest: nothing was streamed); a streamed ``data:`` transcript; a student's
+JSON of results (:mod:`.results_json`). Server timings and client times go to different metrics, and
 the notes say what each piece can and cannot show.
 """
 
@@ -31,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
 from labkit.results import Run
-from labkit.testbeds.sambanova.inference.metrics import METRICS
+from labkit.testbeds.sambanova.inference.metrics import METRICS, SERVER_FIELDS
 from labkit.testbeds.sambanova.inference.results_json import add_counts as _counts
 from labkit.testbeds.sambanova.inference.results_json import endpoint_name, fill_results, result_groups, same_model
 
@@ -96,8 +82,7 @@ def _new(kind: str, name: str) -> Run:
 
 def _server(run: Run, usage: Dict[str, Any]) -> bool:
     timed = False
-    for field, metric in (("time_to_first_token", "server_ttft_median"), ("total_latency", "server_total_latency_median"),
-                          ("completion_tokens_after_first_per_sec", "server_decode_rate_median")):
+    for field, metric in SERVER_FIELDS:
         if isinstance(usage.get(field), (int, float)):
             METRICS.add(run, metric, float(usage[field]))
             timed = True

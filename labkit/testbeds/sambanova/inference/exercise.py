@@ -1,17 +1,8 @@
 """The inference notebook's plan and run steps (its show step is :func:`report.show`).
 
-    from labkit.testbeds.sambanova import inference
-    config = inference.SPEC.from_notebook(globals())
-    inference.plan(config)                  # which endpoints, what runs where, and why
-    run = inference.run_exercise(config)    # a labkit.results.Run (run.details: requests and rows)
-    inference.show(run)                     # tables with intervals, latency against concurrency, the notes
-    results.record(run)
-
 Local endpoints (``local:batched``, ``local:sequential``) start labkit's stand-in server
 (:mod:`labkit.serving`) for the run and stop it at its end, interrupt or error included, so nothing
-is left listening. ALCF endpoints take the token from the course's ``inference_auth_token.py``
-or ``token_env`` (never shown or recorded); other servers get ``$OPENAI_API_KEY`` or no key
-(:func:`access.key_for`).
+is left listening. Tokens: :mod:`.access`.
 """
 
 from __future__ import annotations
@@ -32,7 +23,8 @@ from labkit.testbeds.sambanova.inference.measure import Measured, local_tokenize
 from labkit.testbeds.sambanova.inference.notes import STAND_IN
 from labkit.testbeds.sambanova.inference.prompts import load_prompts, synthetic_prompts
 from labkit.testbeds.sambanova.inference.record import as_run
-from labkit.testbeds.sambanova.inference.spec import ENDPOINTS, RENAMED, is_local, local_configuration
+from labkit.testbeds.sambanova.inference.spec import (ENDPOINTS, RENAMED, is_local, local_configuration,
+                                                     targets_of)
 
 __all__ = ["plan", "run_exercise"]
 
@@ -75,11 +67,6 @@ def plan(config: Config) -> RunPlan:
 
 
 _plan_step = plan
-
-
-def _targets_of(config: Config) -> Dict[str, float]:
-    found = {"ttft": config.ttft_target_s, "tpot": config.tpot_target_s, "e2el": config.e2el_target_s}
-    return {name: value for name, value in found.items() if value is not None}
 
 
 def _options_of(config: Config) -> Options:
@@ -152,13 +139,13 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
         # from here an interrupt keeps every batch measured: in the requests, the summary, as the servers stop
         stop = interrupts.keep(lambda: _kept(config, endpoints, measured, chosen.path))
         measure(endpoints, prompts, config.concurrency, config.repeats, config.warmup_requests,
-                _options_of(config), _targets_of(config),
+                _options_of(config), targets_of(config),
                 rates=config.request_rate, cap=config.max_concurrency, burstiness=config.burstiness,
                 seed=config.seed, knee=_knee_budget(config), into=measured)
         stop.phase("servers stopping", check=False)
     # an interrupt in the summary or as the servers stopped ends the run here, kept (none measured: none)
     stop.phase(interrupts.DONE, check=not (measured.stopped and _any_measured(measured)))
-    return as_run(config, endpoints, measured, _targets_of(config), source=chosen.path)
+    return as_run(config, endpoints, measured, targets_of(config), source=chosen.path)
 
 
 def _any_measured(measured: Measured) -> bool:
@@ -170,5 +157,5 @@ def _kept(config: Config, endpoints: List[Endpoint], measured: Measured, source:
     """The run of the batches measured before an interrupt; None while no measured request has ended."""
     if not _any_measured(measured):
         return None
-    summarize_batches(measured, endpoints, _targets_of(config))
-    return as_run(config, endpoints, measured, _targets_of(config), source=source)
+    summarize_batches(measured, endpoints, targets_of(config))
+    return as_run(config, endpoints, measured, targets_of(config), source=source)

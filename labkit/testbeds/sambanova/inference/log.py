@@ -1,7 +1,5 @@
 """The reader labkit.logs uses for pasted chat-completion evidence (format ``"openai"``).
 
-    labkit.logs.read("metis-response.json").run     # a sambanova/inference run, source "log"
-
 The whole piece is read at its end (a JSON answer spans lines); :mod:`.evidence` does the work.
 """
 

@@ -1,16 +1,10 @@
 """Measuring: warm-up, then every endpoint at every concurrency level, repeated, interleaved.
 
-    from labkit.testbeds.sambanova.inference.measure import measure
-    measured = measure(endpoints, prompts, levels=[1, 4], repeats=3, warmup=1, options=Options(...))
-    measured.batches        # one per (repeat, level, endpoint): its traces, duration and figures
-    measured.stopped        # "" or where an interrupt stopped it
-
 Endpoints take turns inside each repeat and level (repeat 1: level 1 on A then B, level 4 on A then
 B; repeat 2: ...), so a slow drift of the machine or the service falls on both alike. Warm-up
-requests (the first prompts, one at a time) go to each endpoint before anything is measured and
-are kept apart (``measured.warmup``), never in a figure. An interrupt ends the batch in flight
-(requests waiting are not sent, those streaming are closed and marked "interrupted") and keeps
-every batch measured before it.
+requests go to each endpoint first and are kept apart (``measured.warmup``), never in a figure. An
+interrupt ends the batch in flight (requests waiting are not sent, those streaming are closed and
+marked "interrupted") and keeps every batch measured before it.
 """
 
 from __future__ import annotations
@@ -22,6 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from labkit import interrupts, progress
 from labkit.testbeds.sambanova.inference.client import (MAX_THREADS, Cancel, Endpoint, Options, open_client,
                                                         run_batch)
+from labkit.testbeds.sambanova.inference.prompts import encode
 from labkit.testbeds.sambanova.inference.timing import Trace, summarize
 
 __all__ = ["Batch", "Measured", "measure", "summarize_batches", "count_tokens", "local_tokenizer", "Load", "KNEE_GAIN", "RUNAWAY"]
@@ -59,10 +54,6 @@ class Batch:
     figures: Dict[str, Any] = field(default_factory=dict)
     rate: Optional[float] = None  # requests/s under a request rate (concurrency is then the cap)
 
-    @property
-    def load(self) -> float:
-        return self.rate if self.rate is not None else float(self.concurrency)
-
 
 @dataclass
 class Measured:
@@ -87,11 +78,6 @@ def local_tokenizer(model: str) -> Any:
         return None
 
 
-def _token_count(tokenizer: Any, text: str) -> int:
-    encoded = tokenizer.encode(text, add_special_tokens=False)
-    return len(getattr(encoded, "ids", encoded))  # a ``tokenizers.Tokenizer`` gives an Encoding, transformers a list
-
-
 def count_tokens(traces: Sequence[Trace], tokenizers: Mapping[str, Any]) -> None:
     """Fill ``output_tokens`` where the server's usage gave none: the endpoint's tokenizer when there is one
     (a transformers tokenizer or a ``tokenizers.Tokenizer``), else one token per streamed chunk (an
@@ -104,7 +90,7 @@ def count_tokens(traces: Sequence[Trace], tokenizers: Mapping[str, Any]) -> None
             continue
         tokenizer = tokenizers.get(trace.endpoint)
         if tokenizer is not None:
-            trace.output_tokens = _token_count(tokenizer, trace.text)
+            trace.output_tokens = len(encode(tokenizer, trace.text))
             trace.token_source = "tokenizer"
         else:
             trace.output_tokens = len(trace.chunk_times)
@@ -116,8 +102,8 @@ def _split_reasoning(trace: Trace, tokenizer: Any) -> None:
         return
     thinking = len(trace.chunk_times) - len(trace.answer_times)
     if tokenizer is not None:
-        reasoning = _token_count(tokenizer, trace.reasoning_text) if trace.reasoning_text else 0
-        answer = _token_count(tokenizer, trace.text) if trace.text else 0
+        reasoning = len(encode(tokenizer, trace.reasoning_text)) if trace.reasoning_text else 0
+        answer = len(encode(tokenizer, trace.text)) if trace.text else 0
     else:
         reasoning, answer = thinking, len(trace.answer_times)
     if trace.output_tokens is not None and (reasoning + answer) and trace.output_tokens != reasoning + answer:

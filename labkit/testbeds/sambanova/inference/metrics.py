@@ -1,13 +1,9 @@
 """The inference exercise's metrics: what a measured run and a read piece of evidence record.
 
-    from labkit.testbeds.sambanova.inference.metrics import METRICS
-    METRICS.frame()        # name, unit, meaning, primary, timing
-
-A run compares several endpoints at several concurrency levels; its metrics are the counts of
-the whole run and the figures of its *reference configuration* (the first endpoint at the lowest
-concurrency level, ``run.params``); every configuration's figures are series (``ttft_median_time:batched``
-against concurrency) and rows of ``run.details``. Client-side times and the server's own times
-(``server_`` names, from SambaNova's ``usage`` fields) are never the same metric.
+A run's metrics are the counts of the whole run and the figures of its *reference configuration*
+(the first endpoint at the lowest concurrency level); every configuration's figures are series
+(``ttft_median_time:batched`` against concurrency) and rows of ``run.details``. Client-side times
+and the server's own times (``server_`` names, from SambaNova's ``usage``) are never one metric.
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ from __future__ import annotations
 from labkit.metrics import Metric, MetricTable
 from labkit.testbeds.sambanova.inference.spec import EXERCISE
 
-__all__ = ["METRICS", "HEADLINE"]
+__all__ = ["METRICS", "HEADLINE", "SERVER_FIELDS"]
 
 METRICS = MetricTable(
     (EXERCISE,),
@@ -53,6 +49,9 @@ METRICS = MetricTable(
     Metric("concurrency_levels", "", "concurrency levels measured"),
 )
 
+#: SambaNova's timing fields in ``usage`` (labkit's stand-in sends them too) and their metrics.
+SERVER_FIELDS = (("time_to_first_token", "server_ttft_median"), ("total_latency", "server_total_latency_median"),
+                 ("completion_tokens_after_first_per_sec", "server_decode_rate_median"))
 #: The client-side figures a run records for its reference configuration, with their metric names.
 HEADLINE = (("ttft_median_s", "ttft_median"), ("tpot_median_s", "tpot_median"), ("e2el_median_s", "e2el_median"),
             ("itl_median_s", "itl_median"), ("output_throughput", "output_throughput"),

@@ -1,26 +1,24 @@
 """The honest sentences written next to the numbers.
 
-    from labkit.testbeds.sambanova.inference.notes import comparison_notes
-    for line in comparison_notes(endpoints, rows, server, ...): print("-", line)
-
 What a comparison of inference services must say, and students' reports did not: which models are
-compared (two models, or one model's weights served two ways), that unequal output lengths are
-compared per output token, whether a difference is inside the noise (the repeats' 95 % intervals
-overlap), what separates the server's own timings from the client's, that warm-up requests were
-left out, how many requests failed and why, and that local runs are a stand-in, not Metis.
+compared, that unequal output lengths are compared per output token, whether a difference is inside
+the noise (the repeats' 95 % intervals overlap), what separates the server's own timings from the
+client's, that warm-up requests were left out, how many requests failed and why, and that local runs
+are a stand-in, not Metis.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from typing import Any, Dict, List, Sequence
 
 from labkit.testbeds.sambanova.inference.access import explain
 from labkit.testbeds.sambanova.inference.summary import overlap
 
-__all__ = ["STAND_IN", "weights_of", "comparison_notes", "failure_notes", "COMPARED", "reasoning_notes",
-           "load_notes"]
+__all__ = ["STAND_IN", "weights_of", "counts_words", "comparison_notes", "failure_notes", "COMPARED",
+           "reasoning_notes", "load_notes", "rated"]
 
 #: The label every table and plot of a local run carries.
 STAND_IN = "a stand-in on this machine, not Metis"
@@ -103,7 +101,7 @@ def _server_note(server: Sequence[Dict[str, Any]]) -> str:
         return ("No server reported its own timings (SambaNova's usage.time_to_first_token ...); every time here is "
                 "the client's")
     gaps = ["{} at {}: client TTFT - server TTFT = {:.3g} ms".format(
-        r["endpoint"], load_label(r), 1000 * (r["client_ttft_s"] - r["server_ttft_s"])) for r in server]
+        r["endpoint"], load_label(r), 1000 * (r["client_ttft_s"] - r["server_ttft_median"])) for r in server]
     return ("The server's own timings (from usage) are shown apart from the client's: the client's time adds the "
             "network, the gateway and its authentication, queueing before the server's clock starts, and the "
             "client's own parsing ({})").format("; ".join(gaps))
@@ -111,10 +109,7 @@ def _server_note(server: Sequence[Dict[str, Any]]) -> str:
 
 def failure_notes(traces: Sequence[Any], endpoints: Sequence[Any], timeout_s: float) -> List[str]:
     """One sentence per (endpoint, status) of the failed requests, saying what to do."""
-    counts: Dict[Any, int] = {}
-    for t in traces:
-        if not t.ok:
-            counts[(t.endpoint, t.status)] = counts.get((t.endpoint, t.status), 0) + 1
+    counts = Counter((t.endpoint, t.status) for t in traces if not t.ok)
     urls = {e.name: e.base_url for e in endpoints}
     served = {e.name: getattr(e, "served", None) for e in endpoints}
     notes = []
@@ -126,8 +121,9 @@ def failure_notes(traces: Sequence[Any], endpoints: Sequence[Any], timeout_s: fl
     return notes
 
 
-def _finish_words(finishes: Dict[str, int]) -> str:
-    return ", ".join("{} x {}".format(n, reason) for reason, n in sorted(finishes.items())) or "none"
+def counts_words(counts: Dict[str, int], none: str = "none") -> str:
+    """Counts by reason (a finish reason, a status) in words, sorted by reason: "2 x length, 6 x stop"."""
+    return ", ".join("{} x {}".format(n, reason) for reason, n in sorted(counts.items())) or none
 
 
 def reasoning_notes(rows: Sequence[Dict[str, Any]]) -> List[str]:
@@ -144,17 +140,15 @@ def reasoning_notes(rows: Sequence[Dict[str, Any]]) -> List[str]:
             for r in rows]
         notes.append("Reasoning tokens are output tokens (in completion_tokens, TPOT and throughput); TTFT is the "
                      "first token of any kind, 'TTFT to answer' the first answer token ({})".format("; ".join(parts)))
-    by_endpoint: Dict[str, Dict[str, int]] = {}
+    by_endpoint: Dict[str, Counter] = {}
     for row in rows:
-        mine = by_endpoint.setdefault(row["endpoint"], {})
-        for reason, n in (row.get("finish_reasons") or {}).items():
-            mine[reason] = mine.get(reason, 0) + n
+        by_endpoint.setdefault(row["endpoint"], Counter()).update(row.get("finish_reasons") or {})
     shares = {name: frozenset(f) for name, f in by_endpoint.items() if f}
     if len(set(shares.values())) > 1:
         notes.append("The endpoints ended their answers differently ({}): a length-capped answer and a finished "
                      "one are not the same work; compare TPOT and output throughput, or fix the output length "
                      "(output_tokens, with ignore_eos where the server supports it)".format(
-                         "; ".join("{}: {}".format(n, _finish_words(f)) for n, f in by_endpoint.items())))
+                         "; ".join("{}: {}".format(n, counts_words(f)) for n, f in by_endpoint.items())))
     return notes
 
 
@@ -164,10 +158,15 @@ def load_label(row: Dict[str, Any]) -> str:
     return "concurrency {}".format(row["concurrency"])
 
 
+def rated(rows: Sequence[Dict[str, Any]]) -> bool:
+    """Whether the rows were measured under request rates (else concurrency levels)."""
+    return any(r.get("request_rate") is not None for r in rows)
+
+
 def load_notes(rows: Sequence[Dict[str, Any]], knees: Dict[str, Dict[str, Any]], burstiness: float) -> List[str]:
     """How the load was sent, whether the client kept to its schedule, and what the knee shows."""
     notes = []
-    if any(r.get("request_rate") is not None for r in rows):
+    if rated(rows):
         late = [r["late_max_s"] for r in rows if isinstance(r.get("late_max_s"), float) and not math.isnan(
             r["late_max_s"])]
         notes.append("Requests arrived at a set rate ({} arrivals, burstiness {:g}), scheduled before the first "

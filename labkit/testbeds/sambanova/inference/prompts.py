@@ -1,10 +1,5 @@
 """The prompts a run sends: the ones that ship with labkit, a local file, or a Hugging Face dataset.
 
-    from labkit.testbeds.sambanova.inference.prompts import load_prompts
-    load_prompts("builtin", "train", "prompt", 8)                   # offline, always here
-    load_prompts("rajpurkar/squad", "validation", "question", 10)   # datasets.load_dataset (network)
-    load_prompts("questions.jsonl", "train", "text", 10)             # a local file, read by datasets too
-
 The built-in prompts (prompts.json, 32 questions about serving language models) are what Run All
 uses with no network; the homework asks for a dataset of the student's choice.
 """
@@ -18,7 +13,8 @@ from typing import Any, List, Optional, Tuple, Union
 
 from labkit.errors import LabkitError
 
-__all__ = ["load_prompts", "builtin_prompts", "PromptError", "LOCAL_FORMATS", "synthetic_prompts", "lengths"]
+__all__ = ["load_prompts", "builtin_prompts", "PromptError", "LOCAL_FORMATS", "synthetic_prompts", "lengths",
+           "encode"]
 
 #: Local file suffixes and the ``datasets`` builder that reads each.
 LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
@@ -84,7 +80,8 @@ def lengths(count: int, centre: int, spread: float, draw: random.Random) -> List
     return [draw.randint(low, high) for _ in range(count)]
 
 
-def _encode(tokenizer: Any, text: str) -> List[Any]:
+def encode(tokenizer: Any, text: str) -> List[Any]:
+    """Token ids (words when ``tokenizer`` is None, an estimate)."""
     if tokenizer is None:
         return text.split()
     encoded = tokenizer.encode(text, add_special_tokens=False)
@@ -104,7 +101,7 @@ def synthetic_prompts(texts: List[str], count: int, input_tokens: Optional[int],
     random dataset gives. ``tokenizer``: the served model's, else words stand for tokens (an estimate).
     The chat template adds a few tokens of its own around each prompt."""
     draw = random.Random(seed)
-    stream = _encode(tokenizer, "\n".join(texts))
+    stream = encode(tokenizer, "\n".join(texts))
     prompts: List[str] = []
     if input_tokens is None:
         prompts = [texts[k % len(texts)] for k in range(count)]

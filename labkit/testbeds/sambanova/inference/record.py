@@ -1,10 +1,5 @@
 """A measured comparison as one labkit run: counts, the reference configuration's figures, series.
 
-    run = as_run(config, endpoints, measured, targets)
-    run.metrics["ttft_median"]            # the first endpoint at the lowest concurrency level
-    run.series["ttft_median_time:batched"]   # x: concurrency, y: mean over repeats of the median TTFT
-    run.details                           # {"requests": DataFrame, "rows": [...], "server": [...]}
-
 What a record holds is what the golden copy and grading compare: the counts (requests, failures by
 status, output tokens, warm-ups) are exact; every time is a timing (tests/golden skip them).
 """
@@ -12,14 +7,16 @@ status, output tokens, warm-ups) are exact; every time is a timing (tests/golden
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from labkit.results import Run
-from labkit.testbeds.sambanova.inference.metrics import HEADLINE, METRICS
-from labkit.testbeds.sambanova.inference.notes import STAND_IN, load_label, comparison_notes, failure_notes, load_notes
+from labkit.testbeds.sambanova.inference.metrics import HEADLINE, METRICS, SERVER_FIELDS
+from labkit.testbeds.sambanova.inference.results_json import add_counts
+from labkit.testbeds.sambanova.inference.notes import (STAND_IN, comparison_notes, failure_notes, load_label, load_notes,
+                                                          rated)
 from labkit.testbeds.sambanova.inference.summary import configuration_rows, server_rows
 
-__all__ = ["as_run", "SERIES", "rows_of"]
+__all__ = ["as_run", "SERIES"]
 
 #: Series per endpoint against concurrency: (row key, series name). Every name holds a timing word.
 SERIES = (("ttft_median_s", "ttft_median_time"), ("tpot_median_s", "tpot_median_time"),
@@ -44,16 +41,10 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
     done = [t for t in traces if t.ok]
     failed = [t for t in traces if not t.ok]
     add = METRICS.add
-    add(run, "requests", len(traces))
-    add(run, "requests_completed", len(done))
-    add(run, "requests_failed", len(failed))
-    add(run, "warmup_requests", len(measured.warmup))
-    tokens = sum(t.output_tokens or 0 for t in done)
-    add(run, "output_tokens", tokens)
-    if done:
-        add(run, "output_tokens_per_request", round(tokens / len(done), 3))
     sources = sorted({t.token_source for t in done if t.token_source})
-    add(run, "token_count_source", ", ".join(sources) or "none")
+    tokens = sum(t.output_tokens or 0 for t in done)
+    add_counts(run, len(traces), len(done), tokens, ", ".join(sources) or "none")
+    add(run, "warmup_requests", len(measured.warmup))
     add(run, "endpoints", len(endpoints))
     add(run, "concurrency_levels", len(config.concurrency))
     reference = first
@@ -64,15 +55,13 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
             add(run, name, _finite(reference[0][key]))
         for row in server:
             if row["endpoint"] == endpoints[0].name and row["load"] == reference[0]["load"]:
-                add(run, "server_ttft_median", row["server_ttft_s"])
-                add(run, "server_total_latency_median", row["server_total_latency_s"])
-                add(run, "server_decode_rate_median", row["server_decode_rate"])
-    rated = any(r["request_rate"] is not None for r in rows)
+                for _field, name in SERVER_FIELDS:
+                    add(run, name, row[name])
     for endpoint in endpoints:
         mine = [r for r in rows if r["endpoint"] == endpoint.name]
         for key, name in SERIES:
             run.add_series("{}:{}".format(name, endpoint.name), [r["load"] for r in mine],
-                           [_finite(r[key]) for r in mine], x_label="request rate" if rated else "concurrency")
+                           [_finite(r[key]) for r in mine], x_label="request rate" if rated(rows) else "concurrency")
     failures = failure_notes(traces + measured.warmup, endpoints, config.timeout_s)
     run.notes.extend(failures)
     run.notes.extend(comparison_notes(endpoints, rows, server, config.warmup_requests, sources))
@@ -91,7 +80,3 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
                    "warmup": [t.row() for t in measured.warmup], "traces": traces, "knees": measured.knees}
     return run
 
-
-def rows_of(run: Run) -> List[Dict[str, Any]]:
-    details = getattr(run, "details", None) or {}
-    return list(details.get("rows", []))

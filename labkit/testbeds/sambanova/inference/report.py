@@ -1,16 +1,9 @@
 """What the inference notebook shows: client-side figures with intervals, the server's own timings
-apart, latency against concurrency, and the notes.
-
-    from labkit.testbeds.sambanova import inference
-    inference.latency_table(run); inference.percentile_table(run); inference.server_table(run)
-    inference.plot_latency(run)
-    inference.show(run)
+apart, latency against load, and the notes.
 
 Every time carries its unit in its cell, in milliseconds with three significant digits as ``vllm
-bench serve`` prints them ("214 ms", "[198 ms, 230 ms]", "2.14 ms"; "7.90 µs" below one), so a
-TPOT difference of a millisecond shows and a golden copy masks timings and keeps counts; every
-table and plot of a local run says it is a stand-in, not Metis. ``plot_knee`` draws a knee search:
-latency and goodput against load for every endpoint on one figure, each knee marked.
+bench serve`` prints them, so a TPOT difference of a millisecond shows and a golden copy masks
+timings and keeps counts; every table and plot of a local run says it is a stand-in, not Metis.
 """
 
 from __future__ import annotations
@@ -22,7 +15,7 @@ from labkit.interrupts import show_step
 from labkit import display
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference.evidence import evidence_table
-from labkit.testbeds.sambanova.inference.notes import STAND_IN, load_label
+from labkit.testbeds.sambanova.inference.notes import STAND_IN, counts_words, load_label, rated
 
 __all__ = ["latency_table", "percentile_table", "server_table", "plot_latency", "plot_knee", "show", "fmt_time",
            "fmt_interval"]
@@ -59,62 +52,59 @@ def _served(run: Run, endpoint: str) -> str:
     return (run.environment.get("served_by") or {}).get(endpoint, "")
 
 
+def _details(run: Run, key: str) -> Any:
+    return (getattr(run, "details", None) or {}).get(key)
+
+
 def _rows(run: Run) -> List[dict]:
-    return list((getattr(run, "details", None) or {}).get("rows", []))
+    return list(_details(run, "rows") or [])
 
 
 def latency_table(run: Run):
     """Client-side medians (mean over repeats, 95 % interval), throughputs and counts, per configuration."""
     import pandas as pd
 
-    table = []
-    for row in _rows(run):
-        failed = ", ".join("{} x {}".format(n, s) for s, n in sorted(row["failed_by_status"].items())) or "0"
-        table.append({
-            "endpoint": row["endpoint"], "load": load_label(row), "served by": _served(run, row["endpoint"]),
-            "requests": row["requests"], "failed": failed, "tokens/request": "{:.1f}".format(row["tokens_per_request"]),
-            "finish reasons": ", ".join("{} x {}".format(n, r) for r, n in sorted(
-                (row.get("finish_reasons") or {}).items())) or "none",
-            "reasoning + answer tokens/request": "{:.1f} + {:.1f}".format(
-                row.get("reasoning_tokens_per_request", float("nan")), row.get("answer_tokens_per_request",
-                                                                                 float("nan"))),
-            "TTFT median": fmt_time(row["ttft_median_s"]), "TTFT 95% interval": fmt_interval(row["ttft_median_s_ci"]),
-            "TTFT to answer median": fmt_time(row.get("ttft_answer_median_s")),
-            "TPOT median": fmt_time(row["tpot_median_s"]), "TPOT 95% interval": fmt_interval(row["tpot_median_s_ci"]),
-            "E2EL median": fmt_time(row["e2el_median_s"]), "E2EL 95% interval": fmt_interval(row["e2el_median_s_ci"]),
-            "output throughput": _fmt_rate(row["output_throughput"], "tokens/s"),
-            "output throughput 95% interval": fmt_interval(row["output_throughput_ci"], "tokens/s"),
-            "request throughput": _fmt_rate(row["request_throughput"], "requests/s"),
-            "goodput": _fmt_rate(row["goodput"], "requests/s")})
-    return pd.DataFrame(table)
+    return pd.DataFrame([{
+        "endpoint": row["endpoint"], "load": load_label(row), "served by": _served(run, row["endpoint"]),
+        "requests": row["requests"], "failed": counts_words(row["failed_by_status"], "0"),
+        "tokens/request": "{:.1f}".format(row["tokens_per_request"]),
+        "finish reasons": counts_words(row.get("finish_reasons") or {}),
+        "reasoning + answer tokens/request": "{:.1f} + {:.1f}".format(
+            row.get("reasoning_tokens_per_request", float("nan")), row.get("answer_tokens_per_request",
+                                                                             float("nan"))),
+        "TTFT median": fmt_time(row["ttft_median_s"]), "TTFT 95% interval": fmt_interval(row["ttft_median_s_ci"]),
+        "TTFT to answer median": fmt_time(row.get("ttft_answer_median_s")),
+        "TPOT median": fmt_time(row["tpot_median_s"]), "TPOT 95% interval": fmt_interval(row["tpot_median_s_ci"]),
+        "E2EL median": fmt_time(row["e2el_median_s"]), "E2EL 95% interval": fmt_interval(row["e2el_median_s_ci"]),
+        "output throughput": _fmt_rate(row["output_throughput"], "tokens/s"),
+        "output throughput 95% interval": fmt_interval(row["output_throughput_ci"], "tokens/s"),
+        "request throughput": _fmt_rate(row["request_throughput"], "requests/s"),
+        "goodput": _fmt_rate(row["goodput"], "requests/s")} for row in _rows(run)])
 
 
 def percentile_table(run: Run):
     """Client-side TTFT, TPOT, ITL and E2EL: mean, median, p90, p99 (each a mean over repeats)."""
     import pandas as pd
 
-    table = []
-    for row in _rows(run):
-        for name in ("ttft", "tpot", "itl", "e2el"):
-            table.append({"endpoint": row["endpoint"], "load": load_label(row), "figure": name.upper(),
+    return pd.DataFrame([{"endpoint": row["endpoint"], "load": load_label(row), "figure": name.upper(),
                           "mean": fmt_time(row[name + "_mean_s"]), "median": fmt_time(row[name + "_median_s"]),
-                          "p90": fmt_time(row[name + "_p90_s"]), "p99": fmt_time(row[name + "_p99_s"])})
-    return pd.DataFrame(table)
+                          "p90": fmt_time(row[name + "_p90_s"]), "p99": fmt_time(row[name + "_p99_s"])}
+                         for row in _rows(run) for name in ("ttft", "tpot", "itl", "e2el")])
 
 
 def server_table(run: Run):
     """The server's own timings (usage) beside the client's, in columns of their own; None when no server sent any."""
     import pandas as pd
 
-    rows = (getattr(run, "details", None) or {}).get("server", [])
+    rows = _details(run, "server")
     if not rows:
         return None
     return pd.DataFrame([{"endpoint": r["endpoint"], "load": load_label(r), "requests": r["requests"],
                           "client: TTFT median": fmt_time(r["client_ttft_s"]),
-                          "server: TTFT median": fmt_time(r["server_ttft_s"]),
+                          "server: TTFT median": fmt_time(r["server_ttft_median"]),
                           "client: E2EL median": fmt_time(r["client_e2el_s"]),
-                          "server: total latency median": fmt_time(r["server_total_latency_s"]),
-                          "server: decode rate median": _fmt_rate(r["server_decode_rate"], "tokens/s")}
+                          "server: total latency median": fmt_time(r["server_total_latency_median"]),
+                          "server: decode rate median": _fmt_rate(r["server_decode_rate_median"], "tokens/s")}
                          for r in rows])
 
 
@@ -145,18 +135,14 @@ def plot_latency(run: Run):
         ax.grid(alpha=0.3)
     if rows:  # an interrupt before the first configuration ended leaves nothing to label
         axes[0].legend(fontsize="small")
-    fig.suptitle(_title(run, "Latency against " + ("request rate" if _rated(rows) else "concurrency")),
+    fig.suptitle(_title(run, "Latency against " + ("request rate" if rated(rows) else "concurrency")),
                  fontsize="medium")
     fig.tight_layout()
     return fig
 
 
-def _rated(rows: List[dict]) -> bool:
-    return any(r.get("request_rate") is not None for r in rows)
-
-
 def _load_axis(rows: List[dict]) -> str:
-    return "request rate (requests/s)" if _rated(rows) else "concurrency (requests in flight)"
+    return "request rate (requests/s)" if rated(rows) else "concurrency (requests in flight)"
 
 
 def plot_knee(run: Run):
@@ -165,7 +151,7 @@ def plot_knee(run: Run):
     import matplotlib.pyplot as plt
     from matplotlib import ticker
 
-    knees = (getattr(run, "details", None) or {}).get("knees") or {}
+    knees = _details(run, "knees") or {}
     rows = _rows(run)
     if not knees or not rows:
         return None

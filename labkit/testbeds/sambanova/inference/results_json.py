@@ -1,21 +1,11 @@
 """A student's own JSON of results, read per request, and what its own statistics got wrong.
 
-    from labkit.testbeds.sambanova.inference.results_json import result_groups, fill_results
-    groups = result_groups(json.load(open("metis_vs_sophia.json")))   # None: not a JSON of results
-    fill_results(run, groups)                                           # metrics, series and notes
-
-The shapes students' scripts write (tests/sambanova/evidence/ holds one of each):
-
-- a list of requests, or ``{"results": [...]}`` with the endpoint, the model and the dataset beside it;
-- one block per endpoint, ``{"metis": {"results": [...], "statistics": {...}}, "sophia": {...}}``;
-- a list whose requests name their ``endpoint``: one group per endpoint.
-
-Each request holds a latency in seconds (``latency_sec``, ``latency_s``, ``latency``...; ``latency_ms``
-in milliseconds) and token counts at its top level or under ``usage`` / ``metadata``
-(``prompt_tokens``, ``completion_tokens``, ``total_tokens``), often a ``finish_reason``. Output
-tokens are completion tokens, never total tokens (prompt tokens are read, not generated). The
-student's ``statistics`` are checked against the requests: a ``throughput_tokens_per_sec`` that
-counts prompt tokens, requests sent one at a time (no concurrency measured), no streaming (no TTFT).
+The shapes students' scripts write (tests/sambanova/evidence/ holds one of each): a list of
+requests, or ``{"results": [...]}`` with the endpoint and model beside it; one block per endpoint,
+``{"metis": {"results": [...], "statistics": {...}}, ...}``; a list whose requests name their
+``endpoint``. Output tokens are completion tokens, never total tokens (prompt tokens are read, not
+generated). The student's ``statistics`` are checked against the requests: a throughput that counts
+prompt tokens, requests sent one at a time (no concurrency measured), no streaming (no TTFT).
 """
 
 from __future__ import annotations
@@ -27,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference.metrics import METRICS
+from labkit.testbeds.sambanova.inference.notes import weights_of
 from labkit.testbeds.sambanova.inference.timing import percentile
 
 __all__ = ["Group", "result_groups", "fill_results", "add_counts", "endpoint_name", "same_model", "latency",
@@ -134,9 +125,7 @@ def endpoint_name(text: Any) -> str:
 
 def same_model(a: str, b: str) -> bool:
     """One model under two names (``gpt-oss-120b-131072`` on Metis, ``openai/gpt-oss-120b`` on Sophia)."""
-    def core(name: str) -> str:
-        return re.sub(r"-\d{4,}$", "", name.lower().rsplit("/", 1)[-1])
-    return core(a) == core(b)
+    return weights_of(a) == weights_of(b)
 
 
 def _items(value: Any) -> Optional[List[Dict[str, Any]]]:

@@ -1,20 +1,9 @@
 """The inference exercise's parameters: the endpoints to compare, the prompts, how they are sent.
 
-    from labkit.testbeds.sambanova import inference
-    config = inference.SPEC.validate({"concurrency": [1, 4], "repeats": 3})
-    inference.ENDPOINTS["metis"]          # the documented ALCF choices (base URL, model)
-
-By default both endpoints are the local stand-in (``labkit.serving``) in its two configurations,
-so Run All works with no network. The ALCF service is chosen by giving its base URLs and models:
-
-    endpoint_names = ["Metis", "Sophia"]
-    base_urls = ["https://inference-api.alcf.anl.gov/resource_server/metis/api/v1",
-                 "https://inference-api.alcf.anl.gov/resource_server/sophia/vllm/v1"]
-    models = ["gpt-oss-120b", "openai/gpt-oss-120b"]
-
-Models are renamed on the service (Metis's ``gpt-oss-120b-131072`` became ``gpt-oss-120b`` in
-January 2026): ``current_model`` maps a course's old name to today's, ``RENAMED`` says when, and
-old logs and responses keep reading under the name they carry.
+By default both endpoints are the local stand-in (``labkit.serving``), so Run All works with no
+network; ``ENDPOINTS`` holds the documented ALCF choices. Models are renamed on the service
+(Metis's ``gpt-oss-120b-131072`` became ``gpt-oss-120b`` in January 2026): ``current_model`` maps a
+course's old name to today's, ``RENAMED`` says when, and old logs keep the name they carry.
 """
 
 from __future__ import annotations
@@ -24,7 +13,7 @@ from typing import Any, Dict, Optional, Tuple
 from labkit.params import PATH, Config, Param, Spec, existing_file
 
 __all__ = ["SPEC", "EXERCISE", "ENDPOINTS", "LOCAL", "is_local", "local_configuration", "BUILTIN_PROMPTS",
-           "RENAMED", "current_model", "GATEWAY"]
+           "RENAMED", "current_model", "GATEWAY", "targets_of"]
 
 EXERCISE = "sambanova/inference"
 #: A base URL that starts the local stand-in server in one of its configurations ("local:batched").
@@ -120,14 +109,16 @@ def _check_load(config: Config) -> Optional[Tuple[str, str]]:
     if config.max_concurrency is not None and not rates and not config.knee:
         return "max_concurrency", "caps requests in flight under a request_rate; with concurrency levels alone, " \
                                   "the level is the cap (set request_rate, or leave max_concurrency None)"
-    if config.knee and not targets_given(config):
+    if config.knee and not targets_of(config):
         return "knee", "the knee is the load where goodput stops rising, and goodput needs a target: set " \
                        "ttft_target_s, tpot_target_s or e2el_target_s"
     return None
 
 
-def targets_given(config: Config) -> bool:
-    return any(getattr(config, name) is not None for name in ("ttft_target_s", "tpot_target_s", "e2el_target_s"))
+def targets_of(config: Config) -> Dict[str, float]:
+    """The goodput targets set, in seconds by name ("ttft", "tpot", "e2el")."""
+    found = {"ttft": config.ttft_target_s, "tpot": config.tpot_target_s, "e2el": config.e2el_target_s}
+    return {name: value for name, value in found.items() if value is not None}
 
 
 SPEC = Spec(

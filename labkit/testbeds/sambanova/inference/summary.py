@@ -1,31 +1,26 @@
 """From measured batches to one row per configuration (endpoint x concurrency), with intervals.
 
-    from labkit.testbeds.sambanova.inference.summary import configuration_rows, server_rows
-    rows = configuration_rows(measured.batches)     # figure -> mean over repeats, with a 95 % interval
-    rows[0]["ttft_median_s"], rows[0]["ttft_median_s_ci"]    # 0.21, (0.18, 0.24)
-
-Each repeat gives one value of each figure (a median over its requests, or its throughput); the
-row holds their mean and the 95 % Student-t interval of that mean (labkit.stats.mean_ci);
-with one repeat there is no interval (NaN) and no verdict on noise. The server's own timings
-(``usage``) are summarized apart, in :func:`server_rows`: they are never a client-side figure.
+Each repeat gives one value of each figure (a median over its requests, or its throughput); the row
+holds their mean and the 95 % Student-t interval of that mean (labkit.stats.mean_ci); with one
+repeat there is no interval (NaN) and no verdict on noise. The server's own timings (``usage``) are
+summarized apart, in :func:`server_rows`: they are never a client-side figure.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any, Dict, List, Sequence, Tuple
 
 from labkit import stats
+from labkit.testbeds.sambanova.inference.metrics import SERVER_FIELDS
 from labkit.testbeds.sambanova.inference.timing import STATS, percentile
 
-__all__ = ["FIGURES", "SERVER_FIELDS", "configuration_rows", "server_rows", "overlap"]
+__all__ = ["FIGURES", "configuration_rows", "server_rows", "overlap"]
 
 #: The client-side figures summarized per configuration (seconds, or per second for throughputs).
 FIGURES = tuple("{}_{}_s".format(name, stat) for name in ("ttft", "tpot", "itl", "e2el", "ttft_answer")
                 for stat in STATS) + ("output_throughput", "request_throughput", "goodput", "late_max_s")
-#: SambaNova's timing fields in ``usage`` (also sent by labkit's stand-in), and what each is.
-SERVER_FIELDS = (("time_to_first_token", "server_ttft_s"), ("total_latency", "server_total_latency_s"),
-                 ("completion_tokens_after_first_per_sec", "server_decode_rate"))
 
 
 def _interval(values: Sequence[float]) -> Tuple[float, Tuple[float, float]]:
@@ -45,18 +40,24 @@ def overlap(a: Tuple[float, float], b: Tuple[float, float]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
-def configuration_rows(batches: Sequence[Any]) -> List[Dict[str, Any]]:
-    """One row per (endpoint, load), in the order measured; ``load`` is the concurrency, or the
-    request rate (``request_rate`` then set, ``concurrency`` the cap)."""
+def _by_configuration(batches: Sequence[Any]) -> Dict[Tuple[str, int, Any], List[Any]]:
+    """Batches grouped by (endpoint, concurrency, request rate), in the order measured."""
     groups: Dict[Tuple[str, int, Any], List[Any]] = {}
     for batch in batches:
         groups.setdefault((batch.endpoint, batch.concurrency, getattr(batch, "rate", None)), []).append(batch)
+    return groups
+
+
+def _summed(group: Sequence[Any], key: str) -> Dict[str, int]:
+    return dict(sum((Counter(b.figures.get(key, {})) for b in group), Counter()))
+
+
+def configuration_rows(batches: Sequence[Any]) -> List[Dict[str, Any]]:
+    """One row per (endpoint, load), in the order measured; ``load`` is the concurrency, or the
+    request rate (``request_rate`` then set, ``concurrency`` the cap)."""
     rows = []
-    for (endpoint, level, rate), group in groups.items():
-        failed: Dict[str, int] = {}
-        for batch in group:
-            for status, n in batch.figures["failed_by_status"].items():
-                failed[status] = failed.get(status, 0) + n
+    for (endpoint, level, rate), group in _by_configuration(batches).items():
+        failed = _summed(group, "failed_by_status")
         completed = sum(b.figures["completed"] for b in group)
         tokens = sum(b.figures["output_tokens"] for b in group)
         sources = sorted({t.token_source for b in group for t in b.traces if t.ok and t.token_source})
@@ -65,13 +66,9 @@ def configuration_rows(batches: Sequence[Any]) -> List[Dict[str, Any]]:
                                "failed": sum(failed.values()), "failed_by_status": failed, "output_tokens": tokens,
                                "tokens_per_request": tokens / completed if completed else float("nan"),
                                "token_source": ", ".join(sources) or "none", "request_rate": rate,
-                               "load": rate if rate is not None else level}
-        finishes: Dict[str, int] = {}
-        for batch in group:
-            for reason, n in batch.figures.get("finish_reasons", {}).items():
-                finishes[reason] = finishes.get(reason, 0) + n
-        row["finish_reasons"] = finishes
-        row["empty_answers"] = sum(b.figures.get("empty_answers", 0) for b in group)
+                               "load": rate if rate is not None else level,
+                               "finish_reasons": _summed(group, "finish_reasons"),
+                               "empty_answers": sum(b.figures.get("empty_answers", 0) for b in group)}
         for part in ("reasoning_tokens", "answer_tokens"):
             total = sum(b.figures.get(part, 0) for b in group)
             row[part + "_per_request"] = total / completed if completed else float("nan")
@@ -84,14 +81,10 @@ def configuration_rows(batches: Sequence[Any]) -> List[Dict[str, Any]]:
 def server_rows(batches: Sequence[Any]) -> List[Dict[str, Any]]:
     """Per (endpoint, concurrency): medians of the server's own timings beside the client's, for
     the requests whose usage carried them; empty when no server sent any."""
-    groups: Dict[Tuple[str, int, Any], List[Any]] = {}
-    for batch in batches:
-        groups.setdefault((batch.endpoint, batch.concurrency, getattr(batch, "rate", None)), []).extend(
-            t for t in batch.traces if t.ok)
     rows = []
-    for (endpoint, level, rate), traces in groups.items():
-        timed = [t for t in traces if isinstance(t.usage.get("time_to_first_token"), (int, float))
-                 and t.ttft is not None]
+    for (endpoint, level, rate), group in _by_configuration(batches).items():
+        timed = [t for b in group for t in b.traces if t.ok and t.ttft is not None
+                 and isinstance(t.usage.get("time_to_first_token"), (int, float))]
         if not timed:
             continue
         row: Dict[str, Any] = {"endpoint": endpoint, "concurrency": level, "requests": len(timed),

@@ -1,38 +1,20 @@
 """What one request's stream says about time, by the definitions of ``vllm bench serve``.
 
-    from labkit.testbeds.sambanova.inference.timing import Trace, summarize
-    trace = Trace(endpoint="batched", start=t0, chunk_times=[t1, t2, t3], output_tokens=3)
-    trace.ttft, trace.itl, trace.tpot, trace.e2el
-    summarize([trace, ...], duration=12.5, targets={"ttft": 1.0, "tpot": 0.5})
+The client only stores time stamps while a stream runs; everything here is computed afterwards, so
+measuring costs the stream nothing. The definitions are vLLM's (vllm/benchmarks/serve.py,
+``calculate_metrics``, and its chat request function), listed in docs/sambanova.md ("What is
+measured"), over the chunks with text: a reasoning model's thinking is text too, so TTFT is the time
+to the first token of any kind and ``ttft_answer`` to the first answer token.
 
-The client only stores time stamps while a stream runs (``time.perf_counter()`` at the send and
-at each chunk that carries text); everything here is computed afterwards, so measuring costs
-the stream nothing. Definitions, as vLLM's benchmark (vllm/benchmarks/serve.py,
-``calculate_metrics``, and its chat request function) has them, over the chunks with text:
-
-- TTFT: the first chunk with text minus the send time;
-- ITL: the gaps between consecutive chunks with text (a chunk may hold several tokens);
-- E2EL: the last chunk with text minus the send time (the finish and usage chunks carry no token);
-- TPOT: (E2EL - TTFT) / (output tokens - 1), only for requests with more than one output token;
-  for goodput a one-token request counts as TPOT 0;
-- request throughput: completed requests / duration; output throughput: their output tokens /
-  duration; goodput: completed requests meeting every target / duration; failed requests are
-  counted, never part of the latency figures.
-
-A reasoning model (gpt-oss) streams its thinking first, in ``reasoning_content`` or ``reasoning``
-deltas, then the answer in ``content``: every chunk with text of either kind is a token chunk (as
-vLLM's benchmark counts them), so TTFT is the time to the first token of any kind, and
-``ttft_answer`` the time to the first answer token. A request whose answer is empty because
-max_tokens was spent on reasoning (``finish_reason: length``) is completed, not failed.
-
-vLLM's benchmark times the first chunk with a choice; vLLM's server sends its role-only first
-chunk together with the first token, but other servers (labkit's stand-in among them) send it at
-once, which would make TTFT the time to an empty chunk: labkit counts the chunks with text.
-GuideLLM calls vLLM's TPOT "inter-token latency"; labkit keeps vLLM's names.
+vLLM's benchmark times the first chunk with a choice; vLLM's server sends its role-only first chunk
+together with the first token, but other servers (labkit's stand-in among them) send it at once,
+which would make TTFT the time to an empty chunk: labkit counts the chunks with text. GuideLLM calls
+vLLM's TPOT "inter-token latency"; labkit keeps vLLM's names.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -151,14 +133,9 @@ def summarize(traces: Sequence[Trace], duration: float, targets: Optional[Mappin
     ``targets``: goodput targets in seconds by name ("ttft", "tpot", "e2el"); none: goodput is NaN.
     """
     done = [t for t in traces if t.ok]
-    failed: Dict[str, int] = {}
-    for t in traces:
-        if not t.ok:
-            failed[t.status] = failed.get(t.status, 0) + 1
+    failed = dict(Counter(t.status for t in traces if not t.ok))
     tokens = sum(t.output_tokens or 0 for t in done)
-    finishes: Dict[str, int] = {}
-    for t in done:
-        finishes[t.finish_reason or "unknown"] = finishes.get(t.finish_reason or "unknown", 0) + 1
+    finishes = dict(Counter(t.finish_reason or "unknown" for t in done))
     figures: Dict[str, Any] = {"requests": len(traces), "completed": len(done), "failed": sum(failed.values()),
                                "failed_by_status": failed, "output_tokens": tokens, "duration_s": duration,
                                "finish_reasons": finishes, "empty_answers": sum(t.empty_answer for t in done),
@@ -175,15 +152,12 @@ def summarize(traces: Sequence[Trace], duration: float, targets: Optional[Mappin
                          ("ttft_answer", [t.ttft_answer for t in done if t.ttft_answer is not None])):
         for stat, value in _stats(values).items():  # type: ignore[arg-type]
             figures["{}_{}_s".format(name, stat)] = value
-    if targets:
-        good = 0
-        for t in done:
-            measured = {"ttft": t.ttft, "tpot": t.tpot if t.tpot is not None else 0.0, "e2el": t.e2el}
-            if all(measured[name] is not None and measured[name] <= limit for name, limit in targets.items()):
-                good += 1
-        figures["good"] = good
-        figures["goodput"] = good / per
-    else:
-        figures["good"] = None
-        figures["goodput"] = float("nan")
+    figures["good"] = sum(_meets(t, targets) for t in done) if targets else None
+    figures["goodput"] = figures["good"] / per if targets else float("nan")
     return figures
+
+
+def _meets(trace: Trace, targets: Mapping[str, float]) -> bool:
+    """Whether a completed request meets every latency target (a one-token request counts as TPOT 0)."""
+    measured = {"ttft": trace.ttft, "tpot": trace.tpot if trace.tpot is not None else 0.0, "e2el": trace.e2el}
+    return all(measured[name] is not None and measured[name] <= limit for name, limit in targets.items())
