@@ -15,7 +15,8 @@ from typing import Any, Dict, Mapping, Optional
 
 from labkit.errors import LabkitError
 
-__all__ = ["module_available", "cuda_available", "mps_available", "torch_device", "environment", "DeviceError"]
+__all__ = ["module_available", "cuda_available", "mps_available", "torch_device", "environment",
+           "DeviceError"]
 
 
 #: A sweep worker's share of the machine, as ``labkit.sweep.worker_share.share_env`` puts it in

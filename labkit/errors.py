@@ -7,7 +7,8 @@
 
 Every labkit error derives from ``LabkitError`` (never raised itself) and keeps the built-in base
 that says what kind of failure it is, so ``except ValueError`` (bad input) or ``except
-MemoryError`` (too big for this machine) still catches it. Each class's docstring says when it is raised; by module (built-in base in brackets):
+MemoryError`` (too big for this machine) still catches it. Each class's docstring says when it
+is raised; by module (built-in base in brackets):
 
 * parameters and hand-ins: ``ParameterError`` [ValueError] and its ``StaleConfigError`` (params),
   ``TooBigForMemory`` [MemoryError] (a ParameterError of testbeds.sambanova), ``UnknownExercise``

@@ -320,8 +320,8 @@ class Spec:
         rows = [("name", "type", "default", "allowed")]
         rows += [(p.name, p.type_name, repr(p.default), p.allowed()) for p in self]
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        return "\n".join("{:<{}}  {:<{}}  {:<{}}  {}".format(r[0], widths[0], r[1], widths[1], r[2], widths[2], r[3])
-                         for r in rows)
+        line = "{:<{}}  {:<{}}  {:<{}}  {}"
+        return "\n".join(line.format(r[0], widths[0], r[1], widths[1], r[2], widths[2], r[3]) for r in rows)
 
     def unknown_problems(self, names: Iterable[str]) -> List[str]:
         return ["{!r} is not a parameter of this notebook{}; its parameters are: {}".format(

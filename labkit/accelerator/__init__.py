@@ -10,8 +10,8 @@ torch is imported lazily: ``import labkit.accelerator`` costs nothing where torc
 from __future__ import annotations
 
 from labkit.accelerator.launch import LAUNCH_MODES, CapturedStep, measure_step_seconds
-from labkit.accelerator.micro_batch import (MicroBatch, NothingFits, choose_micro_batch, fits, is_out_of_memory,
-                                            micro_batch_cache_file, probe_micro_batch)
+from labkit.accelerator.micro_batch import (MicroBatch, NothingFits, choose_micro_batch, fits,
+                                            is_out_of_memory, micro_batch_cache_file, probe_micro_batch)
 from labkit.accelerator.peaks import PEAK_BF16_FLOPS, mfu, peak_flops, utilisation
 from labkit.accelerator.precision import (PRECISIONS, TESTBED_PRECISION, AcceleratorError, DeviceInfo, Precision,
                                           describe, device_info, resolve_precision)
