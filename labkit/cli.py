@@ -7,16 +7,8 @@
     labkit grade SUBMISSIONS --rubric FILE     batch-grade homework
     labkit class DIR [--csv FILE]              the class page of a graded folder, and its long table
 
-Each subcommand has one CLI module, listed in ``COMMANDS``: ``cli.py`` in the package that does
-its work (``labkit/execute/cli.py`` for ``labkit run``, ``labkit/results/cli.py``,
-``labkit/logs/cli.py``, ``labkit/sweep/cli.py``, ``labkit/grading/cli.py``,
-``labkit/grading/reports/cli.py`` for ``labkit class``). Every one
-has the same shape: a docstring with its usage and exit status, ``__all__ = ["register",
-"main"]``, ``register(subparsers)`` adding its parser (``help`` for this list, its docstring as
-the description) with ``func=main``, and ``main(args) -> int`` printing errors as
-``labkit COMMAND: ...`` on stderr. Exit status: 0 done; 1 it ran, but something it ran or read
-failed; 2 refused or stopped on an error before the work (arguments, parameters, rubric);
-130 interrupted.
+Each subcommand is one ``cli.py`` in the package that does its work, listed in ``COMMANDS``; the
+shape every one has (``register``, ``main``, the exit statuses) is in docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -15,14 +15,8 @@ from typing import Any, Dict, Mapping, Optional
 
 from labkit.errors import LabkitError
 
-__all__ = [
-    "module_available",
-    "cuda_available",
-    "mps_available",
-    "torch_device",
-    "environment",
-    "DeviceError",
-]
+__all__ = ["module_available", "cuda_available", "mps_available", "torch_device", "environment",
+           "DeviceError"]
 
 
 #: A sweep worker's share of the machine, as ``labkit.sweep.worker_share.share_env`` puts it in
@@ -66,11 +60,8 @@ def mps_available() -> bool:
 
 
 def torch_device(requested: str = "auto"):
-    """The torch device for a portable run: CUDA, else Apple MPS, else CPU.
-
-    ``requested`` is "auto", "cuda", "mps" or "cpu"; asking for one that is absent is an
-    error that says so, never a silent fallback.
-    """
+    """The torch device for a portable run: for "auto" CUDA, else Apple MPS, else CPU; "cuda", "mps"
+    or "cpu" asked for and absent is a :class:`DeviceError`, never a silent fallback."""
     import torch
 
     if requested == "auto":

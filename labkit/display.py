@@ -1,13 +1,10 @@
 """Showing a figure or a table in the notebook: one rule for every exercise.
 
-    from labkit.display import show
     return show(fig)          # in a kernel: shown now, once; returns None. Elsewhere: returns fig.
 
-A figure shown this way is closed, so the inline backend does not show it a second time at the
-end of the cell, and nothing is returned that Jupyter would render again as the cell's value.
-Scripts and tests (no kernel) get the object back to inspect or save. An exercise's show step
-(``graphcore.show(run)``), which shows several tables and figures, keeps the same rule through
-:func:`shown`: None in a kernel, the list of what it would have shown elsewhere.
+A figure shown this way is closed, so the inline backend does not show it a second time, and
+nothing is returned that Jupyter would render again as the cell's value; scripts and tests get the
+object back. A show step that shows several things keeps the rule through :func:`shown`.
 """
 
 from __future__ import annotations

@@ -1,28 +1,22 @@
 """The one rule for calling a training run *diverged*, used by every exercise, log reader and study.
 
-    from labkit.divergence import loss_divergence, divergence_note, loss_trend
     loss_divergence([2.30, 2.29, float("nan")])   # "loss nan"
     loss_divergence([2.30, 9.1, 41.0])            # "loss exploded"
     loss_divergence([2.28, 2.40, 2.38])           # None: a saturated run, not a diverged one
 
-A run diverged when its loss became NaN or infinite, or rose far above where it started
-(more than ``EXPLODE_FACTOR`` times the first finite loss, and above ``EXPLODE_FLOOR`` so that
-a loss wobbling near zero is not called an explosion). Nothing else is a divergence. In
-particular a run that merely ended near chance accuracy did *not* diverge: it is complete,
-and its exercise's notes say what is known (see ``labkit.testbeds.graphcore.verdict``).
+A run diverged when its loss became NaN or infinite, or rose above ``EXPLODE_FACTOR`` times the
+first finite loss (and above ``EXPLODE_FLOOR``, so a loss wobbling near zero is no explosion).
+Nothing else is: a run that ended near chance accuracy is complete, and its exercise's notes say
+what is known (``labkit.testbeds.graphcore.verdict``).
 
-Why 10 (checked by tests/test_divergence.py on every real log in ../shared/fixtures):
-
-- no healthy run in the course's logs ever logs a loss above its first one by more than 1 %
-  (MNIST starts near ln 10 = 2.30, BERT's masked LM near 9.5 on Cerebras and 11.2 on SambaNova);
-- the worst real run there, the student MNIST run at learning rate 3 (sarora39, 10.10 % test
-  accuracy), peaks at 2.40 from a start of 2.28, a factor of 1.05: its outputs saturated
-  (see the MNIST notes) but its loss never ran away, so by this rule it did not diverge;
-- no real course log has a runaway loss, so the upper side is not calibrated on one: a loss
-  that runs away under SGD typically grows by orders of magnitude before it turns inf or NaN
-  (then the NaN rule catches it anyway). 10 leaves a wide margin over the noisiest healthy
-  start, and a bounded loss such as the tutorial's double softmax (at most ln(9 + e) = 2.46
-  from a start of 2.30) can never reach it: saturation is not divergence.
+Why 10 (tests/test_divergence.py checks it on every real log in ../shared/fixtures): no healthy
+run in the course's logs logs a loss above its first by more than 1 % (MNIST starts near
+ln 10 = 2.30, BERT's masked LM near 9.5 on Cerebras and 11.2 on SambaNova); the worst real run,
+the student MNIST run at learning rate 3 (10.10 % test accuracy), peaks at 2.40 from 2.28, a
+factor of 1.05: saturated, not diverged. No real log has a runaway loss, so the upper side is not
+calibrated on one: a loss that runs away under SGD grows by orders of magnitude before it turns
+inf or NaN. 10 leaves a wide margin, and a bounded loss such as the tutorial's double softmax (at
+most ln(9 + e) = 2.46 from 2.30) can never reach it.
 """
 import math
 from typing import Iterable, Optional, Sequence

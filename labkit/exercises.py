@@ -1,26 +1,16 @@
 """The registry of exercises: every fact about an exercise that code outside it needs, in one place.
 
-    from labkit import exercises
     exercises.entry("cerebras/llama2_7b").hardware       # 'CS-3'
     exercises.entry("cerebras/llama2_7b").load()         # the exercise module: SPEC, METRICS, plan, run_exercise, show
-    exercises.metric_table("graphcore/mnist").primary    # from the exercise's metrics module
     exercises.for_notebook("notebooks/groq/bert_tiny.ipynb").name   # 'groq/bert_tiny'
     exercises.log_format("cerebras").reader()           # the reader class, imported now
 
 An entry names its modules as text and imports them only when asked: this module and
-:mod:`labkit.logs` (which finds each log format's reader here) sit below the exercises and import
-none of them, so reading a log never imports an exercise that imports ``labkit.logs`` back.
-
-Adding an exercise is one package (``labkit/testbeds/<testbed>/<exercise>/`` with ``spec.py``,
-``metrics.py``, ``exercise.py``, ``report.py`` and, when it reads testbed logs, ``log.py``) and one
-:class:`Entry` in :data:`ENTRIES`. An exercise kept outside labkit (a course's own package) registers
-its entry through the ``labkit.exercises`` entry-point group instead:
-
-    [project.entry-points."labkit.exercises"]
-    acme = "acme:ENTRY"
-
-Record names (``Entry.name``) never change: executed notebooks, sweeps and gradebooks name their
-runs by them.
+:mod:`labkit.logs` sit below the exercises and import none of them, so reading a log never
+imports an exercise that imports ``labkit.logs`` back. An exercise is one package under
+``labkit/testbeds/`` and one :class:`Entry` in :data:`ENTRIES`; one kept outside labkit registers
+its entry through the ``labkit.exercises`` entry-point group (``acme = "acme:ENTRY"``). Record
+names (``Entry.name``) never change: executed notebooks, sweeps and gradebooks name runs by them.
 """
 
 from __future__ import annotations
@@ -291,9 +281,9 @@ def log_formats() -> Tuple[LogFormat, ...]:
 def log_format(name: str) -> LogFormat:
     """The log format called ``name``; :class:`UnknownExercise` names the formats labkit reads."""
     found = log_formats()
-    for candidate in found:
-        if candidate.name == name:
-            return candidate
+    known = next((f for f in found if f.name == name), None)
+    if known is not None:
+        return known
     raise UnknownExercise("format: {!r} is not a log format labkit reads; use one of {}".format(
         name, ", ".join(f.name for f in found)))
 

@@ -1,15 +1,12 @@
 """Atomic file replacement, written once: readers see the old file or the new one, never half.
 
-    from labkit.files import write_atomic, produce_atomic, replace_atomic
     write_atomic("out/summary.md", text)                  # str (UTF-8) or bytes
     produce_atomic("out/plot.png", fig.savefig)           # code that writes to a path it is given
     replace_atomic("out/run.running.ipynb", "out/run.ipynb")   # a file finished by other code
 
-The first two write a temporary in the target's own folder (a rename across file systems is not atomic),
-flush it to disk, ``os.replace`` it over the target, then fsync the folder so the rename itself
+The first two write a temporary in the target's own folder (a rename across file systems is not
+atomic), fsync it, ``os.replace`` it over the target, then fsync the folder so the rename itself
 survives a crash. On any error the temporary is removed and the target is left as it was.
-Used by sweeps (manifest, rows, reports, plots), grading (gradebook, state, results), and the
-Groq exercise's built models and ONNX exports.
 """
 
 from __future__ import annotations

@@ -1,19 +1,14 @@
 """An exercise's table of metrics: each name a run records, its unit, what it means, and which
 are primary (what a summary leads with) and which are timings (they change with the machine's load).
 
-    from labkit.metrics import Metric, MetricTable
     TABLE = MetricTable(("acme/classifier",),
                         Metric("test_accuracy", "%", "share of test samples classified right", primary=True),
                         Metric("epoch_time", "s", "seconds per steady epoch", primary=True, timing=True))
-    TABLE.unit("epoch_time")       # 's'
-    TABLE.primary                  # ('test_accuracy', 'epoch_time'), in the table's order
     TABLE.check(run)               # [] or ["metric foo: not in the table of acme/classifier", ...]
-    TABLE.frame()                  # a pandas table of name, unit, meaning, primary, timing
-    TABLE.markdown()               # the same for the docs
 
-Each exercise writes its table in ``labkit/testbeds/<exercise>/metrics.py``; its portable run,
-its log reader, its report, sweeps and the homework all read names and units from there, and
-tests/test_metric_tables.py fails when a run or a log reader records a metric the table lacks.
+Each exercise writes its table in its ``metrics.py``; its run, log reader, report, sweeps and the
+homework read names and units from there, and tests/test_metric_tables.py fails when a run or a
+log reader records a metric the table lacks.
 """
 
 from __future__ import annotations

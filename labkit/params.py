@@ -27,15 +27,13 @@ __all__ = ["Param", "Spec", "Config", "ParameterError", "StaleConfigError", "che
 #: Declared types: a filesystem path given as text; a whole number or "auto" (the modelzoo's micro_batch_size).
 PATH, INT_OR_AUTO = "path", "int or 'auto'"
 _TYPE_NAMES = {int: "int", float: "float", str: "str", bool: "bool", list: "list", PATH: PATH, INT_OR_AUTO: INT_OR_AUTO}
+#: The Python types a value of each plain declared type may have (an int where a float is declared).
+_ACCEPTED = {bool: bool, int: int, float: (int, float), str: str}
 
 
 class ParameterError(LabkitError, ValueError):
-    """One or more notebook parameters are wrong.
-
-    Jupyter shows only the message (no traceback from deep inside labkit), because the
-    message already says everything a student needs: which parameter, what was given,
-    what is allowed.
-    """
+    """One or more notebook parameters are wrong; ``problems`` lists each, naming the parameter,
+    the value given and what is allowed (Jupyter shows the message alone, no traceback)."""
 
     shown_as = "ParameterError"
 
@@ -49,11 +47,9 @@ class ParameterError(LabkitError, ValueError):
 
 
 class StaleConfigError(ParameterError):
-    """The notebook's parameters changed since its config was built (a cell edited and run alone).
-
-    Shown in Jupyter as its one sentence, e.g. ``learning_rate is 0.5 in the notebook but 0.03 in
-    config: run the config cell again (or Run All)``.
-    """
+    """The notebook's parameters changed since its config was built (a cell edited and run alone),
+    shown as one sentence: ``learning_rate is 0.5 in the notebook but 0.03 in config: run the config
+    cell again (or Run All)``."""
 
     shown_as = ""
 
@@ -139,18 +135,9 @@ class Param:
 
     def _convert_type(self, value: Any) -> Any:
         kind = self.type
-        if kind is bool:
-            if isinstance(value, bool):
-                return value
-        elif kind is int:
-            if isinstance(value, int) and not isinstance(value, bool):
-                return int(value)
-        elif kind is float:
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return float(value)
-        elif kind is str:
-            if isinstance(value, str):
-                return value
+        if kind in _ACCEPTED:  # a bool is never accepted as a number
+            if isinstance(value, _ACCEPTED[kind]) and (kind is bool or not isinstance(value, bool)):
+                return kind(value)
         elif kind == INT_OR_AUTO and (value == "auto" or (isinstance(value, int) and not isinstance(value, bool))):
             return value
         elif kind == PATH:
@@ -330,23 +317,16 @@ class Spec:
 
     def describe(self) -> str:
         """A table of the parameters, their types and defaults, for error messages and --help."""
-        rows = [(p.name, p.type_name, repr(p.default), p.allowed()) for p in self]
-        widths = [max(len(r[i]) for r in rows + [("name", "type", "default", "allowed")]) for i in range(3)]
-        lines = ["{:<{}}  {:<{}}  {:<{}}  {}".format("name", widths[0], "type", widths[1], "default", widths[2], "allowed")]
-        for r in rows:
-            lines.append("{:<{}}  {:<{}}  {:<{}}  {}".format(r[0], widths[0], r[1], widths[1], r[2], widths[2], r[3]))
-        return "\n".join(lines)
+        rows = [("name", "type", "default", "allowed")]
+        rows += [(p.name, p.type_name, repr(p.default), p.allowed()) for p in self]
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        line = "{:<{}}  {:<{}}  {:<{}}  {}"
+        return "\n".join(line.format(r[0], widths[0], r[1], widths[1], r[2], widths[2], r[3]) for r in rows)
 
     def unknown_problems(self, names: Iterable[str]) -> List[str]:
-        problems = []
-        for name in names:
-            if name not in self.params:
-                problems.append(
-                    "{!r} is not a parameter of this notebook{}; its parameters are: {}".format(
-                        name, _did_you_mean(name, self.params), ", ".join(self.params)
-                    )
-                )
-        return problems
+        return ["{!r} is not a parameter of this notebook{}; its parameters are: {}".format(
+                    name, _did_you_mean(name, self.params), ", ".join(self.params))
+                for name in names if name not in self.params]
 
     def validate(self, values: Mapping[str, Any], unknown: Iterable[str] = ()) -> Config:
         """Check ``values`` (missing names take their defaults) and return a :class:`Config`.
@@ -360,9 +340,7 @@ class Spec:
             try:
                 checked[p.name] = p.convert(value)
             except ValueError as exc:
-                problems.append(
-                    "{} = {!r}: {}; allowed: {}".format(p.name, value, exc, p.allowed())
-                )
+                problems.append("{} = {!r}: {}; allowed: {}".format(p.name, value, exc, p.allowed()))
         if not problems:
             config = Config(checked, self.name)
             for check in self.checks:
@@ -390,14 +368,12 @@ class Spec:
         return values
 
     def from_notebook(self, namespace: Mapping[str, Any]) -> Config:
-        """Validate the parameters as a notebook's globals hold them.
+        """Validate the parameters as a notebook's globals hold them; the config keeps ``namespace``
+        (:func:`check_current`).
 
-        The config keeps ``namespace``: reading it later refuses (:class:`StaleConfigError`) when
-        a parameter has been changed since, so a run never uses values the notebook no longer shows.
-
-        Names papermill injected that this spec does not declare are reported too: they are
-        read from the injected cell in the kernel's input history, so a student's own
-        variables in JupyterLab are never mistaken for parameters.
+        Names papermill injected that this spec does not declare are reported too: they are read
+        from the injected cell in the kernel's input history, so a student's own variables in
+        JupyterLab are never mistaken for parameters.
         """
         values = {p.name: namespace.get(p.name, p.default) for p in self}
         history = namespace.get("In") or []

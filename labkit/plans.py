@@ -1,15 +1,8 @@
 """The plan step every exercise notebook shows: where the run will happen, and why, before it starts.
 
-    from labkit.testbeds import graphcore
-    graphcore.plan(config)      # shown as text (papermill, a terminal) or HTML (JupyterLab)
-
-    Where: portable PyTorch on cpu
-    Why:   device='auto' and PopTorch is not importable here ...
-
-Every exercise's ``plan(config)`` returns a :class:`RunPlan` (an exercise that needs more fields
-subclasses it, as Cerebras' BERT-Large keeps the stack it found), and its
-``run_exercise(config, plan)`` follows it. A plan decides, it never trains: an impossible
-request (``device='ipu'`` without an IPU) fails here, before anything is loaded.
+Every exercise's ``plan(config)`` returns a :class:`RunPlan` (subclassed where an exercise needs
+more fields) and its ``run_exercise(config, plan)`` follows it. A plan decides, it never trains:
+an impossible request (``device='ipu'`` without an IPU) fails here, before anything is loaded.
 """
 
 from __future__ import annotations

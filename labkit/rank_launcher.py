@@ -1,8 +1,5 @@
 """Start N processes as the ranks of one job and follow them to the end: the one launcher of
-SambaNova's portable data-parallel ranks (labkit.testbeds.sambanova.bert_large.portable) and of the scaling
-study's replicas (labkit.testbeds.comparison.replicas).
-
-    from labkit import rank_launcher
+SambaNova's portable data-parallel ranks and of the scaling study's replicas.
 
     def worker(rank, steps):                     # module level, so that a fresh process can import it
         rank.join_group("gloo")                  # torch.distributed, through the parent's rendezvous
@@ -12,16 +9,10 @@ study's replicas (labkit.testbeds.comparison.replicas).
     outcome = rank_launcher.launch(worker, 2, args=(10,), on_message=print)
     outcome.results                              # {0: {"rank": 0, "of": 2}, 1: {"rank": 1, "of": 2}}
 
-What every launch does, whoever calls it:
-
-- the rendezvous: the parent holds a ``torch.distributed.TCPStore`` on a port the OS picks and
-  keeps its socket, so no other process can take the port before the ranks connect and launches
-  side by side never collide; ``Rank.join_group(backend)`` joins the process group through it;
+- rendezvous: the parent holds a ``torch.distributed.TCPStore`` on a port the OS picks and keeps
+  its socket, so launches side by side never collide;
 - interrupts: Kernel -> Interrupt reaches every process of the kernel's group, so each rank
-  ignores SIGINT and the parent decides. With ``stop_on_interrupt`` the first interrupt stops the
-  ranks and the launch returns what they reported (``outcome.interrupted``); without it the
-  ranks run on (a caller inside ``interrupts.graceful()`` lets them finish) and an interrupt
-  raised in the parent stops them;
+  ignores SIGINT and the parent decides (``stop_on_interrupt``: see :func:`launch`);
 - failures: a rank that raises (its traceback comes back), dies, exits without a result, or a
   launch past its ``timeout`` raises :class:`RanksFailed` and stops the other ranks;
 - no process is left behind: on every way out the ranks are joined, then terminated, then killed.
@@ -119,7 +110,9 @@ def launch(target: Callable[..., Any], world_size: int, args: Tuple[Any, ...] = 
     ``target`` must be importable by name (a module-level function). ``on_message(rank, kind,
     payload)`` is called in the parent for each ``rank.report(kind, *payload)``. With
     ``stop_on_interrupt``, a first interrupt stops the ranks, unless ``finishing()`` says they have
-    done their work and only their results are still to come (they are waited for). Raises
+    done their work and only their results are still to come (they are waited for), and the
+    outcome is ``interrupted``; without it the ranks run on (a caller inside
+    ``interrupts.graceful()`` lets them finish) and an interrupt raised here stops them. Raises
     :class:`RanksFailed` ("<what> failed: rank 1 failed: <traceback>") when a rank fails or
     nothing is finished after ``timeout`` seconds.
     """
@@ -173,23 +166,19 @@ def launch(target: Callable[..., Any], world_size: int, args: Tuple[Any, ...] = 
 def _start_with_interrupts_held(procs: List[Any]) -> None:
     """Start the rank processes with SIGINT blocked, a mask they inherit through fork and exec.
 
-    An interrupt goes to the kernel's whole process group. A rank still starting (a fresh
-    interpreter, before :func:`_run_rank` ignores SIGINT) died of it with status 1, and the
-    study that meant to let that configuration finish failed instead (the slower the start, the
-    likelier: a busy machine). Blocked, the signal stays pending in the rank until it ignores
-    SIGINT, which discards it; in this process it is delivered when the mask is lifted (or
-    taken by another thread), so an interrupt during the start is not lost.
+    An interrupt goes to the kernel's whole process group, and a rank still starting (before
+    :func:`_run_rank` ignores SIGINT) died of it with status 1, failing the configuration a study
+    meant to let finish. Blocked, the signal stays pending in the rank until it ignores SIGINT;
+    in this process it is delivered when the mask is lifted, so it is not lost.
     """
-    if not hasattr(signal, "pthread_sigmask"):  # Windows: no process groups to fear
-        for proc in procs:
-            proc.start()
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    held = hasattr(signal, "pthread_sigmask")  # Windows has no process groups to fear
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if held else None
     try:
         for proc in procs:
             proc.start()
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if held:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _check_alive(procs: List[Any], results: Dict[int, Any], messages: Any, deadline: Optional[float],

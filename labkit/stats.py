@@ -1,12 +1,10 @@
 """Is a difference between two configurations real, or run-to-run noise?
 
-    from labkit import stats
     stats.mean_ci([97.1, 98.6, 97.9])            # (mean, std, low, high) at 95 %
     stats.welch([97.1, 98.6, 97.9], [98.0, 98.2]) # (t, df, p)
 
 Uses scipy when present; otherwise the Student t distribution is computed here (regularized
-incomplete beta function by continued fraction), so the numbers are the same either way.
-tests/sweep/test_stats.py checks the fallback against scipy.
+incomplete beta function by continued fraction). tests/sweep/test_stats.py checks it against scipy.
 """
 
 from __future__ import annotations
@@ -19,29 +17,23 @@ __all__ = ["mean_ci", "welch"]
 NAN = float("nan")
 
 
+def _nonzero(value: float) -> float:
+    return value if abs(value) > 1e-300 else 1e-300
+
+
 def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
+    """Continued fraction of the incomplete beta function (modified Lentz: two half-steps a term)."""
     qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
+    c, d = 1.0, 1.0 / _nonzero(1.0 - qab * x / qap)
     h = d
     for m in range(1, 300):
         m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
+                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 / _nonzero(1.0 + aa * d)
+            c = _nonzero(1.0 + aa / c)
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
             break
     return h
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from labkit import accelerator
-from labkit.accelerator import (AcceleratorError, CapturedStep, DeviceInfo, MicroBatch, NothingFits, accumulate,
+from labkit.accelerator import (AcceleratorError, CapturedStep, DeviceInfo, MicroBatch, NothingFits,
                                 choose_micro_batch, is_out_of_memory, measure_step_seconds, mfu, peak_flops,
                                 probe_micro_batch, resolve_precision)
 from labkit.errors import LabkitError
@@ -376,30 +376,6 @@ def test_out_of_memory_is_told_from_other_errors():
     assert is_out_of_memory(MemoryError())
     assert not is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
     assert not is_out_of_memory(ValueError("out of memory"))
-
-
-# --- accumulation ---------------------------------------------------------------------------------
-
-def test_accumulated_micro_batches_give_the_loss_and_gradients_of_one_large_batch():
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.Tanh(), torch.nn.Linear(32, 5))
-    x, y = torch.randn(48, 20), torch.randint(0, 5, (48,))
-
-    def loss_fn(xs, ys):
-        return torch.nn.functional.cross_entropy(model(xs), ys)
-
-    whole = loss_fn(x, y)
-    whole.backward()
-    expected = [p.grad.clone() for p in model.parameters()]
-    for size in (1, 6, 16, 48):
-        model.zero_grad(set_to_none=True)
-        split = accumulate(MicroBatch(size, 48 // size, "asked"))
-        loss = split.backward(loss_fn, x, y)
-        assert torch.allclose(loss, whole.detach(), rtol=1e-6, atol=1e-7), size
-        for got, want in zip((p.grad for p in model.parameters()), expected):
-            assert torch.allclose(got, want, rtol=1e-5, atol=1e-7), size
-    with pytest.raises(AcceleratorError, match="a batch of 40 samples cannot be split into 3 micro-batches of 16"):
-        list(accumulate(MicroBatch(16, 3, "asked")).splits(torch.zeros(40)))
 
 
 # --- how a step is launched ----------------------------------------------------------------------

@@ -1,8 +1,7 @@
 """Micro-batches that fit: a measured probe with a back-off on out of memory, cached per device and
-model, and gradient accumulation that keeps the global batch's loss and gradients.
+model. The loop accumulates the micro-batches' gradients (``labkit.bert.train_step``).
 
     micro = choose_micro_batch("auto", 1024, probe, device=device, key={"model": "bert-large", "seq": 128})
-    for x, y in accumulate(micro).splits(inputs, labels): ...
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ import gc
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, TypeVar, Union
 
 from labkit.accelerator.precision import AcceleratorError, DeviceInfo, device_info
 from labkit.data.cache import cache_dir
@@ -19,7 +18,7 @@ from labkit.errors import LabkitError
 from labkit.files import write_atomic
 
 __all__ = ["MicroBatch", "choose_micro_batch", "probe_micro_batch", "micro_batch_cache_file", "is_out_of_memory",
-           "fits", "Accumulation", "accumulate", "NothingFits"]
+           "fits", "NothingFits"]
 
 T = TypeVar("T")
 
@@ -192,39 +191,3 @@ def choose_micro_batch(requested: Union[int, str], global_batch: int, probe: Cal
                                "{}.".format(requested, global_batch,
                                             ", ".join(str(d) for d in sorted(_divisors_desc(global_batch)))))
     return MicroBatch(requested, global_batch // requested, "asked")
-
-
-class Accumulation:
-    """How a loop splits a global batch into micro-batches with the loss and gradients of one large
-    batch: each micro-batch's mean loss is scaled by 1/accumulation before its backward."""
-
-    def __init__(self, micro_batch: MicroBatch):
-        self.micro_batch = micro_batch
-
-    def splits(self, *tensors: Any) -> Iterator[Tuple[Any, ...]]:
-        """Each micro-batch's slices of ``tensors`` (split along the first dimension)."""
-        size, count = self.micro_batch.size, self.micro_batch.accumulation
-        for tensor in tensors:
-            if len(tensor) != size * count:
-                raise AcceleratorError("a batch of {} samples cannot be split into {} micro-batches of {}.".format(
-                    len(tensor), count, size))
-        for i in range(count):
-            yield tuple(t[i * size:(i + 1) * size] for t in tensors)
-
-    def scale(self, loss: Any) -> Any:
-        return loss / self.micro_batch.accumulation if self.micro_batch.accumulation > 1 else loss
-
-    def backward(self, loss_fn: Callable[..., Any], *tensors: Any) -> Any:
-        """Run ``loss_fn`` (mean loss of its micro-batch) and backward on every split; the global
-        batch's mean loss (detached) is returned and the gradients accumulate in ``.grad``."""
-        total = None
-        for part in self.splits(*tensors):
-            loss = self.scale(loss_fn(*part))
-            loss.backward()
-            total = loss.detach() if total is None else total + loss.detach()
-        return total
-
-
-def accumulate(micro_batch: MicroBatch) -> Accumulation:
-    """The :class:`Accumulation` for ``micro_batch``."""
-    return Accumulation(micro_batch)

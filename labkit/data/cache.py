@@ -1,15 +1,11 @@
-"""labkit's cache directory (one rule for everything it caches), where datasets live, and the
-lock that keeps concurrent runs from corrupting them.
-
-    from labkit.data.cache import cache_dir, data_dir
-    cache_dir()                # built models, ONNX exports, datasets: see the rule below
-    data_dir(None, "mnist")    # $LABKIT_DATA_DIR, else cache_dir() / "mnist"
+"""labkit's cache directory, where datasets live, and the lock that keeps concurrent runs from
+corrupting them.
 
 The cache directory, the first that applies: ``$LABKIT_CACHE_DIR``; ``$XDG_CACHE_HOME/labkit``;
 ``~/Library/Caches/labkit`` on macOS; ``~/.cache/labkit``. A dataset is read from (and
 downloaded into) the ``data_dir`` parameter, else ``$LABKIT_DATA_DIR``, else
-``cache_dir() / <dataset>``. d2l hard-codes ``../data``; a notebook run from another
-directory, or by papermill, must find the same files.
+``cache_dir() / <dataset>``: a notebook run from another directory, or by papermill, must find
+the same files (d2l's hard-coded ``../data`` does not).
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """MNIST for the Graphcore exercise: pre-staged files, a locked download, or a shipped sample.
 
-    from labkit.data import load_mnist
-    data = load_mnist()            # LABKIT_DATA_DIR, else ~/.cache/labkit/mnist
-    data = load_mnist("/path/to/idx/files", download=False)
+Where the files come from, in order: IDX files (gzip or raw) already in the directory, flat or in
+torchvision's ``MNIST/raw/`` layout (compute nodes without internet use files staged by hand);
+``torchvision.datasets.MNIST(download=True)`` under an inter-process lock; the real 3,000 + 1,000
+digit sample that ships with labkit, with a loud notice that its accuracy is not comparable.
 
-Where the files come from, in order:
-1. IDX files (gzip or raw) already in the directory, either flat or in torchvision's
-   ``MNIST/raw/`` layout: compute nodes without internet use files staged by hand.
-2. ``torchvision.datasets.MNIST(download=True)`` into that directory, under an inter-process
-   lock, when the network allows.
-3. The real 3,000 + 1,000 digit sample that ships with labkit, with a loud notice that its
-   accuracy is not comparable with full MNIST.
-
-Every file is checked (IDX header against size, gzip CRC, and for the full dataset the MD5 of
-the official release). A bad file that labkit downloaded is moved aside and downloaded again;
-a bad file that someone staged is reported, never used, never deleted.
+Every file is checked (IDX header against size, gzip CRC, the MD5 of the official release). A bad
+file that labkit downloaded is moved aside and downloaded again; a bad file that someone staged is
+reported, never used, never deleted.
 """
 
 from __future__ import annotations
@@ -86,13 +79,9 @@ class MnistData:
 def _find(directory: Path) -> Optional[Dict[str, Path]]:
     """The four files in ``directory`` or its torchvision layout, raw preferred over gzip."""
     for folder in (directory, directory / "MNIST" / "raw", directory / "raw"):
-        found = {}
-        for key, name in FILES.items():
-            for candidate in (folder / name, folder / (name + ".gz")):
-                if candidate.is_file():
-                    found[key] = candidate
-                    break
-        if len(found) == len(FILES):
+        found = {key: next((c for c in (folder / name, folder / (name + ".gz")) if c.is_file()), None)
+                 for key, name in FILES.items()}
+        if all(found.values()):
             return found
     return None
 
@@ -131,12 +120,10 @@ def _download(directory: Path) -> None:
 
 def _set_aside(files: Dict[str, Path]) -> List[str]:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    moved = []
-    for path in files.values():
-        target = path.with_name(path.name + ".corrupt-" + stamp)
+    moved = [path.with_name(path.name + ".corrupt-" + stamp) for path in files.values()]
+    for path, target in zip(files.values(), moved):
         os.replace(path, target)
-        moved.append(str(target))
-    return moved
+    return [str(target) for target in moved]
 
 
 def _as_data(arrays: Dict[str, np.ndarray], source: str, location: str, notes: List[str]) -> MnistData:
@@ -176,7 +163,7 @@ def load_mnist(data_dir: Optional[Union[str, os.PathLike]] = None, download: boo
                     "of the MNIST IDX file (gzip or raw), or point data_dir at another directory.".format(exc)) from None
             with locked(directory):
                 if _find(directory) == files:  # another run may have repaired it meanwhile
-                    moved = _set_aside({k: p for k, p in files.items()})
+                    moved = _set_aside(files)
                     notes.append("Repaired the MNIST cache: {}. The bad files were kept as {}.".format(exc, ", ".join(moved)))
             files = None
     if download:

@@ -1,33 +1,15 @@
-"""Run one notebook with checked parameters: ``labkit run``.
-
-    labkit run notebooks/graphcore/mnist.ipynb runs/mnist.ipynb -p epochs 2 -p learning_rate 1
-    labkit run NOTEBOOK OUTPUT -y 'epochs: 2' --timeout 600      # YAML text (or -f FILE)
-
-Parameters are checked against the notebook's declared parameters *before* a kernel starts
-(papermill itself only warns about unknown names and never checks types, papermill issue #55):
-
-- a notebook whose metadata holds ``"labkit": {"spec": "module:ATTR"}`` is checked against
-  that :class:`labkit.params.Spec` (types, ranges, choices, cross-checks);
-- any other notebook is checked against the assignments of its ``parameters`` cell: names
-  and the types of their literal defaults.
-
-The kernel runs in the notebook's own directory (papermill runs it in the caller's). The
-command itself (its arguments, exit status) is :mod:`labkit.execute.cli`.
-
-Many runs at once never collide on ports (papermill #511): every kernel talks to its client
-over Unix-domain sockets in a private directory (ZeroMQ ``ipc`` transport), so there is no
-port to race for. Where ``ipc`` is unavailable (Windows) kernels start one at a time under
-a process-wide lock instead.
-
-Ctrl-C in ``labkit run`` is Kernel -> Interrupt (:class:`labkit.interrupts.runner.CtrlC`): the first
-one interrupts the kernel, so labkit's training and measurement loops end the run with what they
-have (status ``interrupted``) and the notebook's remaining cells still show and record it; a second
-one stops at once. The executed notebook is written either way.
-
-From Python (what sweeps use)::
+"""Run one notebook with checked parameters: what ``labkit run`` (:mod:`labkit.execute.cli`) and sweeps call.
 
     outcome = run_notebook("nb.ipynb", "out.ipynb", {"epochs": 2}, timeout=600)
     outcome.status, outcome.error, outcome.duration
+
+Parameters are checked before a kernel starts (papermill only warns about unknown names and never
+checks types): against the :class:`labkit.params.Spec` a notebook's metadata names
+(``"labkit": {"spec": "module:ATTR"}``), else against the names and literal defaults of its
+``parameters`` cell. The kernel runs in the notebook's own directory. Runs side by side never
+race for a port: each kernel talks over Unix-domain sockets in a private directory (ZeroMQ
+``ipc``); where that is unavailable (Windows) kernels start one at a time.
+Ctrl-C is Kernel -> Interrupt (:class:`labkit.interrupts.runner.CtrlC`).
 """
 
 from __future__ import annotations
@@ -181,7 +163,6 @@ def notebook_parameters(path: str) -> NotebookParameters:
             try:
                 default = ast.literal_eval(node.value)
             except ValueError:
-                default = None
                 free[target.id] = ast.get_source_segment(cell.source, node.value) or "?"
                 continue
             if type(default) in _LITERAL_TYPES:
@@ -259,6 +240,7 @@ def _kernel_manager_class():
 
 def _register_engine() -> str:
     """Register papermill engine 'labkit': nbclient with our kernel manager, cwd and env."""
+    from jupyter_client.manager import AsyncKernelManager
     from papermill.clientwrap import PapermillNotebookClient
     from papermill.engines import NBClientEngine, papermill_engines
 
@@ -268,23 +250,20 @@ def _register_engine() -> str:
                                      stderr_file=None, start_timeout=60, execution_timeout=None,
                                      kernel_cwd=None, kernel_env=None, ctrl_c=None, kernel_stderr=None,
                                      **kwargs):
-            kwargs.pop("input_path", None)
+            for name in ("input_path", "timeout", "startup_timeout"):
+                kwargs.pop(name, None)
             if ctrl_c is not None:
                 kwargs.update(ctrl_c.hooks())
-            kwargs.pop("timeout", None)
-            kwargs.pop("startup_timeout", None)
             client_class = ctrl_c_client(PapermillNotebookClient) if ctrl_c is not None else PapermillNotebookClient
+            manager_class = _kernel_manager_class() if _ipc_supported() else AsyncKernelManager
             client = client_class(
                 nb_man, timeout=execution_timeout, startup_timeout=start_timeout, kernel_name=kernel_name,
                 log_output=log_output, stdout_file=stdout_file, stderr_file=stderr_file,
-                kernel_manager_class=_kernel_manager_class() if _ipc_supported() else None, **kwargs)
-            if client.kernel_manager_class is None:  # pragma: no cover - Windows
-                from jupyter_client.manager import AsyncKernelManager
-                client.kernel_manager_class = AsyncKernelManager
+                kernel_manager_class=manager_class, **kwargs)
+            start = {"cwd": kernel_cwd, "env": kernel_env}
             if ctrl_c is not None:
                 ctrl_c.client = client
                 client.ctrl_c, client.kernel_stderr = ctrl_c, kernel_stderr
-            start = {"cwd": kernel_cwd, "env": kernel_env}
             if kernel_stderr is not None:
                 start["stderr"] = kernel_stderr.fd
             if not _ipc_supported():  # pragma: no cover - tcp ports: start one kernel at a time
@@ -335,15 +314,13 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
                  check: bool = True, ctrl_c: bool = False, show_output: bool = False) -> Outcome:
     """Execute ``notebook`` into ``output`` with ``parameters`` and say how it ended.
 
-    ``timeout`` limits each cell, in whole seconds (rounded up). ``cwd`` defaults to the notebook's folder.
-    ``env`` adds to (and overrides) this process's environment for the kernel. With
-    ``check`` the parameters are checked first (ParameterError, no kernel started).
-    With ``ctrl_c`` (main thread only: ``labkit run``) Ctrl-C is Kernel -> Interrupt
-    (:class:`labkit.interrupts.runner.CtrlC`); the outcome is then 'interrupted', its ``error`` says
-    what the interrupt left.
-    ``show_output`` copies what the cells print to this process's stdout and stderr.
-    Safe to call from several threads or processes at once. Never raises for a failing notebook: the failure is in the returned :class:`Outcome`
-    and in the output notebook.
+    ``timeout`` limits each cell, in whole seconds (rounded up); ``cwd`` defaults to the notebook's
+    folder; ``env`` adds to this process's environment for the kernel; ``check`` checks the
+    parameters first (ParameterError, no kernel started). ``ctrl_c`` (main thread only: ``labkit
+    run``) makes Ctrl-C Kernel -> Interrupt; the outcome is then 'interrupted' and its ``error``
+    says what the interrupt left. ``show_output`` copies what the cells print to this process.
+    Safe from several threads or processes at once. Never raises for a failing notebook: the
+    failure is in the returned :class:`Outcome` and in the output notebook.
     """
     import papermill
 

@@ -1,13 +1,9 @@
 """Record what a run measured into its notebook, and read records back.
 
-One record format everywhere (see docs/records.md): what a local run records, what a testbed
-log is read into, what a sweep tabulates and what a rubric grades are all :class:`Run`.
-
-Records are scrapbook-compatible display outputs (mimetype
-``application/scrapbook.scrap.json+json``), so ``scrapbook.read_notebook`` reads them too,
-but labkit does not depend on that unmaintained package.
-
-    labkit results runs/mnist.ipynb        # one JSON line per notebook
+One record format everywhere: what a local run records, what a testbed log is read into, what a
+sweep tabulates and what a rubric grades are all :class:`Run`. Records are scrapbook-compatible
+display outputs (``application/scrapbook.scrap.json+json``), so ``scrapbook.read_notebook``
+reads them too, but labkit does not depend on that unmaintained package.
 """
 
 from __future__ import annotations
@@ -87,9 +83,8 @@ class Run:
         """The metrics as a one-column pandas table, each value with its unit ("98.12%", "0.25 s")."""
         import pandas as pd
 
-        rows = []
-        for name, text in self.partial_rows():  # above the numbers: they cover only part of the run
-            rows.append({"metric": name, "value": text})
+        # an interrupted run's rows first: the numbers below cover only part of the run
+        rows = [{"metric": name, "value": text} for name, text in self.partial_rows()]
         for name, value in self.metrics.items():
             unit = self.units.get(name, "")
             text = "{:.2f}".format(value) if isinstance(value, float) else str(value)
@@ -169,11 +164,8 @@ def scrap(run: Union[Run, Mapping[str, Any]], name: str = "run") -> Dict[str, An
 
 
 def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> None:
-    """Record ``run`` (a :class:`Run` or any JSON-able mapping) in the executing notebook.
-
-    Outside a notebook kernel it does nothing, so library code can call it unconditionally.
-    It returns nothing, so a notebook cell ending with it shows no extra output.
-    """
+    """Record ``run`` (a :class:`Run` or any JSON-able mapping) in the executing notebook; outside a
+    kernel it does nothing, so library code can call it unconditionally."""
     payload = scrap(run, name)
     try:
         from IPython import get_ipython
@@ -205,11 +197,8 @@ class NotebookResults:
 
     @property
     def runs(self) -> List[Run]:
-        found = []
-        for data in self.records.values():
-            if isinstance(data, dict) and "exercise" in data and "metrics" in data:
-                found.append(Run.from_dict(data))
-        return found
+        return [Run.from_dict(data) for data in self.records.values()
+                if isinstance(data, dict) and "exercise" in data and "metrics" in data]
 
     def to_dict(self) -> Dict[str, Any]:
         return {"notebook": self.path, "parameters": self.parameters, "records": self.records, "error": self.error}
@@ -244,22 +233,12 @@ def read(path: Union[str, os.PathLike]) -> NotebookResults:
 
 
 def collect(path: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]):
-    """A pandas DataFrame with one row per recorded run.
-
-    ``path`` is a notebook, a folder of executed notebooks (searched recursively), or a list
-    of notebooks. (A sweep's own table, with each run's status, cause and duration, is
-    ``labkit.sweep.collect(out)``.)
-    """
+    """A pandas DataFrame with one row per run recorded in ``path`` (:func:`notebook_paths`); a
+    sweep's own table, with each run's status, cause and duration, is ``labkit.sweep.collect(out)``."""
     import pandas as pd
 
-    rows = []
-    for nb_path in notebook_paths(path):
-        results = read(nb_path)
-        for run in results.runs:
-            row = {"notebook": os.fspath(nb_path)}
-            row.update(run.flat())
-            rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"notebook": os.fspath(nb_path), **run.flat()}
+                         for nb_path in notebook_paths(path) for run in read(nb_path).runs])
 
 
 def notebook_paths(path: Any) -> List[str]:

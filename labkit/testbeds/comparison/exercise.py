@@ -1,12 +1,4 @@
-"""The scaling study's plan and run steps (its show step is in ``report.py``): the five-step shape
-every exercise notebook has.
-
-    from labkit.testbeds import comparison
-    config = comparison.SPEC.from_notebook(globals())
-    comparison.plan(config)                   # the device, the replica counts that fit here, and why
-    run = comparison.run_exercise(config)     # a labkit.results.Run (run.details: one row per configuration)
-    comparison.show(run)                      # the configurations measured here
-    results.record(run)
+"""The scaling study's plan and run steps (its show step is in ``report.py``).
 
 The published study (``study.load_reference``) and the side-by-side speed-up tables are the
 notebook's further sections; they take the local rows from ``run.details``.

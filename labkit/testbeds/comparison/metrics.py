@@ -1,11 +1,5 @@
-"""The scaling study's metrics: what ``study.as_run`` records of the configurations it measured.
-
-    from labkit.testbeds.comparison.metrics import METRICS
-    METRICS.frame()                  # name, unit, meaning, primary, timing
-
-The per-configuration throughputs and speed-ups are series, not metrics (``throughput_mb10``:
-throughput against replicas at micro-batch 10).
-"""
+"""The scaling study's metrics; the per-configuration throughputs and speed-ups are series
+(``throughput_mb10``: throughput against replicas at micro-batch 10), not metrics."""
 
 from __future__ import annotations
 

@@ -1,23 +1,15 @@
-"""The models the scaling study trains (notebooks/comparison/ipu_vs_gpu.ipynb, parameter ``model``).
-
-    from labkit.testbeds.comparison import models as scaling_models
-    model = scaling_models.build("representative")
-    scaling_models.parameter_counts(model)   # (8922155, 4512347, 4409808)
+"""The models the scaling study trains (parameter ``model``).
 
 - ``"small"``: two convolutions and one linear layer, 6,818 parameters, all trained. Quick, but
-  its gradients are tiny, so replicas exchange almost nothing and its scaling says little about
-  the published study's.
-- ``"representative"``: a CNN with exactly the parameter counts the study's Keras training logs
-  print: 8,922,155 parameters, 4,512,347 trainable and 4,409,808 non-trainable (frozen).
+  its gradients are tiny, so replicas exchange almost nothing and its scaling says little.
+- ``"representative"``: exactly the parameter counts the study's Keras training logs print:
+  8,922,155 parameters, 4,512,347 trainable and 4,409,808 frozen.
 
-What is known about the study's model (from its logs): those three counts, and 70,000 images per
-epoch (7,000 steps of 10 on one device), i.e. MNIST-sized data (60,000 + 10,000 images).
-What is assumed here: 28x28 one-channel inputs and ten classes; that the frozen half is the
-bottom of the network (a feature extractor: two convolutions and two dense layers) and the trained
-half is a dense classifier on top; the layer widths, which were chosen only so that the counts
-match exactly. Data-parallel replicas exchange the gradients of the *trainable* parameters each
-step, so the bytes sent per step (4,512,347 float32 = 18 MB) are the study's; the arithmetic per
-image (about 40 MFLOP here) is an assumption.
+Known from the study's logs: those counts, and 70,000 images per epoch (MNIST-sized data). Assumed
+here: 28x28 one-channel inputs and ten classes; the frozen half is the bottom of the network (a
+feature extractor) and the trained half a dense classifier; layer widths chosen only so that the
+counts match. Replicas exchange the gradients of the trainable parameters, so the bytes sent per
+step (18 MB) are the study's; the arithmetic per image (about 40 MFLOP) is an assumption.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """How the scaling study's replicas run: one configuration measured on CPU, CUDA or IPU.
 
-    from labkit.testbeds.comparison import replicas
-    outcome = replicas.measure_torch(2, 128, 2048, 2, 0.01, 0, use_cuda=False, model="small")
-    outcome["epoch_times"], outcome["losses"], outcome["images"]
-
-- CPU and CUDA (:func:`measure_torch`): ``torch.distributed`` (gloo or NCCL), one fresh process per
-  replica, started and followed by labkit.rank_launcher (the launcher SambaNova's portable ranks use too:
-  a rendezvous store on a port the OS picks, so studies side by side cannot collide; replicas
-  that ignore interrupts; no process left behind);
+- CPU and CUDA (:func:`measure_torch`): ``torch.distributed`` (gloo or NCCL), one process per
+  replica, started by :mod:`labkit.rank_launcher`. On a GPU, through ``labkit.accelerator``: bf16
+  autocast on compute capability 8.0 or newer, a step captured as a CUDA graph, and each epoch
+  sized so that a timed epoch lasts at least a second. Several GPUs are untested.
 - IPU (:func:`measure_ipu`): PopTorch's ``replicationFactor(n)`` in one process; a configuration
   PopTorch cannot run is found before anything is compiled (:func:`ipu_obstacle`), and one it fails
-  comes back saying why, so the study keeps its other rows.
-
-Both return the raw epoch times, the losses and the images seen; :mod:`labkit.testbeds.comparison.study`
-turns them into a row of the study.
+  comes back with its message, so the study keeps its other rows.
 """
 
 from __future__ import annotations

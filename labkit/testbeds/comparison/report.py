@@ -1,18 +1,11 @@
 """What the scaling notebook shows: the configurations measured here (its show step), and like
 compared with like: speed-up and scaling efficiency, as a table and a plot.
 
-    comparison.show(run)                         # the configurations measured here, with their status
-    from labkit.testbeds.comparison import study as scaling, report as scaling_report
-    reference = scaling.load_reference(scaling.PUBLISHED_REFERENCE)
-    scaling_report.speedup_table(reference)      # IPU 16 replicas: 7.29x, 46 % of ideal
-    scaling_report.plot_speedup(reference)
-
 Absolute images/s of a laptop CPU and of an IPU-POD16 say little about each other; how each
-grows with replicas does. **Speed-up** is a row's throughput divided by the throughput of the same
-platform (and model) with 1 replica at the same micro-batch; **efficiency** is speed-up divided by
-replicas (100 % is ideal, linear scaling). A row with no 1-replica partner has neither.
-Diverged rows (``status == "diverged"``) keep their numbers but are marked: hollow in the plot and
-named in its legend. Used by notebooks/comparison/ipu_vs_gpu.ipynb.
+grows with replicas does. **Speed-up** is a row's throughput over that of the same platform and
+model with 1 replica at the same micro-batch; **efficiency** is speed-up over replicas (100 % is
+linear scaling). A row with no 1-replica partner has neither. Diverged rows keep their numbers
+but are hollow in the plot and named in its legend.
 """
 
 from __future__ import annotations
@@ -106,10 +99,6 @@ def duration(seconds: float) -> str:
     return display.three_digits(value, unit)
 
 
-def _diverged_replicas(group) -> List[int]:
-    return [int(r) for r in group.loc[group["status"] == "diverged", "replicas"]]
-
-
 def plot_speedup(frame, title: str = "Speed-up over 1 replica (same platform, same micro-batch)"):
     """Speed-up against replicas, log-log, with the ideal line; local lines solid, reference dashed;
     diverged points hollow and named in the legend; the largest replica count labelled with its
@@ -132,7 +121,7 @@ def plot_speedup(frame, title: str = "Speed-up over 1 replica (same platform, sa
         local = platform.startswith("local")
         color, marker = next(colors), next(markers)
         label = "{}{}, micro-batch {}".format(platform, " ({} model)".format(model) if local else "", micro_batch)
-        bad = _diverged_replicas(group)
+        bad = [int(r) for r in group.loc[group["status"] == "diverged", "replicas"]]
         if bad:
             label += " — diverged at {} replica{}".format(", ".join(str(b) for b in bad), "" if bad == [1] else "s")
         trained = [i for i, status in enumerate(group["status"]) if status != "diverged"]

@@ -1,9 +1,4 @@
-"""Parameters of the IPU-vs-GPU scaling notebook (notebooks/comparison/ipu_vs_gpu.ipynb).
-
-    labkit run notebooks/comparison/ipu_vs_gpu.ipynb runs/scaling.ipynb -p replicas '[1, 2]' -p device cpu
-
-The work is in :mod:`labkit.testbeds.comparison.study`.
-"""
+"""Parameters of the IPU-vs-GPU scaling notebook (notebooks/comparison/ipu_vs_gpu.ipynb)."""
 
 from __future__ import annotations
 

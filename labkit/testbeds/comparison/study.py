@@ -1,39 +1,18 @@
 """The course's scaling study: data-parallel training throughput over replicas and micro-batch sizes.
 
-    labkit run notebooks/comparison/ipu_vs_gpu.ipynb runs/scaling.ipynb -p replicas '[1, 2]'
-    from labkit.testbeds.comparison import study as scaling
     table = scaling.study([1, 2], [10, 128], epochs=2, images_per_epoch=2048, device="cpu", model="small")
 
-The model (:mod:`labkit.testbeds.comparison.models`) is either ``"representative"``, a CNN with the
-published study's parameter counts (8.9 M, half of them frozen), or ``"small"``, on synthetic 28x28
-one-channel images (ten classes, each a noisy bright bar at its own row). Synthetic images are enough
-for throughput: speed does not depend on pixel values, and no dataset has to be shared
-between replicas. Throughput is images per second over the epochs after the first, so
-compilation (PopTorch), CUDA context creation and warm-up are left out.
+The images are synthetic (:mod:`.models`): speed does not depend on pixel values, and no dataset
+has to be shared between replicas. Throughput is images per second over the epochs after the
+first, so compilation (PopTorch), CUDA context creation and warm-up are left out. How replicas
+run on CPU, CUDA and IPU is :mod:`.replicas`; the IPU path is verified only against a fake written
+from PopTorch's source (run it on a Graphcore testbed to measure). A configuration that cannot
+run gets a row saying why, and the study goes on.
 
-Replicas (run by :mod:`labkit.testbeds.comparison.replicas`):
-- CPU: ``torch.distributed`` with gloo, one single-threaded process per replica (up to the CPU count);
-- CUDA: ``torch.distributed`` with NCCL, one process per GPU (up to the GPU count; several GPUs, a
-  Polaris node's four, are untested). Through ``labkit.accelerator``: bf16 autocast on a GPU of compute
-  capability 8.0 or newer; one replica's step captured as a CUDA graph and replayed; and each epoch
-  sized for the GPU (the images given, cycled) so that a timed epoch lasts at least a second, said in
-  the row's ``note`` with the images per epoch recorded. One GPU gives the one-replica row only;
-- IPU: PopTorch's ``Options().replicationFactor(n)`` in one process (verified only against a
-  fake written from PopTorch's source; run it on a Graphcore testbed to measure). A configuration
-  PopTorch cannot run, a replica count that is not a power of 2 or more images a step (micro-batch
-  x replicas) than an epoch has, gets a row saying why before anything is compiled; one PopTorch
-  fails ("Failed to acquire 2 IPU(s)") a row with its message; the study goes on either way.
-Processes are started by :mod:`labkit.rank_launcher` and meet through a rendezvous store the study's
-process holds on a port the OS picks, so studies running side by side cannot collide.
-
-Every run records its losses. One whose loss becomes NaN/infinite or explodes is marked
-``diverged`` by labkit's one rule (:func:`labkit.divergence.loss_divergence`), with the reason in
-``note`` (``diverged: loss nan``), as the published reference rows are; its speed is still measured
-and shown, but it is not the speed of a useful training.
-
-The default reference is the published study (:data:`PUBLISHED_REFERENCE`, Mk2 IPU-POD16 and A100;
-see ``reference/README.md`` beside this module); speed-up and efficiency are in
-:mod:`labkit.testbeds.comparison.report`.
+A run whose loss becomes NaN/infinite or explodes is marked ``diverged`` by labkit's one rule
+(:func:`labkit.divergence.loss_divergence`), as the published reference rows are; its speed is
+still shown, but it is not the speed of a useful training. The default reference is the published
+study (:data:`PUBLISHED_REFERENCE`, Mk2 IPU-POD16 and A100; ``reference/README.md``).
 """
 
 from __future__ import annotations
@@ -241,12 +220,8 @@ def display_table(frame):
 
 
 def as_run(frame, params: Dict[str, Any]):
-    """A labkit.results.Run of the local measurements.
-
-    Metrics: best throughput of the runs that trained, counts. Series: throughput and speed-up
-    against replicas per micro-batch, and each configuration's losses (``loss_r2_mb10``: 2
-    replicas, micro-batch 10), so a diverged run can be seen, not only counted.
-    """
+    """A labkit.results.Run of the local measurements; each configuration's losses are series too
+    (``loss_r2_mb10``: 2 replicas, micro-batch 10), so a diverged run can be seen, not only counted."""
     frame = with_speedup(frame)
     complete = frame[frame["status"] == "complete"]
     measured = frame[frame["throughput"] == frame["throughput"]]

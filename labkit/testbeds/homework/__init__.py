@@ -4,15 +4,8 @@
     from labkit.testbeds.homework import fall2025       # the 2025 notebook: the same steps, its own SPEC
     from labkit.testbeds import homework                # 2024 hand-ins: the package gives them fall2024's names
 
-Modules: ``fall2024`` and ``fall2025`` (each offering whole: its notebook's ``SPEC``, its sections
-``TESTBEDS``, its overview ``METRICS`` and its ``HOMEWORK``), ``homeworks`` (what a Homework and a
-Section are, and the registry of every offering: which one a config, record or runs belong to; none
-named is 2024's), ``exercise`` (the notebook's plan and run steps), ``gather`` (a student's runs
-from testbed logs, lab-book notebooks and sweeps), ``evidence`` (trusted reading of those notebooks
-and sweep folders), ``hardware`` (the label of where a run ran), ``report`` (the tables and plots),
-``endpoints`` (2025: each inference endpoint's figures), ``metrics`` (the overview record's table).
-The grader (:mod:`labkit.grading`) reads the same evidence again; it imports this package, never the
-other way round.
+docs/architecture.md lists its modules. The grader (:mod:`labkit.grading`) reads the same
+evidence again; it imports this package, never the other way round.
 """
 
 # The package gives the 2024 notebook (and the 2024 hand-ins the grader re-runs) its names, and

@@ -1,15 +1,12 @@
 """The 2025 inference section per endpoint: each run compares endpoints, and the homework shows each one.
 
-    from labkit.testbeds.homework.endpoints import endpoint_table, plot_endpoints
     endpoint_table(runs)               # one row per run, endpoint and concurrency level
     plot_endpoints(runs, "Metis/Sophia")   # TTFT, TPOT and output throughput against concurrency
 
-An inference run (``sambanova/inference``) records the figures of its reference configuration as
-metrics, and every endpoint's figures at every concurrency level as series named
-``<figure>:<endpoint>`` (``ttft_median_time:Metis``, x = concurrency). The homework reads those
-series back from the record, so what it shows per endpoint is what the grader re-reads. The times
-are the client's (network, gateway and queueing included); the server's own stay in the exercise's
-notebook, never in these columns. Runs against the local stand-in are marked "portable".
+An inference run records every endpoint's figures as series named ``<figure>:<endpoint>``
+(x = concurrency), so what the homework shows per endpoint is what the grader re-reads. The times
+are the client's (network, gateway and queueing included); the server's own stay in the
+exercise's notebook.
 """
 
 from __future__ import annotations
@@ -30,12 +27,8 @@ def _endpoints(run: Run) -> List[str]:
     names = run.params.get("endpoint_names")
     if isinstance(names, list) and names:
         return [str(n) for n in names]
-    found: List[str] = []
-    for key in run.series:
-        name = key.partition(":")[2]
-        if name and name not in found:
-            found.append(name)
-    return found
+    named = (key.partition(":")[2] for key in run.series)  # "<figure>:<endpoint>"
+    return list(dict.fromkeys(name for name in named if name))
 
 
 def _about(run: Run, endpoint: str) -> Dict[str, str]:

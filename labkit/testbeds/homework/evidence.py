@@ -1,26 +1,16 @@
 """Trusted reading of lab-book notebooks and sweep folders handed in as homework evidence.
 
-    from labkit.testbeds.homework import evidence
     run, problems = evidence.notebook_run("runs/groq/seq64.ipynb")     # an executed lab-book notebook
     rows = evidence.sweep_runs("runs/graphcore")                        # a `labkit sweep --out` folder
 
-Besides testbed logs, the homework accepts the lab book's own notebooks executed by
-``labkit run`` or ``labkit sweep``, on the testbed (the vendor path) or portably. A notebook's
-evidence is its main record, ``run``, read with :func:`labkit.results.read`, and it counts only
-when:
+A notebook's evidence is its main record, ``run``, and it counts only when the notebook is a
+lab-book notebook of a homework exercise (its ``labkit.spec`` metadata), ran to the end, was
+injected the parameters its record says ran, and, in a sweep, agrees with its row of results.csv.
 
-- the notebook is a lab-book notebook of a homework exercise (its ``labkit.spec`` metadata);
-- it ran to the end (no error output, no papermill exception);
-- the parameters papermill injected are the ones the record says ran;
-- for a sweep, the row of ``results.csv`` that names the notebook holds the record's
-  parameters and metrics.
-
-The grader calls :func:`trusted_record` (through ``labkit.grading.recompute:from_evidence``) in
-a fresh sandboxed process, so a homework kernel that edits what it read, or replaces these
-functions, changes nothing. What a file says can still be edited by hand, consistently: that
-is what ``labkit grade --reproduce`` answers, by re-running one portable run per exercise
-with the lab book's own notebook (:func:`rerun_smallest`) and comparing the records with
-:func:`labkit.results.compare_records`, the golden notebooks' tolerances.
+The grader calls :func:`trusted_record` in a fresh sandboxed process, so a homework kernel that
+edits what it read changes nothing. A file edited by hand, consistently, is what ``labkit grade
+--reproduce`` answers: :func:`rerun_smallest` re-runs one portable run with the lab book's own
+notebook and compares the records with :func:`labkit.results.compare_records`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """The homework notebook's plan and run steps: which logs and lab-book runs there are, and where.
 
-    from labkit.testbeds import homework
-    config = homework.SPEC.from_notebook(globals())
-    homework.plan(config)                    # what was found in logs/<testbed>/ and runs/<testbed>/
-    run = homework.run_exercise(config)      # every testbed's runs gathered: a labkit.results.Run
-    homework.show(run)                       # one row per testbed: how many runs, where they ran
-    results.record(run)
-    homework.record_runs("graphcore", run); homework.show_testbed("graphcore", run)   # one section each
-
-The Run is the homework's overview (``homework/ai_testbeds``, one count per testbed); the runs
-themselves, one list per testbed, are its ``details``, and each section records them as
-``graphcore_1``, ``graphcore_2``... as before.
+The Run is the homework's overview (one count per testbed); the runs themselves, one list per
+testbed, are its ``details``, and each section records them as ``graphcore_1``, ``graphcore_2``...
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from labkit import interrupts
 from labkit.interrupts import run_step
@@ -78,10 +69,6 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     for testbed in homework.testbeds:
         interrupts.phase("gathering " + testbed)
         gathered[testbed] = runs_for(config, testbed)
-    return _overview(config, homework, gathered)
-
-
-def _overview(config: Config, homework: Any, gathered: Dict[str, List[Run]]) -> Run:
     run = Run(homework.name, source="log", params=config.to_dict())
     for testbed, runs in gathered.items():
         homework.metrics.add(run, runs_metric(testbed), len(runs))

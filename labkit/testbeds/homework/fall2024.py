@@ -8,16 +8,10 @@
     homework.record_runs("graphcore", run)              # records graphcore_1, graphcore_2, ...
     homework.show_testbed("graphcore", run)             # table + plot, or what to run when there is nothing
 
-This module is the whole of the 2024 offering: its notebook's parameters (``SPEC``), what is
-compared for each testbed (``TESTBEDS``: the exercise, the parameters students change, the metrics
-shown and plotted, the commands that make the runs), its overview record's ``METRICS`` and the
-:class:`~labkit.testbeds.homework.homeworks.Homework` that holds them (``HOMEWORK``). The steps are
-the functions both years share (:mod:`.exercise`, :mod:`.gather`, :mod:`.report`); those that take a
-section (``comparison``, ``plot``, ``nothing_yet``) find its year from the runs, else take 2024's.
-
-The metrics shown and plotted are chosen from each exercise's table of metrics
-(``labkit/testbeds/<exercise>/metrics.py``): a name the table lacks fails at import, so the
-homework cannot ask for a metric no run records.
+The whole 2024 offering: ``SPEC``, ``TESTBEDS`` (per testbed: the exercise, the parameters students
+change, the metrics shown and plotted, the commands that make the runs), ``METRICS`` and
+``HOMEWORK``. Metric names are selected from each exercise's table, so a name the table lacks
+fails at import.
 """
 
 from __future__ import annotations

@@ -1,30 +1,18 @@
 """The 2025 homework (notebooks/homework/ai_testbeds_2025.ipynb): the CS-3 and the inference service.
 
-    from labkit import results
     from labkit.testbeds.homework import fall2025
     config = fall2025.SPEC.from_notebook(globals())
-    fall2025.plan(config)                      # which logs and lab-book runs are in logs/ and runs/
     run = fall2025.run_exercise(config)        # both sections' runs gathered: a labkit.results.Run
-    fall2025.show(run)                         # one row per testbed: how many runs, where they ran
-    results.record(run)
-    fall2025.record_runs("cerebras", run)      # records cerebras_1, cerebras_2, ...
     fall2025.show_testbed("cerebras", run)     # table, notes and GlobalRate, tokens/s against batch size
 
-The course's homework (05-AITestbed/README.md, Fall 2025):
+The course's homework (05-AITestbed/README.md, Fall 2025): **Cerebras**, "Run the Llama-7B example
+for different batch sizes and compare the performance" (``cerebras/llama2_7b``, compared by
+GlobalRate and tokens/s against the batch size, the course's default 1024 among them);
+**SambaNova**, "compare the performance on GptOSS model using both Metis and Sophia"
+(``sambanova/inference``, compared by TTFT, TPOT, E2EL and output throughput).
 
-- **Cerebras**: "Run the Llama-7B example for different batch sizes and compare the performance":
-  the ``cerebras/llama2_7b`` exercise (``cszoo fit`` on the CS-3, its log ``mytest.log``, or the
-  lab book's notebook, on the CS-3 or portably), compared by GlobalRate and tokens/s against the
-  batch size, the course's default 1024 (its params_llama2_7b.yaml) among them;
-- **SambaNova**: "Use your choice of huggingface dataset and compare the performance on GptOSS model
-  using both Metis and Sophia, reason out the possible differences": the ``sambanova/inference``
-  exercise (the lab book's notebook against both endpoints, or saved endpoint responses read like
-  logs), compared by its streaming figures (TTFT, TPOT, E2EL, output throughput).
-
-This module is the whole of the 2025 offering (``SPEC``, ``TESTBEDS``, ``METRICS``, ``HOMEWORK``);
-the steps are the functions both years share, and ``comparison``, ``plot`` and ``nothing_yet`` take
-2025's sections by default. The 2024 homework (:mod:`labkit.testbeds.homework.fall2024`) is
-unchanged; both share the gathering, the evidence and the grader.
+The whole 2025 offering (``SPEC``, ``TESTBEDS``, ``METRICS``, ``HOMEWORK``); the steps are the
+ones both years share, and ``comparison``, ``plot`` and ``nothing_yet`` take 2025's sections.
 """
 
 from __future__ import annotations

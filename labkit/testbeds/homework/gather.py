@@ -1,23 +1,12 @@
-"""Gather a student's homework runs (notebooks/homework/ai_testbeds.ipynb) from every source.
+"""Gather a student's homework runs from every source: testbed logs and lab-book notebooks.
 
-    from labkit.testbeds import homework
     runs = homework.runs_for(config, "graphcore")       # logs/graphcore/ and runs/graphcore/
-    homework.record_runs("graphcore", runs)             # records graphcore_1, graphcore_2, ...
-    homework.record_runs("graphcore", run)              # the same, from the homework's Run (run_exercise)
+    homework.record_runs("graphcore", run)              # records graphcore_1, ... from the homework's Run
 
-Three kinds of evidence count for each testbed, all read by labkit:
-
-- **testbed logs** in ``logs/<testbed>/`` (the vendors' scripts run on the testbed), read with
-  ``labkit.logs.read``; each record carries ``params['log']`` and ``params['log_run']``;
-- **lab-book notebooks** executed by ``labkit run`` or ``labkit sweep`` into ``runs/<testbed>/``,
-  on the testbed (the vendor path) or **portably** (CPU or GPU stand-ins); each record carries
-  ``params['evidence']``, the executed notebook (see :mod:`labkit.testbeds.homework.evidence`).
-
-The grader reads each source again with trusted code (``labkit.grading.recompute:from_evidence``)
-and rejects a record whose numbers the source does not hold. Every table, plot and grade says
-where each run ran (:func:`labkit.testbeds.homework.hardware.where_it_ran`): ``IPU``, ``CS-2``, ``SN30``,
-``GroqChip``, or ``portable: CPU`` / ``portable: GPU``, a model of the exercise, not a
-measurement of the testbed.
+Testbed logs in ``logs/<testbed>/`` carry ``params['log']`` and ``params['log_run']``; notebooks
+executed by ``labkit run``/``labkit sweep`` into ``runs/<testbed>/`` (on the testbed or portably)
+carry ``params['evidence']`` (:mod:`.evidence`). The grader reads each source again with trusted
+code and rejects a record whose numbers the source does not hold.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""Where a run ran: the hardware labels every table, plot, feedback page and gradebook row uses.
-
-    from labkit.testbeds.homework.hardware import where_it_ran
-    where_it_ran(run)          # "IPU", "CS-2", "SN30", "GroqChip", "CS-3", "Metis/Sophia",
-                               # "portable: CPU" or "portable: GPU"
+"""Where a run ran: the hardware label every table, plot, feedback page and gradebook row uses.
 
 A run read from a testbed log, or made through the vendor's stack (``Run.source`` "log" or
-"testbed"), is a measurement of the testbed and is labelled with its hardware. Any other run
-is labelled ``portable: CPU`` or ``portable: GPU``: a model of the exercise on a stand-in
-device, not a measurement of the testbed. The one function below decides it, from the run's
-``source``, its ``environment['device']`` and its ``params['device']``.
+"testbed"), is a measurement of the testbed and carries its hardware ("IPU", "CS-2", ...). Any
+other run is ``portable: CPU`` or ``portable: GPU``: a model of the exercise on a stand-in device.
 """
 
 from __future__ import annotations
@@ -25,13 +19,9 @@ PORTABLE_GPU = "portable: GPU"
 _GPU_DEVICES = ("cuda", "mps", "gpu", "rocm", "xpu")
 
 
-def _as_run(run: Union[Run, Mapping[str, Any]]) -> Run:
-    return run if isinstance(run, Run) else Run.from_dict(run)
-
-
 def where_it_ran(run: Union[Run, Mapping[str, Any]]) -> str:
     """The label of ``run`` (a :class:`Run` or its recorded dict); see the module docstring."""
-    run = _as_run(run)
+    run = run if isinstance(run, Run) else Run.from_dict(run)
     device = str(run.environment.get("device") or run.params.get("device") or "").lower()
     if run.source in ("log", "testbed"):
         return exercises.hardware(run.exercise)  # the registry's label: "CS-2", "CS-3", "Metis/Sophia", ...

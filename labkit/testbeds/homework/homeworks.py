@@ -1,16 +1,11 @@
 """What a homework is (:class:`Homework`, one :class:`Section` per testbed) and the registry of every
 offering's homework: which one a notebook, a record or a run belongs to.
 
-    from labkit.testbeds.homework.homeworks import HOMEWORKS, homework_of
     homework_of(config)            # by its spec's name: "homework/ai_testbeds" (2024), "..._2025"
-    homework_of(run)               # by the overview record's exercise
     homework_for_runs("cerebras", runs)   # by the exercise the runs are of (CS-2 BERT: 2024, CS-3 LLaMA: 2025)
-    homework_of(None).section_for("graphcore").metrics    # ('test_accuracy', 'epoch_time', ...)
 
-Each offering's module (:mod:`~labkit.testbeds.homework.fall2024`, :mod:`~labkit.testbeds.homework.fall2025`)
-builds its Homework and :func:`register`\\ s it; the package imports every offering's module, so the
-registry is whole whichever module a caller imports. Anything that names no homework is the first
-offering's (2024's), so homework notebooks handed in before the 2025 homework existed run as they did.
+The package imports every offering's module, so the registry is whole whichever module a caller
+imports. Anything that names no homework is 2024's, so notebooks handed in before 2025 run as they did.
 """
 
 from __future__ import annotations
@@ -107,11 +102,7 @@ def homework_of(thing: Any = None) -> Homework:
 
 
 def homework_for_runs(testbed: str, runs: Any, homework: Any = None) -> Homework:
-    """The homework whose ``testbed`` section ``runs`` belong to.
-
-    ``homework`` when given; else the homework whose overview Run ``runs`` is; else the one whose
-    section's exercise the runs are of; else the first offering's.
-    """
+    """The homework whose ``testbed`` section ``runs`` (a list, or an overview Run) belong to."""
     if homework is not None:
         return homework_of(homework)
     if isinstance(runs, Run):

@@ -1,13 +1,7 @@
-"""The homework's own metrics: what an overview record (``homework/ai_testbeds``, ``..._2025``) counts.
+"""The homework's overview record's metrics: how many runs each section found.
 
-    from labkit.testbeds.homework import fall2024, fall2025
-    fall2024.METRICS.frame()         # name, unit, meaning (2024's overview)
-    fall2025.METRICS.frame()         # 2025's overview
-    overview_table(name, sections)   # the table of an offering's overview: one count per section
-
-The runs each section shows keep their own exercise's table (graphcore/mnist, cerebras/bert_large,
-...); the overview only says how many of them were found, so a grader sees at a glance which
-testbeds a student handed nothing in for.
+The runs each section shows keep their own exercise's table; the overview only counts them, so a
+grader sees at a glance which testbeds a student handed nothing in for.
 """
 
 from __future__ import annotations

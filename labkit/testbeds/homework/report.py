@@ -1,17 +1,9 @@
 """The homework's comparison of a testbed's runs: a table and a plot, each run labelled with where it ran.
 
-    from labkit.testbeds import homework
-    homework.show(run)                                  # the overview: each testbed's runs, where they ran
-    homework.show_testbed("graphcore", run)             # table + plot, or what to run when there is nothing
-    homework.comparison("graphcore", runs)              # the table alone: one row per run
-    homework.plot("graphcore", runs)                    # the plot alone (None without runs)
-    plot_against(section, runs, "CS-3")                 # 2025: metrics against the batch size, a line per place
-
 The plot is bars, one group per run; or, for a section that names a parameter (``against``), its
 metrics against that parameter (:func:`plot_against`); or the section's own (2025 inference:
-:mod:`.endpoints`). Portable runs (``portable: CPU`` / ``portable: GPU``) model the exercise on a
-stand-in device: they are hatched or dashed in the plot and named in a warning, never passed off as
-the testbed's speed.
+:mod:`.endpoints`). Portable runs are hatched or dashed and named in a warning, never passed off
+as the testbed's speed.
 """
 
 from __future__ import annotations
@@ -30,11 +22,6 @@ from labkit.testbeds.homework.homeworks import Section, homework_for_runs, homew
 __all__ = ["comparison", "plot", "plot_against", "points_against", "show", "show_testbed", "overview", "nothing_yet"]
 
 
-def _source_name(run: Run) -> str:
-    path = run.params.get("log") or run.params.get("evidence") or ""
-    return os.path.basename(str(path))
-
-
 def comparison(testbed: str, runs: Sequence[Run], homework: Any = None):
     """A pandas DataFrame comparing the runs: where each ran, its file, changed parameters, key metrics, status.
 
@@ -45,7 +32,9 @@ def comparison(testbed: str, runs: Sequence[Run], homework: Any = None):
     section = homework_for_runs(testbed, runs, homework).section_for(testbed)
     rows = []
     for number, run in enumerate(runs, 1):
-        row = {"run": "{}_{}".format(testbed, number), "where it ran": where_it_ran(run), "from": _source_name(run)}
+        source = run.params.get("log") or run.params.get("evidence") or ""
+        row = {"run": "{}_{}".format(testbed, number), "where it ran": where_it_ran(run),
+               "from": os.path.basename(str(source))}
         row.update({p: run.params.get(p) for p in section.params})
         row.update({m: run.metrics.get(m) for m in section.metrics})
         row["status"] = run.status
@@ -62,11 +51,8 @@ def _bar_label(section: Section, number: int, run: Run) -> str:
 
 
 def plot(testbed: str, runs: Sequence[Run], homework: Any = None):
-    """Bars of the testbed's key metric(s), one group per run, labelled with where it ran.
-
-    Portable runs are drawn hatched and named "portable: ..." in the legend. Without a run to
-    show it returns None: no empty figure.
-    """
+    """Bars of the testbed's key metric(s), one group per run, labelled with where it ran (portable
+    runs hatched); None without a run to show."""
     import matplotlib.pyplot as plt
 
     book = homework_for_runs(testbed, runs, homework)
@@ -218,12 +204,7 @@ def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]], homework: Any = 
 
 def _notes(runs: Sequence[Run]) -> List[str]:
     """The runs' own notes (a cached compile, a run that stopped early, different models compared ...), once each."""
-    notes: List[str] = []
-    for run in runs:
-        for note in run.notes:
-            if note not in notes:
-                notes.append(note)
-    return notes
+    return list(dict.fromkeys(note for run in runs for note in run.notes))
 
 
 def overview(run: Run):
