@@ -58,10 +58,6 @@ class Generation:
     def completion_tokens(self) -> int:
         return len(self.token_times)
 
-    def cancel(self) -> None:
-        """The client went away: the engine drops this request before its next step."""
-        self.cancelled = True
-
 
 def _sample(logits: torch.Tensor, gen: Generation, eos_id: int) -> int:
     """The next token: greedy at temperature 0, else sampled (nucleus ``top_p``) with the request's seed."""
@@ -93,10 +89,6 @@ class Engine:
     """Decodes submitted ``Generation`` s on one thread, ``max_batch`` at a time."""
 
     def __init__(self, model: ChatModel, max_batch: int, max_queue: int):
-        if max_batch < 1:
-            raise ValueError("max_batch={}: at least 1".format(max_batch))
-        if max_queue < 0:
-            raise ValueError("max_queue={}: 0 or more".format(max_queue))
         self.model = model
         self.max_batch = max_batch
         self.max_queue = max_queue
@@ -127,7 +119,7 @@ class Engine:
 
     def cancel(self, gen: Generation) -> None:
         """The client of ``gen`` went away: out of the queue now, or out of the batch before the next step."""
-        gen.cancel()
+        gen.cancelled = True  # the engine drops it before its next step
         with self._wake:
             if gen in self._waiting:
                 self._waiting.remove(gen)

@@ -1,12 +1,6 @@
-"""The HTTP side of the local server: the standard library's threading HTTP server, HTTP/1.1
-with keep-alive, one thread per connection, streams as server-sent events in chunked encoding.
-
-Routes (everything else is a 404 with an OpenAI error body, so a wrong base URL, e.g. a
-trailing slash in ``/v1/chat/completions/``, fails as it does on the real services):
-
-- ``GET /v1/models``, ``GET /v1/models/<id>``
-- ``POST /v1/chat/completions`` (streamed when ``"stream": true``)
-- ``GET /health``: 200 and the engine's load (no key needed)
+"""The HTTP side of the local server: the standard library's threading HTTP server, HTTP/1.1 with
+keep-alive, streams as server-sent events in chunked encoding. Routes: docs/serving.md, "The API";
+anything else is a 404 with an OpenAI error body, so a wrong base URL fails as on the real services.
 """
 
 from __future__ import annotations

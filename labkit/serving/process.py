@@ -1,11 +1,5 @@
 """Starting and stopping the local server from Python (a notebook, a test, a benchmark).
 
-    from labkit import serving
-    with serving.start_server(config="batched", model_size="tiny") as server:
-        client = openai.OpenAI(base_url=server.base_url, api_key=server.api_key)
-        ...
-    # stopped here, also when the block was interrupted
-
 The server is a separate process in its own session, so an interrupt of the kernel does not
 reach it; it ends with its parent however the parent ends (docs/serving.md, "Starting and stopping").
 """
@@ -141,17 +135,10 @@ def start_server(config: str = "batched", model_size: str = "tiny", model_dir: O
                  threads: int = DEFAULT_THREADS, api_key: Optional[str] = None,
                  startup_timeout: float = 120.0, verbose: bool = False, reasoning_tokens: int = 0,
                  reasoning_field: str = REASONING_FIELDS[0]) -> LocalServer:
-    """Start the local OpenAI-compatible server and return once it listens.
-
-    ``config``: ``"batched"`` (continuous batching, up to 16 requests decoded together) or
-    ``"sequential"`` (one request at a time); ``model_size`` a preset, or ``model_dir`` a
-    ``save_pretrained`` directory; ``max_queue`` requests may wait beyond those being decoded
-    before the server answers 429; ``threads``: torch's CPU threads in the server (1: the client shares the cores);
-    ``api_key``, when given, is required from clients (401 otherwise); ``verbose`` logs every request
-    (and every client that hung up) in its log; ``reasoning_tokens``: the
-    first that many tokens of every answer are reasoning (streamed in ``reasoning_field`` deltas,
-    counted in ``usage.completion_tokens_details.reasoning_tokens``), as gpt-oss answers.
-    """
+    """Start the local OpenAI-compatible server and return once it listens (docs/serving.md, "Starting
+    and stopping"). ``api_key``, when given, is required from clients (401 otherwise); ``verbose`` logs
+    every request in its log; ``reasoning_tokens``: the first that many tokens of every answer are
+    reasoning, streamed in ``reasoning_field`` deltas, as gpt-oss answers."""
     if config not in CONFIGS:
         raise ValueError("config={!r}: not one of {}".format(config, sorted(CONFIGS)))
     if model_dir is None and model_size not in MODEL_SIZES:

@@ -175,8 +175,9 @@ def usage_body(gen: Generation, reasoning: int = 0) -> Dict[str, Any]:
     return usage
 
 
-def _fingerprint(config: str) -> str:
-    return "labkit-" + config
+def _head(request: ChatRequest, config: str, kind: str) -> Dict[str, Any]:
+    return {"id": request.id, "object": kind, "created": request.created, "model": request.model,
+            "system_fingerprint": "labkit-" + config}
 
 
 def completion_body(request: ChatRequest, text: str, gen: Generation, config: str,
@@ -185,17 +186,15 @@ def completion_body(request: ChatRequest, text: str, gen: Generation, config: st
     message = {"role": "assistant", "content": text}
     if reasoning is not None:
         message[reasoning[0]] = reasoning[1]
-    return {"id": request.id, "object": "chat.completion", "created": request.created, "model": request.model,
-            "system_fingerprint": _fingerprint(config),
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": gen.finish_reason}],
-            "usage": usage_body(gen, reasoning_tokens)}
+    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": gen.finish_reason}
+    usage = usage_body(gen, reasoning_tokens)
+    return dict(_head(request, config, "chat.completion"), choices=[choice], usage=usage)
 
 
 def chunk_body(request: ChatRequest, config: str, delta: Optional[Dict[str, str]] = None,
                finish_reason: Optional[str] = None, usage: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """One ``chat.completion.chunk``: a delta, or the end (finish_reason), or usage (no choices)."""
-    body: Dict[str, Any] = {"id": request.id, "object": "chat.completion.chunk", "created": request.created,
-                            "model": request.model, "system_fingerprint": _fingerprint(config)}
+    body = _head(request, config, "chat.completion.chunk")
     if usage is not None:
         body["choices"] = []
         body["usage"] = usage

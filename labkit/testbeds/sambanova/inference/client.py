@@ -1,13 +1,9 @@
-"""The measuring client: chat completions streamed through the ``openai`` SDK, time stamps only.
+"""The measuring client: chat completions streamed through the ``openai`` SDK, time stamps only
+(figures come afterwards, :mod:`.timing`; docs/serving.md, "Speed", measures what it costs).
 
-While a stream runs the client keeps ``time.perf_counter()`` at the send and at each chunk with text,
-the text and the server's ``usage``; every figure is computed afterwards (:mod:`.timing`), so
-measuring adds almost nothing to a plain SDK loop (benchmarks/inference_client.py). Concurrency is a
-pool of exactly ``concurrency`` threads sharing one SDK client (``vllm bench serve --max-concurrency``
-with an infinite request rate); a request rate schedules every arrival before the first send, as
-``vllm bench serve --request-rate --burstiness`` does, so a slow answer never delays the next
-arrival. The SDK retries nothing (``max_retries=0``): a retried request would hide a 429 and time its
-retry.
+Concurrency is a pool of exactly ``concurrency`` threads (``vllm bench serve --max-concurrency``); a
+request rate schedules every arrival before the first send, as ``--request-rate --burstiness`` does,
+so a slow answer never delays the next. The SDK retries nothing: a retry would hide a 429.
 """
 
 from __future__ import annotations
@@ -19,24 +15,21 @@ from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from labkit.serving.configs import REASONING_FIELDS
 from labkit.testbeds.sambanova.inference.access import Secret, status_of
 from labkit.testbeds.sambanova.inference.timing import OK, Trace
 
 __all__ = ["Endpoint", "Options", "Cancel", "open_client", "stream_request", "run_batch", "arrival_times",
-           "MAX_THREADS", "REASONING_FIELDS"]
+           "MAX_THREADS"]
 
 #: The most requests in flight under a request rate with no cap (threads of the client).
 MAX_THREADS = 256
-#: Delta and message fields that carry a reasoning model's thinking (vLLM's, then the newer name).
-REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
 @dataclass
 class Endpoint:
-    """One server to measure: its short name, base URL (ending in /v1), model, and the key it takes.
-
-    ``what``: what serves it, in words ("the local stand-in, batched", "SambaNova SN40L (Metis)").
-    """
+    """One server to measure: short name, base URL (ending in /v1), model, key, and ``what`` serves it,
+    in words ("the local stand-in, batched", "SambaNova SN40L (Metis)")."""
 
     name: str
     base_url: str
@@ -96,11 +89,7 @@ def open_client(endpoint: Endpoint, options: Options) -> Any:
 
 
 def _reasoning(delta: Any) -> Optional[str]:
-    for name in REASONING_FIELDS:
-        text = getattr(delta, name, None)
-        if text:
-            return text
-    return None
+    return next(filter(None, (getattr(delta, name, None) for name in REASONING_FIELDS)), None)
 
 
 def stream_request(sdk: Any, endpoint: Endpoint, prompt: str, options: Options, trace: Trace,
@@ -186,14 +175,10 @@ def run_batch(endpoint: Endpoint, prompts: Sequence[Tuple[Any, ...]], concurrenc
               should_stop: Callable[[], bool] = lambda: False,
               on_done: Callable[[Trace], None] = lambda trace: None, rate: Optional[float] = None,
               burstiness: float = 1.0, seed: int = 0) -> Tuple[List[Trace], float]:
-    """Send ``prompts`` ((index, text) or (index, text, max_tokens)) with at most ``concurrency`` in flight;
-    with ``rate`` (requests/s), each at its scheduled arrival (:func:`arrival_times`), ``concurrency``
-    then being the cap.
-
-    Returns the traces of the requests that were sent (in prompt order) and the batch's duration
-    (first send to last end). ``should_stop`` is polled while waiting: when it turns true, the
-    requests not yet sent are dropped and those in flight are closed (status "interrupted").
-    """
+    """Send ``prompts`` ((index, text) or (index, text, max_tokens)) with at most ``concurrency`` in flight,
+    under a ``rate`` (requests/s) each at its arrival (:func:`arrival_times`); the traces of those sent
+    and the batch's duration (first send to last end). When ``should_stop`` (polled) turns true, the
+    requests not yet sent are dropped and those in flight closed (status "interrupted")."""
     cancel = cancel or Cancel()
     sdk = sdk if sdk is not None else open_client(endpoint, options)
     traces = [Trace(endpoint=endpoint.name, concurrency=concurrency, repeat=repeat, index=p[0]) for p in prompts]

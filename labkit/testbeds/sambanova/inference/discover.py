@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 from urllib import error, request
 
 from labkit.errors import LabkitError
 from labkit.testbeds.sambanova.inference.spec import GATEWAY, RENAMED, current_model
 
-__all__ = ["Readiness", "NotServed", "list_models", "readiness", "alcf_endpoints", "cluster_jobs", "job_state",
+__all__ = ["Readiness", "NotServed", "list_models", "readiness", "cluster_jobs", "job_state",
            "cluster_of", "COLD"]
 
 #: What a cold model costs, in the user guide's words.
@@ -60,41 +60,31 @@ def cluster_of(base_url: str) -> str:
     return base_url[len(GATEWAY) + 1:].split("/", 1)[0]
 
 
-def alcf_endpoints(token: str, timeout: float = 10.0) -> Any:
-    """The ALCF gateway's ``/list-endpoints`` answer (every cluster's endpoints and models)."""
-    return _get(GATEWAY + "/list-endpoints", token, timeout)
-
-
 def cluster_jobs(token: str, cluster: str, timeout: float = 10.0) -> Any:
     """The ALCF gateway's ``/{cluster}/jobs`` answer: the models running, starting and queued."""
     return _get("{}/{}/jobs".format(GATEWAY, cluster), token, timeout)
 
 
+def _objects(node: Any) -> Iterator[Dict[str, Any]]:
+    """Every JSON object in ``node``, nested ones included."""
+    if isinstance(node, dict):
+        yield node
+        node = list(node.values())
+    if isinstance(node, list):
+        for child in node:
+            yield from _objects(child)
+
+
 def job_state(jobs: Any, model: str) -> str:
     """"running", "queued" (or starting) or "cold" for ``model`` in a /jobs answer; "" when the answer
     does not say (its shape is not documented: any object naming the model with a status-like field)."""
-    found = ""
-
-    def visit(node: Any) -> None:
-        nonlocal found
-        if isinstance(node, dict):
-            values = [str(v) for v in node.values() if isinstance(v, str)]
-            if any(model in v for v in values):
-                status = " ".join(str(v).lower() for k, v in node.items()
-                                  if isinstance(v, str) and k.lower().replace(" ", "_") in
-                                  ("status", "state", "model_status", "job_status"))
-                if any(word in status for word in ("running", "live", "ready")):
-                    found = "running"
-                elif not found and any(word in status for word in ("queued", "pending", "starting")):
-                    found = "queued"
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for value in node:
-                visit(value)
-
-    visit(jobs)
-    return found or ("cold" if jobs else "")
+    statuses = [" ".join(v.lower() for k, v in node.items() if isinstance(v, str) and
+                         k.lower().replace(" ", "_") in ("status", "state", "model_status", "job_status"))
+                for node in _objects(jobs) if any(isinstance(v, str) and model in v for v in node.values())]
+    for state, words in (("running", ("running", "live", "ready")), ("queued", ("queued", "pending", "starting"))):
+        if any(word in status for status in statuses for word in words):
+            return state
+    return "cold" if jobs else ""
 
 
 def readiness(endpoint: Any, timeout: float = 10.0) -> Readiness:

@@ -1,11 +1,7 @@
-"""Pasted evidence read like a log, into the same records as a measured run.
-
-Four shapes, as students paste them (fixtures in tests/sambanova/evidence/ say where each comes from):
-a chat-completion JSON, with or without SambaNova's own timings in ``usage``; ``curl`` commands and
-their JSON answers timed with ``time`` (one client-side end-to-end latency each, with no way to tell
-the first token from the rest: nothing was streamed); a streamed ``data:`` transcript; a student's
-JSON of results (:mod:`.results_json`). Server timings and client times go to different metrics, and
-the notes say what each piece can and cannot show.
+"""Pasted evidence read like a log, into the same records as a measured run (docs/logs.md lists the
+shapes; tests/sambanova/evidence/ says where each comes from): a chat-completion JSON, ``curl`` under
+``time`` (one client-side latency, nothing streamed), a streamed ``data:`` transcript, a student's JSON
+of results (:mod:`.results_json`). Server timings and client times go to different metrics.
 """
 
 from __future__ import annotations
@@ -19,7 +15,8 @@ from labkit.errors import LabkitError
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference.metrics import METRICS, SERVER_FIELDS
 from labkit.testbeds.sambanova.inference.results_json import add_counts as _counts
-from labkit.testbeds.sambanova.inference.results_json import endpoint_name, fill_results, result_groups, same_model
+from labkit.testbeds.sambanova.inference.notes import several_models
+from labkit.testbeds.sambanova.inference.results_json import endpoint_name, fill_results, result_groups
 
 __all__ = ["parse_text", "read_evidence", "evidence_table", "EvidenceError", "SAMPLE_RESPONSE"]
 
@@ -184,19 +181,19 @@ def _compare(runs: List[Run]) -> None:
         return
     models = [str(r.params.get("model", "")) for r in done]
     endpoints = {r.params["endpoint"] for r in done if r.params.get("endpoint")}
-    several_models = not all(same_model(models[0], m) for m in models[1:])
-    label = (lambda r: r.params.get("model") or "?") if several_models else \
+    several = several_models(models)
+    label = (lambda r: r.params.get("model") or "?") if several else \
         (lambda r: r.params.get("endpoint") or "answer {}".format(done.index(r) + 1))  # noqa: E731
     notes = []
-    if several_models and len(endpoints) == 1 and all(r.params.get("endpoint") for r in done):
+    if several and len(endpoints) == 1 and all(r.params.get("endpoint") for r in done):
         notes.append("These {} answers compare {} models ({}) on one endpoint ({}), not two endpoints: their "
                      "difference is the models', not the hardware's".format(
                          len(done), len(set(models)), ", ".join(sorted(set(models))), endpoints.pop()))
-    elif several_models and len(endpoints) > 1:
+    elif several and len(endpoints) > 1:
         notes.append("These answers come from different models on different endpoints ({}): the model and the "
                      "hardware both changed, so neither explains the difference alone".format(
                          ", ".join("{} on {}".format(r.params.get("model"), r.params.get("endpoint")) for r in done)))
-    elif several_models:
+    elif several:
         notes.append("These answers come from {} models ({}) and the transcript names no endpoint: their difference "
                      "is the models', not necessarily the hardware's".format(
                          len(set(models)), ", ".join(sorted(set(models)))))

@@ -1,10 +1,7 @@
-"""Measuring: warm-up, then every endpoint at every concurrency level, repeated, interleaved.
-
-Endpoints take turns inside each repeat and level (repeat 1: level 1 on A then B, level 4 on A then
-B; repeat 2: ...), so a slow drift of the machine or the service falls on both alike. Warm-up
-requests go to each endpoint first and are kept apart (``measured.warmup``), never in a figure. An
-interrupt ends the batch in flight (requests waiting are not sent, those streaming are closed and
-marked "interrupted") and keeps every batch measured before it.
+"""Measuring: warm-up, then every endpoint at every load, repeated, the endpoints taking turns inside
+each repeat and load so a slow drift of the machine or the service falls on all alike. Warm-up
+requests are kept apart (``Measured.warmup``); an interrupt ends the batch in flight and keeps the
+batches measured before it.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from labkit import interrupts, progress
 from labkit.testbeds.sambanova.inference.client import (MAX_THREADS, Cancel, Endpoint, Options, open_client,
                                                         run_batch)
+from labkit.testbeds.sambanova.inference.notes import load_label
 from labkit.testbeds.sambanova.inference.prompts import encode
 from labkit.testbeds.sambanova.inference.timing import Trace, summarize
 
@@ -126,11 +124,9 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
             into: Optional[Measured] = None) -> Measured:
     """Measure every endpoint (see the module docstring); never raises for a failed request.
 
-    ``levels``: concurrency levels; ``rates``: request rates instead (``cap`` requests in flight at most);
-    ``knee``: {"max_requests": n, "max_s": s}: a knee search from the first level or rate, doubling
-    (:func:`_knee_steps`), instead of the fixed levels and repeats. ``into``: the Measured to fill
-    (the caller's, so an interrupt after this returns, or outside its loop, still finds the batches).
-    Phases (:mod:`labkit.interrupts`): warm-up, requests, summary."""
+    ``rates``: request rates instead of concurrency ``levels`` (``cap`` requests in flight at most);
+    ``knee``: {"max_requests": n, "max_s": s}: a knee search (:func:`_knee_search`) instead of the
+    fixed levels and repeats. ``into``: the caller's Measured, so an interrupt still finds the batches."""
     measured = Measured() if into is None else into
     clients = {e.name: open_client(e, options) for e in endpoints}
     indexed = _texts(prompts)
@@ -172,10 +168,8 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
                     if stop.requested:
                         measured.stopped = "stopped by an interrupt during the knee search"
                 for number, (repeat, load, endpoint) in enumerate(steps if knee is None else [], 1):
-                    if stop.requested:
-                        measured.stopped = stop.where(step=number, steps=len(steps), unit="batch")
-                        break
-                    send(endpoint, load, repeat, indexed)
+                    if not stop.requested:  # requested before batch 1: during the warm-up
+                        send(endpoint, load, repeat, indexed)
                     if stop.requested:
                         measured.stopped = stop.where(step=number, steps=len(steps), unit="batch")
                         break
@@ -227,6 +221,7 @@ def _knee_search(endpoints: Sequence[Endpoint], first: Load, prompts: Sequence[T
         count = min(max(len(prompts), 2 * (load.concurrency if load.rate is None else 1)),
                     int(budget["max_requests"]))
         batch_prompts = [prompts[k % len(prompts)] for k in range(count)]
+        words = load_label({"request_rate": load.rate, "concurrency": load.concurrency})
         for endpoint in searching:
             mine = state[endpoint.name]
             if mine["spent"] + count > budget["max_requests"] or mine["seconds"] >= budget["max_s"]:
@@ -240,7 +235,7 @@ def _knee_search(endpoints: Sequence[Endpoint], first: Load, prompts: Sequence[T
             batch.figures = summarize(batch.traces, batch.duration, targets)
             goodput, ttft = batch.figures["goodput"], batch.figures["ttft_median_s"]
             if not batch.figures["completed"]:
-                mine["why"] = "every request failed at {}".format(_load_words(load))
+                mine["why"] = "every request failed at {}".format(words)
                 continue
             if mine["first_ttft"] is None:
                 mine["first_ttft"] = ttft
@@ -249,10 +244,10 @@ def _knee_search(endpoints: Sequence[Endpoint], first: Load, prompts: Sequence[T
                 mine["best"] = (load, goodput)
             if best is not None and goodput < best[1] * (1 + KNEE_GAIN):
                 mine["why"] = "goodput stopped rising at {} ({:.3g} requests/s, best {:.3g})".format(
-                    _load_words(load), goodput, max(best[1], goodput))
+                    words, goodput, max(best[1], goodput))
             elif ttft > RUNAWAY * mine["first_ttft"]:
                 mine["why"] = "median TTFT ran away at {} ({:.3g} times the lowest load's)".format(
-                    _load_words(load), ttft / mine["first_ttft"])
+                    words, ttft / mine["first_ttft"])
             elif (load.rate is None and load.concurrency >= MAX_THREADS) or (load.rate or 0) >= 1000:
                 mine["why"] = "the highest load labkit sends was reached"
         load = load.doubled()
@@ -264,7 +259,3 @@ def _knee_search(endpoints: Sequence[Endpoint], first: Load, prompts: Sequence[T
             "kind": "request_rate" if first.rate is not None else "concurrency",
             "goodput": best[1] if best else float("nan"), "requests": mine["spent"], "seconds": mine["seconds"],
             "stopped": mine["why"] or "interrupted"}
-
-
-def _load_words(load: Load) -> str:
-    return "concurrency {}".format(load.concurrency) if load.rate is None else "{:g} requests/s".format(load.rate)

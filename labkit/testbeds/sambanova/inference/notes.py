@@ -1,10 +1,5 @@
-"""The honest sentences written next to the numbers.
-
-What a comparison of inference services must say, and students' reports did not: which models are
-compared, that unequal output lengths are compared per output token, whether a difference is inside
-the noise (the repeats' 95 % intervals overlap), what separates the server's own timings from the
-client's, that warm-up requests were left out, how many requests failed and why, and that local runs
-are a stand-in, not Metis.
+"""The honest sentences written next to the numbers (docs/sambanova.md, "The honest notes"): which
+models are compared, lengths, noise, server against client times, warm-up, failures, the stand-in.
 """
 
 from __future__ import annotations
@@ -17,8 +12,8 @@ from typing import Any, Dict, List, Sequence
 from labkit.testbeds.sambanova.inference.access import explain
 from labkit.testbeds.sambanova.inference.summary import overlap
 
-__all__ = ["STAND_IN", "weights_of", "counts_words", "comparison_notes", "failure_notes", "COMPARED",
-           "reasoning_notes", "load_notes", "rated"]
+__all__ = ["STAND_IN", "weights_of", "several_models", "counts_words", "comparison_notes", "failure_notes",
+           "COMPARED", "reasoning_notes", "load_notes", "rated"]
 
 #: The label every table and plot of a local run carries.
 STAND_IN = "a stand-in on this machine, not Metis"
@@ -34,13 +29,16 @@ def weights_of(model: str) -> str:
     return re.sub(r"-(\d{4,6}|\d+k)$", "", name)
 
 
+def several_models(models: Sequence[str]) -> bool:
+    """Whether ``models`` name different weights (:func:`weights_of`)."""
+    return len({weights_of(m) for m in models}) > 1
+
+
 def _models_note(endpoints: Sequence[Any]) -> str:
     if len(endpoints) < 2:
         return ""
-    models = {e.name: e.model for e in endpoints}
-    weights = {weights_of(m) for m in models.values()}
     listed = ", ".join("{} serves {}".format(e.name, e.model) for e in endpoints)
-    if len(weights) > 1:
+    if several_models([e.model for e in endpoints]):
         return ("{}: these are different models, so every difference below is the model's as much as the "
                 "server's; to compare servers, serve the same weights (e.g. gpt-oss-120b on Metis and on "
                 "Sophia)").format(listed)
@@ -49,7 +47,8 @@ def _models_note(endpoints: Sequence[Any]) -> str:
                 "is how requests are scheduled, not the hardware").format(listed, ", ".join(e.what for e in endpoints))
     return ("{}: the same weights ({}) served differently ({}): hardware, serving software, batching, precision and "
             "context length may all differ, so a difference is the whole service's, not the chip's alone").format(
-        listed, weights.pop(), "; ".join("{}: {}".format(e.name, e.what or e.base_url) for e in endpoints))
+        listed, weights_of(endpoints[0].model),
+        "; ".join("{}: {}".format(e.name, e.what or e.base_url) for e in endpoints))
 
 
 def _length_note(rows: Sequence[Dict[str, Any]]) -> str:

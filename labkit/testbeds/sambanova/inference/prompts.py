@@ -59,12 +59,8 @@ def load_prompts(dataset: str, split: str, field: str, count: int) -> List[str]:
         if field not in columns:
             raise PromptError("dataset_field = {!r} is not a field of {} ({}); its fields: {}".format(
                 field, dataset, split, ", ".join(columns) or "none"))
-        texts = []
-        for value in data.select(range(min(len(data), count * 2 + 10)))[field]:
-            if isinstance(value, str) and value.strip():
-                texts.append(value)
-            if len(texts) >= count:
-                break
+        values = data.select(range(min(len(data), count * 2 + 10)))[field]
+        texts = [value for value in values if isinstance(value, str)]
     texts = [t for t in texts if t.strip()]
     if dataset == "builtin" and texts:  # more prompts than ship: the list again (a server may cache their prefixes)
         texts = (texts * (count // len(texts) + 1))

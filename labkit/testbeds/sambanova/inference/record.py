@@ -6,7 +6,6 @@ status, output tokens, warm-ups) are exact; every time is a timing (tests/golden
 
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping, Sequence
 
 from labkit.results import Run
@@ -24,8 +23,7 @@ SERIES = (("ttft_median_s", "ttft_median_time"), ("tpot_median_s", "tpot_median_
 
 
 def _finite(value: Any) -> Any:
-    return value if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)) \
-        else float("nan")
+    return value if isinstance(value, (int, float)) else float("nan")
 
 
 def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mapping[str, float],

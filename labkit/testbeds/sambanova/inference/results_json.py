@@ -17,10 +17,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit.results import Run
 from labkit.testbeds.sambanova.inference.metrics import METRICS
-from labkit.testbeds.sambanova.inference.notes import weights_of
+from labkit.testbeds.sambanova.inference.notes import several_models
 from labkit.testbeds.sambanova.inference.timing import percentile
 
-__all__ = ["Group", "result_groups", "fill_results", "add_counts", "endpoint_name", "same_model", "latency",
+__all__ = ["Group", "result_groups", "fill_results", "add_counts", "endpoint_name", "latency",
            "completion_tokens"]
 
 _LATENCY_KEYS = (("latency_sec", 1.0), ("latency_s", 1.0), ("latency_seconds", 1.0), ("latency", 1.0),
@@ -121,11 +121,6 @@ def endpoint_name(text: Any) -> str:
         return m.group(1)
     m = re.match(r"https?://([^/:]+)", text)
     return m.group(1) if m else text
-
-
-def same_model(a: str, b: str) -> bool:
-    """One model under two names (``gpt-oss-120b-131072`` on Metis, ``openai/gpt-oss-120b`` on Sophia)."""
-    return weights_of(a) == weights_of(b)
 
 
 def _items(value: Any) -> Optional[List[Dict[str, Any]]]:
@@ -311,7 +306,7 @@ def _comparison_notes(run: Run, groups: List[Group], figures: List[_Figures]) ->
     if len(groups) < 2:
         return
     models = [g.model for g in groups if g.model]
-    if len(models) == len(groups) and not all(same_model(models[0], m) for m in models[1:]):
+    if len(models) == len(groups) and several_models(models):
         run.notes.append("The endpoints ran different models ({}): a difference between them is the model's as much "
                          "as the hardware's.".format(", ".join("{} {}".format(g.name, g.model) for g in groups)))
     given = all("not given" not in f.finish for f in figures)

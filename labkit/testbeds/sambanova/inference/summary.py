@@ -1,9 +1,6 @@
-"""From measured batches to one row per configuration (endpoint x concurrency), with intervals.
-
-Each repeat gives one value of each figure (a median over its requests, or its throughput); the row
-holds their mean and the 95 % Student-t interval of that mean (labkit.stats.mean_ci); with one
-repeat there is no interval (NaN) and no verdict on noise. The server's own timings (``usage``) are
-summarized apart, in :func:`server_rows`: they are never a client-side figure.
+"""From measured batches to one row per configuration (endpoint x load): the mean over repeats of
+each repeat's figure with its 95 % Student-t interval (NaN with one repeat); the server's own
+timings apart (:func:`server_rows`), never a client-side figure.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""What one request's stream says about time, by the definitions of ``vllm bench serve``.
+"""What one request's stream says about time, by the definitions of ``vllm bench serve``
+(vllm/benchmarks/serve.py, ``calculate_metrics``; docs/sambanova.md, "What is measured").
 
-The client only stores time stamps while a stream runs; everything here is computed afterwards, so
-measuring costs the stream nothing. The definitions are vLLM's (vllm/benchmarks/serve.py,
-``calculate_metrics``, and its chat request function), listed in docs/sambanova.md ("What is
-measured"), over the chunks with text: a reasoning model's thinking is text too, so TTFT is the time
-to the first token of any kind and ``ttft_answer`` to the first answer token.
-
-vLLM's benchmark times the first chunk with a choice; vLLM's server sends its role-only first chunk
-together with the first token, but other servers (labkit's stand-in among them) send it at once,
-which would make TTFT the time to an empty chunk: labkit counts the chunks with text. GuideLLM calls
-vLLM's TPOT "inter-token latency"; labkit keeps vLLM's names.
+Computed after the stream from its time stamps, over the chunks with text: vLLM's benchmark times
+the first chunk with a choice, but servers other than vLLM's (the stand-in among them) send the
+role-only first chunk at once, which would make TTFT the time to an empty chunk.
 """
 
 from __future__ import annotations
@@ -30,13 +24,10 @@ STATS = ("mean", "median", "p90", "p99")
 class Trace:
     """One request as the client saw it. Times are ``time.perf_counter()`` seconds.
 
-    ``status``: "ok", or why it failed ("401", "404", "429", "timeout", "connection", "interrupted", ...);
-    ``token_source``: where ``output_tokens`` came from ("server usage", "tokenizer" or "chunks").
-    ``usage``: the server's usage object as sent (with SambaNova's own timings when it gives them).
-    ``answer_times``: the chunks whose text is answer (``content``), a subset of ``chunk_times``;
-    ``reasoning_tokens`` / ``answer_tokens``: from ``usage.completion_tokens_details`` when given,
-    else counted (``token_source`` says how). ``scheduled``: under a request rate, when the request
-    was due (seconds after the batch began); ``late``: how long after that it was sent.
+    ``status``: "ok", or why it failed ("401", "429", "timeout", "connection", "interrupted", ...);
+    ``token_source``: where ``output_tokens`` came from ("server usage", "tokenizer" or "chunks");
+    ``answer_times``: the chunks of answer (``content``) among ``chunk_times``; ``scheduled``: under a
+    request rate, when it was due (seconds after the batch began); ``late``: how late it was sent.
     """
 
     endpoint: str = ""
@@ -127,11 +118,8 @@ def _stats(values: Sequence[float]) -> Dict[str, float]:
 
 
 def summarize(traces: Sequence[Trace], duration: float, targets: Optional[Mapping[str, float]] = None) -> Dict[str, Any]:
-    """The figures of one measured batch (one endpoint, one concurrency level, one repeat).
-
-    ``duration``: seconds from the first send to the end of the last request of the batch.
-    ``targets``: goodput targets in seconds by name ("ttft", "tpot", "e2el"); none: goodput is NaN.
-    """
+    """The figures of one measured batch; ``duration``: first send to the last end; ``targets``:
+    goodput targets in seconds by name ("ttft", "tpot", "e2el"), none: goodput is NaN."""
     done = [t for t in traces if t.ok]
     failed = dict(Counter(t.status for t in traces if not t.ok))
     tokens = sum(t.output_tokens or 0 for t in done)
