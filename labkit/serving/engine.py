@@ -98,7 +98,6 @@ class Engine:
         self._empty_batch()
         self._wake = threading.Condition()
         self._stopping = False
-        self.steps = 0
         self._thread = threading.Thread(target=self._loop, name="labkit-serving-engine", daemon=True)
 
     def start(self) -> "Engine":
@@ -233,7 +232,6 @@ class Engine:
             torch.tensor(self._last, dtype=torch.long), torch.tensor(self._positions, dtype=torch.long),
             self._cache, self._mask)
         self._mask = torch.cat([self._mask, torch.ones_like(self._mask[:, :1])], dim=1)
-        self.steps += 1
         now = time.perf_counter()
         batch = len(self._rows)
         for i, gen in enumerate(self._rows):

@@ -120,9 +120,7 @@ def parse_chat_request(raw: bytes, served_model: str) -> ChatRequest:
         raise ApiError(400, "n: {}: this server returns one choice per request".format(n), param="n")
     if body.get("stop") not in (None, [], ""):
         raise ApiError(400, "stop: stop sequences are not supported by this server", param="stop")
-    stream = body.get("stream", False)
-    if stream is None:
-        stream = False
+    stream = False if body.get("stream") is None else body["stream"]
     if not isinstance(stream, bool):
         raise ApiError(400, "stream: {!r} is not true or false".format(stream), param="stream")
     options = body.get("stream_options")

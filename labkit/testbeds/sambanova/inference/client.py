@@ -145,7 +145,6 @@ def stream_request(sdk: Any, endpoint: Endpoint, prompt: str, options: Options, 
     if usage is not None:
         trace.usage = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
         trace.output_tokens = trace.usage.get("completion_tokens")
-        trace.prompt_tokens = trace.usage.get("prompt_tokens")
         if trace.output_tokens is not None:
             trace.token_source = "server usage"
             details = trace.usage.get("completion_tokens_details") or {}

@@ -13,10 +13,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
 from labkit.results import Run
+from labkit.serving.configs import REASONING_FIELDS
 from labkit.testbeds.sambanova.inference.metrics import METRICS, SERVER_FIELDS
-from labkit.testbeds.sambanova.inference.results_json import add_counts as _counts
 from labkit.testbeds.sambanova.inference.notes import several_models
-from labkit.testbeds.sambanova.inference.results_json import endpoint_name, fill_results, result_groups
+from labkit.testbeds.sambanova.inference.results_json import (add_counts, endpoint_name, fill_results,
+                                                              result_groups)
+from labkit.testbeds.sambanova.inference.spec import EXERCISE
 
 __all__ = ["parse_text", "read_evidence", "evidence_table", "EvidenceError", "SAMPLE_RESPONSE"]
 
@@ -24,7 +26,6 @@ __all__ = ["parse_text", "read_evidence", "evidence_table", "EvidenceError", "SA
 #: fields in usage), for the notebook to read like a student's pasted response; not a captured answer.
 SAMPLE_RESPONSE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metis_sample.json")
 
-EXERCISE = "sambanova/inference"
 _REAL = re.compile(r"^real\s+(?:(\d+)m)?([\d.]+)s?\s*$", re.MULTILINE)
 _ZSH_TOTAL = re.compile(r"\s([\d.]+) total\s*$", re.MULTILINE)
 _URL = re.compile(r"(https?://[^\s'\"]+)")
@@ -100,7 +101,7 @@ def _completion_run(body: Dict[str, Any], name: str, kind: str, real: Optional[f
         run.params["finish_reason"] = choice["finish_reason"]
     if isinstance(request.get("max_tokens"), int):
         run.params["max_tokens"] = request["max_tokens"]
-    _counts(run, 1, 1, usage.get("completion_tokens"), "server usage")
+    add_counts(run, 1, 1, usage.get("completion_tokens"), "server usage")
     timed = _server(run, usage)
     if real is not None:
         METRICS.add(run, "e2el_median", real)
@@ -115,7 +116,7 @@ def _completion_run(body: Dict[str, Any], name: str, kind: str, real: Optional[f
     else:
         run.notes.append("No server timings in usage (vLLM on Sophia sends none; SambaNova's Metis does)")
     message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-    if message.get("reasoning") or message.get("reasoning_content"):
+    if any(message.get(field) for field in REASONING_FIELDS):
         run.notes.append("The answer carries the model's reasoning beside its content, and completion_tokens ({}) "
                          "count both".format(usage.get("completion_tokens", "unknown")))
     if choice.get("finish_reason") == "length":
@@ -151,7 +152,7 @@ def _sse_run(text: str, name: str) -> Run:
     run = _new("sse", name)
     run.params["model"] = model
     tokens = usage.get("completion_tokens")
-    _counts(run, 1, 1 if chunks else 0, tokens if tokens is not None else chunks,
+    add_counts(run, 1, 1 if chunks else 0, tokens if tokens is not None else chunks,
             "server usage" if tokens is not None else "chunks")
     timed = _server(run, usage)
     run.notes.append("A streamed transcript of {} chunk(s) with text: it shows the tokens arriving, but a pasted "
@@ -168,7 +169,7 @@ def _answers_run(value: Dict[str, Any], name: str, real: Optional[float], url: s
     if isinstance(value.get("choices"), list):
         return _completion_run(value, name, "curl" if real is not None or url else "completion", real, url, request)
     run = _new("error", name)
-    _counts(run, 1, 0, None, "")
+    add_counts(run, 1, 0, None, "")
     run.status = "failed"
     run.notes.append("The answer is an error: {}".format(str(value["error"])[:200]))
     return run
@@ -263,7 +264,7 @@ def read_evidence(paths: Sequence[str]) -> Run:
     else:
         run = _new("several", ", ".join(sorted({p.environment["log"] for p in pieces})))
         total = lambda name: sum(p.metrics.get(name, 0) for p in pieces)  # noqa: E731
-        _counts(run, total("requests"), total("requests_completed"), total("output_tokens"), "server usage")
+        add_counts(run, total("requests"), total("requests_completed"), total("output_tokens"), "server usage")
         models = sorted({m for p in pieces for m in [p.params.get("model")] + list(p.params.get("models") or []) if m})
         run.notes.append("{} pieces of evidence, models: {}; each is shown in its own row: their timings are not "
                          "pooled".format(len(pieces), ", ".join(models) or "not given"))

@@ -82,11 +82,10 @@ def count_tokens(traces: Sequence[Trace], tokenizers: Mapping[str, Any]) -> None
     estimate: a chunk may hold several tokens), and say which; the same for reasoning and answer
     tokens where usage gave no ``completion_tokens_details.reasoning_tokens``."""
     for trace in traces:
-        _split_reasoning(trace, tokenizers.get(trace.endpoint))
-    for trace in traces:
+        tokenizer = tokenizers.get(trace.endpoint)
+        _split_reasoning(trace, tokenizer)
         if trace.output_tokens is not None or not trace.chunk_times:
             continue
-        tokenizer = tokenizers.get(trace.endpoint)
         if tokenizer is not None:
             trace.output_tokens = len(encode(tokenizer, trace.text))
             trace.token_source = "tokenizer"

@@ -30,9 +30,9 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
            source: str = "portable") -> Run:
     run = Run("sambanova/inference", source=source, status="complete", params=config.to_dict())
     rows = configuration_rows(measured.batches)
-    first = [r for r in rows if r["endpoint"] == endpoints[0].name][:1]
-    run.environment["reference_configuration"] = "{} at {}".format(
-        endpoints[0].name, load_label(first[0]) if first else "concurrency {}".format(config.concurrency[0]))
+    reference = [r for r in rows if r["endpoint"] == endpoints[0].name][:1]
+    label = load_label(reference[0]) if reference else "concurrency {}".format(config.concurrency[0])
+    run.environment["reference_configuration"] = "{} at {}".format(endpoints[0].name, label)
     run.environment["served_by"] = {e.name: (STAND_IN if e.local else e.what) for e in endpoints}
     server = server_rows(measured.batches)
     traces = measured.traces
@@ -45,7 +45,6 @@ def as_run(config: Any, endpoints: Sequence[Any], measured: Any, targets: Mappin
     add(run, "warmup_requests", len(measured.warmup))
     add(run, "endpoints", len(endpoints))
     add(run, "concurrency_levels", len(config.concurrency))
-    reference = first
     if reference and reference[0]["completed"]:
         for key, name in HEADLINE:
             if key == "goodput" and not targets:

@@ -41,7 +41,6 @@ class Trace:
     error: str = ""
     text: str = ""
     output_tokens: Optional[int] = None
-    prompt_tokens: Optional[int] = None
     token_source: str = ""
     usage: Dict[str, Any] = field(default_factory=dict)
     answer_times: List[float] = field(default_factory=list)
