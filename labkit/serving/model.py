@@ -1,10 +1,7 @@
-"""The causal language model the local server decodes with: a LLaMA (transformers'
-``LlamaForCausalLM``), its tokenizer, the chat template, and one forward step over a batch of
-sequences whose key/value caches have different lengths.
-
-The caches are plain tensors (``Cache``), padded on the left, with a ``[batch, length]`` mask of
-the real positions: so the engine can add a sequence to a running batch and drop a finished one
-between steps, whatever the installed transformers version's cache classes look like.
+"""The local server's LLaMA (transformers' ``LlamaForCausalLM``) and tokenizer, and one forward step
+over a batch of sequences whose key/value caches have different lengths. The caches are plain tensors
+(``Cache``), padded on the left with a ``[batch, length]`` mask, so the engine can add and drop
+sequences between steps whatever the installed transformers version's cache classes look like.
 """
 
 from __future__ import annotations
@@ -58,10 +55,7 @@ def _cache_tensors(cache: Any) -> Cache:
 
 @dataclass
 class ChatModel:
-    """A tokenizer and a ``LlamaForCausalLM`` in eval mode on the CPU.
-
-    ``name`` is the model id the server lists under ``/v1/models``; ``eos_id`` ends a completion.
-    """
+    """A tokenizer and a ``LlamaForCausalLM`` in eval mode on the CPU; ``name``: the id /v1/models lists."""
 
     name: str
     model: Any

@@ -1,11 +1,7 @@
 """A student's own JSON of results, read per request, and what its own statistics got wrong.
 
-The shapes students' scripts write (tests/sambanova/evidence/ holds one of each): a list of
-requests, or ``{"results": [...]}`` with the endpoint and model beside it; one block per endpoint,
-``{"metis": {"results": [...], "statistics": {...}}, ...}``; a list whose requests name their
-``endpoint``. Output tokens are completion tokens, never total tokens (prompt tokens are read, not
-generated). The student's ``statistics`` are checked against the requests: a throughput that counts
-prompt tokens, requests sent one at a time (no concurrency measured), no streaming (no TTFT).
+The shapes are docs/logs.md's (tests/sambanova/evidence/ holds one of each). Output tokens are
+completion tokens, never total tokens: prompt tokens are read, not generated.
 """
 
 from __future__ import annotations
