@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -26,8 +25,6 @@ __all__ = ["comparison_table", "plot_comparison", "metrics_table", "plot_loss", 
 
 def comparison_table(runs: Sequence[Run]):
     """Throughput and time per sample against batch size, one row per run, sorted by source and batch."""
-    import pandas as pd
-
     rows = []
     for run in runs:
         m = standardize(run).metrics
@@ -42,10 +39,7 @@ def comparison_table(runs: Sequence[Run]):
             "total_time_s": m.get("total_time"),
             "log": os.path.basename(str(run.environment.get("log_path", ""))) if run.source == "log" else "",
         })
-    frame = pd.DataFrame(rows)
-    if len(frame):
-        frame = frame.sort_values(["source", "batch_size"], kind="stable").reset_index(drop=True)
-    return frame
+    return display.sorted_rows(rows, ["source", "batch_size"])
 
 
 def plot_comparison(table: Any):
@@ -89,24 +83,12 @@ def metrics_table(run: Run):
 
 
 _COUNT_COLUMNS = ("batch_size", "total_samples", "steps")
+#: Decimals of a float by its unit (five for a loss or a count).
+_FLOAT_FORMATS = {"samples/s": "{:.2f}", "samples/sec": "{:.2f}", "s": "{:.4f}", "ms": "{:.4f}"}
 
 
 def _cell(value: Any, unit: str = "", count: bool = False) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if count and isinstance(value, float) and value.is_integer():
-        value = int(value)  # a pandas column with a gap turns counts into floats
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        text = str(value)
-    elif isinstance(value, int):
-        text = str(value)
-    elif unit in ("samples/s", "samples/sec"):
-        text = "{:.2f}".format(value)
-    elif unit in ("s", "ms"):
-        text = "{:.4f}".format(value)
-    else:
-        text = "{:.5f}".format(value)
-    return text + (" " + unit if unit and text else "")
+    return display.with_unit(value, unit, _FLOAT_FORMATS.get(unit, "{:.5f}"), count=count)
 
 
 @show_step

@@ -15,8 +15,6 @@ __all__ = ["show", "throughput_table", "plot_throughput", "metrics_table", "form
 
 def throughput_table(runs: Sequence[Run]):
     """One row per run: ntasks, e2e time, SambaNova's throughput (tokens/s), true sequences/s."""
-    import pandas as pd
-
     rows = []
     for r in runs:
         m = r.metrics
@@ -34,10 +32,7 @@ def throughput_table(runs: Sequence[Run]):
             "sequences/s": m.get("sequences_per_second"),
             "tokens/s per task": m.get("throughput_per_task"),
         })
-    table = pd.DataFrame(rows)
-    if len(table):
-        table = table.sort_values(["source", "ntasks"]).reset_index(drop=True)
-    return table
+    return display.sorted_rows(rows, ["source", "ntasks"])
 
 
 def plot_throughput(table, ax=None):
