@@ -1,11 +1,5 @@
-"""The exercise's tables and plots: one run's metrics and loss, the homework's batch-size comparison.
-
-    from labkit.testbeds.cerebras import bert_large
-    bert_large.show(run)                                   # the notebook's show step: metrics, notes, loss
-    bert_large.format_table(bert_large.metrics_table(run))   # each number beside its unit
-    bert_large.plot_loss(run)
-    table = bert_large.comparison_table(runs)
-    bert_large.format_table(table); bert_large.plot_comparison(table)
+"""The exercise's tables and plots: one run's metrics and loss curve (:func:`show`), and the homework's
+batch-size comparison (:func:`comparison_table`, shown by :func:`format_table` and :func:`plot_comparison`).
 """
 
 from __future__ import annotations
@@ -116,8 +110,7 @@ def format_table(table: Any, units: Optional[Dict[str, str]] = None):
     else:
         units = TABLE_UNITS if units is None else units
         for column in frame.columns:
-            count = column in _COUNT_COLUMNS
-            frame[column] = [_cell(v, units.get(column, ""), count) for v in frame[column]]
+            frame[column] = [_cell(v, units.get(column, ""), column in _COUNT_COLUMNS) for v in frame[column]]
     return HTML(frame.to_html())
 
 

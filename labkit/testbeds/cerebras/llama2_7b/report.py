@@ -1,10 +1,5 @@
-"""The LLaMA-2-7B exercise's tables and plots: one run's metrics and loss curve, and the
-throughput table that puts runs side by side, each labelled where it ran.
-
-    from labkit.testbeds.cerebras import llama2_7b
-    llama2_7b.show(run)                              # the show step: metrics, notes, loss curve, throughput
-    llama2_7b.throughput_table([run, cs3_run])       # one row per run: where, batch, GlobalRate, tokens/s ...
-    llama2_7b.plot_throughput([run, cs3_run])        # GlobalRate and tokens/s against batch size
+"""The LLaMA-2-7B exercise's tables and plots: one run's metrics and loss curve (:func:`show`), and the
+throughput table and plot that put runs side by side, each labelled where it ran (:func:`where_label`).
 """
 
 from __future__ import annotations
