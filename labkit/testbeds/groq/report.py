@@ -28,8 +28,7 @@ def details_of(run: Run, section: str) -> Optional[GroqDetails]:
 
 @show_step
 def show(run: Run) -> Optional[List[Any]]:
-    """The proof point's table (GroqFlow's columns), for a run made here or read from a log (the
-    rule of :func:`labkit.display.shown`: None in a kernel)."""
+    """The proof point's table (GroqFlow's columns), for a run made here or read from a log."""
     details = getattr(run, "details", None)
     table = details.result.table if details is not None else table_from_runs([run])
     return display.shown([display.show(table)])
@@ -39,16 +38,19 @@ def show(run: Run) -> Optional[List[Any]]:
 def show_latency(run: Run) -> Optional[List[Any]]:
     """Both kinds of latency for every backend: the table and the bar plot."""
     details = details_of(run, "latency measured here")
-    return display.shown([] if details is None else [display.show(details.result.latency_table),
-                                                     display.show(plot_latency(details.result))])
+    if details is None:
+        return display.shown([])
+    return display.shown([display.show(details.result.latency_table), display.show(plot_latency(details.result))])
 
 
 @show_step
 def show_parity(run: Run, limit: int = 5) -> Optional[List[Any]]:
     """Every backend's predictions against the CPU's, and up to ``limit`` disagreeing samples each."""
     details = details_of(run, "prediction to compare")
-    return display.shown([] if details is None else [display.show(details.result.parity),
-                                                     display.show(details.result.disagreement_examples(limit))])
+    if details is None:
+        return display.shown([])
+    return display.shown([display.show(details.result.parity),
+                          display.show(details.result.disagreement_examples(limit))])
 
 
 def make_run(config: Config, loaded: Any, data: Any, result: GroqResult) -> Run:

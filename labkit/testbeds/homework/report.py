@@ -179,7 +179,6 @@ def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]], homework: Any = 
     """The comparison table and plot, with a warning about portable runs; or, without runs, what to run.
 
     ``runs``: a list, or the homework's Run (:func:`labkit.testbeds.homework.run_exercise`).
-    Shown by the rule of :func:`labkit.display.shown` (None in a kernel).
     """
     book = homework_for_runs(testbed, runs, homework)
     runs = runs_of(testbed, runs)

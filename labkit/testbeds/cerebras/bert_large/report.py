@@ -87,8 +87,7 @@ def _cell(value: Any, unit: str = "", count: bool = False) -> str:
 
 @show_step
 def show(run: Run) -> Optional[List[Any]]:
-    """The notebook's show step: the metrics with their units, the run's notes, the loss curve
-    (the rule of :func:`labkit.display.shown`: None in a kernel)."""
+    """The notebook's show step: the metrics with their units, the run's notes, the loss curve."""
     table = display.show(format_table(metrics_table(run)))
     for note in run.notes:
         print("Note:", note)

@@ -125,8 +125,7 @@ def plot_throughput(runs: Sequence[Run]):
 
 @show_step
 def show(run: Run) -> Optional[List[Any]]:
-    """The notebook's show step: the metrics with their units, the notes, the loss curve and the
-    throughput table (the rule of :func:`labkit.display.shown`: None in a kernel)."""
+    """The show step: the metrics with their units, the notes, the loss curve and the throughput table."""
     from IPython.display import HTML
 
     table = display.show(HTML(metrics_table(run).to_html()))

@@ -124,8 +124,7 @@ def plot_loss(run_: Run, ax=None):
 
 @show_step
 def show(run: Run) -> Optional[List[Any]]:
-    """The metrics with what each means, the run's notes, the loss curve (the rule of
-    :func:`labkit.display.shown`: None in a kernel)."""
+    """The metrics with what each means, the run's notes, the loss curve."""
     table = display.show(metrics_table(run))
     for note in run.notes:
         print("-", note)
