@@ -40,8 +40,8 @@ def _device_name(device: Any) -> str:
 
 def _text(value: Any, unit: str = "", count: bool = False) -> str:
     # rates without a thousands separator: the golden copies mask "<number> tokens/s" whole
-    two = unit in ("samples/s", "tokens/s", "s")
-    return display.with_unit(value, unit, "{:.2f}" if two else "{:.4f}", "{:,}", count)
+    float_format = "{:.2f}" if unit in ("samples/s", "tokens/s", "s") else "{:.4f}"
+    return display.with_unit(value, unit, float_format, "{:,}", count)
 
 
 def metrics_table(run: Run):
