@@ -10,9 +10,9 @@ object back. A show step that shows several things keeps the rule through :func:
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
-__all__ = ["show", "in_kernel", "shown", "three_digits"]
+__all__ = ["show", "in_kernel", "shown", "three_digits", "with_unit", "sorted_rows"]
 
 
 def in_kernel() -> bool:
@@ -52,3 +52,28 @@ def three_digits(value: float, unit: str) -> str:
     first, so 9.996 is "10.0" and never "10.00". Callers pick the unit, and say what zero is."""
     decimals = max(0, 2 - math.floor(math.log10(abs(float("{:.3g}".format(value))))))
     return "{:.{}f} {}".format(value, decimals, unit)
+
+
+def with_unit(value: Any, unit: str, float_format: str, int_format: str = "{}", count: bool = False) -> str:
+    """A table cell: ``value`` beside its unit ("19.91 samples/s"), a float by ``float_format``, an int by
+    ``int_format``, anything else as str; "" for None or NaN. ``count``: a whole float is shown as an int
+    (a pandas column of counts with a gap holds floats)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if count and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        text = str(value)
+    else:
+        text = (int_format if isinstance(value, int) else float_format).format(value)
+    return text + (" " + unit if unit and text else "")
+
+
+def sorted_rows(rows: Sequence[Dict[str, Any]], by: Sequence[str]):
+    """``rows`` as a pandas DataFrame sorted (stably) by the columns ``by`` and numbered from 0."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        frame = frame.sort_values(list(by), kind="stable").reset_index(drop=True)
+    return frame

@@ -62,13 +62,9 @@ def speedup_table(frame):
     import pandas as pd
 
     data = with_speedup(frame)
-    if "model" not in data.columns:
-        data["model"] = REFERENCE_MODEL
-    data["model"] = data["model"].fillna(REFERENCE_MODEL)
-    for column, default in (("epoch_s", float("nan")), ("note", ""), ("status", "complete")):
-        if column not in data.columns:
-            data[column] = default
-        data[column] = data[column].fillna(default)
+    for column, default in (("model", REFERENCE_MODEL), ("epoch_s", float("nan")), ("note", ""),
+                            ("status", "complete")):
+        data[column] = data[column].fillna(default) if column in data.columns else default
     order = {platform: i for i, platform in enumerate(pd.unique(data["platform"]))}
     data = data.assign(_order=data["platform"].map(order)).sort_values(
         ["_order", "model", "micro_batch", "replicas"], kind="stable")

@@ -13,8 +13,7 @@ __all__ = ["show", "model_summary"]
 
 @show_step
 def show(run: Run) -> Optional[List[Any]]:
-    """The run's metrics with their units, then its loss and accuracy curves (the rule of
-    :func:`labkit.display.shown`: None in a kernel)."""
+    """The run's metrics with their units, then its loss and accuracy curves."""
     # a log without per-step values: training_curves says so instead of drawing
     return display.shown([display.show(run.table()), plots.training_curves(run)])
 

@@ -28,8 +28,7 @@ def details_of(run: Run, section: str) -> Optional[GroqDetails]:
 
 @show_step
 def show(run: Run) -> Optional[List[Any]]:
-    """The proof point's table (GroqFlow's columns), for a run made here or read from a log (the
-    rule of :func:`labkit.display.shown`: None in a kernel)."""
+    """The proof point's table (GroqFlow's columns), for a run made here or read from a log."""
     details = getattr(run, "details", None)
     table = details.result.table if details is not None else table_from_runs([run])
     return display.shown([display.show(table)])

@@ -179,7 +179,6 @@ def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]], homework: Any = 
     """The comparison table and plot, with a warning about portable runs; or, without runs, what to run.
 
     ``runs``: a list, or the homework's Run (:func:`labkit.testbeds.homework.run_exercise`).
-    Shown by the rule of :func:`labkit.display.shown` (None in a kernel).
     """
     book = homework_for_runs(testbed, runs, homework)
     runs = runs_of(testbed, runs)
@@ -195,16 +194,12 @@ def show_testbed(testbed: str, runs: Union[Run, Sequence[Run]], homework: Any = 
         print("Runs marked {} ran the exercise's portable stand-in, not the {}: they model the exercise (same model, "
               "same parameters, same metrics); their times and speeds say nothing about the {}.".format(
                   " and ".join(portable), hardware, hardware))
-    for note in _notes(runs) if book.run_notes else []:
+    # the runs' own notes (a cached compile, a run that stopped early ...), each once
+    for note in dict.fromkeys(note for run in runs for note in run.notes) if book.run_notes else []:
         print("Note:", note)
     fig = plot(testbed, runs, book)
     shown = [table] + ([detail] if section.detail_table is not None else [])
     return display.shown(shown + [None if fig is None else display.show(fig)])
-
-
-def _notes(runs: Sequence[Run]) -> List[str]:
-    """The runs' own notes (a cached compile, a run that stopped early, different models compared ...), once each."""
-    return list(dict.fromkeys(note for run in runs for note in run.notes))
 
 
 def overview(run: Run):

@@ -1,16 +1,9 @@
-"""The exercise's tables and plots: one run's metrics and loss, the homework's batch-size comparison.
-
-    from labkit.testbeds.cerebras import bert_large
-    bert_large.show(run)                                   # the notebook's show step: metrics, notes, loss
-    bert_large.format_table(bert_large.metrics_table(run))   # each number beside its unit
-    bert_large.plot_loss(run)
-    table = bert_large.comparison_table(runs)
-    bert_large.format_table(table); bert_large.plot_comparison(table)
+"""The exercise's tables and plots: one run's metrics and loss curve (:func:`show`), and the homework's
+batch-size comparison (:func:`comparison_table`, shown by :func:`format_table` and :func:`plot_comparison`).
 """
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -26,8 +19,6 @@ __all__ = ["comparison_table", "plot_comparison", "metrics_table", "plot_loss", 
 
 def comparison_table(runs: Sequence[Run]):
     """Throughput and time per sample against batch size, one row per run, sorted by source and batch."""
-    import pandas as pd
-
     rows = []
     for run in runs:
         m = standardize(run).metrics
@@ -42,10 +33,7 @@ def comparison_table(runs: Sequence[Run]):
             "total_time_s": m.get("total_time"),
             "log": os.path.basename(str(run.environment.get("log_path", ""))) if run.source == "log" else "",
         })
-    frame = pd.DataFrame(rows)
-    if len(frame):
-        frame = frame.sort_values(["source", "batch_size"], kind="stable").reset_index(drop=True)
-    return frame
+    return display.sorted_rows(rows, ["source", "batch_size"])
 
 
 def plot_comparison(table: Any):
@@ -89,30 +77,17 @@ def metrics_table(run: Run):
 
 
 _COUNT_COLUMNS = ("batch_size", "total_samples", "steps")
+#: Decimals of a float by its unit (five for a loss or a count).
+_FLOAT_FORMATS = {"samples/s": "{:.2f}", "samples/sec": "{:.2f}", "s": "{:.4f}", "ms": "{:.4f}"}
 
 
 def _cell(value: Any, unit: str = "", count: bool = False) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if count and isinstance(value, float) and value.is_integer():
-        value = int(value)  # a pandas column with a gap turns counts into floats
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        text = str(value)
-    elif isinstance(value, int):
-        text = str(value)
-    elif unit in ("samples/s", "samples/sec"):
-        text = "{:.2f}".format(value)
-    elif unit in ("s", "ms"):
-        text = "{:.4f}".format(value)
-    else:
-        text = "{:.5f}".format(value)
-    return text + (" " + unit if unit and text else "")
+    return display.with_unit(value, unit, _FLOAT_FORMATS.get(unit, "{:.5f}"), count=count)
 
 
 @show_step
 def show(run: Run) -> Optional[List[Any]]:
-    """The notebook's show step: the metrics with their units, the run's notes, the loss curve
-    (the rule of :func:`labkit.display.shown`: None in a kernel)."""
+    """The notebook's show step: the metrics with their units, the run's notes, the loss curve."""
     table = display.show(format_table(metrics_table(run)))
     for note in run.notes:
         print("Note:", note)
@@ -134,8 +109,7 @@ def format_table(table: Any, units: Optional[Dict[str, str]] = None):
     else:
         units = TABLE_UNITS if units is None else units
         for column in frame.columns:
-            count = column in _COUNT_COLUMNS
-            frame[column] = [_cell(v, units.get(column, ""), count) for v in frame[column]]
+            frame[column] = [_cell(v, units.get(column, ""), column in _COUNT_COLUMNS) for v in frame[column]]
     return HTML(frame.to_html())
 
 

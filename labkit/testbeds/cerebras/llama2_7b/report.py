@@ -1,15 +1,9 @@
-"""The LLaMA-2-7B exercise's tables and plots: one run's metrics and loss curve, and the
-throughput table that puts runs side by side, each labelled where it ran.
-
-    from labkit.testbeds.cerebras import llama2_7b
-    llama2_7b.show(run)                              # the show step: metrics, notes, loss curve, throughput
-    llama2_7b.throughput_table([run, cs3_run])       # one row per run: where, batch, GlobalRate, tokens/s ...
-    llama2_7b.plot_throughput([run, cs3_run])        # GlobalRate and tokens/s against batch size
+"""The LLaMA-2-7B exercise's tables and plots: one run's metrics and loss curve (:func:`show`), and the
+throughput table and plot that put runs side by side, each labelled where it ran (:func:`where_label`).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, List, Optional, Sequence
 
 from labkit.interrupts import show_step
@@ -44,20 +38,10 @@ def _device_name(device: Any) -> str:
     return {"cuda": "CUDA", "mps": "Apple MPS"}.get(name, name.upper())
 
 
-def _text(value: Any, unit: str = "") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        text = str(value)
-    elif isinstance(value, int):
-        text = "{:,}".format(value)
-    elif unit in ("samples/s", "tokens/s"):
-        text = "{:.2f}".format(value)  # no thousands separator: the golden copies mask "<number> tokens/s" whole
-    elif unit == "s":
-        text = "{:.2f}".format(value)
-    else:
-        text = "{:.4f}".format(value)
-    return text + (" " + unit if unit and text else "")
+def _text(value: Any, unit: str = "", count: bool = False) -> str:
+    # rates without a thousands separator: the golden copies mask "<number> tokens/s" whole
+    float_format = "{:.2f}" if unit in ("samples/s", "tokens/s", "s") else "{:.4f}"
+    return display.with_unit(value, unit, float_format, "{:,}", count)
 
 
 def metrics_table(run: Run):
@@ -76,8 +60,6 @@ def metrics_table(run: Run):
 def throughput_table(runs: Sequence[Run]):
     """One row per run, by where it ran and batch size: the batch-size study's table (numbers;
     :func:`format_throughput` shows it with units: GlobalRate and last Rate in samples/s)."""
-    import pandas as pd
-
     rows = []
     for run in runs:
         m = run.metrics
@@ -87,10 +69,7 @@ def throughput_table(runs: Sequence[Run]):
                      "GlobalRate": m.get("global_rate"), "tokens/s": m.get("tokens_per_s"),
                      "last Rate": m.get("last_rate"), "final_loss": m.get("final_loss"),
                      "train_seconds": m.get("train_seconds")})
-    frame = pd.DataFrame(rows)
-    if len(frame):
-        frame = frame.sort_values(["where", "batch_size"], kind="stable").reset_index(drop=True)
-    return frame
+    return display.sorted_rows(rows, ["where", "batch_size"])
 
 
 #: Units of the throughput table's columns, shown beside each number by :func:`format_throughput`.
@@ -105,18 +84,11 @@ def format_throughput(table: Any):
     frame = table.copy()
     for column in frame.columns:
         unit = THROUGHPUT_UNITS.get(column, "")
-        frame[column] = [_text(_count(v) if column in _COUNTS else v, unit) for v in frame[column]]
+        frame[column] = [_text(v, unit, column in _COUNTS) for v in frame[column]]
     return HTML(frame.to_html(index=False))
 
 
 _COUNTS = ("batch_size", "sequence_length", "steps")
-
-
-def _count(value: Any) -> Any:
-    """A count that pandas turned into a float (a column with a gap) back to an int."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 def plot_loss(run: Run):
@@ -153,8 +125,7 @@ def plot_throughput(runs: Sequence[Run]):
 
 @show_step
 def show(run: Run) -> Optional[List[Any]]:
-    """The notebook's show step: the metrics with their units, the notes, the loss curve and the
-    throughput table (the rule of :func:`labkit.display.shown`: None in a kernel)."""
+    """The show step: the metrics with their units, the notes, the loss curve and the throughput table."""
     from IPython.display import HTML
 
     table = display.show(HTML(metrics_table(run).to_html()))

@@ -15,8 +15,6 @@ __all__ = ["show", "throughput_table", "plot_throughput", "metrics_table", "form
 
 def throughput_table(runs: Sequence[Run]):
     """One row per run: ntasks, e2e time, SambaNova's throughput (tokens/s), true sequences/s."""
-    import pandas as pd
-
     rows = []
     for r in runs:
         m = r.metrics
@@ -34,10 +32,7 @@ def throughput_table(runs: Sequence[Run]):
             "sequences/s": m.get("sequences_per_second"),
             "tokens/s per task": m.get("throughput_per_task"),
         })
-    table = pd.DataFrame(rows)
-    if len(table):
-        table = table.sort_values(["source", "ntasks"]).reset_index(drop=True)
-    return table
+    return display.sorted_rows(rows, ["source", "ntasks"])
 
 
 def plot_throughput(table, ax=None):
@@ -129,8 +124,7 @@ def plot_loss(run_: Run, ax=None):
 
 @show_step
 def show(run: Run) -> Optional[List[Any]]:
-    """The metrics with what each means, the run's notes, the loss curve (the rule of
-    :func:`labkit.display.shown`: None in a kernel)."""
+    """The metrics with what each means, the run's notes, the loss curve."""
     table = display.show(metrics_table(run))
     for note in run.notes:
         print("-", note)

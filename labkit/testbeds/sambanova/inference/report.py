@@ -48,10 +48,6 @@ def fmt_interval(ci: Tuple[float, float], unit: str = "s") -> str:
     return "[{}, {}]".format(_fmt_rate(ci[0], unit), _fmt_rate(ci[1], unit))
 
 
-def _served(run: Run, endpoint: str) -> str:
-    return (run.environment.get("served_by") or {}).get(endpoint, "")
-
-
 def _details(run: Run, key: str) -> Any:
     return (getattr(run, "details", None) or {}).get(key)
 
@@ -64,8 +60,9 @@ def latency_table(run: Run):
     """Client-side medians (mean over repeats, 95 % interval), throughputs and counts, per configuration."""
     import pandas as pd
 
+    served = run.environment.get("served_by") or {}
     return pd.DataFrame([{
-        "endpoint": row["endpoint"], "load": load_label(row), "served by": _served(run, row["endpoint"]),
+        "endpoint": row["endpoint"], "load": load_label(row), "served by": served.get(row["endpoint"], ""),
         "requests": row["requests"], "failed": counts_words(row["failed_by_status"], "0"),
         "tokens/request": "{:.1f}".format(row["tokens_per_request"]),
         "finish reasons": counts_words(row.get("finish_reasons") or {}),
