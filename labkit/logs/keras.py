@@ -1,11 +1,8 @@
 """Keras progress output (TensorFlow on Graphcore IPUs or on GPUs, ``model.fit(verbose=1|2)``).
 
-What is read: ``Epoch 3/10`` headers, each epoch's final progress line
-``469/469 [==============================] - 453s 65ms/step - loss: 0.29 - accuracy: 0.91``
-(``verbose=2`` prints ``469/469 - 4s - loss: ...``), every ``name: value`` pair on it, and a
-``training time: 123.4`` line when the script prints one. Intermediate redraws (``- ETA:``)
-are skipped. A loss that becomes NaN or infinite, or grows more than tenfold, marks the run
-as diverged. ``Epoch 1/N`` after a finished epoch list starts the next run.
+Each epoch's final progress line (``469/469 [====] - 453s 65ms/step - loss: 0.29 - accuracy: 0.91``)
+gives every ``name: value`` pair on it; ``- ETA:`` redraws are skipped; ``Epoch 1/N`` after a
+finished epoch list starts the next run. What is read: docs/logs.md (the Keras row).
 
 Checked against hand-written logs in the format Keras prints (tests/logs/cases); no course log of
 this kind was available.

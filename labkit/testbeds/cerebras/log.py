@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, new_run, number, parse_stamp, stamp_text
@@ -39,6 +39,10 @@ _VERSIONS = re.compile(r"job image version (\S+) is inconsistent with cluster se
 # 2.6 on the Fall 2025 cluster: the client's and the server's semantic versions.
 _SEMANTIC = re.compile(r"client semantic version:? (\S+?),? (?:is inconsistent with )?"
                        r"cluster server semantic version:? ([^\s,']+)")
+# What the timeline lines tell of the environment: the compile hash, and a version mismatch's two versions.
+_ENVIRONMENT = ((_HASH, ("compile_hash",)), (_CACHED, ("compile_hash",)),
+                (_VERSIONS, ("job_image_version", "cluster_server_version")),
+                (_SEMANTIC, ("client_semantic_version", "cluster_server_semantic_version")))
 _ESTIMATE = re.compile(r"Compile estimated performance: (" + NUMBER + r") samples/sec")
 # A Markdown label above a pasted log: "#### batch_size: 128", "**Batch size = 256**", "bs=64", a heading
 # that names it anywhere ("### Run 2 (batch size 64)"); never a sentence or a warning that mentions one.
@@ -386,6 +390,10 @@ class CerebrasReader(LineReader):
 
     def _timeline(self, st: LogState, line: str, stamp: datetime) -> None:
         marks, env = st.marks, st.run.environment
+        for pattern, keys in _ENVIRONMENT:
+            m = pattern.search(line)
+            if m:
+                env.update(zip(keys, m.groups()))
         if "Compiling the model" in line:
             marks.setdefault("compile_start", stamp)
         elif "Initiating a new" in line:
@@ -411,13 +419,6 @@ class CerebrasReader(LineReader):
                     st.queue_s[kind] = (stamp - st.queue_start[kind]).total_seconds()
         elif "Found existing cached compile" in line:
             st.cached_compile = True
-            m = _CACHED.search(line)
-            if m:
-                env["compile_hash"] = m.group(1)
-        elif "Compile hash is" in line:
-            m = _HASH.search(line)
-            if m:
-                env["compile_hash"] = m.group(1)
         elif "Exploring floorplans" in line or "Gradient accumulation trying" in line:
             st.compile_search = True
         elif "Compile was successful" in line:
@@ -440,25 +441,15 @@ class CerebrasReader(LineReader):
                 st.checkpoint_s += (stamp - st.saving_since).total_seconds()
                 st.saving_since = None
         elif "InconsistentVersion" in line:
-            m = _VERSIONS.search(line)
-            if m:
-                env["job_image_version"], env["cluster_server_version"] = m.group(1), m.group(2)
-            self._semantic(env, line)
             st.inconsistent_version = True
-        elif "semantic version" in line:
-            self._semantic(env, line)
+        elif "Compile hash is" in line or "semantic version" in line:
+            pass  # read into the environment above
         elif "Compile estimated performance" in line:
             m = _ESTIMATE.search(line)
             if m:
                 add_log_metric(st.run, "compile_estimated_rate", number(m.group(1)))
         elif " ERROR" in line or "Traceback" in line:
             st.failed = st.failed or line[:200]
-
-    @staticmethod
-    def _semantic(env: Dict[str, Any], line: str) -> None:
-        m = _SEMANTIC.search(line)
-        if m:
-            env["client_semantic_version"], env["cluster_server_semantic_version"] = m.group(1), m.group(2)
 
     @staticmethod
     def _job(st: LogState, kind: str, job_id: str, stamp: datetime) -> None:

@@ -1,14 +1,9 @@
 """SambaNova logs of the course's ``BertLarge.sh`` flow (SambaFlow under Slurm), read as
-``labkit.logs.read("BertLarge.out", format="sambanova")``; docs/logs.md has what each gives.
+``labkit.logs.read("BertLarge.out", format="sambanova")``.
 
-The flow writes three kinds of file: the **compile log** (``Model:``/``Date:``/``Time:``, the
-sambaflow version, ``COMPILE START AT`` ... ``COMPILE END AT N``, absent when the PEF already
-existed, then ``Submitted batch job N`` or ``sbatch: error: ...``, and ``Duration:  N``); the
-**training log** the batch job writes to the same path (the ``SLURM_*`` environment, the ``RUN
-COMMAND``, ``global_step:N|...|step_loss:X`` lines, the ``{'e2e_train_time': ...}`` line, then
-possibly the script's throughput ``AssertionError``); and ``slurm-<id>.out``, which holds only
-``Using DIR/BertLarge.out for output``. A ``script`` capture of a shell session is read too: each
-``./BertLarge.sh`` is one submission, with the sbatch flags of the latest ``git diff``.
+The flow writes a compile log, the training log the batch job writes to the same path, and
+``slurm-<id>.out``, which only points to it; a ``script`` capture of a shell session is one
+submission per ``./BertLarge.sh``. What each gives: docs/logs.md (the SambaNova rows).
 
 Verified only against real logs from the course; no SambaFlow runs here.
 """
