@@ -72,8 +72,7 @@ class KerasReader(LineReader):
                     # read so far are this run's first ones, not another run.
                     st.header_cut = epoch
                 elif st.rows and (epoch <= (st.epoch or 0) or total != st.epochs_total):
-                    self._close()
-                    st = self.state
+                    st = self._close()
                 st.epoch, st.epochs_total = epoch, total
                 st.anything = True
                 return
@@ -98,11 +97,11 @@ class KerasReader(LineReader):
                     if st.rows:
                         self._close()
 
-    def _close(self) -> None:
+    def _close(self) -> _State:
         st = self.state
         self.state = _State()
         if not st.anything:
-            return
+            return self.state
         hint = os.path.basename(self.name).lower()
         run = new_run("keras/mnist" if "mnist" in hint else "keras/model")
         if self.device:
@@ -158,6 +157,7 @@ class KerasReader(LineReader):
             run.notes.append("The log stops at epoch {} of {}: the run is incomplete.".format(
                 st.epoch_ids[-1] if st.epoch_ids else 0, st.epochs_total))
         self.runs.append(run)
+        return self.state
 
     def finish(self) -> List[Run]:
         self._close()

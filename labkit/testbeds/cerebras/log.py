@@ -300,8 +300,7 @@ class CerebrasReader(LineReader):
             if m:
                 device, step, loss, rate, global_rate = m.groups()
                 if st.steps and int(step) < st.steps[-1]:  # the step count went back: the next log's run
-                    self._close()
-                    st = self.state
+                    st = self._close()
                 st.device = device
                 st.cszoo_lines = st.cszoo_lines or "LoopTimeRemaining=" in line
                 st.steps.append(int(step))
@@ -318,12 +317,10 @@ class CerebrasReader(LineReader):
             return
         if ("Trainer Fit Summary" in line and (_has_run(st) or "compile_start" in st.marks)) or \
                 ("Compiling the model" in line and _has_run(st)):
-            self._close()  # a new `cszoo fit` begins: several logs pasted into one file
-            st = self.state
+            st = self._close()  # a new `cszoo fit` begins: several logs pasted into one file
         if "run.py" in line:
             if st.started and (st.completed or st.steps):
-                self._close()
-                st = self.state
+                st = self._close()
             m = _PARAMS.search(line)
             if m:
                 st.run.params["params_file"] = m.group(1)
@@ -335,8 +332,7 @@ class CerebrasReader(LineReader):
         m = _BATCH.search(line) if "Effective batch" in line else None
         if m:
             if st.completed or st.steps:
-                self._close()
-                st = self.state
+                st = self._close()
             st.run.params["batch_size"] = int(m.group(1))
             st.started = True
         if raw_stamp is not None:
@@ -457,11 +453,11 @@ class CerebrasReader(LineReader):
         st.job_kind = kind
         st.queue_start[kind] = stamp
 
-    def _close(self) -> None:
+    def _close(self) -> LogState:
         st = self.state
         self.state = LogState()
         if not st.started:
-            return
+            return self.state
         run = st.run
         model = st.model or _model_of(" ".join(str(v) for v in run.params.values()))
         if model is None:
@@ -517,6 +513,7 @@ class CerebrasReader(LineReader):
                              "since the start.".format(min(st.rates), max(st.rates),
                                                        " (a shared cluster)" if on_cerebras_system(st.device) else ""))
         self.runs.append(run)
+        return self.state
 
     def finish(self) -> List[Run]:
         self._close()

@@ -107,8 +107,7 @@ class SambaNovaReader(LineReader):
             m = _MODEL.match(line)
             if m:
                 if cur.anything and not self.session:
-                    self._close()
-                    cur = self.cur
+                    cur = self._close()
                 cur.run.params["model"] = m.group(1)
                 cur.anything = True
                 return
@@ -116,8 +115,7 @@ class SambaNovaReader(LineReader):
             m = _SCRIPT.search(line)
             if m:
                 self.session = True
-                self._close()
-                cur = self.cur
+                cur = self._close()
                 cur.kind = "submission"
                 cur.anything = True
                 cur.run.params.update(self.sbatch_flags)
@@ -235,11 +233,11 @@ class SambaNovaReader(LineReader):
         return False
 
     # -- closing a run -------------------------------------------------------------------
-    def _close(self) -> None:
+    def _close(self) -> _Run:
         cur = self.cur
         self.cur = _Run()
         if not cur.anything:
-            return
+            return self.cur
         run = cur.run
         model = str(run.params.get("model", "BertLarge"))
         run.exercise = "sambanova/{}".format(_exercise_name(model))
@@ -251,10 +249,11 @@ class SambaNovaReader(LineReader):
             # Only a pointer (slurm-<id>.out): not a run at all.
             self.notes.append("This is Slurm's stdout file: it holds only 'Using {} for output'. {} Copy that "
                               "file from the testbed and read it instead.".format(cur.pointer, OUTPUT_NOTE))
-            return
+            return self.cur
         else:
             run.notes.append("Neither a compile log nor a training log: nothing to measure was found.")
         self.runs.append(run)
+        return self.cur
 
     def _compile(self, cur: _Run) -> None:
         run = cur.run
