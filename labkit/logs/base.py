@@ -16,8 +16,7 @@ from typing import Any, Dict, List, Optional
 from labkit.results import Run
 
 __all__ = ["LineReader", "new_run", "number", "clock_seconds", "stamp_text", "parse_stamp",
-           "params_from_filename",
-           "NUMBER", "dedupe_notes"]
+           "params_from_filename", "fill_from_filename", "NUMBER", "dedupe_notes"]
 
 #: A number as logs print it, including the ``nan`` / ``inf`` of a diverged loss.
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|Inf)"
@@ -53,10 +52,9 @@ def number(text: Optional[str]) -> Optional[float]:
     try:
         if re.fullmatch(r"[-+]?\d+", text):
             return int(text)
-        value = float(text)
+        return float(text)
     except ValueError:
         return None
-    return value
 
 
 def clock_seconds(text: str) -> Optional[int]:
@@ -132,6 +130,15 @@ def params_from_filename(path_or_name: str) -> Dict[str, Any]:
                     pass
                 break
     return found
+
+
+def fill_from_filename(run: Run, name: str) -> None:
+    """Add the parameters :func:`params_from_filename` guesses from ``name`` that ``run`` lacks, noting them."""
+    guessed = {k: v for k, v in params_from_filename(name).items() if k not in run.params}
+    if guessed:
+        run.params.update(guessed)
+        run.notes.append("Read from the file name only, not from the log: {}.".format(
+            ", ".join("{}={}".format(k, v) for k, v in guessed.items())))
 
 
 def dedupe_notes(notes: List[str]) -> List[str]:

@@ -17,7 +17,7 @@ from statistics import median
 from typing import Dict, List, Optional
 
 from labkit.divergence import divergence_note, loss_divergence
-from labkit.logs.base import NUMBER, LineReader, new_run, number, params_from_filename
+from labkit.logs.base import NUMBER, LineReader, fill_from_filename, new_run, number
 from labkit.results import Run
 
 __all__ = ["KerasReader"]
@@ -110,11 +110,7 @@ class KerasReader(LineReader):
             run.params["epochs"] = st.epochs_total
         if st.steps is not None:
             run.params["steps_per_epoch"] = st.steps
-        guessed = {k: v for k, v in params_from_filename(self.name).items() if k not in run.params}
-        if guessed:
-            run.params.update(guessed)
-            run.notes.append("Read from the file name only, not from the log: {}.".format(
-                ", ".join("{}={}".format(k, v) for k, v in guessed.items())))
+        fill_from_filename(run, self.name)
         if st.header_cut:
             before = st.header_cut - 1
             run.notes.append("The log starts after its first 'Epoch 1/{}' header (cut off when copied): the {} "

@@ -18,7 +18,8 @@ from statistics import median
 from typing import Dict, List, Optional
 
 from labkit.divergence import divergence_note, loss_divergence
-from labkit.logs.base import NUMBER, LineReader, clock_seconds, new_run, number, params_from_filename
+from labkit.logs.base import (NUMBER, LineReader, clock_seconds, fill_from_filename, new_run, number,
+                              params_from_filename)
 from labkit.results import Run
 from labkit.testbeds.graphcore.metrics import BERT_METRICS, METRICS
 from labkit.testbeds.graphcore.verdict import judge
@@ -215,17 +216,11 @@ class GraphcoreReader(LineReader):
                            ("steps_per_epoch", cur.steps_per_epoch), ("test_steps", cur.test_steps)):
             if value is not None:
                 run.params[key] = value
-        guessed = params_from_filename(self.name)
-        from_name = []
-        for key, value in guessed.items():
-            if key not in run.params:
-                run.params[key] = value
-                from_name.append("{}={}".format(key, value))
-            elif run.params[key] != value:
+        for key, value in params_from_filename(self.name).items():
+            if key in run.params and run.params[key] != value:
                 run.notes.append("The file name suggests {}={} but the log shows {}={}; the log wins.".format(
                     key, value, key, run.params[key]))
-        if from_name:
-            run.notes.append("Read from the file name only, not from the log: {}.".format(", ".join(from_name)))
+        fill_from_filename(run, self.name)
         for key, value in (("test_accuracy", cur.accuracy), ("train_compile_time", cur.train_compile_s),
                            ("test_compile_time", cur.infer_compile_s)):
             if value is not None:

@@ -174,6 +174,5 @@ class GroqReader(LineReader):
         return self.state
 
     def finish(self) -> List[Run]:
-        st = self.state
-        self._close(complete=bool(st.rows and st.header))
+        self._close(complete=bool(self.state.rows and self.state.header))
         return self.runs
