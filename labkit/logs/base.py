@@ -36,7 +36,13 @@ class LineReader:
     def feed(self, line: str) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def finish(self) -> List[Run]:  # pragma: no cover - abstract
+    def finish(self) -> List[Run]:
+        """The runs found, once the file has ended: the run still being read is closed first."""
+        self._close()
+        return self.runs
+
+    def _close(self) -> Any:  # pragma: no cover - abstract
+        """Close the run being read (into ``runs`` when it holds anything); the next run's state."""
         raise NotImplementedError
 
 

@@ -18,7 +18,6 @@ from typing import Dict, List, Optional
 
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, fill_from_filename, new_run, number
-from labkit.results import Run
 
 __all__ = ["KerasReader"]
 
@@ -154,7 +153,3 @@ class KerasReader(LineReader):
                 st.epoch_ids[-1] if st.epoch_ids else 0, st.epochs_total))
         self.runs.append(run)
         return self.state
-
-    def finish(self) -> List[Run]:
-        self._close()
-        return self.runs

@@ -336,8 +336,7 @@ class CerebrasReader(LineReader):
             st.run.params["batch_size"] = int(m.group(1))
             st.started = True
         if raw_stamp is not None:
-            if st.first is None:
-                st.first = raw_stamp
+            st.first = st.first or raw_stamp
             st.last = raw_stamp
             st.started = True
         if "Processed" in line:
@@ -516,9 +515,8 @@ class CerebrasReader(LineReader):
         return self.state
 
     def finish(self) -> List[Run]:
-        self._close()
         first_of: Dict[str, int] = {}
-        for index, run in enumerate(self.runs, 1):
+        for index, run in enumerate(super().finish(), 1):
             job = run.environment.get("execute_job_id")
             if job in first_of:
                 run.notes.append("This is run {} again (the same execute wsjob, {}): one run pasted twice, not a "

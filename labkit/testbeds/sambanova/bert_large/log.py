@@ -15,7 +15,6 @@ from typing import Any, Dict, List, Optional
 
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, new_run
-from labkit.results import Run
 from labkit.testbeds.sambanova.bert_large.metrics import METRICS
 
 __all__ = ["SambaNovaReader", "POINTER"]
@@ -361,10 +360,6 @@ class SambaNovaReader(LineReader):
         elif not cur.compile_start and cur.compile_end is None:
             METRICS.add(run, "compile_skipped", True)
             run.notes.append("The log starts at RUN: compilation was skipped because the compiled PEF existed.")
-
-    def finish(self) -> List[Run]:
-        self._close()
-        return self.runs
 
 
 def _oversize(p: Dict[str, Any]) -> str:
