@@ -139,7 +139,7 @@ def params_from_filename(path_or_name: str) -> Dict[str, Any]:
 
 
 def fill_from_filename(run: Run, name: str) -> None:
-    """Add the parameters :func:`params_from_filename` guesses from ``name`` that ``run`` lacks, noting them."""
+    """Add what :func:`params_from_filename` guesses from ``name`` and ``run`` lacks, with a note."""
     guessed = {k: v for k, v in params_from_filename(name).items() if k not in run.params}
     if guessed:
         run.params.update(guessed)

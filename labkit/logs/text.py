@@ -113,8 +113,8 @@ def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"]) -> Source:
     except OSError as exc:
         raise OSError("{}: cannot be opened ({})".format(path, exc.strerror or exc)) from None
     try:
-        encoding = _encoding(raw.read(_SNIFF_BYTES), "{}: binary data (an executable or archive?), not a text "
-                                                     "log".format(path))
+        binary = "{}: binary data (an executable or archive?), not a text log".format(path)
+        encoding = _encoding(raw.read(_SNIFF_BYTES), binary)
         raw.seek(0)
     except BaseException:
         raw.close()

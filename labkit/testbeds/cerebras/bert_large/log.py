@@ -26,8 +26,8 @@ __all__ = ["read_log", "standardize"]
 
 
 def standardize(run: Run) -> Run:
-    """Add the exercise's metric names to a run read from a log (the reader's names stay; the module says which
-    is which); ``time_per_sample`` is ``total_time`` / ``total_samples``."""
+    """Add the exercise's metric names to a run read from a log (the reader's names stay; the module says
+    which is which); ``time_per_sample`` is ``total_time`` / ``total_samples``."""
     m = run.metrics
     add = METRICS.add
     rate = m.get("global_rate", m.get("samples_per_s"))
