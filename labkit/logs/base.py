@@ -16,8 +16,7 @@ from typing import Any, Dict, List, Optional
 from labkit.results import Run
 
 __all__ = ["LineReader", "new_run", "number", "clock_seconds", "stamp_text", "parse_stamp",
-           "params_from_filename",
-           "NUMBER", "dedupe_notes"]
+           "params_from_filename", "fill_from_filename", "NUMBER", "dedupe_notes"]
 
 #: A number as logs print it, including the ``nan`` / ``inf`` of a diverged loss.
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|Inf)"
@@ -37,7 +36,13 @@ class LineReader:
     def feed(self, line: str) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def finish(self) -> List[Run]:  # pragma: no cover - abstract
+    def finish(self) -> List[Run]:
+        """The runs found, once the file has ended: the run still being read is closed first."""
+        self._close()
+        return self.runs
+
+    def _close(self) -> Any:  # pragma: no cover - abstract
+        """Close the run being read (into ``runs`` when it holds anything); the next run's state."""
         raise NotImplementedError
 
 
@@ -53,10 +58,9 @@ def number(text: Optional[str]) -> Optional[float]:
     try:
         if re.fullmatch(r"[-+]?\d+", text):
             return int(text)
-        value = float(text)
+        return float(text)
     except ValueError:
         return None
-    return value
 
 
 def clock_seconds(text: str) -> Optional[int]:
@@ -132,6 +136,15 @@ def params_from_filename(path_or_name: str) -> Dict[str, Any]:
                     pass
                 break
     return found
+
+
+def fill_from_filename(run: Run, name: str) -> None:
+    """Add what :func:`params_from_filename` guesses from ``name`` and ``run`` lacks, with a note."""
+    guessed = {k: v for k, v in params_from_filename(name).items() if k not in run.params}
+    if guessed:
+        run.params.update(guessed)
+        run.notes.append("Read from the file name only, not from the log: {}.".format(
+            ", ".join("{}={}".format(k, v) for k, v in guessed.items())))
 
 
 def dedupe_notes(notes: List[str]) -> List[str]:

@@ -1,11 +1,8 @@
 """Keras progress output (TensorFlow on Graphcore IPUs or on GPUs, ``model.fit(verbose=1|2)``).
 
-What is read: ``Epoch 3/10`` headers, each epoch's final progress line
-``469/469 [==============================] - 453s 65ms/step - loss: 0.29 - accuracy: 0.91``
-(``verbose=2`` prints ``469/469 - 4s - loss: ...``), every ``name: value`` pair on it, and a
-``training time: 123.4`` line when the script prints one. Intermediate redraws (``- ETA:``)
-are skipped. A loss that becomes NaN or infinite, or grows more than tenfold, marks the run
-as diverged. ``Epoch 1/N`` after a finished epoch list starts the next run.
+Each epoch's final progress line (``469/469 [====] - 453s 65ms/step - loss: 0.29 - accuracy: 0.91``)
+gives every ``name: value`` pair on it; ``- ETA:`` redraws are skipped; ``Epoch 1/N`` after a
+finished epoch list starts the next run. What is read: docs/logs.md (the Keras row).
 
 Checked against hand-written logs in the format Keras prints (tests/logs/cases); no course log of
 this kind was available.
@@ -20,8 +17,7 @@ from statistics import median
 from typing import Dict, List, Optional
 
 from labkit.divergence import divergence_note, loss_divergence
-from labkit.logs.base import NUMBER, LineReader, new_run, number, params_from_filename
-from labkit.results import Run
+from labkit.logs.base import NUMBER, LineReader, fill_from_filename, new_run, number
 
 __all__ = ["KerasReader"]
 
@@ -75,8 +71,7 @@ class KerasReader(LineReader):
                     # read so far are this run's first ones, not another run.
                     st.header_cut = epoch
                 elif st.rows and (epoch <= (st.epoch or 0) or total != st.epochs_total):
-                    self._close()
-                    st = self.state
+                    st = self._close()
                 st.epoch, st.epochs_total = epoch, total
                 st.anything = True
                 return
@@ -101,11 +96,11 @@ class KerasReader(LineReader):
                     if st.rows:
                         self._close()
 
-    def _close(self) -> None:
+    def _close(self) -> _State:
         st = self.state
         self.state = _State()
         if not st.anything:
-            return
+            return self.state
         hint = os.path.basename(self.name).lower()
         run = new_run("keras/mnist" if "mnist" in hint else "keras/model")
         if self.device:
@@ -114,11 +109,7 @@ class KerasReader(LineReader):
             run.params["epochs"] = st.epochs_total
         if st.steps is not None:
             run.params["steps_per_epoch"] = st.steps
-        guessed = {k: v for k, v in params_from_filename(self.name).items() if k not in run.params}
-        if guessed:
-            run.params.update(guessed)
-            run.notes.append("Read from the file name only, not from the log: {}.".format(
-                ", ".join("{}={}".format(k, v) for k, v in guessed.items())))
+        fill_from_filename(run, self.name)
         if st.header_cut:
             before = st.header_cut - 1
             run.notes.append("The log starts after its first 'Epoch 1/{}' header (cut off when copied): the {} "
@@ -161,7 +152,4 @@ class KerasReader(LineReader):
             run.notes.append("The log stops at epoch {} of {}: the run is incomplete.".format(
                 st.epoch_ids[-1] if st.epoch_ids else 0, st.epochs_total))
         self.runs.append(run)
-
-    def finish(self) -> List[Run]:
-        self._close()
-        return self.runs
+        return self.state

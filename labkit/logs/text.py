@@ -46,11 +46,13 @@ def strip_ansi(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
-def _encoding(head: bytes) -> str:
+def _encoding(head: bytes, binary: str) -> str:
     """UTF-16 when the file starts with its byte-order mark (Windows PowerShell's ``>`` writes
-    that), else UTF-8 (with or without a BOM)."""
+    that), else UTF-8 (with or without a BOM); :class:`BinaryLogError` ``binary`` when it is no text."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "utf-16"
+    if _looks_binary(head):
+        raise BinaryLogError(binary)
     return "utf-8-sig"
 
 
@@ -92,9 +94,7 @@ def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"]) -> Source:
     or ``IsADirectoryError`` naming the path, and :class:`BinaryLogError` for non-text files.
     """
     if isinstance(path_or_text, bytes):
-        encoding = _encoding(path_or_text[:4])
-        if encoding == "utf-8-sig" and _looks_binary(path_or_text[:_SNIFF_BYTES]):
-            raise BinaryLogError("<bytes>: binary data, not a text log")
+        encoding = _encoding(path_or_text[:_SNIFF_BYTES], "<bytes>: binary data, not a text log")
         text = path_or_text.decode(encoding, errors="replace")
         return Source(io.StringIO(text, newline=""), "<bytes>", None)
     is_path = isinstance(path_or_text, os.PathLike)
@@ -113,10 +113,8 @@ def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"]) -> Source:
     except OSError as exc:
         raise OSError("{}: cannot be opened ({})".format(path, exc.strerror or exc)) from None
     try:
-        head = raw.read(_SNIFF_BYTES)
-        encoding = _encoding(head[:4])
-        if encoding == "utf-8-sig" and _looks_binary(head):
-            raise BinaryLogError("{}: binary data (an executable or archive?), not a text log".format(path))
+        binary = "{}: binary data (an executable or archive?), not a text log".format(path)
+        encoding = _encoding(raw.read(_SNIFF_BYTES), binary)
         raw.seek(0)
     except BaseException:
         raw.close()

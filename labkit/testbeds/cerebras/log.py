@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, new_run, number, parse_stamp, stamp_text
@@ -39,6 +39,10 @@ _VERSIONS = re.compile(r"job image version (\S+) is inconsistent with cluster se
 # 2.6 on the Fall 2025 cluster: the client's and the server's semantic versions.
 _SEMANTIC = re.compile(r"client semantic version:? (\S+?),? (?:is inconsistent with )?"
                        r"cluster server semantic version:? ([^\s,']+)")
+# What the timeline lines tell of the environment: the compile hash, and a version mismatch's two versions.
+_ENVIRONMENT = ((_HASH, ("compile_hash",)), (_CACHED, ("compile_hash",)),
+                (_VERSIONS, ("job_image_version", "cluster_server_version")),
+                (_SEMANTIC, ("client_semantic_version", "cluster_server_semantic_version")))
 _ESTIMATE = re.compile(r"Compile estimated performance: (" + NUMBER + r") samples/sec")
 # A Markdown label above a pasted log: "#### batch_size: 128", "**Batch size = 256**", "bs=64", a heading
 # that names it anywhere ("### Run 2 (batch size 64)"); never a sentence or a warning that mentions one.
@@ -296,8 +300,7 @@ class CerebrasReader(LineReader):
             if m:
                 device, step, loss, rate, global_rate = m.groups()
                 if st.steps and int(step) < st.steps[-1]:  # the step count went back: the next log's run
-                    self._close()
-                    st = self.state
+                    st = self._close()
                 st.device = device
                 st.cszoo_lines = st.cszoo_lines or "LoopTimeRemaining=" in line
                 st.steps.append(int(step))
@@ -314,12 +317,10 @@ class CerebrasReader(LineReader):
             return
         if ("Trainer Fit Summary" in line and (_has_run(st) or "compile_start" in st.marks)) or \
                 ("Compiling the model" in line and _has_run(st)):
-            self._close()  # a new `cszoo fit` begins: several logs pasted into one file
-            st = self.state
+            st = self._close()  # a new `cszoo fit` begins: several logs pasted into one file
         if "run.py" in line:
             if st.started and (st.completed or st.steps):
-                self._close()
-                st = self.state
+                st = self._close()
             m = _PARAMS.search(line)
             if m:
                 st.run.params["params_file"] = m.group(1)
@@ -331,13 +332,11 @@ class CerebrasReader(LineReader):
         m = _BATCH.search(line) if "Effective batch" in line else None
         if m:
             if st.completed or st.steps:
-                self._close()
-                st = self.state
+                st = self._close()
             st.run.params["batch_size"] = int(m.group(1))
             st.started = True
         if raw_stamp is not None:
-            if st.first is None:
-                st.first = raw_stamp
+            st.first = st.first or raw_stamp
             st.last = raw_stamp
             st.started = True
         if "Processed" in line:
@@ -386,6 +385,10 @@ class CerebrasReader(LineReader):
 
     def _timeline(self, st: LogState, line: str, stamp: datetime) -> None:
         marks, env = st.marks, st.run.environment
+        for pattern, keys in _ENVIRONMENT:
+            m = pattern.search(line)
+            if m:
+                env.update(zip(keys, m.groups()))
         if "Compiling the model" in line:
             marks.setdefault("compile_start", stamp)
         elif "Initiating a new" in line:
@@ -411,13 +414,6 @@ class CerebrasReader(LineReader):
                     st.queue_s[kind] = (stamp - st.queue_start[kind]).total_seconds()
         elif "Found existing cached compile" in line:
             st.cached_compile = True
-            m = _CACHED.search(line)
-            if m:
-                env["compile_hash"] = m.group(1)
-        elif "Compile hash is" in line:
-            m = _HASH.search(line)
-            if m:
-                env["compile_hash"] = m.group(1)
         elif "Exploring floorplans" in line or "Gradient accumulation trying" in line:
             st.compile_search = True
         elif "Compile was successful" in line:
@@ -440,13 +436,9 @@ class CerebrasReader(LineReader):
                 st.checkpoint_s += (stamp - st.saving_since).total_seconds()
                 st.saving_since = None
         elif "InconsistentVersion" in line:
-            m = _VERSIONS.search(line)
-            if m:
-                env["job_image_version"], env["cluster_server_version"] = m.group(1), m.group(2)
-            self._semantic(env, line)
             st.inconsistent_version = True
-        elif "semantic version" in line:
-            self._semantic(env, line)
+        elif "Compile hash is" in line or "semantic version" in line:
+            pass  # read into the environment above
         elif "Compile estimated performance" in line:
             m = _ESTIMATE.search(line)
             if m:
@@ -455,22 +447,16 @@ class CerebrasReader(LineReader):
             st.failed = st.failed or line[:200]
 
     @staticmethod
-    def _semantic(env: Dict[str, Any], line: str) -> None:
-        m = _SEMANTIC.search(line)
-        if m:
-            env["client_semantic_version"], env["cluster_server_semantic_version"] = m.group(1), m.group(2)
-
-    @staticmethod
     def _job(st: LogState, kind: str, job_id: str, stamp: datetime) -> None:
         st.run.environment["{}_job_id".format(kind)] = job_id
         st.job_kind = kind
         st.queue_start[kind] = stamp
 
-    def _close(self) -> None:
+    def _close(self) -> LogState:
         st = self.state
         self.state = LogState()
         if not st.started:
-            return
+            return self.state
         run = st.run
         model = st.model or _model_of(" ".join(str(v) for v in run.params.values()))
         if model is None:
@@ -526,11 +512,11 @@ class CerebrasReader(LineReader):
                              "since the start.".format(min(st.rates), max(st.rates),
                                                        " (a shared cluster)" if on_cerebras_system(st.device) else ""))
         self.runs.append(run)
+        return self.state
 
     def finish(self) -> List[Run]:
-        self._close()
         first_of: Dict[str, int] = {}
-        for index, run in enumerate(self.runs, 1):
+        for index, run in enumerate(super().finish(), 1):
             job = run.environment.get("execute_job_id")
             if job in first_of:
                 run.notes.append("This is run {} again (the same execute wsjob, {}): one run pasted twice, not a "

@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Tuple
 
-from labkit.metrics import Metric
+from labkit.metrics import Metric, MetricTable
 from labkit.results import Run
 
-__all__ = ["LOG_METRICS", "LOG_UNITS", "TOKENS_PER_S_UNIT", "add_log_metric"]
+__all__ = ["LOG_METRICS", "TOKENS_PER_S_UNIT", "add_log_metric"]
 
 #: The log reader's metrics, in the order the tables list them.
 LOG_METRICS: Tuple[Metric, ...] = (
@@ -47,13 +47,10 @@ LOG_METRICS: Tuple[Metric, ...] = (
 #: prints its sequence length; the LLaMA table (llama2_7b/metrics.py) holds the metric, in this unit.
 TOKENS_PER_S_UNIT = "tokens/s"
 
-#: Each log metric's unit, by name.
-LOG_UNITS: Dict[str, str] = {m.name: m.unit for m in LOG_METRICS}
+#: The log reader's metrics as a table: its ``add`` gives each metric its unit (KeyError for another name).
+_TABLE = MetricTable(("the Cerebras log reader",), *LOG_METRICS)
 
 
 def add_log_metric(run: Run, name: str, value: Any) -> None:
     """``run.add_metric(name, value, unit)`` with the unit of :data:`LOG_METRICS` (KeyError for another name)."""
-    if name not in LOG_UNITS:
-        raise KeyError("metric {!r} is not one the Cerebras log reader gives (its metrics: {})".format(
-            name, ", ".join(LOG_UNITS)))
-    run.add_metric(name, value, LOG_UNITS[name])
+    _TABLE.add(run, name, value)

@@ -3,12 +3,9 @@
     import labkit.logs
     report = labkit.logs.read("mnist.log", format="graphcore")
 
-MNIST output is tqdm bars (``Epochs: k/N``, an inner step bar with ``Loss: | Accuracy:``,
-``Graph compilation: 100/100``, first for training, after the epochs for inference) and
-``Accuracy on test set: 98.59%``, often glued to bar fragments and PopTorch warnings. A run starts
-at an ``srun: job N`` line or at a fresh ``Epochs`` bar after a finished run. BERT prints
-``Compiled/Loaded model in T secs``, a ``Step: i / n - ... total loss:`` bar and a ``Training
-Metrics`` block. What each becomes: docs/logs.md.
+MNIST output is tqdm bars, often glued to each other and to PopTorch warnings; a run starts at an
+``srun: job N`` line or at a fresh ``Epochs`` bar after a finished run. What each line becomes:
+docs/logs.md (the Graphcore rows).
 
 Verified only against real logs from the course (tests/logs, ../shared/fixtures/testbed-logs);
 no Graphcore SDK runs here.
@@ -21,7 +18,8 @@ from statistics import median
 from typing import Dict, List, Optional
 
 from labkit.divergence import divergence_note, loss_divergence
-from labkit.logs.base import NUMBER, LineReader, clock_seconds, new_run, number, params_from_filename
+from labkit.logs.base import (NUMBER, LineReader, clock_seconds, fill_from_filename, new_run, number,
+                              params_from_filename)
 from labkit.results import Run
 from labkit.testbeds.graphcore.metrics import BERT_METRICS, METRICS
 from labkit.testbeds.graphcore.verdict import judge
@@ -153,8 +151,7 @@ class GraphcoreReader(LineReader):
                         cur.seconds_per_epoch = value if rate.group(2) == "s/it" else 1.0 / value
                 if done == total:
                     cur.epochs_done = True
-                for bar in _BAR.finditer(line, m.end()):  # the inner step bar, glued on
-                    self._inner_bar(cur, int(bar.group(2)))
+                self._inner_bars(cur, line, m.end())  # the inner step bar, glued on
                 return
         if "Graph compilation" in line:
             m = _COMPILE.search(line)
@@ -186,26 +183,28 @@ class GraphcoreReader(LineReader):
                     cur.losses.append(float(m.group(1)))
                     cur.batch_accuracies.append(float(m.group(2)))
                 if self._wants_bar(cur):
-                    for bar in _BAR.finditer(line, m.end()):
-                        self._inner_bar(cur, int(bar.group(2)))
+                    self._inner_bars(cur, line, m.end())
                 return
         cur = self.mnist
         if cur is not None and cur.epochs_total is not None and self._wants_bar(cur) and "/" in line:
-            for bar in _BAR.finditer(line):
-                self._inner_bar(cur, int(bar.group(2)))
+            self._inner_bars(cur, line, 0)
 
     @staticmethod
     def _wants_bar(cur: _Mnist) -> bool:
         # Step counts come from the first inner bars seen; later redraws add nothing.
         return cur.test_steps is None if cur.epochs_done else cur.steps_per_epoch is None
 
-    def _inner_bar(self, cur: _Mnist, total: int) -> None:
-        if total == cur.epochs_total or total == 100 and cur.steps_per_epoch != 100:
-            return  # the Epochs bar itself, or a Graph compilation bar fragment
-        if not cur.epochs_done:
-            cur.steps_per_epoch = total
-        elif cur.test_steps is None:
-            cur.test_steps = total
+    @staticmethod
+    def _inner_bars(cur: _Mnist, line: str, start: int) -> None:
+        """The step counts of the tqdm bars in ``line`` from ``start``: an epoch's, or the test pass's."""
+        for bar in _BAR.finditer(line, start):
+            total = int(bar.group(2))
+            if total == cur.epochs_total or total == 100 and cur.steps_per_epoch != 100:
+                continue  # the Epochs bar itself, or a Graph compilation bar fragment
+            if not cur.epochs_done:
+                cur.steps_per_epoch = total
+            elif cur.test_steps is None:
+                cur.test_steps = total
 
     def _close_mnist(self) -> None:
         cur = self.mnist
@@ -217,17 +216,11 @@ class GraphcoreReader(LineReader):
                            ("steps_per_epoch", cur.steps_per_epoch), ("test_steps", cur.test_steps)):
             if value is not None:
                 run.params[key] = value
-        guessed = params_from_filename(self.name)
-        from_name = []
-        for key, value in guessed.items():
-            if key not in run.params:
-                run.params[key] = value
-                from_name.append("{}={}".format(key, value))
-            elif run.params[key] != value:
+        for key, value in params_from_filename(self.name).items():
+            if key in run.params and run.params[key] != value:
                 run.notes.append("The file name suggests {}={} but the log shows {}={}; the log wins.".format(
                     key, value, key, run.params[key]))
-        if from_name:
-            run.notes.append("Read from the file name only, not from the log: {}.".format(", ".join(from_name)))
+        fill_from_filename(run, self.name)
         for key, value in (("test_accuracy", cur.accuracy), ("train_compile_time", cur.train_compile_s),
                            ("test_compile_time", cur.infer_compile_s)):
             if value is not None:

@@ -83,14 +83,12 @@ class GroqReader(LineReader):
             return
         if st.header is not None and st.rows:
             # Any other line after a table's rows: that table is over.
-            self._close(complete=True)
-            st = self.state
+            st = self._close(complete=True)
         if "python" in line and ".py" in line:
             m = _SCRIPT.search(line)
             if m:
                 if st.anything:
-                    self._close(complete=False)
-                    st = self.state
+                    st = self._close(complete=False)
                 st.script = m.group(1).rsplit("/", 1)[-1]
                 st.anything = True
             return
@@ -114,8 +112,7 @@ class GroqReader(LineReader):
             return
         if cells[0].lower() == "source":
             if st.rows:
-                self._close(complete=True)
-                st = self.state
+                st = self._close(complete=True)
             st.header = [_COLUMNS.get(c.lower(), re.sub(r"\W+", "_", c.lower()).strip("_")) for c in cells]
             st.anything = True
             return
@@ -132,11 +129,11 @@ class GroqReader(LineReader):
             row[key] = None if cell in ("--", "", "-") else number(cell)
         st.rows[cells[0].lower()] = row
 
-    def _close(self, complete: bool) -> None:
+    def _close(self, complete: bool) -> _State:
         st = self.state
         self.state = _State()
         if not st.anything:
-            return
+            return self.state
         name = " ".join(x for x in (st.build, st.script) if x) or self.name
         minilm = (st.header is not None and "spearman" in st.header) or "minilm" in name.lower()
         run = new_run("groq/minilm" if minilm else "groq/bert_tiny")
@@ -174,8 +171,8 @@ class GroqReader(LineReader):
             run.notes.append("The build was loaded from GroqFlow's cache (~/.cache/groqflow), so no compile time "
                              "is included anywhere in this run.")
         self.runs.append(run)
+        return self.state
 
     def finish(self) -> List[Run]:
-        st = self.state
-        self._close(complete=bool(st.rows and st.header))
+        self._close(complete=bool(self.state.rows and self.state.header))
         return self.runs

@@ -26,12 +26,8 @@ __all__ = ["read_log", "standardize"]
 
 
 def standardize(run: Run) -> Run:
-    """Add the exercise's metric names to a run read from a log (the reader's names stay).
-
-    ``samples_per_sec`` is the last GlobalRate (the modelzoo's average since the first step),
-    ``total_samples`` / ``total_time`` come from "Processed N sample(s) in T seconds", and
-    ``time_per_sample`` is their ratio.
-    """
+    """Add the exercise's metric names to a run read from a log (the reader's names stay; the module says
+    which is which); ``time_per_sample`` is ``total_time`` / ``total_samples``."""
     m = run.metrics
     add = METRICS.add
     rate = m.get("global_rate", m.get("samples_per_s"))

@@ -1,14 +1,9 @@
 """SambaNova logs of the course's ``BertLarge.sh`` flow (SambaFlow under Slurm), read as
-``labkit.logs.read("BertLarge.out", format="sambanova")``; docs/logs.md has what each gives.
+``labkit.logs.read("BertLarge.out", format="sambanova")``.
 
-The flow writes three kinds of file: the **compile log** (``Model:``/``Date:``/``Time:``, the
-sambaflow version, ``COMPILE START AT`` ... ``COMPILE END AT N``, absent when the PEF already
-existed, then ``Submitted batch job N`` or ``sbatch: error: ...``, and ``Duration:  N``); the
-**training log** the batch job writes to the same path (the ``SLURM_*`` environment, the ``RUN
-COMMAND``, ``global_step:N|...|step_loss:X`` lines, the ``{'e2e_train_time': ...}`` line, then
-possibly the script's throughput ``AssertionError``); and ``slurm-<id>.out``, which holds only
-``Using DIR/BertLarge.out for output``. A ``script`` capture of a shell session is read too: each
-``./BertLarge.sh`` is one submission, with the sbatch flags of the latest ``git diff``.
+The flow writes a compile log, the training log the batch job writes to the same path, and
+``slurm-<id>.out``, which only points to it; a ``script`` capture of a shell session is one
+submission per ``./BertLarge.sh``. What each gives: docs/logs.md (the SambaNova rows).
 
 Verified only against real logs from the course; no SambaFlow runs here.
 """
@@ -20,7 +15,6 @@ from typing import Any, Dict, List, Optional
 
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, new_run
-from labkit.results import Run
 from labkit.testbeds.sambanova.bert_large.metrics import METRICS
 
 __all__ = ["SambaNovaReader", "POINTER"]
@@ -112,8 +106,7 @@ class SambaNovaReader(LineReader):
             m = _MODEL.match(line)
             if m:
                 if cur.anything and not self.session:
-                    self._close()
-                    cur = self.cur
+                    cur = self._close()
                 cur.run.params["model"] = m.group(1)
                 cur.anything = True
                 return
@@ -121,8 +114,7 @@ class SambaNovaReader(LineReader):
             m = _SCRIPT.search(line)
             if m:
                 self.session = True
-                self._close()
-                cur = self.cur
+                cur = self._close()
                 cur.kind = "submission"
                 cur.anything = True
                 cur.run.params.update(self.sbatch_flags)
@@ -240,11 +232,11 @@ class SambaNovaReader(LineReader):
         return False
 
     # -- closing a run -------------------------------------------------------------------
-    def _close(self) -> None:
+    def _close(self) -> _Run:
         cur = self.cur
         self.cur = _Run()
         if not cur.anything:
-            return
+            return self.cur
         run = cur.run
         model = str(run.params.get("model", "BertLarge"))
         run.exercise = "sambanova/{}".format(_exercise_name(model))
@@ -256,10 +248,11 @@ class SambaNovaReader(LineReader):
             # Only a pointer (slurm-<id>.out): not a run at all.
             self.notes.append("This is Slurm's stdout file: it holds only 'Using {} for output'. {} Copy that "
                               "file from the testbed and read it instead.".format(cur.pointer, OUTPUT_NOTE))
-            return
+            return self.cur
         else:
             run.notes.append("Neither a compile log nor a training log: nothing to measure was found.")
         self.runs.append(run)
+        return self.cur
 
     def _compile(self, cur: _Run) -> None:
         run = cur.run
@@ -367,10 +360,6 @@ class SambaNovaReader(LineReader):
         elif not cur.compile_start and cur.compile_end is None:
             METRICS.add(run, "compile_skipped", True)
             run.notes.append("The log starts at RUN: compilation was skipped because the compiled PEF existed.")
-
-    def finish(self) -> List[Run]:
-        self._close()
-        return self.runs
 
 
 def _oversize(p: Dict[str, Any]) -> str:
