@@ -193,14 +193,10 @@ def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = No
     with open(source) as f:
         text = f.read()
     edit = ParamsEdit(source=source, path=out_path)
-    if batch_size is not None:
-        text = _set(text, edit, "batch_size", int(batch_size))
-    if steps is not None:
-        text = _set(text, edit, "steps", int(steps))
-    if log_steps is not None:
-        text = _set(text, edit, "log_steps", int(log_steps))
-    if seed is not None:
-        text = _set(text, edit, "seed", int(seed))
+    settings = {"batch_size": batch_size, "steps": steps, "log_steps": log_steps, "seed": seed}
+    for name, value in settings.items():
+        if value is not None:
+            text = _set(text, edit, name, int(value))
     values = params_values(text)
     edit.sequence_length = values.get("sequence_length") or values.get("model_length")
     if sequence_length is not None and sequence_length != edit.sequence_length:
