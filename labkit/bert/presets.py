@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Dict, Optional
 
-__all__ = ["BERT_VOCAB_SIZE", "MODEL_SIZES", "model_config", "build_model", "count_parameters"]
+__all__ = ["BERT_VOCAB_SIZE", "MODEL_SIZES", "model_config", "build_model", "count_parameters", "seeded"]
 
 #: The uncased BERT WordPiece vocabulary size (the modelzoo's bert_large configs use it too).
 BERT_VOCAB_SIZE = 30522
@@ -61,7 +61,7 @@ def model_config(model_size: str = "large", max_seq_length: int = 128, vocab_siz
 
 
 @contextlib.contextmanager
-def _seeded(seed: int):
+def seeded(seed: int):
     """Seed torch's global generator for a block, then put the caller's state back."""
     import torch
 
@@ -79,10 +79,11 @@ def build_model(model_size: str = "large", max_seq_length: int = 128, seed: int 
     from transformers import BertForPreTraining
 
     config = model_config(model_size, max_seq_length, vocab_size)
-    with _seeded(seed):
+    with seeded(seed):
         model = BertForPreTraining(config)
     return model
 
 
 def count_parameters(model: Any) -> int:
+    """The number of parameters of a model."""
     return sum(p.numel() for p in model.parameters())

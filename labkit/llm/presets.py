@@ -10,9 +10,9 @@ its architecture and shrink its dimensions (docs/cerebras.md, "Model").
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Dict, Optional
 
+from labkit.bert.presets import count_parameters, seeded
 from labkit.errors import LabkitError
 
 __all__ = ["MODEL_SIZES", "LLAMA2_VOCAB_SIZE", "ModelTooLarge", "model_config", "build_model", "count_parameters",
@@ -104,15 +104,6 @@ def available_memory_bytes() -> Optional[int]:
             return None
 
 
-@contextlib.contextmanager
-def _seeded(seed: int):
-    import torch
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
-
-
 def build_model(model_size: str = "tiny", vocab_size: Optional[int] = None, max_seq_length: Optional[int] = None,
                 seed: int = 0, memory_bytes: Optional[int] = None, device: Any = None) -> Any:
     """A randomly initialised ``LlamaForCausalLM`` of the preset ``model_size`` (the same weights
@@ -132,7 +123,7 @@ def build_model(model_size: str = "tiny", vocab_size: Optional[int] = None, max_
             "and moments in float32), more than this machine's {:.0f} GiB; allowed here: {}".format(
                 model_size, parameter_count(model_size, vocab_size), needed / 2**30, memory / 2**30,
                 ", ".join(size for size in MODEL_SIZES if training_bytes(size, vocab_size) <= memory) or "none"))
-    with _seeded(seed):
+    with seeded(seed):
         if device is None or torch.device(device).type == "cpu":
             model = LlamaForCausalLM(config)
         else:
@@ -140,8 +131,3 @@ def build_model(model_size: str = "tiny", vocab_size: Optional[int] = None, max_
             with torch.device(device):
                 model = LlamaForCausalLM(config)
     return model
-
-
-def count_parameters(model: Any) -> int:
-    """The number of parameters of a model."""
-    return sum(p.numel() for p in model.parameters())
