@@ -127,19 +127,16 @@ def plan_llama(candidates: Sequence[str], vocab_size: int, batch_size: int, sequ
                 size, training_memory_bytes(size, vocab_size, batch_size, sequence_length, True, chosen.name) / 1e9,
                 info.describe()))
             continue
-        plan = None
         for checkpointing, why in tries:
             fitted, measured = accelerator.fits(lambda: _measure(size, vocab_size, batch_size, sequence_length,
                                                                  device, info, chosen, checkpointing))
             if fitted:
-                plan = LlamaStepPlan(size, chosen, checkpointing, measured[0], measured[1], tuple(skipped), why)
+                fitting = LlamaStepPlan(size, chosen, checkpointing, measured[0], measured[1], tuple(skipped), why)
                 break
-            if (checkpointing, why) == tries[-1]:  # no other way to train this preset is left
-                skipped.append("{} ran out of memory in its probe step{}".format(
-                    size, ", with activation checkpointing" if checkpointing else ""))
-        if plan is None:
+        else:  # no other way to train this preset is left
+            skipped.append("{} ran out of memory in its probe step{}".format(
+                size, ", with activation checkpointing" if checkpointing else ""))
             continue
-        fitting = plan
         if budget_s is None or fitting.seconds(steps) <= budget_s:
             return fitting
         skipped.append("{} would take about {:.0f} s for {} steps".format(size, fitting.seconds(steps), steps))

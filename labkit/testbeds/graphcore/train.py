@@ -44,10 +44,6 @@ from labkit.testbeds.graphcore.training_bars import progress_callbacks
 __all__ = ["train", "Portable", "step_function", "to_tensor"]
 
 
-def _limit(images: np.ndarray, labels: np.ndarray, limit: Optional[int]):
-    return (images, labels) if limit is None else (images[:limit], labels[:limit])
-
-
 def train(config: Config, device: Any, verbose: bool = True) -> Run:
     """Train and test the tutorial's network as ``config`` says on ``device`` ("ipu", or a torch device
     as :func:`~labkit.testbeds.graphcore.placement.choose_device` gives it); the Run, with the MnistResult (the
@@ -158,8 +154,9 @@ def _data(config: Config, say: Callable[[str], None]):
     for note in notes:
         say(note)
     say(data.describe())
-    train_images, train_labels = _limit(data.train_images, data.train_labels, config.max_train_samples)
-    test_images, test_labels = _limit(data.test_images, data.test_labels, config.max_test_samples)
+    limit, test_limit = config.max_train_samples, config.max_test_samples  # None: all
+    train_images, train_labels = data.train_images[:limit], data.train_labels[:limit]
+    test_images, test_labels = data.test_images[:test_limit], data.test_labels[:test_limit]
     samples_per_step = config.batch_size * config.device_iterations
     if len(train_labels) < samples_per_step:
         raise ValueError("The training set here has {} samples, fewer than one step of batch_size x "
