@@ -28,8 +28,7 @@ from labkit.grading.reports.class_page import class_html
 from labkit.grading.checks.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
 from labkit.grading.checks.duplicates import groups as duplicate_groups
 from labkit.grading.reports.feedback import feedback_html
-from labkit.grading.reports.gradebook import write_gradebook
-from labkit.grading.reports.lms import LMS_FORMATS, canvas_csv
+from labkit.grading.reports.gradebook import LMS_FORMATS, canvas_csv, write_gradebook
 from labkit.grading.reports.summary import class_summary, summary_markdown
 from labkit.grading.worker import Running, Submission, collect_job, kill_job, new_workroot, start_job
 from labkit.grading.parsl_executor import load_config, run_parsl
