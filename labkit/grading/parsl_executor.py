@@ -15,26 +15,13 @@ import os
 import shutil
 import socket
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List
 
 from labkit.grading import worker
 from labkit.grading.sandbox import levels
 from labkit.grading.checks.rubric import load_rubric
 
-__all__ = ["load_config", "run_parsl"]
-
-
-def load_config(path: Optional[str]) -> Any:
-    """The ``config`` of a Parsl config file; errors name ``--config`` (as for sweeps)."""
-    from labkit.sweep import SweepError, load_parsl_config
-
-    if not path:
-        raise ValueError("--executor parsl needs --config FILE, a Python file defining `config` "
-                         "(ready ones: docs/parsl/local.py, slurm_testbed.py, polaris_pbs.py)")
-    try:
-        return load_parsl_config(path)
-    except SweepError as exc:
-        raise ValueError(str(exc)) from None
+__all__ = ["run_parsl"]
 
 
 def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:

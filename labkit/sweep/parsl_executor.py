@@ -21,10 +21,13 @@ __all__ = ["load_parsl_config", "parsl_map", "run_parsl"]
 
 
 def load_parsl_config(path: Optional[str]):
-    """The ``config`` object of a Parsl config file (a Python file)."""
+    """The ``config`` object of a Parsl config file (a Python file); errors name ``--config``."""
     import importlib.util
 
-    problem = existing_file(path) if path else "no file given"
+    if not path:
+        raise SweepError("--executor parsl needs --config FILE, a Python file defining `config` "
+                         "(ready ones: docs/parsl/local.py, slurm_testbed.py, polaris_pbs.py)")
+    problem = existing_file(path)
     if problem:
         raise SweepError("--config {}: {}; it must be a Python file defining `config`, a parsl Config "
                          "(see docs/parsl/)".format(path, problem))
