@@ -28,11 +28,10 @@ from labkit.grading.reports.class_page import class_html
 from labkit.grading.checks.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
 from labkit.grading.checks.duplicates import groups as duplicate_groups
 from labkit.grading.reports.feedback import feedback_html
-from labkit.grading.reports.gradebook import write_gradebook
-from labkit.grading.reports.lms import LMS_FORMATS, canvas_csv
+from labkit.grading.reports.gradebook import LMS_FORMATS, canvas_csv, write_gradebook
 from labkit.grading.reports.summary import class_summary, summary_markdown
 from labkit.grading.worker import Running, Submission, collect_job, kill_job, new_workroot, start_job
-from labkit.grading.parsl_executor import load_config, run_parsl
+from labkit.grading.parsl_executor import run_parsl
 from labkit.grading.checks.rubric import load_rubric
 
 __all__ = ["Submission", "find_submissions", "grade_class", "STATE_VERSION"]
@@ -155,7 +154,9 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
         raise ValueError("--lms {}: must be one of {}".format(lms, ", ".join(LMS_FORMATS)))
     config = None
     if executor == "parsl":
-        config = load_config(parsl_config)
+        from labkit.sweep.parsl_executor import load_parsl_config
+
+        config = load_parsl_config(parsl_config)  # its errors name --config, as for sweeps
     level = level or levels.best_level()
     levels.check_level(level)
     if executor == "local" and not levels.level_available(level):
@@ -195,16 +196,15 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
         if progress is not None:
             progress(result)
 
+    jobs = [dict(_job(s, keys[s.student], rubric_path, limits, level, hidden, reproduce),
+                 allow_unconfined=allow_unconfined) for s in pending]
+    by_name = {s.student: s for s in pending}
     try:
         if executor == "parsl":
-            jobs = [dict(_job(s, keys[s.student], rubric_path, limits, level, hidden, reproduce),
-                         allow_unconfined=allow_unconfined) for s in pending]
-            by_name = {s.student: s for s in pending}
             run_parsl(jobs, config, out_dir,
                       lambda job, result: finished(by_name[job["student"]], _store_executed(result, out_dir)))
         else:
-            _run_local(pending, keys, rubric_path, rubric, limits, level, hidden, reproduce, workers, out_dir,
-                       finished)
+            _run_local(jobs, by_name, rubric, limits, level, reproduce, workers, out_dir, finished)
     finally:
         os.close(lock_fd)
     return {s.student: state.results[s.student] for s in subs if s.student in state.results}
@@ -219,11 +219,11 @@ def _job(sub: Submission, key: str, rubric_path: str, limits: levels.Limits, lev
             "hidden": list(hidden), "reproduce": reproduce}
 
 
-def _run_local(pending: List[Submission], keys: Dict[str, str], rubric_path: str, rubric: Any,
-               limits: levels.Limits, level: str, hidden: List[str], reproduce: bool, workers: int, out_dir: str,
+def _run_local(jobs: List[Dict[str, Any]], by_name: Dict[str, Submission], rubric: Any, limits: levels.Limits,
+               level: str, reproduce: bool, workers: int, out_dir: str,
                finished: Callable[[Submission, Dict[str, Any]], None]) -> None:
-    """Grade ``pending`` here, ``workers`` at a time, each in its own worker process."""
-    pending = list(pending)
+    """Grade the submissions of ``jobs`` here, ``workers`` at a time, each in its own worker process."""
+    pending = list(jobs)
     workroot = new_workroot()
     running: List[Running] = []
     counter = 0
@@ -231,10 +231,9 @@ def _run_local(pending: List[Submission], keys: Dict[str, str], rubric_path: str
     try:
         while pending or running:
             while pending and len(running) < max(1, workers):
-                sub = pending.pop(0)
+                job = pending.pop(0)
                 counter += 1
-                running.append(start_job(_job(sub, keys[sub.student], rubric_path, limits, level, hidden, reproduce),
-                                      sub, workroot, counter))
+                running.append(start_job(job, by_name[job["student"]], workroot, counter))
             time.sleep(0.1)
             for item in list(running):
                 timed_out = time.monotonic() > item.deadline

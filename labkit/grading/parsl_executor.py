@@ -15,27 +15,13 @@ import os
 import shutil
 import socket
 import time
-from concurrent.futures import as_completed
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List
 
 from labkit.grading import worker
 from labkit.grading.sandbox import levels
 from labkit.grading.checks.rubric import load_rubric
 
-__all__ = ["load_config", "run_parsl"]
-
-
-def load_config(path: Optional[str]) -> Any:
-    """The ``config`` of a Parsl config file; errors name ``--config`` (as for sweeps)."""
-    from labkit.sweep import SweepError, load_parsl_config
-
-    if not path:
-        raise ValueError("--executor parsl needs --config FILE, a Python file defining `config` "
-                         "(ready ones: docs/parsl/local.py, slurm_testbed.py, polaris_pbs.py)")
-    try:
-        return load_parsl_config(path)
-    except SweepError as exc:
-        raise ValueError(str(exc)) from None
+__all__ = ["run_parsl"]
 
 
 def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
@@ -45,10 +31,9 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
     refused = "" if job.get("allow_unconfined") else levels.refusal(job["level"])
     if not levels.level_available(job["level"]) or refused:
         why = refused or "isolation level {!r} does not work".format(job["level"])
-        result = worker.failed_result(job["student"], job["key"], job["level"], "grader error",
-                                      "on node {}, {}; nothing was run".format(host, why), rubric, job["reproduce"])
-        result["host"] = host
-        return result
+        return dict(worker.failed_result(job["student"], job["key"], job["level"], "grader error",
+                                         "on node {}, {}; nothing was run".format(host, why), rubric,
+                                         job["reproduce"]), host=host)
     workroot = worker.new_workroot()
     sub = worker.Submission(job["student"], job["source"], job["notebook"], job["problem"])
     item = None
@@ -74,21 +59,15 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
 def run_parsl(jobs: List[Dict[str, Any]], config: Any, out_dir: str,
               on_result: Callable[[Dict[str, Any], Dict[str, Any]], None]) -> None:
     """Submit every job through Parsl; call ``on_result(job, result)`` here as each finishes."""
-    import parsl
-
-    from labkit.sweep.parsl_executor import parsl_session
+    from labkit.sweep.parsl_executor import parsl_map
 
     if not jobs:
         return
-    with parsl_session(config, out_dir) as dfk:
-        app = parsl.python_app(grade_on_worker, data_flow_kernel=dfk)
-        futures = {app(dict(job)): job for job in jobs}
-        for future in as_completed(list(futures)):
-            job = futures[future]
-            try:
-                result = future.result()
-            except Exception as exc:  # the Parsl task itself failed (worker lost, node gone)
-                why = "the Parsl task failed: {}: {}".format(type(exc).__name__, str(exc)[:300])
-                result = worker.failed_result(job["student"], job["key"], job["level"], "grader error", why,
-                                              load_rubric(job["rubric"]), job["reproduce"])
-            on_result(job, result)
+    for job, future in parsl_map(grade_on_worker, jobs, config, out_dir):
+        try:
+            result = future.result()
+        except Exception as exc:  # the Parsl task itself failed (worker lost, node gone)
+            why = "the Parsl task failed: {}: {}".format(type(exc).__name__, str(exc)[:300])
+            result = worker.failed_result(job["student"], job["key"], job["level"], "grader error", why,
+                                          load_rubric(job["rubric"]), job["reproduce"])
+        on_result(job, result)

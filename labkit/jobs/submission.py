@@ -134,8 +134,6 @@ def follow(job: Job, poll: float = 2.0, timeout: Optional[float] = None, show: b
                 progress.update(1 if count is None else count - progress.n)
                 if status.state != previous:
                     progress.set_description_str("job {} {}".format(job.job_id, status.state))
-        if progress is not None:
-            progress.set_description_str("job {} {}".format(job.job_id, status.state))
     except KeyboardInterrupt:
         raise Interrupted("interrupted: stopped following job {0}, which keeps running (`scancel {0}` stops "
                           "it{1})".format(job.job_id, "; " + log_hint if log_hint else "")) from None

@@ -90,9 +90,6 @@ def run_sweep(sweep: SweepPlan, out: str, workers: int = 1, executor: str = "loc
         raise SweepError("--workers {}: must be a whole number >= 1".format(workers))
     if executor not in ("local", "parsl"):
         raise SweepError("--executor {}: must be 'local' or 'parsl'".format(executor))
-    if executor == "parsl" and not parsl_config:
-        raise SweepError("--executor parsl needs --config FILE, a Python file defining `config` "
-                         "(ready ones: docs/parsl/local.py, slurm_testbed.py, polaris_pbs.py)")
     config = load_parsl_config(parsl_config) if executor == "parsl" else None
     prepare_out(sweep, out)
     tasks = sweep.tasks(os.path.abspath(out))

@@ -4,27 +4,30 @@
 
 Each task runs :func:`labkit.sweep.task.execute_task` on a Parsl worker, which writes the
 run's row into ``--out`` (so ``--out`` must be on a file system the workers share).
-:func:`parsl_session` is shared with ``labkit grade --executor parsl``.
+:func:`parsl_map` is shared with ``labkit grade --executor parsl``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
+from concurrent.futures import Future, as_completed
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from labkit.params import existing_file
 from labkit.sweep.planning import SweepError
 from labkit.sweep.task import row_of
 
-__all__ = ["load_parsl_config", "parsl_session", "run_parsl"]
+__all__ = ["load_parsl_config", "parsl_map", "run_parsl"]
 
 
 def load_parsl_config(path: Optional[str]):
-    """The ``config`` object of a Parsl config file (a Python file)."""
+    """The ``config`` object of a Parsl config file (a Python file); errors name ``--config``."""
     import importlib.util
 
-    problem = existing_file(path) if path else "no file given"
+    if not path:
+        raise SweepError("--executor parsl needs --config FILE, a Python file defining `config` "
+                         "(ready ones: docs/parsl/local.py, slurm_testbed.py, polaris_pbs.py)")
+    problem = existing_file(path)
     if problem:
         raise SweepError("--config {}: {}; it must be a Python file defining `config`, a parsl Config "
                          "(see docs/parsl/)".format(path, problem))
@@ -53,11 +56,11 @@ def _parsl_task(task: Mapping[str, Any]) -> Dict[str, Any]:
     return execute_task(task, env={"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else None)
 
 
-@contextlib.contextmanager
-def parsl_session(config: Any, out: str) -> Iterator[Any]:
-    """Load ``config`` (its logs kept under ``out/parsl``), yield the DataFlowKernel, clean up.
+def parsl_map(function: Callable[[Dict[str, Any]], Any], items: Sequence[Mapping[str, Any]], config: Any,
+              out: str) -> Iterator[Tuple[Mapping[str, Any], Future]]:
+    """``function(item)`` for each item on ``config``'s workers; yields ``(item, future)`` as each ends.
 
-    Shared by ``labkit sweep`` and ``labkit grade --executor parsl``.
+    Parsl's logs are kept under ``out/parsl``. Shared by ``labkit sweep`` and ``labkit grade --executor parsl``.
     """
     import parsl
 
@@ -66,7 +69,10 @@ def parsl_session(config: Any, out: str) -> Iterator[Any]:
     dfk = parsl.load(config)
     log_files = _parsl_log_handlers(config.run_dir)
     try:
-        yield dfk
+        app = parsl.python_app(function, data_flow_kernel=dfk)
+        futures = {app(dict(item)): item for item in items}
+        for future in as_completed(list(futures)):
+            yield futures[future], future
     finally:
         dfk.cleanup()
         parsl.clear()
@@ -77,14 +83,8 @@ def parsl_session(config: Any, out: str) -> Iterator[Any]:
 
 def run_parsl(tasks: Sequence[Mapping[str, Any]], config: Any, out: str,
               on_row: Callable[[Dict[str, Any]], None]) -> None:
-    import parsl
-    from concurrent.futures import as_completed
-
-    with parsl_session(config, out) as dfk:
-        app = parsl.python_app(_parsl_task, data_flow_kernel=dfk)
-        futures = {app(dict(task)): task for task in tasks}
-        for future in as_completed(list(futures)):
-            on_row(row_of(future, futures[future]))
+    for task, future in parsl_map(_parsl_task, tasks, config, out):
+        on_row(row_of(future, task))
 
 
 def _parsl_log_handlers(run_dir: str) -> List[Tuple[Any, Any]]:

@@ -32,8 +32,7 @@ def execute_task(task: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
     load_after = share.load_average()
     if os.path.exists(running):
         replace_atomic(running, final)
-    row: Dict[str, Any] = {"run": task["key"]}
-    row.update(task["parameters"])
+    row = _row_head(task)
     status, error = outcome.status, outcome.error
     metrics: Dict[str, Any] = {}
     try:
@@ -45,9 +44,10 @@ def execute_task(task: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
     units: Dict[str, str] = {}
     for name, run in runs.items():
         for metric, value in run.metrics.items():
-            metrics[metric if len(runs) == 1 else "{}.{}".format(name, metric)] = value
+            column = metric if len(runs) == 1 else "{}.{}".format(name, metric)
+            metrics[column] = value
             if metric in run.units:
-                units[metric if len(runs) == 1 else "{}.{}".format(name, metric)] = run.units[metric]
+                units[column] = run.units[metric]
         if status == "complete" and run.status != "complete":
             status = run.status
             error = error or "the run recorded status {!r}".format(run.status)
@@ -55,7 +55,6 @@ def execute_task(task: Mapping[str, Any], env: Optional[Mapping[str, str]] = Non
         status, error = "error", "the notebook recorded no labkit.results.Run"
     row.update(metrics)
     row.update({"status": status, "error": error, "duration": round(outcome.duration, 3),
-                "notebook": os.path.join(RUNS, os.path.basename(final)),
                 "gpu": (env or {}).get("CUDA_VISIBLE_DEVICES", "")})
     part = share.recorded_share(env or {})
     contended, why = share.contention(part, load_before, load_after)
@@ -78,9 +77,16 @@ def row_of(future: Future, task: Mapping[str, Any]) -> Dict[str, Any]:
     try:
         return future.result()
     except Exception as exc:
-        row: Dict[str, Any] = {"run": task["key"]}
-        row.update(task["parameters"])
+        row = _row_head(task)
         row.update({"status": "error", "error": "worker failed: {}: {}".format(type(exc).__name__, exc),
-                    "duration": 0.0, "notebook": os.path.join(RUNS, os.path.basename(task["output"])), "gpu": ""})
+                    "duration": 0.0, "gpu": ""})
         return row  # not saved: the run itself never ended, so a restart runs it again
+
+
+def _row_head(task: Mapping[str, Any]) -> Dict[str, Any]:
+    """The columns a row has whatever happened: the run, its parameters and its notebook."""
+    row: Dict[str, Any] = {"run": task["key"]}
+    row.update(task["parameters"])
+    row["notebook"] = os.path.join(RUNS, os.path.basename(task["output"]))
+    return row
 

@@ -36,31 +36,32 @@ def grade_record(check: Check, evidence: Evidence) -> CheckResult:
         return check.result(0, refused or "no run of {} recorded the metric '{}' when the grader ran the notebook".format(
             describe_selection(check), shown_metric))
     metric_of = {id(r): _first_of(wanted, r.metrics) for _n, r in runs}
-    inside = [(n, r) for n, r in runs if _in_range(r.metrics[metric_of[id(r)]], low, high)]
-    outside = [(n, r) for n, r in runs if not _in_range(r.metrics[metric_of[id(r)]], low, high)]
+
+    def in_range(run: Run) -> bool:
+        return _in_range(run.metrics[metric_of[id(run)]], low, high)
+
     problems = [refused] if refused else []
-    for name, run in inside:  # full credit: the first run in range that the grader can confirm
+    # the first run the grader can confirm scores: full credit in range, else partial credit
+    for name, run in sorted(runs, key=lambda named: not in_range(named[1])):
         metric = metric_of[id(run)]
         problem = verify_run(check, evidence, run, [metric])
-        if problem is None:
-            reason = "{}: {} = {} is within {}".format(run_label(name, run), metric, fmt_value(run.metrics[metric]), _range(low, high))
+        if problem is not None:
+            problems.append("{}: {}".format(run_label(name, run), problem))
+            continue
+        shown = "{}: {} = {}".format(run_label(name, run), metric, fmt_value(run.metrics[metric]))
+        if in_range(run):
+            reason = "{} is within {}".format(shown, _range(low, high))
             fraction = 1.0
             if is_portable(run) and check.portable_cap() < 1.0:
                 fraction = check.portable_cap()
                 reason += "; a portable run earns {:g} of the {:g} points (portable_points)".format(
                     check.options.get("portable_points", 0), check.points)
             return check.result(fraction, "; ".join([reason] + problems), where=where_it_ran(run))
-        problems.append("{}: {}".format(run_label(name, run), problem))
-    for name, run in outside:  # partial credit: present, confirmed, but outside the range
-        metric = metric_of[id(run)]
-        problem = verify_run(check, evidence, run, [metric])
-        if problem is None:
-            problems.append("{}: {} = {} is outside {}".format(run_label(name, run), metric, fmt_value(run.metrics[metric]), _range(low, high)))
-            fraction = float(check.options.get("partial", 0))
-            if is_portable(run):
-                fraction = min(fraction, check.portable_cap())
-            return check.result(fraction, "; ".join(problems[-3:]), where=where_it_ran(run))
-        problems.append("{}: {}".format(run_label(name, run), problem))
+        problems.append("{} is outside {}".format(shown, _range(low, high)))
+        fraction = float(check.options.get("partial", 0))
+        if is_portable(run):
+            fraction = min(fraction, check.portable_cap())
+        return check.result(fraction, "; ".join(problems[-3:]), where=where_it_ran(run))
     return check.result(0, "; ".join(problems[:3]))
 
 

@@ -138,15 +138,12 @@ def sweep_runs(folder: str) -> List[Tuple[str, Optional[Run], str]]:
     table, rows = _sweep_table(folder)
     found: List[Tuple[str, Optional[Run], str]] = []
     for notebook, row in rows:
-        if row.get("status") not in _COUNTED:
-            found.append((notebook, None, _not_counted(row)))
-            continue
         try:
-            run, _facts = notebook_run(notebook)
+            run = notebook_run(notebook)[0] if row.get("status") in _COUNTED else None
         except EvidenceError as exc:
             found.append((notebook, None, str(exc)))
             continue
-        problem = _disagreement(table, row, run)
+        problem = _row_problem(table, row, run)
         found.append((notebook, None, problem) if problem else (notebook, run, ""))
     return found
 
@@ -165,11 +162,10 @@ def _sweep_table(folder: str) -> Tuple[str, List[Tuple[str, Dict[str, str]]]]:
         return table, [(os.path.join(folder, row.get("notebook") or ""), row) for row in csv.DictReader(f)]
 
 
-def _not_counted(row: Mapping[str, str]) -> str:
-    return "the run did not complete ({}: {})".format(row.get("status"), (row.get("error") or "")[:120])
-
-
-def _disagreement(table: str, row: Mapping[str, str], run: Run) -> str:
+def _row_problem(table: str, row: Mapping[str, str], run: Optional[Run]) -> str:
+    """Why a sweep's run does not count ("" when it does): it did not complete, or its row and notebook differ."""
+    if row.get("status") not in _COUNTED or run is None:
+        return "the run did not complete ({}: {})".format(row.get("status"), (row.get("error") or "")[:120])
     problems = _row_problems(row, run)
     return "{} disagrees with the run's notebook: {}".format(table, "; ".join(problems[:3])) if problems else ""
 
@@ -196,7 +192,7 @@ def trusted_record(params: Mapping[str, Any]) -> Dict[str, Any]:
         table, rows = _sweep_table(folder)
         for notebook, row in rows:
             if os.path.abspath(notebook) == mine:
-                problem = _disagreement(table, row, run) if row.get("status") in _COUNTED else _not_counted(row)
+                problem = _row_problem(table, row, run)
                 if problem:
                     raise EvidenceError(problem)
     return {"params": dict(run.params), "metrics": dict(run.metrics)}
