@@ -1,11 +1,5 @@
 """The notebook's plan and run steps (:func:`plan`, :func:`run_exercise`) and the homework's :func:`compare`.
 
-    from labkit.testbeds.cerebras import bert_large
-    bert_large.plan(config)                          # the CS-2, the portable BERT, or a log, and why
-    run = bert_large.run_exercise(config)            # a log read, the CS-2, or the portable BERT
-    bert_large.show(run)
-    runs = bert_large.compare(config, runs=[run])    # plus compare_logs and compare_batch_sizes
-
 A plan decides, it never trains: ``target="CSX"`` without the Cerebras stack, or a portable run
 that would take hours, is refused here (see ``allow_long_run``).
 """
@@ -20,17 +14,14 @@ from labkit.interrupts import run_step
 from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
+from labkit.testbeds.cerebras import duration, time_lines
 from labkit.testbeds.cerebras.bert_large.host import CerebrasStack, cerebras_stack, check_template
 from labkit.testbeds.cerebras.bert_large.log import read_log
 from labkit.testbeds.cerebras.bert_large.modelzoo import run_modelzoo
 from labkit.testbeds.cerebras.bert_large.portable import run_portable
 from labkit.testbeds.cerebras.bert_large.spec import CEREBRAS_HELP, EXERCISE, LONG_RUN_SECONDS
 
-__all__ = ["BertLargePlan", "plan", "run_exercise", "compare", "estimated_seconds", "step_plan",
-           "SHOWN_SECONDS"]
-
-#: A CPU plan shows its measured time from this long up (a GPU's plan always shows it).
-SHOWN_SECONDS = 600
+__all__ = ["BertLargePlan", "plan", "run_exercise", "compare", "estimated_seconds", "step_plan"]
 
 
 @dataclass(repr=False)
@@ -43,18 +34,14 @@ class BertLargePlan(RunPlan):
     steps: Optional[bert.StepPlan] = None
 
 
-def plan(config: Config) -> BertLargePlan:
-    """Decide where ``config`` runs, before anything runs.
+def plan(config: Config, sizes: Optional[Sequence[int]] = None) -> BertLargePlan:
+    """Decide where ``config`` runs, before anything runs, for the batch sizes that will train
+    (``None``: ``batch_size`` and ``compare_batch_sizes``).
 
     Raises :class:`labkit.devices.DeviceError` saying what is missing when ``target="CSX"``
     and the Cerebras stack is not here, or a GPU that was asked for is absent; raises
     ParameterError when a portable run would take hours (see ``allow_long_run``).
     """
-    return _plan_for(config, None)
-
-
-def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
-    """:func:`plan` for the batch sizes that will train (``None``: ``batch_size`` and ``compare_batch_sizes``)."""
     if config.log_path:
         return BertLargePlan("log", "reads the log at {} (a CS-2 run; nothing is trained)".format(config.log_path),
                              "log_path is set: the run is read from that log")
@@ -79,10 +66,7 @@ def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
     if device.type != "cpu" or config.precision != "auto" or steps.micro_batch.accumulation > 1:
         where += " in " + steps.precision.name  # the default on a CPU needs no word
         why += "; " + steps.why()
-    more = []
-    if device.type != "cpu" or seconds >= SHOWN_SECONDS:
-        more.append("Time: about {} for {} step(s) (measured here: {})".format(_duration(seconds), config.max_steps,
-                                                                            steps.measured))
+    more = time_lines(device, seconds, config.max_steps, steps.measured)
     return BertLargePlan("portable", where, why, device=device, more=more, steps=steps)
 
 
@@ -93,12 +77,15 @@ def step_plan(config: Config, device: Any, batch_size: Optional[int] = None, mea
                            config.micro_batch_size, samples=batch * config.max_steps, measure=measure)
 
 
+_plan_step = plan  # run_exercise's argument is called plan too
+
+
 @run_step
 def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
     """The notebook's run step: read the log, train on the CS-2 or train the portable BERT, where ``plan``
     (default: :func:`plan` now) says; the run's record. A CS-2 run writes its params file and its log in
     the current folder (the notebook's)."""
-    chosen = plan if plan is not None else _plan_for(config, None)
+    chosen = plan if plan is not None else _plan_step(config)
     if chosen.path == "log":
         run = read_log(config.log_path, config)
         for line in (run.notes or []):
@@ -123,7 +110,7 @@ def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequen
     if sizes:
         chosen = chosen or plan(config)
         if chosen.path == "log":  # the main run was read; where do the comparison runs train?
-            chosen = _plan_for(config.replace(log_path=None, compare_batch_sizes=[]), sizes)
+            chosen = plan(config.replace(log_path=None, compare_batch_sizes=[]), sizes)
         each = replace(chosen, steps=None)  # a portable run plans its own micro-batch for its batch size
         for size in sizes:
             found.append(run_exercise(config.replace(batch_size=size), each))
@@ -138,32 +125,19 @@ def estimated_seconds(config: Config, device: Any, batch_size: Optional[int] = N
     return step_plan(config, device, batch).seconds(batch * config.max_steps)
 
 
-def _check_cost(config: Config, device: Any, sizes: Optional[Sequence[int]],
-                steps: Optional[bert.StepPlan] = None) -> float:
+def _check_cost(config: Config, device: Any, sizes: Optional[Sequence[int]], steps: bert.StepPlan) -> float:
     """The measured estimate for every batch size that will train; refuses one over LONG_RUN_SECONDS
     (unless allow_long_run). The main batch's ``steps`` times the others' samples: the same time a sample."""
     if sizes is None:
         sizes = [config.batch_size] + list(config.compare_batch_sizes)
-    steps = steps or step_plan(config, device, sizes[0])
     seconds = sum(steps.seconds(b * config.max_steps) for b in sizes)
-    if config.allow_long_run:
-        return seconds
-    if seconds > LONG_RUN_SECONDS:
+    if seconds > LONG_RUN_SECONDS and not config.allow_long_run:
         raise ParameterError([
             "model_size = {!r}, {}, max_steps = {}: on {} this portable training would take about {} "
             "(measured here: {}); the CS-2 does it in minutes. Allowed here: something smaller, e.g. model_size='tiny', "
             "batch_size=32, max_steps=100, log_steps=10; or read a CS-2 log with log_path; or set "
             "allow_long_run=True.".format(config.model_size, "batch_size = {}".format(sizes[0]) if len(sizes) == 1 else
                                           "batch sizes {}".format(list(sizes)), config.max_steps,
-                                          device, _duration(seconds), steps.measured)], EXERCISE)
+                                          device, duration(seconds), steps.measured)], EXERCISE)
     return seconds
 
-
-def _duration(seconds: float) -> str:
-    if seconds >= 86400:
-        return "{:.0f} days".format(seconds / 86400)
-    if seconds >= 3600:
-        return "{:.0f} hours".format(seconds / 3600)
-    if seconds >= 60:
-        return "{:.0f} minutes".format(seconds / 60)
-    return "{:.0f} seconds".format(seconds)
