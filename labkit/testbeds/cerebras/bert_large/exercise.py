@@ -34,14 +34,18 @@ class BertLargePlan(RunPlan):
     steps: Optional[bert.StepPlan] = None
 
 
-def plan(config: Config, sizes: Optional[Sequence[int]] = None) -> BertLargePlan:
-    """Decide where ``config`` runs, before anything runs, for the batch sizes that will train
-    (``None``: ``batch_size`` and ``compare_batch_sizes``).
+def plan(config: Config) -> BertLargePlan:
+    """Decide where ``config`` runs, before anything runs.
 
     Raises :class:`labkit.devices.DeviceError` saying what is missing when ``target="CSX"``
     and the Cerebras stack is not here, or a GPU that was asked for is absent; raises
     ParameterError when a portable run would take hours (see ``allow_long_run``).
     """
+    return _plan_for(config, None)
+
+
+def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
+    """:func:`plan` for the batch sizes that will train (``None``: ``batch_size`` and ``compare_batch_sizes``)."""
     if config.log_path:
         return BertLargePlan("log", "reads the log at {} (a CS-2 run; nothing is trained)".format(config.log_path),
                              "log_path is set: the run is read from that log")
@@ -77,15 +81,12 @@ def step_plan(config: Config, device: Any, batch_size: Optional[int] = None, mea
                            config.micro_batch_size, samples=batch * config.max_steps, measure=measure)
 
 
-_plan_step = plan  # run_exercise's argument is called plan too
-
-
 @run_step
 def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
     """The notebook's run step: read the log, train on the CS-2 or train the portable BERT, where ``plan``
     (default: :func:`plan` now) says; the run's record. A CS-2 run writes its params file and its log in
     the current folder (the notebook's)."""
-    chosen = plan if plan is not None else _plan_step(config)
+    chosen = plan if plan is not None else _plan_for(config, None)
     if chosen.path == "log":
         run = read_log(config.log_path, config)
         for line in (run.notes or []):
@@ -110,7 +111,7 @@ def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequen
     if sizes:
         chosen = chosen or plan(config)
         if chosen.path == "log":  # the main run was read; where do the comparison runs train?
-            chosen = plan(config.replace(log_path=None, compare_batch_sizes=[]), sizes)
+            chosen = _plan_for(config.replace(log_path=None, compare_batch_sizes=[]), sizes)
         each = replace(chosen, steps=None)  # a portable run plans its own micro-batch for its batch size
         for size in sizes:
             found.append(run_exercise(config.replace(batch_size=size), each))

@@ -150,20 +150,16 @@ def plan(config: Config) -> LlamaPlan:
 _plan_step = plan  # run_exercise's argument is called plan too
 
 
-def _with_course_length(config: Config) -> Config:
-    """A log seldom prints its sequence length: None stands for the course's data set's (4096 tokens)."""
-    if config.sequence_length is not None:
-        return config
-    return config.replace(sequence_length=COURSE["sequence_length"])
-
-
 @run_step
 def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     """Read the log, train on the CS-3 (:func:`~.testbed.run_on_cs3`) or train the portable LLaMA
     (:func:`~.train.train`, whose body is the loop), as ``plan`` (default: :func:`plan` now) says; the run."""
     chosen = plan if plan is not None else _plan_step(config)
     if chosen.path == "log":
-        run = read_log(config.log_path, _with_course_length(config))
+        # a log seldom prints its sequence length: None stands for the course's data set's (4096 tokens)
+        if config.sequence_length is None:
+            config = config.replace(sequence_length=COURSE["sequence_length"])
+        run = read_log(config.log_path, config)
         for line in run.notes or []:
             print("Note: " + line)
         return run
