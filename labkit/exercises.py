@@ -1,10 +1,5 @@
 """The registry of exercises: every fact about an exercise that code outside it needs, in one place.
 
-    exercises.entry("cerebras/llama2_7b").hardware       # 'CS-3'
-    exercises.entry("cerebras/llama2_7b").load()         # the exercise module: SPEC, METRICS, plan, run_exercise, show
-    exercises.for_notebook("notebooks/groq/bert_tiny.ipynb").name   # 'groq/bert_tiny'
-    exercises.log_format("cerebras").reader()           # the reader class, imported now
-
 An entry names its modules as text and imports them only when asked: this module and
 :mod:`labkit.logs` sit below the exercises and import none of them, so reading a log never
 imports an exercise that imports ``labkit.logs`` back. An exercise is one package under

@@ -48,8 +48,7 @@ class ParameterError(LabkitError, ValueError):
 
 class StaleConfigError(ParameterError):
     """The notebook's parameters changed since its config was built (a cell edited and run alone),
-    shown as one sentence: ``learning_rate is 0.5 in the notebook but 0.03 in config: run the config
-    cell again (or Run All)``."""
+    shown as one sentence ending in "run the config cell again (or Run All)"."""
 
     shown_as = ""
 
@@ -193,13 +192,9 @@ _IMMUTABLE = (int, float, str, bool, type(None))
 
 
 class Config(Mapping[str, Any]):
-    """The checked parameters of one run, read-only, readable as ``config.epochs``.
-
-    A config built by :meth:`Spec.from_notebook` keeps the notebook's namespace, and every
-    read of a value first checks that the notebook still holds what the config holds (see
-    :func:`check_current`): a parameters cell edited and run alone must not leave a run using
-    values the notebook no longer shows.
-    """
+    """The checked parameters of one run, read-only, readable as ``config.epochs``; every read first
+    runs :func:`check_current`, so a parameters cell edited and run alone never leaves a run using
+    values the notebook no longer shows."""
 
     def __init__(self, values: Mapping[str, Any], spec_name: str = ""):
         object.__setattr__(self, "_values", dict(values))
@@ -250,13 +245,11 @@ class Config(Mapping[str, Any]):
 
 
 def check_current(config: Config) -> None:
-    """Raise :class:`StaleConfigError` when the notebook no longer shows what ``config`` holds.
+    """Raise :class:`StaleConfigError` when the notebook no longer shows what ``config`` (built by
+    :meth:`Spec.from_notebook`) holds: a changed value, a deleted name, or one that would not validate.
 
-    Only a config built by :meth:`Spec.from_notebook` is checked, against the current values of
-    its parameter names in that notebook's namespace: a changed value, a deleted name, or a new
-    value that would not validate. Papermill, ``labkit run``/``sweep``/``grade`` and Run All
-    execute the cells in order, so for them the check always passes. A re-bound but equal value
-    passes too. Cheap: an unchanged name costs one dictionary look-up.
+    Papermill, ``labkit run``/``sweep``/``grade`` and Run All execute the cells in order, so for them it
+    always passes, as does a re-bound but equal value; an unchanged name costs one dictionary look-up.
     """
     linked = object.__getattribute__(config, "_notebook")
     if linked is None:
@@ -369,11 +362,8 @@ class Spec:
 
     def from_notebook(self, namespace: Mapping[str, Any]) -> Config:
         """Validate the parameters as a notebook's globals hold them; the config keeps ``namespace``
-        (:func:`check_current`).
-
-        Names papermill injected that this spec does not declare are reported too: they are read
-        from the injected cell in the kernel's input history, so a student's own variables in
-        JupyterLab are never mistaken for parameters.
+        (:func:`check_current`). Undeclared names papermill injected are reported too, read from the
+        injected cell in the input history, so a student's own variables are never taken for parameters.
         """
         values = {p.name: namespace.get(p.name, p.default) for p in self}
         history = namespace.get("In") or []

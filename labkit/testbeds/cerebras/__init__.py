@@ -11,7 +11,7 @@ docs/cerebras.md, "Code".
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, List
 
 # 2024 hand-ins say `from labkit.testbeds import cerebras; cerebras.run_exercise(config)` (and their metadata
 # names labkit.testbeds.cerebras:SPEC): those names still resolve, to bert_large, imported only when asked for.
@@ -20,6 +20,9 @@ _BERT_LARGE_NAMES = ("SPEC", "plan", "run_exercise", "show", "compare", "compari
 
 __all__ = list(_BERT_LARGE_NAMES)
 
+#: A CPU plan shows its measured time from this long up (a GPU's plan always shows it).
+SHOWN_SECONDS = 600
+
 
 def __getattr__(name: str) -> Any:
     if name in _BERT_LARGE_NAMES:
@@ -27,3 +30,18 @@ def __getattr__(name: str) -> Any:
 
         return getattr(bert_large, name)
     raise AttributeError("module {!r} has no attribute {!r}".format(__name__, name))
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` in the largest whole unit a plan's reader thinks in ("3 hours")."""
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= size:
+            return "{:.0f} {}".format(seconds / size, unit)
+    return "{:.0f} seconds".format(seconds)
+
+
+def time_lines(device: Any, seconds: float, steps: int, measured: str) -> List[str]:
+    """A portable plan's "Time:" line: on a GPU always, on a CPU from SHOWN_SECONDS up."""
+    if device.type == "cpu" and seconds < SHOWN_SECONDS:
+        return []
+    return ["Time: about {} for {} step(s) (measured here: {})".format(duration(seconds), steps, measured)]

@@ -1,18 +1,9 @@
 """Graphcore: the PopTorch MNIST exercise, on an IPU or anywhere PyTorch runs.
 
-Notebook: ``notebooks/graphcore/mnist.ipynb``. From a shell:
-
-    papermill notebooks/graphcore/mnist.ipynb out.ipynb -p epochs 20
-    srun --ipus=1 papermill notebooks/graphcore/mnist.ipynb out.ipynb    # on the testbed
-
-From Python (the notebook's five steps):
-
-    from labkit.testbeds import graphcore
-    config = graphcore.SPEC.validate({"epochs": 1})
-    graphcore.plan(config); run = graphcore.run_exercise(config); graphcore.show(run)
-
-From a parameter to the loop: ``SPEC.from_notebook`` -> ``exercise.run_exercise`` -> ``train.train``.
-The modules, one concern each: docs/graphcore.md.
+Notebook: ``notebooks/graphcore/mnist.ipynb`` (on the testbed: ``srun --ipus=1 papermill
+notebooks/graphcore/mnist.ipynb out.ipynb``; elsewhere docs/running.md). From a parameter to the loop:
+``SPEC.from_notebook`` -> ``exercise.run_exercise`` -> ``train.train``. The modules, one concern each:
+docs/graphcore.md.
 """
 
 from labkit.testbeds.graphcore.exercise import plan, run_exercise

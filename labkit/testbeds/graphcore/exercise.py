@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from labkit import devices, logs
+from labkit import devices
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
+from labkit.testbeds import last_run
 from labkit.testbeds.graphcore.placement import choose_device, choose_precision
 from labkit.testbeds.graphcore.record import MnistResult
 from labkit.testbeds.graphcore.spec import EXERCISE
@@ -65,16 +66,7 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
 
 
 def _from_log(config: Config) -> Run:
-    report = logs.read(config.log_path)
-    runs = [r for r in report.runs if r.exercise == EXERCISE] or list(report.runs)
-    if not runs:
-        raise ValueError("log_path = {!r}: no run found in this log ({}).".format(
-            config.log_path, "; ".join(report.notes) or "unrecognised format"))
-    if len(runs) > 1:
-        print("This log holds {} runs; showing the last. labkit.logs.read(log_path).runs has them all.".format(
-            len(runs)), flush=True)
-    run = runs[-1]
-    print("Read a {} run from {} ({} format).".format(run.exercise, config.log_path, report.format), flush=True)
+    run, _ = last_run(config.log_path, EXERCISE)
     if "test_accuracy" in run.metrics:
         print("Accuracy on test set: {:0.2f}%".format(run.metrics["test_accuracy"]), flush=True)
     for note in run.notes:

@@ -1,17 +1,7 @@
 """The Groq exercise: BERT-tiny on SST-2 (spring) or MiniLM on STS-B (autumn), compiled for an
 inference engine and compared with the CPU. Notebook: notebooks/groq/bert_tiny.ipynb.
 
-    papermill notebooks/groq/bert_tiny.ipynb out.ipynb -p num_samples 100
-
-In Python (the notebook's five steps)::
-
-    from labkit.testbeds import groq
-    config = groq.SPEC.validate({"num_samples": 50})
-    groq.plan(config)                  # the backends that will run, and why
-    run = groq.run_exercise(config)    # load model and data, build, evaluate: a labkit.results.Run
-    groq.show(run)                     # GroqFlow's columns: Source, Accuracy, end-to-end and on-chip latency / IPS
-
-The backends, what each number means, what was verified where, and the modules: docs/groq.md.
+How to run it, the backends, what each number means, what was verified where, and the modules: docs/groq.md.
 """
 
 from labkit.testbeds.groq.custom_text import custom, shape_lesson

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-import labkit.logs
 from labkit import interrupts
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
+from labkit.testbeds import last_run
 from labkit.testbeds.groq import backends
 from labkit.testbeds.groq.report import make_run
 from labkit.testbeds.groq.result import GroqDetails
@@ -52,7 +52,11 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     log): the Run, with :class:`GroqDetails` as ``run.details`` for a run made here."""
     chosen = plan if plan is not None else _plan_step(config)
     if chosen.path == "log":
-        return _from_log(config.log_path)
+        run, notes = last_run(config.log_path)  # a GroqFlow log may hold bert_tiny and minilm runs: the last
+        for note in notes + run.notes:
+            print("NOTE:", note)
+        run.details = None
+        return run
     loaded = load_model(config)
     data = load_data(config, loaded)
     engines = build(config, loaded)
@@ -69,21 +73,5 @@ def _run_of(config: Config, loaded: object, data: object, engines: dict, result:
         return None
     run = make_run(config, loaded, data, result)
     run.details = GroqDetails(loaded, data, engines, result)
-    return run
-
-
-def _from_log(path: str) -> Run:
-    report = labkit.logs.read(path)
-    if not report.runs:
-        raise ValueError("log_path = {!r}: no run found in this log ({}).".format(
-            path, "; ".join(report.notes) or "unrecognised format"))
-    if len(report.runs) > 1:
-        print("This log holds {} runs; showing the last. labkit.logs.read(log_path).runs has them all.".format(
-            len(report.runs)))
-    run = report.runs[-1]
-    print("Read a {} run from {} ({} format).".format(run.exercise, path, report.format))
-    for note in list(getattr(report, "notes", []) or []) + run.notes:
-        print("NOTE:", note)
-    run.details = None
     return run
 

@@ -21,24 +21,16 @@ from labkit.testbeds.homework.metrics import runs_metric
 __all__ = ["plan", "run_exercise"]
 
 
-def _found_files(folder: str) -> List[str]:
-    """The files under ``folder`` that can hold runs (no hidden ones), relative to it, sorted."""
-    found = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found.extend(os.path.relpath(os.path.join(root, name), folder)
-                     for name in sorted(files) if not name.startswith("."))
-    return found
-
-
 def _files_line(kind: str, folder: str) -> str:
+    """How many files under ``folder`` can hold runs (no hidden ones; a lab book's: its notebooks)."""
     if not os.path.isdir(folder):
         return "no {} folder {}".format(kind, folder)
-    files = _found_files(folder)
-    notebooks = [f for f in files if f.endswith(".ipynb")]
-    if kind == "lab-book":
-        return "{} notebook(s) in {}".format(len(notebooks), folder)
-    return "{} file(s) in {}".format(len(files), folder)
+    count = 0
+    for _root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        wanted = [f for f in files if not f.startswith(".") and (kind != "lab-book" or f.endswith(".ipynb"))]
+        count += len(wanted)
+    return "{} {} in {}".format(count, "notebook(s)" if kind == "lab-book" else "file(s)", folder)
 
 
 def plan(config: Config) -> RunPlan:

@@ -1,19 +1,6 @@
 """Cerebras BERT-Large (the 2024 course): pre-training with the modelzoo on a CS-2, or the portable BERT anywhere.
 
-Notebook: ``notebooks/cerebras/bert_large.ipynb``. From a shell:
-
-    papermill notebooks/cerebras/bert_large.ipynb out.ipynb                      # on a Cerebras user node
-    papermill notebooks/cerebras/bert_large.ipynb out.ipynb -p model_size tiny -p batch_size 16 -p max_steps 50 -p log_steps 10
-    papermill notebooks/cerebras/bert_large.ipynb out.ipynb -p log_path mytest.log   # read a CS-2 log
-
-From Python:
-
-    from labkit.testbeds.cerebras import bert_large
-    config = bert_large.SPEC.validate({"model_size": "micro", "batch_size": 8, "max_steps": 20, "log_steps": 10})
-    bert_large.plan(config)                     # where it will run, and why
-    run = bert_large.run_exercise(config)       # a labkit.results.Run
-    bert_large.show(run)                        # metrics, notes, the loss curve
-
+Notebook: ``notebooks/cerebras/bert_large.ipynb``; docs/cerebras.md shows it from a shell and from Python.
 Three ways to a run, all giving the same metrics: ``target="CSX"`` (the modelzoo's ``run.py CSX`` on
 a CS-2; verified only on the testbed, tested here against a fake ``run.py``), a torch device (the
 portable BERT of :mod:`labkit.bert`, printing the modelzoo's log lines), or ``log_path`` (a log of a

@@ -1,11 +1,5 @@
 """The notebook's plan and run steps (:func:`plan`, :func:`run_exercise`) and the homework's :func:`compare`.
 
-    from labkit.testbeds.cerebras import bert_large
-    bert_large.plan(config)                          # the CS-2, the portable BERT, or a log, and why
-    run = bert_large.run_exercise(config)            # a log read, the CS-2, or the portable BERT
-    bert_large.show(run)
-    runs = bert_large.compare(config, runs=[run])    # plus compare_logs and compare_batch_sizes
-
 A plan decides, it never trains: ``target="CSX"`` without the Cerebras stack, or a portable run
 that would take hours, is refused here (see ``allow_long_run``).
 """
@@ -20,17 +14,14 @@ from labkit.interrupts import run_step
 from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
+from labkit.testbeds.cerebras import duration, time_lines
 from labkit.testbeds.cerebras.bert_large.host import CerebrasStack, cerebras_stack, check_template
 from labkit.testbeds.cerebras.bert_large.log import read_log
 from labkit.testbeds.cerebras.bert_large.modelzoo import run_modelzoo
 from labkit.testbeds.cerebras.bert_large.portable import run_portable
 from labkit.testbeds.cerebras.bert_large.spec import CEREBRAS_HELP, EXERCISE, LONG_RUN_SECONDS
 
-__all__ = ["BertLargePlan", "plan", "run_exercise", "compare", "estimated_seconds", "step_plan",
-           "SHOWN_SECONDS"]
-
-#: A CPU plan shows its measured time from this long up (a GPU's plan always shows it).
-SHOWN_SECONDS = 600
+__all__ = ["BertLargePlan", "plan", "run_exercise", "compare", "estimated_seconds", "step_plan"]
 
 
 @dataclass(repr=False)
@@ -79,10 +70,7 @@ def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
     if device.type != "cpu" or config.precision != "auto" or steps.micro_batch.accumulation > 1:
         where += " in " + steps.precision.name  # the default on a CPU needs no word
         why += "; " + steps.why()
-    more = []
-    if device.type != "cpu" or seconds >= SHOWN_SECONDS:
-        more.append("Time: about {} for {} step(s) (measured here: {})".format(_duration(seconds), config.max_steps,
-                                                                            steps.measured))
+    more = time_lines(device, seconds, config.max_steps, steps.measured)
     return BertLargePlan("portable", where, why, device=device, more=more, steps=steps)
 
 
@@ -138,32 +126,19 @@ def estimated_seconds(config: Config, device: Any, batch_size: Optional[int] = N
     return step_plan(config, device, batch).seconds(batch * config.max_steps)
 
 
-def _check_cost(config: Config, device: Any, sizes: Optional[Sequence[int]],
-                steps: Optional[bert.StepPlan] = None) -> float:
+def _check_cost(config: Config, device: Any, sizes: Optional[Sequence[int]], steps: bert.StepPlan) -> float:
     """The measured estimate for every batch size that will train; refuses one over LONG_RUN_SECONDS
     (unless allow_long_run). The main batch's ``steps`` times the others' samples: the same time a sample."""
     if sizes is None:
         sizes = [config.batch_size] + list(config.compare_batch_sizes)
-    steps = steps or step_plan(config, device, sizes[0])
     seconds = sum(steps.seconds(b * config.max_steps) for b in sizes)
-    if config.allow_long_run:
-        return seconds
-    if seconds > LONG_RUN_SECONDS:
+    if seconds > LONG_RUN_SECONDS and not config.allow_long_run:
         raise ParameterError([
             "model_size = {!r}, {}, max_steps = {}: on {} this portable training would take about {} "
             "(measured here: {}); the CS-2 does it in minutes. Allowed here: something smaller, e.g. model_size='tiny', "
             "batch_size=32, max_steps=100, log_steps=10; or read a CS-2 log with log_path; or set "
             "allow_long_run=True.".format(config.model_size, "batch_size = {}".format(sizes[0]) if len(sizes) == 1 else
                                           "batch sizes {}".format(list(sizes)), config.max_steps,
-                                          device, _duration(seconds), steps.measured)], EXERCISE)
+                                          device, duration(seconds), steps.measured)], EXERCISE)
     return seconds
 
-
-def _duration(seconds: float) -> str:
-    if seconds >= 86400:
-        return "{:.0f} days".format(seconds / 86400)
-    if seconds >= 3600:
-        return "{:.0f} hours".format(seconds / 3600)
-    if seconds >= 60:
-        return "{:.0f} minutes".format(seconds / 60)
-    return "{:.0f} seconds".format(seconds)

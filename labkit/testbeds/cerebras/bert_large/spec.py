@@ -1,11 +1,5 @@
-"""The Cerebras BERT-Large exercise's parameters: :data:`SPEC`, its defaults and checks.
-
-    from labkit.testbeds.cerebras import bert_large
-    config = bert_large.SPEC.validate({"model_size": "micro", "batch_size": 8, "max_steps": 20, "log_steps": 10})
-
-The notebook reads it with ``SPEC.from_notebook(globals())`` (its metadata says
-``labkit.testbeds.cerebras:SPEC``, which the cerebras package forwards here); docs/cerebras.md
-lists every parameter.
+"""The Cerebras BERT-Large exercise's parameters: :data:`SPEC`, its defaults and checks (docs/cerebras.md
+lists every parameter; the notebook's metadata names ``labkit.testbeds.cerebras:SPEC``, forwarded here).
 """
 
 from __future__ import annotations

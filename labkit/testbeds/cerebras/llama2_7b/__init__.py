@@ -1,25 +1,9 @@
 """Cerebras: LLaMA-2-7B training with ``cszoo fit`` on a CS-3 (the 2025 course), or a small LLaMA anywhere.
 
-Notebook: ``notebooks/cerebras/llama2_7b.ipynb``. From a shell:
-
-    papermill notebooks/cerebras/llama2_7b.ipynb out.ipynb                      # a CS-3 user node, or ~1 min portable
-    papermill notebooks/cerebras/llama2_7b.ipynb out.ipynb -p batch_size 16 -p steps 50
-    papermill notebooks/cerebras/llama2_7b.ipynb out.ipynb -p log_path mytest.log   # read a CS-3 log
-    labkit sweep notebooks/cerebras/llama2_7b.ipynb -p batch_size 2,4,8 --repeats 2
-
-From Python:
-
-    from labkit.testbeds.cerebras import llama2_7b
-    config = llama2_7b.SPEC.validate({"model_size": "tiny", "batch_size": 4, "steps": 20, "log_steps": 5})
-    llama2_7b.plan(config)                   # where it will run, and why
-    run = llama2_7b.run_exercise(config)     # a labkit.results.Run
-    llama2_7b.show(run)                      # metrics, notes, the loss curve, the throughput table
-
+Notebook: ``notebooks/cerebras/llama2_7b.ipynb`` (its parameters and a sweep: docs/cerebras.md).
 From a parameter to the loop: ``SPEC.from_notebook`` -> ``exercise.run_exercise`` (or the log it reads,
 or ``testbed.run_on_cs3``: ``cszoo fit`` on the CS-3) -> ``train.train``, whose body is the portable loop:
-the tokens, the model, the steps, the validation, the record.
-
-The modules: docs/cerebras.md, "Code".
+the tokens, the model, the steps, the validation, the record. The modules: docs/cerebras.md, "Code".
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """The notebook's plan and run steps: a CS-3 log read, ``cszoo fit`` on a CS-3, or the portable LLaMA.
 
-    from labkit.testbeds.cerebras import llama2_7b
-    llama2_7b.plan(config)          # Where: ... / Why: ...   (a labkit.plans.RunPlan)
-    run = llama2_7b.run_exercise(config)
-    llama2_7b.show(run)
-
 A portable run that would take hours, or not fit in memory (LLaMA-2-7B at the course's batch on
 a laptop), is refused by the plan, in one line, with the estimated time and a run that fits.
 """
@@ -20,6 +15,7 @@ from labkit.interrupts import run_step
 from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
+from labkit.testbeds.cerebras import duration, time_lines
 from labkit.testbeds.cerebras.llama2_7b.host import CS3_HELP, cs3_node
 from labkit.testbeds.cerebras.llama2_7b.log import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import (COURSE, EXERCISE, LONG_RUN_SECONDS, PORTABLE_DEFAULTS,
@@ -27,10 +23,7 @@ from labkit.testbeds.cerebras.llama2_7b.spec import (COURSE, EXERCISE, LONG_RUN_
 from labkit.testbeds.cerebras.llama2_7b.testbed import run_on_cs3
 from labkit.testbeds.cerebras.llama2_7b.train import VOCAB_SIZE, train
 
-__all__ = ["LlamaPlan", "plan", "run_exercise", "estimated_seconds", "SHOWN_SECONDS"]
-
-#: A CPU plan shows its measured time from this long up (a GPU's plan always shows it).
-SHOWN_SECONDS = 600
+__all__ = ["LlamaPlan", "plan", "run_exercise", "estimated_seconds"]
 
 
 @dataclass(repr=False)
@@ -57,13 +50,6 @@ def estimated_seconds(model_size: str, batch_size: int, sequence_length: int, st
 def _portable_vocab(model_size: str) -> int:
     """The vocabulary a portable run of ``model_size`` trains with (the 7B keeps LLaMA-2's)."""
     return llm.LLAMA2_VOCAB_SIZE if model_size == "7b" else 2048
-
-
-def _duration(seconds: float) -> str:
-    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
-        if seconds >= size:
-            return "{:.0f} {}".format(seconds / size, unit)
-    return "{:.0f} seconds".format(seconds)
 
 
 def _candidates(config: Config, device: Any) -> List[str]:
@@ -113,7 +99,7 @@ def _check_cost(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] 
         "take about {}{} ({}); the CS-3 runs the course's 200 steps in about 2 hours. Allowed here: "
         "something smaller, e.g. model_size='small', batch_size={}, sequence_length={}, steps={}; or read a CS-3 log "
         "with log_path{}.".format(size, values["batch_size"], values["sequence_length"],
-                                  values["steps"], device, _duration(seconds), memory_text,
+                                  values["steps"], device, duration(seconds), memory_text,
                                   "measured here: " + steps.measured if steps is not None else
                                   "a rough estimate: not measured, as it does not fit here",
                                   PORTABLE_DEFAULTS["batch_size"], PORTABLE_DEFAULTS["sequence_length"],
@@ -157,21 +143,11 @@ def plan(config: Config) -> LlamaPlan:
     if config.model_size == "auto" and device.type == "cuda":
         why += "; model_size='auto': the largest preset that fits {} and trains within 2 hours".format(
             devices.device_name(device))
-    more = []
-    if device.type != "cpu" or seconds >= SHOWN_SECONDS:
-        more.append("Time: about {} for {} step(s) (measured here: {})".format(_duration(seconds), values["steps"],
-                                                                            steps.measured))
+    more = time_lines(device, seconds, values["steps"], steps.measured)
     return LlamaPlan("portable", where, why, device=device, more=more, steps=steps)
 
 
 _plan_step = plan  # run_exercise's argument is called plan too
-
-
-def _with_course_length(config: Config) -> Config:
-    """A log seldom prints its sequence length: None stands for the course's data set's (4096 tokens)."""
-    if config.sequence_length is not None:
-        return config
-    return config.replace(sequence_length=COURSE["sequence_length"])
 
 
 @run_step
@@ -180,7 +156,10 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     (:func:`~.train.train`, whose body is the loop), as ``plan`` (default: :func:`plan` now) says; the run."""
     chosen = plan if plan is not None else _plan_step(config)
     if chosen.path == "log":
-        run = read_log(config.log_path, _with_course_length(config))
+        # a log seldom prints its sequence length: None stands for the course's data set's (4096 tokens)
+        if config.sequence_length is None:
+            config = config.replace(sequence_length=COURSE["sequence_length"])
+        run = read_log(config.log_path, config)
         for line in run.notes or []:
             print("Note: " + line)
         return run

@@ -1,12 +1,8 @@
 """The LLaMA-2-7B exercise's parameters: :data:`SPEC`, the course's values and the portable sizes.
 
-    from labkit.testbeds.cerebras import llama2_7b
-    config = llama2_7b.SPEC.validate({"batch_size": 4, "steps": 20, "log_steps": 5})
-    llama2_7b.effective(config, "portable")     # every None resolved: what the run will use
-
 Each parameter mirrors a key of the course's ``params_llama2_7b.yaml`` (docs/cerebras.md, "Parameters").
 None keeps the course's file on a CS-3 user node and means a laptop-sized run (:data:`PORTABLE_DEFAULTS`)
-on the portable path.
+on the portable path; :func:`effective` resolves every None.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
 """SambaNova BERT-Large (the 2024 course): compile with SambaFlow, train under Slurm with ``--ntasks`` ranks.
 
-    from labkit.testbeds.sambanova import bert_large
-    config = bert_large.SPEC.validate({"ntasks": 2, "model_size": "micro", "steps": 5})
-    bert_large.plan(config)               # where it will run, and why; the sbatch request
-    run = bert_large.run_exercise(config) # testbed job, portable torch.distributed run, or a log
-    bert_large.show(run)
-    bert_large.throughput_table([run, ...]);  bert_large.plot_throughput(table)
-
 ``target`` chooses the run: ``"testbed"`` (the course's scripts, compiled and submitted with
 ``sbatch`` on a SambaNova node; verified only against a real Slurm with SambaFlow replaced by a
 script that writes SambaFlow's log lines, tests/slurm/test_sambanova_job.py), ``"portable"``

@@ -30,10 +30,8 @@ def plan(config: Config) -> RunPlan:
         why = asked + (" and log_path is set" if config.target == "auto" else "") + ": nothing is trained"
     elif target == "testbed":
         where = "a Slurm job on the SN30: SambaFlow compiles (or reuses the PEF), then sbatch trains"
-        if config.target == "auto":
-            why = asked + " and this is a SambaNova node (sbatch and SambaFlow are here)"
-        else:
-            why = asked
+        why = asked + (" and this is a SambaNova node (sbatch and SambaFlow are here)"
+                       if config.target == "auto" else "")
     else:
         where = "{} portable data-parallel rank(s) here (torch.distributed), device={!r}".format(
             config.ntasks, config.device)

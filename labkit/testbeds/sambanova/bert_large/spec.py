@@ -21,40 +21,6 @@ TARGETS = ("auto", "testbed", "portable", "log")
 COURSE_LEARNING_RATE = 0.000175
 
 
-SPEC = Spec(
-    EXERCISE,
-    Param("ntasks", int, 16, min=1, max=4096, help="sbatch --ntasks: data-parallel ranks (SambaFlow processes)"),
-    Param("ntasks_per_node", int, 16, min=1, max=1024, help="sbatch --ntasks-per-node"),
-    Param("nodes", int, 1, min=1, max=64, help="sbatch --nodes"),
-    Param("cpus_per_task", int, 8, min=1, max=1024, help="sbatch --cpus-per-task"),
-    Param("rdus_per_node", int, 8, min=1, max=64, help="sbatch --gres=rdu:N (RDUs per node)"),
-    Param("num_tiles", int, 4, choices=(1, 2, 4, 8), help="SambaFlow compile --num-tiles: RDU tiles per rank"),
-    Param("batch_size", int, 256, min=1, max=65536, help="per-rank batch (-b)"),
-    Param("steps", int, 505, min=1, max=250000, help="--steps_this_run: steps every rank runs"),
-    Param("max_seq_length", int, 128, min=8, max=512, help="--max_seq_length"),
-    Param("model_size", str, "large", choices=MODEL_SIZES,
-          help="BERT preset; the testbed compiles 'large' only, the portable run takes any"),
-    Param("learning_rate", float, COURSE_LEARNING_RATE, min=0, min_exclusive=True, max=1.0),
-    Param("target", str, "auto", choices=TARGETS,
-          help="auto: log if log_path is given, the testbed on a SambaNova node, else portable"),
-    Param("device", str, "auto", choices=("auto", "cuda", "cpu"), help="portable run: GPUs (NCCL) or CPU (gloo)"),
-    Param("precision", str, "auto", choices=accelerator.PRECISIONS,
-          help="portable run: auto (bf16 autocast on an Ampere or newer GPU, fp32 on a CPU), fp32, tf32 or bf16; "
-               "the SN30 trains in mixed precision whatever this says"),
-    Param("micro_batch_size", INT_OR_AUTO, None, optional=True, min=1, max=65536,
-          help="portable run: gradient-accumulation micro-batch per rank; None or 'auto': the largest that fits "
-               "the GPU (a measured probe), the whole batch on a CPU"),
-    Param("seed", int, 0, min=0, max=2 ** 31 - 1),
-    Param("log_path", PATH, None, optional=True, check=existing_file,
-          help="a SambaNova training log (or slurm-<id>.out) to read instead of running"),
-    Param("work_dir", str, "~/BertLarge", help="testbed: where the PEF, scripts and logs go (the course's ~/BertLarge)"),
-    Param("sweep_ntasks", list, [], item_type=int, help="extra ntasks values to run for the homework plot"),
-    Param("compare_logs", list, [], item_type=PATH, check=existing_file,
-          help="testbed training logs to add to the homework plot"),
-    checks=[],
-)
-
-
 def slurm_request(config: Config, output: Optional[str] = None) -> jobs.SlurmRequest:
     """The ``sbatch`` request of the course's BertLarge.sh, from the parameters."""
     return jobs.SlurmRequest(ntasks=config.ntasks, ntasks_per_node=config.ntasks_per_node, nodes=config.nodes,
@@ -89,7 +55,38 @@ def _check_micro_batch(config: Config) -> Optional[Tuple[str, str]]:
     return None
 
 
-SPEC.checks.extend([_check_slurm_request, _check_sweep, _check_micro_batch])
+SPEC = Spec(
+    EXERCISE,
+    Param("ntasks", int, 16, min=1, max=4096, help="sbatch --ntasks: data-parallel ranks (SambaFlow processes)"),
+    Param("ntasks_per_node", int, 16, min=1, max=1024, help="sbatch --ntasks-per-node"),
+    Param("nodes", int, 1, min=1, max=64, help="sbatch --nodes"),
+    Param("cpus_per_task", int, 8, min=1, max=1024, help="sbatch --cpus-per-task"),
+    Param("rdus_per_node", int, 8, min=1, max=64, help="sbatch --gres=rdu:N (RDUs per node)"),
+    Param("num_tiles", int, 4, choices=(1, 2, 4, 8), help="SambaFlow compile --num-tiles: RDU tiles per rank"),
+    Param("batch_size", int, 256, min=1, max=65536, help="per-rank batch (-b)"),
+    Param("steps", int, 505, min=1, max=250000, help="--steps_this_run: steps every rank runs"),
+    Param("max_seq_length", int, 128, min=8, max=512, help="--max_seq_length"),
+    Param("model_size", str, "large", choices=MODEL_SIZES,
+          help="BERT preset; the testbed compiles 'large' only, the portable run takes any"),
+    Param("learning_rate", float, COURSE_LEARNING_RATE, min=0, min_exclusive=True, max=1.0),
+    Param("target", str, "auto", choices=TARGETS,
+          help="auto: log if log_path is given, the testbed on a SambaNova node, else portable"),
+    Param("device", str, "auto", choices=("auto", "cuda", "cpu"), help="portable run: GPUs (NCCL) or CPU (gloo)"),
+    Param("precision", str, "auto", choices=accelerator.PRECISIONS,
+          help="portable run: auto (bf16 autocast on an Ampere or newer GPU, fp32 on a CPU), fp32, tf32 or bf16; "
+               "the SN30 trains in mixed precision whatever this says"),
+    Param("micro_batch_size", INT_OR_AUTO, None, optional=True, min=1, max=65536,
+          help="portable run: gradient-accumulation micro-batch per rank; None or 'auto': the largest that fits "
+               "the GPU (a measured probe), the whole batch on a CPU"),
+    Param("seed", int, 0, min=0, max=2 ** 31 - 1),
+    Param("log_path", PATH, None, optional=True, check=existing_file,
+          help="a SambaNova training log (or slurm-<id>.out) to read instead of running"),
+    Param("work_dir", str, "~/BertLarge", help="testbed: where the PEF, scripts and logs go (the course's ~/BertLarge)"),
+    Param("sweep_ntasks", list, [], item_type=int, help="extra ntasks values to run for the homework plot"),
+    Param("compare_logs", list, [], item_type=PATH, check=existing_file,
+          help="testbed training logs to add to the homework plot"),
+    checks=[_check_slurm_request, _check_sweep, _check_micro_batch],
+)
 
 
 def describe_request(config: Config) -> str:

@@ -1,11 +1,5 @@
 """LLM inference on SambaNova Metis (SN40L) against Sophia (vLLM), measured as serving benchmarks do.
 
-    from labkit.testbeds.sambanova import inference
-    config = inference.SPEC.validate({"concurrency": [1, 4], "repeats": 3})
-    inference.plan(config)                 # the stand-in here, the ALCF service, or pasted evidence
-    run = inference.run_exercise(config)   # streams chat completions through the openai SDK
-    inference.show(run)                    # TTFT, TPOT, E2EL, throughput with intervals; the notes
-
 By default the two endpoints are labkit's local stand-in server (:mod:`labkit.serving`), so Run All
 needs no network. Nothing in labkit's tests reached the ALCF service: the client follows the
 documented OpenAI API and was tested against the stand-in over loopback. docs/sambanova.md has the

@@ -30,10 +30,8 @@ __all__ = ["plan", "run_exercise"]
 
 
 def _served_by(url: str) -> str:
-    for known in ENDPOINTS.values():
-        if known["base_url"] == url:
-            return known["server"]
-    return "the server at " + url
+    served = [known["server"] for known in ENDPOINTS.values() if known["base_url"] == url]
+    return served[0] if served else "the server at " + url
 
 
 def plan(config: Config) -> RunPlan:
@@ -73,10 +71,6 @@ def _options_of(config: Config) -> Options:
     fixed = config.output_tokens is not None
     return Options(max_tokens=config.output_tokens if fixed else config.max_tokens, temperature=config.temperature,
                    seed=config.seed, timeout_s=config.timeout_s, ignore_eos=config.ignore_eos or fixed)
-
-
-def _knee_budget(config: Config) -> Optional[Dict[str, float]]:
-    return {"max_requests": config.knee_max_requests, "max_s": config.knee_max_s} if config.knee else None
 
 
 def _endpoints(config: Config, stack: contextlib.ExitStack) -> List[Endpoint]:
@@ -138,10 +132,11 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
         measured.readiness = [line.renamed for line in ready if line.renamed]  # type: ignore[attr-defined]
         # from here an interrupt keeps every batch measured: in the requests, the summary, as the servers stop
         stop = interrupts.keep(lambda: _kept(config, endpoints, measured, chosen.path))
+        knee = {"max_requests": config.knee_max_requests, "max_s": config.knee_max_s} if config.knee else None
         measure(endpoints, prompts, config.concurrency, config.repeats, config.warmup_requests,
-                _options_of(config), targets_of(config),
-                rates=config.request_rate, cap=config.max_concurrency, burstiness=config.burstiness,
-                seed=config.seed, knee=_knee_budget(config), into=measured)
+                _options_of(config), targets_of(config), rates=config.request_rate,
+                cap=config.max_concurrency, burstiness=config.burstiness, seed=config.seed, knee=knee,
+                into=measured)
         stop.phase("servers stopping", check=False)
     # an interrupt in the summary or as the servers stopped ends the run here, kept (none measured: none)
     stop.phase(interrupts.DONE, check=not (measured.stopped and _any_measured(measured)))
