@@ -339,15 +339,16 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
     started = time.monotonic()
     status, error = COMPLETE, ""
     interrupts = CtrlC() if ctrl_c else None
+    kernel_stderr = KernelStderr() if ctrl_c else None
     extra: Dict[str, Any] = {}
     if interrupts:
         kernel_env.update(interrupts.KERNEL_ENV)
-        extra.update(ctrl_c=interrupts, kernel_stderr=KernelStderr())
+        extra.update(ctrl_c=interrupts, kernel_stderr=kernel_stderr)
     if show_output:
         extra.update(stdout_file=sys.stdout, stderr_file=sys.stderr)
     failure: Optional[BaseException] = None
     try:
-        with interrupts or contextlib.nullcontext(), extra.get("kernel_stderr") or contextlib.nullcontext():
+        with interrupts or contextlib.nullcontext(), kernel_stderr or contextlib.nullcontext():
             papermill.execute_notebook(
                 notebook, output, parameters=parameters, engine_name=engine, kernel_name=kernel_name,
                 progress_bar=False, execution_timeout=int(math.ceil(timeout)) if timeout else None,
