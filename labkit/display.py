@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence
 
-__all__ = ["show", "in_kernel", "shown", "three_digits", "with_unit", "sorted_rows"]
+__all__ = ["show", "in_kernel", "shown", "three_digits", "cell_text", "sorted_rows"]
 
 
 def in_kernel() -> bool:
@@ -54,7 +54,7 @@ def three_digits(value: float, unit: str) -> str:
     return "{:.{}f} {}".format(value, decimals, unit)
 
 
-def with_unit(value: Any, unit: str, float_format: str, int_format: str = "{}", count: bool = False) -> str:
+def cell_text(value: Any, unit: str, float_format: str, int_format: str = "{}", count: bool = False) -> str:
     """A table cell: ``value`` beside its unit ("19.91 samples/s"), a float by ``float_format``, an int by
     ``int_format``, anything else as str; "" for None or NaN. ``count``: a whole float is shown as an int
     (a pandas column of counts with a gap holds floats)."""

@@ -82,7 +82,7 @@ _FLOAT_FORMATS = {"samples/s": "{:.2f}", "samples/sec": "{:.2f}", "s": "{:.4f}",
 
 
 def _cell(value: Any, unit: str = "", count: bool = False) -> str:
-    return display.with_unit(value, unit, _FLOAT_FORMATS.get(unit, "{:.5f}"), count=count)
+    return display.cell_text(value, unit, _FLOAT_FORMATS.get(unit, "{:.5f}"), count=count)
 
 
 @show_step

@@ -41,7 +41,7 @@ def _device_name(device: Any) -> str:
 def _text(value: Any, unit: str = "", count: bool = False) -> str:
     # rates without a thousands separator: the golden copies mask "<number> tokens/s" whole
     float_format = "{:.2f}" if unit in ("samples/s", "tokens/s", "s") else "{:.4f}"
-    return display.with_unit(value, unit, float_format, "{:,}", count)
+    return display.cell_text(value, unit, float_format, "{:,}", count)
 
 
 def metrics_table(run: Run):
