@@ -12,17 +12,19 @@ reported, never used, never deleted.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import os
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
 from labkit.data.cache import data_dir as resolve_data_dir
 from labkit.data.cache import locked
-from labkit.data.idx import IdxError, content_md5, read_idx
 from labkit.errors import LabkitError
 
 __all__ = ["MnistData", "load_mnist", "MnistDataError", "SAMPLE_DIR", "MEAN", "STD"]
@@ -51,6 +53,43 @@ class MnistDataError(LabkitError, RuntimeError):
     """MNIST could not be loaded; the message names the file and says how to fix it."""
 
     shown_as = "MnistDataError"
+
+
+_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+class IdxError(LabkitError, ValueError):
+    """An IDX file (the MNIST file format) is missing, truncated or corrupted; the message names the file."""
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as f:
+                return f.read()
+        return path.read_bytes()
+    except (EOFError, OSError, zlib.error) as exc:  # truncated gzip, bad CRC, unreadable
+        raise IdxError("{}: cannot be read ({}): the file is truncated or corrupted".format(path, exc)) from None
+
+
+def read_idx(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, bytes]:
+    """The array stored in an IDX file (gzip-compressed or raw), and the file's uncompressed bytes."""
+    path = Path(path)
+    data = _read_bytes(path)
+    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _DTYPES:
+        raise IdxError("{}: not an IDX file (bad magic number {!r})".format(path, data[:4]))
+    ndim = data[3]
+    header = 4 + 4 * ndim
+    if len(data) < header:
+        raise IdxError("{}: truncated inside its header".format(path))
+    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    dtype = np.dtype(_DTYPES[data[2]])
+    expected = header + int(np.prod(dims)) * dtype.itemsize
+    if len(data) != expected:
+        raise IdxError("{}: holds {} bytes but its header (shape {}) needs {}: the file is {}".format(
+            path, len(data), tuple(dims), expected, "truncated" if len(data) < expected else "too long"))
+    array = np.frombuffer(data, dtype=dtype, offset=header).reshape(dims)
+    return array, data
 
 
 @dataclass
@@ -91,7 +130,8 @@ def _read_all(files: Dict[str, Path], check_md5: bool) -> Dict[str, np.ndarray]:
     for key, path in files.items():
         array, raw = read_idx(path)
         split = key.split("_")[0]
-        if check_md5 and len(array) == FULL_COUNTS[split] and content_md5(raw) != OFFICIAL_MD5[key]:
+        official = check_md5 and len(array) == FULL_COUNTS[split]
+        if official and hashlib.md5(raw).hexdigest() != OFFICIAL_MD5[key]:
             raise IdxError("{}: the right size, but its content differs from the official MNIST release "
                            "(MD5 mismatch): the file is corrupted".format(path))
         arrays[key] = array
