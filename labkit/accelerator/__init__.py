@@ -12,9 +12,9 @@ from __future__ import annotations
 from labkit.accelerator.launch import LAUNCH_MODES, CapturedStep, measure_step_seconds
 from labkit.accelerator.micro_batch import (MicroBatch, NothingFits, choose_micro_batch, fits,
                                             is_out_of_memory, micro_batch_cache_file, probe_micro_batch)
-from labkit.accelerator.peaks import PEAK_BF16_FLOPS, mfu, peak_flops, utilisation
-from labkit.accelerator.precision import (PRECISIONS, TESTBED_PRECISION, AcceleratorError, DeviceInfo, Precision,
-                                          describe, device_info, resolve_precision)
+from labkit.accelerator.precision import (PEAK_BF16_FLOPS, PRECISIONS, TESTBED_PRECISION, AcceleratorError,
+                                          DeviceInfo, Precision, describe, device_info, mfu, peak_flops,
+                                          resolve_precision, utilisation)
 
 __all__ = [
     "PRECISIONS", "DeviceInfo", "describe", "device_info", "Precision", "resolve_precision", "TESTBED_PRECISION",

@@ -47,15 +47,10 @@ class MicroBatch:
         split = ("micro-batch {} = the global batch".format(self.size) if self.accumulation == 1 else
                  "micro-batch {} x {} accumulated = global batch {}".format(self.size, self.accumulation,
                                                                            self.global_batch))
-        if self.source == "probed":
-            failed = [str(s) for s in self.tried[:-1]]
-            return "{} (probed: {} ran out of memory)".format(split, ", ".join(failed)) if failed else \
-                "{} (probed: it fits)".format(split)
-        if self.source == "cached":
-            return "{} (as probed before on this device)".format(split)
-        if self.source == "asked":
-            return "{} (micro_batch_size asked)".format(split)
-        return "{} (no probe off a GPU)".format(split)
+        failed = ", ".join(str(s) for s in self.tried[:-1])
+        reasons = {"probed": "probed: {} ran out of memory".format(failed) if failed else "probed: it fits",
+                   "cached": "as probed before on this device", "asked": "micro_batch_size asked"}
+        return "{} ({})".format(split, reasons.get(self.source, "no probe off a GPU"))
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

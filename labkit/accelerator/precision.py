@@ -1,8 +1,11 @@
-"""Which precision a run trains in, from what the device is: bf16 autocast on a GPU that has it, fp32 on a CPU.
+"""Which precision a run trains in, from what the device is: bf16 autocast on a GPU that has it, fp32 on
+a CPU; and the bf16 peak a GPU run's model FLOP utilisation (MFU) is measured against.
 
     info = describe(torch.device("cuda"))          # DeviceInfo("cuda", "NVIDIA H200", (9, 0), 150...e9)
     precision = resolve_precision("auto", info)    # Precision("bf16", "precision='auto': bf16 autocast on ...")
     with precision.autocast(device): loss = model(x, y)
+    peak_flops(info)          # (989e12, "bf16 dense peak of the NVIDIA H200, 989 TFLOP/s") or None
+    utilisation(model_flops_per_second, info)   # ({"model_tflops": 405.2, "mfu": 0.41}, the note on the peak)
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from labkit import devices
 from labkit.errors import LabkitError
 
 __all__ = ["PRECISIONS", "DeviceInfo", "describe", "device_info", "Precision", "resolve_precision",
-           "TESTBED_PRECISION", "AcceleratorError"]
+           "TESTBED_PRECISION", "AcceleratorError", "PEAK_BF16_FLOPS", "peak_flops", "mfu", "utilisation"]
 
 PRECISIONS = ("auto", "fp32", "tf32", "bf16")
 _AMPERE = (8, 0)  # bf16 tensor cores and TF32 arrive with compute capability 8.0
@@ -158,3 +161,48 @@ TESTBED_PRECISION: Dict[str, str] = {
 }
 
 
+#: NVIDIA's datasheet dense (no sparsity) bf16 tensor-core peaks, by the name ``torch.cuda.get_device_name``
+#: gives. A GPU not named here gets no MFU rather than a guessed one.
+PEAK_BF16_FLOPS: Dict[str, float] = {
+    "NVIDIA H100 80GB HBM3": 989e12,  # SXM5
+    "NVIDIA H100 PCIe": 756e12,
+    "NVIDIA H100 NVL": 835e12,
+    "NVIDIA H200": 989e12,  # SXM
+    "NVIDIA H200 NVL": 835e12,
+    "NVIDIA GH200 480GB": 989e12,
+    "NVIDIA A100-SXM4-40GB": 312e12,  # Polaris
+    "NVIDIA A100-SXM4-80GB": 312e12,
+    "NVIDIA A100-PCIE-40GB": 312e12,
+    "NVIDIA A100 80GB PCIe": 312e12,
+    "NVIDIA L40S": 362e12,
+    "NVIDIA L4": 121e12,
+    "NVIDIA A10": 125e12,
+}
+
+
+def peak_flops(info: DeviceInfo) -> Optional[Tuple[float, str]]:
+    """The bf16 dense peak of ``info``'s GPU and how to say it, or None (not a GPU named here)."""
+    if info.kind != "cuda" or info.name not in PEAK_BF16_FLOPS:
+        return None
+    flops = PEAK_BF16_FLOPS[info.name]
+    return flops, "bf16 dense peak of the {}, {:.0f} TFLOP/s".format(info.name, flops / 1e12)
+
+
+def mfu(model_flops_per_second: float, info: DeviceInfo) -> Optional[float]:
+    """Model FLOP/s as a fraction of the device's named bf16 peak (None where no peak is named)."""
+    peak = peak_flops(info)
+    if peak is None or not model_flops_per_second == model_flops_per_second:  # NaN: nothing measured
+        return None
+    return model_flops_per_second / peak[0]
+
+
+def utilisation(model_flops_per_second: float, info: DeviceInfo) -> Tuple[Dict[str, float], Optional[str]]:
+    """A GPU run's model TFLOP/s and MFU, as a run records them, and the note naming the peak (None
+    without MFU). Model FLOPs are the exercise's own count: 6 x parameters x tokens plus attention."""
+    figures = {"model_tflops": round(model_flops_per_second / 1e12, 1)}
+    share = mfu(model_flops_per_second, info)
+    if share is None:
+        return figures, None
+    figures["mfu"] = round(share, 3)
+    return figures, "MFU is model FLOP/s (6 x parameters x tokens + attention) over the {}.".format(
+        peak_flops(info)[1])  # type: ignore[index]
