@@ -105,14 +105,7 @@ class NotebookParameters:
         return self.spec.defaults()
 
 
-def _parameters_cell(nb: Any) -> Optional[Any]:
-    for cell in nb.cells:
-        if cell.get("cell_type") == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
-            return cell
-    return None
-
-
-def load_spec(reference: str, notebook_dir: str = "") -> Spec:
+def _load_spec(reference: str, notebook_dir: str) -> Spec:
     """Import ``module:ATTR``; the notebook's folder is searched too (where its kernel runs)."""
     module_name, _, attr = reference.partition(":")
     if not module_name or not attr:
@@ -120,8 +113,6 @@ def load_spec(reference: str, notebook_dir: str = "") -> Spec:
     try:
         module = importlib.import_module(module_name)
     except ImportError:
-        if not notebook_dir:
-            raise
         sys.path.insert(0, notebook_dir)
         try:
             module = importlib.import_module(module_name)
@@ -143,9 +134,10 @@ def notebook_parameters(path: str) -> NotebookParameters:
         raise FileNotFoundError("{}: no such notebook".format(path)) from None
     reference = nb.metadata.get("labkit", {}).get("spec")
     if reference:
-        spec = load_spec(reference, os.path.dirname(os.path.abspath(path)))
+        spec = _load_spec(reference, os.path.dirname(os.path.abspath(path)))
         return NotebookParameters(path, spec, "declared by " + reference)
-    cell = _parameters_cell(nb)
+    cell = next((cell for cell in nb.cells if cell.get("cell_type") == "code"
+                 and "parameters" in cell.get("metadata", {}).get("tags", [])), None)
     if cell is None:
         return NotebookParameters(path, Spec(os.path.basename(path)), "it has no cell tagged 'parameters'")
     params, free = [], {}
@@ -185,14 +177,9 @@ class Outcome:
     def ok(self) -> bool:
         return self.status == COMPLETE
 
-    def to_dict(self) -> Dict[str, Any]:
-        return {"status": self.status, "error": self.error, "duration": self.duration, "output": self.output}
 
-
-def _ipc_supported() -> bool:
-    return os.name == "posix"
-
-
+#: Unix-domain sockets for ZeroMQ's ipc transport; elsewhere (Windows) tcp ports, one kernel start at a time.
+_IPC = os.name == "posix"
 _START_LOCK = threading.Lock()
 
 
@@ -201,11 +188,8 @@ def _kernel_manager_class():
     from jupyter_client.manager import AsyncKernelManager
 
     class PrivateSocketKernelManager(AsyncKernelManager):
-        """ZeroMQ ipc transport; the socket directory is unique to this kernel.
-
-        A short directory under the system temp dir keeps socket paths under the 104-byte
-        limit of macOS and Linux.
-        """
+        """ZeroMQ ipc transport in a directory of this kernel's own, short (under /tmp) to keep socket
+        paths under the 104-byte limit of macOS and Linux."""
 
         def __init__(self, **kwargs: Any):
             super().__init__(**kwargs)
@@ -255,7 +239,7 @@ def _register_engine() -> str:
             if ctrl_c is not None:
                 kwargs.update(ctrl_c.hooks())
             client_class = ctrl_c_client(PapermillNotebookClient) if ctrl_c is not None else PapermillNotebookClient
-            manager_class = _kernel_manager_class() if _ipc_supported() else AsyncKernelManager
+            manager_class = _kernel_manager_class() if _IPC else AsyncKernelManager
             client = client_class(
                 nb_man, timeout=execution_timeout, startup_timeout=start_timeout, kernel_name=kernel_name,
                 log_output=log_output, stdout_file=stdout_file, stderr_file=stderr_file,
@@ -266,7 +250,7 @@ def _register_engine() -> str:
                 client.ctrl_c, client.kernel_stderr = ctrl_c, kernel_stderr
             if kernel_stderr is not None:
                 start["stderr"] = kernel_stderr.fd
-            if not _ipc_supported():  # pragma: no cover - tcp ports: start one kernel at a time
+            if not _IPC:  # pragma: no cover - tcp ports: start one kernel at a time
                 with _START_LOCK:
                     return client.execute(**start)
             return client.execute(**start)
