@@ -11,9 +11,11 @@ survives a crash. On any error the temporary is removed and the target is left a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
+from pathlib import Path
 from typing import Callable, Union
 
 __all__ = ["write_atomic", "produce_atomic", "replace_atomic", "FILE_MODE"]
@@ -27,12 +29,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 def write_atomic(path: PathLike, content: Union[str, bytes]) -> None:
     """Replace ``path`` with ``content`` (text is written as UTF-8, line endings untouched)."""
     data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
-
-    def write(temporary: str) -> None:
-        with open(temporary, "wb") as f:
-            f.write(data)
-
-    produce_atomic(path, write)
+    produce_atomic(path, lambda temporary: Path(temporary).write_bytes(data))
 
 
 def produce_atomic(path: PathLike, produce: Callable[[str], object]) -> None:
@@ -83,16 +80,12 @@ def _sync_file(path: str) -> None:
 
 def _sync_folder(folder: str) -> None:
     # Some file systems refuse fsync on a folder; the data itself is already on disk then.
-    try:
+    with contextlib.suppress(OSError):
         handle = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(handle)
-    except OSError:
-        pass
-    finally:
-        os.close(handle)
+        try:
+            os.fsync(handle)
+        finally:
+            os.close(handle)
 
 
 def _remove(path: str) -> None:
