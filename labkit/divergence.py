@@ -51,11 +51,8 @@ def _first_bad(losses: Iterable[float]):
 
 
 def loss_divergence(losses: Iterable[float]) -> Optional[str]:
-    """``None`` when ``losses`` show no divergence, else a short reason such as ``"loss nan"``.
-
-    Reasons: ``"loss nan"``, ``"loss inf"`` (the first non-finite value decides) and
-    ``"loss exploded"`` (max finite loss > EXPLODE_FACTOR x the first finite loss and > EXPLODE_FLOOR).
-    """
+    """``None`` when ``losses`` show no divergence, else the reason: ``"loss nan"``, ``"loss inf"`` (the
+    first non-finite value decides) or ``"loss exploded"`` (by the rule in this module's docstring)."""
     return _first_bad(losses)[0]
 
 

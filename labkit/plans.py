@@ -40,13 +40,8 @@ class RunPlan:
         return str(self)
 
     def _repr_html_(self) -> str:
-        rows = []
-        for line in self.lines():
-            label, sep, text = line.partition(": ")
-            if sep and label in ("Where", "Why"):
-                rows.append("<b>{}:</b> {}".format(label, html.escape(text)))
-            else:
-                rows.append(html.escape(line))
+        rows = ["<b>Where:</b> " + html.escape(self.where), "<b>Why:</b> " + html.escape(self.why)]
+        rows += [html.escape(line) for line in self.more]
         return "<div class=\"labkit-plan\">{}</div>".format("<br>".join(rows))
 
 

@@ -73,14 +73,6 @@ def _divisors_desc(n: int) -> Tuple[int, ...]:
     return tuple(d for d in range(n, 0, -1) if n % d == 0)
 
 
-def _release_memory() -> None:
-    gc.collect()
-    import torch
-
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
 def fits(attempt: Callable[[], T]) -> Tuple[bool, Optional[T]]:
     """``(True, attempt())``, or ``(False, None)`` when ``attempt`` ran out of memory; any other error
     propagates. Either way, memory is released after the attempt, outside its ``except`` block: while
@@ -95,7 +87,11 @@ def fits(attempt: Callable[[], T]) -> Tuple[bool, Optional[T]]:
         fitted, result = False, None
     else:
         fitted = True
-    _release_memory()
+    gc.collect()
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
     return fitted, result
 
 
