@@ -17,10 +17,8 @@ __all__ = ["show", "in_kernel", "shown", "three_digits", "cell_text", "sorted_ro
 
 def in_kernel() -> bool:
     """True inside an IPython kernel (JupyterLab, papermill, nbval)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython comes with every kernel
-        return False
+    from IPython import get_ipython  # labkit requires ipykernel, and so IPython
+
     return get_ipython() is not None
 
 

@@ -19,10 +19,8 @@ _HEADLESS_PARENTS = ("papermill", "nbclient", "nbconvert", "pytest", "labkit")
 
 
 def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
+    from IPython import get_ipython
+
     shell = get_ipython()
     return shell is not None and "ipykernel" in type(shell).__module__
 

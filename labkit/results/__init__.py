@@ -166,12 +166,10 @@ def scrap(run: Union[Run, Mapping[str, Any]], name: str = "run") -> Dict[str, An
 def record(run: Union[Run, Mapping[str, Any]], name: str = "run") -> None:
     """Record ``run`` (a :class:`Run` or any JSON-able mapping) in the executing notebook; outside a
     kernel it does nothing, so library code can call it unconditionally."""
+    from IPython import get_ipython
+    from IPython.display import display
+
     payload = scrap(run, name)
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:  # pragma: no cover - IPython ships with every kernel
-        return
     if get_ipython() is not None:
         from labkit.interrupts.cell import deferred, holding_a_run
 
@@ -341,9 +339,7 @@ def same_value(a: Any, b: Any, rtol: float = 1e-9, atol: float = 1e-12) -> bool:
 
     Symmetric (the order of ``a`` and ``b`` never matters); 1 and 1.0 alike; NaN equal to NaN
     and ``"nan"`` / ``"inf"`` as JSON stores them equal to the floats; numpy scalars are numbers,
-    booleans are not; lists and tuples item by item; anything else by ``==``. Records
-    (:func:`compare_records`), a rubric's ``where``, ``reproduce`` and ``recompute`` checks, and
-    the Groq exercise's "agrees with cpu" all use it, each with its own tolerance.
+    booleans are not; lists and tuples item by item; anything else by ``==``.
     """
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(same_value(x, y, rtol, atol) for x, y in zip(a, b))
