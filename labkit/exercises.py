@@ -228,13 +228,9 @@ def for_notebook(path: str) -> Entry:
 
 
 def metric_tables() -> List[Any]:
-    """Every entry's table once, in the order of the entries."""
-    tables: List[Any] = []
-    for candidate in entries():
-        table = candidate.metric_table()
-        if all(table is not t for t in tables):
-            tables.append(table)
-    return tables
+    """Every entry's table once (by identity), in the order of the entries."""
+    tables = (candidate.metric_table() for candidate in entries())
+    return list({id(table): table for table in tables}.values())
 
 
 def metric_table(name: str) -> Optional[Any]:

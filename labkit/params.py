@@ -322,10 +322,8 @@ class Spec:
                 for name in names if name not in self.params]
 
     def validate(self, values: Mapping[str, Any], unknown: Iterable[str] = ()) -> Config:
-        """Check ``values`` (missing names take their defaults) and return a :class:`Config`.
-
-        Raises :class:`ParameterError` listing every problem at once.
-        """
+        """Check ``values`` (missing names take their defaults) and return a :class:`Config`; a
+        :class:`ParameterError` lists every problem at once."""
         problems = self.unknown_problems(list(unknown) + [n for n in values if n not in self.params])
         checked: Dict[str, Any] = {}
         for p in self:

@@ -44,11 +44,8 @@ def data_dir(explicit: Optional[Union[str, os.PathLike]] = None, dataset: str = 
 
 @contextmanager
 def locked(directory: Union[str, os.PathLike], name: str = ".labkit.lock", timeout: float = 600) -> Iterator[None]:
-    """Hold an inter-process lock on ``directory`` (created if needed).
-
-    Eight notebooks started at once on a cold cache must not download into, or extract over,
-    each other's half-written files.
-    """
+    """Hold an inter-process lock on ``directory`` (created if needed): eight notebooks started at once
+    on a cold cache must not download into, or extract over, each other's half-written files."""
     from filelock import FileLock
 
     directory = Path(directory)

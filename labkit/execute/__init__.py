@@ -88,10 +88,8 @@ class NotebookParameters:
         return values
 
     def check(self, values: Mapping[str, Any]) -> Dict[str, Any]:
-        """Typed values (missing ones keep their defaults) -> the same names, converted.
-
-        The whole configuration is validated, so the spec's cross-checks apply too.
-        """
+        """Typed values (missing ones keep their defaults) -> the same names, converted; the whole
+        configuration is validated, so the spec's cross-checks apply too."""
         declared = {k: v for k, v in values.items() if k not in self.free}
         try:
             config = self.spec.validate(declared)
@@ -178,8 +176,7 @@ class Outcome:
         return self.status == COMPLETE
 
 
-#: Unix-domain sockets for ZeroMQ's ipc transport; elsewhere (Windows) tcp ports, one kernel start at a time.
-_IPC = os.name == "posix"
+_UNIX_SOCKETS = os.name == "posix"
 _START_LOCK = threading.Lock()
 
 
@@ -239,7 +236,7 @@ def _register_engine() -> str:
             if ctrl_c is not None:
                 kwargs.update(ctrl_c.hooks())
             client_class = ctrl_c_client(PapermillNotebookClient) if ctrl_c is not None else PapermillNotebookClient
-            manager_class = _kernel_manager_class() if _IPC else AsyncKernelManager
+            manager_class = _kernel_manager_class() if _UNIX_SOCKETS else AsyncKernelManager
             client = client_class(
                 nb_man, timeout=execution_timeout, startup_timeout=start_timeout, kernel_name=kernel_name,
                 log_output=log_output, stdout_file=stdout_file, stderr_file=stderr_file,
@@ -250,7 +247,7 @@ def _register_engine() -> str:
                 client.ctrl_c, client.kernel_stderr = ctrl_c, kernel_stderr
             if kernel_stderr is not None:
                 start["stderr"] = kernel_stderr.fd
-            if not _IPC:  # pragma: no cover - tcp ports: start one kernel at a time
+            if not _UNIX_SOCKETS:  # pragma: no cover - tcp ports: start one kernel at a time
                 with _START_LOCK:
                     return client.execute(**start)
             return client.execute(**start)
@@ -276,10 +273,8 @@ def _classify(exc: BaseException) -> Tuple[str, str]:
 
 
 def _close_thread_loop() -> None:
-    """Close the event loop jupyter_core made for a worker thread (it never closes it itself).
-
-    In the main thread the loop is reused by every later run, so it stays open.
-    """
+    """Close the event loop jupyter_core made for a worker thread (it never closes it itself); the main
+    thread's is reused by every later run, so it stays open."""
     if threading.current_thread() is threading.main_thread():
         return
     try:
