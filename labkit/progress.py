@@ -82,20 +82,19 @@ def bar(iterable: Optional[Iterable[Any]] = None, total: Optional[int] = None, d
         leave: bool = True, unit: str = "it", **kwargs: Any):
     """A tqdm bar in the right style for where the code runs."""
     chosen = style()
+    # One redraw a second: each widget redraw costs the kernel a few ms of messages, and the browser
+    # (often on the same cores as the kernel) a re-layout, where tqdm's 0.1 s made both 10x busier;
+    # a text bar redrawn less fills an executed notebook with fewer carriage-return frames.
+    kwargs.setdefault("mininterval", 1.0)
     if chosen == "widget":
         from tqdm.notebook import tqdm
 
-        # One redraw a second: each costs the kernel a few ms of messages, and the browser
-        # (often on the same cores as the kernel) a re-layout; tqdm's 0.1 s made both 10x busier.
-        kwargs.setdefault("mininterval", 1.0)
         return tqdm(iterable, total=total, desc=desc, leave=leave, unit=unit, **kwargs)
     from tqdm import tqdm
 
-    # Text for logs: stdout (papermill keeps stderr apart), a fixed width, and few redraws so
-    # an executed notebook does not fill with carriage-return frames.
-    # The postfix goes after the timing bracket so log readers and nbval's sanitizers can mask
-    # the timing and keep the numbers that matter.
-    kwargs.setdefault("mininterval", 1.0)
+    # Text for logs: stdout (papermill keeps stderr apart), a fixed width. The postfix goes after
+    # the timing bracket so log readers and nbval's sanitizers can mask the timing and keep the
+    # numbers that matter.
     kwargs.setdefault("bar_format", "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]{postfix}")
     return tqdm(iterable, total=total, desc=desc, leave=leave, unit=unit, file=sys.stdout,
                 ncols=100, ascii=False, disable=(chosen == "off"), **kwargs)
