@@ -25,7 +25,6 @@ class SambaFlow:
     root: str = "/opt/sambaflow"
     python: str = "python"
     data_dir: str = "/data/ANL/wikicorpus_en"
-    srun_flags: Tuple[str, ...] = ("--mpi=pmi2",)
 
     @property
     def app(self) -> str:

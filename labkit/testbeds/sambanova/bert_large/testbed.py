@@ -119,8 +119,7 @@ def run_script(config: Config, setup: SambaFlow, work_dir: str) -> str:
     """
     pef = pef_name(config)
     run_cmd = " ".join([
-        "srun"] + list(setup.srun_flags) + [
-        setup.python, quote(setup.hook), "run",
+        "srun --mpi=pmi2", setup.python, quote(setup.hook), "run",
         "--config_name " + quote(os.path.join(
             setup.app, "modules", "configs", "mlm_24layer_ml_perf_config.json")),
         "--tokenizer_name bert-large-uncased --module_name mlm_ns --task_name mlm_ns",
