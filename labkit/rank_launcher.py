@@ -51,15 +51,15 @@ class RanksOutcome:
     interrupted: bool = False
 
 
+@dataclass
 class Rank:
     """What a worker gets as its first argument: its rank, the world size, a way to report to
     the parent while it runs, and the way into the process group."""
 
-    def __init__(self, rank: int, world_size: int, port: int, messages: Any):
-        self.rank = rank
-        self.world_size = world_size
-        self.port = port
-        self._messages = messages
+    rank: int
+    world_size: int
+    port: int
+    _messages: Any = field(repr=False)
 
     def report(self, kind: str, *payload: Any) -> None:
         """Send ``(kind, payload)`` to the parent's ``on_message`` (picklable values only)."""
@@ -72,21 +72,6 @@ class Rank:
         store = dist.TCPStore("127.0.0.1", self.port, is_master=False,
                               timeout=datetime.timedelta(seconds=STORE_TIMEOUT_S))
         dist.init_process_group(backend, store=store, rank=self.rank, world_size=self.world_size)
-
-
-def process_context(start: str = "spawn", preload: Sequence[str] = ()) -> Any:
-    """A torch.multiprocessing context. ``"forkserver"`` (Linux, macOS; spawn elsewhere) starts
-    one clean server (no threads, no CUDA) that imports ``preload`` once and forks each rank from
-    there, so a sweep of launches pays slow imports once; ``"spawn"`` gives every rank a fresh
-    interpreter."""
-    import torch.multiprocessing as mp
-
-    if start == "forkserver" and "forkserver" in mp.get_all_start_methods():
-        context = mp.get_context("forkserver")
-        if preload:  # the server starts once per process: an empty list must not undo another caller's
-            context.set_forkserver_preload(list(preload))
-        return context
-    return mp.get_context("spawn")
 
 
 def _run_rank(target: Callable[..., Any], rank: int, world_size: int, port: int, messages: Any,
@@ -107,7 +92,10 @@ def launch(target: Callable[..., Any], world_size: int, args: Tuple[Any, ...] = 
            what: str = "The ranks", finishing: Optional[Callable[[], bool]] = None) -> RanksOutcome:
     """Run ``target(rank, *args)`` in ``world_size`` processes and gather what each returns.
 
-    ``target`` must be importable by name (a module-level function). ``on_message(rank, kind,
+    ``target`` must be importable by name (a module-level function). ``start="forkserver"``
+    (Linux, macOS; spawn elsewhere) starts one clean server (no threads, no CUDA) that imports
+    ``preload`` once and forks each rank from there, so a sweep of launches pays slow imports
+    once; ``"spawn"`` gives every rank a fresh interpreter. ``on_message(rank, kind,
     payload)`` is called in the parent for each ``rank.report(kind, *payload)``. With
     ``stop_on_interrupt``, a first interrupt stops the ranks, unless ``finishing()`` says they have
     done their work and only their results are still to come (they are waited for), and the
@@ -117,12 +105,17 @@ def launch(target: Callable[..., Any], world_size: int, args: Tuple[Any, ...] = 
     nothing is finished after ``timeout`` seconds.
     """
     import torch.distributed as dist
+    import torch.multiprocessing as mp
 
     from labkit import interrupts
 
     store = dist.TCPStore("127.0.0.1", 0, world_size=None, is_master=True, wait_for_workers=False,
                           timeout=datetime.timedelta(seconds=STORE_TIMEOUT_S))
-    context = process_context(start, preload)
+    forkserver = start == "forkserver" and "forkserver" in mp.get_all_start_methods()
+    context = mp.get_context("forkserver" if forkserver else "spawn")
+    # the server starts once per process: an empty list must not undo another caller's preload
+    if forkserver and preload:
+        context.set_forkserver_preload(list(preload))
     messages = context.Queue()
     procs = [context.Process(target=_run_rank, args=(target, rank, world_size, store.port, messages, tuple(args)),
                              daemon=True) for rank in range(world_size)]
@@ -167,9 +160,8 @@ def _start_with_interrupts_held(procs: List[Any]) -> None:
     """Start the rank processes with SIGINT blocked, a mask they inherit through fork and exec.
 
     An interrupt goes to the kernel's whole process group, and a rank still starting (before
-    :func:`_run_rank` ignores SIGINT) died of it with status 1, failing the configuration a study
-    meant to let finish. Blocked, the signal stays pending in the rank until it ignores SIGINT;
-    in this process it is delivered when the mask is lifted, so it is not lost.
+    :func:`_run_rank` ignores SIGINT) would die of it with status 1. Blocked, the signal stays
+    pending in the rank until it ignores SIGINT, and here until the mask is lifted.
     """
     held = hasattr(signal, "pthread_sigmask")  # Windows has no process groups to fear
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if held else None

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import List, Tuple
 
 from labkit import jobs
+from labkit.devices import DeviceError, mps_available
 from labkit.params import Config, ParameterError
 from labkit.testbeds.sambanova.bert_large.spec import EXERCISE
 
@@ -24,7 +25,6 @@ class SambaFlow:
     root: str = "/opt/sambaflow"
     python: str = "python"
     data_dir: str = "/data/ANL/wikicorpus_en"
-    srun_flags: Tuple[str, ...] = ("--mpi=pmi2",)
 
     @property
     def app(self) -> str:
@@ -60,8 +60,6 @@ def resolve_target(config: Config, setup: SambaFlow = SambaFlow()) -> str:
         raise ParameterError(["target = 'log': give log_path, the training log (BertLarge.out) to read"], EXERCISE)
     if target == "testbed":
         if not sambanova_host(setup):
-            from labkit.devices import DeviceError
-
             raise DeviceError("target='testbed' needs a SambaNova node (sbatch on PATH and SambaFlow at {}); "
                               "none is here. Use target='portable' (or 'auto') to run torch.distributed ranks on "
                               "this machine, or target='log' with a BertLarge.out from the testbed.".format(setup.root))
@@ -139,16 +137,12 @@ def _choose_device(requested: str, ranks: int) -> Tuple[str, List[str]]:
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if requested == "cuda":
         if gpus < ranks:
-            from labkit.devices import DeviceError
-
             raise DeviceError("device='cuda' with ntasks={}: NCCL needs one GPU per rank and torch sees {} here. "
                               "Use ntasks <= {} or device='cpu' (gloo).".format(ranks, gpus, gpus))
         return "cuda", []
     if requested == "auto" and gpus >= ranks:
         return "cuda", []
     notes = []
-    from labkit.devices import mps_available
-
     if requested == "auto" and not gpus and mps_available():
         notes.append("Apple MPS has no torch.distributed backend, so the ranks ran on the CPU with gloo.")
     if requested == "auto" and gpus:

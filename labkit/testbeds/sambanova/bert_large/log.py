@@ -126,8 +126,16 @@ class SambaNovaReader(LineReader):
                 self.sbatch_flags = flags
             return
         if head in "DTs":
-            if self._header(cur, line):
+            m = _DURATION.match(line)
+            if m:
+                cur.duration = int(m.group(1))
+                cur.anything = True
                 return
+            for rx, key in ((_DATE, "date"), (_TIME, "time"), (_VERSION, "sambaflow")):
+                m = rx.match(line)
+                if m:
+                    cur.run.environment[key] = m.group(1)
+                    return
         if head == "C":
             m = _COMPILE_START.match(line)
             if m:
@@ -218,19 +226,6 @@ class SambaNovaReader(LineReader):
                 cur.anything = True
             return
 
-    def _header(self, cur: _Run, line: str) -> bool:
-        m = _DURATION.match(line)
-        if m:
-            cur.duration = int(m.group(1))
-            cur.anything = True
-            return True
-        for rx, key in ((_DATE, "date"), (_TIME, "time"), (_VERSION, "sambaflow")):
-            m = rx.match(line)
-            if m:
-                cur.run.environment[key] = m.group(1)
-                return True
-        return False
-
     # -- closing a run -------------------------------------------------------------------
     def _close(self) -> _Run:
         cur = self.cur
@@ -279,11 +274,10 @@ class SambaNovaReader(LineReader):
                     run.notes.append(CACHED_NOTE.format(cur.duration))
                 else:
                     run.notes.append(DURATION_NOTE.format(cur.duration, cur.job))
+        elif cur.kind == "submission":
+            run.status = "incomplete"
         else:
-            if cur.kind == "submission":
-                run.status = "incomplete"
-            else:
-                run.notes.append("The log ends before the job was submitted: it is cut short.")
+            run.notes.append("The log ends before the job was submitted: it is cut short.")
         if cur.pef_exists:
             run.notes.append("'{} exists': compilation was skipped and the cached PEF reused.".format(cur.pef_exists))
         if cur.pointer:

@@ -12,7 +12,8 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from labkit import interrupts, rank_launcher
+from labkit import devices, interrupts, rank_launcher
+from labkit.accelerator import TESTBED_PRECISION
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.params import Config
 from labkit.results import Run
@@ -38,8 +39,6 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
     (:func:`~labkit.testbeds.sambanova.bert_large.host.ranks_device`). Raises RuntimeError when a rank
     fails or nothing comes back within ``timeout`` seconds."""
     import torch
-
-    from labkit import devices
 
     ranks = int(ntasks if ntasks is not None else config.ntasks)
     device_kind, notes = ranks_device(config, ranks)
@@ -94,9 +93,7 @@ def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 
                           ranks, device_kind.upper(), "es" if ranks > 1 else "", "nccl" if device_kind == "cuda" else "gloo",
                           threads, "s" if threads > 1 else ""))
     run_.notes.extend(notes)
-    if run_.params["precision"] != "fp32":  # a CPU's fp32 notes read as they always did
-        from labkit.accelerator import TESTBED_PRECISION
-
+    if run_.params["precision"] != "fp32":  # fp32 needs no note
         run_.notes.append("Precision here: {}; the SN30 trains in {}.".format(run_.params["precision"],
                                                                                TESTBED_PRECISION["sn30"]))
     how = {k: result[k] for k in ("micro_batch", "accumulation", "launch", "peak_memory_bytes") if k in result}

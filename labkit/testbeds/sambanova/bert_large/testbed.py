@@ -1,5 +1,6 @@
-"""The testbed path: compile, submit the training job with sbatch, follow it, read its log;
-and reading a training log a testbed wrote.
+"""The testbed path: the compile and batch scripts written from the parameters (the course's
+BertLarge.sh and BertLarge_run.sh), compile, submit the training job with sbatch, follow it,
+read its log; and reading a training log a testbed wrote.
 
 Verified only against a real Slurm with SambaFlow replaced by a script that writes SambaFlow's
 log lines (tests/slurm/test_sambanova_job.py): no SambaFlow could be installed here.
@@ -14,7 +15,8 @@ import shlex
 import socket
 import subprocess
 from pathlib import Path
-from typing import Optional, Union
+from shlex import quote
+from typing import Any, Optional, Union
 
 import labkit.logs
 from labkit import jobs
@@ -22,7 +24,6 @@ from labkit.params import Config
 from labkit.results import Run
 from labkit.testbeds.sambanova.bert_large.host import SambaFlow
 from labkit.testbeds.sambanova.bert_large.log import POINTER
-from labkit.testbeds.sambanova.bert_large.script import compile_script, run_script
 from labkit.testbeds.sambanova.bert_large.spec import slurm_request
 
 __all__ = ["run_testbed", "read_log", "DURATION_NOTE"]
@@ -45,6 +46,126 @@ def read_log(path: Union[str, os.PathLike], config: Optional[Config] = None) -> 
     return found
 
 
+def pef_name(config: Config) -> str:
+    """The PEF's name, from the parameters the compile depends on."""
+    # The course reuses ~/BertLarge/bertlrg/bertlrg.pef whatever the parameters were; naming
+    # the PEF by them recompiles when batch, length or tiles change and reuses it otherwise.
+    return "bertlrg_b{}_s{}_t{}".format(config.batch_size, config.max_seq_length, config.num_tiles)
+
+
+def compile_script(config: Config, setup: SambaFlow, work_dir: str, log_dir: str) -> str:
+    """What the course's BertLarge.sh does before ``sbatch``: compile BERT-Large to a PEF."""
+    pef = pef_name(config)
+    output = os.path.join(log_dir, "BertLarge_compile.out")
+    compile_cmd = " ".join([
+        setup.python, quote(setup.hook), "compile", "--model_name_or_path bert-large-uncased",
+        "--tokenizer_name bert-large-uncased --module_name mlm_ns --task_name mlm_ns",
+        "--max_seq_length {}".format(config.max_seq_length),
+        "--per_device_train_batch_size {} -b {}".format(config.batch_size, config.batch_size),
+        "--output_dir=${OUTDIR}/hf_output --overwrite_output_dir --cache_dir ${OUTDIR}/cache",
+        "--compiler-configs-file " + quote(os.path.join(
+            setup.app, "human_decisions", "compiler_configs",
+            "compiler_configs_bertlarge_sc_mlm_ml_perf_fullfeature_macv2_gm.json")),
+        "--mac-human-decision " + quote(os.path.join(
+            setup.app, "human_decisions", "mac_overrides", "bertlarge_sc_training_mlm_ml_perf_fullfeature_macv2.json")),
+        "--mac-v2 --non_split_head --dense_adam --data-parallel -ws 2 --weight_decay 0.01 --max_grad_norm_clip 1.0",
+        "--adam_beta2 0.98 --num-tiles {}".format(config.num_tiles),
+        "--pef-name={} --output-folder=${{OUTDIR}} --log-level error --disable-strict-conversion".format(pef),
+    ])
+    return "\n".join([
+        "#!/bin/bash",
+        "# Written by labkit (labkit.testbeds.sambanova.bert_large.testbed) from the course's BertLarge.sh: compile only;",
+        "# labkit submits the training job itself, after checking the sbatch request.",
+        "set -e",
+        "export SOFTWARE_HOME=/opt",
+        "OUTDIR=" + quote(work_dir),
+        "OUTPUT_PATH=" + quote(output),
+        'echo "Using ${OUTPUT_PATH} for output"',
+        'mkdir -p "$(dirname "${OUTPUT_PATH}")" "${OUTDIR}"',
+        "if [ -f {a} ]; then source {a}; fi".format(a=quote(setup.activate)),
+        "export OMP_NUM_THREADS=18",
+        "SECONDS=0",
+        'cd "${OUTDIR}"',
+        'echo "Model: " BertLarge > "${OUTPUT_PATH}" 2>&1',
+        'echo "Date: " $(date +%m/%d/%y) >> "${OUTPUT_PATH}" 2>&1',
+        'echo "Time: " $(date +%H:%M) >> "${OUTPUT_PATH}" 2>&1',
+        'apt list --installed sambaflow >> "${OUTPUT_PATH}" 2>&1 || true',
+        'echo "Machine State Before: " >> "${OUTPUT_PATH}" 2>&1',
+        "if [ -x {s} ]; then {s} -l inventory >> \"${{OUTPUT_PATH}}\" 2>&1; fi".format(s=quote(setup.snfadm)),
+        'PEF="${{OUTDIR}}/{p}/{p}.pef"'.format(p=pef),
+        'if [ -e "${PEF}" ]; then',
+        '  echo "${PEF} exists" | tee -a "${OUTPUT_PATH}"',
+        "else",
+        "  export SN_NUM_THREADS=32",
+        '  echo "COMPILE START AT ${SECONDS}" >> "${OUTPUT_PATH}" 2>&1',
+        '  COMMAND="{}"'.format(compile_cmd),
+        '  echo "COMPILE COMMAND: $COMMAND" >> "${OUTPUT_PATH}" 2>&1',
+        '  eval $COMMAND >> "${OUTPUT_PATH}" 2>&1',
+        '  echo "COMPILE END AT ${SECONDS}" >> "${OUTPUT_PATH}" 2>&1',
+        "fi",
+        'echo "Duration: " $SECONDS >> "${OUTPUT_PATH}" 2>&1',
+        "",
+    ])
+
+
+def run_script(config: Config, setup: SambaFlow, work_dir: str) -> str:
+    """The course's BertLarge_run.sh, from the parameters: ``sbatch script LOGDIR``.
+
+    As in the course, the job writes its training log to ``$PWD/LOGDIR/BertLarge.out`` and
+    prints ``Using ... for output`` to the Slurm output file. Two changes: ``--cache_dir``
+    (the course's ``--cache`` is refused by SambaFlow 1.19, as students found), and no
+    ``--min_throughput 560000 --validate_stat_perf`` check, which fails every run with fewer
+    than 16 tasks after it has trained.
+    """
+    pef = pef_name(config)
+    run_cmd = " ".join([
+        "srun --mpi=pmi2", setup.python, quote(setup.hook), "run",
+        "--config_name " + quote(os.path.join(
+            setup.app, "modules", "configs", "mlm_24layer_ml_perf_config.json")),
+        "--tokenizer_name bert-large-uncased --module_name mlm_ns --task_name mlm_ns",
+        "--max_seq_length {} -b {}".format(config.max_seq_length, config.batch_size),
+        "--output_dir=${OUTDIR}/hf_output --overwrite_output_dir --do_train",
+        "--per_device_train_batch_size {}".format(config.batch_size),
+        "--data_dir " + quote(setup.data_dir) + " --cache_dir ${OUTDIR}/cache/",
+        "--max_predictions_per_seq 20 --warmup_steps 12500 --max_steps 250000",
+        "--steps_this_run {} --logging_steps 1 --weight_decay 0.01".format(config.steps),
+        "--learning_rate {!r}".format(config.learning_rate),
+        "--non_split_head --dense_adam --data-parallel --reduce-on-rdu --adam_beta2 0.98 --max_grad_norm_clip 1.0",
+        "--skip_checkpoint --pef=${{OUTDIR}}/{p}/{p}.pef --log-level error".format(p=pef),
+    ])
+    return "\n".join([
+        "#!/bin/bash",
+        "# Written by labkit (labkit.testbeds.sambanova.bert_large.testbed) from the course's BertLarge_run.sh.",
+        "set -e",
+        "export SOFTWARE_HOME=/opt",
+        'LOGDIR=$(date +%m%d%y.%H)',
+        'if [ "$1" ]; then LOGDIR=$1; fi',
+        "OUTPUT_PATH=${PWD}/${LOGDIR}/BertLarge.out",
+        'echo "Using ${OUTPUT_PATH} for output"',
+        'mkdir -p "${PWD}/${LOGDIR}"',
+        "OUTDIR=" + quote(work_dir),
+        "if [ -f {a} ]; then source {a}; fi".format(a=quote(setup.activate)),
+        "export OMP_NUM_THREADS=18",
+        "SECONDS=0",
+        'echo "Model: " BertLarge >> "${OUTPUT_PATH}" 2>&1',
+        'echo "Date: " $(date +%m/%d/%y) >> "${OUTPUT_PATH}" 2>&1',
+        'echo "Time: " $(date +%H:%M) >> "${OUTPUT_PATH}" 2>&1',
+        'if [ ! -e "${{OUTDIR}}/{p}/{p}.pef" ]; then'.format(p=pef),
+        '  echo "${{OUTDIR}}/{p}/{p}.pef does not exist, exiting" >> "${{OUTPUT_PATH}}" 2>&1'.format(p=pef),
+        "  exit 1",
+        "fi",
+        'echo "RUN" >> "${OUTPUT_PATH}" 2>&1',
+        "export SAMBA_CCL_ASYNC_ALLREDUCE=0",
+        "export SAMBA_CCL_HIERARCHICAL_ALLREDUCE=0",
+        'env >> "${OUTPUT_PATH}" 2>&1',
+        'COMMAND="{}"'.format(run_cmd),
+        'echo "RUN COMMAND: $COMMAND" >> "${OUTPUT_PATH}" 2>&1',
+        'eval $COMMAND >> "${OUTPUT_PATH}" 2>&1',
+        'echo "Duration: " $SECONDS >> "${OUTPUT_PATH}" 2>&1',
+        "",
+    ])
+
+
 def _text(path: Optional[str]) -> Optional[str]:
     try:
         return Path(path).read_text(errors="replace") if path else None
@@ -52,15 +173,10 @@ def _text(path: Optional[str]) -> Optional[str]:
         return None
 
 
-def _training_log(slurm_out: str) -> Optional[str]:
-    """The path the job's ``Using DIR/BertLarge.out for output`` line names."""
-    found = POINTER.findall(_text(slurm_out) or "")
+def _last(pattern: Any, path: Optional[str]) -> Optional[str]:
+    """The last match of ``pattern`` in the file at ``path``; None when there is none (or no file)."""
+    found = re.findall(pattern, _text(path) or "")
     return found[-1] if found else None
-
-
-def _steps_in(path: Optional[str]) -> int:
-    steps = re.findall(r"global_step:(\d+)\|", _text(path) or "")
-    return int(steps[-1]) if steps else 0
 
 
 def run_testbed(config: Config, setup: SambaFlow = SambaFlow(), poll: float = 5.0, timeout: float = 6 * 3600,
@@ -96,11 +212,12 @@ def run_testbed(config: Config, setup: SambaFlow = SambaFlow(), poll: float = 5.
         print("Submitted batch job {}: {}".format(job.job_id, shlex.join(job.argv)))
     expected_log = os.path.join(work_dir, stamp, "BertLarge.out")
     # the bar counts the training steps the job's log has reached
-    status = jobs.follow(job, poll=poll, timeout=timeout, show=show, reached=lambda _status: _steps_in(expected_log),
-                         total=config.steps, log_hint="its log will be {}, readable with log_path".format(expected_log))
+    status = jobs.follow(job, poll=poll, timeout=timeout, show=show, total=config.steps,
+                         reached=lambda _status: int(_last(r"global_step:(\d+)\|", expected_log) or 0),
+                         log_hint="its log will be {}, readable with log_path".format(expected_log))
 
     slurm_out = jobs.output_path(job, status)
-    training_log = _training_log(slurm_out) or expected_log
+    training_log = _last(POINTER, slurm_out) or expected_log  # the job's 'Using ... for output' line
     if not os.path.exists(training_log):
         raise RuntimeError("Job {} ended {} but wrote no training log at {} (Slurm output {}):\n{}".format(
             job.job_id, status.state, training_log, slurm_out, _tail(slurm_out)))
