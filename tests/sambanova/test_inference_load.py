@@ -19,8 +19,7 @@ from labkit.testbeds.sambanova.inference.measure import count_tokens, measure  #
 from labkit.testbeds.sambanova.inference.notes import reasoning_notes  # noqa: E402
 from labkit.testbeds.sambanova.inference.prompts import synthetic_prompts  # noqa: E402
 from labkit.testbeds.sambanova.inference.report import fmt_time  # noqa: E402
-from labkit.testbeds.sambanova.inference.summary import configuration_rows  # noqa: E402
-from labkit.testbeds.sambanova.inference.timing import summarize  # noqa: E402
+from labkit.testbeds.sambanova.inference.timing import configuration_rows, summarize  # noqa: E402
 
 KEY = "labkit-test-key-load"
 PROMPTS = [(0, "What is a KV cache?"), (1, "Explain goodput."), (2, "Why stream?")]
