@@ -37,7 +37,7 @@ class Endpoint:
     api_key: Secret = field(default_factory=lambda: Secret("none"), repr=False)
     what: str = ""
     local: bool = False
-    served: Optional[List[str]] = None  # what GET /models listed (discover.readiness), for a 404's sentence
+    served: Optional[List[str]] = None  # what GET /models listed (access.readiness), for a 404's sentence
 
 
 @dataclass(frozen=True)

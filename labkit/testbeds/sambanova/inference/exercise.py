@@ -20,13 +20,13 @@ from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
-from labkit.testbeds.sambanova.inference import discover, evidence
-from labkit.testbeds.sambanova.inference.access import Secret, find_token, is_alcf, key_for
+from labkit.testbeds.sambanova.inference import evidence
+from labkit.testbeds.sambanova.inference.access import NotServed, Secret, find_token, is_alcf, key_for, readiness
 from labkit.testbeds.sambanova.inference.client import Endpoint, Options
 from labkit.testbeds.sambanova.inference.measure import Measured, local_tokenizer, measure, summarize_batches
 from labkit.testbeds.sambanova.inference.metrics import HEADLINE, METRICS, SERVER_FIELDS
-from labkit.testbeds.sambanova.inference.notes import (STAND_IN, comparison_notes, failure_notes, load_label, load_notes,
-                                                       rated)
+from labkit.testbeds.sambanova.inference.notes import (STAND_IN, comparison_notes, failure_notes, load_label,
+                                                       load_notes, rated)
 from labkit.testbeds.sambanova.inference.prompts import load_prompts, synthetic_prompts
 from labkit.testbeds.sambanova.inference.results_json import add_counts
 from labkit.testbeds.sambanova.inference.spec import (ENDPOINTS, RENAMED, is_local, local_configuration,
@@ -127,12 +127,12 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     measured = Measured()
     with contextlib.ExitStack() as stack:
         endpoints = _endpoints(config, stack)
-        ready = [discover.readiness(e) for e in endpoints]
+        ready = [readiness(e) for e in endpoints]
         for line in ready:
             print(line.sentence)
         not_ready = [line for line in ready if not line.ready]
         if not_ready:
-            raise discover.NotServed("; ".join(line.sentence for line in not_ready))
+            raise NotServed("; ".join(line.sentence for line in not_ready))
         if config.input_tokens is not None or config.output_tokens is not None:
             prompts = synthetic_prompts(prompts, config.num_prompts, config.input_tokens, config.output_tokens,
                                         config.length_range, config.seed, _tokenizer_for(endpoints, config))
