@@ -24,11 +24,10 @@ from labkit.testbeds.sambanova.inference import evidence
 from labkit.testbeds.sambanova.inference.access import NotServed, Secret, find_token, is_alcf, key_for, readiness
 from labkit.testbeds.sambanova.inference.client import Endpoint, Options
 from labkit.testbeds.sambanova.inference.measure import Measured, local_tokenizer, measure, summarize_batches
-from labkit.testbeds.sambanova.inference.metrics import HEADLINE, METRICS, SERVER_FIELDS
+from labkit.testbeds.sambanova.inference.metrics import HEADLINE, METRICS, SERVER_FIELDS, add_counts
 from labkit.testbeds.sambanova.inference.notes import (STAND_IN, comparison_notes, failure_notes, load_label,
                                                        load_notes, rated)
 from labkit.testbeds.sambanova.inference.prompts import load_prompts, synthetic_prompts
-from labkit.testbeds.sambanova.inference.results_json import add_counts
 from labkit.testbeds.sambanova.inference.spec import (ENDPOINTS, RENAMED, is_local, local_configuration,
                                                      targets_of)
 from labkit.testbeds.sambanova.inference.timing import configuration_rows, server_rows
