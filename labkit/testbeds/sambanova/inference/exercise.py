@@ -135,7 +135,7 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
         if config.input_tokens is not None or config.output_tokens is not None:
             prompts = synthetic_prompts(prompts, config.num_prompts, config.input_tokens, config.output_tokens,
                                         config.length_range, config.seed, _tokenizer_for(endpoints, config))
-        measured.readiness = [line.renamed for line in ready if line.renamed]  # type: ignore[attr-defined]
+        measured.readiness = [line.renamed for line in ready if line.renamed]
         # from here an interrupt keeps every batch measured: in the requests, the summary, as the servers stop
         stop = interrupts.keep(lambda: _kept(config, endpoints, measured, chosen.path))
         knee = {"max_requests": config.knee_max_requests, "max_s": config.knee_max_s} if config.knee else None
@@ -145,18 +145,13 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
                 into=measured)
         stop.phase("servers stopping", check=False)
     # an interrupt in the summary or as the servers stopped ends the run here, kept (none measured: none)
-    stop.phase(interrupts.DONE, check=not (measured.stopped and _any_measured(measured)))
+    stop.phase(interrupts.DONE, check=not (measured.stopped and measured.any_ended))
     return as_run(config, endpoints, measured, targets_of(config), source=chosen.path)
-
-
-def _any_measured(measured: Measured) -> bool:
-    """Whether a request ended (answered or failed) before the interrupt: one cut short is not a figure."""
-    return any(trace.status != "interrupted" for trace in measured.traces)
 
 
 def _kept(config: Config, endpoints: List[Endpoint], measured: Measured, source: str) -> Optional[Run]:
     """The run of the batches measured before an interrupt; None while no measured request has ended."""
-    if not _any_measured(measured):
+    if not measured.any_ended:
         return None
     summarize_batches(measured, endpoints, targets_of(config))
     return as_run(config, endpoints, measured, targets_of(config), source=source)
@@ -208,8 +203,8 @@ def as_run(config: Config, endpoints: List[Endpoint], measured: Measured, target
     failures = failure_notes(traces + measured.warmup, endpoints, config.timeout_s)
     run.notes.extend(failures)
     run.notes.extend(comparison_notes(endpoints, rows, server, config.warmup_requests, sources))
-    run.notes.extend(load_notes(rows, measured.knees, getattr(config, "burstiness", 1.0)))
-    run.notes.extend(getattr(measured, "readiness", []))
+    run.notes.extend(load_notes(rows, measured.knees, config.burstiness))
+    run.notes.extend(measured.readiness)
     if measured.stopped:
         run.mark_interrupted(measured.stopped, "the batches measured before the stop are kept, the one in flight "
                                                "has its completed requests and its others marked interrupted")

@@ -11,13 +11,13 @@ import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labkit import interrupts, progress
-from labkit.testbeds.sambanova.inference.client import (MAX_THREADS, Cancel, Endpoint, Options, open_client,
-                                                        run_batch)
+from labkit.testbeds.sambanova.inference.client import MAX_THREADS, Endpoint, Options, open_client, run_batch
 from labkit.testbeds.sambanova.inference.notes import load_label
 from labkit.testbeds.sambanova.inference.prompts import encode
 from labkit.testbeds.sambanova.inference.timing import Trace, summarize
 
-__all__ = ["Batch", "Measured", "measure", "summarize_batches", "count_tokens", "local_tokenizer", "Load", "KNEE_GAIN", "RUNAWAY"]
+__all__ = ["Batch", "Measured", "measure", "summarize_batches", "count_tokens", "local_tokenizer", "Load", "KNEE_GAIN",
+           "RUNAWAY"]
 
 #: A knee search stops raising the load once goodput rose by less than this fraction over the best so far.
 KNEE_GAIN = 0.05
@@ -59,10 +59,16 @@ class Measured:
     warmup: List[Trace] = field(default_factory=list)
     stopped: str = ""
     knees: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # per endpoint, from a knee search
+    readiness: List[str] = field(default_factory=list)  # what the readiness check said of renamed models
 
     @property
     def traces(self) -> List[Trace]:
         return [t for b in self.batches for t in b.traces]
+
+    @property
+    def any_ended(self) -> bool:
+        """Whether a request ended (answered or failed) before an interrupt: one cut short is not a figure."""
+        return any(t.status != "interrupted" for t in self.traces)
 
 
 def local_tokenizer(model: str) -> Any:
@@ -116,9 +122,7 @@ def _texts(prompts: Sequence[Any]) -> List[Tuple[Any, ...]]:
 
 
 def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Sequence[int], repeats: int,
-            warmup: int, options: Options, targets: Optional[Mapping[str, float]] = None,
-            tokenizers: Optional[Mapping[str, Any]] = None,
-            show_progress: bool = True, rates: Sequence[float] = (), cap: Optional[int] = None,
+            warmup: int, options: Options, targets: Optional[Mapping[str, float]] = None, show_progress: bool = True, rates: Sequence[float] = (), cap: Optional[int] = None,
             burstiness: float = 1.0, seed: int = 0, knee: Optional[Mapping[str, float]] = None,
             into: Optional[Measured] = None) -> Measured:
     """Measure every endpoint (see the module docstring); never raises for a failed request.
@@ -154,7 +158,7 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
 
                 def send(endpoint: Endpoint, load: Load, repeat: int, batch_prompts: Sequence[Any]) -> Batch:
                     traces, duration = run_batch(endpoint, batch_prompts, load.concurrency, options, repeat=repeat,
-                                                 cancel=Cancel(), sdk=clients[endpoint.name],
+                                                 sdk=clients[endpoint.name],
                                                  should_stop=lambda: stop.requested, on_done=tick, rate=load.rate,
                                                  burstiness=load.burstiness, seed=seed + repeat)
                     batch = Batch(endpoint.name, load.concurrency, repeat, traces, duration, rate=load.rate)
@@ -183,16 +187,16 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
         for sdk in clients.values():
             sdk.close()
     stop.phase("summary", check=False)  # also after a second interrupt
-    summarize_batches(measured, endpoints, targets, tokenizers)
-    if measured.stopped and any(t.status != "interrupted" for t in measured.traces):  # else: nothing measured
+    summarize_batches(measured, endpoints, targets)
+    if measured.stopped and measured.any_ended:  # else: nothing measured
         print(measured.stopped)
     return measured
 
 
-def summarize_batches(measured: Measured, endpoints: Sequence[Endpoint], targets: Optional[Mapping[str, float]] = None,
-                      tokenizers: Optional[Mapping[str, Any]] = None) -> None:
+def summarize_batches(measured: Measured, endpoints: Sequence[Endpoint],
+                      targets: Optional[Mapping[str, float]] = None) -> None:
     """Output tokens counted and each batch's figures, from its traces (again: it may have been cut short)."""
-    tokenizers = dict(tokenizers or {})
+    tokenizers: Dict[str, Any] = {}
     for endpoint in endpoints:  # a server that gave no usage: the model's tokenizer, if it is cached here
         if endpoint.name not in tokenizers and any(t.output_tokens is None and t.chunk_times and
                                                    t.endpoint == endpoint.name for t in measured.traces):

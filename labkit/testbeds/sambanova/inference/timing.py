@@ -118,13 +118,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def _stats(values: Sequence[float]) -> Dict[str, float]:
-    if not values:
-        return {name: float("nan") for name in STATS}
-    return {"mean": sum(values) / len(values), "median": percentile(values, 50), "p90": percentile(values, 90),
-            "p99": percentile(values, 99)}
-
-
 def summarize(traces: Sequence[Trace], duration: float, targets: Optional[Mapping[str, float]] = None) -> Dict[str, Any]:
     """The figures of one measured batch; ``duration``: first send to the last end; ``targets``:
     goodput targets in seconds by name ("ttft", "tpot", "e2el"), none: goodput is NaN."""
@@ -146,8 +139,9 @@ def summarize(traces: Sequence[Trace], duration: float, targets: Optional[Mappin
                          ("tpot", [t.tpot for t in done if t.tpot is not None]),
                          ("itl", [gap for t in done for gap in t.itl]), ("e2el", [t.e2el for t in done if t.e2el is not None]),
                          ("ttft_answer", [t.ttft_answer for t in done if t.ttft_answer is not None])):
-        for stat, value in _stats(values).items():  # type: ignore[arg-type]
-            figures["{}_{}_s".format(name, stat)] = value
+        figures[name + "_mean_s"] = sum(values) / len(values) if values else float("nan")  # type: ignore
+        for stat, q in (("median", 50), ("p90", 90), ("p99", 99)):
+            figures["{}_{}_s".format(name, stat)] = percentile(values, q)  # type: ignore[arg-type]
     figures["good"] = sum(_meets(t, targets) for t in done) if targets else None
     figures["goodput"] = figures["good"] / per if targets else float("nan")
     return figures
