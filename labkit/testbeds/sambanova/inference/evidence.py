@@ -181,6 +181,11 @@ class _Figures:
                               for i in self.done)
         elapsed = sum(self.latencies)  # type: ignore[arg-type]
         self.throughput = sum(self.tokens) / elapsed if self.tokens and elapsed > 0 else None
+        #: (metric, series, value) of each figure a JSON of results gives (value None: not given)
+        self.headline = (
+            ("e2el_median", "e2el_median_latency", percentile(self.latencies, 50) if self.latencies else None),
+            ("output_throughput", "output_throughput", self.throughput),
+            ("ttft_median", "ttft_median_time", percentile(self.ttfts, 50) if self.ttfts else None))
 
 
 def _overlap(items: List[Dict[str, Any]]) -> Optional[bool]:
@@ -259,13 +264,9 @@ def fill_results(run: Run, groups: List[Group]) -> None:
         run.params["endpoint_names"] = [g.name for g in named]
         run.params["models"] = [g.model for g in named]
     run.params["num_prompts"] = len(groups[0].items)
-    reference = figures[0]  # the first endpoint's figures are the record's, as in a measured run
-    if reference.latencies:
-        METRICS.add(run, "e2el_median", percentile(reference.latencies, 50))
-    if reference.throughput is not None:
-        METRICS.add(run, "output_throughput", reference.throughput)
-    if reference.ttfts:
-        METRICS.add(run, "ttft_median", percentile(reference.ttfts, 50))
+    for metric, _series, value in figures[0].headline:  # the first endpoint's are the record's, as when measured
+        if value is not None:
+            METRICS.add(run, metric, value)
     concurrent = [g.concurrency is not None and g.concurrency > 1 or bool(_overlap(g.items)) for g in groups]
     run.environment["endpoints"] = []
     for group, fig, many in zip(groups, figures, concurrent):
@@ -274,12 +275,9 @@ def fill_results(run: Run, groups: List[Group]) -> None:
                                              "output_tokens": sum(fig.tokens) if fig.tokens is not None else None,
                                              "finish_reasons": dict(fig.finish)})
         if group.name and not many and fig.latencies:  # one request at a time: concurrency 1
-            figures_at_1 = (("e2el_median_latency", percentile(fig.latencies, 50)),
-                            ("output_throughput", fig.throughput),
-                            ("ttft_median_time", percentile(fig.ttfts, 50) if fig.ttfts else None))
-            for prefix_name, value in figures_at_1:
+            for _metric, series, value in fig.headline:
                 if value is not None:
-                    run.add_series("{}:{}".format(prefix_name, group.name), [1], [value], x_label="concurrency")
+                    run.add_series("{}:{}".format(series, group.name), [1], [value], x_label="concurrency")
         prefix = "{}: ".format(group.name) if several else ""
         for note in (_statistics_note(group, fig, prefix), _per_item_throughput_note(fig.done)):
             if note:
@@ -297,7 +295,7 @@ def fill_results(run: Run, groups: List[Group]) -> None:
     if not any(f.ttfts for f in figures):
         run.notes.append("No request has a time to first token: the requests were not streamed, so each latency is a "
                          "whole request (E2EL, median of {} here) and TTFT and TPOT were not measured.".format(
-                             len(reference.latencies)))
+                             len(figures[0].latencies)))
     if several:
         run.notes.append("The record's own figures (latency, throughput, time to first token, output tokens per "
                          "request) are {}'s, the first endpoint's; its counts (requests, output tokens) are the whole "

@@ -4,9 +4,8 @@ Local endpoints (``local:batched``, ``local:sequential``) start labkit's stand-i
 (:mod:`labkit.serving`) for the run and stop it at its end, interrupt or error included, so nothing
 is left listening. Tokens: :mod:`.access`.
 
-A measured comparison is one labkit run (:func:`as_run`): the counts (requests, failures by status,
-output tokens, warm-ups) are exact, what the golden copy and grading compare; every time is a
-timing (tests/golden skip them), the reference configuration's as metrics, every one's as series.
+A measured comparison is one labkit run (:func:`as_run`): exact counts, which the golden copy and
+grading compare, and timings: the reference configuration's as metrics, every one's as series.
 """
 
 from __future__ import annotations
@@ -178,7 +177,6 @@ def as_run(config: Config, endpoints: List[Endpoint], measured: Measured, target
     server = server_rows(measured.batches)
     traces = measured.traces
     done = [t for t in traces if t.ok]
-    failed = [t for t in traces if not t.ok]
     add = METRICS.add
     sources = sorted({t.token_source for t in done if t.token_source})
     tokens = sum(t.output_tokens or 0 for t in done)
@@ -200,8 +198,7 @@ def as_run(config: Config, endpoints: List[Endpoint], measured: Measured, target
         for key, name in SERIES:
             run.add_series("{}:{}".format(name, endpoint.name), [r["load"] for r in mine],
                            [_finite(r[key]) for r in mine], x_label="request rate" if rated(rows) else "concurrency")
-    failures = failure_notes(traces + measured.warmup, endpoints, config.timeout_s)
-    run.notes.extend(failures)
+    run.notes.extend(failure_notes(traces + measured.warmup, endpoints, config.timeout_s))
     run.notes.extend(comparison_notes(endpoints, rows, server, config.warmup_requests, sources))
     run.notes.extend(load_notes(rows, measured.knees, config.burstiness))
     run.notes.extend(measured.readiness)
@@ -210,7 +207,7 @@ def as_run(config: Config, endpoints: List[Endpoint], measured: Measured, target
                                                "has its completed requests and its others marked interrupted")
     elif traces and not done:
         run.status = "failed"
-    elif failed:
+    elif len(done) < len(traces):
         run.status = "incomplete"
     run.environment["endpoints"] = [{"name": e.name, "base_url": e.base_url, "model": e.model, "served_by": e.what,
                                      "token_from": e.api_key.source} for e in endpoints]
