@@ -16,8 +16,8 @@ from labkit.testbeds.sambanova.inference.notes import load_label
 from labkit.testbeds.sambanova.inference.prompts import encode
 from labkit.testbeds.sambanova.inference.timing import Trace, summarize
 
-__all__ = ["Batch", "Measured", "measure", "summarize_batches", "count_tokens", "local_tokenizer", "Load", "KNEE_GAIN",
-           "RUNAWAY"]
+__all__ = ["Batch", "Measured", "measure", "summarize_batches", "count_tokens", "local_tokenizer", "Load",
+           "KNEE_GAIN", "RUNAWAY"]
 
 #: A knee search stops raising the load once goodput rose by less than this fraction over the best so far.
 KNEE_GAIN = 0.05
@@ -103,12 +103,11 @@ def count_tokens(traces: Sequence[Trace], tokenizers: Mapping[str, Any]) -> None
 def _split_reasoning(trace: Trace, tokenizer: Any) -> None:
     if trace.reasoning_tokens is not None or not trace.chunk_times:
         return
-    thinking = len(trace.chunk_times) - len(trace.answer_times)
     if tokenizer is not None:
         reasoning = len(encode(tokenizer, trace.reasoning_text)) if trace.reasoning_text else 0
         answer = len(encode(tokenizer, trace.text)) if trace.text else 0
     else:
-        reasoning, answer = thinking, len(trace.answer_times)
+        reasoning, answer = len(trace.chunk_times) - len(trace.answer_times), len(trace.answer_times)
     if trace.output_tokens is not None and (reasoning + answer) and trace.output_tokens != reasoning + answer:
         # usage's total is exact; share it out in the counted proportion
         reasoning = round(trace.output_tokens * reasoning / (reasoning + answer))
@@ -122,7 +121,8 @@ def _texts(prompts: Sequence[Any]) -> List[Tuple[Any, ...]]:
 
 
 def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Sequence[int], repeats: int,
-            warmup: int, options: Options, targets: Optional[Mapping[str, float]] = None, show_progress: bool = True, rates: Sequence[float] = (), cap: Optional[int] = None,
+            warmup: int, options: Options, targets: Optional[Mapping[str, float]] = None,
+            show_progress: bool = True, rates: Sequence[float] = (), cap: Optional[int] = None,
             burstiness: float = 1.0, seed: int = 0, knee: Optional[Mapping[str, float]] = None,
             into: Optional[Measured] = None) -> Measured:
     """Measure every endpoint (see the module docstring); never raises for a failed request.
@@ -198,8 +198,7 @@ def summarize_batches(measured: Measured, endpoints: Sequence[Endpoint],
     """Output tokens counted and each batch's figures, from its traces (again: it may have been cut short)."""
     tokenizers: Dict[str, Any] = {}
     for endpoint in endpoints:  # a server that gave no usage: the model's tokenizer, if it is cached here
-        if endpoint.name not in tokenizers and any(t.output_tokens is None and t.chunk_times and
-                                                   t.endpoint == endpoint.name for t in measured.traces):
+        if any(t.output_tokens is None and t.chunk_times and t.endpoint == endpoint.name for t in measured.traces):
             tokenizers[endpoint.name] = local_tokenizer(endpoint.model)
     count_tokens(measured.traces + measured.warmup, tokenizers)
     for batch in measured.batches:
