@@ -12,15 +12,13 @@ serving = pytest.importorskip("labkit.serving")
 
 from labkit.params import ParameterError  # noqa: E402
 from labkit.testbeds.sambanova import inference  # noqa: E402
-from labkit.testbeds.sambanova.inference import discover  # noqa: E402
-from labkit.testbeds.sambanova.inference.access import Secret  # noqa: E402
+from labkit.testbeds.sambanova.inference import access  # noqa: E402
 from labkit.testbeds.sambanova.inference.client import Endpoint, Options, arrival_times, run_batch  # noqa: E402
 from labkit.testbeds.sambanova.inference.measure import count_tokens, measure  # noqa: E402
 from labkit.testbeds.sambanova.inference.notes import reasoning_notes  # noqa: E402
 from labkit.testbeds.sambanova.inference.prompts import synthetic_prompts  # noqa: E402
 from labkit.testbeds.sambanova.inference.report import fmt_time  # noqa: E402
-from labkit.testbeds.sambanova.inference.summary import configuration_rows  # noqa: E402
-from labkit.testbeds.sambanova.inference.timing import summarize  # noqa: E402
+from labkit.testbeds.sambanova.inference.timing import configuration_rows, summarize  # noqa: E402
 
 KEY = "labkit-test-key-load"
 PROMPTS = [(0, "What is a KV cache?"), (1, "Explain goodput."), (2, "Why stream?")]
@@ -35,7 +33,7 @@ def thinking():
 
 
 def endpoint(server, model=None, name="stand-in"):
-    return Endpoint(name, server.base_url, model or server.model, Secret(KEY, "test"), local=True)
+    return Endpoint(name, server.base_url, model or server.model, access.Secret(KEY, "test"), local=True)
 
 
 def test_reasoning_deltas_are_timed_and_counted_apart_from_the_answer(thinking):
@@ -105,25 +103,25 @@ def test_synthetic_prompts_have_the_asked_lengths():
 
 def test_readiness_names_what_an_endpoint_serves_and_maps_a_renamed_model(thinking, monkeypatch):
     missing = endpoint(thinking, model="gpt-oss-120b-131072", name="Metis")
-    found = discover.readiness(missing)
+    found = access.readiness(missing)
     assert not found.ready and found.models == [thinking.model]
     assert found.sentence == "Metis does not serve gpt-oss-120b-131072: it serves now {}".format(thinking.model)
-    monkeypatch.setitem(discover.RENAMED, "labkit-old-name", (thinking.model, "renamed in a test"))
+    monkeypatch.setitem(access.RENAMED, "labkit-old-name", (thinking.model, "renamed in a test"))
     old = endpoint(thinking, model="labkit-old-name", name="Old")
-    ready = discover.readiness(old)
+    ready = access.readiness(old)
     assert ready.ready and old.model == thinking.model
     assert "labkit-old-name is now {} (renamed in a test)".format(thinking.model) in ready.sentence
-    assert discover.readiness(endpoint(thinking)).sentence.endswith("is served (GET /models lists it)")
+    assert access.readiness(endpoint(thinking)).sentence.endswith("is served (GET /models lists it)")
 
 
 def test_the_cluster_jobs_answer_says_loaded_queued_or_cold():
     jobs = {"running": [{"Model": "openai/gpt-oss-120b", "Model Status": "running"}],
             "queued": [{"Models": "google/gemma-4-31B-it", "Job State": "queued"}]}
-    assert discover.job_state(jobs, "openai/gpt-oss-120b") == "running"
-    assert discover.job_state({"jobs": [{"model": "google/gemma-4-31B-it", "status": "queued"}]},
+    assert access.job_state(jobs, "openai/gpt-oss-120b") == "running"
+    assert access.job_state({"jobs": [{"model": "google/gemma-4-31B-it", "status": "queued"}]},
                               "google/gemma-4-31B-it") == "queued"
-    assert discover.job_state(jobs, "openai/gpt-oss-20b") == "cold" and "10-15 min" in discover.COLD
-    assert discover.cluster_of(inference.ENDPOINTS["sophia"]["base_url"]) == "sophia"
+    assert access.job_state(jobs, "openai/gpt-oss-20b") == "cold" and "10-15 min" in access.COLD
+    assert access.cluster_of(inference.ENDPOINTS["sophia"]["base_url"]) == "sophia"
 
 
 def test_a_knee_search_is_bounded_and_finds_a_knee_per_endpoint(thinking):

@@ -8,8 +8,7 @@ from labkit.testbeds.sambanova.inference.access import Secret
 from labkit.testbeds.sambanova.inference.client import Endpoint
 from labkit.testbeds.sambanova.inference.measure import Batch, count_tokens
 from labkit.testbeds.sambanova.inference.notes import comparison_notes, weights_of
-from labkit.testbeds.sambanova.inference.summary import configuration_rows
-from labkit.testbeds.sambanova.inference.timing import Trace, summarize
+from labkit.testbeds.sambanova.inference.timing import Trace, configuration_rows, summarize
 
 METIS = Endpoint("Metis", "https://inference-api.alcf.anl.gov/resource_server/metis/api/v1", "gpt-oss-120b-131072",
                  Secret("x"), "SambaNova SN40L (Metis), SambaStack")

@@ -1,13 +1,6 @@
-"""SambaNova's exercises, one sub-package a course year, as in ``notebooks/sambanova/``:
-
-- :mod:`labkit.testbeds.sambanova.bert_large` (2024): BERT-Large compiled with SambaFlow and
-  trained as a Slurm job with ``--ntasks`` ranks, or as torch.distributed ranks here;
-- :mod:`labkit.testbeds.sambanova.inference` (2025): LLM inference on Metis (SN40L) against
-  Sophia (vLLM) through the OpenAI API.
-
-    from labkit.testbeds.sambanova import bert_large, inference
-
-The two share no code, so this package holds nothing of its own; it only answers the 2024
+"""SambaNova's exercises, one sub-package a course year: :mod:`.bert_large` (2024: BERT-Large
+compiled with SambaFlow, trained as a Slurm job) and :mod:`.inference` (2025: LLM inference on Metis
+against Sophia through the OpenAI API). They share no code; this package only answers the 2024
 notebook's names (below) for hand-ins made before the years were sub-packages.
 """
 

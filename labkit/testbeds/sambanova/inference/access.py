@@ -1,22 +1,33 @@
-"""The access token, kept out of every output, and what each failure means in one sentence.
+"""Reaching an endpoint: the access token, kept out of every output; what the endpoint serves and
+whether the model is ready, before anything is measured; what each failure means in one sentence.
 
 The token comes from the course's ``inference_auth_token.py`` (its ``get_access_token()`` refreshes
 an expired token), else from an environment variable; records hold where it came from, never what
 it is. Only ALCF endpoints get the ALCF token (:func:`key_for`; docs/sambanova.md, "Access").
+
+A model the endpoint does not list stops the run before it starts, with one sentence naming what it
+serves now. On Sophia a model that is not loaded is "cold": its first request starts loading it,
+which takes 10-15 minutes (argonne-lcf/user-guides, inference-endpoints.md); :func:`readiness` says
+so instead of letting every request time out. Nothing here reached the ALCF service in labkit's
+tests: the stand-in answers GET /v1/models as vLLM does, and the ALCF calls follow the user guide.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import os
-from typing import Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+from urllib import error, request
 from urllib.parse import urlsplit
 
 from labkit.errors import LabkitError
+from labkit.testbeds.sambanova.inference.spec import GATEWAY, RENAMED, current_model
 
 __all__ = ["Secret", "AccessError", "find_token", "key_for", "is_alcf", "status_of", "explain", "HELPER", "REFRESH",
-           "NO_KEY"]
+           "NO_KEY", "Readiness", "NotServed", "list_models", "readiness", "job_state", "cluster_of", "COLD"]
 
 #: What the OpenAI SDK is given for a server that asks for no key (it refuses to start without one);
 #: vLLM's documentation uses the same word.
@@ -128,30 +139,139 @@ def status_of(exc: BaseException) -> Tuple[str, Optional[int]]:
     return "error", None
 
 
+#: What a student does about a failed request, by its status ("5xx": any server error, "": any other).
+_ADVICE = {
+    "401": ("{where} refused the access token (HTTP {status}): it has expired or was never valid; run `{refresh}` "
+            "(ALCF asks for a new login every 7 days), then run the notebook again"),
+    "400": ("{where} refused the request as malformed (HTTP 400): its message (run.details) names the field, most "
+            "often max_tokens beyond the model's context length; lower max_tokens"),
+    "404": ("{where} answered 404 Not Found: check the base URL (it ends in /v1, with no trailing slash and without "
+            "/chat/completions, which the client adds) and the model name"),
+    "429": ("{where} answered 429 Too Many Requests: lower the concurrency or num_prompts, or wait a minute and "
+            "run again (labkit retries nothing, so this is counted as a failed request)"),
+    "timeout": ("{where} did not answer within timeout_s = {timeout_s:g} s: raise timeout_s or lower max_tokens and "
+                "the concurrency (a queued model on the ALCF service can take minutes to start)"),
+    "connection": ("{where} could not be reached: check the URL and your network (the ALCF service needs Argonne's "
+                   "network or a VPN from outside)"),
+    "interrupted": "{where}: stopped by the interrupt before it ended",
+    "5xx": "{where} failed on the server's side (HTTP {status}): try again later, with fewer requests at once",
+    "": "{where} failed ({status}): see the request's error in run.details",
+}
+_ADVICE["403"] = _ADVICE["401"]
+
+
 def explain(status: str, endpoint: str, base_url: str, timeout_s: float = 0.0) -> str:
     """What a student does about a failed request, in one sentence."""
-    where = "{} ({})".format(endpoint, base_url)
-    if status in ("401", "403"):
-        return ("{} refused the access token (HTTP {}): it has expired or was never valid; run `{}` (ALCF asks for a "
-                "new login every 7 days), then run the notebook again").format(where, status, REFRESH)
-    if status == "400":
-        return ("{} refused the request as malformed (HTTP 400): its message (run.details) names the field, most "
-                "often max_tokens beyond the model's context length; lower max_tokens").format(where)
-    if status == "404":
-        return ("{} answered 404 Not Found: check the base URL (it ends in /v1, with no trailing slash and without "
-                "/chat/completions, which the client adds) and the model name").format(where)
-    if status == "429":
-        return ("{} answered 429 Too Many Requests: lower the concurrency or num_prompts, or wait a minute and run "
-                "again (labkit retries nothing, so this is counted as a failed request)").format(where)
-    if status == "timeout":
-        return ("{} did not answer within timeout_s = {:g} s: raise timeout_s or lower max_tokens and the "
-                "concurrency (a queued model on the ALCF service can take minutes to start)").format(where, timeout_s)
-    if status == "connection":
-        return ("{} could not be reached: check the URL and your network (the ALCF service needs Argonne's network "
-                "or a VPN from outside)").format(where)
-    if status == "interrupted":
-        return "{}: stopped by the interrupt before it ended".format(where)
-    if status.isdigit() and status.startswith("5"):
-        return "{} failed on the server's side (HTTP {}): try again later, with fewer requests at once".format(
-            where, status)
-    return "{} failed ({}): see the request's error in run.details".format(where, status)
+    server_side = status.isdigit() and status.startswith("5")
+    advice = _ADVICE.get(status) or _ADVICE["5xx" if server_side else ""]
+    return advice.format(where="{} ({})".format(endpoint, base_url), status=status, timeout_s=timeout_s,
+                         refresh=REFRESH)
+
+
+#: What a cold model costs, in the user guide's words.
+COLD = "cold: loading takes 10-15 min (the first request starts it; Sophia unloads a model after 2 h unused)"
+
+
+class NotServed(LabkitError, RuntimeError):
+    """The endpoint does not serve the model asked for; the message names what it serves now."""
+
+    shown_as = "NotServed"
+
+
+@dataclass
+class Readiness:
+    endpoint: str
+    ready: bool
+    sentence: str
+    models: Optional[List[str]] = None  # None: the endpoint could not be asked
+    renamed: str = ""
+
+
+def _get(url: str, token: str) -> Any:
+    req = request.Request(url, headers={"Authorization": "Bearer " + token, "Accept": "application/json"})
+    with request.urlopen(req, timeout=10.0) as answer:  # noqa: S310 - http(s) URLs checked by the SPEC
+        return json.loads(answer.read().decode("utf-8"))
+
+
+def list_models(endpoint: Any) -> List[str]:
+    """The model names ``GET {base_url}/models`` lists (OpenAI's and vLLM's shape: {"data": [{"id": ...}]})."""
+    body = _get(endpoint.base_url.rstrip("/") + "/models", endpoint.api_key.reveal())
+    items = body.get("data", []) if isinstance(body, dict) else body
+    return [str(item.get("id")) for item in items if isinstance(item, dict) and item.get("id")]
+
+
+def cluster_of(base_url: str) -> str:
+    """The ALCF cluster a gateway URL names ("sophia" for .../resource_server/sophia/vllm/v1), or ""."""
+    if not base_url.startswith(GATEWAY + "/"):
+        return ""
+    return base_url[len(GATEWAY) + 1:].split("/", 1)[0]
+
+
+def _objects(node: Any) -> Iterator[Dict[str, Any]]:
+    """Every JSON object in ``node``, nested ones included."""
+    if isinstance(node, dict):
+        yield node
+        node = list(node.values())
+    if isinstance(node, list):
+        for child in node:
+            yield from _objects(child)
+
+
+def job_state(jobs: Any, model: str) -> str:
+    """"running", "queued" (or starting) or "cold" for ``model`` in a /jobs answer; "" when the answer
+    does not say (its shape is not documented: any object naming the model with a status-like field)."""
+    statuses = [" ".join(v.lower() for k, v in node.items() if isinstance(v, str) and
+                         k.lower().replace(" ", "_") in ("status", "state", "model_status", "job_status"))
+                for node in _objects(jobs) if any(isinstance(v, str) and model in v for v in node.values())]
+    for state, words in (("running", ("running", "live", "ready")), ("queued", ("queued", "pending", "starting"))):
+        if any(word in status for status in statuses for word in words):
+            return state
+    return "cold" if jobs else ""
+
+
+def readiness(endpoint: Any) -> Readiness:
+    """Whether ``endpoint.model`` is served and loaded, in one sentence; a renamed model is mapped to
+    today's name (``endpoint.model`` changes, the sentence says so). Never raises for an endpoint that
+    cannot be asked (Metis answers chat completions only): the run then goes on, said so."""
+    name, model = endpoint.name, endpoint.model
+    renamed = ""
+    if model in RENAMED:
+        new, when = RENAMED[model]
+        renamed = "{}: {} is now {} ({}); old logs and responses keep their old name".format(name, model, new, when)
+    try:
+        models: Optional[List[str]] = list_models(endpoint)
+    except (error.URLError, OSError, ValueError) as exc:
+        models = None
+        why = getattr(exc, "code", None) or type(exc).__name__
+        asked = "{} lists no models (GET /models: {})".format(name, why)
+    if models is not None and model not in models:
+        new = current_model(model)
+        if new in models:
+            endpoint.model = new
+            return Readiness(name, True, renamed, models, renamed)
+        return Readiness(name, False, "{} does not serve {}: it serves now {}".format(
+            name, model, ", ".join(models) or "no model"), models)
+    if models is None and renamed:
+        endpoint.model = current_model(model)
+    state = ""
+    cluster = cluster_of(endpoint.base_url)
+    if cluster:
+        try:  # the gateway's /{cluster}/jobs: the models running, starting and queued
+            jobs = _get("{}/{}/jobs".format(GATEWAY, cluster), endpoint.api_key.reveal())
+            state = job_state(jobs, endpoint.model)
+        except (error.URLError, OSError, ValueError):
+            pass
+    if state == "cold":
+        sentence = "{}: {} is not loaded, {}; set timeout_s above 900 for the first request, or wait".format(
+            name, endpoint.model, COLD)
+    elif state == "queued":
+        sentence = "{}: {} is queued or starting, {}".format(name, endpoint.model, COLD)
+    elif models is not None:
+        sentence = "{}: {} is served (GET /models lists it{})".format(
+            name, endpoint.model, "; the cluster's /jobs says it is running" if state == "running" else "")
+    else:
+        sentence = asked + "; the run goes on, and a 404 will name the model"
+    if renamed:
+        sentence = renamed + "; " + sentence
+    endpoint.served = models
+    return Readiness(name, True, sentence, models, renamed)

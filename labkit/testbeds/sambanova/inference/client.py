@@ -37,7 +37,7 @@ class Endpoint:
     api_key: Secret = field(default_factory=lambda: Secret("none"), repr=False)
     what: str = ""
     local: bool = False
-    served: Optional[List[str]] = None  # what GET /models listed (discover.readiness), for a 404's sentence
+    served: Optional[List[str]] = None  # what GET /models listed (access.readiness), for a 404's sentence
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def arrival_times(count: int, rate: float, burstiness: float = 1.0, seed: int = 
 
 
 def run_batch(endpoint: Endpoint, prompts: Sequence[Tuple[Any, ...]], concurrency: int, options: Options,
-              repeat: int = 0, cancel: Optional[Cancel] = None, sdk: Any = None,
+              repeat: int = 0, sdk: Any = None,
               should_stop: Callable[[], bool] = lambda: False,
               on_done: Callable[[Trace], None] = lambda trace: None, rate: Optional[float] = None,
               burstiness: float = 1.0, seed: int = 0) -> Tuple[List[Trace], float]:
@@ -178,7 +178,7 @@ def run_batch(endpoint: Endpoint, prompts: Sequence[Tuple[Any, ...]], concurrenc
     under a ``rate`` (requests/s) each at its arrival (:func:`arrival_times`); the traces of those sent
     and the batch's duration (first send to last end). When ``should_stop`` (polled) turns true, the
     requests not yet sent are dropped and those in flight closed (status "interrupted")."""
-    cancel = cancel or Cancel()
+    cancel = Cancel()
     sdk = sdk if sdk is not None else open_client(endpoint, options)
     traces = [Trace(endpoint=endpoint.name, concurrency=concurrency, repeat=repeat, index=p[0]) for p in prompts]
     texts = [p[1] for p in prompts]

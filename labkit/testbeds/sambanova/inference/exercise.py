@@ -3,28 +3,33 @@
 Local endpoints (``local:batched``, ``local:sequential``) start labkit's stand-in server
 (:mod:`labkit.serving`) for the run and stop it at its end, interrupt or error included, so nothing
 is left listening. Tokens: :mod:`.access`.
+
+A measured comparison is one labkit run (:func:`as_run`): exact counts, which the golden copy and
+grading compare, and timings: the reference configuration's as metrics, every one's as series.
 """
 
 from __future__ import annotations
 
 import contextlib
 import secrets
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from labkit import interrupts, serving
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
 from labkit.results import Run
-from labkit.testbeds.sambanova.inference import discover, evidence
-from labkit.testbeds.sambanova.inference.access import Secret, find_token, is_alcf, key_for
+from labkit.testbeds.sambanova.inference import evidence
+from labkit.testbeds.sambanova.inference.access import NotServed, Secret, find_token, is_alcf, key_for, readiness
 from labkit.testbeds.sambanova.inference.client import Endpoint, Options
 from labkit.testbeds.sambanova.inference.measure import Measured, local_tokenizer, measure, summarize_batches
-from labkit.testbeds.sambanova.inference.notes import STAND_IN
+from labkit.testbeds.sambanova.inference.metrics import HEADLINE, METRICS, SERVER_FIELDS, add_counts
+from labkit.testbeds.sambanova.inference.notes import (STAND_IN, comparison_notes, failure_notes, load_label,
+                                                       load_notes, rated)
 from labkit.testbeds.sambanova.inference.prompts import load_prompts, synthetic_prompts
-from labkit.testbeds.sambanova.inference.record import as_run
 from labkit.testbeds.sambanova.inference.spec import (ENDPOINTS, RENAMED, is_local, local_configuration,
                                                      targets_of)
+from labkit.testbeds.sambanova.inference.timing import configuration_rows, server_rows
 
 __all__ = ["plan", "run_exercise"]
 
@@ -120,16 +125,16 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     measured = Measured()
     with contextlib.ExitStack() as stack:
         endpoints = _endpoints(config, stack)
-        ready = [discover.readiness(e) for e in endpoints]
+        ready = [readiness(e) for e in endpoints]
         for line in ready:
             print(line.sentence)
         not_ready = [line for line in ready if not line.ready]
         if not_ready:
-            raise discover.NotServed("; ".join(line.sentence for line in not_ready))
+            raise NotServed("; ".join(line.sentence for line in not_ready))
         if config.input_tokens is not None or config.output_tokens is not None:
             prompts = synthetic_prompts(prompts, config.num_prompts, config.input_tokens, config.output_tokens,
                                         config.length_range, config.seed, _tokenizer_for(endpoints, config))
-        measured.readiness = [line.renamed for line in ready if line.renamed]  # type: ignore[attr-defined]
+        measured.readiness = [line.renamed for line in ready if line.renamed]
         # from here an interrupt keeps every batch measured: in the requests, the summary, as the servers stop
         stop = interrupts.keep(lambda: _kept(config, endpoints, measured, chosen.path))
         knee = {"max_requests": config.knee_max_requests, "max_s": config.knee_max_s} if config.knee else None
@@ -139,18 +144,74 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
                 into=measured)
         stop.phase("servers stopping", check=False)
     # an interrupt in the summary or as the servers stopped ends the run here, kept (none measured: none)
-    stop.phase(interrupts.DONE, check=not (measured.stopped and _any_measured(measured)))
+    stop.phase(interrupts.DONE, check=not (measured.stopped and measured.any_ended))
     return as_run(config, endpoints, measured, targets_of(config), source=chosen.path)
-
-
-def _any_measured(measured: Measured) -> bool:
-    """Whether a request ended (answered or failed) before the interrupt: one cut short is not a figure."""
-    return any(trace.status != "interrupted" for trace in measured.traces)
 
 
 def _kept(config: Config, endpoints: List[Endpoint], measured: Measured, source: str) -> Optional[Run]:
     """The run of the batches measured before an interrupt; None while no measured request has ended."""
-    if not _any_measured(measured):
+    if not measured.any_ended:
         return None
     summarize_batches(measured, endpoints, targets_of(config))
     return as_run(config, endpoints, measured, targets_of(config), source=source)
+
+
+#: Series per endpoint against concurrency: (row key, series name). Every name holds a timing word.
+SERIES = (("ttft_median_s", "ttft_median_time"), ("tpot_median_s", "tpot_median_time"),
+          ("e2el_median_s", "e2el_median_latency"), ("output_throughput", "output_throughput"))
+
+
+def _finite(value: Any) -> Any:
+    return value if isinstance(value, (int, float)) else float("nan")
+
+
+def as_run(config: Config, endpoints: List[Endpoint], measured: Measured, targets: Mapping[str, float],
+           source: str) -> Run:
+    """The measured batches as one run (the module docstring says what it holds)."""
+    run = Run("sambanova/inference", source=source, status="complete", params=config.to_dict())
+    rows = configuration_rows(measured.batches)
+    reference = [r for r in rows if r["endpoint"] == endpoints[0].name][:1]
+    label = load_label(reference[0]) if reference else "concurrency {}".format(config.concurrency[0])
+    run.environment["reference_configuration"] = "{} at {}".format(endpoints[0].name, label)
+    run.environment["served_by"] = {e.name: (STAND_IN if e.local else e.what) for e in endpoints}
+    server = server_rows(measured.batches)
+    traces = measured.traces
+    done = [t for t in traces if t.ok]
+    add = METRICS.add
+    sources = sorted({t.token_source for t in done if t.token_source})
+    tokens = sum(t.output_tokens or 0 for t in done)
+    add_counts(run, len(traces), len(done), tokens, ", ".join(sources) or "none")
+    add(run, "warmup_requests", len(measured.warmup))
+    add(run, "endpoints", len(endpoints))
+    add(run, "concurrency_levels", len(config.concurrency))
+    if reference and reference[0]["completed"]:
+        for key, name in HEADLINE:
+            if key == "goodput" and not targets:
+                continue
+            add(run, name, _finite(reference[0][key]))
+        for row in server:
+            if row["endpoint"] == endpoints[0].name and row["load"] == reference[0]["load"]:
+                for _field, name in SERVER_FIELDS:
+                    add(run, name, row[name])
+    for endpoint in endpoints:
+        mine = [r for r in rows if r["endpoint"] == endpoint.name]
+        for key, name in SERIES:
+            run.add_series("{}:{}".format(name, endpoint.name), [r["load"] for r in mine],
+                           [_finite(r[key]) for r in mine], x_label="request rate" if rated(rows) else "concurrency")
+    run.notes.extend(failure_notes(traces + measured.warmup, endpoints, config.timeout_s))
+    run.notes.extend(comparison_notes(endpoints, rows, server, config.warmup_requests, sources))
+    run.notes.extend(load_notes(rows, measured.knees, config.burstiness))
+    run.notes.extend(measured.readiness)
+    if measured.stopped:
+        run.mark_interrupted(measured.stopped, "the batches measured before the stop are kept, the one in flight "
+                                               "has its completed requests and its others marked interrupted")
+    elif traces and not done:
+        run.status = "failed"
+    elif len(done) < len(traces):
+        run.status = "incomplete"
+    run.environment["endpoints"] = [{"name": e.name, "base_url": e.base_url, "model": e.model, "served_by": e.what,
+                                     "token_from": e.api_key.source} for e in endpoints]
+    run.details = {"requests": [t.row() for t in traces], "rows": rows, "server": server,  # type: ignore[attr-defined]
+                   "warmup": [t.row() for t in measured.warmup], "traces": traces, "knees": measured.knees}
+    return run
+

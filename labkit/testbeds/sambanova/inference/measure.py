@@ -11,13 +11,13 @@ import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labkit import interrupts, progress
-from labkit.testbeds.sambanova.inference.client import (MAX_THREADS, Cancel, Endpoint, Options, open_client,
-                                                        run_batch)
+from labkit.testbeds.sambanova.inference.client import MAX_THREADS, Endpoint, Options, open_client, run_batch
 from labkit.testbeds.sambanova.inference.notes import load_label
 from labkit.testbeds.sambanova.inference.prompts import encode
 from labkit.testbeds.sambanova.inference.timing import Trace, summarize
 
-__all__ = ["Batch", "Measured", "measure", "summarize_batches", "count_tokens", "local_tokenizer", "Load", "KNEE_GAIN", "RUNAWAY"]
+__all__ = ["Batch", "Measured", "measure", "summarize_batches", "count_tokens", "local_tokenizer", "Load",
+           "KNEE_GAIN", "RUNAWAY"]
 
 #: A knee search stops raising the load once goodput rose by less than this fraction over the best so far.
 KNEE_GAIN = 0.05
@@ -59,10 +59,16 @@ class Measured:
     warmup: List[Trace] = field(default_factory=list)
     stopped: str = ""
     knees: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # per endpoint, from a knee search
+    readiness: List[str] = field(default_factory=list)  # what the readiness check said of renamed models
 
     @property
     def traces(self) -> List[Trace]:
         return [t for b in self.batches for t in b.traces]
+
+    @property
+    def any_ended(self) -> bool:
+        """Whether a request ended (answered or failed) before an interrupt: one cut short is not a figure."""
+        return any(t.status != "interrupted" for t in self.traces)
 
 
 def local_tokenizer(model: str) -> Any:
@@ -97,12 +103,11 @@ def count_tokens(traces: Sequence[Trace], tokenizers: Mapping[str, Any]) -> None
 def _split_reasoning(trace: Trace, tokenizer: Any) -> None:
     if trace.reasoning_tokens is not None or not trace.chunk_times:
         return
-    thinking = len(trace.chunk_times) - len(trace.answer_times)
     if tokenizer is not None:
         reasoning = len(encode(tokenizer, trace.reasoning_text)) if trace.reasoning_text else 0
         answer = len(encode(tokenizer, trace.text)) if trace.text else 0
     else:
-        reasoning, answer = thinking, len(trace.answer_times)
+        reasoning, answer = len(trace.chunk_times) - len(trace.answer_times), len(trace.answer_times)
     if trace.output_tokens is not None and (reasoning + answer) and trace.output_tokens != reasoning + answer:
         # usage's total is exact; share it out in the counted proportion
         reasoning = round(trace.output_tokens * reasoning / (reasoning + answer))
@@ -117,7 +122,6 @@ def _texts(prompts: Sequence[Any]) -> List[Tuple[Any, ...]]:
 
 def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Sequence[int], repeats: int,
             warmup: int, options: Options, targets: Optional[Mapping[str, float]] = None,
-            tokenizers: Optional[Mapping[str, Any]] = None,
             show_progress: bool = True, rates: Sequence[float] = (), cap: Optional[int] = None,
             burstiness: float = 1.0, seed: int = 0, knee: Optional[Mapping[str, float]] = None,
             into: Optional[Measured] = None) -> Measured:
@@ -154,7 +158,7 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
 
                 def send(endpoint: Endpoint, load: Load, repeat: int, batch_prompts: Sequence[Any]) -> Batch:
                     traces, duration = run_batch(endpoint, batch_prompts, load.concurrency, options, repeat=repeat,
-                                                 cancel=Cancel(), sdk=clients[endpoint.name],
+                                                 sdk=clients[endpoint.name],
                                                  should_stop=lambda: stop.requested, on_done=tick, rate=load.rate,
                                                  burstiness=load.burstiness, seed=seed + repeat)
                     batch = Batch(endpoint.name, load.concurrency, repeat, traces, duration, rate=load.rate)
@@ -183,19 +187,18 @@ def measure(endpoints: Sequence[Endpoint], prompts: Sequence[str], levels: Seque
         for sdk in clients.values():
             sdk.close()
     stop.phase("summary", check=False)  # also after a second interrupt
-    summarize_batches(measured, endpoints, targets, tokenizers)
-    if measured.stopped and any(t.status != "interrupted" for t in measured.traces):  # else: nothing measured
+    summarize_batches(measured, endpoints, targets)
+    if measured.stopped and measured.any_ended:  # else: nothing measured
         print(measured.stopped)
     return measured
 
 
-def summarize_batches(measured: Measured, endpoints: Sequence[Endpoint], targets: Optional[Mapping[str, float]] = None,
-                      tokenizers: Optional[Mapping[str, Any]] = None) -> None:
+def summarize_batches(measured: Measured, endpoints: Sequence[Endpoint],
+                      targets: Optional[Mapping[str, float]] = None) -> None:
     """Output tokens counted and each batch's figures, from its traces (again: it may have been cut short)."""
-    tokenizers = dict(tokenizers or {})
+    tokenizers: Dict[str, Any] = {}
     for endpoint in endpoints:  # a server that gave no usage: the model's tokenizer, if it is cached here
-        if endpoint.name not in tokenizers and any(t.output_tokens is None and t.chunk_times and
-                                                   t.endpoint == endpoint.name for t in measured.traces):
+        if any(t.output_tokens is None and t.chunk_times and t.endpoint == endpoint.name for t in measured.traces):
             tokenizers[endpoint.name] = local_tokenizer(endpoint.model)
     count_tokens(measured.traces + measured.warmup, tokenizers)
     for batch in measured.batches:

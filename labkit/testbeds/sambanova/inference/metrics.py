@@ -8,10 +8,13 @@ and the server's own times (``server_`` names, from SambaNova's ``usage``) are n
 
 from __future__ import annotations
 
+from typing import Optional
+
 from labkit.metrics import Metric, MetricTable
+from labkit.results import Run
 from labkit.testbeds.sambanova.inference.spec import EXERCISE
 
-__all__ = ["METRICS", "HEADLINE", "SERVER_FIELDS"]
+__all__ = ["METRICS", "HEADLINE", "SERVER_FIELDS", "add_counts"]
 
 METRICS = MetricTable(
     (EXERCISE,),
@@ -56,3 +59,15 @@ SERVER_FIELDS = (("time_to_first_token", "server_ttft_median"), ("total_latency"
 HEADLINE = (("ttft_median_s", "ttft_median"), ("tpot_median_s", "tpot_median"), ("e2el_median_s", "e2el_median"),
             ("itl_median_s", "itl_median"), ("output_throughput", "output_throughput"),
             ("request_throughput", "request_throughput"), ("goodput", "request_goodput_rate"))
+
+
+def add_counts(run: Run, requests: int, completed: int, tokens: Optional[int], source: str) -> None:
+    """The counts every record holds, a measured run's and a piece of evidence's alike."""
+    METRICS.add(run, "requests", requests)
+    METRICS.add(run, "requests_completed", completed)
+    METRICS.add(run, "requests_failed", requests - completed)
+    if tokens is not None:
+        METRICS.add(run, "output_tokens", tokens)
+        if completed:
+            METRICS.add(run, "output_tokens_per_request", round(tokens / completed, 3))
+        METRICS.add(run, "token_count_source", source)

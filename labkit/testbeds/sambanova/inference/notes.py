@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any, Dict, List, Sequence
 
 from labkit.testbeds.sambanova.inference.access import explain
-from labkit.testbeds.sambanova.inference.summary import overlap
+from labkit.testbeds.sambanova.inference.timing import overlap
 
 __all__ = ["STAND_IN", "weights_of", "several_models", "counts_words", "comparison_notes", "failure_notes",
            "COMPARED", "reasoning_notes", "load_notes", "rated"]

@@ -84,10 +84,6 @@ def encode(tokenizer: Any, text: str) -> List[Any]:
     return list(getattr(encoded, "ids", encoded))  # tokenizers.Tokenizer gives an Encoding, transformers a list
 
 
-def _decode(tokenizer: Any, ids: List[Any]) -> str:
-    return " ".join(ids) if tokenizer is None else tokenizer.decode(ids)
-
-
 def synthetic_prompts(texts: List[str], count: int, input_tokens: Optional[int], output_tokens: Optional[int],
                       spread: float = 0.0, seed: int = 0,
                       tokenizer: Any = None) -> List[Union[str, Tuple[str, int]]]:
@@ -107,7 +103,7 @@ def synthetic_prompts(texts: List[str], count: int, input_tokens: Optional[int],
         for k, length in enumerate(lengths(count, input_tokens, spread, draw)):
             start = draw.randrange(len(stream))
             window = [stream[(start + i) % len(stream)] for i in range(length)]
-            prompts.append(_decode(tokenizer, window))
+            prompts.append(" ".join(window) if tokenizer is None else tokenizer.decode(window))
     if output_tokens is None:
         return list(prompts)
     return list(zip(prompts, lengths(count, output_tokens, spread, draw)))

@@ -185,27 +185,22 @@ def plot_knee(run: Run):
 @show_step
 def show(run: Run) -> Optional[List[Any]]:
     """The tables, the plot and the notes (:func:`labkit.display.shown`: None in a kernel)."""
+    shown: List[Any] = []
     if run.source == "log":
-        shown: List[Any] = [display.show(evidence_table(run))]
-        for note in run.notes:
-            print("-", note)
-        return display.shown(shown)
-    for name, text in run.partial_rows():
-        print("{}: {}".format(name, text))
-    shown = []
-    for title, table in (("Client-side figures per configuration (mean over repeats of each repeat's median)",
-                          latency_table(run)),
-                         ("Percentiles per configuration (client-side)", percentile_table(run)),
-                         ("The server's own timings, beside the client's", server_table(run))):
-        if table is None:
-            continue
-        print(_title(run, title) + ":")
-        shown.append(display.show(table))
-    knee = plot_knee(run)
-    shown.append(display.show(knee if knee is not None else plot_latency(run)))
-    print("Notes:")
+        shown.append(display.show(evidence_table(run)))
+    else:
+        for name, text in run.partial_rows():
+            print("{}: {}".format(name, text))
+        for title, table in (("Client-side figures per configuration (mean over repeats of each repeat's median)",
+                              latency_table(run)),
+                             ("Percentiles per configuration (client-side)", percentile_table(run)),
+                             ("The server's own timings, beside the client's", server_table(run))):
+            if table is not None:
+                print(_title(run, title) + ":")
+                shown.append(display.show(table))
+        knee = plot_knee(run)
+        shown.append(display.show(knee if knee is not None else plot_latency(run)))
+        print("Notes:")
     for note in run.notes:
         print("-", note)
     return display.shown(shown)
-
-

@@ -27,7 +27,7 @@ GATEWAY = "https://inference-api.alcf.anl.gov/resource_server"
 #: The ALCF endpoints as argonne-lcf/user-guides (docs/services/inference-endpoints.md) lists them
 #: in 2026: gpt-oss-120b served by SambaNova on Metis and by vLLM on Sophia's A100s; Minerva's B200s
 #: serve other models (nemotron-3-ultra, inkling-bf16), not gpt-oss. "serves" is what the guide
-#: listed, not a promise: ``discover.list_models`` asks the endpoint itself. Nothing in labkit's
+#: listed, not a promise: ``access.list_models`` asks the endpoint itself. Nothing in labkit's
 #: tests reached them.
 ENDPOINTS: Dict[str, Dict[str, Any]] = {
     "metis": {"base_url": GATEWAY + "/metis/api/v1", "model": "gpt-oss-120b",
