@@ -10,11 +10,11 @@ Each repeat runs with its own ``seed`` (so the notebook must declare one); each 
 saved atomically once it ended, so the same command again resumes. docs/sweeps.md tells the rest.
 
 The package, one module per concern: :mod:`~labkit.sweep.planning` (the checked grid x repeats
-and the sweep folder), :mod:`~labkit.sweep.task` (one run and its row), :mod:`~labkit.sweep.dispatch`
-(local worker threads, resume), :mod:`~labkit.sweep.parsl_executor`, :mod:`~labkit.sweep.worker_share`
-(each worker's thread share), :mod:`~labkit.sweep.tables` (results.csv and the statistics per
-configuration), :mod:`~labkit.sweep.plots`, :mod:`~labkit.sweep.report` (summary.md, writing all
-three), :mod:`~labkit.stats` (confidence intervals, Welch's t-test) and :mod:`~labkit.sweep.cli`.
+and the sweep folder), :mod:`~labkit.sweep.task` (one run, its worker's thread share, its row),
+:mod:`~labkit.sweep.dispatch` (local worker threads, resume), :mod:`~labkit.sweep.parsl_executor`,
+:mod:`~labkit.sweep.tables` (results.csv and the statistics per configuration),
+:mod:`~labkit.sweep.report` (summary.md and the plots), :mod:`~labkit.stats` (confidence intervals,
+Welch's t-test) and :mod:`~labkit.sweep.cli`.
 """
 
 from labkit.sweep.parsl_executor import load_parsl_config

@@ -14,10 +14,9 @@ import subprocess
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from labkit.sweep import worker_share as share
 from labkit.sweep.parsl_executor import load_parsl_config, run_parsl
 from labkit.sweep.planning import SweepError, SweepPlan, prepare_out, read_json
-from labkit.sweep.task import execute_task, row_of
+from labkit.sweep.task import execute_task, row_of, share_env
 
 __all__ = ["run_sweep", "visible_gpus"]
 
@@ -47,7 +46,7 @@ def run_local(tasks: Sequence[Mapping[str, Any]], workers: int, gpus: Sequence[s
     slots: "queue.Queue[Optional[str]]" = queue.Queue()
     for i in range(workers):
         slots.put(gpus[i % len(gpus)] if gpus else None)
-    threads = share.share_env(share_workers or workers)  # cores // workers each, set before the kernel imports torch
+    threads = share_env(share_workers or workers)  # cores // workers each, set before the kernel imports torch
 
     def work(task: Mapping[str, Any]) -> Dict[str, Any]:
         gpu = slots.get()  # one GPU per worker: its kernels see only that device
