@@ -37,14 +37,12 @@ class _TextStream:
 
     def add(self, token: int) -> str:
         self.ids.append(token)
-        text = self.model.decode(self.ids)
-        if text.endswith("\ufffd"):  # a character still incomplete: wait for the next token
-            return ""
-        piece, self.text = text[len(self.text):], text
-        return piece
+        return self.finish(complete_only=True)
 
-    def finish(self) -> str:
+    def finish(self, complete_only: bool = False) -> str:
         text = self.model.decode(self.ids)
+        if complete_only and text.endswith("\ufffd"):  # a character still incomplete: wait for the next token
+            return ""
         piece, self.text = text[len(self.text):], text
         return piece
 
