@@ -1,7 +1,5 @@
 """Dispatch a sweep: what is left of its tasks, to local worker threads or to Parsl; then its reports.
 
-    labkit sweep notebooks/graphcore/mnist.ipynb -p epochs 4,10 --repeats 3 --out runs/mnist-epochs --workers 2
-
 Parallel runs never collide: kernels use private sockets (:mod:`labkit.execute`), each worker's
 kernels see one GPU where there are GPUs, and runs that already have a row are skipped.
 """
