@@ -13,9 +13,9 @@ Two scheduling configurations of the same model to compare (``CONFIGS``); docs/s
 
 from __future__ import annotations
 
-from labkit.serving.chat import apply_chat_template
 from labkit.serving.configs import API_KEY_ENV, CONFIGS, DEFAULT_MAX_QUEUE, DEFAULT_THREADS
 from labkit.serving.process import LocalServer, ServerStartError, start_server
+from labkit.serving.protocol import apply_chat_template
 
 __all__ = ["start_server", "LocalServer", "ServerStartError", "CONFIGS", "DEFAULT_MAX_QUEUE", "DEFAULT_THREADS", "API_KEY_ENV",
            "apply_chat_template"]

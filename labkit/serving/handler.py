@@ -16,10 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 
 from labkit.serving.engine import Engine, EngineStopped, Generation, QueueFull
-from labkit.serving.chat import apply_chat_template
 from labkit.serving.model import ChatModel
-from labkit.serving.protocol import (ApiError, ChatRequest, chunk_body, completion_body, error_body, models_body,
-                                     parse_chat_request, usage_body)
+from labkit.serving.protocol import (ApiError, ChatRequest, apply_chat_template, chunk_body, completion_body,
+                                     error_body, models_body, parse_chat_request, usage_body)
 
 __all__ = ["ChatServer", "MAX_BODY_BYTES"]
 
@@ -38,14 +37,12 @@ class _TextStream:
 
     def add(self, token: int) -> str:
         self.ids.append(token)
-        text = self.model.decode(self.ids)
-        if text.endswith("\ufffd"):  # a character still incomplete: wait for the next token
-            return ""
-        piece, self.text = text[len(self.text):], text
-        return piece
+        return self.finish(complete_only=True)
 
-    def finish(self) -> str:
+    def finish(self, complete_only: bool = False) -> str:
         text = self.model.decode(self.ids)
+        if complete_only and text.endswith("\ufffd"):  # a character still incomplete: wait for the next token
+            return ""
         piece, self.text = text[len(self.text):], text
         return piece
 
@@ -269,7 +266,7 @@ class ChatServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = False
-    reasoning_tokens = 0  # > 0: answer as a reasoning model (serve.py's --reasoning-tokens)
+    reasoning_tokens = 0  # > 0: answer as a reasoning model (the server's --reasoning-tokens)
     reasoning_field = "reasoning_content"
     request_queue_size = 128  # the listen backlog: 5 (the default) drops simultaneous connects, costing 1 s each
 

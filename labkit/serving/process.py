@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 import labkit
 from labkit.errors import LabkitError
@@ -95,23 +95,6 @@ class LocalServer:
                                                            "running" if self.alive else "stopped")
 
 
-def _command(config: str, model_size: str, model_dir: Optional[str], seed: int, max_queue: int,
-             max_batch: Optional[int], threads: int, verbose: bool = False, reasoning_tokens: int = 0,
-             reasoning_field: str = REASONING_FIELDS[0]) -> List[str]:
-    command = [sys.executable, "-m", "labkit.serving", "--config", config, "--model-size", model_size,
-               "--seed", str(seed), "--max-queue", str(max_queue), "--threads", str(threads), "--watch-stdin",
-               "--parent-pid", str(os.getpid())]
-    if model_dir is not None:
-        command += ["--model-dir", str(model_dir)]
-    if max_batch is not None:
-        command += ["--max-batch", str(max_batch)]
-    if verbose:
-        command.append("--verbose")
-    if reasoning_tokens:
-        command += ["--reasoning-tokens", str(reasoning_tokens), "--reasoning-field", reasoning_field]
-    return command
-
-
 def _read_ready(process: "subprocess.Popen[bytes]", timeout: float) -> Optional[Dict[str, Any]]:
     """The ready line the server prints, or None when it exited or the time ran out."""
     lines: "queue.Queue[bytes]" = queue.Queue()
@@ -160,11 +143,20 @@ def start_server(config: str = "batched", model_size: str = "tiny", model_dir: O
     env.pop(API_KEY_ENV, None)
     if api_key is not None:
         env[API_KEY_ENV] = api_key
+    command = [sys.executable, "-m", "labkit.serving", "--config", config, "--model-size", model_size,
+               "--seed", str(seed), "--max-queue", str(max_queue), "--threads", str(threads), "--watch-stdin",
+               "--parent-pid", str(os.getpid())]
+    if model_dir is not None:
+        command += ["--model-dir", str(model_dir)]
+    if max_batch is not None:
+        command += ["--max-batch", str(max_batch)]
+    if verbose:
+        command.append("--verbose")
+    if reasoning_tokens:
+        command += ["--reasoning-tokens", str(reasoning_tokens), "--reasoning-field", reasoning_field]
     log = tempfile.NamedTemporaryFile(prefix="labkit-serving-", suffix=".log", delete=False)
-    process = subprocess.Popen(_command(config, model_size, model_dir, seed, max_queue, max_batch, threads,
-                                        verbose, reasoning_tokens, reasoning_field),
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
-                               start_new_session=(os.name == "posix"))
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                               env=env, start_new_session=(os.name == "posix"))
     log.close()
     ready = _read_ready(process, startup_timeout)
     if ready is None:

@@ -1,5 +1,5 @@
-"""The OpenAI chat-completions protocol as the local server speaks it: the request checked
-field by field, the response, the streamed chunks, ``usage`` and the error bodies.
+"""The OpenAI chat-completions protocol as the local server speaks it: the chat template, the
+request checked field by field, the response, the streamed chunks, ``usage`` and the error bodies.
 
 ``usage`` carries OpenAI's three counts and the server's own timings under the names SambaNova's
 Metis uses, plus two of labkit's own (docs/serving.md lists them all).
@@ -11,17 +11,30 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
-from labkit.serving.engine import Generation
-from labkit.serving.chat import ROLES
 
-__all__ = ["ApiError", "ChatRequest", "parse_chat_request", "error_body", "completion_body", "chunk_body",
-           "usage_body", "models_body", "DEFAULT_MAX_TOKENS"]
+if TYPE_CHECKING:  # the engine imports torch; the parent process imports this module for the template
+    from labkit.serving.engine import Generation
+
+__all__ = ["ROLES", "apply_chat_template", "ApiError", "ChatRequest", "parse_chat_request", "error_body",
+           "completion_body", "chunk_body", "usage_body", "models_body", "DEFAULT_MAX_TOKENS"]
 
 #: Completion length when the request gives neither max_tokens nor max_completion_tokens.
 DEFAULT_MAX_TOKENS = 64
+
+#: The roles a chat message may have (OpenAI's, less tools).
+ROLES = ("system", "developer", "user", "assistant")
+
+
+def apply_chat_template(messages: Sequence[dict]) -> str:
+    """The prompt text for chat ``messages`` (dicts with ``role`` and string ``content``), in the local
+    server's own template (not any vendor's): each message is ``<|role|>``, a newline, its content and
+    a newline; the prompt ends with ``<|assistant|>`` and a newline, where the reply begins. The
+    tokenizer puts its ``<s>`` before the whole text, as LLaMA's does."""
+    parts = ["<|{}|>\n{}\n".format(m["role"], m["content"]) for m in messages]
+    return "".join(parts) + "<|assistant|>\n"
 
 
 class ApiError(LabkitError):

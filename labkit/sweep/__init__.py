@@ -7,14 +7,8 @@
     labkit.sweep.collect("runs/mnist-lr")        # its table as a DataFrame, in a notebook
 
 Each repeat runs with its own ``seed`` (so the notebook must declare one); each run's row is
-saved atomically once it ended, so the same command again resumes. docs/sweeps.md tells the rest.
-
-The package, one module per concern: :mod:`~labkit.sweep.planning` (the checked grid x repeats
-and the sweep folder), :mod:`~labkit.sweep.task` (one run and its row), :mod:`~labkit.sweep.dispatch`
-(local worker threads, resume), :mod:`~labkit.sweep.parsl_executor`, :mod:`~labkit.sweep.worker_share`
-(each worker's thread share), :mod:`~labkit.sweep.tables` (results.csv and the statistics per
-configuration), :mod:`~labkit.sweep.plots`, :mod:`~labkit.sweep.report` (summary.md, writing all
-three), :mod:`~labkit.stats` (confidence intervals, Welch's t-test) and :mod:`~labkit.sweep.cli`.
+saved atomically once it ended, so the same command again resumes. docs/sweeps.md tells the rest;
+docs/architecture.md lists the modules.
 """
 
 from labkit.sweep.parsl_executor import load_parsl_config
@@ -23,4 +17,5 @@ from labkit.sweep.dispatch import run_sweep
 from labkit.sweep.tables import collect
 from labkit.sweep.task import execute_task
 
-__all__ = ["SweepError", "SweepPlan", "plan", "run_sweep", "is_sweep", "collect", "MANIFEST", "execute_task", "load_parsl_config"]
+__all__ = ["SweepError", "SweepPlan", "plan", "run_sweep", "is_sweep", "collect", "MANIFEST", "execute_task",
+           "load_parsl_config"]

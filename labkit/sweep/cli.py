@@ -47,9 +47,7 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         plan = sweep.plan(args.notebook, [tuple(pair) for pair in args.parameter], args.repeats, args.timeout)
-        workers = args.workers
-        if workers is None:
-            workers = max(1, len(visible_gpus()))
+        workers = args.workers if args.workers is not None else max(1, len(visible_gpus()))
         summary = sweep.run_sweep(plan, args.out, workers=workers, executor=args.executor,
                                   parsl_config=args.config, retry_failed=args.retry_failed)
     except (sweep.SweepError, ParameterError, FileNotFoundError, ImportError) as exc:

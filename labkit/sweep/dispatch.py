@@ -1,7 +1,5 @@
 """Dispatch a sweep: what is left of its tasks, to local worker threads or to Parsl; then its reports.
 
-    labkit sweep notebooks/graphcore/mnist.ipynb -p epochs 4,10 --repeats 3 --out runs/mnist-epochs --workers 2
-
 Parallel runs never collide: kernels use private sockets (:mod:`labkit.execute`), each worker's
 kernels see one GPU where there are GPUs, and runs that already have a row are skipped.
 """
@@ -14,10 +12,9 @@ import subprocess
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from labkit.sweep import worker_share as share
 from labkit.sweep.parsl_executor import load_parsl_config, run_parsl
 from labkit.sweep.planning import SweepError, SweepPlan, prepare_out, read_json
-from labkit.sweep.task import execute_task, row_of
+from labkit.sweep.task import execute_task, row_of, share_env
 
 __all__ = ["run_sweep", "visible_gpus"]
 
@@ -47,7 +44,7 @@ def run_local(tasks: Sequence[Mapping[str, Any]], workers: int, gpus: Sequence[s
     slots: "queue.Queue[Optional[str]]" = queue.Queue()
     for i in range(workers):
         slots.put(gpus[i % len(gpus)] if gpus else None)
-    threads = share.share_env(share_workers or workers)  # cores // workers each, set before the kernel imports torch
+    threads = share_env(share_workers or workers)  # cores // workers each, set before the kernel imports torch
 
     def work(task: Mapping[str, Any]) -> Dict[str, Any]:
         gpu = slots.get()  # one GPU per worker: its kernels see only that device

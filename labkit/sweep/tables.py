@@ -1,11 +1,7 @@
-"""A sweep's numbers: results.csv as a DataFrame and the statistics per configuration and metric.
-
-    labkit.sweep.collect("runs/NAME")               # results.csv: one row per finished run
-    labkit.sweep.tables.summary_frame("runs/NAME")  # one row per configuration and metric
-
-The rows come from ``runs/*.json``, so the tables show what is actually done (also after an
-interrupt). The statistics and the contended-timing rule are docs/sweeps.md's "Statistics" and
-"Contended timings"; the helpers below the two tables serve report.py and plots.py.
+"""A sweep's numbers: results.csv as a DataFrame (:func:`collect`) and the statistics per
+configuration and metric (:func:`summary_frame`), from ``runs/*.json``, so they show what is
+actually done (also after an interrupt). docs/sweeps.md's "Statistics" and "Contended timings"
+give the rules; the helpers below the two tables serve report.py.
 """
 
 from __future__ import annotations
@@ -18,13 +14,15 @@ from labkit import exercises, stats
 from labkit.sweep.planning import (MANIFEST, RUNS, SweepError, grid_points, is_sweep, read_json,
                                    same_grid_value)
 
-__all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "collect", "table", "summary_frame", "is_timing",
-           "exercise_table", "contended_mask", "isnan", "fmt", "constant_metrics", "with_unit"]
+__all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "collect", "table", "summary_frame", "exercise_table",
+           "contended_mask", "isnan", "fmt", "constant_metrics", "with_unit"]
 
 #: The significance level of the "real difference" verdict.
 ALPHA = 0.05
-_FIXED_COLUMNS = ("run", "status", "error", "duration", "notebook", "gpu", "exercise", "threads", "workers",
-                  "load_before", "load_after", "timing_contended", "contention", "units", "verdict_notes")
+#: The columns of results.csv after the parameters and metrics, in their order.
+_TAIL = ("status", "error", "timing_contended", "contention", "threads", "workers", "load_before", "load_after",
+         "duration", "notebook", "gpu", "exercise", "run")
+_FIXED_COLUMNS = _TAIL + ("units", "verdict_notes")
 CONTENDED_VERDICT = "timings contended: not compared"
 
 
@@ -57,9 +55,7 @@ def table(out: str):
     if frame.empty:
         return pd.DataFrame(columns=parameters + ["status", "error", "duration"])
     metrics = [c for c in frame.columns if c not in parameters and c not in _FIXED_COLUMNS]
-    tail = ("status", "error", "timing_contended", "contention", "threads", "workers", "load_before", "load_after",
-            "duration", "notebook", "gpu", "exercise", "run")
-    order = parameters + metrics + [c for c in tail if c in frame]
+    order = parameters + metrics + [c for c in _TAIL if c in frame]
     frame = frame[order].sort_values(parameters, kind="stable").reset_index(drop=True)
     frame.attrs["units"] = units
     frame.attrs["notes"] = notes
@@ -74,13 +70,6 @@ def collect(out: Union[str, "os.PathLike[str]"]):
         raise SweepError("{} is not a sweep folder (it has no {}): give the --out of a `labkit sweep`; "
                          "for executed notebooks use labkit.results.collect".format(out, MANIFEST))
     return table(out)
-
-
-def is_timing(metric: str, units: Dict[str, str], table: Any = None) -> bool:
-    """A time or a speed: it depends on the machine's load, unlike accuracy and loss (the exercise's table says)."""
-    from labkit.results import is_unstable
-
-    return table.is_timing(metric) if table is not None and metric in table else is_unstable({"units": units}, metric)
 
 
 def exercise_table(frame) -> Any:
@@ -117,6 +106,8 @@ def summary_frame(out: str):
     """One row per configuration and metric: n, mean, std, 95 % CI, p vs baseline, verdict."""
     import pandas as pd
 
+    from labkit.results import is_unstable
+
     manifest = read_manifest(out)
     frame = table(out)
     grid = list(manifest["grid"])
@@ -128,7 +119,9 @@ def summary_frame(out: str):
     contended = complete[contended_mask(complete)]
     units, exercise = frame.attrs.get("units", {}), exercise_table(frame)
     for metric in numeric_metrics(frame, manifest):
-        timing = is_timing(metric, units, exercise)
+        # a time or a speed depends on the machine's load, unlike accuracy and loss (the exercise's table says)
+        timing = (exercise.is_timing(metric) if exercise is not None and metric in exercise
+                  else is_unstable({"units": units}, metric))
         base_values = _values(complete, grid, baseline, metric)
         base_contended = len(_values(contended, grid, baseline, metric)) if timing else 0
         for config in grid_points(manifest["grid"]):

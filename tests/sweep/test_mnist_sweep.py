@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from labkit import cli, results, sweep
-from labkit.sweep import worker_share as sweep_share
+from labkit.sweep import task as sweep_task
 
 ROOT = Path(__file__).resolve().parents[2]
 MNIST = ROOT / "notebooks" / "graphcore" / "mnist.ipynb"
@@ -28,7 +28,7 @@ def test_mnist_sweep_two_seeds_in_parallel_on_a_cold_cache(tmp_path, capsys):
     assert sorted(table["seed"]) == [0, 1]
     assert table["test_accuracy"].between(0, 100).all()
     # torch in each kernel started with the worker's share of the cores, and the record says so
-    share = sweep_share.share(2)
+    share = sweep_task.share(2)
     for notebook in table["notebook"]:
         environment = results.read(out / notebook).runs[0].environment
         assert environment["torch_threads"] == share["threads"]

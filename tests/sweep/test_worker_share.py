@@ -13,36 +13,36 @@ import pandas as pd
 import pytest
 
 from labkit import cli, sweep
-from labkit.sweep import plots as sweep_plots
-from labkit.sweep import worker_share as sweep_share
+from labkit.sweep import report as sweep_report
+from labkit.sweep import task as sweep_task
 from labkit.sweep import tables as sweep_tables
 from tests.execute.demo import make_demo
 
 
 def test_each_worker_gets_cores_over_workers_threads():
-    assert sweep_share.share(2, 2) == {"workers": 2, "cores": 2, "threads": 1}
-    assert sweep_share.share(4, 16)["threads"] == 4
-    assert sweep_share.share(1, 8)["threads"] == 8
-    assert sweep_share.share(3, 2)["threads"] == 1  # never less than one thread
-    env = sweep_share.share_env(2, 8)
+    assert sweep_task.share(2, 2) == {"workers": 2, "cores": 2, "threads": 1}
+    assert sweep_task.share(4, 16)["threads"] == 4
+    assert sweep_task.share(1, 8)["threads"] == 8
+    assert sweep_task.share(3, 2)["threads"] == 1  # never less than one thread
+    env = sweep_task.share_env(2, 8)
     assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "4" and env["LABKIT_SWEEP_WORKERS"] == "2"
-    assert sweep_share.recorded_share(env) == {"workers": 2, "cores": 8, "threads": 4}
-    assert sweep_share.recorded_share({}) is None
+    assert sweep_task.recorded_share(env) == {"workers": 2, "cores": 8, "threads": 4}
+    assert sweep_task.recorded_share({}) is None
 
 
 def test_contention_is_overlapping_shares_or_a_busy_machine():
-    fits = sweep_share.share(2, 2)
-    assert sweep_share.contention(fits, 1.2, 2.3) == (False, "")
-    over = sweep_share.share(3, 2)
-    contended, why = sweep_share.contention(over, 0.1, 0.1)
+    fits = sweep_task.share(2, 2)
+    assert sweep_task.contention(fits, 1.2, 2.3) == (False, "")
+    over = sweep_task.share(3, 2)
+    contended, why = sweep_task.contention(over, 0.1, 0.1)
     assert contended and why == "3 workers x 1 thread(s) on 2 cores"
-    contended, why = sweep_share.contention(fits, 1.0, 6.5)
+    contended, why = sweep_task.contention(fits, 1.0, 6.5)
     assert contended and why == "busy machine: load average 1.0 before, 6.5 after, on 2 cores"
-    assert sweep_share.contention(fits, None, None) == (False, "")  # not measured: nothing claimed
+    assert sweep_task.contention(fits, None, None) == (False, "")  # not measured: nothing claimed
 
 
 def _sweep(tmp_path, monkeypatch, slack):
-    monkeypatch.setattr(sweep_share, "LOAD_SLACK", slack)
+    monkeypatch.setattr(sweep_task, "LOAD_SLACK", slack)
     nb = make_demo(tmp_path / "nb")
     out = tmp_path / "out"
     plan = sweep.plan(str(nb), [("epochs", "3,6"), ("learning_rate", "0.01,0.1")], repeats=2)
@@ -53,7 +53,7 @@ def _sweep(tmp_path, monkeypatch, slack):
 
 def test_a_quiet_sweep_gives_each_kernel_its_share_and_compares_timings(tmp_path, monkeypatch):
     out, table, summary = _sweep(tmp_path, monkeypatch, slack=1e9)
-    threads = sweep_share.share(2)["threads"]
+    threads = sweep_task.share(2)["threads"]
     assert (table["omp_threads"].astype(str) == str(threads)).all()  # set in the kernel before it started
     assert (table["threads"] == threads).all() and (table["workers"] == 2).all()
     assert not table["timing_contended"].any() and table["load_before"].notna().all()
@@ -80,9 +80,9 @@ def test_contended_timings_are_marked_and_kept_out_of_verdicts_but_accuracy_is_n
 
 def test_plots_use_a_log_axis_for_a_decade_and_skip_constant_metrics(tmp_path, monkeypatch):
     out, _table, summary = _sweep(tmp_path, monkeypatch, slack=1e9)
-    assert sweep_plots._log_axis([0.01, 0.1]) and not sweep_plots._log_axis([0.01, 0.03])
-    assert not sweep_plots._log_axis(["a", "b"])
-    plots = sweep_plots.plot_files(str(out))
+    assert sweep_report._log_axis([0.01, 0.1]) and not sweep_report._log_axis([0.01, 0.03])
+    assert not sweep_report._log_axis(["a", "b"])
+    plots = sweep_report.plot_files(str(out))
     assert "plot_throughput_vs_learning_rate.png" in plots and "plot_accuracy_vs_epochs.png" in plots
     assert not [p for p in plots if "omp_threads" in p]
     assert "Plots: " + ", ".join(plots) in summary

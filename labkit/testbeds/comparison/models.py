@@ -1,15 +1,7 @@
-"""The models the scaling study trains (parameter ``model``).
-
-- ``"small"``: two convolutions and one linear layer, 6,818 parameters, all trained. Quick, but
-  its gradients are tiny, so replicas exchange almost nothing and its scaling says little.
-- ``"representative"``: exactly the parameter counts the study's Keras training logs print:
-  8,922,155 parameters, 4,512,347 trainable and 4,409,808 frozen.
-
-Known from the study's logs: those counts, and 70,000 images per epoch (MNIST-sized data). Assumed
-here: 28x28 one-channel inputs and ten classes; the frozen half is the bottom of the network (a
-feature extractor) and the trained half a dense classifier; layer widths chosen only so that the
-counts match. Replicas exchange the gradients of the trainable parameters, so the bytes sent per
-step (18 MB) are the study's; the arithmetic per image (about 40 MFLOP) is an assumption.
+"""The models the scaling study trains (parameter ``model``): ``"representative"`` has exactly the
+parameter counts the study's Keras training logs print, its layer widths chosen only so that the
+counts match; ``"small"`` is quick but has almost nothing to exchange. docs/sweeps.md ("The scaling
+notebook", **Model**) says what is known of the study's model and what is assumed.
 """
 
 from __future__ import annotations

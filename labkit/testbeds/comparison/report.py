@@ -1,11 +1,7 @@
 """What the scaling notebook shows: the configurations measured here (its show step), and like
-compared with like: speed-up and scaling efficiency, as a table and a plot.
-
-Absolute images/s of a laptop CPU and of an IPU-POD16 say little about each other; how each
-grows with replicas does. **Speed-up** is a row's throughput over that of the same platform and
-model with 1 replica at the same micro-batch; **efficiency** is speed-up over replicas (100 % is
-linear scaling). A row with no 1-replica partner has neither. Diverged rows keep their numbers
-but are hollow in the plot and named in its legend.
+compared with like: speed-up and scaling efficiency (docs/sweeps.md defines them), as a table and a
+plot. Absolute images/s of a laptop CPU and of an IPU-POD16 say little about each other; how each
+grows with replicas does.
 """
 
 from __future__ import annotations

@@ -2,17 +2,11 @@
 
     table = scaling.study([1, 2], [10, 128], epochs=2, images_per_epoch=2048, device="cpu", model="small")
 
-The images are synthetic (:mod:`.models`): speed does not depend on pixel values, and no dataset
-has to be shared between replicas. Throughput is images per second over the epochs after the
-first, so compilation (PopTorch), CUDA context creation and warm-up are left out. How replicas
-run on CPU, CUDA and IPU is :mod:`.replicas`; the IPU path is verified only against a fake written
-from PopTorch's source (run it on a Graphcore testbed to measure). A configuration that cannot
-run gets a row saying why, and the study goes on.
-
-A run whose loss becomes NaN/infinite or explodes is marked ``diverged`` by labkit's one rule
-(:func:`labkit.divergence.loss_divergence`), as the published reference rows are; its speed is
-still shown, but it is not the speed of a useful training. The default reference is the published
-study (:data:`PUBLISHED_REFERENCE`, Mk2 IPU-POD16 and A100; ``reference/README.md``).
+The images are synthetic (speed does not depend on pixel values, and no dataset has to be shared
+between replicas); throughput is taken over the epochs after the first, so compilation and warm-up
+are left out. How replicas run is :mod:`.replicas`; the IPU path is verified only against a fake
+written from PopTorch's source (run it on a Graphcore testbed to measure). docs/sweeps.md ("The
+scaling notebook") tells the rest: divergence, what IPUs cannot run, the published reference.
 """
 
 from __future__ import annotations
