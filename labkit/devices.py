@@ -19,7 +19,7 @@ __all__ = ["module_available", "cuda_available", "mps_available", "torch_device"
            "DeviceError"]
 
 
-#: A sweep worker's share of the machine, as ``labkit.sweep.worker_share.share_env`` puts it in
+#: A sweep worker's share of the machine, as ``labkit.sweep.task.share_env`` puts it in
 #: its kernels' environment; every run records it, so it is read here, below the sweep.
 SHARE_VARIABLES = {"workers": "LABKIT_SWEEP_WORKERS", "cores": "LABKIT_SWEEP_CORES", "threads": "LABKIT_SWEEP_THREADS"}
 

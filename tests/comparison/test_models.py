@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -30,6 +32,13 @@ def test_representative_model_has_the_studys_counts_and_its_frozen_half_stays_fr
 def test_small_model_is_all_trained():
     total, trainable, frozen = scaling_models.parameter_counts(scaling_models.build("small"))
     assert total == trainable == 9098 and frozen == 0
+
+
+def test_each_models_description_gives_its_built_parameter_count():
+    for name, description in scaling_models.MODELS.items():
+        total = scaling_models.parameter_counts(scaling_models.build(name))[0]
+        first_count = re.search(r"\d{1,3}(?:,\d{3})+", description).group()
+        assert first_count == "{:,}".format(total), (name, description)
 
 
 def test_model_parameter_is_checked_by_the_spec():
