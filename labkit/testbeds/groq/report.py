@@ -21,8 +21,8 @@ from labkit.testbeds.groq import evalsets
 from labkit.testbeds.groq.metrics import METRICS, TABLE_COLUMNS
 from labkit.testbeds.groq.spec import EXERCISE, SIMILARITY_TOLERANCE
 
-__all__ = ["GroqResult", "GroqDetails", "format_ms", "show", "show_latency", "show_parity", "details_of", "make_run",
-           "plot_latency", "table_from_runs", "log_table", "custom", "shape_lesson"]
+__all__ = ["GroqResult", "GroqDetails", "format_ms", "show", "show_latency", "show_parity", "details_of",
+           "make_run", "plot_latency", "table_from_runs", "log_table", "custom", "shape_lesson"]
 
 
 @dataclass
