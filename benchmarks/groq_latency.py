@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from labkit.testbeds.groq import backends, evalsets, models, sources  # noqa: E402
+from labkit.testbeds.groq import backends, evalsets, models  # noqa: E402
 
 PROOF_POINT_CPU_MS = {128: 2.29, 256: 4.15}
 
@@ -44,7 +44,7 @@ def measure(engine, inputs, reps: int, rounds: int) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=sources.BERT_TINY)
+    parser.add_argument("--model", default=models.BERT_TINY)
     parser.add_argument("--lengths", default="128,256")
     parser.add_argument("--reps", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
         o = measure(ort, data.inputs, args.reps, args.rounds)
         print("{:>6} {:>12.3f} {:>10.1f} {:>12.3f} {:>10.1f} {:>7.2f}x {:>22}".format(
             length, e * 1000, 1 / e, o * 1000, 1 / o, e / o,
-            PROOF_POINT_CPU_MS.get(length, "--") if args.model == sources.BERT_TINY else "--"))
+            PROOF_POINT_CPU_MS.get(length, "--") if args.model == models.BERT_TINY else "--"))
     return 0
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from labkit.testbeds.groq import backends, evalsets, models, onnx_engine
+from labkit.testbeds.groq import backends, evalsets, models
+from labkit.testbeds.groq.engine import OnnxEngine, model_fingerprint
 
 pytest.importorskip("onnxruntime")
 
@@ -24,9 +25,9 @@ def test_onnx_runtime_matches_eager_on_padded_real_inputs(tiny_dirs, kind):
 
 def test_exports_are_cached_by_model_and_shape(tiny_dirs):
     loaded = models.load(str(tiny_dirs["classifier"]))
-    first = onnx_engine.OnnxEngine(loaded.model, loaded.task, evalsets.dummy_inputs(loaded.task, 20), "tiny")
-    again = onnx_engine.OnnxEngine(loaded.model, loaded.task, evalsets.dummy_inputs(loaded.task, 20), "tiny")
-    longer = onnx_engine.OnnxEngine(loaded.model, loaded.task, evalsets.dummy_inputs(loaded.task, 40), "tiny")
+    first = OnnxEngine(loaded.model, loaded.task, evalsets.dummy_inputs(loaded.task, 20), "tiny")
+    again = OnnxEngine(loaded.model, loaded.task, evalsets.dummy_inputs(loaded.task, 20), "tiny")
+    longer = OnnxEngine(loaded.model, loaded.task, evalsets.dummy_inputs(loaded.task, 40), "tiny")
     assert again.path == first.path and not again.build.built_now
     assert longer.path != first.path and longer.build.built_now and "l40" in longer.path.name
     with pytest.raises(Exception, match="invalid dimensions"):
@@ -35,11 +36,11 @@ def test_exports_are_cached_by_model_and_shape(tiny_dirs):
 
 def test_changed_weights_mean_a_new_export(tiny_dirs):
     loaded = models.load(str(tiny_dirs["classifier"]))
-    before = onnx_engine.model_fingerprint(loaded.model)
+    before = model_fingerprint(loaded.model)
     other = models.load(str(tiny_dirs["classifier"]))
     with torch.no_grad():
         other.model.classifier.bias.add_(1.0)
-    assert onnx_engine.model_fingerprint(other.model) != before
+    assert model_fingerprint(other.model) != before
 
 
 def test_benchmark_and_dataset_loop_report_seconds(tiny_dirs):

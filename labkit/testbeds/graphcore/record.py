@@ -56,10 +56,6 @@ class MnistResult:
     def test_accuracy(self) -> float:
         return float(self.run.metrics.get("test_accuracy", float("nan")))
 
-    def table(self):
-        """The metrics as a table with units."""
-        return self.run.table()
-
 
 def finish_run(config: Config, device: Any, history: Any, test_accuracy: Optional[float], test_throughput: float,
                warmup_key: str, warmup_seconds: float, source: str, extra_env: Optional[Dict[str, Any]] = None,

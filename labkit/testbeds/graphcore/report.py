@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, List, Optional
 
 from labkit.interrupts import show_step
@@ -21,10 +22,21 @@ def show(run: Run) -> Optional[List[Any]]:
 def model_summary():
     """The tutorial's network, layer by layer, as a table (the total is the last row)."""
     import pandas as pd
+    import torch
 
     # PyTorch loads only here: show() of a run read from a log needs none of it
-    from labkit.testbeds.graphcore.model import Network, summary
+    from labkit.testbeds.graphcore.model import Network
 
-    rows = summary(Network())
+    network, rows = Network().eval(), []
+
+    def record(layer, _inputs, output, name):
+        rows.append({"layer": name, "type": type(layer).__name__, "output shape": tuple(output.shape),
+                     "parameters": sum(p.numel() for p in layer.parameters())})
+
+    for name, layer in network.named_modules():
+        if not list(layer.children()):  # the leaves, in the order the forward pass reaches them
+            layer.register_forward_hook(functools.partial(record, name=name))
+    with torch.no_grad():
+        network(torch.zeros(1, 1, 28, 28))
     rows.append({"layer": "total", "type": "", "output shape": "", "parameters": sum(r["parameters"] for r in rows)})
     return pd.DataFrame(rows).set_index("layer")

@@ -1,9 +1,5 @@
 """The MNIST exercise's training run: the data, the network, the epochs, the test pass, the record.
 
-    from labkit.testbeds import graphcore
-    from labkit.testbeds.graphcore.train import train
-    run = train(graphcore.SPEC.validate({"epochs": 1}), torch.device("cpu"))   # run.details: the MnistResult
-
 One loop for both places it trains. On an IPU, PopTorch runs each step (:class:`~labkit.testbeds.
 graphcore.ipu.Ipu`: its Options, DataLoader, trainingModel and inferenceModel); anywhere else,
 :class:`Portable` runs it on plain PyTorch (CUDA, Apple MPS or CPU) with the IPU run's semantics:
@@ -33,13 +29,12 @@ from labkit.accelerator import TESTBED_PRECISION, CapturedStep, Precision
 from labkit.data import load_mnist
 from labkit.data.mnist import MEAN, STD
 from labkit.params import Config
-from labkit.progress import bar
+from labkit.progress import bar, style
 from labkit.results import Run
 from labkit.testbeds.graphcore.model import TrainingModelWithLoss, build_model
 from labkit.testbeds.graphcore.placement import choose_precision
 from labkit.testbeds.graphcore.record import (MnistResult, StepRecord, TrainHistory, cut_test_pass, finish,
                                               finish_run)
-from labkit.testbeds.graphcore.training_bars import progress_callbacks
 
 __all__ = ["train", "Portable", "step_function", "to_tensor"]
 
@@ -47,11 +42,7 @@ __all__ = ["train", "Portable", "step_function", "to_tensor"]
 def train(config: Config, device: Any, verbose: bool = True) -> Run:
     """Train and test the tutorial's network as ``config`` says on ``device`` ("ipu", or a torch device
     as :func:`~labkit.testbeds.graphcore.placement.choose_device` gives it); the Run, with the MnistResult (the
-    trained model, its step history) as ``run.details``.
-
-    An interrupt (Kernel -> Interrupt) ends training at the next step; inside a run step
-    (``graphcore.run_exercise``) the run comes back with what was measured, status ``interrupted``.
-    """
+    trained model, its step history) as ``run.details``. An interrupt: see the module docstring."""
     say = functools.partial(print, flush=True) if verbose else (lambda text: None)
     (train_images, train_labels), (test_images, test_labels), notes, sizes = _data(config, say)
     samples_per_step = config.batch_size * config.device_iterations
@@ -77,7 +68,7 @@ def train(config: Config, device: Any, verbose: bool = True) -> Run:
         return finish(MnistResult(run=run, model=trainer.model.model, history=history), notes, sizes)
 
     stop = interrupts.keep(kept, measuring=lambda: history.training)
-    on_step, on_epoch, close = progress_callbacks(config, steps_per_epoch, say)
+    on_step, on_epoch, close = _progress_callbacks(config, steps_per_epoch, say)
     # the phase first: an interrupt that finds the run measuring finds it in epoch 1 (it keeps the warm-up step)
     stop.phase("epoch 1/{}".format(config.epochs), check=False)
     history.training = True
@@ -167,6 +158,37 @@ def _data(config: Config, say: Callable[[str], None]):
             len(test_labels), config.test_batch_size))
     sizes = {"data_source": data.source, "train_samples": int(len(train_labels)), "test_samples": int(len(test_labels))}
     return (train_images, train_labels), (test_images, test_labels), notes, sizes
+
+
+def _progress_callbacks(config: Config, steps_per_epoch: int, say):
+    """Progress for both backends: in JupyterLab an epochs bar over a steps bar; as text (papermill,
+    a terminal) one bar per epoch that stays, so the executed notebook reads like a log."""
+    nested = style() == "widget"
+    epochs_bar = bar(total=config.epochs, desc="Epochs", unit="epoch") if nested else None
+    state = {"steps": None}
+
+    def on_step(record) -> None:
+        if state["steps"] is None:
+            state["steps"] = bar(total=steps_per_epoch, desc="Epoch {}/{}".format(record.epoch, config.epochs),
+                                 leave=not nested, unit="step")
+        state["steps"].set_postfix_str("loss {:.4f} | accuracy {:.2f}%".format(record.loss, record.accuracy), refresh=False)
+        state["steps"].update(1)
+
+    def on_epoch(epoch: int, seconds: float) -> None:
+        if state["steps"] is not None:
+            state["steps"].close()
+            state["steps"] = None
+        if epochs_bar is not None:
+            epochs_bar.update(1)
+        say("Epoch {}/{}: {:.1f} s{}".format(epoch, config.epochs, seconds, " (includes warm-up)" if epoch == 1 else ""))
+
+    def close() -> None:
+        if state["steps"] is not None:
+            state["steps"].close()
+        if epochs_bar is not None:
+            epochs_bar.close()
+
+    return on_step, on_epoch, close
 
 
 class Portable:

@@ -4,12 +4,11 @@ inference engine and compared with the CPU. Notebook: notebooks/groq/bert_tiny.i
 How to run it, the backends, what each number means, what was verified where, and the modules: docs/groq.md.
 """
 
-from labkit.testbeds.groq.custom_text import custom, shape_lesson
-from labkit.testbeds.groq.exercise import plan, run_exercise
+from labkit.testbeds.groq.exercise import build, evaluate, load_data, load_model, plan, run_exercise
 from labkit.testbeds.groq.metrics import METRICS
-from labkit.testbeds.groq.report import log_table, show, show_latency, show_parity, table_from_runs
+from labkit.testbeds.groq.report import (custom, log_table, shape_lesson, show, show_latency, show_parity,
+                                         table_from_runs)
 from labkit.testbeds.groq.spec import SPEC
-from labkit.testbeds.groq.steps import build, evaluate, load_data, load_model
 
 __all__ = ["SPEC", "METRICS", "plan", "run_exercise", "show", "show_latency", "show_parity", "custom", "shape_lesson",
            "load_model", "load_data", "build", "evaluate", "log_table", "table_from_runs"]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from labkit.testbeds.groq.engine import BackendError, Engine, TorchEngine
+from labkit.testbeds.groq.engine import BackendError, Engine, OnnxEngine, TorchEngine
 from labkit.testbeds.groq.groqchip import GroqEngine, groq_chips
-from labkit.testbeds.groq.onnx_engine import OnnxEngine
 
 __all__ = ["BACKENDS", "available", "parse_backends", "resolve_backends", "make"]
 

@@ -12,8 +12,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["EvalSet", "load", "encode_sentence", "encode_pair", "dummy_inputs", "spearman",
-           "mean_pooled", "pair_similarity"]
+__all__ = ["EvalSet", "load", "encode_sentence", "encode_pair", "dummy_inputs", "spearman", "pair_similarity",
+           "to_batches"]
 
 #: Hub sources, in the order they are tried: (description, load_dataset args, kwargs).
 SST_SOURCES = (
@@ -101,19 +101,29 @@ def dummy_inputs(task: str, max_seq_length: int, batch_size: int = 1) -> Dict[st
     return inputs
 
 
-def mean_pooled(hidden: Any, attention_mask: Any) -> np.ndarray:
-    """Sentence embeddings: the mean of the hidden states over real tokens, L2-normalised."""
-    hidden = np.asarray(hidden, dtype=np.float64)
-    mask = np.asarray(attention_mask, dtype=np.float64)[..., None]
-    summed = (hidden * mask).sum(axis=1)
-    pooled = summed / np.clip(mask.sum(axis=1), 1e-9, None)
-    return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+def to_batches(inputs: Sequence[Dict[str, Any]], batch_size: int) -> Tuple[List[Dict[str, Any]], int]:
+    """Samples grouped batch_size at a time (the compiled shape is fixed, so the last batch is
+    filled up with copies of its last sample, whose outputs are dropped). Returns the batches
+    and the number of filler samples."""
+    import torch
+
+    batches, filler = [], 0
+    for start in range(0, len(inputs), batch_size):
+        group = list(inputs[start:start + batch_size])
+        filler += batch_size - len(group)
+        group += [group[-1]] * (batch_size - len(group))
+        batches.append(group[0] if batch_size == 1 else {k: torch.cat([g[k] for g in group]) for k in group[0]})
+    return batches, filler
 
 
 def pair_similarity(hidden: Any, attention_mask: Any) -> float:
-    """Cosine similarity of the two sentences of one (2, L, H) output."""
-    embeddings = mean_pooled(hidden, attention_mask)
-    return float(np.dot(embeddings[0], embeddings[1]))
+    """Cosine similarity of the two sentences of one (2, L, H) output, each sentence embedded as the
+    mean of its hidden states over real tokens."""
+    hidden = np.asarray(hidden, dtype=np.float64)
+    mask = np.asarray(attention_mask, dtype=np.float64)[..., None]
+    pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+    first, second = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+    return float(np.dot(first, second))
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:

@@ -1,22 +1,23 @@
-"""The Groq notebook's plan and run steps (its show step and the sections that look further into a
-run made here are in ``report.py``)."""
+"""The Groq notebook's plan and run steps, and the steps :func:`run_exercise` takes in turn: load the
+model and the data, build one engine per backend, evaluate them all on the same samples (its show
+step and the sections that look further into a run made here are in ``report.py``)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit import interrupts
+from labkit.display import in_kernel, show
 from labkit.interrupts import run_step
-from labkit.params import Config
+from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan
-from labkit.results import Run
+from labkit.results import Run, same_value
 from labkit.testbeds import last_run
-from labkit.testbeds.groq import backends
-from labkit.testbeds.groq.report import make_run
-from labkit.testbeds.groq.result import GroqDetails
-from labkit.testbeds.groq.steps import build, evaluate, load_data, load_model
+from labkit.testbeds.groq import backends, evalsets, models
+from labkit.testbeds.groq.report import GroqDetails, GroqResult, make_run
+from labkit.testbeds.groq.spec import EXERCISE, SIMILARITY_TOLERANCE
 
-__all__ = ["plan", "run_exercise"]
+__all__ = ["plan", "run_exercise", "load_model", "load_data", "build", "evaluate"]
 
 
 def plan(config: Config) -> RunPlan:
@@ -75,3 +76,120 @@ def _run_of(config: Config, loaded: object, data: object, engines: dict, result:
     run.details = GroqDetails(loaded, data, engines, result)
     return run
 
+
+def load_model(config: Config):
+    """The model and tokenizer (hub, local directory or offline copy); prints what was used."""
+    try:
+        loaded = models.load(config.model, config.max_seq_length)
+    except ValueError as exc:  # ModelUnavailable is one, and so is max_seq_length beyond the model's limit
+        raise ParameterError([str(exc)], EXERCISE) from None
+    print(loaded.describe())
+    return loaded
+
+
+def load_data(config: Config, loaded: Any):
+    """The evaluation set, tokenized to max_seq_length as the proof point does; prints its source."""
+    reachable, _ = models.hub_status()
+    data = evalsets.load(loaded.task, loaded.tokenizer, config.max_seq_length, config.num_samples, hub=reachable)
+    print(data.describe())
+    return data
+
+
+def build(config: Config, loaded: Any) -> Dict[str, Any]:
+    """One engine per backend, built for the compile-time shape (batch_size, max_seq_length); shows
+    what each backend had to build (nothing, an ONNX export new or from the cache, a GroqChip program)."""
+    import pandas as pd
+
+    names = backends.resolve_backends(config.backends)
+    dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
+    engines = {name: backends.make(name, loaded.model, loaded.task, dummy, label=loaded.requested)
+               for name in names}
+    rows = []
+    for name, engine in engines.items():
+        info = engine.build
+        rows.append({"backend": name, "compiled input shape": info.input_shape,
+                     "build": "built now" if info.built_now else ("reused from cache" if name == "onnxruntime" else "none needed"),
+                     "what runs": _WHAT_RUNS.get(name, info.artifact)})
+    table = pd.DataFrame(rows)
+    if in_kernel():
+        show(table)
+    else:
+        print(table)
+    return engines
+
+
+_WHAT_RUNS = {"cpu": "the PyTorch model, eagerly", "cuda": "the PyTorch model, eagerly, on the GPU",
+              "onnxruntime": "a torch.onnx export (file: run.details.engines['onnxruntime'].build.artifact)",
+              "groq": "a GroqChip program built by groqit()"}
+
+
+def _per_sample(outputs: Sequence[Any], rows_per_sample: int, count: int) -> List[Any]:
+    samples = [out[start:start + rows_per_sample]
+               for out in outputs for start in range(0, out.shape[0], rows_per_sample)]
+    return samples[:count]
+
+
+def _predictions(task: str, outputs: Sequence[Any], inputs: Sequence[Dict[str, Any]], labels: Dict[int, str]) -> List[Any]:
+    if task == "classification":
+        return [labels.get(int(o[0].argmax()), str(int(o[0].argmax()))) for o in outputs]
+    return [evalsets.pair_similarity(o, x["attention_mask"]) for o, x in zip(outputs, inputs)]
+
+
+def _compare(reference: Sequence[Any], other: Sequence[Any], ref_out: Sequence[Any],
+             other_out: Sequence[Any]) -> Tuple[List[int], float]:
+    # labels must be equal; similarities within SIMILARITY_TOLERANCE
+    indices = [i for i, (a, b) in enumerate(zip(reference, other))
+               if not same_value(a, b, rtol=0, atol=SIMILARITY_TOLERANCE)]
+    largest = max(float((a - b).abs().max()) for a, b in zip(ref_out, other_out))
+    return indices, largest
+
+
+def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], repetitions: int = 100,
+             into: Optional[Dict[str, Any]] = None, stop: Any = None) -> GroqResult:
+    """Run the evaluation set on every engine; time the dataset loop (one wall time around it, as the
+    proof point times its cpu row) and the compile-time inputs (docs/groq.md: what each number means).
+
+    Phases, named on ``stop`` (the run's stop flag, ``interrupts.keep``'s, when given):
+    ``<backend> inference`` for each backend, then summary. After each backend ``into["result"]``
+    (when given) holds the result of the backends so far; an interrupt lets the backend in progress
+    finish and ends the evaluation there.
+    """
+    phase = stop.phase if stop is not None else (lambda name: None)
+    batches, filler = evalsets.to_batches(data.inputs, config.batch_size)
+    dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
+    rows_per_sample = 1 if loaded.task == "classification" else 2
+    notes = []
+    if filler:
+        notes.append("the last batch was filled up with {} copies of its last sample (fixed compiled shape); "
+                     "their outputs are not scored".format(filler))
+    outputs, scores, latency, predictions = {}, {}, {}, {}
+    for name, engine in engines.items():
+        phase("{} inference".format(name))
+        # once its last batch is done, an interrupt lets its timing finish, then keeps it
+        passed = (lambda: into.setdefault("passes", []).append(name)) if into is not None else None
+        raw, wall = engine.run_dataset(batches, desc="{} inference".format(name), on_last=passed)
+        outputs[name] = _per_sample(raw, rows_per_sample, len(data))
+        scores[name] = data.score(outputs[name])
+        predictions[name] = _predictions(loaded.task, outputs[name], data.inputs, loaded.labels)
+        compile_inputs = engine.benchmark(dummy, repetitions)
+        loop = wall / len(batches)
+        on_chip = engine.on_chip_latency_s
+        latency[name] = {"loop": loop, "compile_inputs": compile_inputs, "on_chip": on_chip,
+                         "end_to_end": compile_inputs if name == "groq" else loop,
+                         "loop_ips": len(data) / wall}
+        if into is not None:
+            into["result"] = _result(config, loaded, data, outputs, scores, latency, predictions, notes)
+    phase("summary")
+    return _result(config, loaded, data, outputs, scores, latency, predictions, notes)
+
+
+def _result(config: Config, loaded: Any, data: Any, outputs: Dict[str, Any], scores: Dict[str, float],
+            latency: Dict[str, Any], predictions: Dict[str, Any], notes: List[str]) -> GroqResult:
+    """The backends measured so far, each compared with cpu (the first one measured)."""
+    disagreements, largest = {}, {}
+    for name in outputs:
+        if name != "cpu" and "cpu" in outputs:
+            disagreements[name], largest[name] = _compare(predictions["cpu"], predictions[name],
+                                                          outputs["cpu"], outputs[name])
+    return GroqResult(loaded.task, data.score_name, config.batch_size, len(data), dict(scores), dict(latency),
+                      dict(predictions), disagreements, largest, list(data.texts), list(notes))

@@ -11,11 +11,12 @@ Verified only against real logs from the course (GroqFlow builds here only up to
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from labkit.logs.base import LineReader, new_run, number
 from labkit.results import Run
-from labkit.testbeds.groq.metrics import METRICS
+from labkit.testbeds.groq.metrics import METRICS, TABLE_COLUMNS
 
 __all__ = ["GroqReader"]
 
@@ -23,15 +24,7 @@ _BUILDING = re.compile(r'Building "([^"]+)"')
 _CACHED = re.compile(r'Build "([^"]+)".*found in cache')
 _SCRIPT = re.compile(r"python3?\s+(\S+\.py)")
 
-_COLUMNS = {
-    "source": "source",
-    "accuracy": "accuracy",
-    "spearman rank correlation coefficient": "spearman",
-    "end-to-end latency (ms)": "e2e_latency_ms",
-    "end-to-end ips": "e2e_ips",
-    "on-chip latency (ms)": "onchip_latency_ms",
-    "on-chip ips": "onchip_ips",
-}
+_COLUMNS = dict([("source", "source")] + [(header.lower(), key) for key, header in TABLE_COLUMNS])
 #: The columns of GroqFlow's table, in order (the second is Accuracy or the Spearman coefficient).
 _USUAL_ORDER = ("source", "accuracy", "e2e_latency_ms", "e2e_ips", "onchip_latency_ms", "onchip_ips")
 
@@ -42,16 +35,16 @@ ONCHIP_NOTE = ("On-chip latency excludes moving data between host and GroqChip; 
                "end-to-end when comparing with the CPU.")
 
 
+@dataclass
 class _State:
-    def __init__(self) -> None:
-        self.build: Optional[str] = None
-        self.cached: Optional[bool] = None
-        self.script: Optional[str] = None
-        self.compile_inputs = False
-        self.header: Optional[List[str]] = None
-        self.rows: Dict[str, Dict[str, Optional[float]]] = {}
-        self.anything = False
-        self.headerless = False
+    build: Optional[str] = None
+    cached: Optional[bool] = None
+    script: Optional[str] = None
+    compile_inputs: bool = False
+    header: Optional[List[str]] = None
+    rows: Dict[str, Dict[str, Optional[float]]] = field(default_factory=dict)
+    anything: bool = False
+    headerless: bool = False
 
 
 class GroqReader(LineReader):

@@ -10,7 +10,13 @@ from labkit.metrics import Metric, MetricTable
 from labkit.testbeds.groq.backends import BACKENDS
 from labkit.testbeds.groq.spec import EXERCISE
 
-__all__ = ["METRICS"]
+__all__ = ["METRICS", "TABLE_COLUMNS"]
+
+#: GroqFlow's result table after its Source column: each column's metric name (after "<source>_")
+#: and its header (the second column is Accuracy or, for MiniLM, the Spearman coefficient).
+TABLE_COLUMNS = (("accuracy", "Accuracy"), ("spearman", "Spearman Rank Correlation Coefficient"),
+                 ("e2e_latency_ms", "end-to-end latency (ms)"), ("e2e_ips", "end-to-end IPS"),
+                 ("onchip_latency_ms", "on-chip latency (ms)"), ("onchip_ips", "on-chip IPS"))
 
 
 def _per_backend(backend: str) -> List[Metric]:

