@@ -30,8 +30,7 @@ from labkit.grading.checks.duplicates import groups as duplicate_groups
 from labkit.grading.reports.feedback import feedback_html
 from labkit.grading.reports.gradebook import LMS_FORMATS, canvas_csv, write_gradebook
 from labkit.grading.reports.summary import class_summary, summary_markdown
-from labkit.grading.worker import Running, Submission, collect_job, kill_job, new_workroot, start_job
-from labkit.grading.parsl_executor import run_parsl
+from labkit.grading.worker import Running, Submission, collect_job, kill_job, new_workroot, run_parsl, start_job
 from labkit.grading.checks.rubric import load_rubric
 
 __all__ = ["Submission", "find_submissions", "grade_class", "STATE_VERSION"]

@@ -34,7 +34,7 @@ from labkit import results
 from labkit.files import write_atomic
 from labkit.grading.sandbox import levels, uids
 from labkit.grading.sandbox.cgroups import cgroup_command, kill_cgroup_processes
-from labkit.grading.sandbox.submission_reads import drop_escapes, record_refusal
+from labkit.grading.sandbox.trusted import drop_escapes, record_refusal
 from labkit.grading.checks.duplicates import record_fingerprints
 from labkit.grading.checks.evidence import Evidence
 from labkit.grading.recompute import run_sandboxed

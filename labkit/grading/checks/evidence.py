@@ -11,7 +11,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from labkit.grading.sandbox.submission_reads import quoted
+from labkit.grading.sandbox.trusted import quoted
 from labkit.testbeds.homework.hardware import is_portable, where_it_ran
 from labkit.results import Run, same_value
 

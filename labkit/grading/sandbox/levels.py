@@ -5,10 +5,9 @@
     levels.refusal(level)        # '' or why this level must not grade (no file protection)
 
 What each level gives and needs, and why grading fails closed without file protection:
-docs/grading.md, "Isolation levels"; what they give on this machine: ``labkit grade --check``
-(:mod:`labkit.grading.sandbox.levels_report`). At every level the kernel dies with its grader
-(tests/grading/test_killed.py) and talks to it over ZMQ ``ipc`` sockets, which work across a
-network namespace and under Landlock.
+docs/grading.md, "Isolation levels"; what they give on this machine: ``labkit grade --check``.
+At every level the kernel dies with its grader (tests/grading/test_killed.py) and talks to it over
+ZMQ ``ipc`` sockets, which work across a network namespace and under Landlock.
 """
 
 from __future__ import annotations
