@@ -27,9 +27,8 @@ from labkit.grading.reports.class_data import class_data
 from labkit.grading.reports.class_page import class_html
 from labkit.grading.checks.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
 from labkit.grading.checks.duplicates import groups as duplicate_groups
-from labkit.grading.reports.feedback import feedback_html
-from labkit.grading.reports.gradebook import LMS_FORMATS, canvas_csv, write_gradebook
-from labkit.grading.reports.summary import class_summary, summary_markdown
+from labkit.grading.reports.gradebook import (LMS_FORMATS, canvas_csv, class_summary, feedback_html,
+                                              summary_markdown, write_gradebook)
 from labkit.grading.worker import Running, Submission, collect_job, kill_job, new_workroot, run_parsl, start_job
 from labkit.grading.checks.rubric import load_rubric
 

@@ -29,7 +29,7 @@ import shutil
 import sys
 from typing import Any, Dict, List, Optional
 
-from labkit.grading.sandbox import cgroups, levels
+from labkit.grading.sandbox import levels, slots
 
 __all__ = ["register", "main"]
 
@@ -116,7 +116,7 @@ def _protections(level: str, abi: int, uid: bool, cgroup: bool) -> List[str]:
 def levels_report(chosen: Optional[str] = None, allow_unconfined: bool = False) -> str:
     """What ``labkit grade --check`` prints: each level here, what it protects and needs, which is used."""
     abi = levels.landlock_abi()
-    cgroup = bool(cgroups.cgroup_parents())
+    cgroup = bool(slots.cgroup_parents())
     lines = ["labkit grade --check: uid {}{}, Linux {}, Python {}".format(
         os.geteuid(), " (root)" if os.geteuid() == 0 else "", os.uname().release, sys.prefix)]
     if abi:

@@ -32,8 +32,8 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from labkit import results
 from labkit.files import write_atomic
-from labkit.grading.sandbox import levels, uids
-from labkit.grading.sandbox.cgroups import cgroup_command, kill_cgroup_processes
+from labkit.grading.sandbox import levels
+from labkit.grading.sandbox.slots import cgroup_command, kill_cgroup_processes, kill_uid
 from labkit.grading.sandbox.trusted import drop_escapes, record_refusal
 from labkit.grading.checks.duplicates import record_fingerprints
 from labkit.grading.checks.evidence import Evidence
@@ -299,7 +299,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     # Nothing the student started may still run (rlimits: a process the kernel put in the
     # background) while trusted code reads the folder; then links out of it and FIFOs go.
     if uid is not None:
-        uids.kill_uid(uid)
+        kill_uid(uid)
     kill_cgroup_processes(job.get("cgroups", []))
     refusals: Dict[str, Optional[str]] = {}
 

@@ -24,7 +24,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List
 
-from labkit.grading.sandbox import cgroups, levels, uids
+from labkit.grading.sandbox import levels, slots
 from labkit.grading.checks.evidence import Evidence
 from labkit.grading.checks.rubric import load_rubric
 from labkit.grading.sandbox.trusted import python_command
@@ -70,7 +70,7 @@ class Running:
     sub: Submission
     key: str
     proc: subprocess.Popen
-    slot: uids.Slot
+    slot: slots.Slot
     run_dir: str
     result_path: str
     deadline: float
@@ -94,7 +94,7 @@ def new_workroot() -> str:
         match = re.match(r"^labkit-grade-(\d+)-", name)
         if match and not _pid_alive(int(match.group(1))):
             shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
-    cgroups.remove_stale_cgroups(_pid_alive)
+    slots.remove_stale_cgroups(_pid_alive)
     workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
     os.chmod(workroot, 0o711)  # run uids may pass through to their own folder, not list the others
     return workroot
@@ -104,8 +104,8 @@ def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int)
     """Start the worker process that grades ``job`` (see runner.py) in ``workroot/r<counter>``."""
     limits = levels.Limits(**job["limits"])
     level = job["level"]
-    slot = uids.acquire_slot(level)
-    slot.cgroups = cgroups.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
+    slot = slots.acquire_slot(level)
+    slot.cgroups = slots.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
     run_dir = os.path.join(workroot, "r{}".format(counter))  # short: ipc socket paths are limited to 107 bytes
     os.makedirs(run_dir, mode=0o711)
     result_path = os.path.join(run_dir, "result.json")

@@ -21,8 +21,7 @@ from nbformat.v4 import new_code_cell
 
 from labkit.grading.sandbox import levels
 from labkit.grading.batch import grade_class
-from labkit.grading.reports.gradebook import read_gradebook
-from labkit.grading.reports.summary import class_summary, summary_markdown
+from labkit.grading.reports.gradebook import class_summary, read_gradebook, summary_markdown
 from tests.grading import attacks
 from tests.grading import notebooks as N
 from tests.grading.conftest import level_id

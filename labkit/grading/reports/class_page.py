@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from labkit.grading.reports.class_data import RULE, ClassData, Outlier
 from labkit.grading.checks.duplicates import groups as duplicate_groups
-from labkit.grading.reports.summary import class_summary
+from labkit.grading.reports.gradebook import class_summary
 from labkit.testbeds.homework.homeworks import HOMEWORKS
 
 __all__ = ["class_html", "COLOURS", "figure_id"]
