@@ -21,7 +21,8 @@ from importlib import import_module
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labkit.grading.sandbox import levels
-from labkit.grading.sandbox.trusted import absolute_params, confine_reads, python_command, record_refusal, trusted_path
+from labkit.grading.sandbox.trusted import (absolute_params, confine_reads, python_command, record_refusal,
+                                           trusted_path)
 
 __all__ = ["resolve", "run_sandboxed", "from_log", "from_evidence"]
 

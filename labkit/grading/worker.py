@@ -1,8 +1,5 @@
 """The grading worker: the process that grades one submission, started, watched, collected.
 
-    item = start_job(job, sub, workroot, 1)      # python -I ... labkit.grading.runner JOB.json
-    result = collect_job(item, timed_out, limits, level, rubric, reproduce)
-
 Used by the local batch and by Parsl tasks alike (``labkit grade --executor parsl``: :func:`run_parsl`).
 The worker is trusted code started in isolated mode (:mod:`labkit.grading.sandbox.trusted`),
 so no submission can shadow its imports.

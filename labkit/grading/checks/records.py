@@ -11,13 +11,13 @@ import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from labkit.grading.checks.evidence import (NUMBER, Check, CheckResult, Evidence, describe_selection, fmt_value,
-                                            run_label, select_runs, split_evidence, wheres_of)
+                                            run_label, select_runs, split_evidence)
 from labkit.grading.sandbox.trusted import quoted
 from labkit.testbeds.homework.hardware import is_portable, where_it_ran
 from labkit.results import Run, same_value
 
-__all__ = ["grade_record", "grade_runs", "grade_reproduce", "grade_rerun", "RERUN_FUNCTION", "prefetch_trusted",
-           "verify_run"]
+__all__ = ["grade_record", "grade_runs", "grade_reproduce", "grade_rerun", "RERUN_FUNCTION",
+           "prefetch_trusted", "verify_run"]
 
 
 def _first_of(names: Any, found: Dict[str, Any]) -> Optional[str]:
@@ -178,7 +178,8 @@ def grade_runs(check: Check, evidence: Evidence) -> CheckResult:
         reason += "; " + refused
     if rejected:
         reason += "; " + "; ".join(rejected[:3])
-    return check.result(fraction, reason, where=wheres_of([r for _v, r in counted]))
+    wheres = ", ".join(dict.fromkeys(where_it_ran(r) for _v, r in counted))
+    return check.result(fraction, reason, where=wheres)
 
 
 def grade_reproduce(check: Check, evidence: Evidence) -> CheckResult:

@@ -1,9 +1,5 @@
 """The rubric: a YAML file of checks, validated when loaded, applied to a submission's evidence.
 
-    from labkit.grading.checks.rubric import load_rubric
-    rubric = load_rubric("notebooks/homework/ai_testbeds.rubric.yml")   # RubricError names the line
-    results = rubric.grade(evidence)                                   # one CheckResult per check
-
 The format and each check type: docs/grading.md, "Rubric format". Checks read only the records of
 the grader's own execution; the student's submitted outputs are read by ``reproduce`` alone. The
 check types that read recorded runs are in :mod:`.records`; those that read the notebook itself,
@@ -22,7 +18,8 @@ import yaml
 
 from labkit.errors import LabkitError
 from labkit.grading.checks.evidence import NUMBER, Check, CheckResult, Evidence
-from labkit.grading.checks.records import grade_record, grade_rerun, grade_reproduce, grade_runs, prefetch_trusted
+from labkit.grading.checks.records import (grade_record, grade_rerun, grade_reproduce, grade_runs,
+                                           prefetch_trusted)
 
 __all__ = ["Rubric", "RubricError", "load_rubric", "CHECK_TYPES", "EVIDENCE_KINDS", "COMMON", "answer_text"]
 

@@ -3,11 +3,6 @@ check, a total; its export for a learning-management system (``--lms canvas``: `
 each row as the student's feedback page (``DIR/feedback/<student>.html``); and each column summarised
 for the class (``DIR/summary.md``).
 
-    write_gradebook("out/gradebook.csv", rubric.names, results)   # atomic: never half-written
-    text = canvas_csv(results, assignment="Homework: AI testbeds", points_possible=39)
-    html = feedback_html(result)                                  # result: one entry of the grader's state
-    print(summary_markdown(class_summary(results, rubric.names), len(results)))
-
 The columns: docs/grading.md, "Gradebook". Canvas's columns are those of its own Gradebook export,
 students matched by ``SIS Login ID`` (the submission's name); an ungraded submission gets its 0,
 never an empty cell (docs/grading.md, "After grading"). A check the rubric marks ``hidden: true``

@@ -1,11 +1,6 @@
 """A run's slot: one private unprivileged uid per concurrent grading run (when the grader runs as root)
 and cgroups capping the processes (``pids.max``) and memory of the whole run (v1 or v2).
-
-    slot = acquire_slot(level)   # Slot(uid=None) when not root or no uid can start the kernel
-    slot.cgroups = make_cgroups("<pid>-r<n>", limits)   # [] where this grader may make none
-    cgroup_command(slot.cgroups, parent)                # the launcher stage that joins them
-    ...
-    slot.release()               # kills every process of the uid and the cgroups, removes the cgroups
+:meth:`Slot.release` kills every process of the uid and of the cgroups, and removes the cgroups.
 """
 
 from __future__ import annotations
@@ -24,8 +19,8 @@ from typing import Any, Dict, List, Optional, Sequence
 from labkit.grading.sandbox.levels import LAUNCHER, Limits, uid_switch_possible
 
 __all__ = ["UID_RANGE", "LOCK_DIR", "Slot", "acquire_slot", "kill_uid", "pids_of_uid", "CGROUP_ROOT",
-           "cgroup_parents", "make_cgroups", "kill_cgroup_processes", "remove_cgroups", "remove_stale_cgroups",
-           "cgroup_command"]
+           "cgroup_parents", "make_cgroups", "kill_cgroup_processes", "remove_cgroups",
+           "remove_stale_cgroups", "cgroup_command"]
 
 #: Unprivileged uids the grader runs kernels as (one per concurrent run); chosen among uids
 #: with no /etc/passwd entry so no real account is ever signalled.
@@ -53,22 +48,17 @@ class Slot:
             os.close(self.lock_fd)
 
 
-def _uid_unused(uid: int) -> bool:
-    try:
-        pwd.getpwuid(uid)
-    except KeyError:
-        return True
-    return False
-
-
 def acquire_slot(level: str = "bwrap") -> Slot:
     """Reserve an unused uid for one run (root), or run as ourselves (not root, or no uid can run)."""
     if not uid_switch_possible(level):
         return Slot(uid=None)
     os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
     for uid in range(UID_RANGE[0], UID_RANGE[1] + 1):
-        if not _uid_unused(uid):
-            continue
+        try:
+            pwd.getpwuid(uid)
+            continue  # a real account's
+        except KeyError:
+            pass
         fd = os.open(os.path.join(LOCK_DIR, "uid-{}.lock".format(uid)), os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

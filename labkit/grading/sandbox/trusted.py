@@ -1,21 +1,12 @@
-"""How the grader's trusted code (the worker, recomputation) keeps clear of a submission: what it
-imports, and what it reads of one submission.
+"""How the grader's trusted code (the worker, recomputation) keeps clear of a submission: it imports only
+the grader's own code, and reads of a submission only its evidence.
 
-    cmd = python_command("labkit.grading.recompute", ["spec", root])   # python -I -c '...' spec root
-    why = path_refusal("logs/graphcore/x.log", root)   # None, or why the path may not be read
-    params = absolute_params(params, root)        # params['log'] / ['evidence'] made absolute
-    removed = drop_escapes(root)                  # links out of the submission, FIFOs, devices
-    confine_reads(root, [scratch], [submissions])  # in the trusted process: an audit hook on open()
-
-``python -I`` ignores the current folder, the script's folder, every ``PYTHON*`` variable and
-the user's site-packages, so a ``labkit/`` or ``json.py`` in a student's folder is never
-imported; the command puts back the folder holding this grader's ``labkit`` and the grader's
-absolute ``PYTHONPATH`` entries, never one inside a folder the caller excludes.
-
-A record's evidence path that is absolute, climbs out, passes through a link out of the
-submission or is not a regular file (a FIFO, ``/dev/zero``) is refused with a reason at every
-isolation level; what the evidence itself points to (a Slurm file's output path) is bounded by
-the audit hook.
+``python -I`` ignores the current folder, the script's folder, every ``PYTHON*`` variable and the
+user's site-packages, so a ``labkit/`` or ``json.py`` in a student's folder is never imported;
+:func:`python_command` puts back the grader's own paths, never one inside a folder the caller excludes.
+A record's evidence path that is absolute, climbs out, passes through a link out of the submission or
+is not a regular file (a FIFO, ``/dev/zero``) is refused with a reason at every isolation level; what
+the evidence itself points to (a Slurm file's output path) is bounded by :func:`confine_reads`.
 """
 
 from __future__ import annotations
