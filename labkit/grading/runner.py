@@ -270,7 +270,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
         submitted = nbformat.read(local_nb, as_version=4)
     except Exception as exc:
         outcome = ExecutionOutcome("unreadable", "the submission could not be read: {}".format(str(exc)[:300]))
-        evidence = Evidence(None, {}, {}, outcome.status, outcome.reason, None, reproduce=job.get("reproduce", False))
+        evidence = Evidence(None, {}, {}, outcome.status, outcome.reason, reproduce=job.get("reproduce", False))
         return _finish(result, rubric, evidence, job, started, outcome)
 
     # The student's outputs go aside (grader-only folder) for the reproduce check, then vanish.
@@ -321,7 +321,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
         return [{"error": "refused: " + w} if w else next(answers) for w in why]
 
     result["phases"]["execute_s"] = round(time.monotonic() - executing, 3)  # kernel start + cells + shutdown
-    evidence = Evidence(submitted, submitted_records, fresh, outcome.status, outcome.reason, outcome.error,
+    evidence = Evidence(submitted, submitted_records, fresh, outcome.status, outcome.reason,
                         reproduce=job.get("reproduce", False), recompute=recompute)
     result["executed"] = executed
     return _finish(result, rubric, evidence, job, started, outcome)

@@ -30,7 +30,6 @@ class Evidence:
     fresh: Dict[str, Any]
     status: str
     reason: str = ""
-    error: Optional[str] = None
     reproduce: bool = False
     recompute: Optional[Callable[..., List[Dict[str, Any]]]] = None  # (function, params, timeout=None)
     template: Any = None

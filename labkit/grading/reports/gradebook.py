@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
 
 from labkit.files import write_atomic
 
-__all__ = ["write_gradebook", "read_gradebook", "columns", "one_line", "score", "canvas_csv", "LMS_FORMATS",
+__all__ = ["write_gradebook", "read_gradebook", "one_line", "score", "canvas_csv", "LMS_FORMATS",
            "feedback_html", "HIDDEN_REASON", "class_summary", "summary_markdown"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -38,10 +38,6 @@ TRAILING = ("total", "max", "status", "where", "isolation", "reason")
 FLAGS = ("duplicate_evidence",)
 
 
-def columns(check_names: Sequence[str]) -> List[str]:
-    return ["student"] + list(check_names) + list(TRAILING) + list(FLAGS)
-
-
 def score(value: Any) -> str:
     """Points as the gradebook writes them (at most 3 decimals); '' for none."""
     if value is None or value == "":
@@ -53,7 +49,7 @@ def write_gradebook(path: str, check_names: Sequence[str], results: Iterable[Dic
     """One row per result (sorted by student), written atomically."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns(check_names))
+    writer.writerow(["student"] + list(check_names) + list(TRAILING) + list(FLAGS))
     for result in sorted(results, key=lambda r: r["student"]):
         by_name = {c["name"]: c for c in result.get("checks", [])}
         row = [result["student"]]
