@@ -1,8 +1,5 @@
 """Grade a class: find the submissions, run them in parallel sandboxed workers, keep a state.
 
-    from labkit.grading.batch import grade_class
-    grade_class("submissions/", "homework.rubric.yml", "grades/", workers=2)
-
 Each submission is graded by its own worker process, so a submission that crashes, hangs or
 attacks its grader costs only its own grade; how the state makes a batch resumable:
 docs/grading.md, "Crash safety and resuming".
@@ -27,11 +24,10 @@ from labkit.grading.reports.class_data import class_data
 from labkit.grading.reports.class_page import class_html
 from labkit.grading.checks.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
 from labkit.grading.checks.duplicates import groups as duplicate_groups
-from labkit.grading.reports.feedback import feedback_html
-from labkit.grading.reports.gradebook import LMS_FORMATS, canvas_csv, write_gradebook
-from labkit.grading.reports.summary import class_summary, summary_markdown
-from labkit.grading.worker import Running, Submission, collect_job, kill_job, new_workroot, start_job
-from labkit.grading.parsl_executor import run_parsl
+from labkit.grading.reports.gradebook import (LMS_FORMATS, canvas_csv, class_summary, feedback_html,
+                                              summary_markdown, write_gradebook)
+from labkit.grading.worker import (Running, Submission, collect_job, kill_job, new_workroot, run_parsl,
+                                   start_job)
 from labkit.grading.checks.rubric import load_rubric
 
 __all__ = ["Submission", "find_submissions", "grade_class", "STATE_VERSION"]
@@ -280,7 +276,7 @@ class _Outputs:
         self.assignment = assignment or rubric.title
         self.flags: Dict[str, List[str]] = {}
         self.runs_read: Dict[Any, Any] = {}  # each student's recorded runs, read once per grading
-        # what `labkit class DIR` needs besides the state to draw the page again
+        # the rubric as the class page reads it, here and in `labkit class DIR`
         write_atomic(os.path.join(out_dir, ".labkit-grade", "rubric.json"),
                      json.dumps({"title": rubric.title, "checks": list(rubric.names)}))
 
@@ -302,7 +298,7 @@ class _Outputs:
                      summary_markdown(class_summary(done, self.rubric.names), len(done), self.rubric.title,
                                       duplicate_groups(done)))
         write_atomic(os.path.join(self.out_dir, "class.html"),
-                     class_html(class_data(self.out_dir, done, self.runs_read, self.rubric.title, self.rubric.names)))
+                     class_html(class_data(self.out_dir, done, self.runs_read)))
         if self.lms == "canvas":
             possible = max([r.get("max_total", 0) for r in done] or [0])
             write_atomic(os.path.join(self.out_dir, "canvas.csv"), canvas_csv(done, self.assignment, possible))

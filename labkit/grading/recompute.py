@@ -7,7 +7,7 @@ the grader in isolated mode, in a sandboxed folder of its own outside the submis
     python -I -c '<trusted sys.path> ...' labkit.grading.recompute:from_evidence SUBMISSION [DENIED ...] < params.json
 
 Evidence paths are kept inside SUBMISSION and nothing under a DENIED folder is opened
-(:mod:`labkit.grading.sandbox.submission_reads`). The function returns ``{metric: value}``, or
+(:mod:`labkit.grading.sandbox.trusted`). The function returns ``{metric: value}``, or
 ``{"params": ..., "metrics": ...}`` when it can also tell which parameters really ran.
 """
 
@@ -21,8 +21,8 @@ from importlib import import_module
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labkit.grading.sandbox import levels
-from labkit.grading.sandbox.submission_reads import absolute_params, confine_reads, record_refusal
-from labkit.grading.sandbox.trusted_python import python_command, trusted_path
+from labkit.grading.sandbox.trusted import (absolute_params, confine_reads, python_command, record_refusal,
+                                           trusted_path)
 
 __all__ = ["resolve", "run_sandboxed", "from_log", "from_evidence"]
 

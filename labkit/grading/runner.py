@@ -32,9 +32,9 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from labkit import results
 from labkit.files import write_atomic
-from labkit.grading.sandbox import levels, uids
-from labkit.grading.sandbox.cgroups import cgroup_command, kill_cgroup_processes
-from labkit.grading.sandbox.submission_reads import drop_escapes, record_refusal
+from labkit.grading.sandbox import levels
+from labkit.grading.sandbox.slots import cgroup_command, kill_cgroup_processes, kill_uid
+from labkit.grading.sandbox.trusted import drop_escapes, record_refusal
 from labkit.grading.checks.duplicates import record_fingerprints
 from labkit.grading.checks.evidence import Evidence
 from labkit.grading.recompute import run_sandboxed
@@ -270,7 +270,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
         submitted = nbformat.read(local_nb, as_version=4)
     except Exception as exc:
         outcome = ExecutionOutcome("unreadable", "the submission could not be read: {}".format(str(exc)[:300]))
-        evidence = Evidence(None, {}, {}, outcome.status, outcome.reason, None, reproduce=job.get("reproduce", False))
+        evidence = Evidence(None, {}, {}, outcome.status, outcome.reason, reproduce=job.get("reproduce", False))
         return _finish(result, rubric, evidence, job, started, outcome)
 
     # The student's outputs go aside (grader-only folder) for the reproduce check, then vanish.
@@ -299,7 +299,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     # Nothing the student started may still run (rlimits: a process the kernel put in the
     # background) while trusted code reads the folder; then links out of it and FIFOs go.
     if uid is not None:
-        uids.kill_uid(uid)
+        kill_uid(uid)
     kill_cgroup_processes(job.get("cgroups", []))
     refusals: Dict[str, Optional[str]] = {}
 
@@ -321,7 +321,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
         return [{"error": "refused: " + w} if w else next(answers) for w in why]
 
     result["phases"]["execute_s"] = round(time.monotonic() - executing, 3)  # kernel start + cells + shutdown
-    evidence = Evidence(submitted, submitted_records, fresh, outcome.status, outcome.reason, outcome.error,
+    evidence = Evidence(submitted, submitted_records, fresh, outcome.status, outcome.reason,
                         reproduce=job.get("reproduce", False), recompute=recompute)
     result["executed"] = executed
     return _finish(result, rubric, evidence, job, started, outcome)

@@ -1,10 +1,8 @@
 """The grading worker: the process that grades one submission, started, watched, collected.
 
-    item = start_job(job, sub, workroot, 1)      # python -I ... labkit.grading.runner JOB.json
-    result = collect_job(item, timed_out, limits, level, rubric, reproduce)
-
-Used by the local batch and by Parsl tasks alike. The worker is trusted code started in isolated
-mode (:mod:`labkit.grading.sandbox.trusted_python`), so no submission can shadow its imports.
+Used by the local batch and by Parsl tasks alike (``labkit grade --executor parsl``: :func:`run_parsl`).
+The worker is trusted code started in isolated mode (:mod:`labkit.grading.sandbox.trusted`),
+so no submission can shadow its imports.
 """
 
 from __future__ import annotations
@@ -15,19 +13,21 @@ import re
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, Dict
+from typing import Any, Callable, Dict, List
 
-from labkit.grading.sandbox import cgroups, levels, uids
+from labkit.grading.sandbox import levels, slots
 from labkit.grading.checks.evidence import Evidence
-from labkit.grading.sandbox.trusted_python import python_command
+from labkit.grading.checks.rubric import load_rubric
+from labkit.grading.sandbox.trusted import python_command
 
 __all__ = ["Submission", "Running", "WORKER_GRACE_S", "new_workroot", "start_job", "collect_job", "kill_job",
-           "failed_result"]
+           "failed_result", "run_parsl"]
 
 #: Grace the worker gets beyond the notebook limit (kernel start, recompute, writing) before
 #: the batch kills it.
@@ -67,7 +67,7 @@ class Running:
     sub: Submission
     key: str
     proc: subprocess.Popen
-    slot: uids.Slot
+    slot: slots.Slot
     run_dir: str
     result_path: str
     deadline: float
@@ -91,7 +91,7 @@ def new_workroot() -> str:
         match = re.match(r"^labkit-grade-(\d+)-", name)
         if match and not _pid_alive(int(match.group(1))):
             shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
-    cgroups.remove_stale_cgroups(_pid_alive)
+    slots.remove_stale_cgroups(_pid_alive)
     workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
     os.chmod(workroot, 0o711)  # run uids may pass through to their own folder, not list the others
     return workroot
@@ -101,8 +101,8 @@ def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int)
     """Start the worker process that grades ``job`` (see runner.py) in ``workroot/r<counter>``."""
     limits = levels.Limits(**job["limits"])
     level = job["level"]
-    slot = uids.acquire_slot(level)
-    slot.cgroups = cgroups.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
+    slot = slots.acquire_slot(level)
+    slot.cgroups = slots.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
     run_dir = os.path.join(workroot, "r{}".format(counter))  # short: ipc socket paths are limited to 107 bytes
     os.makedirs(run_dir, mode=0o711)
     result_path = os.path.join(run_dir, "result.json")
@@ -161,3 +161,55 @@ def failed_result(student: str, key: str, level: str, status: str, why: str, rub
     checks = [c.to_dict() for c in rubric.grade(Evidence(None, {}, {}, status, why, reproduce=reproduce))]
     return {"student": student, "key": key, "isolation": level, "status": status, "reason": why,
             "checks": checks, "total": 0, "max_total": round(sum(c["points"] for c in checks if not c.get("skipped")), 3)}
+
+
+def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
+    """Runs on a Parsl worker: grade one submission there exactly as the local executor does, and return
+    its result with the executed notebook's text. A node where the level does not work grades nothing:
+    the submission gets a ``grader error`` naming the node, never a weaker sandbox."""
+    host = socket.gethostname()
+    rubric = load_rubric(job["rubric"])
+    refused = "" if job.get("allow_unconfined") else levels.refusal(job["level"])
+    if not levels.level_available(job["level"]) or refused:
+        why = refused or "isolation level {!r} does not work".format(job["level"])
+        return dict(failed_result(job["student"], job["key"], job["level"], "grader error",
+                                  "on node {}, {}; nothing was run".format(host, why), rubric,
+                                  job["reproduce"]), host=host)
+    workroot = new_workroot()
+    sub = Submission(job["student"], job["source"], job["notebook"], job["problem"])
+    item = None
+    try:
+        item = start_job(job, sub, workroot, 1)
+        while item.proc.poll() is None and time.monotonic() <= item.deadline:
+            time.sleep(0.1)
+        limits = levels.Limits(**job["limits"])
+        result = collect_job(item, item.proc.poll() is None, limits, job["level"], rubric, job["reproduce"])
+        executed = result.pop("executed", None)
+        if executed and os.path.exists(executed):
+            with open(executed, encoding="utf-8") as f:
+                result["executed_text"] = f.read()
+    finally:
+        if item is not None and item.proc.poll() is None:  # the task itself was cancelled
+            kill_job(item)
+        shutil.rmtree(workroot, ignore_errors=True)
+    result["host"] = host
+    result["slurm_job"] = os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID") or ""
+    return result
+
+
+def run_parsl(jobs: List[Dict[str, Any]], config: Any, out_dir: str,
+              on_result: Callable[[Dict[str, Any], Dict[str, Any]], None]) -> None:
+    """Submit every job through Parsl; call ``on_result(job, result)`` here as each finishes (only
+    ``labkit grade`` writes the state: docs/grading.md, "Grading on a cluster")."""
+    from labkit.sweep.parsl_executor import parsl_map
+
+    if not jobs:
+        return
+    for job, future in parsl_map(grade_on_worker, jobs, config, out_dir):
+        try:
+            result = future.result()
+        except Exception as exc:  # the Parsl task itself failed (worker lost, node gone)
+            why = "the Parsl task failed: {}: {}".format(type(exc).__name__, str(exc)[:300])
+            result = failed_result(job["student"], job["key"], job["level"], "grader error", why,
+                                   load_rubric(job["rubric"]), job["reproduce"])
+        on_result(job, result)

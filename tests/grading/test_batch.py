@@ -12,7 +12,7 @@ import time
 import pytest
 from nbformat.v4 import new_code_cell
 
-from labkit.grading.sandbox import cgroups, levels, uids
+from labkit.grading.sandbox import levels, slots
 from labkit.grading.batch import find_submissions, grade_class
 from labkit.grading.reports.gradebook import read_gradebook
 from tests.grading import notebooks as N
@@ -96,9 +96,9 @@ def test_weaker_levels_still_contain_forks_and_report_themselves(tmp_path, level
     N.write(N.homework(), subs / "honest.ipynb")
     N.write(N.homework(extra=[new_code_cell("import socket\nsocket.create_connection(('127.0.0.1', {}), timeout=3)".format(
         listener.port))]), subs / "network.ipynb")
-    slot = uids.acquire_slot(level)
+    slot = slots.acquire_slot(level)
     slot.release()
-    process_cap = slot.uid is not None or bool(cgroups.cgroup_parents())
+    process_cap = slot.uid is not None or bool(slots.cgroup_parents())
     if process_cap:
         N.write(N.homework(extra=[new_code_cell(
             "import os, time\nwhile True:\n    if os.fork() == 0:\n        time.sleep(300)\n        os._exit(0)")]),

@@ -14,7 +14,7 @@ import threading
 import pytest
 from nbformat.v4 import new_code_cell
 
-from labkit.grading.sandbox import levels, uids
+from labkit.grading.sandbox import levels, slots
 from labkit.grading.batch import grade_class
 from labkit.grading.reports.gradebook import read_gradebook
 from tests.grading import notebooks as N
@@ -168,10 +168,10 @@ def test_fork_bomb_hits_the_process_limit_and_leaves_nothing_behind(batch):
 def batch_leftovers() -> list:
     """Processes of the sandbox uids started by this test process's batches (their command line names
     its working folder: another grader on the same machine may be using the same uids)."""
-    low, _high = uids.UID_RANGE
+    low, _high = slots.UID_RANGE
     marker = "labkit-grade-{}-".format(os.getpid()).encode()
     found = []
-    for pid in [pid for uid in range(low, low + 8) for pid in uids.pids_of_uid(uid)]:
+    for pid in [pid for uid in range(low, low + 8) for pid in slots.pids_of_uid(uid)]:
         try:
             with open("/proc/{}/cmdline".format(pid), "rb") as f:
                 if marker in f.read():

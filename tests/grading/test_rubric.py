@@ -8,9 +8,8 @@ import textwrap
 import nbformat
 import pytest
 
-from labkit.grading.checks.answers import answer_text
 from labkit.grading.checks.evidence import Evidence
-from labkit.grading.checks.rubric import RubricError, load_rubric
+from labkit.grading.checks.rubric import RubricError, answer_text, load_rubric
 from labkit.results import Run
 from tests.grading import notebooks as N
 

@@ -21,8 +21,7 @@ from nbformat.v4 import new_code_cell
 
 from labkit.grading.sandbox import levels
 from labkit.grading.batch import grade_class
-from labkit.grading.reports.gradebook import read_gradebook
-from labkit.grading.reports.summary import class_summary, summary_markdown
+from labkit.grading.reports.gradebook import class_summary, read_gradebook, summary_markdown
 from tests.grading import attacks
 from tests.grading import notebooks as N
 from tests.grading.conftest import level_id
@@ -300,10 +299,10 @@ def test_worker_row_trusted_python_starts_from_the_graders_own_labkit(tmp_path):
     this grader runs; the kernel's Landlock rules let it read that labkit and the lab book's notebooks beside
     it (a re-run reads them), wherever the module that computes these paths sits."""
     import labkit
-    from labkit.grading.sandbox import trusted_python
+    from labkit.grading.sandbox import trusted
 
     package = os.path.dirname(os.path.realpath(labkit.__file__))
-    assert trusted_python.trusted_path()[0] == os.path.dirname(package)
+    assert trusted.trusted_path()[0] == os.path.dirname(package)
     reads = levels.landlock_args(str(tmp_path), "")
     readable = [reads[i + 1] for i, arg in enumerate(reads) if arg == "--landlock-read"]
     assert package in readable and os.path.join(os.path.dirname(package), "notebooks") in readable

@@ -1,9 +1,5 @@
 """Duplicate evidence: the same log, record, sweep or notebook handed in by two students.
 
-    from labkit.grading.checks.duplicates import file_fingerprints, record_fingerprints, find_duplicates
-    result["fingerprints"] = file_fingerprints("submissions/alice", handout="notebooks/homework")
-    flags = find_duplicates(results)     # student -> [("log logs/x.log", ["ben"]), ...]
-
 A record is fingerprinted only when it holds measured timings (two honest runs never time the
 same to the last digit; a deterministic accuracy proves nothing), a handout or empty file never.
 Duplicates are flagged, never penalised (docs/grading.md, "After grading").

@@ -1,8 +1,5 @@
 """What the rubric's checks share: the evidence a submission gave, a check, its result, and
 picking the runs a check looks at (values compare by :func:`labkit.results.same_value`).
-
-    from labkit.grading.checks.evidence import Evidence
-    Evidence(submitted=nb, submitted_records={}, fresh=records, status="ok")
 """
 
 from __future__ import annotations
@@ -11,11 +8,11 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from labkit.grading.sandbox.submission_reads import quoted
+from labkit.grading.sandbox.trusted import quoted
 from labkit.testbeds.homework.hardware import is_portable, where_it_ran
 from labkit.results import Run, same_value
 
-__all__ = ["Evidence", "CheckResult", "Check", "NUMBER", "split_evidence", "run_label", "wheres_of",
+__all__ = ["Evidence", "CheckResult", "Check", "NUMBER", "split_evidence", "run_label",
            "select_runs", "describe_selection", "fmt_value"]
 
 NUMBER = (int, float)
@@ -33,7 +30,6 @@ class Evidence:
     fresh: Dict[str, Any]
     status: str
     reason: str = ""
-    error: Optional[str] = None
     reproduce: bool = False
     recompute: Optional[Callable[..., List[Dict[str, Any]]]] = None  # (function, params, timeout=None)
     template: Any = None
@@ -114,10 +110,6 @@ def split_evidence(check: Check, runs: List[Tuple[str, Run]]) -> Tuple[List[Tupl
 
 def run_label(name: str, run: Run) -> str:
     return "record {} ({})".format(quoted(name), where_it_ran(run))
-
-
-def wheres_of(runs: List[Run]) -> str:
-    return ", ".join(dict.fromkeys(where_it_ran(run) for run in runs))
 
 
 def select_runs(check: Check, evidence: Evidence, records: Optional[Dict[str, Any]] = None) -> List[Tuple[str, Run]]:

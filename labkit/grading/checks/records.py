@@ -1,20 +1,23 @@
 """The check types that read recorded runs: ``record`` (a metric in a range), ``runs`` (distinct
 values of a parameter tried), ``reproduce`` (the submitted records against the grader's) and
-``rerun`` (one portable run per exercise re-run with the lab book's notebook)."""
+``rerun`` (one portable run per exercise re-run with the lab book's notebook); and trusted
+recomputation: a check with ``recompute: module:function`` counts a record only when trusted code,
+run on the record's parameters in a sandboxed process, agrees with it (:mod:`labkit.grading.recompute`)."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from labkit.grading.checks.evidence import (NUMBER, Check, CheckResult, Evidence, describe_selection, fmt_value,
-                                            run_label, select_runs, split_evidence, wheres_of)
-from labkit.grading.sandbox.submission_reads import quoted
-from labkit.grading.checks.verify import verify_run
+                                            run_label, select_runs, split_evidence)
+from labkit.grading.sandbox.trusted import quoted
 from labkit.testbeds.homework.hardware import is_portable, where_it_ran
 from labkit.results import Run, same_value
 
-__all__ = ["grade_record", "grade_runs", "grade_reproduce", "grade_rerun", "RERUN_FUNCTION"]
+__all__ = ["grade_record", "grade_runs", "grade_reproduce", "grade_rerun", "RERUN_FUNCTION",
+           "prefetch_trusted", "verify_run"]
 
 
 def _first_of(names: Any, found: Dict[str, Any]) -> Optional[str]:
@@ -23,6 +26,59 @@ def _first_of(names: Any, found: Dict[str, Any]) -> Optional[str]:
     for name in ([names] if isinstance(names, str) else names):
         if name in found:
             return name
+    return None
+
+
+def _key(params: Dict[str, Any]) -> str:
+    return json.dumps(params, sort_keys=True, default=str)
+
+
+def prefetch_trusted(checks: List["Check"], evidence: Evidence) -> None:
+    """Recompute, in one sandboxed process per function, every run a recompute check may look at."""
+    wanted: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    for check in checks:
+        function = check.options.get("recompute")
+        if function:
+            for _name, run in select_runs(check, evidence):
+                wanted.setdefault(function, {})[_key(run.params)] = dict(run.params)
+    for function, by_key in wanted.items():
+        todo = [k for k in by_key if (function, k) not in evidence.trusted]
+        if not todo:
+            continue
+        if evidence.recompute is None:
+            answers: List[Dict[str, Any]] = [{"error": "the grader cannot recompute records here"}] * len(todo)
+        else:
+            try:
+                answers = evidence.recompute(function, [by_key[k] for k in todo])
+            except Exception as exc:
+                answers = [{"error": "recomputation failed: {}".format(str(exc)[:200])}] * len(todo)
+        for k, answer in zip(todo, answers):
+            evidence.trusted[(function, k)] = answer
+
+
+def verify_run(check: Check, evidence: Evidence, run: Run, metrics: Optional[List[str]] = None) -> Optional[str]:
+    """None when trusted code, given the run's recorded parameters, agrees with the record (metrics, and
+    params where it returns them); checks without ``recompute`` trust the record."""
+    function = check.options.get("recompute")
+    if not function:
+        return None
+    prefetch_trusted([check], evidence)
+    answer = evidence.trusted.get((function, _key(run.params)), {"error": "not recomputed"})
+    if "error" in answer:
+        return "the grader could not recompute it from its parameters ({})".format(answer["error"])
+    trusted = answer.get("ok", {})
+    t_metrics = trusted.get("metrics", trusted) if isinstance(trusted.get("metrics"), dict) else trusted
+    t_params = trusted.get("params", {}) if isinstance(trusted.get("params"), dict) else {}
+    tolerance = float(check.options.get("tolerance", 1e-6))
+    for name, value in t_params.items():
+        if name in run.params and not same_value(run.params[name], value):
+            return "recorded {} = {} but the grader read {}".format(name, fmt_value(run.params[name]), fmt_value(value))
+    for metric in (metrics if metrics is not None else [m for m in run.metrics if m in t_metrics]):
+        if metric not in t_metrics:
+            return "the grader's recomputation gives no '{}'".format(metric)
+        if not same_value(run.metrics[metric], t_metrics[metric], rtol=tolerance):
+            return "recorded {} = {} but the grader recomputed {} from the recorded parameters".format(
+                metric, fmt_value(run.metrics[metric]), fmt_value(t_metrics[metric]))
     return None
 
 
@@ -122,7 +178,8 @@ def grade_runs(check: Check, evidence: Evidence) -> CheckResult:
         reason += "; " + refused
     if rejected:
         reason += "; " + "; ".join(rejected[:3])
-    return check.result(fraction, reason, where=wheres_of([r for _v, r in counted]))
+    wheres = ", ".join(dict.fromkeys(where_it_ran(r) for _v, r in counted))
+    return check.result(fraction, reason, where=wheres)
 
 
 def grade_reproduce(check: Check, evidence: Evidence) -> CheckResult:

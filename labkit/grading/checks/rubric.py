@@ -1,11 +1,9 @@
 """The rubric: a YAML file of checks, validated when loaded, applied to a submission's evidence.
 
-    from labkit.grading.checks.rubric import load_rubric
-    rubric = load_rubric("notebooks/homework/ai_testbeds.rubric.yml")   # RubricError names the line
-    results = rubric.grade(evidence)                                   # one CheckResult per check
-
 The format and each check type: docs/grading.md, "Rubric format". Checks read only the records of
-the grader's own execution; the student's submitted outputs are read by ``reproduce`` alone.
+the grader's own execution; the student's submitted outputs are read by ``reproduce`` alone. The
+check types that read recorded runs are in :mod:`.records`; those that read the notebook itself,
+``answer`` (written text under a heading, not the template's) and ``no_error``, are here.
 """
 
 from __future__ import annotations
@@ -19,12 +17,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import yaml
 
 from labkit.errors import LabkitError
-from labkit.grading.checks.answers import grade_answer, grade_no_error
 from labkit.grading.checks.evidence import NUMBER, Check, CheckResult, Evidence
-from labkit.grading.checks.records import grade_record, grade_rerun, grade_reproduce, grade_runs
-from labkit.grading.checks.verify import prefetch_trusted
+from labkit.grading.checks.records import (grade_record, grade_rerun, grade_reproduce, grade_runs,
+                                           prefetch_trusted)
 
-__all__ = ["Rubric", "RubricError", "load_rubric", "CHECK_TYPES", "EVIDENCE_KINDS", "COMMON"]
+__all__ = ["Rubric", "RubricError", "load_rubric", "CHECK_TYPES", "EVIDENCE_KINDS", "COMMON", "answer_text"]
 
 
 class RubricError(LabkitError, ValueError):
@@ -50,6 +47,75 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Mapping:
 
 
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+# -- the check types that read the notebook itself ------------------------------------------------
+
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’.,%-]*")
+
+
+def answer_text(nb: Any, heading: str) -> Optional[str]:
+    """The markdown written under ``heading`` (until the next heading or code cell), or None."""
+    wanted = heading.strip().lstrip("#").strip().lower()
+    collecting = False
+    parts: List[str] = []
+    for cell in getattr(nb, "cells", []) or []:
+        if cell.get("cell_type") != "markdown":
+            if collecting:
+                break
+            continue
+        for line in str(cell.get("source", "")).splitlines():
+            match = _HEADING.match(line)
+            if match and collecting:  # any heading ends the answer
+                return "\n".join(parts).strip()
+            if match and not collecting and match.group(2).strip().lower().startswith(wanted):
+                collecting = True
+                continue
+            if collecting and not match:
+                parts.append(line)
+    return "\n".join(parts).strip() if collecting else None
+
+
+def _words(text: str) -> List[str]:
+    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)  # template instructions in comments
+    return _WORD.findall(text)
+
+
+def grade_answer(check: Check, evidence: Evidence) -> CheckResult:
+    heading = check.options["heading"]
+    if evidence.submitted is None:
+        return check.result(0, "the notebook could not be read")
+    text = answer_text(evidence.submitted, heading)
+    if text is None:
+        return check.result(0, "no heading '{}' in the notebook (was it deleted or renamed?)".format(heading))
+    words = _words(text)
+    template = check.options.get("template_text")
+    if template is None and evidence.template is not None:
+        template = answer_text(evidence.template, heading)
+    if template is not None:
+        template_words = _words(template)
+        if [w.lower() for w in words] == [w.lower() for w in template_words]:
+            return check.result(0, "the answer under '{}' is still the template's text".format(heading))
+        if template_words and " ".join(template_words).lower() in " ".join(words).lower():
+            words = words[len(template_words):] if len(words) > len(template_words) else []
+    needed = int(check.options.get("min_words", 20))
+    if not words:
+        return check.result(0, "the answer under '{}' is empty".format(heading))
+    if len(words) >= needed:
+        return check.result(1, "answered ({} words)".format(len(words)))
+    partial = bool(check.options.get("partial", True))
+    return check.result(len(words) / float(needed) if partial else 0,
+                        "the answer has {} words; at least {} are expected".format(len(words), needed))
+
+
+def grade_no_error(check: Check, evidence: Evidence) -> CheckResult:
+    if evidence.status == "ok":
+        return check.result(1, "every cell ran without an error")
+    return check.result(0, evidence.reason or evidence.status)
+
+
+# -- the rubric: its fields, its check types -------------------------------------------------------
 
 COMMON = {"name": str, "type": str, "points": (int, float), "description": str, "hidden": bool}
 

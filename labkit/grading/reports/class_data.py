@@ -1,11 +1,5 @@
 """What every student of a graded class measured, as one long table, with the points far from the class.
 
-    from labkit.grading.reports.class_data import read_class, long_csv
-    data = read_class("grades/")          # what `labkit grade` wrote: its state and the executed notebooks
-    data.rows                             # one dict per point: student, exercise, run, ..., value, flags
-    data.outliers                         # the points far from the class, with the misreading when known
-    open("class.csv", "w").write(long_csv(data.rows))
-
 The runs are those the grader's own execution recorded; each exercise shows its headline figures
 against the parameter its homework varies (:data:`FIGURES`), one run per endpoint, never pooled.
 The rule for "far" is :data:`RULE`; the misreadings named beside a point are listed in
@@ -282,11 +276,10 @@ def read_class(out_dir: str, cache: Optional[Dict[Tuple[str, str], Any]] = None)
     return class_data(out_dir, results_, {} if cache is None else cache)
 
 
-def class_data(out_dir: str, results_: List[Dict[str, Any]], cache: Dict[Tuple[str, str], Any],
-               title: str = "", checks: Optional[Sequence[str]] = None) -> ClassData:
+def class_data(out_dir: str, results_: List[Dict[str, Any]], cache: Dict[Tuple[str, str], Any]) -> ClassData:
     """Every student's points and the outliers; ``cache``: each student's recorded runs by (student, key)."""
     results_ = sorted(results_, key=lambda r: str(r.get("student")))
-    stored_title, stored_checks = _rubric(out_dir, results_)
+    title, checks = _rubric(out_dir, results_)
     rows: List[Dict[str, Any]] = []
     records: Dict[Tuple[str, str], Mapping[str, Any]] = {}
     for result in results_:
@@ -297,8 +290,7 @@ def class_data(out_dir: str, results_: List[Dict[str, Any]], cache: Dict[Tuple[s
         for name, data, where in cache[key]:
             records[(student, name)] = data
             rows.extend(run_rows(student, name, data, where))
-    return ClassData(rows, find_outliers(rows, records), results_,
-                     list(checks) if checks is not None else stored_checks, title or stored_title or "Class")
+    return ClassData(rows, find_outliers(rows, records), results_, checks, title or "Class")
 
 
 def long_csv(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -1,9 +1,5 @@
 """The class at a glance: ``DIR/class.html``, one self-contained page after every ``labkit grade``.
 
-    from labkit.grading.reports.class_data import read_class
-    from labkit.grading.reports.class_page import class_html
-    html = class_html(read_class("grades/"))       # or `labkit class grades/`
-
 What the page shows: docs/grading.md, "After grading". The figures are hand-written SVG inside
 the page (no script, nothing fetched), so it opens from a file offline and a class of 200 stays
 well under 2 MB.
@@ -19,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from labkit.grading.reports.class_data import RULE, ClassData, Outlier
 from labkit.grading.checks.duplicates import groups as duplicate_groups
-from labkit.grading.reports.summary import class_summary
+from labkit.grading.reports.gradebook import class_summary
 from labkit.testbeds.homework.homeworks import HOMEWORKS
 
 __all__ = ["class_html", "COLOURS", "figure_id"]

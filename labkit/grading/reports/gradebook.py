@@ -1,13 +1,14 @@
-"""The gradebook: ``DIR/gradebook.csv``, one row per student, one column per check, a total; and
-its export for a learning-management system (``--lms canvas``: ``DIR/canvas.csv``).
-
-    from labkit.grading.reports.gradebook import write_gradebook, read_gradebook
-    write_gradebook("out/gradebook.csv", rubric.names, results)   # atomic: never half-written
-    text = canvas_csv(results, assignment="Homework: AI testbeds", points_possible=39)
+"""The gradebook and what is drawn from it: ``DIR/gradebook.csv``, one row per student, one column per
+check, a total; its export for a learning-management system (``--lms canvas``: ``DIR/canvas.csv``);
+each row as the student's feedback page (``DIR/feedback/<student>.html``); and each column summarised
+for the class (``DIR/summary.md``).
 
 The columns: docs/grading.md, "Gradebook". Canvas's columns are those of its own Gradebook export,
 students matched by ``SIS Login ID`` (the submission's name); an ungraded submission gets its 0,
-never an empty cell (docs/grading.md, "After grading").
+never an empty cell (docs/grading.md, "After grading"). A check the rubric marks ``hidden: true``
+shows only its name, points and pass/fail, so feedback does not give the hidden tests away; portable
+runs are marked as models of the exercise. In summary.md, reasons that differ only in their numbers
+count as one failure.
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Sequence
+import statistics
+from collections import Counter
+from html import escape
+from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
 
 from labkit.files import write_atomic
 
-__all__ = ["write_gradebook", "read_gradebook", "columns", "one_line", "score", "canvas_csv", "LMS_FORMATS"]
+__all__ = ["write_gradebook", "read_gradebook", "one_line", "score", "canvas_csv", "LMS_FORMATS",
+           "feedback_html", "HIDDEN_REASON", "class_summary", "summary_markdown"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -33,10 +38,6 @@ TRAILING = ("total", "max", "status", "where", "isolation", "reason")
 FLAGS = ("duplicate_evidence",)
 
 
-def columns(check_names: Sequence[str]) -> List[str]:
-    return ["student"] + list(check_names) + list(TRAILING) + list(FLAGS)
-
-
 def score(value: Any) -> str:
     """Points as the gradebook writes them (at most 3 decimals); '' for none."""
     if value is None or value == "":
@@ -48,7 +49,7 @@ def write_gradebook(path: str, check_names: Sequence[str], results: Iterable[Dic
     """One row per result (sorted by student), written atomically."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns(check_names))
+    writer.writerow(["student"] + list(check_names) + list(TRAILING) + list(FLAGS))
     for result in sorted(results, key=lambda r: r["student"]):
         by_name = {c["name"]: c for c in result.get("checks", [])}
         row = [result["student"]]
@@ -82,3 +83,119 @@ def canvas_csv(results: Iterable[Mapping[str, Any]], assignment: str, points_pos
     for result in sorted(results, key=lambda r: r["student"]):
         writer.writerow([result["student"], "", "", result["student"], "", score(result.get("total") or 0)])
     return out.getvalue()
+
+
+HIDDEN_REASON = "hidden check: details are withheld"
+
+_STYLE = ("body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse;width:100%}"
+          "td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top}"
+          ".pass{color:#185c18}.fail{color:#9b1c1c}.skip{color:#666}.portable{background:#fff6d6}")
+
+
+def _runs_table(result: Dict[str, Any]) -> str:
+    runs = result.get("runs") or []
+    if not runs:
+        return "<p>Runs graded: none was recorded when the grader ran your notebook.</p>"
+    rows = "".join("<tr{}><td>{}</td><td>{}</td><td><b>{}</b>{}</td></tr>".format(
+        " class='portable'" if r["where"].startswith("portable") else "", escape(r["name"]), escape(r["exercise"]),
+        escape(r["where"]), " (a model of the exercise, not a measurement of the testbed)"
+        if r["where"].startswith("portable") else "") for r in runs)
+    return ("<h2>Runs graded</h2><table><tr><th>Record</th><th>Exercise</th><th>Where it ran</th></tr>{}</table>"
+            .format(rows))
+
+
+def feedback_html(result: Dict[str, Any], title: str = "Homework feedback") -> str:
+    rows = []
+    for check in result.get("checks", []):
+        if check.get("skipped"):
+            state, css = "not graded", "skip"
+        elif check.get("passed"):
+            state, css = "passed", "pass"
+        else:
+            state, css = ("partial" if check.get("score", 0) > 0 else "failed"), "fail"
+        if check.get("hidden"):
+            why, what = HIDDEN_REASON, ""
+        else:
+            why, what = check.get("reason", ""), check.get("description", "")
+        where = "" if check.get("hidden") else check.get("where", "")
+        rows.append("<tr class='{}'><td>{}</td><td>{}</td><td>{:g} / {:g}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
+            css, escape(check["name"]), escape(what), check.get("score", 0), check.get("points", 0), state,
+            escape(where), escape(why)))
+    run = "Execution: {}".format(escape(result.get("status", "")))
+    if result.get("reason"):
+        run += " ({})".format(escape(result["reason"]))
+    if result.get("duplicates"):  # flagged for a person to look at; the points above are unchanged
+        run += ("</p><p class='fail'>Handed in by another student too (not penalised; your instructor will look): "
+                + "; ".join(escape(d) for d in result["duplicates"]))  # what, never who else
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{title}: {student}</title><style>{style}</style>"
+        "</head><body><h1>{title}</h1><p>Student: <b>{student}</b></p><p>Total: <b>{total:g} / {max:g}</b></p>"
+        "<p>{run}</p><p>Sandbox: {iso}</p><table><tr><th>Check</th><th>What</th><th>Points</th><th>Result</th>"
+        "<th>Where it ran</th><th>Why</th></tr>{rows}</table>{runs}<p>Only results recorded when the grader re-ran your notebook count; "
+        "outputs saved in the file you handed in are not graded.</p></body></html>\n"
+    ).format(title=escape(title), student=escape(result["student"]), style=_STYLE, total=result.get("total", 0),
+             max=result.get("max_total", 0), run=run, iso=escape(result.get("isolation", "")), rows="".join(rows),
+             runs=_runs_table(result))
+
+
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def class_summary(results: Iterable[Mapping[str, Any]], check_names: Sequence[str]) -> List[Dict[str, Any]]:
+    """One dict per check: name, points, graded, mean, full, partial, zero, distribution, commonest failure."""
+    results = list(results)
+    rows = []
+    for name in check_names:
+        scores: List[float] = []
+        points = 0.0
+        failures: Counter = Counter()
+        example: Dict[str, str] = {}
+        for result in results:
+            check = next((c for c in result.get("checks", []) if c["name"] == name), None)
+            if check is None or check.get("skipped"):
+                continue
+            points = float(check.get("points", 0))
+            scores.append(float(check.get("score", 0)))
+            if not check.get("passed"):
+                reason = (check.get("reason") or "no reason given").strip()
+                shape = _NUMBER.sub("#", reason)
+                failures[shape] += 1
+                example.setdefault(shape, reason)
+        commonest, count = failures.most_common(1)[0] if failures else ("", 0)
+        rows.append({
+            "check": name, "points": points, "graded": len(scores),
+            "mean": statistics.mean(scores) if scores else 0.0,
+            "full": sum(1 for s in scores if points and s >= points - 1e-9),
+            "partial": sum(1 for s in scores if 0 < s < points - 1e-9),
+            "zero": sum(1 for s in scores if s <= 0),
+            "distribution": dict(sorted(Counter(round(s, 3) for s in scores).items())),
+            "commonest_failure": example.get(commonest, ""), "failure_count": count,
+            "failed": sum(failures.values()),
+        })
+    return rows
+
+
+def _cell(text: str) -> str:
+    """A student's text inside summary.md: shown as text (no HTML a viewer would render), on one line."""
+    return escape(one_line(text, 1000), quote=False).replace("|", "\\|").replace("`", "\\`")
+
+
+def summary_markdown(rows: Sequence[Mapping[str, Any]], students: int, title: str = "Class summary",
+                     duplicates: Sequence[Tuple[str, List[str]]] = ()) -> str:
+    lines = ["# {} ({} students)".format(title, students), "",
+             "| check | points | graded | mean | full / partial / none | points: students | commonest failure (students) |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        if not row["graded"]:
+            lines.append("| {} | - | 0 | not graded this run | - | - | - |".format(row["check"]))
+            continue
+        dist = " ".join("{}: {}".format(score(k), v) for k, v in row["distribution"].items())
+        failure = "{} ({})".format(_cell(row["commonest_failure"][:160]), row["failure_count"]) \
+            if row["failure_count"] else "-"
+        lines.append("| {} | {} | {} | {} | {} / {} / {} | {} | {} |".format(
+            row["check"], score(row["points"]), row["graded"], score(row["mean"]), row["full"], row["partial"],
+            row["zero"], dist, failure))
+    if duplicates:  # flagged for the instructor to look at; no points are taken
+        lines += ["", "## Evidence handed in by more than one student ({})".format(len(duplicates)), ""]
+        lines += ["- {}: {}".format(_cell(what), ", ".join(_cell(n) for n in names)) for what, names in duplicates]
+    return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""Where a student's kernel runs (``levels``, ``launcher``, ``landlock``, ``cgroups``, ``uids``,
-``levels_report``), and how the grader's trusted code keeps clear of a submission (``trusted_python``,
-``submission_reads``). Imports nothing: the launcher loads ``landlock.py`` by its path before every kernel.
+"""Where a student's kernel runs (``levels``, ``launcher``, ``landlock``, ``slots``: a run's uid and
+cgroups), and how the grader's trusted code keeps clear of a submission (``trusted``). Imports nothing:
+the launcher loads ``landlock.py`` by its path before every kernel.
 """

@@ -1,8 +1,5 @@
 """Landlock (Linux 5.13+): a process confines itself, and every process it starts, without root.
 
-    abi = abi_version()                                  # 0 where the kernel has no Landlock
-    restrict(read=[...], write=[run_folder], deny=[submissions], deny_tcp=True)   # then exec
-
 What a confined kernel may still do, per ABI: docs/grading.md, "Isolation levels". The calls
 are the kernel's three syscalls through ``ctypes``, standard library only (and labkit's error
 base where importable): the launcher (``python -I -S``) loads this file by its path.
@@ -148,12 +145,12 @@ def _add_rule(libc: ctypes.CDLL, number: int, ruleset: int, path: str, rights: i
         os.close(fd)
 
 
-def restrict(read: Iterable[str], write: Iterable[str], deny: Sequence[str] = (), deny_tcp: bool = False,
-             system: bool = True) -> int:
+def restrict(read: Iterable[str], write: Iterable[str], deny: Sequence[str] = (),
+             deny_tcp: bool = False) -> int:
     """Confine this process from now on (it keeps its open files); return the ABI used.
 
-    ``read`` minus ``deny`` may be read and executed, ``write`` also written; ``system`` adds
-    :func:`system_read_paths` and :data:`DEVICES`. :class:`LandlockError` when Landlock is missing.
+    ``read`` minus ``deny`` and :func:`system_read_paths` may be read and executed, ``write`` also
+    written, :data:`DEVICES` used. :class:`LandlockError` when Landlock is missing.
     """
     abi = abi_version()
     libc = _libc()
@@ -171,14 +168,14 @@ def restrict(read: Iterable[str], write: Iterable[str], deny: Sequence[str] = ()
         denied = [os.path.realpath(d) for d in deny if d]
         readable: List[str] = []
         listed: List[str] = []
-        for path in list(read) + (system_read_paths() if system else []):
+        for path in list(read) + system_read_paths():
             if path:
                 _minus(os.path.realpath(path), denied, readable, listed)
         for path in listed:
             _add_rule(libc, add, ruleset, path, READ_DIR)
         for path in dict.fromkeys(readable):
             _add_rule(libc, add, ruleset, path, READ & fs)
-        for path in list(DEVICES) + _gpu_devices() if system else []:
+        for path in list(DEVICES) + _gpu_devices():
             _add_rule(libc, add, ruleset, path, (READ_FILE | WRITE_FILE | IOCTL_DEV) & fs)
         for path in write:
             if path:

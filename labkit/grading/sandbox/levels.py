@@ -1,14 +1,9 @@
 """Where and how a student's kernel runs: limits, a private uid, namespaces, Landlock.
 
-    from labkit.grading.sandbox import levels
-    levels.best_level()          # 'bwrap', 'unshare' or 'rlimits' on this machine
-    levels.refusal(level)        # '' or why this level must not grade (no file protection)
-
 What each level gives and needs, and why grading fails closed without file protection:
-docs/grading.md, "Isolation levels"; what they give on this machine: ``labkit grade --check``
-(:mod:`labkit.grading.sandbox.levels_report`). At every level the kernel dies with its grader
-(tests/grading/test_killed.py) and talks to it over ZMQ ``ipc`` sockets, which work across a
-network namespace and under Landlock.
+docs/grading.md, "Isolation levels"; what they give on this machine: ``labkit grade --check``.
+At every level the kernel dies with its grader (tests/grading/test_killed.py) and talks to it over
+ZMQ ``ipc`` sockets, which work across a network namespace and under Landlock.
 """
 
 from __future__ import annotations
@@ -83,10 +78,8 @@ def level_available(level: str) -> bool:
 
 
 def best_level() -> str:
-    for level in LEVELS[:-1]:
-        if level_available(level):
-            return level
-    return "rlimits"  # pragma: no cover - rlimits is always available
+    """The strongest level that works here (``rlimits`` always does)."""
+    return next(level for level in LEVELS if level_available(level))
 
 
 #: The Landlock ABI of this kernel (0: none); probed each call (it costs one syscall).
@@ -148,20 +141,15 @@ def kernel_environment(workdir: str, extra: Optional[Dict[str, str]] = None) -> 
 LAUNCHER = [sys.executable, "-I", "-S", os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.py")]
 
 
-def cpu_limit_s(limits: Limits) -> int:
-    """CPU seconds a kernel may use (0: none): a backstop a little above the notebook's wall-clock limit,
-    for a kernel whose grader vanished without taking it along."""
-    if not limits.notebook_s:
-        return 0
-    return int(limits.notebook_s * 1.1 + 30)
-
-
 def launcher_command(limits: Limits, uid: Optional[int], parent: Optional[int] = None,
                      confined: Sequence[str] = ()) -> List[str]:
     """``python -I -S .../launcher.py ... --`` for these limits and ``confined`` (:func:`landlock_args`)."""
     cmd = list(LAUNCHER) + list(confined)
+    # CPU seconds: a backstop a little above the notebook's wall-clock limit, for a kernel whose grader
+    # vanished without taking it along
+    cpu_s = int(limits.notebook_s * 1.1 + 30) if limits.notebook_s else 0
     for flag, value in (("--memory", limits.memory_bytes), ("--nproc", limits.nproc),
-                        ("--fsize", limits.fsize_bytes), ("--cpu", cpu_limit_s(limits))):
+                        ("--fsize", limits.fsize_bytes), ("--cpu", cpu_s)):
         if value:
             cmd += [flag, str(int(value))]
     if uid is not None:

@@ -1,14 +1,12 @@
-"""Keep what trusted code reads inside one submission: evidence paths, and the working copy's files.
+"""How the grader's trusted code (the worker, recomputation) keeps clear of a submission: it imports only
+the grader's own code, and reads of a submission only its evidence.
 
-    why = path_refusal("logs/graphcore/x.log", root)   # None, or why the path may not be read
-    params = absolute_params(params, root)        # params['log'] / ['evidence'] made absolute
-    removed = drop_escapes(root)                  # links out of the submission, FIFOs, devices
-    confine_reads(root, [scratch], [submissions])  # in the trusted process: an audit hook on open()
-
-A record's evidence path that is absolute, climbs out, passes through a link out of the
-submission or is not a regular file (a FIFO, ``/dev/zero``) is refused with a reason at every
-isolation level; what the evidence itself points to (a Slurm file's output path) is bounded by
-the audit hook.
+``python -I`` ignores the current folder, the script's folder, every ``PYTHON*`` variable and the
+user's site-packages, so a ``labkit/`` or ``json.py`` in a student's folder is never imported;
+:func:`python_command` puts back the grader's own paths, never one inside a folder the caller excludes.
+A record's evidence path that is absolute, climbs out, passes through a link out of the submission or
+is not a regular file (a FIFO, ``/dev/zero``) is refused with a reason at every isolation level; what
+the evidence itself points to (a Slurm file's output path) is bounded by :func:`confine_reads`.
 """
 
 from __future__ import annotations
@@ -18,9 +16,34 @@ import stat
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+import labkit
 from labkit.grading.sandbox.landlock import inside
 
-__all__ = ["PATH_KEYS", "path_refusal", "record_refusal", "absolute_params", "drop_escapes", "quoted", "confine_reads"]
+__all__ = ["TRUSTED_ROOT", "trusted_path", "python_command", "PATH_KEYS", "path_refusal", "record_refusal",
+           "absolute_params", "drop_escapes", "quoted", "confine_reads"]
+
+#: The folder that holds the ``labkit`` package the grader itself runs.
+TRUSTED_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(labkit.__file__)))
+
+_BOOT = ("import sys, runpy; sys.path[:0] = {paths!r}; "
+         "runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+
+
+def trusted_path(exclude: Sequence[str] = ()) -> List[str]:
+    """The trusted root, then the grader's absolute PYTHONPATH entries (none under ``exclude``)."""
+    paths = [TRUSTED_ROOT]
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        outside = not any(inside(os.path.realpath(entry), os.path.realpath(e)) for e in exclude)
+        # a relative entry ('' or '.') means "the current folder": never trusted
+        if entry and os.path.isabs(entry) and entry not in paths and outside:
+            paths.append(entry)
+    return paths
+
+
+def python_command(module: str, args: Sequence[str] = (), exclude: Sequence[str] = ()) -> List[str]:
+    """``python -I -c BOOT args``: run ``module`` as ``__main__`` from the trusted path only."""
+    return [sys.executable, "-I", "-c", _BOOT.format(paths=trusted_path(exclude), module=module)] + list(args)
+
 
 #: The record parameters that name a file of the submission.
 PATH_KEYS = ("log", "evidence")
