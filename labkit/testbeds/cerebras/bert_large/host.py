@@ -17,7 +17,7 @@ from typing import List, Optional
 from labkit import devices
 from labkit.params import Config, ParameterError
 from labkit.testbeds.cerebras.bert_large.spec import DEFAULT_TEMPLATE, EXERCISE
-from labkit.testbeds.cerebras.checkouts import candidate_modelzoos
+from labkit.testbeds.cerebras import candidate_modelzoos
 
 __all__ = ["CerebrasStack", "cerebras_stack", "template_path", "check_template"]
 

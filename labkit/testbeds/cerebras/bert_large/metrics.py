@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from labkit.metrics import Metric, MetricTable
 from labkit.testbeds.cerebras.bert_large.spec import EXERCISE
-from labkit.testbeds.cerebras.log_metrics import LOG_METRICS
+from labkit.testbeds.cerebras.log import LOG_METRICS
 
 __all__ = ["METRICS"]
 

@@ -22,8 +22,7 @@ from labkit.params import Config
 from labkit.results import Run
 from labkit.testbeds.cerebras.bert_large.host import CerebrasStack, template_path
 from labkit.testbeds.cerebras.bert_large.log import read_log
-from labkit.testbeds.cerebras.loglines import step_of
-from labkit.testbeds.cerebras.stream import echo_above, stream_command
+from labkit.testbeds.cerebras.stream import echo_above, step_of, stream_command
 
 __all__ = ["write_params_yaml", "modelzoo_command", "run_modelzoo"]
 

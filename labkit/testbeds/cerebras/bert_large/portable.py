@@ -17,8 +17,7 @@ from labkit.params import Config
 from labkit.results import Run
 from labkit.testbeds.cerebras.bert_large.metrics import METRICS
 from labkit.testbeds.cerebras.bert_large.spec import EXERCISE
-from labkit.testbeds.cerebras.loglines import info_line, processed_line, train_line
-from labkit.testbeds.cerebras.stream import echo_above
+from labkit.testbeds.cerebras.stream import echo_above, info_line, processed_line, train_line
 
 __all__ = ["run_portable"]
 

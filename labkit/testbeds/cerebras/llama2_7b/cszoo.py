@@ -24,9 +24,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from labkit.progress import bar
-from labkit.testbeds.cerebras.checkouts import candidate_modelzoos
-from labkit.testbeds.cerebras.loglines import step_of, wsjob_of
-from labkit.testbeds.cerebras.stream import echo_above, stream_command
+from labkit.testbeds.cerebras import candidate_modelzoos
+from labkit.testbeds.cerebras.stream import echo_above, step_of, stream_command, wsjob_of
 from labkit.testbeds.cerebras.yaml_edit import find_keys, key_paths, set_scalar
 
 __all__ = ["COURSE_PARAMS", "LLAMA_DIR", "ParamsEdit", "CszooResult", "llama_dir", "course_params_file",

@@ -14,7 +14,7 @@ import os
 import shutil
 from typing import List, Optional
 
-from labkit.testbeds.cerebras.checkouts import candidate_modelzoos
+from labkit.testbeds.cerebras import candidate_modelzoos
 
 __all__ = ["cs3_node", "LLAMA_DIRS", "CS3_HELP"]
 

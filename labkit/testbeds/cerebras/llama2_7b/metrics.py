@@ -12,7 +12,7 @@ from typing import Optional
 from labkit.metrics import Metric, MetricTable
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE
-from labkit.testbeds.cerebras.log_metrics import LOG_METRICS
+from labkit.testbeds.cerebras.log import LOG_METRICS
 
 __all__ = ["METRICS", "add_tokens_per_s"]
 

@@ -25,8 +25,7 @@ from labkit.progress import bar
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS, add_tokens_per_s
 from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE, effective
-from labkit.testbeds.cerebras.loglines import info_line, processed_line, train_line
-from labkit.testbeds.cerebras.stream import echo_above
+from labkit.testbeds.cerebras.stream import echo_above, info_line, processed_line, train_line
 
 __all__ = ["train", "VOCAB_SIZE", "VALIDATION_BATCHES"]
 
