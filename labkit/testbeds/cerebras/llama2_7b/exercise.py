@@ -16,11 +16,10 @@ from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
 from labkit.testbeds.cerebras import duration, time_lines
-from labkit.testbeds.cerebras.llama2_7b.host import CS3_HELP, cs3_node
+from labkit.testbeds.cerebras.llama2_7b.cszoo import CS3_HELP, cs3_node, run_on_cs3
 from labkit.testbeds.cerebras.llama2_7b.log import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import (COURSE, EXERCISE, LONG_RUN_SECONDS, PORTABLE_DEFAULTS,
                                                      PORTABLE_SIZE, effective)
-from labkit.testbeds.cerebras.llama2_7b.testbed import run_on_cs3
 from labkit.testbeds.cerebras.llama2_7b.train import VOCAB_SIZE, train
 
 __all__ = ["LlamaPlan", "plan", "run_exercise", "estimated_seconds"]
@@ -152,7 +151,7 @@ _plan_step = plan  # run_exercise's argument is called plan too
 
 @run_step
 def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
-    """Read the log, train on the CS-3 (:func:`~.testbed.run_on_cs3`) or train the portable LLaMA
+    """Read the log, train on the CS-3 (:func:`~.cszoo.run_on_cs3`) or train the portable LLaMA
     (:func:`~.train.train`, whose body is the loop), as ``plan`` (default: :func:`plan` now) says; the run."""
     chosen = plan if plan is not None else _plan_step(config)
     if chosen.path == "log":
