@@ -22,9 +22,8 @@ import pytest
 import yaml
 
 from labkit.testbeds.cerebras.llama2_7b import cszoo
-from labkit.testbeds.cerebras.llama2_7b.log import read_log
-from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS
 from labkit.testbeds.cerebras.llama2_7b.cszoo import run_on_cs3
+from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS, read_log
 from tests.cerebras.cs3_stack import PARAMS_2_6
 from tests.fakes import CSZOO
 

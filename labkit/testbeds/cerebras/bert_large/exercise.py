@@ -15,9 +15,9 @@ from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
 from labkit.testbeds.cerebras import duration, time_lines
-from labkit.testbeds.cerebras.bert_large.host import CerebrasStack, cerebras_stack, check_template
-from labkit.testbeds.cerebras.bert_large.log import read_log
-from labkit.testbeds.cerebras.bert_large.modelzoo import run_modelzoo
+from labkit.testbeds.cerebras.bert_large.metrics import read_log
+from labkit.testbeds.cerebras.bert_large.modelzoo import (CerebrasStack, cerebras_stack, check_template,
+                                                          run_modelzoo)
 from labkit.testbeds.cerebras.bert_large.portable import run_portable
 from labkit.testbeds.cerebras.bert_large.spec import CEREBRAS_HELP, EXERCISE, LONG_RUN_SECONDS
 

@@ -10,8 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from labkit.interrupts import show_step
 from labkit import display, plots
 from labkit.results import Run
-from labkit.testbeds.cerebras.bert_large.log import standardize
-from labkit.testbeds.cerebras.bert_large.metrics import METRICS
+from labkit.testbeds.cerebras.bert_large.metrics import METRICS, standardize
 
 __all__ = ["comparison_table", "plot_comparison", "metrics_table", "plot_loss", "show", "format_table",
            "TABLE_UNITS", "SHOWN_METRICS"]

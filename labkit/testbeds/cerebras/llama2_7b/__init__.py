@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from labkit.testbeds.cerebras.llama2_7b.exercise import estimated_seconds, plan, run_exercise
 from labkit.testbeds.cerebras.llama2_7b.cszoo import cs3_node
-from labkit.testbeds.cerebras.llama2_7b.log import read_log
-from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS
+from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS, read_log
 from labkit.testbeds.cerebras.llama2_7b.report import (format_throughput, metrics_table, plot_loss, plot_throughput, show,
                                                        throughput_table, where_label)
 from labkit.testbeds.cerebras.llama2_7b.spec import COURSE, EXERCISE, PORTABLE_DEFAULTS, SPEC, effective

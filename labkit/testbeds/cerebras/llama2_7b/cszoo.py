@@ -33,7 +33,7 @@ from labkit.interrupts import where
 from labkit.progress import bar
 from labkit.results import Run
 from labkit.testbeds.cerebras import candidate_modelzoos
-from labkit.testbeds.cerebras.llama2_7b.log import read_log
+from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE
 from labkit.testbeds.cerebras.stream import echo_above, step_of, stream_command, wsjob_of
 from labkit.testbeds.cerebras.yaml_edit import find_keys, key_paths, set_scalar

@@ -17,7 +17,7 @@ from labkit.plans import RunPlan, device_why
 from labkit.results import Run
 from labkit.testbeds.cerebras import duration, time_lines
 from labkit.testbeds.cerebras.llama2_7b.cszoo import CS3_HELP, cs3_node, run_on_cs3
-from labkit.testbeds.cerebras.llama2_7b.log import read_log
+from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import (COURSE, EXERCISE, LONG_RUN_SECONDS, PORTABLE_DEFAULTS,
                                                      PORTABLE_SIZE, effective)
 from labkit.testbeds.cerebras.llama2_7b.train import VOCAB_SIZE, train
