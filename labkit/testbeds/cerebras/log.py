@@ -23,7 +23,7 @@ from labkit.logs.base import NUMBER, LineReader, new_run, number, parse_stamp, s
 from labkit.metrics import Metric, MetricTable
 from labkit.results import Run
 
-__all__ = ["CerebrasReader", "LOG_METRICS", "TOKENS_PER_S_UNIT", "add_log_metric", "on_cerebras_system"]
+__all__ = ["CerebrasReader", "LOG_METRICS", "add_log_metric", "on_cerebras_system"]
 
 #: The log reader's metrics, in the order the tables list them.
 LOG_METRICS: Tuple[Metric, ...] = (
@@ -55,10 +55,6 @@ LOG_METRICS: Tuple[Metric, ...] = (
     Metric("run_wall_s", "s", "seconds from the run's start to its end (log time stamps)", timing=True),
     Metric("wall_s", "s", "seconds between the log's first and last time stamps, queues included", timing=True),
 )
-
-#: The unit of ``tokens_per_s`` (GlobalRate x sequence length), which the reader gives a LLaMA run whose log
-#: prints its sequence length; the LLaMA table (llama2_7b/metrics.py) holds the metric, in this unit.
-TOKENS_PER_S_UNIT = "tokens/s"
 
 #: The log reader's metrics as a table: its ``add`` gives each metric its unit (KeyError for another name).
 _TABLE = MetricTable(("the Cerebras log reader",), *LOG_METRICS)
@@ -270,8 +266,8 @@ def add_run_notes(st: LogState, model: Optional[str]) -> None:
     _batch_size(st)
     _estimate_note(st)
     if model == "llama2_7b" and run.params.get("sequence_length") and "global_rate" in metrics:
-        run.add_metric("tokens_per_s", round(metrics["global_rate"] * run.params["sequence_length"], 1),
-                       TOKENS_PER_S_UNIT)
+        # the LLaMA table (llama2_7b/metrics.py) holds this metric, in this unit
+        run.add_metric("tokens_per_s", round(metrics["global_rate"] * run.params["sequence_length"], 1), "tokens/s")
     elif model == "llama2_7b" and "sequence_length" not in run.params and st.steps:
         run.notes.append("The log does not give the sequence length, so tokens/s (GlobalRate x sequence length) "
                          "cannot be read from it alone; llama2_7b.read_log(path, config) takes it from the config.")

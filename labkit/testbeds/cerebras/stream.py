@@ -20,7 +20,7 @@ import shlex
 import subprocess
 import sys
 from datetime import datetime
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 __all__ = ["stream_command", "echo_above", "train_line", "processed_line", "info_line", "step_of", "wsjob_of"]
 
@@ -28,25 +28,21 @@ _JOB_ID = re.compile(r"[jJ]ob id: (wsjob-[\w-]+)")
 
 
 def stream_command(command: Sequence[str], cwd: str, log_path: str, echo: Callable[[str], None] = print,
-                   on_line: Optional[Callable[[str], None]] = None, env: Optional[Dict[str, str]] = None,
-                   header: bool = True) -> int:
+                   on_line: Optional[Callable[[str], None]] = None, header: bool = True) -> int:
     """Run ``command``, streaming each line of its output to ``echo`` and to ``log_path`` (like ``|& tee``).
 
     stderr is merged into stdout, as the course's ``|&`` does. Returns the exit status. An
     interrupt (the notebook's stop button) stops the child too. ``header``: the log's first
     line is ``$ command``; without it the log holds only what the command printed, as ``tee`` writes it.
     """
-    full_env = dict(os.environ)
-    full_env["PYTHONUNBUFFERED"] = "1"  # lines as they happen, not when a buffer fills
-    if env:
-        full_env.update(env)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")  # lines as they happen, not when a buffer fills
     with open(log_path, "w") as log:
         if header:
             log.write("$ " + " ".join(shlex.quote(part) for part in command) + "\n")
             log.flush()
         try:
             proc = subprocess.Popen(list(command), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, bufsize=1, errors="replace", env=full_env)
+                                    text=True, bufsize=1, errors="replace", env=env)
         except OSError as exc:
             raise RuntimeError("could not start {!r} in {}: {}".format(command[0], cwd, exc)) from None
         with proc:

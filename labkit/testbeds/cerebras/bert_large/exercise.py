@@ -18,10 +18,10 @@ from labkit.testbeds.cerebras import duration, time_lines
 from labkit.testbeds.cerebras.bert_large.metrics import read_log
 from labkit.testbeds.cerebras.bert_large.modelzoo import (CerebrasStack, cerebras_stack, check_template,
                                                           run_modelzoo)
-from labkit.testbeds.cerebras.bert_large.portable import run_portable
+from labkit.testbeds.cerebras.bert_large.portable import run_portable, step_plan
 from labkit.testbeds.cerebras.bert_large.spec import CEREBRAS_HELP, EXERCISE, LONG_RUN_SECONDS
 
-__all__ = ["BertLargePlan", "plan", "run_exercise", "compare", "estimated_seconds", "step_plan"]
+__all__ = ["BertLargePlan", "plan", "run_exercise", "compare"]
 
 
 @dataclass(repr=False)
@@ -74,13 +74,6 @@ def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
     return BertLargePlan("portable", where, why, device=device, more=more, steps=steps)
 
 
-def step_plan(config: Config, device: Any, batch_size: Optional[int] = None, measure: bool = True) -> bert.StepPlan:
-    """Precision, micro-batch, launch and measured time per sample of a portable run (:func:`labkit.bert.plan_steps`)."""
-    batch = batch_size or config.batch_size
-    return bert.plan_steps(config.model_size, config.max_seq_length, batch, device, config.precision,
-                           config.micro_batch_size, samples=batch * config.max_steps, measure=measure)
-
-
 @run_step
 def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
     """The notebook's run step: read the log, train on the CS-2 or train the portable BERT, where ``plan``
@@ -118,12 +111,6 @@ def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequen
             if found[-1].status == "interrupted":  # the student stopped it: no more runs
                 break
     return found
-
-
-def estimated_seconds(config: Config, device: Any, batch_size: Optional[int] = None) -> float:
-    """This machine's time for a portable run, from a measured probe (:func:`labkit.bert.plan_steps`)."""
-    batch = batch_size or config.batch_size
-    return step_plan(config, device, batch).seconds(batch * config.max_steps)
 
 
 def _check_cost(config: Config, device: Any, sizes: Optional[Sequence[int]], steps: bert.StepPlan) -> float:

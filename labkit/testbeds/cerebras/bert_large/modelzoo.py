@@ -170,19 +170,18 @@ def _user() -> str:
         return "labkit"
 
 
-def run_modelzoo(config: Config, stack: CerebrasStack, workdir: str = ".", python: Optional[str] = None,
-                 echo: Callable[[str], None] = print) -> Run:
-    """Train on the CS-2: params file, ``run.py CSX``, live log, metrics read from the log."""
+def run_modelzoo(config: Config, stack: CerebrasStack, echo: Callable[[str], None] = print) -> Run:
+    """Train on the CS-2: params file, ``run.py CSX``, live log (the params file and the log in the current
+    folder, the notebook's), metrics read from the log."""
     from labkit.progress import bar
 
     template = template_path(config, stack)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    workdir = os.path.abspath(workdir)
-    os.makedirs(workdir, exist_ok=True)
+    workdir = os.getcwd()
     params_path = os.path.join(workdir, "params_bert_{}_bs{}_{}.yaml".format(config.model_size, config.batch_size, stamp))
     write_params_yaml(config, template, params_path)
     model_dir = os.path.join(os.path.abspath(config.model_dir), "bs{}-{}".format(config.batch_size, stamp))
-    command = modelzoo_command(params_path, model_dir, stack.modelzoo_dir, python=python)
+    command = modelzoo_command(params_path, model_dir, stack.modelzoo_dir)
     log_path = os.path.join(workdir, "cerebras-bert-bs{}-{}.log".format(config.batch_size, stamp))
     echo("$ cd {} && {}".format(stack.bert_dir, " ".join(shlex.quote(c) for c in command)))
     progress = bar(total=config.max_steps, desc="CS-2 steps", unit="step")

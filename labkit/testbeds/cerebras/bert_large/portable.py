@@ -19,12 +19,17 @@ from labkit.testbeds.cerebras.bert_large.metrics import METRICS
 from labkit.testbeds.cerebras.bert_large.spec import EXERCISE
 from labkit.testbeds.cerebras.stream import echo_above, info_line, processed_line, train_line
 
-__all__ = ["run_portable"]
+__all__ = ["run_portable", "step_plan"]
 
 
-def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, log_path: Optional[str] = None,
-                 echo: Callable[[str], None] = print, progress: bool = True,
-                 steps: Optional[bert.StepPlan] = None) -> Run:
+def step_plan(config: Config, device: Any, measure: bool = True) -> bert.StepPlan:
+    """Precision, micro-batch, launch and measured time per sample of a portable run (:func:`labkit.bert.plan_steps`)."""
+    return bert.plan_steps(config.model_size, config.max_seq_length, config.batch_size, device, config.precision,
+                           config.micro_batch_size, samples=config.batch_size * config.max_steps, measure=measure)
+
+
+def run_portable(config: Config, device: Any, log_path: Optional[str] = None, echo: Callable[[str], None] = print,
+                 progress: bool = True, steps: Optional[bert.StepPlan] = None) -> Run:
     """Train the portable BERT as ``config`` says with :func:`labkit.bert.train`, printing the modelzoo's
     log lines (to ``log_path`` too, when given, for :mod:`labkit.logs` to read as a CS-2 log); the record.
 
@@ -38,11 +43,10 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
 
     from labkit.progress import bar
 
-    batch_size = batch_size or config.batch_size
+    batch_size = config.batch_size
     device = torch.device(device) if isinstance(device, str) else device
     if steps is None or steps.micro_batch.global_batch != batch_size:
-        steps = bert.plan_steps(config.model_size, config.max_seq_length, batch_size, device, config.precision,
-                                config.micro_batch_size, samples=batch_size * config.max_steps, measure=False)
+        steps = step_plan(config, device, measure=False)
     micro = steps.micro_batch
     log = open(log_path, "w") if log_path else None
 

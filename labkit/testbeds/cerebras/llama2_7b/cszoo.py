@@ -40,7 +40,7 @@ from labkit.testbeds.cerebras.yaml_edit import find_keys, key_paths, set_scalar
 
 __all__ = ["COURSE_PARAMS", "LLAMA_DIR", "CS3_HELP", "VENV_HINT", "ParamsEdit", "CszooResult", "cs3_node", "llama_dir",
            "course_params_file", "write_params_yaml", "params_values", "missing_data_dirs", "cszoo_command",
-           "cancel_command", "cancel_job", "run_cszoo", "run_on_cs3"]
+           "cancel_job", "run_cszoo", "run_on_cs3"]
 
 #: The params file the course copies over the modelzoo's (it exists on the CS-3 user nodes only).
 COURSE_PARAMS = "/software/cerebras/dataset/params_llama2_7b.yaml"
@@ -64,8 +64,8 @@ _KEYS: Dict[str, Tuple[Tuple[str, ...], ...]] = {
     "log_steps": (("trainer", "init", "logging", "log_steps"), ("runconfig", "log_steps")),
     "seed": (("trainer", "init", "seed"), ("runconfig", "seed")),
 }
-# Optimizers' own learning rate (a constant), then schedules (every *learning_rate under them).
-_LR_SCALAR = (("optimizer", "learning_rate"),)
+# An optimizer's own learning rate (a constant), then schedules (every *learning_rate under them).
+_LR_SCALAR = ("optimizer", "learning_rate")
 _LR_SCHEDULES = (("trainer", "init", "schedulers"), ("optimizer", "learning_rate"))
 
 
@@ -74,7 +74,6 @@ class ParamsEdit:
     """What :func:`write_params_yaml` changed: (key path, old value, new value), and what it kept and why."""
 
     source: str
-    path: str
     changes: List[Tuple[str, Any, Any]] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     sequence_length: Optional[int] = None  # the run's, as the written file gives it
@@ -85,7 +84,6 @@ class CszooResult:
     """How a ``cszoo fit`` run ended: exit status (None when interrupted), wsjob ids, the cancel."""
 
     status: Optional[int]
-    log_path: str
     job_ids: List[str] = field(default_factory=list)
     interrupted: bool = False
     cancelled: List[str] = field(default_factory=list)
@@ -147,9 +145,9 @@ def params_values(text: str) -> Dict[str, Any]:
                 found[name] = value
                 break
     rates = _schedule_rates(text)
-    scalar = [_value(params, p) for p in _LR_SCALAR if isinstance(_value(params, p), (int, float))]
-    if scalar:
-        found["learning_rate"] = scalar[0]
+    scalar = _value(params, _LR_SCALAR)
+    if isinstance(scalar, (int, float)):
+        found["learning_rate"] = scalar
     elif rates:
         found["learning_rate"] = max(value for _, value in rates)
     return found
@@ -219,7 +217,7 @@ def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = No
     """
     with open(source) as f:
         text = f.read()
-    edit = ParamsEdit(source=source, path=out_path)
+    edit = ParamsEdit(source=source)
     settings = {"batch_size": batch_size, "steps": steps, "log_steps": log_steps, "seed": seed}
     for name, value in settings.items():
         if value is not None:
@@ -246,14 +244,12 @@ def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = No
 
 
 def _set_learning_rate(text: str, edit: ParamsEdit, rate: float) -> str:
-    params = yaml.safe_load(text) or {}
-    for path in _LR_SCALAR:
-        if isinstance(_value(params, path), (int, float)):
-            old = _value(params, path)
-            if old != rate:
-                text = set_scalar(text, find_keys(text, path)[0], rate)
-                edit.changes.append((".".join(path), old, rate))
-            return text
+    old = _value(yaml.safe_load(text) or {}, _LR_SCALAR)
+    if isinstance(old, (int, float)):
+        if old != rate:
+            text = set_scalar(text, find_keys(text, _LR_SCALAR)[0], rate)
+            edit.changes.append((".".join(_LR_SCALAR), old, rate))
+        return text
     rates = _schedule_rates(text)
     peak = max((value for _, value in rates), default=0.0)
     if peak <= 0:
@@ -270,25 +266,20 @@ def _set_learning_rate(text: str, edit: ParamsEdit, rate: float) -> str:
     return text
 
 
-def cszoo_command(params_path: str, model_dir: str = "model_dir_llama2_7b", job_label: str = "name=llama2_7b",
-                  cszoo: str = "cszoo") -> List[str]:
+def cszoo_command(params_path: str, model_dir: str = "model_dir_llama2_7b") -> List[str]:
     """The course's command: ``cszoo fit PARAMS --job_labels name=llama2_7b --model_dir MODEL_DIR``."""
-    return [cszoo, "fit", params_path, "--job_labels", job_label, "--model_dir", model_dir]
+    return ["cszoo", "fit", params_path, "--job_labels", "name=llama2_7b", "--model_dir", model_dir]
 
 
-def cancel_command(job_id: str, csctl: str = "csctl") -> List[str]:
-    """``csctl cancel job <wsjob id>``, as the course's README gives it."""
-    return [csctl, "cancel", "job", job_id]
-
-
-def cancel_job(job_id: str, csctl: str = "csctl", timeout: float = 60.0) -> Tuple[bool, str]:
-    """Cancel a wsjob on the cluster; (done, what happened, in one line)."""
-    command = cancel_command(job_id, csctl)
+def cancel_job(job_id: str) -> Tuple[bool, str]:
+    """Cancel a wsjob on the cluster with ``csctl cancel job <wsjob id>`` (the course's README); (done, what
+    happened, in one line)."""
+    command = ["csctl", "cancel", "job", job_id]
     typed = " ".join(shlex.quote(c) for c in command)
-    if shutil.which(csctl) is None:
+    if shutil.which("csctl") is None:
         return False, "csctl was not found on PATH: cancel the job by hand with `{}`.".format(typed)
     try:
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, "`{}` failed ({}): check with `csctl get jobs`.".format(typed, exc)
     said = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
@@ -298,8 +289,8 @@ def cancel_job(job_id: str, csctl: str = "csctl", timeout: float = 60.0) -> Tupl
     return True, "Cancelled {} on the cluster with `{}`{}.".format(job_id, typed, " ({})".format(said) if said else "")
 
 
-def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int, echo: Callable[[str], None] = print,
-              csctl: str = "csctl") -> CszooResult:
+def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int,
+              echo: Callable[[str], None] = print) -> CszooResult:
     """Run ``command`` in ``cwd`` (echoed first), its output streamed to ``log_path`` with a progress bar.
 
     An interrupt (the notebook's stop button, Ctrl+C) stops the local ``cszoo`` and cancels
@@ -308,7 +299,7 @@ def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int, echo:
     """
     echo("$ cd {} && {} |& tee {}".format(shlex.quote(cwd), " ".join(shlex.quote(c) for c in command),
                                           shlex.quote(log_path)))
-    result = CszooResult(status=None, log_path=log_path)
+    result = CszooResult(status=None)
     progress = bar(total=steps, desc="CS-3 steps", unit="step")
 
     def on_line(line: str) -> None:
@@ -332,7 +323,7 @@ def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int, echo:
             result.messages.append("Interrupted before the cluster named a wsjob: nothing to cancel there "
                                    "(`csctl get jobs` lists your jobs).")
         for job in reversed(result.job_ids):  # the execute job last named is the one running
-            done, said = cancel_job(job, csctl)
+            done, said = cancel_job(job)
             result.messages.append(said)
             if done:
                 result.cancelled.append(job)
