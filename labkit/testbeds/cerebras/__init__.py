@@ -1,12 +1,8 @@
-"""Cerebras: what the two courses' exercises share, and the exercises as sibling sub-packages.
+"""Cerebras: what the two courses' exercises share; the exercises are the sibling sub-packages
+``bert_large`` (BERT-Large, ``run.py CSX`` on a CS-2, 2024) and ``llama2_7b`` (``cszoo fit`` on a CS-3, 2025).
 
-- :mod:`labkit.testbeds.cerebras.bert_large`: BERT-Large with the modelzoo's ``run.py CSX`` on a
-  CS-2 (the 2024 course), notebook ``notebooks/cerebras/bert_large.ipynb``.
-- :mod:`labkit.testbeds.cerebras.llama2_7b`: LLaMA-2-7B with ``cszoo fit`` on a CS-3 (the 2025
-  course), notebook ``notebooks/cerebras/llama2_7b.ipynb``.
-
-The modules shared by both (the log reader, the log lines, streaming, YAML edits) are listed in
-docs/cerebras.md, "Code"; here: where a modelzoo checkout may be, and a portable plan's time line.
+Here: where a modelzoo checkout may be, and a portable plan's time line. The shared modules (the log
+reader, streaming and the log lines, YAML edits): docs/cerebras.md, "Code".
 """
 
 from __future__ import annotations

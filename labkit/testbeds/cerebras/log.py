@@ -5,9 +5,8 @@
     report = labkit.logs.read("mytest.log")          # a CS-3 LLaMA-2-7B log: exercise cerebras/llama2_7b
 
 What is read, and where one pasted log ends and the next begins: docs/logs.md (the Cerebras row
-and "Pasted text"). :class:`LogState` is what the reader has read of the run in progress; when the run
-closes, :func:`add_phases` gives the phase metrics from the time stamps (queue, compile, staging,
-training, checkpoints) and :func:`add_run_notes` what a reader of the numbers must know beside them.
+and "Pasted text"). When a run closes, :func:`add_phases` gives the phase metrics from the time stamps
+and :func:`add_run_notes` what a reader of the numbers must know beside them.
 
 Verified only against real logs from the course; no Cerebras stack runs here.
 """

@@ -1,12 +1,9 @@
 """The modelzoo's output: a command's lines streamed into the notebook and a log file (the course's
 ``|& tee``), recognised as they pass, and the same lines written by the portable runs.
 
-    from labkit.testbeds.cerebras.stream import stream_command
-    status = stream_command(["python", "run.py", "CSX", ...], cwd=bert_dir, log_path="run.log")
-
 This follows a local child process (``run.py CSX`` submits and follows its own wsjobs on the
-Cerebras cluster), not a Slurm job: Slurm jobs are followed by :func:`labkit.jobs.follow`. The
-portable run prints the same lines as ``run.py CSX``, so :mod:`labkit.logs` reads both alike::
+Cerebras cluster), not a Slurm job (:func:`labkit.jobs.follow`). The portable run prints the same
+lines as ``run.py CSX``, so :mod:`labkit.logs` reads both alike::
 
     2024-05-02 10:00:00,123 INFO:   | Train Device=CPU, Step=10, Loss=9.50000, Rate=20.00 samples/sec, GlobalRate=19.91 samples/sec
     2024-05-02 10:00:09,456 INFO:   Processed 160 sample(s) in 8.04 seconds.
@@ -29,12 +26,9 @@ _JOB_ID = re.compile(r"[jJ]ob id: (wsjob-[\w-]+)")
 
 def stream_command(command: Sequence[str], cwd: str, log_path: str, echo: Callable[[str], None] = print,
                    on_line: Optional[Callable[[str], None]] = None, header: bool = True) -> int:
-    """Run ``command``, streaming each line of its output to ``echo`` and to ``log_path`` (like ``|& tee``).
-
-    stderr is merged into stdout, as the course's ``|&`` does. Returns the exit status. An
-    interrupt (the notebook's stop button) stops the child too. ``header``: the log's first
-    line is ``$ command``; without it the log holds only what the command printed, as ``tee`` writes it.
-    """
+    """Run ``command``, streaming each line of its output (stderr merged, as ``|&`` does) to ``echo`` and to
+    ``log_path``; the exit status. An interrupt stops the child too. ``header``: the log's first line is
+    ``$ command``; without it the log holds only what the command printed, as ``tee`` writes it."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")  # lines as they happen, not when a buffer fills
     with open(log_path, "w") as log:
         if header:

@@ -1,7 +1,5 @@
 """Change a few scalar values of a YAML file's text and keep every other byte as it was.
 
-    from labkit.testbeds.cerebras.yaml_edit import find_keys, set_scalar
-    text = open("params_llama2_7b.yaml").read()
     find_keys(text, ("trainer", "fit", "train_dataloader", "batch_size"))   # [line numbers]
     text = set_scalar(text, 12, 256)                                          # "batch_size: 256", comment kept
 

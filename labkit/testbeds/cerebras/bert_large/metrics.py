@@ -1,16 +1,11 @@
 """The BERT-Large exercise's table of metrics (the same names whichever path made the run), and a CS-2
 log read under them.
 
-    from labkit.testbeds.cerebras import bert_large
-    bert_large.METRICS.frame()                  # what each metric means, its unit
-    run = bert_large.read_log("bert_log_bs_1024.txt")     # a modelzoo log -> Run of cerebras/bert_large
-
-The testbed's reader (:class:`labkit.testbeds.cerebras.log.CerebrasReader`, through
-:func:`labkit.logs.read`) gives the modelzoo's numbers; :func:`standardize` adds the exercise's
-names for them, so a log's run and a portable run line up in one table. The exercise's names and the
-log reader's name the same numbers twice: ``samples_per_sec`` is ``global_rate``, ``total_samples``
-is ``samples``, ``total_time`` is ``train_seconds``, ``compile_time`` is ``compile_s``. Both are
-kept, as records have always held them.
+The testbed's reader (:mod:`labkit.testbeds.cerebras.log`) gives the modelzoo's numbers;
+:func:`standardize` adds the exercise's names for them, so a log's run and a portable run line up in
+one table. Both names are kept, as records have always held them: ``samples_per_sec`` is
+``global_rate``, ``total_samples`` is ``samples``, ``total_time`` is ``train_seconds``,
+``compile_time`` is ``compile_s``.
 """
 
 from __future__ import annotations
@@ -57,8 +52,7 @@ METRICS = MetricTable(
 
 
 def standardize(run: Run) -> Run:
-    """Add the exercise's metric names to a run read from a log (the reader's names stay; the module says
-    which is which); ``time_per_sample`` is ``total_time`` / ``total_samples``."""
+    """Add the exercise's metric names to a run read from a log (the reader's names stay)."""
     m = run.metrics
     add = METRICS.add
     rate = m.get("global_rate", m.get("samples_per_s"))

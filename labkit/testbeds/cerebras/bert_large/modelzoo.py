@@ -1,10 +1,6 @@
 """The CS-2 path: what of the Cerebras stack is here, the modelzoo's params YAML, the course's
 ``python run.py CSX ...`` command, the run.
 
-    from labkit.testbeds.cerebras import bert_large
-    bert_large.cerebras_stack()      # CerebrasStack: cerebras_pytorch? a modelzoo with BERT's run.py?
-    bert_large.write_params_yaml(config, template, "params.yaml")
-    bert_large.modelzoo_command("params.yaml", "model_dir", "/home/me/R_2.3.0/modelzoo")
     run = bert_large.run_modelzoo(config, bert_large.cerebras_stack())
 
 Looking for the stack imports none of it; :func:`labkit.testbeds.cerebras.bert_large.plan` decides
@@ -112,15 +108,9 @@ def _modelzoo_model(model_size: str) -> Dict[str, int]:
 
 
 def write_params_yaml(config: Config, template: str, out_path: str) -> Dict[str, Any]:
-    """Write the modelzoo params file for ``config``: ``template`` with the run's choices.
-
-    Sets ``train_input.batch_size`` (the effective batch, split over the CS-2s),
-    ``train_input.micro_batch_size`` when given (else the compiler searches one),
-    ``runconfig.max_steps``, ``log_steps``, ``checkpoint_steps`` (= max_steps: one checkpoint
-    at the end, as the course's runs save), ``seed``, and the model's size when it is not
-    "large". Everything else (data, vocabulary, optimizer) stays as the template says.
-    Returns the params written.
-    """
+    """Write the modelzoo params file for ``config``: ``template`` with the run's choices (which keys:
+    docs/cerebras.md, "The modelzoo path"; ``checkpoint_steps`` = max_steps, one checkpoint at the end,
+    as the course's runs save); the params written."""
     import yaml
 
     with open(template) as f:

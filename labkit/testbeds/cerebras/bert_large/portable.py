@@ -1,9 +1,5 @@
-"""The portable path: :mod:`labkit.bert` trains BERT on a torch device, printing the modelzoo's log lines.
-
-    from labkit.testbeds.cerebras import bert_large
-    run = bert_large.run_portable(config, device, log_path="portable.log")
-
-The lines in ``log_path`` read with :mod:`labkit.logs` as a CS-2 log does.
+"""The portable path: :mod:`labkit.bert` trains BERT on a torch device, printing the modelzoo's log
+lines (which :mod:`labkit.logs` reads as it reads a CS-2 log).
 """
 
 from __future__ import annotations
@@ -31,13 +27,10 @@ def step_plan(config: Config, device: Any, measure: bool = True) -> bert.StepPla
 def run_portable(config: Config, device: Any, log_path: Optional[str] = None, echo: Callable[[str], None] = print,
                  progress: bool = True, steps: Optional[bert.StepPlan] = None) -> Run:
     """Train the portable BERT as ``config`` says with :func:`labkit.bert.train`, printing the modelzoo's
-    log lines (to ``log_path`` too, when given, for :mod:`labkit.logs` to read as a CS-2 log); the record.
-
-    ``steps``: the precision, micro-batch and launch the plan chose (default: :func:`labkit.bert.plan_steps`
-    for this batch size); on CUDA the record adds peak memory, model TFLOP/s and MFU (from the steady
-    rate). ``warmup_time`` (the first step) and ``setup_time`` (building the model) are recorded apart;
-    the first step counts in GlobalRate, as in the modelzoo's. Phases: setup, training, summary; the
-    first interrupt in training ends it at the next step, a second one drops the step in progress.
+    log lines (to ``log_path`` too, when given); the record. ``steps``: the precision, micro-batch and
+    launch the plan chose (default: :func:`step_plan` unmeasured). The first step counts in GlobalRate,
+    as in the modelzoo's. Phases: setup, training, summary; the first interrupt in training ends it at
+    the next step, a second one drops the step in progress.
     """
     import torch
 

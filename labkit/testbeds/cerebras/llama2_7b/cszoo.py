@@ -4,11 +4,8 @@ student's changes, ``cszoo fit``, ``csctl cancel job`` on an interrupt, the log 
     from labkit.testbeds.cerebras.llama2_7b import cszoo
     cszoo.cs3_node()                                 # [] on a CS-3 user node, else what is missing
     run = cszoo.run_on_cs3(config)                   # config: batch_size, steps, sequence_length, learning_rate, ...
-    source = cszoo.course_params_file()              # /software/cerebras/dataset/params_llama2_7b.yaml, else the modelzoo's
     edit = cszoo.write_params_yaml(source, "configs/params_llama2_7b_bs256.yaml", batch_size=256, steps=200)
     edit.changes                                     # [("trainer.fit.train_dataloader.batch_size", 1024, 256), ...]
-    cszoo.cszoo_command("configs/params_llama2_7b_bs256.yaml", "model_dir_llama2_7b")
-    result = cszoo.run_cszoo(command, cwd=llama_dir, log_path="mytest.log", steps=200)
 
 The course's commands (05-AITestbed/Cerebras/llama2-7b.md) and what labkit does with them:
 docs/cerebras.md, "On a CS-3 user node". A fresh model dir each run, since an old checkpoint there
@@ -333,7 +330,7 @@ def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int,
 
 
 def run_on_cs3(config: Any, modelzoo_dir: Optional[str] = None, workdir: Optional[str] = None,
-               echo: Callable[[str], None] = print, course_file: str = COURSE_PARAMS) -> Run:
+               echo: Callable[[str], None] = print) -> Run:
     """Train LLaMA-2-7B on the CS-3 with ``cszoo fit`` and return the run read from its log.
 
     ``config`` gives ``batch_size``, ``steps``, ``sequence_length``, ``learning_rate`` (None keeps
@@ -348,7 +345,7 @@ def run_on_cs3(config: Any, modelzoo_dir: Optional[str] = None, workdir: Optiona
                                     LLAMA_DIR, modelzoo_dir or "LABKIT_MODELZOO and ~/R_*/modelzoo"))
     if shutil.which("cszoo") is None:
         raise FileNotFoundError("cszoo is not on PATH: " + VENV_HINT)
-    source = _get(config, "params_template") or course_params_file(modelzoo_dir, course_file)
+    source = _get(config, "params_template") or course_params_file(modelzoo_dir)
     with open(source) as f:
         text = f.read()
     missing = missing_data_dirs(text, folder)

@@ -1,16 +1,10 @@
 """The LLaMA-2-7B exercise's metrics, under the same names from a CS-3 log and from a portable run, and a
 CS-3 log (``cszoo fit ... |& tee mytest.log``) read under them.
 
-    from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS, add_tokens_per_s, read_log
-    METRICS.frame()                       # what each metric means
-    add_tokens_per_s(run, 1024)           # tokens_per_s = global_rate x sequence length
-    run = read_log("mytest.log", config)  # a labkit.results.Run of exercise cerebras/llama2_7b
-
-The testbed's reader (:mod:`labkit.testbeds.cerebras.log`, through :func:`labkit.logs.read`)
-gives the modelzoo's numbers; :func:`read_log` adds what the exercise reports beside them:
-``tokens_per_s``, with the sequence length from the log when it prints one, else from the params
-file the run was written with, else from ``config`` (and the note says which), and the parameters a
-batch-size study groups by.
+The testbed's reader (:mod:`labkit.testbeds.cerebras.log`) gives the modelzoo's numbers;
+:func:`read_log` adds ``tokens_per_s`` beside them, with the sequence length from the log when it
+prints one, else from the params file the run was written with, else from ``config`` (and the note
+says which).
 """
 
 from __future__ import annotations
