@@ -35,12 +35,8 @@ class BertLargePlan(RunPlan):
 
 
 def plan(config: Config) -> BertLargePlan:
-    """Decide where ``config`` runs, before anything runs.
-
-    Raises :class:`labkit.devices.DeviceError` saying what is missing when ``target="CSX"``
-    and the Cerebras stack is not here, or a GPU that was asked for is absent; raises
-    ParameterError when a portable run would take hours (see ``allow_long_run``).
-    """
+    """Decide where ``config`` runs, before anything runs: :class:`labkit.devices.DeviceError` for a CS-2 or
+    GPU asked for and absent, ParameterError for a portable run that would take hours."""
     return _plan_for(config, None)
 
 

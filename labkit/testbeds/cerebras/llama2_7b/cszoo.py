@@ -10,13 +10,16 @@ student's changes, ``cszoo fit``, ``csctl cancel job`` on an interrupt, the log 
 The course's commands (05-AITestbed/Cerebras/llama2-7b.md) and what labkit does with them:
 docs/cerebras.md, "On a CS-3 user node". A fresh model dir each run, since an old checkpoint there
 would be resumed; an interrupt cancels the wsjob and keeps the partial run (status ``interrupted``).
-Verified only on the testbed's documentation and sample log; here it is tested against the fakes
+The params file is edited line by line (:func:`set_scalar`): a file a student copies from the course
+has comments, anchors and a layout worth keeping, which ``yaml.safe_dump`` would rewrite. Verified
+only on the testbed's documentation and sample log; here it is tested against the fakes
 tests/fakes/cszoo and tests/fakes/csctl.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -33,7 +36,6 @@ from labkit.testbeds.cerebras import candidate_modelzoos
 from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE
 from labkit.testbeds.cerebras.stream import echo_above, step_of, stream_command, wsjob_of
-from labkit.testbeds.cerebras.yaml_edit import find_keys, key_paths, set_scalar
 
 __all__ = ["COURSE_PARAMS", "LLAMA_DIR", "CS3_HELP", "VENV_HINT", "ParamsEdit", "CszooResult", "cs3_node", "llama_dir",
            "course_params_file", "write_params_yaml", "params_values", "missing_data_dirs", "cszoo_command",
@@ -122,6 +124,72 @@ def course_params_file(modelzoo_dir: Optional[str] = None, course_file: str = CO
                                                               "LABKIT_MODELZOO and ~/R_*/modelzoo")))
 
 
+# Paths are mapping keys from the top; a list item (``- LinearLR:``) adds no step, so ("trainer", "init",
+# "schedulers", "LinearLR", "end_learning_rate") names a key inside a list of schedulers.
+_KEY_LINE = re.compile(r"^(?P<indent> *)(?P<dash>(?:- +)*)(?P<key>[A-Za-z_][\w.\-]*|\"[^\"]*\"|'[^']*')[ \t]*:"
+                       r"(?P<gap>[ \t]*)(?P<value>.*)$")
+
+
+def key_paths(text: str) -> List[Tuple[int, Tuple[str, ...], str]]:
+    """(line number, key path, value text) of every ``key: value`` line, in order."""
+    found = []
+    stack: List[Tuple[int, str]] = []  # (column of the key, key)
+    for number, line in enumerate(text.splitlines()):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or stripped in ("---", "..."):
+            continue
+        m = _KEY_LINE.match(line)
+        if not m:
+            continue
+        column = len(m.group("indent")) + len(m.group("dash"))
+        while stack and stack[-1][0] >= column:
+            stack.pop()
+        key = m.group("key").strip("\"'")
+        stack.append((column, key))
+        found.append((number, tuple(k for _, k in stack), m.group("value")))
+    return found
+
+
+def find_keys(text: str, path: Sequence[str]) -> List[int]:
+    """Line numbers (0-based) of the keys at ``path``; several when a list holds the path more than once."""
+    want = tuple(path)
+    return [number for number, keys, _ in key_paths(text) if keys == want]
+
+
+def scalar_text(value: Any) -> str:
+    """``value`` as a YAML scalar: True/False, integers, floats that read back as floats (``3.0e-4``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        text = repr(value)
+        if "e" in text and "." not in text.split("e")[0]:
+            mantissa, exponent = text.split("e")
+            text = "{}.0e{}".format(mantissa, exponent)  # YAML 1.1 reads "3e-04" as a string
+        return text
+    raise TypeError("only booleans, integers and floats are written into a params file, not {!r}".format(value))
+
+
+def set_scalar(text: str, line_number: int, value: Any) -> str:
+    """``text`` with the value on line ``line_number`` replaced by ``value`` (a trailing comment is kept)."""
+    lines = text.splitlines(keepends=True)
+    line = lines[line_number]
+    ending = line[len(line.rstrip("\r\n")):]
+    m = _KEY_LINE.match(line.rstrip("\r\n"))
+    if not m or not m.group("value").strip() or m.group("value").strip().startswith(("&", "*", "[", "{", "|", ">")):
+        raise ValueError("line {} holds no scalar value to change: {!r}".format(line_number + 1, line.rstrip()))
+    old = m.group("value")
+    comment = ""
+    hash_at = re.search(r"\s+#", old)
+    if hash_at and not old.lstrip().startswith(("'", '"')):
+        comment = old[hash_at.start():]
+        old = old[:hash_at.start()]
+    gap = m.group("gap") or " "
+    lines[line_number] = line[:m.start("gap")] + gap + scalar_text(value) + comment + ending
+    return "".join(lines)
+
+
 def _value(params: Any, path: Sequence[str]) -> Any:
     for key in path:
         if not isinstance(params, dict) or key not in params:
@@ -206,12 +274,8 @@ def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = No
                       sequence_length: Optional[int] = None, learning_rate: Optional[float] = None,
                       log_steps: Optional[int] = None, seed: Optional[int] = None) -> ParamsEdit:
     """Copy ``source`` to ``out_path`` with only the student's changes (None: keep the file's value).
-
-    Every other byte stays as the course wrote it. ``learning_rate`` sets an optimizer's own
-    rate, or scales a schedule (warm-up, decay) so that its peak is ``learning_rate``, its shape
-    kept. ``sequence_length`` is set where the file has ``max_sequence_length``; otherwise the
-    data on the CS-3 was tokenised at the model's length, which is kept (and said).
-    """
+    ``learning_rate`` sets an optimizer's own rate, or scales a schedule so that its peak is
+    ``learning_rate``; a file without ``max_sequence_length`` keeps the model's length (and says so)."""
     with open(source) as f:
         text = f.read()
     edit = ParamsEdit(source=source)
@@ -288,12 +352,8 @@ def cancel_job(job_id: str) -> Tuple[bool, str]:
 
 def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int,
               echo: Callable[[str], None] = print) -> CszooResult:
-    """Run ``command`` in ``cwd`` (echoed first), its output streamed to ``log_path`` with a progress bar.
-
-    An interrupt (the notebook's stop button, Ctrl+C) stops the local ``cszoo`` and cancels
-    every wsjob the log named with ``csctl cancel job``; the result says so and the log so far
-    is kept, to be read as a partial run.
-    """
+    """Run ``command`` in ``cwd``, its output streamed to ``log_path`` with a progress bar. An interrupt
+    stops the local ``cszoo`` and cancels every wsjob the log named; the log so far is kept."""
     echo("$ cd {} && {} |& tee {}".format(shlex.quote(cwd), " ".join(shlex.quote(c) for c in command),
                                           shlex.quote(log_path)))
     result = CszooResult(status=None)
@@ -331,12 +391,8 @@ def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int,
 
 def run_on_cs3(config: Any, modelzoo_dir: Optional[str] = None, workdir: Optional[str] = None,
                echo: Callable[[str], None] = print) -> Run:
-    """Train LLaMA-2-7B on the CS-3 with ``cszoo fit`` and return the run read from its log.
-
-    ``config`` gives ``batch_size``, ``steps``, ``sequence_length``, ``learning_rate`` (None keeps
-    the course's file), and may give ``log_steps``, ``seed``, ``modelzoo_dir``, ``params_template``
-    (the file to start from) and ``model_dir`` (the checkpoints' folder, made unique per run).
-    """
+    """Train LLaMA-2-7B on the CS-3 with ``cszoo fit`` and return the run read from its log; ``config``'s
+    None values keep the course's file, a parameter it lacks counts as None."""
     modelzoo_dir = modelzoo_dir or _get(config, "modelzoo_dir")
     folder = llama_dir(modelzoo_dir)
     if folder is None:

@@ -107,11 +107,8 @@ def _check_cost(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] 
 
 
 def plan(config: Config) -> LlamaPlan:
-    """Decide where ``config`` runs, before anything runs.
-
-    ``device='CSX'`` without ``cszoo`` and the modelzoo raises :class:`labkit.devices.DeviceError`
-    saying what is missing; a portable run that cannot finish in reasonable time raises
-    ParameterError."""
+    """Decide where ``config`` runs, before anything runs: :class:`labkit.devices.DeviceError` for a CS-3
+    asked for and absent, ParameterError for a portable run that cannot finish in reasonable time."""
     if config.log_path:
         return LlamaPlan("log", "reads the CS-3 log at {} (nothing is trained)".format(config.log_path),
                        "log_path is set: the run is read from that log")

@@ -66,11 +66,8 @@ def add_tokens_per_s(run: Run, sequence_length: Optional[int]) -> bool:
 
 
 def read_log(path: str, config: Optional[Any] = None, sequence_length: Optional[int] = None) -> Run:
-    """The last LLaMA-2-7B run in the modelzoo log at ``path``, with ``tokens_per_s`` when the sequence length is known.
-
-    ``sequence_length``: the one the run's params file gave (the CS-3 path passes it);
-    ``config`` (with ``batch_size``, ``sequence_length``...) fills what the log does not print.
-    """
+    """The last LLaMA-2-7B run in the modelzoo log at ``path``, with ``tokens_per_s`` when the sequence
+    length is known; ``sequence_length`` (its params file's) and ``config`` fill what the log does not print."""
     problem = existing_file(path)
     if problem:
         raise FileNotFoundError("log_path = {!r}: {}".format(path, problem))
