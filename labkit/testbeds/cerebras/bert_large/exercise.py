@@ -26,9 +26,8 @@ __all__ = ["BertLargePlan", "plan", "run_exercise", "compare"]
 
 @dataclass(repr=False)
 class BertLargePlan(RunPlan):
-    """A :class:`labkit.plans.RunPlan` whose ``path`` is "log", "modelzoo" (the CS-2) or "portable",
-    with the Cerebras ``stack`` a "modelzoo" run uses and, for a portable run, ``steps``: the precision,
-    micro-batch and launch :mod:`labkit.accelerator` chose and this machine's measured time."""
+    """A :class:`labkit.plans.RunPlan` whose ``path`` is "log", "modelzoo" (the CS-2, with its ``stack``) or
+    "portable" (with the ``steps`` :mod:`labkit.accelerator` chose and this machine's measured time)."""
 
     stack: Optional[CerebrasStack] = None
     steps: Optional[bert.StepPlan] = None
@@ -73,8 +72,7 @@ def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
 @run_step
 def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
     """The notebook's run step: read the log, train on the CS-2 or train the portable BERT, where ``plan``
-    (default: :func:`plan` now) says; the run's record. A CS-2 run writes its params file and its log in
-    the current folder (the notebook's)."""
+    (default: :func:`plan` now) says; the run's record."""
     chosen = plan if plan is not None else _plan_for(config, None)
     if chosen.path == "log":
         run = read_log(config.log_path, config)

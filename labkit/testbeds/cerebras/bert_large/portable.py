@@ -91,7 +91,6 @@ def run_portable(config: Config, device: Any, log_path: Optional[str] = None, ec
             log.close()
 
     run = Run(exercise=EXERCISE, source="portable", params=config.to_dict())
-    run.params["batch_size"] = batch_size
     run.params["device"] = str(device)
     run.params["precision"] = steps.precision.name
     bert.record_steps(run, result)

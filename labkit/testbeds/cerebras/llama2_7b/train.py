@@ -32,8 +32,7 @@ VALIDATION_BATCHES = 4
 def train(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] = None,
           echo: Callable[[str], None] = print, progress: bool = True) -> Run:
     """Train the portable LLaMA as ``config`` says (None values: :data:`~.spec.PORTABLE_DEFAULTS`) on
-    ``device``; the Run. ``steps``: the preset, precision and checkpointing the plan chose (default: the
-    config's preset, ``precision`` resolved here, no checkpointing)."""
+    ``device`` with the preset, precision and checkpointing the plan chose (``steps``); the Run."""
     import torch
 
     values = effective(config, "portable")
