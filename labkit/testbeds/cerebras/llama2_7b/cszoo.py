@@ -231,13 +231,13 @@ def missing_data_dirs(text: str, cwd: str) -> List[Tuple[str, str]]:
         value = (trainer.get(section) or {}).get(key)
         for i, loader in enumerate(value if isinstance(value, list) else [value]):
             if isinstance(loader, dict):
-                where = "trainer.{}.{}{}".format(section, key, ".{}".format(i) if isinstance(value, list) else "")
-                loaders.append((where, loader.get("data_dir")))
+                place = "trainer.{}.{}{}".format(section, key, ".{}".format(i) if isinstance(value, list) else "")
+                loaders.append((place, loader.get("data_dir")))
     missing = []
-    for where, paths in loaders:
+    for place, paths in loaders:
         for path in paths if isinstance(paths, list) else [paths]:
             if isinstance(path, str) and not os.path.exists(os.path.join(cwd, path)):
-                missing.append((where + ".data_dir", path))
+                missing.append((place + ".data_dir", path))
     return missing
 
 

@@ -33,16 +33,14 @@ class LlamaPlan(RunPlan):
     steps: Optional[llm.LlamaStepPlan] = None
 
 
-def estimated_seconds(model_size: str, batch_size: int, sequence_length: int, steps: int, device: Any,
-                      flops_per_second: Optional[float] = None) -> float:
-    """A portable run's time: 6 x parameters x tokens of arithmetic (plus attention) at
-    ``flops_per_second`` (measured by the plan's probe), or, where nothing was measured (a model that
-    does not fit here), at a nominal speed of the device."""
+def estimated_seconds(model_size: str, batch_size: int, sequence_length: int, steps: int, device: Any) -> float:
+    """A portable run's time where nothing was measured (a model that does not fit here): 6 x parameters
+    x tokens of arithmetic (plus attention) at a nominal speed of the device."""
     config = llm.model_config(model_size, _portable_vocab(model_size))
     per_token = 6 * llm.parameter_count(model_size, config.vocab_size) + \
         12 * config.num_hidden_layers * config.hidden_size * sequence_length
     kind = getattr(device, "type", str(device))
-    flops = flops_per_second or {"cuda": 5e13, "mps": 5e12}.get(kind, 2e10 * (os.cpu_count() or 1))
+    flops = {"cuda": 5e13, "mps": 5e12}.get(kind, 2e10 * (os.cpu_count() or 1))
     return per_token * batch_size * sequence_length * steps / flops
 
 
