@@ -9,7 +9,7 @@ import pytest
 from labkit import bert, llm
 from labkit.params import ParameterError
 from labkit.testbeds.cerebras import bert_large, llama2_7b
-from labkit.testbeds.cerebras.bert_large.exercise import estimated_seconds
+from labkit.testbeds.cerebras.bert_large.portable import step_plan
 
 MICRO = {"model_size": "micro", "batch_size": 8, "max_steps": 4, "log_steps": 2, "max_seq_length": 32,
          "target": "cpu"}
@@ -49,9 +49,9 @@ def test_an_asked_precision_and_micro_batch_show_in_the_plan_and_the_run_records
 
 def test_the_estimate_is_measured_here_and_scales_with_the_samples():
     config = bert_large.SPEC.validate(dict(MICRO, model_size="tiny", max_seq_length=64))
-    one = estimated_seconds(config, "cpu")
+    one = step_plan(config, "cpu").seconds(config.batch_size * config.max_steps)
     assert one > 0
-    assert estimated_seconds(config.replace(max_steps=8), "cpu") == pytest.approx(2 * one)
+    assert step_plan(config.replace(max_steps=8), "cpu").seconds(config.batch_size * 8) == pytest.approx(2 * one)
     steps = bert.plan_steps("tiny", 64, 8, "cpu")
     assert steps.seconds(8 * 4) == pytest.approx(one)
     with pytest.raises(ParameterError, match=r"would take about \d+ days \(measured here: one large encoder layer"):

@@ -22,9 +22,8 @@ import pytest
 import yaml
 
 from labkit.testbeds.cerebras.llama2_7b import cszoo
-from labkit.testbeds.cerebras.llama2_7b.log import read_log
-from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS
-from labkit.testbeds.cerebras.llama2_7b.testbed import run_on_cs3
+from labkit.testbeds.cerebras.llama2_7b.cszoo import run_on_cs3
+from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS, read_log
 from tests.cerebras.cs3_stack import PARAMS_2_6
 from tests.fakes import CSZOO
 
@@ -112,11 +111,13 @@ def test_a_file_without_the_key_is_refused_by_name(tmp_path):
         cszoo.write_params_yaml(str(source), str(tmp_path / "x.yaml"), batch_size=8)
 
 
-def test_the_command_is_the_courses():
+def test_the_command_is_the_courses(monkeypatch, tmp_path):
     assert cszoo.cszoo_command("configs/params_llama2_7b.yaml", "model_dir_llama2_7b") == [
         "cszoo", "fit", "configs/params_llama2_7b.yaml", "--job_labels", "name=llama2_7b",
         "--model_dir", "model_dir_llama2_7b"]
-    assert cszoo.cancel_command("wsjob-abc") == ["csctl", "cancel", "job", "wsjob-abc"]
+    monkeypatch.setenv("PATH", str(tmp_path))  # no csctl: the cancel is said in words
+    assert cszoo.cancel_job("wsjob-abc") == (
+        False, "csctl was not found on PATH: cancel the job by hand with `csctl cancel job wsjob-abc`.")
 
 
 # -- the fake speaks the CLI -------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from labkit.testbeds.cerebras.llama2_7b import cszoo
-from labkit.testbeds.cerebras.llama2_7b.testbed import run_on_cs3
+from labkit.testbeds.cerebras.llama2_7b.cszoo import run_on_cs3
 from tests.cerebras.cs3_stack import PARAMS_2_6
 from tests.cerebras.test_cs3 import _config
 from tests.fakes import CSZOO

@@ -14,7 +14,7 @@ from labkit import devices, llm
 from labkit.params import ParameterError
 from labkit.results import Run
 from labkit.testbeds.cerebras import llama2_7b
-from labkit.testbeds.cerebras.llama2_7b.host import LLAMA_DIRS
+from labkit.testbeds.cerebras.llama2_7b.cszoo import LLAMA_DIR
 from labkit.testbeds.cerebras.llama2_7b.train import train
 from tests.cerebras.cs3_stack import CS3Node
 
@@ -87,7 +87,7 @@ def cs3_node(tmp_path, monkeypatch):
     cszoo.write_text("#!/bin/sh\necho cszoo\n")
     cszoo.chmod(cszoo.stat().st_mode | stat.S_IEXEC)
     modelzoo = tmp_path / "R_2.6.0" / "modelzoo"
-    (modelzoo / LLAMA_DIRS[0]).mkdir(parents=True)
+    (modelzoo / LLAMA_DIR).mkdir(parents=True)
     monkeypatch.setenv("PATH", str(bin_dir) + os.pathsep + os.environ["PATH"])
     return str(modelzoo)
 

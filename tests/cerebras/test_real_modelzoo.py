@@ -20,7 +20,7 @@ import yaml
 
 import labkit.logs
 from labkit.testbeds.cerebras.llama2_7b import cszoo
-from labkit.testbeds.cerebras.llama2_7b.log import read_log
+from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
 from labkit.testbeds.cerebras.llama2_7b.report import throughput_table, where_label
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "testbed-logs" / "cerebras"

@@ -1,17 +1,14 @@
-"""Cerebras: what the two courses' exercises share, and the exercises as sibling sub-packages.
+"""Cerebras: what the two courses' exercises share; the exercises are the sibling sub-packages
+``bert_large`` (BERT-Large, ``run.py CSX`` on a CS-2, 2024) and ``llama2_7b`` (``cszoo fit`` on a CS-3, 2025).
 
-- :mod:`labkit.testbeds.cerebras.bert_large`: BERT-Large with the modelzoo's ``run.py CSX`` on a
-  CS-2 (the 2024 course), notebook ``notebooks/cerebras/bert_large.ipynb``.
-- :mod:`labkit.testbeds.cerebras.llama2_7b`: LLaMA-2-7B with ``cszoo fit`` on a CS-3 (the 2025
-  course), notebook ``notebooks/cerebras/llama2_7b.ipynb``.
-
-The modules shared by both (the log reader, the log lines, streaming, YAML edits) are listed in
-docs/cerebras.md, "Code".
+Here: where a modelzoo checkout may be, and a portable plan's time line. The shared modules (the log
+reader, streaming and the log lines, YAML edits): docs/cerebras.md, "Code".
 """
 
 from __future__ import annotations
 
-from typing import Any, List
+import os
+from typing import Any, List, Optional
 
 # 2024 hand-ins say `from labkit.testbeds import cerebras; cerebras.run_exercise(config)` (and their metadata
 # names labkit.testbeds.cerebras:SPEC): those names still resolve, to bert_large, imported only when asked for.
@@ -30,6 +27,23 @@ def __getattr__(name: str) -> Any:
 
         return getattr(bert_large, name)
     raise AttributeError("module {!r} has no attribute {!r}".format(__name__, name))
+
+
+def candidate_modelzoos(modelzoo_dir: Optional[str]) -> List[str]:
+    """Where a modelzoo checkout may be: ``modelzoo_dir``, else $LABKIT_MODELZOO, then ~/R_*/modelzoo (newest first)."""
+    if modelzoo_dir:
+        return [modelzoo_dir]
+    found = []
+    env = os.environ.get("LABKIT_MODELZOO")
+    if env:
+        found.append(env)
+    home = os.path.expanduser("~")
+    try:
+        releases = sorted((d for d in os.listdir(home) if d.startswith("R_")), reverse=True)
+    except OSError:
+        releases = []
+    found.extend(os.path.join(home, d, "modelzoo") for d in releases)
+    return found
 
 
 def duration(seconds: float) -> str:

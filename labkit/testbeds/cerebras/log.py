@@ -5,9 +5,8 @@
     report = labkit.logs.read("mytest.log")          # a CS-3 LLaMA-2-7B log: exercise cerebras/llama2_7b
 
 What is read, and where one pasted log ends and the next begins: docs/logs.md (the Cerebras row
-and "Pasted text"). :class:`LogState` is what the reader has read of the run in progress; when the run
-closes, :func:`add_phases` gives the phase metrics from the time stamps (queue, compile, staging,
-training, checkpoints) and :func:`add_run_notes` what a reader of the numbers must know beside them.
+and "Pasted text"). When a run closes, :func:`add_phases` gives the phase metrics from the time stamps
+and :func:`add_run_notes` what a reader of the numbers must know beside them.
 
 Verified only against real logs from the course; no Cerebras stack runs here.
 """
@@ -16,15 +15,54 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, new_run, number, parse_stamp, stamp_text
+from labkit.metrics import Metric, MetricTable
 from labkit.results import Run
-from labkit.testbeds.cerebras.log_metrics import TOKENS_PER_S_UNIT, add_log_metric
-from labkit.testbeds.cerebras.loglines import on_cerebras_system
 
-__all__ = ["CerebrasReader"]
+__all__ = ["CerebrasReader", "LOG_METRICS", "add_log_metric", "on_cerebras_system"]
+
+#: The log reader's metrics, in the order the tables list them.
+LOG_METRICS: Tuple[Metric, ...] = (
+    Metric("global_rate", "samples/s", "the modelzoo's GlobalRate at the last logged step: samples per second "
+                                       "averaged since the first step", timing=True),
+    Metric("last_rate", "samples/s", "the modelzoo's Rate at the last logged step: over the last interval only",
+           timing=True),
+    Metric("min_rate", "samples/s", "the lowest Rate logged", timing=True),
+    Metric("max_rate", "samples/s", "the highest Rate logged", timing=True),
+    Metric("samples_per_s", "samples/s", "samples / train_seconds of the 'Processed' line", timing=True),
+    Metric("samples", "samples", "samples trained on, from 'Processed N (training) sample(s) in T seconds'"),
+    Metric("train_seconds", "s", "seconds the 'Processed' line gives; when they exceed the steps' own span (CS-3 "
+                                 "logs: set-up and checkpoint saves), a note says so", timing=True),
+    Metric("steps", "", "training steps run (the last step logged)"),
+    Metric("final_loss", "", "training loss at the last logged step"),
+    Metric("compile_estimated_rate", "samples/s", "the compiler's own estimate of the run's speed ('Compile estimated "
+                                                  "performance: N samples/sec', a fresh compile only): a prediction, "
+                                                  "shown beside the measured GlobalRate", timing=True),
+    Metric("compile_s", "s", "seconds the compile job took, cluster queue excluded (absent when the compile was "
+                             "cached and no compile time was measured)", timing=True),
+    Metric("compile_queue_s", "s", "seconds the compile job waited in the cluster's queue", timing=True),
+    Metric("compile_cached", "", "True when the compile reused earlier artifacts (short, no floorplan search)"),
+    Metric("execute_queue_s", "s", "seconds the execute job waited in the cluster's queue", timing=True),
+    Metric("setup_s", "s", "seconds from the program's start to the run's start (log time stamps)", timing=True),
+    Metric("staging_s", "s", "seconds the appliance spent staging (weights, data workers) before the first step, "
+                             "from the log's time stamps", timing=True),
+    Metric("checkpoint_s", "s", "seconds spent saving checkpoints (log time stamps); never counted as training",
+           timing=True),
+    Metric("run_wall_s", "s", "seconds from the run's start to its end (log time stamps)", timing=True),
+    Metric("wall_s", "s", "seconds between the log's first and last time stamps, queues included", timing=True),
+)
+
+#: The log reader's metrics as a table: its ``add`` gives each metric its unit (KeyError for another name).
+_TABLE = MetricTable(("the Cerebras log reader",), *LOG_METRICS)
+
+
+def add_log_metric(run: Run, name: str, value: Any) -> None:
+    """``run.add_metric(name, value, unit)`` with the unit of :data:`LOG_METRICS` (KeyError for another name)."""
+    _TABLE.add(run, name, value)
+
 
 _BATCH = re.compile(r"Effective batch size is (\d+)")
 _TRAIN = re.compile(r"\| Train Device=([^,]+), Step=(\d+), Loss=(" + NUMBER + r"), Rate=(" + NUMBER +
@@ -172,6 +210,14 @@ def _overhead_s(st: LogState) -> Optional[float]:
     return None
 
 
+def on_cerebras_system(device: Optional[str]) -> bool:
+    """Whether a Train line's ``Device=`` names a Cerebras system: ``CSX`` (2.x), ``xla:0`` (older
+    releases); a log that names no device is taken as the testbed's. The modelzoo's CPU and GPU
+    backends print the torch device (``cpu``, ``cuda:0``: ``trainer.backend.device`` in
+    trainer/loggers/progress.py)."""
+    return device is None or device.upper() == "CSX" or device.startswith("xla")
+
+
 def _and(items: List[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
@@ -219,8 +265,8 @@ def add_run_notes(st: LogState, model: Optional[str]) -> None:
     _batch_size(st)
     _estimate_note(st)
     if model == "llama2_7b" and run.params.get("sequence_length") and "global_rate" in metrics:
-        run.add_metric("tokens_per_s", round(metrics["global_rate"] * run.params["sequence_length"], 1),
-                       TOKENS_PER_S_UNIT)
+        # the LLaMA table (llama2_7b/metrics.py) holds this metric, in this unit
+        run.add_metric("tokens_per_s", round(metrics["global_rate"] * run.params["sequence_length"], 1), "tokens/s")
     elif model == "llama2_7b" and "sequence_length" not in run.params and st.steps:
         run.notes.append("The log does not give the sequence length, so tokens/s (GlobalRate x sequence length) "
                          "cannot be read from it alone; llama2_7b.read_log(path, config) takes it from the config.")

@@ -1,43 +1,42 @@
-"""Run a command and stream its output into the notebook and a log file, like the course's ``|& tee``.
-
-    from labkit.testbeds.cerebras.stream import stream_command
-    status = stream_command(["python", "run.py", "CSX", ...], cwd=bert_dir, log_path="run.log")
+"""The modelzoo's output: a command's lines streamed into the notebook and a log file (the course's
+``|& tee``), recognised as they pass, and the same lines written by the portable runs.
 
 This follows a local child process (``run.py CSX`` submits and follows its own wsjobs on the
-Cerebras cluster), not a Slurm job: Slurm jobs are followed by :func:`labkit.jobs.follow`.
+Cerebras cluster), not a Slurm job (:func:`labkit.jobs.follow`). The portable run prints the same
+lines as ``run.py CSX``, so :mod:`labkit.logs` reads both alike::
+
+    2024-05-02 10:00:00,123 INFO:   | Train Device=CPU, Step=10, Loss=9.50000, Rate=20.00 samples/sec, GlobalRate=19.91 samples/sec
+    2024-05-02 10:00:09,456 INFO:   Processed 160 sample(s) in 8.04 seconds.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
-from typing import Any, Callable, Dict, Optional, Sequence
+from datetime import datetime
+from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["stream_command", "echo_above"]
+__all__ = ["stream_command", "echo_above", "train_line", "processed_line", "info_line", "step_of", "wsjob_of"]
+
+_JOB_ID = re.compile(r"[jJ]ob id: (wsjob-[\w-]+)")
 
 
 def stream_command(command: Sequence[str], cwd: str, log_path: str, echo: Callable[[str], None] = print,
-                   on_line: Optional[Callable[[str], None]] = None, env: Optional[Dict[str, str]] = None,
-                   header: bool = True) -> int:
-    """Run ``command``, streaming each line of its output to ``echo`` and to ``log_path`` (like ``|& tee``).
-
-    stderr is merged into stdout, as the course's ``|&`` does. Returns the exit status. An
-    interrupt (the notebook's stop button) stops the child too. ``header``: the log's first
-    line is ``$ command``; without it the log holds only what the command printed, as ``tee`` writes it.
-    """
-    full_env = dict(os.environ)
-    full_env["PYTHONUNBUFFERED"] = "1"  # lines as they happen, not when a buffer fills
-    if env:
-        full_env.update(env)
+                   on_line: Optional[Callable[[str], None]] = None, header: bool = True) -> int:
+    """Run ``command``, streaming each line of its output (stderr merged, as ``|&`` does) to ``echo`` and to
+    ``log_path``; the exit status. An interrupt stops the child too. ``header``: the log's first line is
+    ``$ command``; without it the log holds only what the command printed, as ``tee`` writes it."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")  # lines as they happen, not when a buffer fills
     with open(log_path, "w") as log:
         if header:
             log.write("$ " + " ".join(shlex.quote(part) for part in command) + "\n")
             log.flush()
         try:
             proc = subprocess.Popen(list(command), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, bufsize=1, errors="replace", env=full_env)
+                                    text=True, bufsize=1, errors="replace", env=env)
         except OSError as exc:
             raise RuntimeError("could not start {!r} in {}: {}".format(command[0], cwd, exc)) from None
         with proc:
@@ -65,3 +64,53 @@ def echo_above(progress: Any, echo: Callable[[str], None]) -> Callable[[str], No
     if echo is print and hasattr(progress, "write"):
         return lambda text: progress.write(text, file=sys.stdout)
     return echo
+
+
+def _stamp() -> str:
+    now = datetime.now()
+    return now.strftime("%Y-%m-%d %H:%M:%S") + ",{:03d}".format(now.microsecond // 1000)
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return "{}:{:02d}:{:02d}".format(seconds // 3600, seconds // 60 % 60, seconds % 60)
+
+
+def train_line(device: str, step: int, loss: float, rate: float, global_rate: float,
+               remaining_s: Optional[float] = None) -> str:
+    """A modelzoo training log line (``| Train Device=CSX, Step=100, Loss=9.50000, Rate=..., ...``); with
+    ``remaining_s``, the 2.6 line's ``LoopTimeRemaining=..., TimeRemaining=...`` too."""
+    line = "{} INFO:   | Train Device={}, Step={}, Loss={:.5f}, Rate={:.2f} samples/sec, GlobalRate={:.2f} samples/sec".format(
+        _stamp(), device, step, loss, rate, global_rate)
+    if remaining_s is None:
+        return line
+    return line + ", LoopTimeRemaining={}, TimeRemaining={}".format(_clock(remaining_s), _clock(remaining_s))
+
+
+def processed_line(samples: int, seconds: float, training: bool = False) -> str:
+    """The modelzoo's last line: ``Processed N sample(s) in T seconds.`` (2.6: ``N training sample(s)``)."""
+    return "{} INFO:   Processed {} {}sample(s) in {} seconds.".format(
+        _stamp(), samples, "training " if training else "", repr(float(seconds)))
+
+
+def info_line(text: str) -> str:
+    """``text`` as a modelzoo INFO line, stamped now."""
+    return "{} INFO:   {}".format(_stamp(), text)
+
+
+def step_of(line: str) -> Optional[int]:
+    """The step of a ``| Train Device=..., Step=N, ...`` line; None for any other line."""
+    if "Train Device=" not in line:
+        return None
+    try:
+        return int(line.split("Step=", 1)[1].split(",", 1)[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def wsjob_of(line: str) -> Optional[str]:
+    """The wsjob id a line announces (2.6: ``Job id: wsjob-...``; CS-2: ``execute job id: wsjob-...``), else None."""
+    if "ob id:" not in line:
+        return None
+    m = _JOB_ID.search(line)
+    return m.group(1) if m else None

@@ -10,10 +10,9 @@ run made on the testbed). The modules: docs/cerebras.md, "Code".
 from __future__ import annotations
 
 from labkit.testbeds.cerebras.bert_large.exercise import compare, plan, run_exercise
-from labkit.testbeds.cerebras.bert_large.host import cerebras_stack
-from labkit.testbeds.cerebras.bert_large.log import read_log
-from labkit.testbeds.cerebras.bert_large.metrics import METRICS
-from labkit.testbeds.cerebras.bert_large.modelzoo import modelzoo_command, run_modelzoo, write_params_yaml
+from labkit.testbeds.cerebras.bert_large.metrics import METRICS, read_log
+from labkit.testbeds.cerebras.bert_large.modelzoo import (cerebras_stack, modelzoo_command, run_modelzoo,
+                                                          write_params_yaml)
 from labkit.testbeds.cerebras.bert_large.portable import run_portable
 from labkit.testbeds.cerebras.bert_large.report import (comparison_table, format_table, metrics_table, plot_comparison,
                                                         plot_loss, show)

@@ -15,32 +15,27 @@ from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
 from labkit.testbeds.cerebras import duration, time_lines
-from labkit.testbeds.cerebras.bert_large.host import CerebrasStack, cerebras_stack, check_template
-from labkit.testbeds.cerebras.bert_large.log import read_log
-from labkit.testbeds.cerebras.bert_large.modelzoo import run_modelzoo
-from labkit.testbeds.cerebras.bert_large.portable import run_portable
+from labkit.testbeds.cerebras.bert_large.metrics import read_log
+from labkit.testbeds.cerebras.bert_large.modelzoo import (CerebrasStack, cerebras_stack, check_template,
+                                                          run_modelzoo)
+from labkit.testbeds.cerebras.bert_large.portable import run_portable, step_plan
 from labkit.testbeds.cerebras.bert_large.spec import CEREBRAS_HELP, EXERCISE, LONG_RUN_SECONDS
 
-__all__ = ["BertLargePlan", "plan", "run_exercise", "compare", "estimated_seconds", "step_plan"]
+__all__ = ["BertLargePlan", "plan", "run_exercise", "compare"]
 
 
 @dataclass(repr=False)
 class BertLargePlan(RunPlan):
-    """A :class:`labkit.plans.RunPlan` whose ``path`` is "log", "modelzoo" (the CS-2) or "portable",
-    with the Cerebras ``stack`` a "modelzoo" run uses and, for a portable run, ``steps``: the precision,
-    micro-batch and launch :mod:`labkit.accelerator` chose and this machine's measured time."""
+    """A :class:`labkit.plans.RunPlan` whose ``path`` is "log", "modelzoo" (the CS-2, with its ``stack``) or
+    "portable" (with the ``steps`` :mod:`labkit.accelerator` chose and this machine's measured time)."""
 
     stack: Optional[CerebrasStack] = None
     steps: Optional[bert.StepPlan] = None
 
 
 def plan(config: Config) -> BertLargePlan:
-    """Decide where ``config`` runs, before anything runs.
-
-    Raises :class:`labkit.devices.DeviceError` saying what is missing when ``target="CSX"``
-    and the Cerebras stack is not here, or a GPU that was asked for is absent; raises
-    ParameterError when a portable run would take hours (see ``allow_long_run``).
-    """
+    """Decide where ``config`` runs, before anything runs: :class:`labkit.devices.DeviceError` for a CS-2 or
+    GPU asked for and absent, ParameterError for a portable run that would take hours."""
     return _plan_for(config, None)
 
 
@@ -74,18 +69,10 @@ def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
     return BertLargePlan("portable", where, why, device=device, more=more, steps=steps)
 
 
-def step_plan(config: Config, device: Any, batch_size: Optional[int] = None, measure: bool = True) -> bert.StepPlan:
-    """Precision, micro-batch, launch and measured time per sample of a portable run (:func:`labkit.bert.plan_steps`)."""
-    batch = batch_size or config.batch_size
-    return bert.plan_steps(config.model_size, config.max_seq_length, batch, device, config.precision,
-                           config.micro_batch_size, samples=batch * config.max_steps, measure=measure)
-
-
 @run_step
 def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
     """The notebook's run step: read the log, train on the CS-2 or train the portable BERT, where ``plan``
-    (default: :func:`plan` now) says; the run's record. A CS-2 run writes its params file and its log in
-    the current folder (the notebook's)."""
+    (default: :func:`plan` now) says; the run's record."""
     chosen = plan if plan is not None else _plan_for(config, None)
     if chosen.path == "log":
         run = read_log(config.log_path, config)
@@ -118,12 +105,6 @@ def compare(config: Config, chosen: Optional[BertLargePlan] = None, runs: Sequen
             if found[-1].status == "interrupted":  # the student stopped it: no more runs
                 break
     return found
-
-
-def estimated_seconds(config: Config, device: Any, batch_size: Optional[int] = None) -> float:
-    """This machine's time for a portable run, from a measured probe (:func:`labkit.bert.plan_steps`)."""
-    batch = batch_size or config.batch_size
-    return step_plan(config, device, batch).seconds(batch * config.max_steps)
 
 
 def _check_cost(config: Config, device: Any, sizes: Optional[Sequence[int]], steps: bert.StepPlan) -> float:

@@ -1,19 +1,26 @@
-"""The BERT-Large exercise's table of metrics: the same names whichever path made the run.
+"""The BERT-Large exercise's table of metrics (the same names whichever path made the run), and a CS-2
+log read under them.
 
-    from labkit.testbeds.cerebras import bert_large
-    bert_large.METRICS.frame()                  # what each metric means, its unit
-
-A log's run gets the exercise's names from :func:`~labkit.testbeds.cerebras.bert_large.log.standardize`,
-with the log reader's names beside them, so tables of logs and portable runs line up.
+The testbed's reader (:mod:`labkit.testbeds.cerebras.log`) gives the modelzoo's numbers;
+:func:`standardize` adds the exercise's names for them, so a log's run and a portable run line up in
+one table. Both names are kept, as records have always held them: ``samples_per_sec`` is
+``global_rate``, ``total_samples`` is ``samples``, ``total_time`` is ``train_seconds``,
+``compile_time`` is ``compile_s``.
 """
 
 from __future__ import annotations
 
-from labkit.metrics import Metric, MetricTable
-from labkit.testbeds.cerebras.bert_large.spec import EXERCISE
-from labkit.testbeds.cerebras.log_metrics import LOG_METRICS
+import os
+from typing import Optional
 
-__all__ = ["METRICS"]
+import labkit.logs
+from labkit.metrics import Metric, MetricTable
+from labkit.params import Config, existing_file
+from labkit.results import Run
+from labkit.testbeds.cerebras.bert_large.spec import EXERCISE
+from labkit.testbeds.cerebras.log import LOG_METRICS
+
+__all__ = ["METRICS", "read_log", "standardize"]
 
 #: Every metric of a modelzoo run: the exercise's (BERT-Large) and the other modelzoo logs the reader knows.
 METRICS = MetricTable(
@@ -42,3 +49,41 @@ METRICS = MetricTable(
     # The log reader's names (labkit.logs gives a modelzoo log these), less the two above.
     *(m for m in LOG_METRICS if m.name not in ("steps", "final_loss")),
 )
+
+
+def standardize(run: Run) -> Run:
+    """Add the exercise's metric names to a run read from a log (the reader's names stay)."""
+    m = run.metrics
+    add = METRICS.add
+    rate = m.get("global_rate", m.get("samples_per_s"))
+    if rate is not None:
+        add(run, "samples_per_sec", rate)
+    if m.get("samples") is not None:
+        add(run, "total_samples", m["samples"])
+    if m.get("train_seconds") is not None:
+        add(run, "total_time", m["train_seconds"])
+    if m.get("samples") and m.get("train_seconds"):
+        add(run, "time_per_sample", m["train_seconds"] / m["samples"])
+    elif rate:
+        add(run, "time_per_sample", 1.0 / rate)
+    if "compile_s" in m:
+        add(run, "compile_time", m["compile_s"])
+    return run
+
+
+def read_log(path: str, config: Optional[Config] = None) -> Run:
+    """The run in a modelzoo log, with the exercise's metrics (see :func:`standardize`)."""
+    problem = existing_file(path)
+    if problem:
+        raise FileNotFoundError("log_path = {!r}: {}".format(path, problem))
+    report = labkit.logs.read(path, format="cerebras")
+    run = standardize(report.run)
+    run.exercise = EXERCISE
+    run.environment.setdefault("log_path", os.path.abspath(path))
+    if config is not None:
+        logged = dict(run.params)
+        run.params = {"batch_size": logged.get("batch_size", config.batch_size), "log_path": path}
+        for key in ("params_file", "mode"):
+            if key in logged:
+                run.params[key] = logged[key]
+    return run

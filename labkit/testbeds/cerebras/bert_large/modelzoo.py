@@ -1,12 +1,11 @@
-"""The CS-2 path: the modelzoo's params YAML, the course's ``python run.py CSX ...`` command, the run.
+"""The CS-2 path: what of the Cerebras stack is here, the modelzoo's params YAML, the course's
+``python run.py CSX ...`` command, the run.
 
-    from labkit.testbeds.cerebras import bert_large
-    bert_large.write_params_yaml(config, template, "params.yaml")
-    bert_large.modelzoo_command("params.yaml", "model_dir", "/home/me/R_2.3.0/modelzoo")
     run = bert_large.run_modelzoo(config, bert_large.cerebras_stack())
 
-Verified only on the testbed; here it is tested against a fake ``run.py`` that prints the real
-log format (tests/fakes/cerebras_run.py).
+Looking for the stack imports none of it; :func:`labkit.testbeds.cerebras.bert_large.plan` decides
+from it where a run goes. Verified only on the testbed; here it is tested against a fake ``run.py``
+that prints the real log format (tests/fakes/cerebras_run.py).
 """
 
 from __future__ import annotations
@@ -14,18 +13,91 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from labkit import bert
-from labkit.params import Config
+from labkit import bert, devices
+from labkit.params import Config, ParameterError
 from labkit.results import Run
-from labkit.testbeds.cerebras.bert_large.host import CerebrasStack, template_path
-from labkit.testbeds.cerebras.bert_large.log import read_log
-from labkit.testbeds.cerebras.loglines import step_of
-from labkit.testbeds.cerebras.stream import echo_above, stream_command
+from labkit.testbeds.cerebras import candidate_modelzoos
+from labkit.testbeds.cerebras.bert_large.metrics import read_log
+from labkit.testbeds.cerebras.bert_large.spec import DEFAULT_TEMPLATE, EXERCISE
+from labkit.testbeds.cerebras.stream import echo_above, step_of, stream_command
 
-__all__ = ["write_params_yaml", "modelzoo_command", "run_modelzoo"]
+__all__ = ["CerebrasStack", "cerebras_stack", "template_path", "check_template", "write_params_yaml",
+           "modelzoo_command", "run_modelzoo"]
+
+# Where run.py for BERT sits in the modelzoo, by release (R_1.9-2.3, then 2.4 onwards).
+_BERT_DIRS = ("modelzoo/transformers/pytorch/bert", "src/cerebras/modelzoo/models/nlp/bert",
+              "transformers/pytorch/bert")
+
+
+@dataclass
+class CerebrasStack:
+    """What of the Cerebras stack is here: ``missing`` lists what is not, in words."""
+
+    cerebras_pytorch: bool
+    modelzoo_dir: Optional[str]
+    bert_dir: Optional[str]
+    missing: List[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+
+def cerebras_stack(modelzoo_dir: Optional[str] = None) -> CerebrasStack:
+    """Look for ``cerebras_pytorch`` and a modelzoo checkout with BERT's ``run.py`` (imports nothing)."""
+    has_cstorch = devices.module_available("cerebras_pytorch") or devices.module_available("cerebras.pytorch")
+    missing = []
+    if not has_cstorch:
+        missing.append("the cerebras_pytorch package is not importable in this Python ({})".format(sys.executable))
+    root = bert_dir = None
+    for candidate in candidate_modelzoos(modelzoo_dir):
+        for sub in _BERT_DIRS:
+            if os.path.isfile(os.path.join(candidate, sub, "run.py")):
+                root, bert_dir = os.path.abspath(candidate), os.path.abspath(os.path.join(candidate, sub))
+                break
+        if bert_dir:
+            break
+    if bert_dir is None:
+        where = modelzoo_dir or "LABKIT_MODELZOO or ~/R_*/modelzoo"
+        missing.append("no modelzoo checkout with BERT's run.py was found (looked in {} for {})".format(
+            where, " or ".join(s + "/run.py" for s in _BERT_DIRS[:2])))
+    return CerebrasStack(has_cstorch, root, bert_dir, missing)
+
+
+def template_path(config: Config, stack: Optional[CerebrasStack]) -> Optional[str]:
+    """The params YAML a CS-2 run starts from: ``params_template``, else the course's
+    :data:`DEFAULT_TEMPLATE`, else the modelzoo's ``configs/bert_large_MSL128*.yaml``; None if none is here."""
+    if config.params_template:
+        return config.params_template
+    if os.path.isfile(DEFAULT_TEMPLATE):
+        return DEFAULT_TEMPLATE
+    if stack is not None and stack.bert_dir:
+        for name in ("bert_large_MSL128_sampleds.yaml", "bert_large_MSL128.yaml", "bert_large_msl128.yaml"):
+            path = os.path.join(stack.bert_dir, "configs", name)
+            if os.path.isfile(path):
+                return path
+    return None
+
+
+def check_template(config: Config, stack: CerebrasStack) -> None:
+    """ParameterError when there is no params YAML, or its data set is not made for ``max_seq_length``."""
+    template = template_path(config, stack)
+    if template is None:
+        raise ParameterError(["params_template = None: no params YAML found ({} is absent and the modelzoo has no "
+                              "configs/bert_large_MSL128*.yaml); give the path of one".format(DEFAULT_TEMPLATE)], EXERCISE)
+    import yaml
+
+    with open(template) as f:
+        params = yaml.safe_load(f) or {}
+    msl = (params.get("train_input") or {}).get("max_sequence_length")
+    if msl is not None and msl != config.max_seq_length:
+        raise ParameterError(["max_seq_length = {}: the data set of {} is preprocessed for sequences of {} tokens; "
+                              "allowed on the CS-2 with this template: {}".format(config.max_seq_length, template, msl, msl)],
+                             EXERCISE)
 
 
 #: modelzoo ``model:`` keys for each preset (hidden_size, num_hidden_layers, num_heads, filter_size).
@@ -36,15 +108,9 @@ def _modelzoo_model(model_size: str) -> Dict[str, int]:
 
 
 def write_params_yaml(config: Config, template: str, out_path: str) -> Dict[str, Any]:
-    """Write the modelzoo params file for ``config``: ``template`` with the run's choices.
-
-    Sets ``train_input.batch_size`` (the effective batch, split over the CS-2s),
-    ``train_input.micro_batch_size`` when given (else the compiler searches one),
-    ``runconfig.max_steps``, ``log_steps``, ``checkpoint_steps`` (= max_steps: one checkpoint
-    at the end, as the course's runs save), ``seed``, and the model's size when it is not
-    "large". Everything else (data, vocabulary, optimizer) stays as the template says.
-    Returns the params written.
-    """
+    """Write the modelzoo params file for ``config``: ``template`` with the run's choices (which keys:
+    docs/cerebras.md, "The modelzoo path"; ``checkpoint_steps`` = max_steps, one checkpoint at the end,
+    as the course's runs save); the params written."""
     import yaml
 
     with open(template) as f:
@@ -94,19 +160,18 @@ def _user() -> str:
         return "labkit"
 
 
-def run_modelzoo(config: Config, stack: CerebrasStack, workdir: str = ".", python: Optional[str] = None,
-                 echo: Callable[[str], None] = print) -> Run:
-    """Train on the CS-2: params file, ``run.py CSX``, live log, metrics read from the log."""
+def run_modelzoo(config: Config, stack: CerebrasStack, echo: Callable[[str], None] = print) -> Run:
+    """Train on the CS-2: params file, ``run.py CSX``, live log (the params file and the log in the current
+    folder, the notebook's), metrics read from the log."""
     from labkit.progress import bar
 
     template = template_path(config, stack)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    workdir = os.path.abspath(workdir)
-    os.makedirs(workdir, exist_ok=True)
+    workdir = os.getcwd()
     params_path = os.path.join(workdir, "params_bert_{}_bs{}_{}.yaml".format(config.model_size, config.batch_size, stamp))
     write_params_yaml(config, template, params_path)
     model_dir = os.path.join(os.path.abspath(config.model_dir), "bs{}-{}".format(config.batch_size, stamp))
-    command = modelzoo_command(params_path, model_dir, stack.modelzoo_dir, python=python)
+    command = modelzoo_command(params_path, model_dir, stack.modelzoo_dir)
     log_path = os.path.join(workdir, "cerebras-bert-bs{}-{}.log".format(config.batch_size, stamp))
     echo("$ cd {} && {}".format(stack.bert_dir, " ".join(shlex.quote(c) for c in command)))
     progress = bar(total=config.max_steps, desc="CS-2 steps", unit="step")

@@ -1,9 +1,5 @@
-"""The portable path: :mod:`labkit.bert` trains BERT on a torch device, printing the modelzoo's log lines.
-
-    from labkit.testbeds.cerebras import bert_large
-    run = bert_large.run_portable(config, device, log_path="portable.log")
-
-The lines in ``log_path`` read with :mod:`labkit.logs` as a CS-2 log does.
+"""The portable path: :mod:`labkit.bert` trains BERT on a torch device, printing the modelzoo's log
+lines (which :mod:`labkit.logs` reads as it reads a CS-2 log).
 """
 
 from __future__ import annotations
@@ -17,33 +13,33 @@ from labkit.params import Config
 from labkit.results import Run
 from labkit.testbeds.cerebras.bert_large.metrics import METRICS
 from labkit.testbeds.cerebras.bert_large.spec import EXERCISE
-from labkit.testbeds.cerebras.loglines import info_line, processed_line, train_line
-from labkit.testbeds.cerebras.stream import echo_above
+from labkit.testbeds.cerebras.stream import echo_above, info_line, processed_line, train_line
 
-__all__ = ["run_portable"]
+__all__ = ["run_portable", "step_plan"]
 
 
-def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, log_path: Optional[str] = None,
-                 echo: Callable[[str], None] = print, progress: bool = True,
-                 steps: Optional[bert.StepPlan] = None) -> Run:
+def step_plan(config: Config, device: Any, measure: bool = True) -> bert.StepPlan:
+    """Precision, micro-batch, launch and measured time per sample of a portable run (:func:`labkit.bert.plan_steps`)."""
+    return bert.plan_steps(config.model_size, config.max_seq_length, config.batch_size, device, config.precision,
+                           config.micro_batch_size, samples=config.batch_size * config.max_steps, measure=measure)
+
+
+def run_portable(config: Config, device: Any, log_path: Optional[str] = None, echo: Callable[[str], None] = print,
+                 progress: bool = True, steps: Optional[bert.StepPlan] = None) -> Run:
     """Train the portable BERT as ``config`` says with :func:`labkit.bert.train`, printing the modelzoo's
-    log lines (to ``log_path`` too, when given, for :mod:`labkit.logs` to read as a CS-2 log); the record.
-
-    ``steps``: the precision, micro-batch and launch the plan chose (default: :func:`labkit.bert.plan_steps`
-    for this batch size); on CUDA the record adds peak memory, model TFLOP/s and MFU (from the steady
-    rate). ``warmup_time`` (the first step) and ``setup_time`` (building the model) are recorded apart;
-    the first step counts in GlobalRate, as in the modelzoo's. Phases: setup, training, summary; the
-    first interrupt in training ends it at the next step, a second one drops the step in progress.
+    log lines (to ``log_path`` too, when given); the record. ``steps``: the precision, micro-batch and
+    launch the plan chose (default: :func:`step_plan` unmeasured). The first step counts in GlobalRate,
+    as in the modelzoo's. Phases: setup, training, summary; the first interrupt in training ends it at
+    the next step, a second one drops the step in progress.
     """
     import torch
 
     from labkit.progress import bar
 
-    batch_size = batch_size or config.batch_size
+    batch_size = config.batch_size
     device = torch.device(device) if isinstance(device, str) else device
     if steps is None or steps.micro_batch.global_batch != batch_size:
-        steps = bert.plan_steps(config.model_size, config.max_seq_length, batch_size, device, config.precision,
-                                config.micro_batch_size, samples=batch_size * config.max_steps, measure=False)
+        steps = step_plan(config, device, measure=False)
     micro = steps.micro_batch
     log = open(log_path, "w") if log_path else None
 
@@ -95,7 +91,6 @@ def run_portable(config: Config, device: Any, batch_size: Optional[int] = None, 
             log.close()
 
     run = Run(exercise=EXERCISE, source="portable", params=config.to_dict())
-    run.params["batch_size"] = batch_size
     run.params["device"] = str(device)
     run.params["precision"] = steps.precision.name
     bert.record_steps(run, result)

@@ -10,8 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from labkit.interrupts import show_step
 from labkit import display, plots
 from labkit.results import Run
-from labkit.testbeds.cerebras.bert_large.log import standardize
-from labkit.testbeds.cerebras.bert_large.metrics import METRICS
+from labkit.testbeds.cerebras.bert_large.metrics import METRICS, standardize
 
 __all__ = ["comparison_table", "plot_comparison", "metrics_table", "plot_loss", "show", "format_table",
            "TABLE_UNITS", "SHOWN_METRICS"]
@@ -95,11 +94,8 @@ def show(run: Run) -> Optional[List[Any]]:
 
 
 def format_table(table: Any, units: Optional[Dict[str, str]] = None):
-    """A table for the notebook, with each number next to its unit (``19.91 samples/s``).
-
-    A metrics table (metric, value, unit) shows value and unit together; any other table
-    takes its columns' units from ``units`` (the comparison table's by default).
-    """
+    """A table for the notebook, with each number next to its unit (``19.91 samples/s``): a metrics table's
+    own units, or ``units`` for any other table's columns (the comparison table's by default)."""
     from IPython.display import HTML
 
     frame = table.copy()

@@ -1,42 +1,57 @@
-"""The CS-3 path (modelzoo Release 2.6): the course's params YAML, ``cszoo fit``, ``csctl cancel job``.
+"""The CS-3 path (modelzoo Release 2.6): is this a CS-3 user node, the course's params YAML with the
+student's changes, ``cszoo fit``, ``csctl cancel job`` on an interrupt, the log read (:func:`run_on_cs3`).
 
     from labkit.testbeds.cerebras.llama2_7b import cszoo
-    source = cszoo.course_params_file()              # /software/cerebras/dataset/params_llama2_7b.yaml, else the modelzoo's
+    cszoo.cs3_node()                                 # [] on a CS-3 user node, else what is missing
+    run = cszoo.run_on_cs3(config)                   # config: batch_size, steps, sequence_length, learning_rate, ...
     edit = cszoo.write_params_yaml(source, "configs/params_llama2_7b_bs256.yaml", batch_size=256, steps=200)
     edit.changes                                     # [("trainer.fit.train_dataloader.batch_size", 1024, 256), ...]
-    cszoo.cszoo_command("configs/params_llama2_7b_bs256.yaml", "model_dir_llama2_7b")
-    result = cszoo.run_cszoo(command, cwd=llama_dir, log_path="mytest.log", steps=200)
 
 The course's commands (05-AITestbed/Cerebras/llama2-7b.md) and what labkit does with them:
-docs/cerebras.md, "On a CS-3 user node". Verified only on the testbed's documentation and sample
-log; here it is tested against the fakes tests/fakes/cszoo and tests/fakes/csctl.
+docs/cerebras.md, "On a CS-3 user node". A fresh model dir each run, since an old checkpoint there
+would be resumed; an interrupt cancels the wsjob and keeps the partial run (status ``interrupted``).
+The params file is edited line by line (:func:`set_scalar`): a file a student copies from the course
+has comments, anchors and a layout worth keeping, which ``yaml.safe_dump`` would rewrite. Verified
+only on the testbed's documentation and sample log; here it is tested against the fakes
+tests/fakes/cszoo and tests/fakes/csctl.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
+from labkit.interrupts import where
 from labkit.progress import bar
-from labkit.testbeds.cerebras.checkouts import candidate_modelzoos
-from labkit.testbeds.cerebras.loglines import step_of, wsjob_of
-from labkit.testbeds.cerebras.stream import echo_above, stream_command
-from labkit.testbeds.cerebras.yaml_edit import find_keys, key_paths, set_scalar
+from labkit.results import Run
+from labkit.testbeds.cerebras import candidate_modelzoos
+from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
+from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE
+from labkit.testbeds.cerebras.stream import echo_above, step_of, stream_command, wsjob_of
 
-__all__ = ["COURSE_PARAMS", "LLAMA_DIR", "ParamsEdit", "CszooResult", "llama_dir", "course_params_file",
-           "write_params_yaml", "params_values", "missing_data_dirs", "cszoo_command", "cancel_command", "cancel_job",
-           "run_cszoo"]
+__all__ = ["COURSE_PARAMS", "LLAMA_DIR", "CS3_HELP", "VENV_HINT", "ParamsEdit", "CszooResult", "cs3_node", "llama_dir",
+           "course_params_file", "write_params_yaml", "params_values", "missing_data_dirs", "cszoo_command",
+           "cancel_job", "run_cszoo", "run_on_cs3"]
 
 #: The params file the course copies over the modelzoo's (it exists on the CS-3 user nodes only).
 COURSE_PARAMS = "/software/cerebras/dataset/params_llama2_7b.yaml"
 #: Where LLaMA lives in a modelzoo checkout of Release 2.4 onwards; ``cszoo fit`` runs from there.
 LLAMA_DIR = "src/cerebras/modelzoo/models/nlp/llama"
+
+CS3_HELP = ("The CS-3 path runs the course's `cszoo fit configs/params_llama2_7b.yaml ...` on a Cerebras user node, in "
+            "the course's virtual environment (`python3.11 -m venv ~/R_2.6.0/venv_cerebras_pt`, `pip install -e "
+            "modelzoo` in a checkout of Release_2.6.0 under ~/R_2.6.0/modelzoo, or pass modelzoo_dir). Elsewhere use "
+            "device='auto', 'cuda', 'mps' or 'cpu' (the portable LLaMA), or log_path to read a CS-3 log.")
+#: How the course makes ``cszoo`` available (05-AITestbed/Cerebras/README.md).
+VENV_HINT = "source ~/R_2.6.0/venv_cerebras_pt/bin/activate (the course's Python 3.11 venv with modelzoo installed)"
 
 # Each setting's key path, in the 2.6 "trainer" layout and in the older "runconfig" layout.
 _KEYS: Dict[str, Tuple[Tuple[str, ...], ...]] = {
@@ -48,8 +63,8 @@ _KEYS: Dict[str, Tuple[Tuple[str, ...], ...]] = {
     "log_steps": (("trainer", "init", "logging", "log_steps"), ("runconfig", "log_steps")),
     "seed": (("trainer", "init", "seed"), ("runconfig", "seed")),
 }
-# Optimizers' own learning rate (a constant), then schedules (every *learning_rate under them).
-_LR_SCALAR = (("optimizer", "learning_rate"),)
+# An optimizer's own learning rate (a constant), then schedules (every *learning_rate under them).
+_LR_SCALAR = ("optimizer", "learning_rate")
 _LR_SCHEDULES = (("trainer", "init", "schedulers"), ("optimizer", "learning_rate"))
 
 
@@ -58,7 +73,6 @@ class ParamsEdit:
     """What :func:`write_params_yaml` changed: (key path, old value, new value), and what it kept and why."""
 
     source: str
-    path: str
     changes: List[Tuple[str, Any, Any]] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     sequence_length: Optional[int] = None  # the run's, as the written file gives it
@@ -69,12 +83,22 @@ class CszooResult:
     """How a ``cszoo fit`` run ended: exit status (None when interrupted), wsjob ids, the cancel."""
 
     status: Optional[int]
-    log_path: str
     job_ids: List[str] = field(default_factory=list)
     interrupted: bool = False
     cancelled: List[str] = field(default_factory=list)
     last_step: int = 0
     messages: List[str] = field(default_factory=list)
+
+
+def cs3_node(modelzoo_dir: Optional[str] = None) -> List[str]:
+    """What a CS-3 run needs and is missing here, in words (an empty list on a CS-3 user node)."""
+    missing = []
+    if shutil.which("cszoo") is None:
+        missing.append("no `cszoo` command on PATH (the modelzoo's CLI, installed by `pip install -e modelzoo`)")
+    if not any(os.path.isdir(os.path.join(root, LLAMA_DIR)) for root in candidate_modelzoos(modelzoo_dir)):
+        missing.append("no modelzoo checkout with {} (looked in {})".format(
+            LLAMA_DIR, modelzoo_dir or "LABKIT_MODELZOO and ~/R_*/modelzoo"))
+    return missing
 
 
 def llama_dir(modelzoo_dir: Optional[str] = None) -> Optional[str]:
@@ -100,6 +124,72 @@ def course_params_file(modelzoo_dir: Optional[str] = None, course_file: str = CO
                                                               "LABKIT_MODELZOO and ~/R_*/modelzoo")))
 
 
+# Paths are mapping keys from the top; a list item (``- LinearLR:``) adds no step, so ("trainer", "init",
+# "schedulers", "LinearLR", "end_learning_rate") names a key inside a list of schedulers.
+_KEY_LINE = re.compile(r"^(?P<indent> *)(?P<dash>(?:- +)*)(?P<key>[A-Za-z_][\w.\-]*|\"[^\"]*\"|'[^']*')[ \t]*:"
+                       r"(?P<gap>[ \t]*)(?P<value>.*)$")
+
+
+def key_paths(text: str) -> List[Tuple[int, Tuple[str, ...], str]]:
+    """(line number, key path, value text) of every ``key: value`` line, in order."""
+    found = []
+    stack: List[Tuple[int, str]] = []  # (column of the key, key)
+    for number, line in enumerate(text.splitlines()):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or stripped in ("---", "..."):
+            continue
+        m = _KEY_LINE.match(line)
+        if not m:
+            continue
+        column = len(m.group("indent")) + len(m.group("dash"))
+        while stack and stack[-1][0] >= column:
+            stack.pop()
+        key = m.group("key").strip("\"'")
+        stack.append((column, key))
+        found.append((number, tuple(k for _, k in stack), m.group("value")))
+    return found
+
+
+def find_keys(text: str, path: Sequence[str]) -> List[int]:
+    """Line numbers (0-based) of the keys at ``path``; several when a list holds the path more than once."""
+    want = tuple(path)
+    return [number for number, keys, _ in key_paths(text) if keys == want]
+
+
+def scalar_text(value: Any) -> str:
+    """``value`` as a YAML scalar: True/False, integers, floats that read back as floats (``3.0e-4``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        text = repr(value)
+        if "e" in text and "." not in text.split("e")[0]:
+            mantissa, exponent = text.split("e")
+            text = "{}.0e{}".format(mantissa, exponent)  # YAML 1.1 reads "3e-04" as a string
+        return text
+    raise TypeError("only booleans, integers and floats are written into a params file, not {!r}".format(value))
+
+
+def set_scalar(text: str, line_number: int, value: Any) -> str:
+    """``text`` with the value on line ``line_number`` replaced by ``value`` (a trailing comment is kept)."""
+    lines = text.splitlines(keepends=True)
+    line = lines[line_number]
+    ending = line[len(line.rstrip("\r\n")):]
+    m = _KEY_LINE.match(line.rstrip("\r\n"))
+    if not m or not m.group("value").strip() or m.group("value").strip().startswith(("&", "*", "[", "{", "|", ">")):
+        raise ValueError("line {} holds no scalar value to change: {!r}".format(line_number + 1, line.rstrip()))
+    old = m.group("value")
+    comment = ""
+    hash_at = re.search(r"\s+#", old)
+    if hash_at and not old.lstrip().startswith(("'", '"')):
+        comment = old[hash_at.start():]
+        old = old[:hash_at.start()]
+    gap = m.group("gap") or " "
+    lines[line_number] = line[:m.start("gap")] + gap + scalar_text(value) + comment + ending
+    return "".join(lines)
+
+
 def _value(params: Any, path: Sequence[str]) -> Any:
     for key in path:
         if not isinstance(params, dict) or key not in params:
@@ -120,9 +210,9 @@ def params_values(text: str) -> Dict[str, Any]:
                 found[name] = value
                 break
     rates = _schedule_rates(text)
-    scalar = [_value(params, p) for p in _LR_SCALAR if isinstance(_value(params, p), (int, float))]
-    if scalar:
-        found["learning_rate"] = scalar[0]
+    scalar = _value(params, _LR_SCALAR)
+    if isinstance(scalar, (int, float)):
+        found["learning_rate"] = scalar
     elif rates:
         found["learning_rate"] = max(value for _, value in rates)
     return found
@@ -141,13 +231,13 @@ def missing_data_dirs(text: str, cwd: str) -> List[Tuple[str, str]]:
         value = (trainer.get(section) or {}).get(key)
         for i, loader in enumerate(value if isinstance(value, list) else [value]):
             if isinstance(loader, dict):
-                where = "trainer.{}.{}{}".format(section, key, ".{}".format(i) if isinstance(value, list) else "")
-                loaders.append((where, loader.get("data_dir")))
+                place = "trainer.{}.{}{}".format(section, key, ".{}".format(i) if isinstance(value, list) else "")
+                loaders.append((place, loader.get("data_dir")))
     missing = []
-    for where, paths in loaders:
+    for place, paths in loaders:
         for path in paths if isinstance(paths, list) else [paths]:
             if isinstance(path, str) and not os.path.exists(os.path.join(cwd, path)):
-                missing.append((where + ".data_dir", path))
+                missing.append((place + ".data_dir", path))
     return missing
 
 
@@ -184,15 +274,11 @@ def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = No
                       sequence_length: Optional[int] = None, learning_rate: Optional[float] = None,
                       log_steps: Optional[int] = None, seed: Optional[int] = None) -> ParamsEdit:
     """Copy ``source`` to ``out_path`` with only the student's changes (None: keep the file's value).
-
-    Every other byte stays as the course wrote it. ``learning_rate`` sets an optimizer's own
-    rate, or scales a schedule (warm-up, decay) so that its peak is ``learning_rate``, its shape
-    kept. ``sequence_length`` is set where the file has ``max_sequence_length``; otherwise the
-    data on the CS-3 was tokenised at the model's length, which is kept (and said).
-    """
+    ``learning_rate`` sets an optimizer's own rate, or scales a schedule so that its peak is
+    ``learning_rate``; a file without ``max_sequence_length`` keeps the model's length (and says so)."""
     with open(source) as f:
         text = f.read()
-    edit = ParamsEdit(source=source, path=out_path)
+    edit = ParamsEdit(source=source)
     settings = {"batch_size": batch_size, "steps": steps, "log_steps": log_steps, "seed": seed}
     for name, value in settings.items():
         if value is not None:
@@ -219,14 +305,12 @@ def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = No
 
 
 def _set_learning_rate(text: str, edit: ParamsEdit, rate: float) -> str:
-    params = yaml.safe_load(text) or {}
-    for path in _LR_SCALAR:
-        if isinstance(_value(params, path), (int, float)):
-            old = _value(params, path)
-            if old != rate:
-                text = set_scalar(text, find_keys(text, path)[0], rate)
-                edit.changes.append((".".join(path), old, rate))
-            return text
+    old = _value(yaml.safe_load(text) or {}, _LR_SCALAR)
+    if isinstance(old, (int, float)):
+        if old != rate:
+            text = set_scalar(text, find_keys(text, _LR_SCALAR)[0], rate)
+            edit.changes.append((".".join(_LR_SCALAR), old, rate))
+        return text
     rates = _schedule_rates(text)
     peak = max((value for _, value in rates), default=0.0)
     if peak <= 0:
@@ -243,25 +327,20 @@ def _set_learning_rate(text: str, edit: ParamsEdit, rate: float) -> str:
     return text
 
 
-def cszoo_command(params_path: str, model_dir: str = "model_dir_llama2_7b", job_label: str = "name=llama2_7b",
-                  cszoo: str = "cszoo") -> List[str]:
+def cszoo_command(params_path: str, model_dir: str = "model_dir_llama2_7b") -> List[str]:
     """The course's command: ``cszoo fit PARAMS --job_labels name=llama2_7b --model_dir MODEL_DIR``."""
-    return [cszoo, "fit", params_path, "--job_labels", job_label, "--model_dir", model_dir]
+    return ["cszoo", "fit", params_path, "--job_labels", "name=llama2_7b", "--model_dir", model_dir]
 
 
-def cancel_command(job_id: str, csctl: str = "csctl") -> List[str]:
-    """``csctl cancel job <wsjob id>``, as the course's README gives it."""
-    return [csctl, "cancel", "job", job_id]
-
-
-def cancel_job(job_id: str, csctl: str = "csctl", timeout: float = 60.0) -> Tuple[bool, str]:
-    """Cancel a wsjob on the cluster; (done, what happened, in one line)."""
-    command = cancel_command(job_id, csctl)
+def cancel_job(job_id: str) -> Tuple[bool, str]:
+    """Cancel a wsjob on the cluster with ``csctl cancel job <wsjob id>`` (the course's README); (done, what
+    happened, in one line)."""
+    command = ["csctl", "cancel", "job", job_id]
     typed = " ".join(shlex.quote(c) for c in command)
-    if shutil.which(csctl) is None:
+    if shutil.which("csctl") is None:
         return False, "csctl was not found on PATH: cancel the job by hand with `{}`.".format(typed)
     try:
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, "`{}` failed ({}): check with `csctl get jobs`.".format(typed, exc)
     said = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
@@ -271,17 +350,13 @@ def cancel_job(job_id: str, csctl: str = "csctl", timeout: float = 60.0) -> Tupl
     return True, "Cancelled {} on the cluster with `{}`{}.".format(job_id, typed, " ({})".format(said) if said else "")
 
 
-def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int, echo: Callable[[str], None] = print,
-              csctl: str = "csctl") -> CszooResult:
-    """Run ``command`` in ``cwd`` (echoed first), its output streamed to ``log_path`` with a progress bar.
-
-    An interrupt (the notebook's stop button, Ctrl+C) stops the local ``cszoo`` and cancels
-    every wsjob the log named with ``csctl cancel job``; the result says so and the log so far
-    is kept, to be read as a partial run.
-    """
+def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int,
+              echo: Callable[[str], None] = print) -> CszooResult:
+    """Run ``command`` in ``cwd``, its output streamed to ``log_path`` with a progress bar. An interrupt
+    stops the local ``cszoo`` and cancels every wsjob the log named; the log so far is kept."""
     echo("$ cd {} && {} |& tee {}".format(shlex.quote(cwd), " ".join(shlex.quote(c) for c in command),
                                           shlex.quote(log_path)))
-    result = CszooResult(status=None, log_path=log_path)
+    result = CszooResult(status=None)
     progress = bar(total=steps, desc="CS-3 steps", unit="step")
 
     def on_line(line: str) -> None:
@@ -305,10 +380,90 @@ def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int, echo:
             result.messages.append("Interrupted before the cluster named a wsjob: nothing to cancel there "
                                    "(`csctl get jobs` lists your jobs).")
         for job in reversed(result.job_ids):  # the execute job last named is the one running
-            done, said = cancel_job(job, csctl)
+            done, said = cancel_job(job)
             result.messages.append(said)
             if done:
                 result.cancelled.append(job)
         for message in result.messages:
             echo(message)
     return result
+
+
+def run_on_cs3(config: Any, modelzoo_dir: Optional[str] = None, workdir: Optional[str] = None,
+               echo: Callable[[str], None] = print) -> Run:
+    """Train LLaMA-2-7B on the CS-3 with ``cszoo fit`` and return the run read from its log; ``config``'s
+    None values keep the course's file, a parameter it lacks counts as None."""
+    modelzoo_dir = modelzoo_dir or _get(config, "modelzoo_dir")
+    folder = llama_dir(modelzoo_dir)
+    if folder is None:
+        raise FileNotFoundError("no modelzoo checkout with {} was found (looked in {}): clone Cerebras/modelzoo at "
+                                "Release_2.6.0 into ~/R_2.6.0 as the course does, or set LABKIT_MODELZOO".format(
+                                    LLAMA_DIR, modelzoo_dir or "LABKIT_MODELZOO and ~/R_*/modelzoo"))
+    if shutil.which("cszoo") is None:
+        raise FileNotFoundError("cszoo is not on PATH: " + VENV_HINT)
+    source = _get(config, "params_template") or course_params_file(modelzoo_dir)
+    with open(source) as f:
+        text = f.read()
+    missing = missing_data_dirs(text, folder)
+    if missing:
+        raise FileNotFoundError("{}: {} (seen from {}, where cszoo runs): the modelzoo's config validation refuses a "
+                                "params file whose data_dir is missing. Use the course's {} (on the CS-3 user nodes) or "
+                                "set params_template to a file whose data_dir exists.".format(
+                                    source, "; ".join("{} = {} does not exist".format(key, path) for key, path in missing),
+                                    folder, COURSE_PARAMS))
+    course = params_values(text)
+    steps = _get(config, "steps") or course.get("steps")
+    log_steps = _get(config, "log_steps")
+    if log_steps is None and steps and course.get("log_steps", 0) > steps:
+        log_steps = steps  # else a short run would print no Train line before its last step
+    batch = _get(config, "batch_size") or course.get("batch_size")
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    params_rel = os.path.join("configs", "params_llama2_7b_bs{}_s{}_{}.yaml".format(batch, steps, stamp))
+    edit = write_params_yaml(source, os.path.join(folder, params_rel), batch_size=_get(config, "batch_size"),
+                             steps=_get(config, "steps"), sequence_length=_get(config, "sequence_length"),
+                             learning_rate=_get(config, "learning_rate"), log_steps=log_steps,
+                             seed=_get(config, "seed"))
+    if log_steps is not None and _get(config, "log_steps") is None:
+        edit.notes.append("log_steps = {}: the file's {} is more than the {} steps, so no rate would be logged "
+                          "before the end.".format(log_steps, course["log_steps"], steps))
+    changed = ", ".join("{} {} -> {}".format(key, old, new) for key, old, new in edit.changes) or "nothing"
+    echo("Params: {} from {}; changed: {}.".format(params_rel, source, changed))
+    for note in edit.notes:
+        echo("NOTE: " + note)
+    model_dir = "{}_bs{}_{}".format(_get(config, "model_dir") or "model_dir_llama2_7b", batch, stamp)
+    command = cszoo_command(params_rel, model_dir)
+    log_path = os.path.abspath(os.path.join(workdir or os.getcwd(), "llama2_7b_bs{}_{}.log".format(batch, stamp)))
+    result = run_cszoo(command, folder, log_path, steps=int(steps or 0), echo=echo)
+    try:
+        run = read_log(log_path, config, sequence_length=edit.sequence_length)
+    except LookupError:  # the log holds no run yet (stopped before the first line that opens one)
+        if not result.interrupted:
+            raise
+        run = Run(EXERCISE, source="testbed", status="incomplete")
+    run.source = "testbed"
+    run.params.update({"batch_size": batch, "steps": steps, "sequence_length": edit.sequence_length})
+    run.environment.update({"log_path": log_path, "params_path": os.path.join(folder, params_rel),
+                            "params_source": source, "params_changes": [list(c) for c in edit.changes],
+                            "command": command, "cwd": folder, "model_dir": os.path.join(folder, model_dir),
+                            "wsjob_ids": list(result.job_ids)})
+    run.notes.extend(edit.notes)
+    if _get(config, "model_size") not in (None, "7b", "auto"):
+        run.notes.append("model_size = {!r} is for portable runs: the CS-3 trains the course's LLaMA-2-7B.".format(
+            config.model_size))
+    if result.interrupted:
+        cancelled = ("the wsjob {} was cancelled with csctl".format(", ".join(result.cancelled)) if result.cancelled
+                     else "no wsjob was cancelled ({})".format(" ".join(result.messages)))
+        # the log is the record: its last step may not have reached the progress bar before the interrupt
+        last = max(result.last_step, int(run.metrics.get("steps") or 0))
+        run.mark_interrupted(where(step=last or None, steps=steps),
+                             "{}; its numbers are those of the last step logged.".format(cancelled))
+        run.environment["cancelled_wsjobs"] = list(result.cancelled)
+    elif result.status != 0:
+        run.status = "failed"
+        run.notes.append("cszoo exited with status {}; the log is {}.".format(result.status, log_path))
+    return run
+
+
+def _get(config: Any, name: str) -> Any:
+    """``config.name``, or None when the config has no such parameter."""
+    return getattr(config, name, None)

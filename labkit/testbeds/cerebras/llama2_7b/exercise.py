@@ -16,11 +16,10 @@ from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
 from labkit.testbeds.cerebras import duration, time_lines
-from labkit.testbeds.cerebras.llama2_7b.host import CS3_HELP, cs3_node
-from labkit.testbeds.cerebras.llama2_7b.log import read_log
+from labkit.testbeds.cerebras.llama2_7b.cszoo import CS3_HELP, cs3_node, run_on_cs3
+from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import (COURSE, EXERCISE, LONG_RUN_SECONDS, PORTABLE_DEFAULTS,
                                                      PORTABLE_SIZE, effective)
-from labkit.testbeds.cerebras.llama2_7b.testbed import run_on_cs3
 from labkit.testbeds.cerebras.llama2_7b.train import VOCAB_SIZE, train
 
 __all__ = ["LlamaPlan", "plan", "run_exercise", "estimated_seconds"]
@@ -34,16 +33,14 @@ class LlamaPlan(RunPlan):
     steps: Optional[llm.LlamaStepPlan] = None
 
 
-def estimated_seconds(model_size: str, batch_size: int, sequence_length: int, steps: int, device: Any,
-                      flops_per_second: Optional[float] = None) -> float:
-    """A portable run's time: 6 x parameters x tokens of arithmetic (plus attention) at
-    ``flops_per_second`` (measured by the plan's probe), or, where nothing was measured (a model that
-    does not fit here), at a nominal speed of the device."""
+def estimated_seconds(model_size: str, batch_size: int, sequence_length: int, steps: int, device: Any) -> float:
+    """A portable run's time where nothing was measured (a model that does not fit here): 6 x parameters
+    x tokens of arithmetic (plus attention) at a nominal speed of the device."""
     config = llm.model_config(model_size, _portable_vocab(model_size))
     per_token = 6 * llm.parameter_count(model_size, config.vocab_size) + \
         12 * config.num_hidden_layers * config.hidden_size * sequence_length
     kind = getattr(device, "type", str(device))
-    flops = flops_per_second or {"cuda": 5e13, "mps": 5e12}.get(kind, 2e10 * (os.cpu_count() or 1))
+    flops = {"cuda": 5e13, "mps": 5e12}.get(kind, 2e10 * (os.cpu_count() or 1))
     return per_token * batch_size * sequence_length * steps / flops
 
 
@@ -108,11 +105,8 @@ def _check_cost(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] 
 
 
 def plan(config: Config) -> LlamaPlan:
-    """Decide where ``config`` runs, before anything runs.
-
-    ``device='CSX'`` without ``cszoo`` and the modelzoo raises :class:`labkit.devices.DeviceError`
-    saying what is missing; a portable run that cannot finish in reasonable time raises
-    ParameterError."""
+    """Decide where ``config`` runs, before anything runs: :class:`labkit.devices.DeviceError` for a CS-3
+    asked for and absent, ParameterError for a portable run that cannot finish in reasonable time."""
     if config.log_path:
         return LlamaPlan("log", "reads the CS-3 log at {} (nothing is trained)".format(config.log_path),
                        "log_path is set: the run is read from that log")
@@ -152,7 +146,7 @@ _plan_step = plan  # run_exercise's argument is called plan too
 
 @run_step
 def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
-    """Read the log, train on the CS-3 (:func:`~.testbed.run_on_cs3`) or train the portable LLaMA
+    """Read the log, train on the CS-3 (:func:`~.cszoo.run_on_cs3`) or train the portable LLaMA
     (:func:`~.train.train`, whose body is the loop), as ``plan`` (default: :func:`plan` now) says; the run."""
     chosen = plan if plan is not None else _plan_step(config)
     if chosen.path == "log":

@@ -10,7 +10,7 @@ from labkit.interrupts import show_step
 from labkit import display, plots
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS
-from labkit.testbeds.cerebras.loglines import on_cerebras_system
+from labkit.testbeds.cerebras.log import on_cerebras_system
 
 __all__ = ["where_label", "metrics_table", "throughput_table", "format_throughput", "plot_loss", "plot_throughput",
            "show", "SHOWN_METRICS", "THROUGHPUT_UNITS"]

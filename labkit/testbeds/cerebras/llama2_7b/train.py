@@ -1,17 +1,10 @@
 """The portable LLaMA's training run: the tokens, the model, the steps, the validation, the record.
 
-    from labkit.testbeds.cerebras.llama2_7b.train import train
-    run = train(llama2_7b.SPEC.validate({"model_size": "tiny"}), torch.device("cpu"))   # prints the CS-3 log's lines
-
 The course's semantics are kept: ``batch_size`` sequences of ``sequence_length`` tokens a step,
 ``steps`` steps, a Cerebras 2.6 report line every ``log_steps`` (so the log reader reads both), measured
-as the BERT loops are (:class:`labkit.bert.StepMeter`: the modelzoo's Rate and GlobalRate, the first
-step apart, the steady figures). tokens/s is GlobalRate x sequence length. Building the tokenizer and
-the model (``build_s``) is not in the rates.
-
-Phases (:mod:`labkit.interrupts`): setup, training, validation. An interrupt after the first step
-keeps the steps trained (and no validation loss when it came before the validation's end); a second
-one in training drops the step in progress.
+as the BERT loops are (:class:`labkit.bert.StepMeter`). Phases (:mod:`labkit.interrupts`): setup,
+training, validation. An interrupt after the first step keeps the steps trained (and no validation
+loss when it came before the validation's end); a second one in training drops the step in progress.
 """
 
 from __future__ import annotations
@@ -25,8 +18,7 @@ from labkit.progress import bar
 from labkit.results import Run
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS, add_tokens_per_s
 from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE, effective
-from labkit.testbeds.cerebras.loglines import info_line, processed_line, train_line
-from labkit.testbeds.cerebras.stream import echo_above
+from labkit.testbeds.cerebras.stream import echo_above, info_line, processed_line, train_line
 
 __all__ = ["train", "VOCAB_SIZE", "VALIDATION_BATCHES"]
 
@@ -40,11 +32,7 @@ VALIDATION_BATCHES = 4
 def train(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] = None,
           echo: Callable[[str], None] = print, progress: bool = True) -> Run:
     """Train the portable LLaMA as ``config`` says (None values: :data:`~.spec.PORTABLE_DEFAULTS`) on
-    ``device``; the Run.
-
-    ``steps``: the preset, precision and checkpointing the plan chose for the device (default: the
-    config's preset, ``precision`` resolved here, no checkpointing). The run records them, and on
-    CUDA its peak memory, model TFLOP/s and MFU against the GPU's named bf16 peak."""
+    ``device`` with the preset, precision and checkpointing the plan chose (``steps``); the Run."""
     import torch
 
     values = effective(config, "portable")
