@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from labkit import exercises
 from labkit.errors import LabkitError
-from labkit.logs.base import LineReader, dedupe_notes
+from labkit.logs.base import LineReader
 from labkit.logs.text import BinaryLogError, iter_lines, open_source, unwrap
 from labkit.results import Run
 
@@ -144,7 +144,7 @@ def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[s
     if follow and path is not None and report.pointers and not report.runs:
         _follow(report, path)
     for run in report.runs:
-        run.notes[:] = dedupe_notes(run.notes)
+        run.notes[:] = dict.fromkeys(run.notes)  # without repeats, in their first order
         run.environment.setdefault("log", os.path.basename(path) if path else "<text>")
         run.environment.setdefault("log_format", format)
     return report

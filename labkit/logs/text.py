@@ -53,21 +53,12 @@ def _encoding(head: bytes, binary: str) -> str:
     that), else UTF-8 (with or without a BOM); :class:`BinaryLogError` ``binary`` when it is no text."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "utf-16"
-    if _looks_binary(head):
-        raise BinaryLogError(binary)
-    return "utf-8-sig"
-
-
-def _looks_binary(head: bytes) -> bool:
-    if not head:
-        return False
-    if b"\x00" in head:
-        return True
     # Text logs decode as UTF-8 or, at worst, carry a few stray bytes; a binary blob of
     # another kind (an image) fails to decode almost everywhere.
     decoded = head.decode("utf-8", errors="replace")
-    bad = decoded.count("\ufffd")
-    return bad > 0.3 * max(1, len(decoded))
+    if b"\x00" in head or decoded.count("\ufffd") > 0.3 * max(1, len(decoded)):
+        raise BinaryLogError(binary)
+    return "utf-8-sig"
 
 
 @dataclass
