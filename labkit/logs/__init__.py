@@ -144,7 +144,7 @@ def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[s
     if follow and path is not None and report.pointers and not report.runs:
         _follow(report, path)
     for run in report.runs:
-        run.notes[:] = dict.fromkeys(run.notes)  # without repeats, in their first order
+        run.notes[:] = list(dict.fromkeys(run.notes))  # without repeats, in their first order
         run.environment.setdefault("log", os.path.basename(path) if path else "<text>")
         run.environment.setdefault("log_format", format)
     return report
