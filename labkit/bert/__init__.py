@@ -17,30 +17,14 @@ from __future__ import annotations
 
 from labkit.bert.batches import synthetic_batches
 from labkit.bert.device_plan import COMPILE_PAYS_SECONDS, StepPlan, flops_per_sequence, plan_steps
-from labkit.bert.loop import StepMeter, add_gpu_metrics, record_steps
+from labkit.bert.loop import RateTracker, StepMeter, add_gpu_metrics, record_steps
 from labkit.bert.presets import BERT_VOCAB_SIZE, MODEL_SIZES, build_model, count_parameters, model_config
-from labkit.bert.rates import RateTracker
 from labkit.bert.training import LogEntry, TrainResult, make_optimizer, pretraining_loss, train, train_step
 
 __all__ = [
-    "MODEL_SIZES",
-    "BERT_VOCAB_SIZE",
-    "build_model",
-    "model_config",
-    "count_parameters",
     "synthetic_batches",
-    "make_optimizer",
-    "pretraining_loss",
-    "train_step",
-    "train",
-    "RateTracker",
-    "StepMeter",
-    "record_steps",
-    "add_gpu_metrics",
-    "LogEntry",
-    "TrainResult",
-    "StepPlan",
-    "plan_steps",
-    "flops_per_sequence",
-    "COMPILE_PAYS_SECONDS",
+    "COMPILE_PAYS_SECONDS", "StepPlan", "flops_per_sequence", "plan_steps",
+    "RateTracker", "StepMeter", "add_gpu_metrics", "record_steps",
+    "BERT_VOCAB_SIZE", "MODEL_SIZES", "build_model", "count_parameters", "model_config",
+    "LogEntry", "TrainResult", "make_optimizer", "pretraining_loss", "train", "train_step",
 ]

@@ -68,15 +68,6 @@ def flops_per_sequence(model_size: str, max_seq_length: int) -> float:
     return 6.0 * params * max_seq_length + 12.0 * layers * h * max_seq_length ** 2
 
 
-def _trained_flops_per_sequence(model_size: str, seq: int) -> float:
-    """What :func:`labkit.bert.train_step` computes a sequence: the encoder, and the vocabulary-sized
-    output layer at the masked positions only (15 %), for the time estimate."""
-    cfg = model_config(model_size, seq)
-    h, layers = cfg.hidden_size, cfg.num_hidden_layers
-    return (6.0 * layers * (4 * h * h + 2 * h * cfg.intermediate_size) * seq + 12.0 * layers * h * seq ** 2
-            + 6.0 * 0.15 * seq * cfg.vocab_size * h)
-
-
 def plan_steps(model_size: str, max_seq_length: int, global_batch: int, device: Any, precision: str = "auto",
                micro_batch_size: Union[int, str, None] = None, samples: Optional[int] = None,
                measure: bool = True) -> StepPlan:
@@ -108,7 +99,6 @@ def plan_steps(model_size: str, max_seq_length: int, global_batch: int, device: 
 
 def _measure_cuda(model_size: str, seq: int, global_batch: int, device: Any, info: accelerator.DeviceInfo,
                   chosen: accelerator.Precision, requested: Union[int, str]) -> StepPlan:
-    """The preset on the GPU: the micro-batch probe's real steps, then 3 timed steps at the chosen size."""
     import torch
 
     with torch.random.fork_rng(devices=[device]):
@@ -134,8 +124,6 @@ def _measure_cuda(model_size: str, seq: int, global_batch: int, device: Any, inf
 
 def _measure_layer(model_size: str, seq: int, device: Any, chosen: accelerator.Precision,
                    micro: accelerator.MicroBatch) -> StepPlan:
-    """One encoder layer of the preset trains a step of about PROBE_FLOPS; the FLOP/s it reaches,
-    over what the whole model computes a sequence, gives the seconds per sample."""
     import torch
     from transformers.models.bert.modeling_bert import BertLayer
 
@@ -144,6 +132,9 @@ def _measure_layer(model_size: str, seq: int, device: Any, chosen: accelerator.P
         cfg._attn_implementation = "sdpa"  # as the whole model would dispatch it
     h, ffn = cfg.hidden_size, cfg.intermediate_size
     per_row = 6.0 * (4 * h * h + 2 * h * ffn) * seq + 12.0 * h * seq ** 2
+    # What train_step computes a sequence: every encoder layer, and the vocabulary-sized output layer
+    # at the masked positions only (15 %).
+    trained = cfg.num_hidden_layers * per_row + 6.0 * 0.15 * seq * cfg.vocab_size * h
     rows = max(1, min(micro.size, int(PROBE_FLOPS // per_row)))
     with torch.random.fork_rng(devices=[]):
         layer = BertLayer(cfg).to(device)
@@ -161,4 +152,4 @@ def _measure_layer(model_size: str, seq: int, device: Any, chosen: accelerator.P
         seconds = accelerator.measure_step_seconds(step, device, warmup=1, repeats=1)
     rate = rows * per_row / seconds
     how = "one {} encoder layer, {} x {} tokens on {}: {:.2g} FLOP/s".format(model_size, rows, seq, device, rate)
-    return StepPlan(chosen, micro, "eager", _trained_flops_per_sequence(model_size, seq) / rate, how)
+    return StepPlan(chosen, micro, "eager", trained / rate, how)

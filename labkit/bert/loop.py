@@ -1,4 +1,6 @@
-"""What a step loop measures (:class:`StepMeter`), for :func:`labkit.bert.train` and the LLaMA loop.
+"""What a step loop measures (:class:`StepMeter`), for :func:`labkit.bert.train` and the LLaMA loop, and
+samples/s as the Cerebras modelzoo reports them (:class:`RateTracker`: ``Rate`` and ``GlobalRate``;
+``tests/bert`` checks it against the rates printed in real CS-2 logs).
 
 The loss of each step stays on the device; the meter reads the losses back (a device sync) only at
 step 1 and at each log step, so a GPU is not made to wait every step. Beside every step's time and
@@ -17,13 +19,63 @@ and the first step's allocation, kernel choice or compile is not.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, List
+import time
+from typing import Any, Callable, List, Optional
 
-from labkit.bert.rates import RateTracker
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.interrupts import where
 
-__all__ = ["StepMeter", "sync", "record_steps", "add_gpu_metrics"]
+__all__ = ["RateTracker", "StepMeter", "sync", "record_steps", "add_gpu_metrics"]
+
+
+class RateTracker:
+    """The modelzoo's ``RateTracker`` (inherited from torch_xla): ``add(n)`` after each step;
+    ``rate()`` at each log step gives the window's rate smoothed with the previous report,
+    ``(1 - s) * window + s * previous`` with ``s = 0.4``;
+    ``global_rate()`` is every sample since ``start()`` over the time since then.
+    ``clock`` is injectable for tests; ``now`` lets several readings share one instant.
+    """
+
+    def __init__(self, smoothing: float = 0.4, clock: Callable[[], float] = time.perf_counter):
+        self.smoothing = smoothing
+        self.clock = clock
+        self.start()
+
+    def start(self) -> None:
+        self._start = self.clock()
+        self._window_start = self._start
+        self._window_count = 0.0
+        self._done_count = 0.0
+        self._last_rate: Optional[float] = None
+
+    def add(self, count: float) -> None:
+        self._window_count += count
+
+    @property
+    def count(self) -> float:
+        return self._done_count + self._window_count
+
+    def elapsed(self, now: Optional[float] = None) -> float:
+        return (self.clock() if now is None else now) - self._start
+
+    def rate(self, now: Optional[float] = None) -> float:
+        """The smoothed rate of the window since the last call (ends the window)."""
+        now = self.clock() if now is None else now
+        delta = now - self._window_start
+        if delta <= 0:
+            return self._last_rate or 0.0
+        current = self._window_count / delta
+        smoothed = current if self._last_rate is None else (
+            (1 - self.smoothing) * current + self.smoothing * self._last_rate)
+        self._done_count += self._window_count
+        self._window_count = 0.0
+        self._window_start = now
+        self._last_rate = smoothed
+        return smoothed
+
+    def global_rate(self, now: Optional[float] = None) -> float:
+        delta = self.elapsed(now)
+        return self.count / delta if delta > 0 else 0.0
 
 
 def sync(device: Any) -> None:

@@ -32,19 +32,14 @@ MODEL_SIZES: Dict[str, Dict[str, int]] = {
 }
 
 
-def _check_size(model_size: str) -> Dict[str, int]:
-    try:
-        return MODEL_SIZES[model_size]
-    except KeyError:
-        raise ValueError("model_size={!r} is not a BERT preset; choose one of {}".format(
-            model_size, ", ".join(MODEL_SIZES))) from None
-
-
 def model_config(model_size: str = "large", max_seq_length: int = 128, vocab_size: Optional[int] = None):
     """The ``transformers.BertConfig`` of a preset (dropout 0.1, GELU, as BERT and the modelzoo)."""
     from transformers import BertConfig
 
-    preset = dict(_check_size(model_size))
+    if model_size not in MODEL_SIZES:
+        raise ValueError("model_size={!r} is not a BERT preset; choose one of {}".format(
+            model_size, ", ".join(MODEL_SIZES)))
+    preset = dict(MODEL_SIZES[model_size])
     preset_vocab = preset.pop("vocab_size", BERT_VOCAB_SIZE)
     if max_seq_length < 8:
         raise ValueError("max_seq_length={} is too short for [CLS] A [SEP] B [SEP]; use 8 or more".format(max_seq_length))
@@ -80,8 +75,7 @@ def build_model(model_size: str = "large", max_seq_length: int = 128, seed: int 
 
     config = model_config(model_size, max_seq_length, vocab_size)
     with seeded(seed):
-        model = BertForPreTraining(config)
-    return model
+        return BertForPreTraining(config)
 
 
 def count_parameters(model: Any) -> int:

@@ -10,8 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
-from labkit.bert.loop import StepMeter
-from labkit.bert.rates import RateTracker
+from labkit.bert.loop import RateTracker, StepMeter
 
 __all__ = ["make_optimizer", "pretraining_loss", "train_step", "train", "LogEntry", "TrainResult"]
 

@@ -1,4 +1,5 @@
-"""English text for training a small language model offline, split into train and validation.
+"""English text for training a small language model offline, split into train and validation, and
+the token windows a model trains on.
 
     from labkit import llm
     corpus = llm.load_corpus()                       # offline: the Python documentation that ships with Python
@@ -9,18 +10,23 @@ The offline ``"pydoc"`` text (``pydoc_data.topics``) differs a little between Py
 ``Corpus.fingerprint`` names the exact text and runs record it. The split is by the SHA-256 of each
 document's key (the last tenth to validation), so adding a document never moves another. More:
 docs/cerebras.md, "The portable path" of the LLaMA exercise.
+
+As the modelzoo's GPT data (``GptHDF5MapDataProcessor``) does, every sample of :func:`token_batches`
+is a window of exactly ``sequence_length`` tokens of the concatenated documents, with no padding; the
+labels are the inputs (the model shifts them by one to predict the next token). Windows start at
+random offsets drawn by a seeded generator, so two runs with one seed see the same batches.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
 
-__all__ = ["Corpus", "OFFLINE_CORPUS", "load_corpus", "split_documents",
-           "CorpusUnavailable"]
+__all__ = ["Corpus", "OFFLINE_CORPUS", "load_corpus", "split_documents", "CorpusUnavailable", "encode_text",
+           "token_batches"]
 
 #: The corpus every exercise uses unless told otherwise: it ships with Python.
 OFFLINE_CORPUS = "pydoc"
@@ -118,3 +124,31 @@ def load_corpus(name: str = OFFLINE_CORPUS, config: Optional[str] = None, text_f
         train, validation = split_documents([("{:09d}".format(i), text) for i, text in enumerate(train)])
     label = name if config is None else "{}/{}".format(name, config)
     return Corpus(label, "\n\n".join(train), "\n\n".join(validation), len(train) + len(validation))
+
+
+def encode_text(tokenizer: Any, text: str) -> Any:
+    """The token ids of ``text`` (documents separated by blank lines, each starting with ``<s>``)
+    as one 1-D ``torch.long`` tensor."""
+    import torch
+
+    documents = [part for part in text.split("\n\n") if part.strip()]
+    encoded = tokenizer(documents, add_special_tokens=True)["input_ids"]
+    return torch.tensor([token for ids in encoded for token in ids], dtype=torch.long)
+
+
+def token_batches(ids: Any, batch_size: int, sequence_length: int, seed: int = 0) -> Iterator[Dict[str, Any]]:
+    """Endless batches of ``batch_size`` windows of ``sequence_length`` tokens of ``ids``."""
+    import torch
+
+    if batch_size < 1 or sequence_length < 2:
+        raise ValueError("batch_size must be at least 1 and sequence_length at least 2 (got {}, {})".format(
+            batch_size, sequence_length))
+    if len(ids) <= sequence_length:
+        raise ValueError("sequence_length = {}: the text has only {} tokens; allowed: fewer than {}".format(
+            sequence_length, len(ids), len(ids)))
+    generator = torch.Generator().manual_seed(seed)
+    offsets = torch.arange(sequence_length)
+    while True:
+        starts = torch.randint(0, len(ids) - sequence_length + 1, (batch_size,), generator=generator)
+        windows = ids[starts[:, None] + offsets[None, :]]
+        yield {"input_ids": windows, "labels": windows}

@@ -5,14 +5,10 @@
     chosen.model_size, chosen.precision.name, chosen.checkpointing    # "7b", "bf16", True on an H200
     chosen.seconds(40)                                               # measured, not assumed
 
-Each candidate (largest first) must fit the device's memory by arithmetic (:func:`training_memory_bytes`:
-fp32 weights, gradients and AdamW moments, bf16 autocast's copies of the weights, and the
-activations, with activation checkpointing when they would not fit otherwise) and then train real
-steps there (:func:`attempts` gives the order): a CUDA candidate that runs out of memory without
-checkpointing is tried again with it, and one that runs out of memory with it, or whose measured
-run would exceed ``budget_s``, gives way to the next. On a CPU
-or MPS the step is measured on the preset itself when it is small, else on one decoder layer of
-its width (the model's FLOPs over the FLOP/s that layer reached). Measurements are kept for the process.
+Each candidate (largest first) must fit the device's memory by arithmetic (:func:`training_memory_bytes`)
+and then train real steps there (:func:`attempts` gives the order, :func:`plan_llama` what gives way).
+On a CPU or MPS the step is measured on the preset itself when it is small, else on one decoder layer
+of its width (the model's FLOPs over the FLOP/s that layer reached). Measurements are kept for the process.
 """
 
 from __future__ import annotations

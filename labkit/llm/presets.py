@@ -31,10 +31,6 @@ MODEL_SIZES: Dict[str, Dict[str, int]] = {
              "max_position_embeddings": 512},
 }
 
-#: Bytes per parameter to train with AdamW in float32: weights, gradients, two moments.
-_TRAINING_BYTES_PER_PARAMETER = 16
-
-
 class ModelTooLarge(LabkitError, MemoryError):
     """The model would not fit in this machine's memory to train."""
 
@@ -85,8 +81,8 @@ def parameter_count(model_size: str, vocab_size: Optional[int] = None) -> int:
 
 
 def training_bytes(model_size: str, vocab_size: Optional[int] = None) -> int:
-    """Memory to train a preset with AdamW in float32 (weights, gradients, moments; activations not counted)."""
-    return _TRAINING_BYTES_PER_PARAMETER * parameter_count(model_size, vocab_size)
+    """Memory to train a preset with AdamW in float32: 16 bytes a parameter (weight, gradient, moments)."""
+    return 16 * parameter_count(model_size, vocab_size)
 
 
 def available_memory_bytes() -> Optional[int]:

@@ -18,21 +18,31 @@ against real logs from the course (tests/logs), the "openai" one on hand-written
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from labkit import exercises
 from labkit.errors import LabkitError
-from labkit.logs import detect as _detect
-from labkit.logs.base import LineReader, dedupe_notes
-from labkit.logs.text import BinaryLogError, iter_lines, open_source
-from labkit.logs.unwrap import unwrap
+from labkit.logs.base import LineReader
+from labkit.logs.text import BinaryLogError, iter_lines, open_source, unwrap
 from labkit.results import Run
 
 __all__ = ["read", "LogReport", "NoRunError", "record", "table", "FORMATS", "reader_for"]
 
-FORMATS = _detect.FORMATS
+#: The formats labkit itself reads (:data:`labkit.exercises.LOG_FORMATS`), in tie-break order; detection
+#: also weighs formats that exercises registered from outside labkit bring (``log_formats()``).
+FORMATS = tuple(f.name for f in exercises.LOG_FORMATS)
+
+#: Detection looks at this many lines (and characters) of a file's head only, so that reading a huge
+#: log stays one streaming pass plus a short look at its head.
+_SAMPLE_LINES = 20000
+_SAMPLE_CHARS = 1_000_000
+
+# A Keras progress bar: labkit's own generic format, counted beside its plain signs.
+_KERAS_BAR = re.compile(r"\d+/\d+ \[[=>.]+\] - ")
 
 #: At most this many "could not read line N" notes per file (a mangled file has thousands).
 _MAX_LINE_ERRORS = 5
@@ -111,7 +121,7 @@ def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[s
     with source:
         path = source.path
         if format is None:
-            format, also = _detect.detect_both(unwrap(iter_lines(source.stream)), source.name)
+            format, also = _detect(unwrap(iter_lines(source.stream)), source.name)
             source.stream.seek(0)
         if format is None:
             empty = not any(line for line in iter_lines(source.stream))
@@ -134,10 +144,45 @@ def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[s
     if follow and path is not None and report.pointers and not report.runs:
         _follow(report, path)
     for run in report.runs:
-        run.notes[:] = dedupe_notes(run.notes)
+        run.notes[:] = list(dict.fromkeys(run.notes))  # without repeats, in their first order
         run.environment.setdefault("log", os.path.basename(path) if path else "<text>")
         run.environment.setdefault("log_format", format)
     return report
+
+
+def _detect(lines: Iterable[str], name: str) -> Tuple[Optional[str], Optional[str]]:
+    """The most likely format, and a second one the same file also holds (chat completions beside a
+    vendor's log, or the other way round: formats of another ``family``), else None for either.
+
+    Each format's signs are counted (each at most 20 times) in the head of the file; its name is a
+    weak extra hint.
+    """
+    sample: List[str] = []
+    size = 0
+    for line in itertools.islice(lines, _SAMPLE_LINES):
+        if size > _SAMPLE_CHARS:
+            break
+        if line:
+            sample.append(line)
+            size += len(line)
+    # One big string and str.count per sign: far faster than testing every sign on every line.
+    text = "\n".join(sample)
+    formats = exercises.log_formats()
+    found: Dict[str, int] = {}
+    for fmt in formats:
+        found[fmt.name] = sum(min(text.count(sign), 20) * weight for sign, weight in fmt.signs)
+        found[fmt.name] += sum(min(len(pattern.findall(text)), 20) * weight for pattern, weight in fmt.line_signs)
+        found[fmt.name] += 2 * sum(hint in name.lower() for hint in fmt.name_hints)
+    if "] - " in text:
+        found["keras"] += min(len(_KERAS_BAR.findall(text)), 20) * 6
+    best = max(formats, key=lambda fmt: found[fmt.name])
+    if found[best.name] < 4:
+        return None, None
+    others = [fmt for fmt in formats if fmt.family != best.family]
+    if not others:
+        return best.name, None
+    other = max(others, key=lambda fmt: found[fmt.name])
+    return best.name, other.name if found[other.name] >= other.companion_min else None
 
 
 def _read_with(reader: LineReader, stream: Any) -> Tuple[List[Run], List[str], List[str]]:

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 from labkit.results import Run
 
 __all__ = ["LineReader", "new_run", "number", "clock_seconds", "stamp_text", "parse_stamp",
-           "params_from_filename", "fill_from_filename", "NUMBER", "dedupe_notes"]
+           "params_from_filename", "fill_from_filename", "NUMBER"]
 
 #: A number as logs print it, including the ``nan`` / ``inf`` of a diverged loss.
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|Inf)"
@@ -145,8 +145,3 @@ def fill_from_filename(run: Run, name: str) -> None:
         run.params.update(guessed)
         run.notes.append("Read from the file name only, not from the log: {}.".format(
             ", ".join("{}={}".format(k, v) for k, v in guessed.items())))
-
-
-def dedupe_notes(notes: List[str]) -> List[str]:
-    """``notes`` without repeats, in their first order."""
-    return list(dict.fromkeys(notes))

@@ -58,9 +58,9 @@ class KerasReader(LineReader):
     def feed(self, line: str) -> None:
         if not line:
             return
-        lower = line.lower() if ("ipu" in line.lower() or "gpu" in line.lower()) else ""
-        if lower and self.device is None:
-            self.device = "ipu" if "ipu" in lower else "gpu"
+        if self.device is None:
+            lower = line.lower()
+            self.device = "ipu" if "ipu" in lower else "gpu" if "gpu" in lower else None
         st = self.state
         if line.startswith("Epoch"):
             m = _EPOCH.match(line)

@@ -8,6 +8,7 @@
 Testbed logs are terminal captures (tqdm's bare ``\\r`` redraws, colour codes, cursor moves,
 Windows line ends, Markdown indentation), and some uploads are no text at all: every line comes
 out decoded, without escape sequences and stripped, read in bounded pieces (docs/logs.md, "Robustness").
+Lines a copy wrapped (a PDF, a web page, a narrow terminal) are joined back by :func:`unwrap`.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from __future__ import annotations
 import io
 import os
 import re
-from typing import IO, Iterator, Optional, Union
+from dataclasses import dataclass
+from typing import IO, Iterable, Iterator, Optional, Union
 
 from labkit.errors import LabkitError
 
-__all__ = ["Source", "open_source", "iter_lines", "BinaryLogError", "MAX_LINE"]
+__all__ = ["Source", "open_source", "iter_lines", "unwrap", "BinaryLogError", "MAX_LINE"]
 
 #: Longest piece returned as one line (tqdm lines reach thousands of characters; a file
 #: with no line ends at all is cut into pieces of this size rather than read whole).
@@ -51,39 +53,27 @@ def _encoding(head: bytes, binary: str) -> str:
     that), else UTF-8 (with or without a BOM); :class:`BinaryLogError` ``binary`` when it is no text."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "utf-16"
-    if _looks_binary(head):
+    # Text logs decode as UTF-8 or, at worst, carry a few stray bytes; a binary blob of
+    # another kind (an image) fails to decode almost everywhere.
+    decoded = head.decode("utf-8", errors="replace")
+    if b"\x00" in head or decoded.count("\ufffd") > 0.3 * max(1, len(decoded)):
         raise BinaryLogError(binary)
     return "utf-8-sig"
 
 
-def _looks_binary(head: bytes) -> bool:
-    if not head:
-        return False
-    if b"\x00" in head:
-        return True
-    # Text logs decode as UTF-8 or, at worst, carry a few stray bytes; a binary blob of
-    # another kind (an image) fails to decode almost everywhere.
-    decoded = head.decode("utf-8", errors="replace")
-    bad = decoded.count("\ufffd")
-    return bad > 0.3 * max(1, len(decoded))
-
-
+@dataclass
 class Source:
     """An opened log: ``stream`` gives text with universal line ends; ``name`` names it."""
 
-    def __init__(self, stream: IO[str], name: str, path: Optional[str]) -> None:
-        self.stream = stream
-        self.name = name
-        self.path = path
-
-    def close(self) -> None:
-        self.stream.close()
+    stream: IO[str]
+    name: str
+    path: Optional[str]
 
     def __enter__(self) -> "Source":
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.stream.close()
 
 
 def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"]) -> Source:
@@ -133,58 +123,57 @@ def _looks_like_path(text: str) -> bool:
     return bool(re.fullmatch(r"[\w.~/\\-]+", text)) and ("/" in text or "\\" in text or "." in text)
 
 
-#: How much text is decoded and cleaned at a time (a quarter million characters: large enough
-#: for speed, small enough that memory stays a few megabytes whatever the file's size).
-_CHUNK = 1 << 18
-
-# Line ends: \r\n, a bare \r (tqdm redraws) or \n.
-_BREAK = re.compile(r"\r\n?|\n")
-
-
 def iter_lines(stream: IO[str]) -> Iterator[str]:
     """Clean lines of ``stream``: split at ``\\n``, ``\\r\\n`` and bare ``\\r``; no escapes; stripped.
 
-    Escape sequences are removed from a whole piece at once (far faster than line by line). Empty
-    lines are kept (as ``""``); a line longer than :data:`MAX_LINE` comes out in pieces of that size.
+    ``stream`` is opened with ``newline=""`` (:func:`open_source`), so ``readline`` ends a line at any
+    of the three and a bare ``\\r`` (a tqdm redraw) is a line. Empty lines are kept (as ``""``); a line
+    longer than :data:`MAX_LINE` comes out in pieces of that size, so memory stays bounded.
     """
-    carry = ""
-    while True:
-        try:
-            chunk = stream.read(_CHUNK)
-        except (UnicodeError, ValueError):  # pragma: no cover - errors="replace" prevents it
-            chunk = ""
-        if not chunk:
-            break
-        text = carry + chunk
-        del chunk
-        # Keep the last, maybe unfinished line (and a final \r that a \n may follow) for later.
-        cut = max(text.rfind("\n"), text.rfind("\r", 0, len(text) - 1))
-        if cut < 0:
-            # No line end yet: wait for one, unless the line is already too long.
-            carry = text
-            while len(carry) >= MAX_LINE:
-                yield strip_ansi(carry[:MAX_LINE]).strip()
-                carry = carry[MAX_LINE:]
-            continue
-        body, carry = text[:cut + 1], text[cut + 1:]
-        if body.endswith("\r") and carry.startswith("\n"):
-            body, carry = body + "\n", carry[1:]
-        del text
-        yield from _clean_lines(body)
-    if carry:
-        yield from _clean_lines(carry)
+    for line in iter(lambda: stream.readline(MAX_LINE), ""):
+        yield strip_ansi(line).strip()
 
 
-def _clean_lines(text: str) -> Iterator[str]:
-    if "\x1b" in text or "\x00" in text or "\x08" in text or "\x07" in text:
-        text = strip_ansi(text)
-    lines = _BREAK.split(text)
-    del text
-    if lines and lines[-1] == "":
-        lines.pop()  # the text ended with a line end: no empty line after it
+_ENDS_WITH_LABEL = re.compile(r"[A-Za-z_)\]][\w ()/-]*[:=]$")
+# A value on its own, not the start of a date or a time ("2024-04-05", "16:21:58").
+_STARTS_WITH_VALUE = re.compile(r"^[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|inf(?:inity)?)(?=$|[\s,;|%)\]])",
+                                re.IGNORECASE)
+_ENDS_WITH_NUMBER = re.compile(r"(?:^|[\s=:(\[])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
+_UNCLOSED = re.compile(r"\[[^\]]*$")
+_CLOSES = re.compile(r"^[^\[\]]{0,40}\]")
+_STARTS_WITH_UNIT = re.compile(
+    r"^(?:seconds?\b|secs?\b|samples?/s(?:ec)?\b|samples?\(s\)|sequences?/s|tokens?/s|s/it\b|it/s\b|"
+    r"ms/step\b|us/step\b|s/step\b|ms\b|%)")
+
+
+def _joins(previous: str, line: str) -> bool:
+    if not previous or not line:
+        return False
+    if _UNCLOSED.search(previous) and _CLOSES.match(line):  # a tqdm/Keras bracket split in two
+        return True
+    if _ENDS_WITH_LABEL.search(previous) and _STARTS_WITH_VALUE.match(line):
+        return True
+    return bool(_ENDS_WITH_NUMBER.search(previous) and _STARTS_WITH_UNIT.match(line))
+
+
+def unwrap(lines: Iterable[str]) -> Iterator[str]:
+    """``lines`` with each wrapped value or unit joined back onto its line (one space between).
+
+        list(unwrap(["... - loss:", "nan - accuracy: 0.1"]))   # ["... - loss: nan - accuracy: 0.1"]
+
+    Only three shapes are joined, so a real log's line structure is never changed: a line that ends
+    with a label (``loss:``, ``GlobalRate=``) and one that starts with a value (a number, ``nan``,
+    ``inf``); a line that ends with a number and one that starts with a unit a log prints after a
+    number (``seconds``, ``samples/sec``, ``s/it``, ``%``...); a progress bar's bracket split in two
+    (``[02:03<00:00,`` / ``12.31s/it]``).
+    """
+    held: Optional[str] = None
     for line in lines:
-        if len(line) > MAX_LINE:
-            for i in range(0, len(line), MAX_LINE):
-                yield line[i:i + MAX_LINE].strip()
-        else:
-            yield line.strip()
+        if held is not None and _joins(held, line):
+            held = held + ("" if held.endswith("=") else " ") + line  # "Loss=" + "nan": as printed, no blank
+            continue
+        if held is not None:
+            yield held
+        held = line
+    if held is not None:
+        yield held

@@ -218,7 +218,7 @@ def test_a_sweep_whose_results_csv_disagrees_with_its_notebooks_does_not_count(l
     import csv
     import shutil
 
-    from labkit.testbeds.homework import evidence, gather
+    from labkit.testbeds.homework import evidence, exercise
 
     folder = tmp_path / "runs" / "sambanova"
     shutil.copytree(str(lab / "sambanova"), str(folder))
@@ -235,6 +235,6 @@ def test_a_sweep_whose_results_csv_disagrees_with_its_notebooks_does_not_count(l
     assert "e2e_train_time = 0.5 in results.csv but" in found[1][2]
     with pytest.raises(evidence.EvidenceError, match="disagrees with the run's notebook"):
         evidence.trusted_record({"evidence": found[1][0]})
-    runs = gather.runs_from_lab_book(str(tmp_path / "runs"), "sambanova")
+    runs = exercise.runs_from_lab_book(str(tmp_path / "runs"), "sambanova")
     assert [r.params["ntasks"] for r in runs] == [1, 3]
     assert "not counted: " in capsys.readouterr().out

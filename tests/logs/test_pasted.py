@@ -12,7 +12,7 @@ import math
 import pytest
 
 import labkit.logs
-from labkit.logs.unwrap import unwrap
+from labkit.logs.text import unwrap
 from tests.logs.conftest import CASES
 
 

@@ -217,7 +217,7 @@ def test_a_claimed_throughput_the_requests_do_not_give_is_named(tmp_path):
 def test_a_results_json_per_endpoint_counts_for_the_2025_homework_and_is_re_read(tmp_path, monkeypatch):
     from labkit.grading.recompute import from_evidence
     from labkit.testbeds.homework import fall2025
-    from labkit.testbeds.homework.endpoints import endpoint_table
+    from labkit.testbeds.homework.report import endpoint_table
 
     folder = tmp_path / "logs" / "sambanova"
     folder.mkdir(parents=True)

@@ -8,8 +8,6 @@ docs/architecture.md lists its modules. The grader (:mod:`labkit.grading`) reads
 evidence again; it imports this package, never the other way round.
 """
 
-# The package gives the 2024 notebook (and the 2024 hand-ins the grader re-runs) its names, and
-# imports every offering so that the registry (homeworks.HOMEWORKS) is whole whichever module runs.
 from labkit.testbeds.homework import fall2025  # noqa: F401  (registers the 2025 homework)
 from labkit.testbeds.homework.fall2024 import (METRICS, SPEC, TESTBEDS, comparison, nothing_yet, overview, plan, plot,
                                                record_runs, run_exercise, runs_for, runs_of, show, show_testbed)

@@ -8,9 +8,8 @@
     homework.record_runs("graphcore", run)              # records graphcore_1, graphcore_2, ...
     homework.show_testbed("graphcore", run)             # table + plot, or what to run when there is nothing
 
-The whole 2024 offering: ``SPEC``, ``TESTBEDS`` (per testbed: the exercise, the parameters students
-change, the metrics shown and plotted, the commands that make the runs), ``METRICS`` and
-``HOMEWORK``. Metric names are selected from each exercise's table, so a name the table lacks
+The whole 2024 offering: ``SPEC``, ``TESTBEDS`` (a :class:`.homeworks.Section` per testbed), ``METRICS``
+and ``HOMEWORK``. Metric names are selected from each exercise's table, so a name the table lacks
 fails at import.
 """
 
@@ -21,10 +20,8 @@ from labkit.results import Run
 from labkit.testbeds.cerebras.bert_large.metrics import METRICS as CEREBRAS
 from labkit.testbeds.graphcore.metrics import METRICS as GRAPHCORE
 from labkit.testbeds.groq.metrics import METRICS as GROQ
-from labkit.testbeds.homework.exercise import plan, run_exercise
-from labkit.testbeds.homework.gather import record_runs, runs_for, runs_of
-from labkit.testbeds.homework.homeworks import Homework, Section, register
-from labkit.testbeds.homework.metrics import overview_table
+from labkit.testbeds.homework.exercise import plan, record_runs, run_exercise, runs_for, runs_of
+from labkit.testbeds.homework.homeworks import Homework, Section, overview_table, register
 from labkit.testbeds.homework.report import comparison, nothing_yet, overview, plot, show, show_testbed
 from labkit.testbeds.sambanova.bert_large.metrics import METRICS as SAMBANOVA
 

@@ -22,12 +22,9 @@ from functools import partial
 from labkit.params import PATH, Param, Spec
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS as CS3
 from labkit.testbeds.homework import report
-from labkit.testbeds.homework.endpoints import endpoint_table, plot_endpoints
-from labkit.testbeds.homework.exercise import plan, run_exercise
-from labkit.testbeds.homework.gather import record_runs, runs_for, runs_of
-from labkit.testbeds.homework.homeworks import Homework, Section, register
-from labkit.testbeds.homework.metrics import overview_table
-from labkit.testbeds.homework.report import overview, show, show_testbed
+from labkit.testbeds.homework.exercise import plan, record_runs, run_exercise, runs_for, runs_of
+from labkit.testbeds.homework.homeworks import Homework, Section, overview_table, register
+from labkit.testbeds.homework.report import endpoint_table, overview, plot_endpoints, show, show_testbed
 from labkit.testbeds.sambanova.inference.metrics import METRICS as INFERENCE
 
 __all__ = ["SPEC", "METRICS", "TESTBEDS", "HOMEWORK", "plan", "run_exercise", "show", "show_testbed", "record_runs",
@@ -56,7 +53,7 @@ TESTBEDS = {
     "sambanova": Section(
         "sambanova/inference", ("endpoint_names", "models", "dataset", "num_prompts", "concurrency"),
         # The run's own metrics are its reference configuration's (first endpoint, lowest level): the
-        # table keeps the counts, and each endpoint's figures are the detail table's (endpoints.py).
+        # table keeps the counts, and each endpoint's figures are the detail table's (report.endpoint_table).
         INFERENCE.select("endpoints", "requests", "requests_failed", "output_tokens_per_request"),
         INFERENCE.select("ttft_median", "tpot_median", "e2el_median"),
         "labkit run notebooks/sambanova/inference.ipynb runs/sambanova/local.ipynb -p num_prompts 20 "

@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
-from labkit.metrics import MetricTable
+from labkit.metrics import Metric, MetricTable
 from labkit.params import Spec
 from labkit.results import Run
 
-__all__ = ["Section", "Homework", "HOMEWORKS", "register", "homework_of", "homework_for_runs", "is_overview"]
+__all__ = ["Section", "Homework", "HOMEWORKS", "register", "homework_of", "homework_for_runs", "is_overview",
+           "runs_metric", "overview_table"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,24 @@ class Section:
     against: str = ""  # plot the metrics against this parameter (a line per place it ran), not as bars
     detail_table: Any = None  # runs -> a table shown under the comparison (2025 inference: per endpoint)
     detail_plot: Any = None  # (runs, hardware) -> the section's plot instead of the bars
+
+
+def runs_metric(testbed: str) -> str:
+    """The overview's metric that counts ``testbed``'s runs ("graphcore_runs")."""
+    return "{}_runs".format(testbed)
+
+
+def overview_table(name: str, sections: Mapping[str, Section]) -> MetricTable:
+    """The table of the overview record ``name``: one count of runs per section (by testbed), so a grader
+    sees at a glance which testbeds a student handed nothing in for (each section's runs keep their
+    own exercise's table)."""
+    return MetricTable(
+        (name,),
+        *(Metric(runs_metric(testbed), "", "runs of {} found in logs/{}/ and runs/{}/ (testbed logs, lab-book "
+                                           "notebooks and sweeps)".format(section.exercise, testbed, testbed),
+                 primary=True)
+          for testbed, section in sections.items()),
+    )
 
 
 @dataclass(frozen=True)
