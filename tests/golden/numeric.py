@@ -58,9 +58,9 @@ PERCENT_POINTS = 4.0
 #: Probabilities and other values in [-1, 1], absolute. Measured: the BERT-tiny stand-in's
 #: custom-text probabilities did not move in their printed digits in any pass; rebuilt under
 #: another MKL code path its probabilities agree within 5e-5 (tests/groq/test_models.py).
-#: Its recipe (labkit/testbeds/groq/standin.py) builds it the same on every CPU: float64 PCA with
-#: fixed signs, Adam eps 1e-4; built in float32 with Adam's default eps, they moved by 0.011
-#: and one test sentence by 0.23.
+#: Its recipe (build_offline_bert_tiny in labkit/testbeds/groq/models.py) builds it the same on
+#: every CPU: float64 PCA with fixed signs, Adam eps 1e-4; built in float32 with Adam's default
+#: eps, they moved by 0.011 and one test sentence by 0.23.
 FRACTION_ATOL = 0.01
 #: Every other decimal (losses), relative to the golden value. Measured: MNIST running loss
 #: 0.175 % (1.8969 -> 1.8936), final loss 0.11 % here and 0.3 % on AVX-512 (1.810-1.815);
