@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from typing import List, Optional
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -50,3 +51,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
