@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from labkit.errors import LabkitError
+from labkit.errors import LabkitError, stops_end_run_all
 
 __all__ = ["Param", "Spec", "Config", "ParameterError", "StaleConfigError", "check_current", "PATH", "INT_OR_AUTO",
            "injected_names", "existing_file", "usable_directory"]
@@ -362,7 +362,9 @@ class Spec:
         """Validate the parameters as a notebook's globals hold them; the config keeps ``namespace``
         (:func:`check_current`). Undeclared names papermill injected are reported too, read from the
         injected cell in the input history, so a student's own variables are never taken for parameters.
+        In a kernel, from here on a cell that labkit stops ends a Run All there (:func:`stops_end_run_all`).
         """
+        stops_end_run_all()
         values = {p.name: namespace.get(p.name, p.default) for p in self}
         history = namespace.get("In") or []
         return self.validate(values, unknown=injected_names(history))._link(self, namespace)

@@ -9,6 +9,7 @@ Kernel -> Interrupt during training (a partial run, no traceback), and run the s
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Tuple
@@ -106,6 +107,30 @@ def test_mnist_a_deleted_or_invalid_parameter_is_refused_and_a_rebuilt_config_ru
         ran = s.run_cell("graphcore.run_exercise(config)")
         assert not ran.errors, ran.shown
         assert s.value("run.params['learning_rate'], run.params['epochs']") == (0.05, 1)
+
+
+@pytest.mark.parametrize("late", [0.0, 0.5])
+def test_cells_run_all_queued_behind_a_bad_parameter_are_aborted_even_when_they_arrive_late(late, tmp_path):
+    """Run All sends every cell at once; on a loaded machine the later requests can reach the kernel
+    after the check cell has shown its stop. They are aborted as the others are, not run into a
+    NameError; a cell run once the stop's reply is back runs."""
+    with student("graphcore/mnist", tmp_path, epochs=0) as s:
+        check = s.cells.index(s.cell("SPEC.from_notebook"))
+        s.run_through("SPEC.from_notebook")
+        stopped = s.kc.execute(s.cells[check])
+        while True:
+            msg = s.kc.get_iopub_msg(timeout=120)
+            if msg["parent_header"].get("msg_id") == stopped and msg["msg_type"] == "error":
+                break
+        time.sleep(late)
+        behind = [s.kc.execute(source) for source in s.cells[check + 1:check + 3]]
+        replies = {}  # earlier cells' replies are still on the shell channel
+        while not set([stopped] + behind) <= set(replies):
+            reply = s.kc.get_shell_msg(timeout=120)
+            replies[reply["parent_header"]["msg_id"]] = reply["content"]["status"]
+        assert [replies[i] for i in [stopped] + behind] == ["error", "aborted", "aborted"]
+        s.edit(epochs=1)
+        assert not s.run_cell("SPEC.from_notebook").errors
 
 
 @pytest.mark.timing

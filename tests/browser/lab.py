@@ -42,7 +42,9 @@ _A_CELL_STARTED = ("() => [...document.querySelectorAll('.jp-NotebookPanel:not(.
 LAB_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
                                                                        "checkForUpdates": False},
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    # recordTiming: each cell's saved metadata says when the kernel took and answered its request,
+    # which tells a cell run out of order from one run twice.
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none", "recordTiming": True},
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
 }
 

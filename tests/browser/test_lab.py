@@ -117,7 +117,9 @@ def _assert_ran_clean(case, notebook, saved):
 def _assert_one_stop(case, notebook, saved, words):
     """One error output, one short message (no traceback) containing ``words``."""
     errors = [(i, o) for i, o in _outputs(saved) if o["output_type"] == "error"]
-    assert len(errors) == 1, "{}: {} error outputs, expected one".format(case.key, len(errors))
+    cells = json.loads(saved.read_text())["cells"]
+    assert len(errors) == 1, "{}: {} error outputs, expected one: {}".format(case.key, len(errors), [
+        (i, o["ename"], cells[i]["metadata"].get("execution")) for i, o in errors])
     shown = "\n".join(errors[0][1]["traceback"])
     assert len(errors[0][1]["traceback"]) == 1 and "Traceback" not in shown and "File \"" not in shown \
         and len(shown.splitlines()) <= 8, "{}: not one short message: {}".format(case.key, shown)
