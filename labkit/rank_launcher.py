@@ -76,7 +76,6 @@ class Rank:
 
 def _run_rank(target: Callable[..., Any], rank: int, world_size: int, port: int, messages: Any,
               args: Tuple[Any, ...]) -> None:
-    """The body of every rank process: SIGINT ignored, the worker run, its result or traceback sent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt does
     try:
         result = target(Rank(rank, world_size, port, messages), *args)
@@ -190,7 +189,6 @@ def _check_alive(procs: List[Any], results: Dict[int, Any], messages: Any, deadl
 
 
 def _stop_all(procs: List[Any], grace: float) -> None:
-    """Join each rank (``grace`` seconds when they finished), then terminate, then kill: none is left."""
     for proc in procs:
         if proc.pid is None:  # never started
             continue

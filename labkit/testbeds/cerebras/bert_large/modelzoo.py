@@ -10,6 +10,7 @@ that prints the real log format (tests/fakes/cerebras_run.py).
 
 from __future__ import annotations
 
+import getpass
 import os
 import shlex
 import sys
@@ -153,8 +154,6 @@ def modelzoo_command(params_path: str, model_dir: str, modelzoo_dir: str, python
 
 def _user() -> str:
     try:
-        import getpass
-
         return getpass.getuser()
     except Exception:  # no user name in some containers
         return "labkit"

@@ -174,7 +174,6 @@ def _text(path: Optional[str]) -> Optional[str]:
 
 
 def _last(pattern: Any, path: Optional[str]) -> Optional[str]:
-    """The last match of ``pattern`` in the file at ``path``; None when there is none (or no file)."""
     found = re.findall(pattern, _text(path) or "")
     return found[-1] if found else None
 
