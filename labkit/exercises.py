@@ -94,7 +94,7 @@ LOG_FORMATS: Tuple[LogFormat, ...] = (
                ("tensorflow", 1)),
               (), ("keras",)),
     # pasted OpenAI-compatible chat completions (Metis, Sophia): JSON, a curl transcript, an SSE stream
-    LogFormat("openai", "labkit.testbeds.sambanova.inference.log:InferenceReader",
+    LogFormat("openai", "labkit.testbeds.sambanova.inference.evidence:InferenceReader",
               (('"chat.completion', 6), ('"completion_tokens"', 3), ("data: [DONE]", 6),
                ('"time_to_first_token"', 4), ("/chat/completions", 3)),
               (), (), companion_min=9, family="chat"),

@@ -1,7 +1,9 @@
 """Pasted evidence read like a log, into the same records as a measured run (docs/logs.md lists the
 shapes; tests/sambanova/evidence/ says where each comes from): a chat-completion JSON, ``curl`` under
 ``time`` (one client-side latency, nothing streamed), a streamed ``data:`` transcript, a student's JSON
-of results. Server timings and client times go to different metrics.
+of results. Server timings and client times go to different metrics. :class:`InferenceReader` is the
+reader labkit.logs uses for it (format ``"openai"``): the whole piece is read at its end, as a JSON
+answer spans lines.
 
 A JSON of results is read per request, and what its own statistics got wrong is said. Output tokens
 are completion tokens, never total tokens: prompt tokens are read, not generated.
@@ -17,6 +19,7 @@ from datetime import datetime
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
+from labkit.logs.base import LineReader
 from labkit.results import Run
 from labkit.serving.configs import REASONING_FIELDS
 from labkit.testbeds.sambanova.inference.metrics import METRICS, SERVER_FIELDS, add_counts
@@ -24,7 +27,8 @@ from labkit.testbeds.sambanova.inference.notes import several_models
 from labkit.testbeds.sambanova.inference.spec import EXERCISE
 from labkit.testbeds.sambanova.inference.timing import percentile
 
-__all__ = ["parse_text", "read_evidence", "evidence_table", "EvidenceError", "SAMPLE_RESPONSE"]
+__all__ = ["parse_text", "read_evidence", "evidence_table", "EvidenceError", "SAMPLE_RESPONSE",
+           "InferenceReader"]
 
 #: A Metis chat completion written by hand in the documented shape (OpenAI's object, SambaNova's timing
 #: fields in usage), for the notebook to read like a student's pasted response; not a captured answer.
@@ -418,23 +422,18 @@ def _completion_run(body: Dict[str, Any], name: str, kind: str, real: Optional[f
 
 def _sse_run(text: str, name: str) -> Run:
     chunks, usage, model = 0, {}, ""
-    pieces = []
     for line in text.splitlines():
         line = line.strip()
         if not line.startswith("data:"):
             continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            continue
         try:
-            body = json.loads(payload)
+            body = json.loads(line[5:].strip())  # the closing "data: [DONE]" is not JSON
         except ValueError:
             continue
         model = body.get("model", model)
         content = ((body.get("choices") or [{}])[0].get("delta") or {}).get("content") if body.get("choices") else ""
         if content:  # chunks with text, as the client counts them (not the role or finish chunks)
             chunks += 1
-            pieces.append(content)
         if body.get("usage"):
             usage = body["usage"]
     run = _new("sse", name)
@@ -534,6 +533,23 @@ def parse_text(text: str, name: str = "<text>") -> List[Run]:
                 run.params["dataset"] = str(dataset.get("name", "")) if isinstance(dataset, dict) else str(dataset)
             runs.append(run)
     return runs
+
+
+class InferenceReader(LineReader):
+    format = "openai"
+
+    def __init__(self, name: str = "<text>") -> None:
+        super().__init__(name)
+        self._lines: List[str] = []
+
+    def feed(self, line: str) -> None:
+        self._lines.append(line)
+
+    def finish(self) -> List[Run]:
+        self.runs = parse_text("\n".join(self._lines), os.path.basename(self.name))
+        if not self.runs:
+            self.notes.append("No chat completion, streamed transcript or JSON of results was recognised.")
+        return self.runs
 
 
 def read_evidence(paths: Sequence[str]) -> Run:

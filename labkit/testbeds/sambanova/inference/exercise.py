@@ -102,7 +102,7 @@ def _endpoints(config: Config, stack: contextlib.ExitStack) -> List[Endpoint]:
     return found
 
 
-def _tokenizer_for(endpoints: List[Endpoint], config: Config) -> Any:
+def _tokenizer_for(endpoints: List[Endpoint]) -> Any:
     """The tokenizer that sizes synthetic prompts: the stand-in's own, else the first endpoint's model's
     from the local cache (None: words are counted as tokens, an estimate)."""
     for endpoint in endpoints:
@@ -133,7 +133,7 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
             raise NotServed("; ".join(line.sentence for line in not_ready))
         if config.input_tokens is not None or config.output_tokens is not None:
             prompts = synthetic_prompts(prompts, config.num_prompts, config.input_tokens, config.output_tokens,
-                                        config.length_range, config.seed, _tokenizer_for(endpoints, config))
+                                        config.length_range, config.seed, _tokenizer_for(endpoints))
         measured.readiness = [line.renamed for line in ready if line.renamed]
         # from here an interrupt keeps every batch measured: in the requests, the summary, as the servers stop
         stop = interrupts.keep(lambda: _kept(config, endpoints, measured, chosen.path))

@@ -126,10 +126,8 @@ def plot_latency(run: Run):
             low = [0.0 if math.isnan(r[key + "_ci"][0]) else r[key] - r[key + "_ci"][0] for r in mine]
             high = [0.0 if math.isnan(r[key + "_ci"][1]) else r[key + "_ci"][1] - r[key] for r in mine]
             ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3, label=endpoint)
-        ax.set_xlabel(_load_axis(rows))
+        _load_axis(ax, rows)
         ax.set_ylabel("client-side {} median (s)".format(label))
-        ax.set_xscale("log", base=2)
-        ax.grid(alpha=0.3)
     if rows:  # an interrupt before the first configuration ended leaves nothing to label
         axes[0].legend(fontsize="small")
     fig.suptitle(_title(run, "Latency against " + ("request rate" if rated(rows) else "concurrency")),
@@ -138,8 +136,10 @@ def plot_latency(run: Run):
     return fig
 
 
-def _load_axis(rows: List[dict]) -> str:
-    return "request rate (requests/s)" if rated(rows) else "concurrency (requests in flight)"
+def _load_axis(ax: Any, rows: List[dict]) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("request rate (requests/s)" if rated(rows) else "concurrency (requests in flight)")
+    ax.grid(alpha=0.3)
 
 
 def plot_knee(run: Run):
@@ -168,10 +168,8 @@ def plot_knee(run: Run):
                          color=colour, linestyle="none", label="{} knee ({:g})".format(endpoint, knee["load"]))
             latency.axvline(knee["load"], color=colour, alpha=0.3)
     for ax in (latency, goodput):
-        ax.set_xscale("log", base=2)
+        _load_axis(ax, rows)
         ax.xaxis.set_major_formatter(ticker.ScalarFormatter())
-        ax.set_xlabel(_load_axis(rows))
-        ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
     latency.set_yscale("log")
     latency.set_ylabel("client-side median (ms)")
