@@ -1,9 +1,4 @@
-"""Synthetic masked-LM + next-sentence batches for BERT pre-training, the same for the same seed.
-
-    from labkit import bert
-    batches = bert.synthetic_batches(8, 128, vocab_size=30522, seed=0)
-    next(batches)["input_ids"].shape   # (8, 128)
-"""
+"""Synthetic masked-LM + next-sentence batches for BERT pre-training, the same for the same seed."""
 
 from __future__ import annotations
 

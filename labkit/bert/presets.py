@@ -2,10 +2,6 @@
 
 "large" is the BERT-Large the testbeds train; "micro" keeps tests and golden notebooks to
 seconds on two CPU cores.
-
-    from labkit import bert
-    model = bert.build_model("tiny", max_seq_length=128, seed=0)
-    bert.count_parameters(model)
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ __all__ = ["BERT_VOCAB_SIZE", "MODEL_SIZES", "model_config", "build_model", "cou
 BERT_VOCAB_SIZE = 30522
 
 #: Model presets: layers, hidden size, attention heads, feed-forward size (and vocabulary
-#: where it differs from BERT's). "large" is the BERT-Large the testbeds train.
+#: where it differs from BERT's).
 MODEL_SIZES: Dict[str, Dict[str, int]] = {
     "large": {"num_hidden_layers": 24, "hidden_size": 1024, "num_attention_heads": 16, "intermediate_size": 4096},
     "base": {"num_hidden_layers": 12, "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072},
@@ -67,10 +63,8 @@ def seeded(seed: int):
 
 def build_model(model_size: str = "large", max_seq_length: int = 128, seed: int = 0,
                 vocab_size: Optional[int] = None):
-    """A randomly initialised ``BertForPreTraining`` of the preset ``model_size``.
-
-    The same ``seed`` gives the same weights; nothing is downloaded.
-    """
+    """A randomly initialised ``BertForPreTraining`` of the preset ``model_size``: the same ``seed``
+    gives the same weights; nothing is downloaded."""
     from transformers import BertForPreTraining
 
     config = model_config(model_size, max_seq_length, vocab_size)

@@ -189,8 +189,6 @@ def _measure_model(size: str, vocab: int, batch: int, seq: int, device: Any, cho
 
 
 def _measure_small(size: str, vocab: int, batch: int, seq: int, device: Any, chosen: accelerator.Precision) -> float:
-    """CPU/MPS: the preset itself when a step is within PROBE_FLOPS, else a one-layer model of its width
-    (fewer sequences) whose FLOP/s, over the preset's FLOPs a step, gives the step's time."""
     step_flops = flops_per_token(size, vocab, seq) * batch * seq
     if step_flops <= PROBE_FLOPS:
         return _measure_model(size, vocab, batch, seq, device, chosen, False, repeats=1)

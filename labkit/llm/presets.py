@@ -1,9 +1,5 @@
 """LLaMA model presets: the sizes the exercises train, their ``LlamaConfig`` and a seeded model.
 
-    from labkit import llm
-    model = llm.build_model("tiny", vocab_size=2048, seed=0)   # transformers.LlamaForCausalLM
-    llm.count_parameters(model)
-
 "7b" is LLaMA-2-7B as the modelzoo's ``params_llama2_7b.yaml`` configures it; the smaller presets keep
 its architecture and shrink its dimensions (docs/cerebras.md, "Model").
 """

@@ -1,11 +1,8 @@
 """A byte-level BPE tokenizer trained offline on a corpus, cached, as a ``transformers`` tokenizer.
 
-    from labkit import llm
-    corpus = llm.load_corpus()
-    tokenizer = llm.corpus_tokenizer(corpus, vocab_size=2048)   # trained once (well under a second), then cached
-
-LLaMA-2's own 32,000-piece tokenizer is on the hub, out of an offline laptop's reach, and its output
-layer would dominate a small model; why this one and how it is cached: docs/cerebras.md, "Tokenizer".
+Training one takes well under a second. LLaMA-2's own 32,000-piece tokenizer is on the hub, out of an
+offline laptop's reach, and its output layer would dominate a small model; why this one and how it is
+cached: docs/cerebras.md, "Tokenizer".
 """
 
 from __future__ import annotations

@@ -55,7 +55,6 @@ LOG_METRICS: Tuple[Metric, ...] = (
     Metric("wall_s", "s", "seconds between the log's first and last time stamps, queues included", timing=True),
 )
 
-#: The log reader's metrics as a table: its ``add`` gives each metric its unit (KeyError for another name).
 _TABLE = MetricTable(("the Cerebras log reader",), *LOG_METRICS)
 
 
@@ -453,11 +452,9 @@ class CerebrasReader(LineReader):
                     env["{}_workflow_id".format(st.job_kind or "execute")] = m.group(2)
         elif "Poll ingress status" in line or "Ingress is ready" in line:
             kind = st.job_kind
-            if kind and kind in st.queue_start and kind not in st.queue_s:
-                if "Queueing" in line or "queueing" in line:
-                    pass  # still waiting for the cluster
-                else:
-                    st.queue_s[kind] = (stamp - st.queue_start[kind]).total_seconds()
+            still_queued = "Queueing" in line or "queueing" in line  # still waiting for the cluster
+            if kind and kind in st.queue_start and kind not in st.queue_s and not still_queued:
+                st.queue_s[kind] = (stamp - st.queue_start[kind]).total_seconds()
         elif "Found existing cached compile" in line:
             st.cached_compile = True
         elif "Exploring floorplans" in line or "Gradient accumulation trying" in line:

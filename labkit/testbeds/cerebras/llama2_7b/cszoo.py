@@ -465,5 +465,4 @@ def run_on_cs3(config: Any, modelzoo_dir: Optional[str] = None, workdir: Optiona
 
 
 def _get(config: Any, name: str) -> Any:
-    """``config.name``, or None when the config has no such parameter."""
     return getattr(config, name, None)

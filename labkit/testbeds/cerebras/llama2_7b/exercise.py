@@ -36,16 +36,13 @@ class LlamaPlan(RunPlan):
 def estimated_seconds(model_size: str, batch_size: int, sequence_length: int, steps: int, device: Any) -> float:
     """A portable run's time where nothing was measured (a model that does not fit here): 6 x parameters
     x tokens of arithmetic (plus attention) at a nominal speed of the device."""
-    config = llm.model_config(model_size, _portable_vocab(model_size))
-    per_token = 6 * llm.parameter_count(model_size, config.vocab_size) + \
-        12 * config.num_hidden_layers * config.hidden_size * sequence_length
+    per_token = llm.flops_per_token(model_size, _portable_vocab(model_size), sequence_length)
     kind = getattr(device, "type", str(device))
     flops = {"cuda": 5e13, "mps": 5e12}.get(kind, 2e10 * (os.cpu_count() or 1))
     return per_token * batch_size * sequence_length * steps / flops
 
 
 def _portable_vocab(model_size: str) -> int:
-    """The vocabulary a portable run of ``model_size`` trains with (the 7B keeps LLaMA-2's)."""
     return llm.LLAMA2_VOCAB_SIZE if model_size == "7b" else 2048
 
 
