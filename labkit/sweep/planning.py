@@ -168,8 +168,7 @@ def prepare_out(sweep: SweepPlan, out: str) -> None:
     manifest_path = os.path.join(out, MANIFEST)
     if os.path.isfile(manifest_path):
         try:
-            with open(manifest_path) as f:
-                existing = json.load(f)
+            existing = read_json(manifest_path)
         except (OSError, ValueError) as exc:
             raise SweepError("{}: unreadable sweep manifest ({}); choose another --out".format(manifest_path, exc)) from None
         mine = json.loads(json.dumps(sweep.identity()))
