@@ -175,17 +175,6 @@ def _as_data(arrays: Dict[str, np.ndarray], source: str, location: str, notes: L
         source=source, location=location, notes=notes)
 
 
-def load_sample() -> MnistData:
-    files = _find(SAMPLE_DIR)
-    if files is None:  # pragma: no cover - a broken install
-        raise MnistDataError("labkit's MNIST sample is missing from {}; reinstall labkit".format(SAMPLE_DIR))
-    notice = ("NOTICE: full MNIST was not found and could not be downloaded, so this run uses labkit's "
-              "shipped sample of 3,000 training and 1,000 test digits. Its accuracy is NOT comparable "
-              "with the course's numbers on the full dataset. Stage the four MNIST IDX files in a "
-              "directory and pass it as data_dir (or set LABKIT_DATA_DIR) for a comparable run.")
-    return _as_data(_read_all(files, check_md5=False), "sample", str(SAMPLE_DIR), [notice])
-
-
 def load_mnist(data_dir: Optional[Union[str, os.PathLike]] = None, download: bool = True,
                allow_sample: bool = True) -> MnistData:
     """Load MNIST as the module docstring describes."""
@@ -224,6 +213,11 @@ def load_mnist(data_dir: Optional[Union[str, os.PathLike]] = None, download: boo
         raise MnistDataError(
             "MNIST was not found in {} and could not be downloaded. Stage the four IDX files "
             "({}) there, gzip or raw, or pass data_dir.".format(directory, ", ".join(FILES.values())))
-    sample = load_sample()
-    sample.notes[:0] = notes
-    return sample
+    files = _find(SAMPLE_DIR)
+    if files is None:  # pragma: no cover - a broken install
+        raise MnistDataError("labkit's MNIST sample is missing from {}; reinstall labkit".format(SAMPLE_DIR))
+    notes.append("NOTICE: full MNIST was not found and could not be downloaded, so this run uses labkit's "
+                 "shipped sample of 3,000 training and 1,000 test digits. Its accuracy is NOT comparable "
+                 "with the course's numbers on the full dataset. Stage the four MNIST IDX files in a "
+                 "directory and pass it as data_dir (or set LABKIT_DATA_DIR) for a comparable run.")
+    return _as_data(_read_all(files, check_md5=False), "sample", str(SAMPLE_DIR), notes)

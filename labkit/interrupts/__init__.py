@@ -50,7 +50,7 @@ its messages (labkit run)        cells; a lost reply is asked for: the
 :func:`graceful` outside a run step turns the first interrupt into ``stop.requested``. Modules: the
 kernel side, :mod:`~labkit.interrupts.kernel` (steps and phases) and :mod:`~labkit.interrupts.cell`
 (handlers in a cell, answers to labkit run); labkit run's side, :mod:`~labkit.interrupts.runner`, which
-asks through :mod:`labkit.execute.client`.
+asks through :mod:`labkit.execute`.
 """
 
 from labkit.interrupts.cell import deferred, quiet_to_cell_end

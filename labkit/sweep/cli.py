@@ -19,7 +19,6 @@ import sys
 
 from labkit.params import ParameterError
 
-
 __all__ = ["register", "main"]
 
 

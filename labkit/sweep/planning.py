@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
-from labkit.execute import NotebookParameters, notebook_parameters
+from labkit.execute import notebook_parameters
 from labkit.files import write_atomic
 from labkit.params import ParameterError
 from labkit.results import same_value
@@ -138,20 +138,17 @@ def plan(notebook: str, grid_text: Sequence[Tuple[str, str]], repeats: int = 1,
     with open(notebook, "rb") as f:
         sha256 = hashlib.sha256(f.read()).hexdigest()
     result = SweepPlan(os.path.abspath(notebook), grid, repeats, seeds, timeout, sha256)
-    for config in result.configurations():
-        declared.check(dict(config, seed=seeds[-1]))
-    result.baseline, result.baseline_reason = _baseline(result, declared)
-    return result
-
-
-def _baseline(sweep: SweepPlan, declared: NotebookParameters) -> Tuple[Dict[str, Any], str]:
-    defaults = declared.defaults()
-    configurations = sweep.configurations()
-    as_defaults = {n: defaults.get(n) for n in sweep.grid}
+    configurations = result.configurations()
     for config in configurations:
-        if all(same_grid_value(config[n], as_defaults[n]) for n in config):
-            return config, "the notebook's defaults"
-    return configurations[0], "the first configuration (the notebook's defaults are not in the grid)"
+        declared.check(dict(config, seed=seeds[-1]))
+    for config in configurations:
+        if all(same_grid_value(config[n], defaults.get(n)) for n in config):
+            result.baseline, result.baseline_reason = config, "the notebook's defaults"
+            break
+    else:
+        result.baseline = configurations[0]
+        result.baseline_reason = "the first configuration (the notebook's defaults are not in the grid)"
+    return result
 
 
 def same_grid_value(a: Any, b: Any) -> bool:
@@ -168,8 +165,7 @@ def prepare_out(sweep: SweepPlan, out: str) -> None:
     manifest_path = os.path.join(out, MANIFEST)
     if os.path.isfile(manifest_path):
         try:
-            with open(manifest_path) as f:
-                existing = json.load(f)
+            existing = read_json(manifest_path)
         except (OSError, ValueError) as exc:
             raise SweepError("{}: unreadable sweep manifest ({}); choose another --out".format(manifest_path, exc)) from None
         mine = json.loads(json.dumps(sweep.identity()))

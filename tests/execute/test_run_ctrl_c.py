@@ -483,7 +483,7 @@ def test_the_kernels_stderr_reaches_the_terminal_less_interrupt_and_exit_noise(c
     own lines and a libzmq abort or a ZMQError while it runs come through (they say why a kernel died);
     ipykernel's interrupt line does not, nor, once the kernel was told to shut down, libzmq's abort
     (CI printed it after a second Ctrl-C) or ipykernel's ZMQError (seen here after a first one)."""
-    from labkit.execute.client import KernelStderr
+    from labkit.execute import KernelStderr
 
     seen = ""
 
