@@ -55,19 +55,15 @@ def timed_epochs(step, images, labels, micro_batch: int, epochs: int, sync=None,
         for s in range(steps):
             i = s % base_steps
             pending.append(step(images[i * micro_batch:(i + 1) * micro_batch], labels[i * micro_batch:(i + 1) * micro_batch]))
-        losses.extend(_as_floats(pending))  # a NaN loss goes on, as in the study: its speed is still measured
+        if pending and not isinstance(pending[0], float):
+            import torch
+
+            pending = torch.stack(pending).float().cpu().tolist()
+        losses.extend(pending)  # a NaN loss goes on, as in the study: its speed is still measured
         if sync:
             sync()
         times.append(time.perf_counter() - start)
     return {"epoch_times": times, "losses": losses, "steps": steps, "sized": sized}
-
-
-def _as_floats(losses) -> list:
-    if losses and not isinstance(losses[0], float):
-        import torch
-
-        return torch.stack(losses).float().cpu().tolist()
-    return losses
 
 
 #: Steps run for at least this long before an epoch is sized from their pace: a few steps of a small

@@ -136,18 +136,15 @@ def plot_speedup(frame, title: str = "Speed-up over 1 replica (same platform, sa
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ticks = [2 ** i for i in range(0, top.bit_length() + (0 if top & (top - 1) == 0 else 1))]
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([str(t) for t in ticks])
+    ax.set_xticks(ticks, [str(t) for t in ticks])
     lowest = min([1.0] + [float(s) for s in data["speedup"] if s > 0])  # a slower-than-1-replica point
     yticks = [2.0 ** i for i in range(math.floor(math.log2(lowest)), len(ticks))]
-    ax.set_yticks(yticks)
-    ax.set_yticklabels(["{:g}×".format(t) for t in yticks])
+    ax.set_yticks(yticks, ["{:g}×".format(t) for t in yticks])
     ax.set_xlabel("replicas")
     ax.set_ylabel("speed-up over 1 replica")
     ax.set_title(title, fontsize="medium")
     ax.grid(True, which="major", alpha=0.3)
-    handles, labels = ax.get_legend_handles_labels()
-    ax.legend(handles, labels, fontsize="x-small", loc="upper left", framealpha=0.9)
+    ax.legend(fontsize="x-small", loc="upper left", framealpha=0.9)
     fig.tight_layout()
 
     return display.show(fig)  # in a notebook: shown exactly once; elsewhere: the figure

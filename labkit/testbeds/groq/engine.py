@@ -122,22 +122,6 @@ class TorchEngine(Engine):
             return out.float().cpu()  # .cpu() waits for the GPU, so the timing is complete
 
 
-def _single_output(model: Any, task: str, names: Sequence[str]) -> Any:
-    """``model`` as forward(input_ids, [token_type_ids,] attention_mask) -> one tensor, so the
-    traced graph has positional inputs and one named output."""
-    import torch
-
-    class SingleOutput(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.inner = model
-
-        def forward(self, *args: Any) -> Any:
-            return select_output(self.inner(**dict(zip(names, args))), task)
-
-    return SingleOutput().eval()
-
-
 def model_fingerprint(model: Any) -> str:
     """A hash of the model's class, config and weights: the ONNX cache key."""
     cached = getattr(model, "_labkit_fingerprint", None)
@@ -162,7 +146,19 @@ def export_onnx(model: Any, task: str, inputs: Dict[str, Any], path: Path) -> No
     import torch
 
     names = list(inputs)
-    wrapper = _single_output(model, task, names)
+
+    class SingleOutput(torch.nn.Module):
+        """``model`` as forward(input_ids, [token_type_ids,] attention_mask) -> one tensor, so the
+        traced graph has positional inputs and one named output."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+
+        def forward(self, *args: Any) -> Any:
+            return select_output(self.inner(**dict(zip(names, args))), task)
+
+    wrapper = SingleOutput().eval()
     output_name = "logits" if task == "classification" else "last_hidden_state"
     kwargs: Dict[str, Any] = {"input_names": names, "output_names": [output_name], "opset_version": ONNX_OPSET,
                               "do_constant_folding": True}

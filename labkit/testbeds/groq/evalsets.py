@@ -84,9 +84,8 @@ def encode_pair(tokenizer: Any, first: str, second: str, max_seq_length: int) ->
     padded = {k: F.pad(v, (0, max_seq_length - length), "constant", 0) for k, v in encoded.items()}
     if "token_type_ids" not in padded:  # tokenizers without segments: zeros, as BERT expects
         padded["token_type_ids"] = padded["input_ids"] * 0
-    padded["attention_mask"] = padded["attention_mask"].bool()
     return {"input_ids": padded["input_ids"], "token_type_ids": padded["token_type_ids"],
-            "attention_mask": padded["attention_mask"]}
+            "attention_mask": padded["attention_mask"].bool()}
 
 
 def dummy_inputs(task: str, max_seq_length: int, batch_size: int = 1) -> Dict[str, Any]:
@@ -139,7 +138,6 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     ra, rb = ra - ra.mean(), rb - rb.mean()
     denominator = np.sqrt((ra * ra).sum() * (rb * rb).sum())
     return float((ra * rb).sum() / denominator) if denominator else float("nan")
-
 
 
 def _from_hub(sources: Sequence[Tuple[str, tuple, dict]]) -> Tuple[Any, str, List[str]]:

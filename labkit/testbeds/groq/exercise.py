@@ -4,10 +4,10 @@ step and the sections that look further into a run made here are in ``report.py`
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 from labkit import interrupts
-from labkit.display import in_kernel, show
+from labkit.display import show
 from labkit.interrupts import run_step
 from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan
@@ -110,10 +110,8 @@ def build(config: Config, loaded: Any) -> Dict[str, Any]:
         rows.append({"backend": name, "compiled input shape": info.input_shape,
                      "build": "built now" if info.built_now else ("reused from cache" if name == "onnxruntime" else "none needed"),
                      "what runs": _WHAT_RUNS.get(name, info.artifact)})
-    table = pd.DataFrame(rows)
-    if in_kernel():
-        show(table)
-    else:
+    table = show(pd.DataFrame(rows))  # None in a kernel, which shows it
+    if table is not None:
         print(table)
     return engines
 
@@ -123,25 +121,10 @@ _WHAT_RUNS = {"cpu": "the PyTorch model, eagerly", "cuda": "the PyTorch model, e
               "groq": "a GroqChip program built by groqit()"}
 
 
-def _per_sample(outputs: Sequence[Any], rows_per_sample: int, count: int) -> List[Any]:
-    samples = [out[start:start + rows_per_sample]
-               for out in outputs for start in range(0, out.shape[0], rows_per_sample)]
-    return samples[:count]
-
-
 def _predictions(task: str, outputs: Sequence[Any], inputs: Sequence[Dict[str, Any]], labels: Dict[int, str]) -> List[Any]:
     if task == "classification":
         return [labels.get(int(o[0].argmax()), str(int(o[0].argmax()))) for o in outputs]
     return [evalsets.pair_similarity(o, x["attention_mask"]) for o, x in zip(outputs, inputs)]
-
-
-def _compare(reference: Sequence[Any], other: Sequence[Any], ref_out: Sequence[Any],
-             other_out: Sequence[Any]) -> Tuple[List[int], float]:
-    # labels must be equal; similarities within SIMILARITY_TOLERANCE
-    indices = [i for i, (a, b) in enumerate(zip(reference, other))
-               if not same_value(a, b, rtol=0, atol=SIMILARITY_TOLERANCE)]
-    largest = max(float((a - b).abs().max()) for a, b in zip(ref_out, other_out))
-    return indices, largest
 
 
 def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], repetitions: int = 100,
@@ -168,7 +151,8 @@ def evaluate(config: Config, loaded: Any, data: Any, engines: Dict[str, Any], re
         # once its last batch is done, an interrupt lets its timing finish, then keeps it
         passed = (lambda: into.setdefault("passes", []).append(name)) if into is not None else None
         raw, wall = engine.run_dataset(batches, desc="{} inference".format(name), on_last=passed)
-        outputs[name] = _per_sample(raw, rows_per_sample, len(data))
+        outputs[name] = [out[start:start + rows_per_sample]
+                         for out in raw for start in range(0, out.shape[0], rows_per_sample)][:len(data)]
         scores[name] = data.score(outputs[name])
         predictions[name] = _predictions(loaded.task, outputs[name], data.inputs, loaded.labels)
         compile_inputs = engine.benchmark(dummy, repetitions)
@@ -189,7 +173,9 @@ def _result(config: Config, loaded: Any, data: Any, outputs: Dict[str, Any], sco
     disagreements, largest = {}, {}
     for name in outputs:
         if name != "cpu" and "cpu" in outputs:
-            disagreements[name], largest[name] = _compare(predictions["cpu"], predictions[name],
-                                                          outputs["cpu"], outputs[name])
+            # labels must be equal; similarities within SIMILARITY_TOLERANCE
+            disagreements[name] = [i for i, (a, b) in enumerate(zip(predictions["cpu"], predictions[name]))
+                                   if not same_value(a, b, rtol=0, atol=SIMILARITY_TOLERANCE)]
+            largest[name] = max(float((a - b).abs().max()) for a, b in zip(outputs["cpu"], outputs[name]))
     return GroqResult(loaded.task, data.score_name, config.batch_size, len(data), dict(scores), dict(latency),
                       dict(predictions), disagreements, largest, list(data.texts), list(notes))

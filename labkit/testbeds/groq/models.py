@@ -39,14 +39,13 @@ class ModelUnavailable(LabkitError, ValueError):
 
 
 _HUB_STATUS: Dict[str, Tuple[bool, str]] = {}
-_TRUE = ("1", "true", "yes", "on")
 
 
 def hub_status(timeout: float = 2.0) -> Tuple[bool, str]:
     """(reachable, reason). Offline variables answer at once; otherwise one TCP connection to
     the hub's host is tried in a daemon thread, so a resolver that hangs costs ``timeout``."""
     for var in ("LABKIT_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        if os.environ.get(var, "").strip().lower() in _TRUE:
+        if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
             return False, "{}={} is set".format(var, os.environ[var])
     endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
     if endpoint in _HUB_STATUS:
@@ -122,10 +121,6 @@ def offline_models() -> List[str]:
     ]
 
 
-def _looks_like_path(name: str) -> bool:
-    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or os.path.exists(name)
-
-
 def model_limit(name: str) -> Optional[int]:
     """The longest sequence ``name`` accepts (max_position_embeddings), when known without loading."""
     if name in COURSE_MODELS:
@@ -146,7 +141,7 @@ def problem_with_model(name: str) -> Optional[str]:
         if not os.path.isfile(os.path.join(path, "config.json")):
             return "the directory {} has no config.json (save a model there with save_pretrained())".format(path)
         return None
-    if _looks_like_path(name):
+    if name.startswith(("/", ".", "~")) or name.count("/") > 1 or os.path.exists(name):  # names a path
         return "no such directory: {}".format(path)
     if name in COURSE_MODELS:
         return None
