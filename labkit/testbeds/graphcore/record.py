@@ -31,7 +31,8 @@ from labkit.testbeds.graphcore.spec import EXERCISE
 from labkit.testbeds.graphcore.metrics import METRICS
 
 __all__ = ["StepRecord", "TrainHistory", "MnistResult", "finish_run", "cut_test_pass", "finish", "judge",
-           "near_chance_note", "NEAR_CHANCE_ACCURACY", "UNIFORM_LOSS", "SATURATED_MARGIN", "TUTORIAL_LEARNING_RATE"]
+           "near_chance_note", "NEAR_CHANCE_ACCURACY", "UNIFORM_LOSS", "SATURATED_MARGIN",
+           "TUTORIAL_LEARNING_RATE"]
 
 #: Below this test accuracy (%) a 10-class model is "near chance" (chance is 10 %).
 NEAR_CHANCE_ACCURACY = 20.0
