@@ -7,7 +7,7 @@
 A run diverged when its loss became NaN or infinite, or rose above ``EXPLODE_FACTOR`` times the
 first finite loss (and above ``EXPLODE_FLOOR``, so a loss wobbling near zero is no explosion).
 Nothing else is: a run that ended near chance accuracy is complete, and its exercise's notes say
-what is known (``labkit.testbeds.graphcore.verdict``).
+what is known (``labkit.testbeds.graphcore.record``).
 
 Why 10 (tests/test_divergence.py checks it on every real log in ../shared/fixtures): no healthy
 run in the course's logs logs a loss above its first by more than 1 % (MNIST starts near

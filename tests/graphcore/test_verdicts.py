@@ -20,7 +20,7 @@ import torch
 from labkit.results import Run
 from labkit.testbeds import graphcore
 from labkit.testbeds.graphcore.train import train
-from labkit.testbeds.graphcore.verdict import judge
+from labkit.testbeds.graphcore.record import judge
 
 
 def _short_run(learning_rate: float):

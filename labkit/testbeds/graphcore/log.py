@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Dict, List, Optional
 
-from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import (NUMBER, LineReader, clock_seconds, fill_from_filename, new_run, number,
                               params_from_filename)
 from labkit.results import Run
 from labkit.testbeds.graphcore.metrics import BERT_METRICS, METRICS
-from labkit.testbeds.graphcore.verdict import judge
+from labkit.testbeds.graphcore.record import judge
 
 __all__ = ["GraphcoreReader"]
 
@@ -229,7 +228,7 @@ class GraphcoreReader(LineReader):
             run.add_series("batch_accuracy", steps, cur.batch_accuracies, x_label="logged step")
             METRICS.add(run, "final_batch_loss", cur.losses[-1])
         # Status: complete when it ran to the end; diverged only by the one rule (labkit.divergence),
-        # never for a low accuracy alone (verdict.judge notes a near-chance run instead).
+        # never for a low accuracy alone (record.judge notes a near-chance run instead).
         if cur.epochs_done and cur.accuracy is not None:
             run.status = "complete"
         else:
@@ -337,9 +336,7 @@ class GraphcoreReader(LineReader):
             run.status = "complete"
         else:
             run.notes.append("No 'Training time' line: the log is cut short or training failed.")
-        if loss_divergence(self.bert_losses):
-            run.status = "diverged"
-            run.notes.append(divergence_note(self.bert_losses, where="logged step"))
+        judge(run, losses=self.bert_losses, where="logged step")  # no test_accuracy: only the divergence rule
         if "compile_s" in run.metrics:
             run.notes.append("'Compiled/Loaded model in {} secs' is compilation (or loading from the cache), "
                              "not training; the throughput and 'Training time' exclude it.".format(run.metrics["compile_s"]))

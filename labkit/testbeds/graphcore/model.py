@@ -1,6 +1,6 @@
 """The PopTorch MNIST tutorial's network, layer for layer, its softmax before ``CrossEntropyLoss``
 included: that double softmax is why a large learning rate stalls at chance instead of exploding
-(``verdict.py``), and labkit keeps it because the exercise is to reproduce the course's numbers.
+(``record.py``), and labkit keeps it because the exercise is to reproduce the course's numbers.
 """
 
 from __future__ import annotations

@@ -106,29 +106,6 @@ def _number(text: str) -> Any:
         return text
 
 
-def _row_problems(row: Mapping[str, str], run: Run) -> List[str]:
-    problems = []
-    for key, text in row.items():
-        if key in _FIXED or key is None or text == "":
-            continue
-        if key.startswith(MAIN_RECORD + "."):  # a notebook with several records: "run.global_rate"
-            key = key[len(MAIN_RECORD) + 1:]
-        if key in run.params:
-            wanted: Any = run.params[key]
-        elif key in run.metrics:
-            wanted = run.metrics[key]
-        else:
-            continue
-        value = _number(text)
-        if isinstance(wanted, bool) or isinstance(value, bool) or not isinstance(value, float):
-            ok = str(wanted) == str(value) if not isinstance(wanted, bool) else value is wanted
-        else:
-            ok = isinstance(wanted, (int, float)) and same_value(float(wanted), value)
-        if not ok:
-            problems.append("{} = {} in {} but {!r} in the notebook".format(key, text, _RESULTS_CSV, wanted))
-    return problems
-
-
 def sweep_runs(folder: str) -> List[Tuple[str, Optional[Run], str]]:
     """Every run of a sweep folder, as ``(notebook path, Run or None, problem)``, in results.csv order.
 
@@ -166,7 +143,25 @@ def _row_problem(table: str, row: Mapping[str, str], run: Optional[Run]) -> str:
     """Why a sweep's run does not count ("" when it does): it did not complete, or its row and notebook differ."""
     if row.get("status") not in _COUNTED or run is None:
         return "the run did not complete ({}: {})".format(row.get("status"), (row.get("error") or "")[:120])
-    problems = _row_problems(row, run)
+    problems = []
+    for key, text in row.items():
+        if key in _FIXED or key is None or text == "":
+            continue
+        if key.startswith(MAIN_RECORD + "."):  # a notebook with several records: "run.global_rate"
+            key = key[len(MAIN_RECORD) + 1:]
+        if key in run.params:
+            wanted: Any = run.params[key]
+        elif key in run.metrics:
+            wanted = run.metrics[key]
+        else:
+            continue
+        value = _number(text)
+        if isinstance(wanted, bool) or isinstance(value, bool) or not isinstance(value, float):
+            ok = str(wanted) == str(value) if not isinstance(wanted, bool) else value is wanted
+        else:
+            ok = isinstance(wanted, (int, float)) and same_value(float(wanted), value)
+        if not ok:
+            problems.append("{} = {} in {} but {!r} in the notebook".format(key, text, _RESULTS_CSV, wanted))
     return "{} disagrees with the run's notebook: {}".format(table, "; ".join(problems[:3])) if problems else ""
 
 

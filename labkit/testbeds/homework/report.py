@@ -101,16 +101,12 @@ def plot(testbed: str, runs: Sequence[Run], homework: Any = None):
     return fig
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def points_against(section: Section, runs: Sequence[Run], metric: str) -> Dict[str, List[Tuple[float, float]]]:
     """``{where it ran: [(parameter value, metric value), ...]}`` sorted by the parameter, for runs that have both."""
     found: Dict[str, List[Tuple[float, float]]] = {}
     for run in runs:
         x, y = run.params.get(section.against), run.metrics.get(metric)
-        if _number(x) and _number(y):
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y)):
             found.setdefault(where_it_ran(run), []).append((float(x), float(y)))
     return {where: sorted(points) for where, points in found.items()}
 
