@@ -20,8 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labkit.files import write_atomic
 from labkit.grading.sandbox import levels
-from labkit.grading.reports.class_data import class_data
-from labkit.grading.reports.class_page import class_html
+from labkit.grading.reports.class_page import class_data, class_html
 from labkit.grading.checks.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
 from labkit.grading.checks.duplicates import groups as duplicate_groups
 from labkit.grading.reports.gradebook import (LMS_FORMATS, canvas_csv, class_summary, feedback_html,
