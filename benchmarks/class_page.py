@@ -25,8 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from labkit.grading.reports.class_data import read_class  # noqa: E402
-from labkit.grading.reports.class_page import class_html  # noqa: E402
+from labkit.grading.reports.class_page import class_html, read_class  # noqa: E402
 from labkit.grading.reports.gradebook import class_summary, summary_markdown  # noqa: E402
 from tests.grading.class_fixtures import synthetic_class  # noqa: E402
 

@@ -16,7 +16,7 @@ is raised; by module (built-in base in brackets):
   (testbeds.homework, and testbeds.sambanova.inference for pasted transcripts);
 * data, logs and models: ``IdxError`` [ValueError] and ``MnistDataError`` [RuntimeError] (data),
   ``NoRunError`` [LookupError] and ``BinaryLogError`` [ValueError] (logs), ``ClassDataError``
-  [ValueError] (grading.reports.class_data), ``CorpusUnavailable`` [RuntimeError] and
+  [ValueError] (grading.reports.class_page), ``CorpusUnavailable`` [RuntimeError] and
   ``ModelTooLarge`` [MemoryError] (llm), ``ModelUnavailable`` [ValueError] (testbeds.groq),
   ``PromptError`` [ValueError] (testbeds.sambanova.inference);
 * devices and local runs: ``DeviceError`` [RuntimeError] (devices), ``BackendError``

@@ -12,8 +12,7 @@ import json
 
 import pytest
 
-from labkit.grading.reports.class_data import read_class
-from labkit.grading.reports.class_page import class_html
+from labkit.grading.reports.class_page import class_html, read_class
 from tests.browser import lab as lablib
 from tests.browser.class_page import open_class_page
 from tests.grading.class_fixtures import PLANTED, synthetic_class

@@ -16,8 +16,7 @@ import pytest
 
 from labkit import results
 from labkit.cli import main as labkit
-from labkit.grading.reports.class_data import COLUMNS, RULE, read_class
-from labkit.grading.reports.class_page import class_html, figure_id
+from labkit.grading.reports.class_page import COLUMNS, RULE, class_html, figure_id, read_class
 from tests.grading.class_fixtures import PLANTED, synthetic_class
 
 
@@ -118,7 +117,7 @@ def test_a_students_hostile_text_is_shown_as_text(tmp_path):
 
 
 def test_odd_records_are_drawn_or_left_out_never_a_crash(tmp_path):
-    from labkit.grading.reports.class_data import run_rows
+    from labkit.grading.reports.class_page import run_rows
     odd = {"exercise": "sambanova/inference", "params": {"concurrency": [1, 2]}, "notes": ["x"] * 1000,
            "metrics": {"ttft_median": float("nan"), "e2el_median": -1.0, "output_throughput": True},
            "series": dict({"ttft_median_time:e{}".format(i): {"x": [1], "y": [0.5]} for i in range(50)},

@@ -21,8 +21,7 @@ import pandas as pd
 
 from labkit import results
 from labkit.cli import main as labkit
-from labkit.grading.reports.class_data import read_class
-from labkit.grading.reports.class_page import figure_id
+from labkit.grading.reports.class_page import figure_id, read_class
 
 __all__ = ["check_class_page"]
 

@@ -18,7 +18,7 @@ from labkit.grading.sandbox import levels
 from labkit.grading.batch import grade_class
 from labkit.grading.reports.gradebook import read_gradebook
 from tests.homework import classroom
-from labkit.grading.reports.class_data import read_class
+from labkit.grading.reports.class_page import read_class
 from tests.homework.class_page_checks import check_class_page
 
 LIMITS = levels.Limits(notebook_s=60, cell_s=10, memory_bytes=2 << 30, nproc=64, fsize_bytes=16 << 20)

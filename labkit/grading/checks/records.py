@@ -201,7 +201,8 @@ def grade_reproduce(check: Check, evidence: Evidence) -> CheckResult:
             continue
         names = [m for m in run.metrics if only is None or m in only]
         differing = [m for m in names if m not in again.metrics or not same_value(run.metrics[m], again.metrics[m], rtol=tolerance)]
-        if differing or not _params_match(run.params, again.params):
+        same_params = all(k in again.params and same_value(v, again.params[k]) for k, v in run.params.items())
+        if differing or not same_params:
             what = ", ".join("{}: submitted {} vs {}".format(str(m)[:80], fmt_value(run.metrics[m]), fmt_value(again.metrics.get(m)))
                              for m in differing[:3]) or "parameters differ"
             problems.append("record {} differs ({})".format(quoted(name), what))
@@ -211,10 +212,6 @@ def grade_reproduce(check: Check, evidence: Evidence) -> CheckResult:
     if problems:
         reason += ": " + "; ".join(problems[:4])
     return check.result(matched / float(len(submitted)), reason)
-
-
-def _params_match(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
-    return all(k in b and same_value(a[k], b[k]) for k in a)
 
 
 RERUN_FUNCTION = "labkit.testbeds.homework.evidence:rerun_smallest"

@@ -33,8 +33,7 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
 
 def main(args: argparse.Namespace) -> int:
     from labkit.files import write_atomic
-    from labkit.grading.reports.class_data import ClassDataError, long_csv, read_class
-    from labkit.grading.reports.class_page import class_html
+    from labkit.grading.reports.class_page import ClassDataError, class_html, long_csv, read_class
 
     if not os.path.isdir(args.folder):
         print("labkit class: DIR {} is not a folder (give the --out folder of `labkit grade`)".format(args.folder),

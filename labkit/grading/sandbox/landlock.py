@@ -25,8 +25,7 @@ __all__ = ["abi_version", "restrict", "inside", "READ", "LandlockError"]
 
 # landlock_create_ruleset, landlock_add_rule, landlock_restrict_self: the same numbers on every
 # architecture that got them through the unified syscall table.
-_SYSCALLS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446), "arm64": (444, 445, 446),
-             "riscv64": (444, 445, 446), "ppc64le": (444, 445, 446), "s390x": (444, 445, 446)}
+_SYSCALLS = dict.fromkeys(("x86_64", "aarch64", "arm64", "riscv64", "ppc64le", "s390x"), (444, 445, 446))
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38

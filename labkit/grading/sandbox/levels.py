@@ -63,7 +63,6 @@ _PROBES = {"bwrap": ["bwrap", "--unshare-net", "--unshare-pid", "--die-with-pare
 
 
 def check_level(level: str) -> None:
-    """ValueError naming the allowed levels unless ``level`` is one of them."""
     if level not in LEVELS:
         raise ValueError("isolation level: {!r} is not one of {}".format(level, ", ".join(LEVELS)))
 

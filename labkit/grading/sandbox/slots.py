@@ -182,7 +182,6 @@ def kill_cgroup_processes(folders: Sequence[str]) -> None:
 
 
 def remove_cgroups(folders: Sequence[str]) -> None:
-    """Kill whatever is left in the run's cgroups, then remove them."""
     kill_cgroup_processes(folders)
     for folder in folders:
         with suppress(OSError):
