@@ -48,7 +48,7 @@ test: $(STAMP)
 		if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; \
 	done; \
 	if [ $$side_by_side -ne 0 ]; then exit $$side_by_side; fi; exit $$alone
-	$(PY) tests/golden/kernels.py --after-suite
+	$(PY) tests/golden/cpu_kernels.py --after-suite
 
 # The loop between two changes (under 3 minutes): the tests not marked slow or timing
 # (tests/conftest.py marks the files that start kernels, servers, jobs or train).
@@ -72,9 +72,9 @@ test-interrupts: $(STAMP)
 	LABKIT_INTERRUPT_WALK=1 $(PY) -m pytest tests/interrupts -p no:cacheprovider -v
 
 # Every golden notebook again under PyTorch's baseline and best CPU kernels, 1 and 2 threads,
-# empty and warm labkit cache (tests/golden/kernels.py says which passes and why).
+# empty and warm labkit cache (tests/golden/cpu_kernels.py says which passes and why).
 test-kernels: $(STAMP)
-	$(PY) tests/golden/kernels.py
+	$(PY) tests/golden/cpu_kernels.py
 
 # The lowest versions pyproject.toml declares for the libraries labkit calls most, in a venv of
 # their own made anew: torch, papermill, nbclient, openai and transformers at the serve floor, then

@@ -40,7 +40,7 @@ def test_both_pytest_passes_run_and_either_failing_fails_make(tmp_path, side_by_
     """make test runs the tests side by side, then the timing ones alone; a failure in the first
     must not hide the second's results, and a failure in either fails make test."""
     calls = tmp_path / "calls"
-    # Each pytest stand-in notes its marker expression and exits as told; kernels.py exits 0.
+    # Each pytest stand-in notes its marker expression and exits as told; cpu_kernels.py exits 0.
     fake = ("sh -c 'echo \"$$*\" >> {calls}; case \"$$*\" in *\"not timing\"*) exit {a};; *\"-m timing\"*) exit {b};; "
             "esac' pytest").format(calls=calls, a=side_by_side, b=alone)
     result = _make_test(fake)

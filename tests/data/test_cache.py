@@ -45,7 +45,7 @@ def test_datasets_live_in_the_same_cache_unless_a_data_dir_is_given(clean, monke
 
 
 def test_the_golden_passes_empty_cache_settings_agree(clean, monkeypatch):
-    """tests/golden/kernels.py sets both variables for an empty cache: both rules give one folder."""
+    """tests/golden/cpu_kernels.py sets both variables for an empty cache: both rules give one folder."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(clean / "cache"))
     from_xdg = cache_dir()
     monkeypatch.setenv("LABKIT_CACHE_DIR", str(clean / "cache" / "labkit"))

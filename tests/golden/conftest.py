@@ -40,7 +40,7 @@ def _split(outputs):
     return records, rest
 
 
-# kernels.py --spread-log sets this to a file: every number that differs from its golden value
+# cpu_kernels.py --spread-log sets this to a file: every number that differs from its golden value
 # is appended there (one JSON line each); spread.py tabulates what the tolerances must cover.
 _SPREAD_LOG = os.environ.get("LABKIT_GOLDEN_SPREAD_LOG")
 

@@ -26,7 +26,7 @@ The tolerances are measured, not guessed: each is a little above the largest dif
 between the golden copies and fresh runs of every golden notebook (see the comments beside
 them). Measure again after a golden run changes size:
 
-    .venv/bin/python tests/golden/kernels.py --spread-log /tmp/spread.jsonl
+    .venv/bin/python tests/golden/cpu_kernels.py --spread-log /tmp/spread.jsonl
     .venv/bin/python tests/golden/spread.py /tmp/spread.jsonl
 """
 
@@ -44,7 +44,7 @@ __all__ = [
 
 # Spreads measured on an AMD EPYC (AVX2) between the golden copies and replays under
 # ATEN_CPU_CAPABILITY=default (MKL_CBWR=COMPATIBLE, ONEDNN_MAX_CPU_ISA=SSE41) and avx2, 1 and 2
-# threads, empty and warm labkit cache (`tests/golden/kernels.py --spread-log`, then spread.py),
+# threads, empty and warm labkit cache (`tests/golden/cpu_kernels.py --spread-log`, then spread.py),
 # and on an Intel Xeon (AVX-512).
 
 #: Accuracies in percent, absolute. Measured: MNIST golden run (800 test images) 66.62 % golden,

@@ -1,9 +1,9 @@
 """Measure how far golden numbers move across CPU kernels and threads, to set the tolerances.
 
-    .venv/bin/python tests/golden/kernels.py --spread-log /tmp/spread.jsonl   # replay, logging
+    .venv/bin/python tests/golden/cpu_kernels.py --spread-log /tmp/spread.jsonl   # replay, logging
     .venv/bin/python tests/golden/spread.py /tmp/spread.jsonl                  # the table
 
-kernels.py replays every golden notebook under each capability and thread count; with
+cpu_kernels.py replays every golden notebook under each capability and thread count; with
 ``--spread-log``, tests/golden/conftest.py appends every number that differs from its golden value
 (printed text and run records alike). This prints, per kind of tolerance in
 tests/golden/numeric.py, the largest difference seen and where, next to the tolerance in force.

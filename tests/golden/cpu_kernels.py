@@ -1,11 +1,14 @@
 """Replay every golden notebook under several CPU kernels and thread counts (`make test-kernels`).
 
-    make test-kernels                                   # what `make test` runs
-    .venv/bin/python tests/golden/kernels.py            # the same
-    .venv/bin/python tests/golden/kernels.py --list     # the passes it would run, and why
-    .venv/bin/python tests/golden/kernels.py --capability default --threads 1 tests/golden/groq/bert_tiny.ipynb
-    .venv/bin/python tests/golden/kernels.py --spread-log /tmp/spread.jsonl   # also log every
-                                                        # number that moved (tests/golden/spread.py)
+    make test-kernels                                       # what `make test` runs
+    .venv/bin/python tests/golden/cpu_kernels.py            # the same
+    .venv/bin/python tests/golden/cpu_kernels.py --list     # the passes it would run, and why
+    .venv/bin/python tests/golden/cpu_kernels.py --capability default --threads 1 tests/golden/groq/bert_tiny.ipynb
+    .venv/bin/python tests/golden/cpu_kernels.py --spread-log /tmp/spread.jsonl   # also log every
+                                                            # number that moved (tests/golden/spread.py)
+
+Not named kernels.py: pytest puts tests/golden on sys.path, where such a file would shadow Hugging
+Face's ``kernels`` package, which transformers imports whenever it is installed.
 
 A golden copy is made on one machine and must pass on every other one. PyTorch picks its CPU
 kernels by ISA at run time, and ``ATEN_CPU_CAPABILITY`` forces a lower one, so one machine can
