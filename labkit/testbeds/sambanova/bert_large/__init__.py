@@ -8,14 +8,13 @@ SambaNova's ``training_sequences_per_second`` counts TOKENS per second despite i
 ``sequences_per_second`` is the true figure. docs/sambanova.md has the modules, one concern each.
 """
 
-from labkit.testbeds.sambanova.bert_large.exercise import homework_runs, plan, run_exercise
-from labkit.testbeds.sambanova.bert_large.host import SambaFlow, resolve_target
+from labkit.testbeds.sambanova.bert_large.exercise import homework_runs, plan, resolve_target, run_exercise
 from labkit.testbeds.sambanova.bert_large.metrics import METRICS
 from labkit.testbeds.sambanova.bert_large.portable import run_portable
 from labkit.testbeds.sambanova.bert_large.report import (format_throughput, metrics_table, plot_loss, plot_throughput,
                                                          show, throughput_table)
 from labkit.testbeds.sambanova.bert_large.spec import SPEC, MODEL_SIZES, describe_request, slurm_request
-from labkit.testbeds.sambanova.bert_large.testbed import read_log, run_testbed
+from labkit.testbeds.sambanova.bert_large.testbed import SambaFlow, read_log, run_testbed
 
 __all__ = ["SPEC", "METRICS", "plan", "run_exercise", "show",
            # the notebook's homework cells

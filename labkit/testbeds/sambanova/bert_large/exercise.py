@@ -1,5 +1,5 @@
-"""The SambaNova notebook's plan and run steps (its show step is :func:`report.show`), and the
-homework's runs.
+"""Which target a configuration resolves to, the SambaNova notebook's plan and run steps (its show
+step is :func:`report.show`), and the homework's runs.
 """
 
 from __future__ import annotations
@@ -7,16 +7,36 @@ from __future__ import annotations
 import os
 from typing import List, Optional
 
+from labkit.devices import DeviceError
 from labkit.interrupts import run_step
-from labkit.params import Config
+from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan
 from labkit.results import Run
-from labkit.testbeds.sambanova.bert_large.host import SambaFlow, resolve_target
 from labkit.testbeds.sambanova.bert_large.portable import run_portable
-from labkit.testbeds.sambanova.bert_large.spec import describe_request
-from labkit.testbeds.sambanova.bert_large.testbed import read_log, run_testbed
+from labkit.testbeds.sambanova.bert_large.spec import EXERCISE, describe_request
+from labkit.testbeds.sambanova.bert_large.testbed import SambaFlow, read_log, run_testbed, sambanova_host
 
-__all__ = ["plan", "run_exercise", "homework_runs"]
+__all__ = ["resolve_target", "plan", "run_exercise", "homework_runs"]
+
+
+def resolve_target(config: Config, setup: SambaFlow = SambaFlow()) -> str:
+    """'testbed', 'portable' or 'log', saying why when the asked-for target is impossible."""
+    target = config.target
+    if target == "auto":
+        if config.log_path is not None:
+            return "log"
+        return "testbed" if sambanova_host(setup) else "portable"
+    if target == "log" and config.log_path is None:
+        raise ParameterError(["target = 'log': give log_path, the training log (BertLarge.out) to read"], EXERCISE)
+    if target == "testbed":
+        if not sambanova_host(setup):
+            raise DeviceError("target='testbed' needs a SambaNova node (sbatch on PATH and SambaFlow at {}); "
+                              "none is here. Use target='portable' (or 'auto') to run torch.distributed ranks on "
+                              "this machine, or target='log' with a BertLarge.out from the testbed.".format(setup.root))
+        if config.model_size != "large":
+            raise ParameterError(["model_size = {!r}: SambaFlow's compile configs in the course are for BERT-Large "
+                                  "only; use model_size='large' on the testbed".format(config.model_size)], EXERCISE)
+    return target
 
 
 def plan(config: Config) -> RunPlan:

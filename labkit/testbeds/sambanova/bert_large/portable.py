@@ -14,14 +14,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from labkit import devices, interrupts, rank_launcher
 from labkit.accelerator import TESTBED_PRECISION
+from labkit.devices import DeviceError, mps_available
 from labkit.divergence import divergence_note, loss_divergence
-from labkit.params import Config
+from labkit.params import Config, ParameterError
 from labkit.results import Run
-from labkit.testbeds.sambanova.bert_large.host import ranks_device
 from labkit.testbeds.sambanova.bert_large.metrics import METRICS
 from labkit.testbeds.sambanova.bert_large.spec import EXERCISE
 
-__all__ = ["run_portable", "train_rank", "AllReduceOptimizer", "TOKENS_NOTE", "PRELOAD"]
+__all__ = ["run_portable", "ranks_device", "TooBigForMemory", "train_rank", "AllReduceOptimizer", "PRELOAD"]
 
 TOKENS_NOTE = ("training_sequences_per_second is SambaNova's name, but it is ntasks x batch_size x steps x "
                "max_seq_length / e2e_train_time: it counts tokens per second. Sequences per second: "
@@ -35,9 +35,8 @@ PRELOAD = ["labkit.testbeds.sambanova.bert_large.portable", "labkit.bert", "tran
 
 def run_portable(config: Config, ntasks: Optional[int] = None, timeout: float = 3600, show: bool = True) -> Run:
     """Data-parallel BERT on this machine: ``ntasks`` processes of :func:`train_rank`, gradients all-reduced
-    each step. Nothing is spawned when the run cannot fit in memory
-    (:func:`~labkit.testbeds.sambanova.bert_large.host.ranks_device`). Raises RuntimeError when a rank
-    fails or nothing comes back within ``timeout`` seconds."""
+    each step. Nothing is spawned when the run cannot fit in memory (:func:`ranks_device`). Raises
+    RuntimeError when a rank fails or nothing comes back within ``timeout`` seconds."""
     import torch
 
     ranks = int(ntasks if ntasks is not None else config.ntasks)
@@ -121,6 +120,77 @@ def _interrupted_run(config: Config, ranks: int, steps_done: List[int], losses: 
     METRICS.add(run_, "steps", len(steps_done))
     run_.add_series("loss", steps_done, losses)
     return run_
+
+
+class TooBigForMemory(ParameterError, MemoryError):
+    """The portable run would not fit in this machine's memory: the parameters must shrink.
+
+    A ParameterError, so Jupyter shows its one message and no traceback (a student's Run All
+    with the testbed's defaults ends here), and a MemoryError for code that catches that.
+    """
+
+
+def ranks_device(config: Config, ranks: int) -> Tuple[str, List[str]]:
+    """Where ``ranks`` portable ranks run ('cuda': NCCL, one GPU per rank; or 'cpu': gloo) and notes on the
+    choice; raises :class:`TooBigForMemory` before anything is spawned when they cannot fit, saying which
+    smaller size to use."""
+    import torch
+
+    from labkit import bert
+
+    device_kind, notes = _choose_device(config.device, ranks)
+    # A rough upper estimate, to refuse runs that cannot fit before spawning anything: fp32
+    # weights+gradients+2 Adam moments+the all-reduce buffer (20 bytes a parameter) and the
+    # activations kept for backward (Korthikanti et al. 2022, doubled for fp32).
+    preset = dict(bert.MODEL_SIZES[config.model_size])
+    vocab = preset.pop("vocab_size", bert.BERT_VOCAB_SIZE)
+    h, layers, heads = preset["hidden_size"], preset["num_hidden_layers"], preset["num_attention_heads"]
+    ffn = preset["intermediate_size"]
+    weights = 20.0 * (vocab * h + 512 * h + layers * (4 * h * h + 2 * h * ffn) + h * h)
+    s, b = config.max_seq_length, config.batch_size
+    activations = layers * s * b * h * (34 + 5 * heads * s / float(h)) * 2
+    # On CUDA the micro-batch probe backs off to what fits: the weights and optimizer state must fit
+    if device_kind == "cuda":
+        needed, available = weights, float(torch.cuda.get_device_properties(0).total_memory)
+    else:
+        needed = (weights + activations + 4.0 * b * s * h * 4) * ranks
+        try:
+            with open("/proc/meminfo") as f:
+                info = dict(line.split(":", 1) for line in f)
+            available = float(info["MemAvailable"].split()[0]) * 1024
+        except (OSError, KeyError, ValueError):
+            available = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    if needed > 0.9 * available:
+        raise TooBigForMemory([
+            "model_size={!r} with ntasks={}, batch_size={}, max_seq_length={}: the portable run needs about "
+            "{:.0f} GB{} but {:.1f} GB is available here, so nothing was run. Allowed here: something smaller, e.g. "
+            "model_size='micro', ntasks=2, ntasks_per_node=2, batch_size=4, steps=4, max_seq_length=32 "
+            "('tiny' or 'micro' with a small batch_size and fewer ntasks); the full-size run is for the testbed "
+            "(target='testbed') or for reading its log (log_path=...).".format(
+                config.model_size, ranks, config.batch_size, config.max_seq_length, needed / 1e9,
+                " per GPU" if device_kind == "cuda" else " for all ranks", available / 1e9)], EXERCISE)
+    return device_kind, notes
+
+
+def _choose_device(requested: str, ranks: int) -> Tuple[str, List[str]]:
+    """'cuda' (NCCL, one GPU per rank) or 'cpu' (gloo), and notes on the choice."""
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if requested == "cuda":
+        if gpus < ranks:
+            raise DeviceError("device='cuda' with ntasks={}: NCCL needs one GPU per rank and torch sees {} here. "
+                              "Use ntasks <= {} or device='cpu' (gloo).".format(ranks, gpus, gpus))
+        return "cuda", []
+    if requested == "auto" and gpus >= ranks:
+        return "cuda", []
+    notes = []
+    if requested == "auto" and not gpus and mps_available():
+        notes.append("Apple MPS has no torch.distributed backend, so the ranks ran on the CPU with gloo.")
+    if requested == "auto" and gpus:
+        notes.append("{} ranks but {} GPU(s): NCCL needs one GPU per rank, so the ranks ran on the CPU "
+                     "with gloo.".format(ranks, gpus))
+    return "cpu", notes
 
 
 class _RankZeroProgress:

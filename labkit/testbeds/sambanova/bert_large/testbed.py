@@ -1,6 +1,7 @@
-"""The testbed path: the compile and batch scripts written from the parameters (the course's
-BertLarge.sh and BertLarge_run.sh), compile, submit the training job with sbatch, follow it,
-read its log; and reading a training log a testbed wrote.
+"""The testbed path: where SambaFlow lives and whether this is a SambaNova node, the compile and
+batch scripts written from the parameters (the course's BertLarge.sh and BertLarge_run.sh),
+compile, submit the training job with sbatch, follow it, read its log; and reading a training
+log a testbed wrote.
 
 Verified only against a real Slurm with SambaFlow replaced by a script that writes SambaFlow's
 log lines (tests/slurm/test_sambanova_job.py): no SambaFlow could be installed here.
@@ -12,8 +13,10 @@ import datetime
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from shlex import quote
 from typing import Any, Optional, Union
@@ -22,14 +25,44 @@ import labkit.logs
 from labkit import jobs
 from labkit.params import Config
 from labkit.results import Run
-from labkit.testbeds.sambanova.bert_large.host import SambaFlow
 from labkit.testbeds.sambanova.bert_large.log import POINTER
 from labkit.testbeds.sambanova.bert_large.spec import slurm_request
 
-__all__ = ["run_testbed", "read_log", "DURATION_NOTE"]
+__all__ = ["SambaFlow", "sambanova_host", "run_testbed", "read_log", "DURATION_NOTE"]
 
 DURATION_NOTE = ("The compile log's 'Duration: {} s' is the compile (and, in the course's BertLarge.sh, the "
                  "submission): it is not training time. Training time is e2e_train_time in the job's own log.")
+
+
+@dataclass(frozen=True)
+class SambaFlow:
+    """Where SambaFlow lives on a SambaNova node (the course's paths under /opt/sambaflow)."""
+
+    root: str = "/opt/sambaflow"
+    python: str = "python"
+    data_dir: str = "/data/ANL/wikicorpus_en"
+
+    @property
+    def app(self) -> str:
+        return os.path.join(self.root, "apps", "nlp", "transformers_on_rdu")
+
+    @property
+    def hook(self) -> str:
+        return os.path.join(self.app, "transformers_hook.py")
+
+    @property
+    def activate(self) -> str:
+        return os.path.join(self.app, "venv", "bin", "activate")
+
+    @property
+    def snfadm(self) -> str:
+        return os.path.join(self.root, "bin", "snfadm")
+
+
+def sambanova_host(setup: SambaFlow = SambaFlow()) -> bool:
+    """True on a SambaNova node: Slurm's sbatch and SambaFlow (its BERT app or snrdtoolkit) are here."""
+    sambaflow = os.path.isfile(setup.hook) or shutil.which("snrdtoolkit") is not None
+    return jobs.slurm_available() and sambaflow
 
 
 def read_log(path: Union[str, os.PathLike], config: Optional[Config] = None) -> Run:
