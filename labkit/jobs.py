@@ -1,14 +1,6 @@
-"""Slurm (and PBS) job requests: checked before submission, built into commands and scripts.
-
-    from labkit import jobs
-    request = jobs.SlurmRequest(ntasks=16, ntasks_per_node=16, nodes=1, cpus_per_task=8,
-                                gres="rdu:8", tiles_per_task=4)
-    request.validate(jobs.SN30)              # JobRequestError saying why, in plain words
-    job = jobs.submit(request, "run.sh")     # real sbatch; JobRejected carries Slurm's message
-    status = jobs.follow(job)                # scontrol / sacct polling, progress bar
-
-The checks mirror what Slurm refuses (compared on a real Slurm by tests/slurm). docs/jobs.md
-tells the rest.
+"""Slurm (and PBS) job requests: checked before submission, built into commands and scripts,
+submitted and followed. The checks mirror what Slurm refuses (compared on a real Slurm by
+tests/slurm); docs/jobs.md shows the use.
 """
 
 from __future__ import annotations
@@ -51,7 +43,6 @@ class JobError(LabkitError, RuntimeError):
 
 
 def slurm_available() -> bool:
-    """True when ``sbatch`` and ``squeue`` are on PATH."""
     return shutil.which("sbatch") is not None and shutil.which("squeue") is not None
 
 
@@ -327,17 +318,9 @@ def pbs_script(request: SlurmRequest, commands: Sequence[str], queue: Optional[s
     select = "select={}:ncpus={}:mpiprocs={}".format(nodes, per_node * (request.cpus_per_task or 1), per_node)
     for name, count in parse_gres(request.gres).items():
         select += ":n{}s={}".format(name, count) if name == "gpu" else ":{}={}".format(name, count)
-    lines = ["#!/bin/bash", "#PBS -l " + select]
-    if request.time:
-        lines.append("#PBS -l walltime=" + request.time)
-    if queue or request.partition:
-        lines.append("#PBS -q " + (queue or request.partition or ""))
-    if account:
-        lines.append("#PBS -A " + account)
-    if request.job_name:
-        lines.append("#PBS -N " + request.job_name)
-    if request.output:
-        lines.append("#PBS -o " + request.output)
+    options = (("-l walltime=", request.time), ("-q ", queue or request.partition), ("-A ", account),
+               ("-N ", request.job_name), ("-o ", request.output))
+    lines = ["#!/bin/bash", "#PBS -l " + select] + ["#PBS " + flag + value for flag, value in options if value]
     lines += ["cd ${PBS_O_WORKDIR:-.}"] + _exports(request.export)
     return "\n".join(lines + list(commands)) + "\n"
 
