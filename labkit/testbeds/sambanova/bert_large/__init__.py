@@ -1,11 +1,9 @@
 """SambaNova BERT-Large (the 2024 course): compile with SambaFlow, train under Slurm with ``--ntasks`` ranks.
 
 ``target`` chooses the run: ``"testbed"`` (the course's scripts, compiled and submitted with
-``sbatch`` on a SambaNova node; verified only against a real Slurm with SambaFlow replaced by a
-script that writes SambaFlow's log lines, tests/slurm/test_sambanova_job.py), ``"portable"``
-(``ntasks`` torch.distributed ranks of :mod:`labkit.bert` here) or ``"log"`` (a testbed's log).
-SambaNova's ``training_sequences_per_second`` counts TOKENS per second despite its name;
-``sequences_per_second`` is the true figure. docs/sambanova.md has the modules, one concern each.
+``sbatch`` on a SambaNova node), ``"portable"`` (``ntasks`` torch.distributed ranks of
+:mod:`labkit.bert` here) or ``"log"`` (a testbed's log). docs/sambanova.md has the modules, one
+concern each, and the metrics (``training_sequences_per_second`` counts tokens).
 """
 
 from labkit.testbeds.sambanova.bert_large.exercise import homework_runs, plan, resolve_target, run_exercise

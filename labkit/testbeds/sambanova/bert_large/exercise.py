@@ -63,10 +63,8 @@ def plan(config: Config) -> RunPlan:
 
 @run_step
 def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
-    """The notebook's run step: read the log, run the Slurm job on the testbed
-    (:func:`~labkit.testbeds.sambanova.bert_large.testbed.run_testbed`) or the portable ranks here
-    (:func:`~labkit.testbeds.sambanova.bert_large.portable.run_portable`), where ``plan`` (default:
-    :func:`resolve_target` now, as :func:`plan` decides) says."""
+    """The notebook's run step: read the log, run the Slurm job on the testbed or the portable ranks
+    here, where ``plan`` (default: :func:`resolve_target` now, as :func:`plan` decides) says."""
     target = plan.path if plan is not None else resolve_target(config)
     if target == "log":
         return read_log(config.log_path, config)

@@ -151,8 +151,7 @@ class SambaNovaReader(LineReader):
         if head == "S" and line.startswith("SLURM_"):
             m = _SLURM.match(line)
             if m:
-                key = {"NTASKS": "ntasks", "NTASKS_PER_NODE": "ntasks_per_node", "NNODES": "nodes",
-                       "JOB_ID": "job_id"}[m.group(1)]
+                key = "nodes" if m.group(1) == "NNODES" else m.group(1).lower()
                 cur.run.params[key] = int(m.group(2))
                 cur.kind = _training_kind(cur.kind)
                 cur.anything = True

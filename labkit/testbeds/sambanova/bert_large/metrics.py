@@ -1,8 +1,4 @@
-"""The SambaNova exercise's metrics: what the portable ranks, a Slurm job and the log reader record.
-
-The compile log and the training log of one job are different runs: a compile log's
-``duration_s`` is compiling and submitting, never training; training time is ``e2e_train_time``.
-"""
+"""The SambaNova exercise's metrics: what the portable ranks, a Slurm job and the log reader record."""
 
 from __future__ import annotations
 

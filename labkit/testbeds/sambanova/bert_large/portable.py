@@ -259,13 +259,10 @@ def train_rank(rank: rank_launcher.Rank, settings: Dict[str, Any], device_kind: 
     import torch.distributed as dist
 
     torch.set_num_threads(threads)
+    device = torch.device("cuda", rank.rank) if device_kind == "cuda" else torch.device("cpu")
     if device_kind == "cuda":
-        torch.cuda.set_device(rank.rank)
-        device = torch.device("cuda", rank.rank)
-        backend = "nccl"
-    else:
-        device = torch.device("cpu")
-        backend = "gloo"
+        torch.cuda.set_device(device)
+    backend = "nccl" if device_kind == "cuda" else "gloo"
     rank.join_group(backend)
     from labkit import bert
 

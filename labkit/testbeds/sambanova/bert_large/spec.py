@@ -1,7 +1,7 @@
 """The SambaNova BERT-Large exercise's parameters: the spec, its checks, and the sbatch request.
 
 Every target checks the request against ALCF's SN30 nodes (labkit.jobs.SN30), so the portable
-run keeps the exercise's meaning.
+run keeps the exercise's meaning: a request the testbed refuses is refused here.
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ def slurm_request(config: Config, output: Optional[str] = None) -> jobs.SlurmReq
 
 
 def _check_slurm_request(config: Config) -> Optional[Tuple[str, str]]:
-    """The job must fit ALCF's SN30 nodes (8 RDUs of 8 tiles, 128 CPUs), on any target: the
-    portable run keeps the exercise's meaning, so a request the testbed refuses is refused here."""
     problems = slurm_request(config).problems(jobs.SN30)
     if not problems:
         return None

@@ -219,9 +219,8 @@ def run_testbed(config: Config, setup: SambaFlow = SambaFlow(), poll: float = 5.
     log_dir = os.path.join(work_dir, stamp)
     os.makedirs(log_dir, exist_ok=True)
     request = slurm_request(config, output=os.path.join(work_dir, "slurm-%j.out"))
-    host = socket.gethostname().split(".")[0]
-    if config.nodes == 1:
-        request = request.replace(nodelist=host)  # as BertLarge.sh: train on the node that compiled
+    if config.nodes == 1:  # as BertLarge.sh: train on the node that compiled
+        request = request.replace(nodelist=socket.gethostname().split(".")[0])
     compile_path = os.path.join(log_dir, "compile.sh")
     run_path = os.path.join(log_dir, "BertLarge_run.sh")
     Path(compile_path).write_text(compile_script(config, setup, work_dir, log_dir))
