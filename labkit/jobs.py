@@ -34,8 +34,7 @@ class JobRejected(LabkitError, RuntimeError):
     def __init__(self, message: str, argv: Sequence[str]):
         self.message = message.strip()
         self.argv = list(argv)
-        super().__init__("{} refused the job: {}\ncommand: {}".format(
-            os.path.basename(self.argv[0]) if self.argv else "sbatch", self.message, shlex.join(self.argv)))
+        super().__init__("sbatch refused the job: {}\ncommand: {}".format(self.message, shlex.join(self.argv)))
 
 
 class JobError(LabkitError, RuntimeError):

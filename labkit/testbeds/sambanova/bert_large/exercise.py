@@ -67,7 +67,7 @@ def run_exercise(config: Config, plan: Optional[RunPlan] = None) -> Run:
     here, where ``plan`` (default: :func:`resolve_target` now, as :func:`plan` decides) says."""
     target = plan.path if plan is not None else resolve_target(config)
     if target == "log":
-        return read_log(config.log_path, config)
+        return read_log(config.log_path)
     if target == "testbed":
         return run_testbed(config)
     return run_portable(config)

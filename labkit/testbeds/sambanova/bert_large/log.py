@@ -23,8 +23,7 @@ _MODEL = re.compile(r"^Model:\s+(\S+)")
 _DATE = re.compile(r"^Date:\s+(\S+)")
 _TIME = re.compile(r"^Time:\s+(\S+)")
 _VERSION = re.compile(r"^sambaflow/\S+?,.*?now (\S+)")
-_COMPILE_START = re.compile(r"^COMPILE START AT (\d+)")
-_COMPILE_END = re.compile(r"^COMPILE END AT (\d+)")
+_COMPILE = re.compile(r"^COMPILE (START|END) AT (\d+)")
 _SUBMITTED = re.compile(r"Submitted batch job (\d+)")
 _SBATCH_ERROR = re.compile(r"sbatch: error: (.*)")
 _DURATION = re.compile(r"^Duration:\s+(\d+)")
@@ -137,16 +136,14 @@ class SambaNovaReader(LineReader):
                     cur.run.environment[key] = m.group(1)
                     return
         if head == "C":
-            m = _COMPILE_START.match(line)
+            m = _COMPILE.match(line)
             if m:
-                cur.compile_start = True
                 cur.kind = cur.kind or "compile"
-                cur.anything = True
-                return
-            m = _COMPILE_END.match(line)
-            if m:
-                cur.compile_end = int(m.group(1))
-                cur.kind = cur.kind or "compile"
+                if m.group(1) == "START":
+                    cur.compile_start = True
+                    cur.anything = True
+                else:
+                    cur.compile_end = int(m.group(2))
                 return
         if head == "S" and line.startswith("SLURM_"):
             m = _SLURM.match(line)

@@ -65,7 +65,7 @@ def sambanova_host(setup: SambaFlow = SambaFlow()) -> bool:
     return jobs.slurm_available() and sambaflow
 
 
-def read_log(path: Union[str, os.PathLike], config: Optional[Config] = None) -> Run:
+def read_log(path: Union[str, os.PathLike]) -> Run:
     """The training run recorded in a SambaNova log (``BertLarge.out``, or a ``slurm-<id>.out``
     whose ``Using ... for output`` file sits next to it)."""
     report = labkit.logs.read(path, format="sambanova")
