@@ -338,12 +338,8 @@ class Job:
 
 def submit(request: SlurmRequest, script: str, args: Sequence[str] = (), cwd: Optional[str] = None,
            limits: Optional[ClusterLimits] = None, check: bool = True) -> Job:
-    """Validate (when ``limits`` is given) and submit ``script`` with ``sbatch``.
-
-    Raises :class:`JobRequestError` before anything is submitted when labkit's checks fail,
-    and :class:`JobRejected` with Slurm's own words when sbatch refuses the job.
-    ``check=False`` leaves the verdict to Slurm alone.
-    """
+    """Validate (``check=False`` leaves the verdict to Slurm alone) and submit ``script`` with ``sbatch``:
+    :class:`JobRequestError` before anything is submitted, :class:`JobRejected` in Slurm's words."""
     if check:
         request.validate(limits)
     cwd = os.path.expanduser(os.fspath(cwd or os.getcwd()))

@@ -138,7 +138,19 @@ def ranks_device(config: Config, ranks: int) -> Tuple[str, List[str]]:
 
     from labkit import bert
 
-    device_kind, notes = _choose_device(config.device, ranks)
+    requested = config.device
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if requested == "cuda" and gpus < ranks:
+        raise DeviceError("device='cuda' with ntasks={}: NCCL needs one GPU per rank and torch sees {} here. "
+                          "Use ntasks <= {} or device='cpu' (gloo).".format(ranks, gpus, gpus))
+    device_kind = "cuda" if requested == "cuda" or (requested == "auto" and gpus >= ranks) else "cpu"
+    notes = []
+    if device_kind == "cpu" and requested == "auto" and not gpus and mps_available():
+        notes.append("Apple MPS has no torch.distributed backend, so the ranks ran on the CPU with gloo.")
+    if device_kind == "cpu" and requested == "auto" and gpus:
+        notes.append("{} ranks but {} GPU(s): NCCL needs one GPU per rank, so the ranks ran on the CPU "
+                     "with gloo.".format(ranks, gpus))
+
     # A rough upper estimate, to refuse runs that cannot fit before spawning anything: fp32
     # weights+gradients+2 Adam moments+the all-reduce buffer (20 bytes a parameter) and the
     # activations kept for backward (Korthikanti et al. 2022, doubled for fp32).
@@ -170,27 +182,6 @@ def ranks_device(config: Config, ranks: int) -> Tuple[str, List[str]]:
                 config.model_size, ranks, config.batch_size, config.max_seq_length, needed / 1e9,
                 " per GPU" if device_kind == "cuda" else " for all ranks", available / 1e9)], EXERCISE)
     return device_kind, notes
-
-
-def _choose_device(requested: str, ranks: int) -> Tuple[str, List[str]]:
-    """'cuda' (NCCL, one GPU per rank) or 'cpu' (gloo), and notes on the choice."""
-    import torch
-
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if requested == "cuda":
-        if gpus < ranks:
-            raise DeviceError("device='cuda' with ntasks={}: NCCL needs one GPU per rank and torch sees {} here. "
-                              "Use ntasks <= {} or device='cpu' (gloo).".format(ranks, gpus, gpus))
-        return "cuda", []
-    if requested == "auto" and gpus >= ranks:
-        return "cuda", []
-    notes = []
-    if requested == "auto" and not gpus and mps_available():
-        notes.append("Apple MPS has no torch.distributed backend, so the ranks ran on the CPU with gloo.")
-    if requested == "auto" and gpus:
-        notes.append("{} ranks but {} GPU(s): NCCL needs one GPU per rank, so the ranks ran on the CPU "
-                     "with gloo.".format(ranks, gpus))
-    return "cpu", notes
 
 
 class _RankZeroProgress:

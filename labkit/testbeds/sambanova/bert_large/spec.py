@@ -16,9 +16,6 @@ __all__ = ["SPEC", "EXERCISE", "MODEL_SIZES", "slurm_request", "describe_request
 EXERCISE = "sambanova/bert_large"
 #: labkit.bert's presets (tests/sambanova checks they stay equal).
 MODEL_SIZES = ("large", "base", "mini", "tiny", "micro")
-TARGETS = ("auto", "testbed", "portable", "log")
-#: Learning rate of the course's BertLarge_run.sh.
-COURSE_LEARNING_RATE = 0.000175
 
 
 def slurm_request(config: Config, output: Optional[str] = None) -> jobs.SlurmRequest:
@@ -66,8 +63,8 @@ SPEC = Spec(
     Param("max_seq_length", int, 128, min=8, max=512, help="--max_seq_length"),
     Param("model_size", str, "large", choices=MODEL_SIZES,
           help="BERT preset; the testbed compiles 'large' only, the portable run takes any"),
-    Param("learning_rate", float, COURSE_LEARNING_RATE, min=0, min_exclusive=True, max=1.0),
-    Param("target", str, "auto", choices=TARGETS,
+    Param("learning_rate", float, 0.000175, min=0, min_exclusive=True, max=1.0),  # the course's BertLarge_run.sh
+    Param("target", str, "auto", choices=("auto", "testbed", "portable", "log"),
           help="auto: log if log_path is given, the testbed on a SambaNova node, else portable"),
     Param("device", str, "auto", choices=("auto", "cuda", "cpu"), help="portable run: GPUs (NCCL) or CPU (gloo)"),
     Param("precision", str, "auto", choices=accelerator.PRECISIONS,
