@@ -66,9 +66,10 @@ def echo_above(progress: Any, echo: Callable[[str], None]) -> Callable[[str], No
     return echo
 
 
-def _stamp() -> str:
+def info_line(text: str) -> str:
+    """``text`` as a modelzoo INFO line, stamped now."""
     now = datetime.now()
-    return now.strftime("%Y-%m-%d %H:%M:%S") + ",{:03d}".format(now.microsecond // 1000)
+    return "{},{:03d} INFO:   {}".format(now.strftime("%Y-%m-%d %H:%M:%S"), now.microsecond // 1000, text)
 
 
 def _clock(seconds: float) -> str:
@@ -80,22 +81,17 @@ def train_line(device: str, step: int, loss: float, rate: float, global_rate: fl
                remaining_s: Optional[float] = None) -> str:
     """A modelzoo training log line (``| Train Device=CSX, Step=100, Loss=9.50000, Rate=..., ...``); with
     ``remaining_s``, the 2.6 line's ``LoopTimeRemaining=..., TimeRemaining=...`` too."""
-    line = "{} INFO:   | Train Device={}, Step={}, Loss={:.5f}, Rate={:.2f} samples/sec, GlobalRate={:.2f} samples/sec".format(
-        _stamp(), device, step, loss, rate, global_rate)
-    if remaining_s is None:
-        return line
-    return line + ", LoopTimeRemaining={}, TimeRemaining={}".format(_clock(remaining_s), _clock(remaining_s))
+    line = "| Train Device={}, Step={}, Loss={:.5f}, Rate={:.2f} samples/sec, GlobalRate={:.2f} samples/sec".format(
+        device, step, loss, rate, global_rate)
+    if remaining_s is not None:
+        line += ", LoopTimeRemaining={}, TimeRemaining={}".format(_clock(remaining_s), _clock(remaining_s))
+    return info_line(line)
 
 
 def processed_line(samples: int, seconds: float, training: bool = False) -> str:
     """The modelzoo's last line: ``Processed N sample(s) in T seconds.`` (2.6: ``N training sample(s)``)."""
-    return "{} INFO:   Processed {} {}sample(s) in {} seconds.".format(
-        _stamp(), samples, "training " if training else "", repr(float(seconds)))
-
-
-def info_line(text: str) -> str:
-    """``text`` as a modelzoo INFO line, stamped now."""
-    return "{} INFO:   {}".format(_stamp(), text)
+    return info_line("Processed {} {}sample(s) in {} seconds.".format(samples, "training " if training else "",
+                                                                     repr(float(seconds))))
 
 
 def step_of(line: str) -> Optional[int]:

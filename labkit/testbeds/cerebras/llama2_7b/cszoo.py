@@ -1,19 +1,11 @@
 """The CS-3 path (modelzoo Release 2.6): is this a CS-3 user node, the course's params YAML with the
 student's changes, ``cszoo fit``, ``csctl cancel job`` on an interrupt, the log read (:func:`run_on_cs3`).
 
-    from labkit.testbeds.cerebras.llama2_7b import cszoo
-    cszoo.cs3_node()                                 # [] on a CS-3 user node, else what is missing
-    run = cszoo.run_on_cs3(config)                   # config: batch_size, steps, sequence_length, learning_rate, ...
-    edit = cszoo.write_params_yaml(source, "configs/params_llama2_7b_bs256.yaml", batch_size=256, steps=200)
-    edit.changes                                     # [("trainer.fit.train_dataloader.batch_size", 1024, 256), ...]
-
-The course's commands (05-AITestbed/Cerebras/llama2-7b.md) and what labkit does with them:
-docs/cerebras.md, "On a CS-3 user node". A fresh model dir each run, since an old checkpoint there
-would be resumed; an interrupt cancels the wsjob and keeps the partial run (status ``interrupted``).
-The params file is edited line by line (:func:`set_scalar`): a file a student copies from the course
-has comments, anchors and a layout worth keeping, which ``yaml.safe_dump`` would rewrite. Verified
-only on the testbed's documentation and sample log; here it is tested against the fakes
-tests/fakes/cszoo and tests/fakes/csctl.
+The course's commands (05-AITestbed/Cerebras/llama2-7b.md) and what labkit does with them, step by step:
+docs/cerebras.md, "On a CS-3 user node". The params file is edited line by line (:func:`set_scalar`):
+a file a student copies from the course has comments, anchors and a layout worth keeping, which
+``yaml.safe_dump`` would rewrite. Verified only on the testbed's documentation and sample log; here it
+is tested against the fakes tests/fakes/cszoo and tests/fakes/csctl.
 """
 
 from __future__ import annotations

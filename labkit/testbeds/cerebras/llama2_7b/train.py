@@ -166,10 +166,11 @@ def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan,
               else "LLaMA-2's architecture, not its 7 billion parameters")
     # a CPU's default fp32 needs no word on precision
     precision = "" if device.type == "cpu" and steps.precision.name == "fp32" else ", precision " + steps.precision.name
+    size = "{:.1f}M".format(parameters / 1e6) if parameters < 1e9 else "{:.1f}B".format(parameters / 1e9)
     run.notes.append(
         "Portable run: a {}-parameter LLaMA ({} preset, {}) on {}, trained on {!r} text with a {}-token tokenizer{}; "
         "not the CS-3. Rate and GlobalRate follow the modelzoo's definitions.".format(
-            _millions(parameters), values["model_size"], shapes, device, corpus.name, VOCAB_SIZE, precision))
+            size, values["model_size"], shapes, device, corpus.name, VOCAB_SIZE, precision))
     if precision:
         run.notes.append("The CS-3 trains in {}.".format(accelerator.TESTBED_PRECISION["cs3"]))
     if trained.losses:
@@ -179,7 +180,3 @@ def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan,
             "nothing here stands for the CS-3's compile, appliance staging or checkpoint save.".format(
                 trained.warmup_time, setup_s))
     return run
-
-
-def _millions(count: int) -> str:
-    return "{:.1f}M".format(count / 1e6) if count < 1e9 else "{:.1f}B".format(count / 1e9)
