@@ -213,7 +213,8 @@ def _and(items: List[str]) -> str:
 
 
 def add_run_notes(st: LogState, model: Optional[str]) -> None:
-    """What the phase metrics alone do not say: cached compile, overheads in 'Processed', versions, sequence length."""
+    """What the phase metrics alone do not say: cached compile, overheads in 'Processed', versions, the batch size,
+    the compiler's estimate, sequence length."""
     run, metrics = st.run, st.run.metrics
     if st.cached_compile and "compile_s" not in metrics:
         run.notes.append("The compile was cached (hash {}): nothing was compiled, so no compile time was measured "
@@ -253,7 +254,15 @@ def add_run_notes(st: LogState, model: Optional[str]) -> None:
                          "numbers from such a run are worth checking against a run with matching "
                          "versions.".format(which))
     _batch_size(st)
-    _estimate_note(st)
+    estimate = metrics.get("compile_estimated_rate")
+    if estimate and "global_rate" in metrics:
+        off = (metrics["global_rate"] - estimate) / estimate * 100
+        run.notes.append("The compiler estimated {} samples/s for this run and the measured GlobalRate is {} "
+                         "samples/s, {:.1f}% {} the estimate (the compiler says it may be 10-25% off).".format(
+                             estimate, metrics["global_rate"], abs(off), "below" if off < 0 else "above"))
+    elif estimate:
+        run.notes.append("The compiler estimated {} samples/s for this run, but no step was logged, so no measured "
+                         "rate stands beside it.".format(estimate))
     if model == "llama2_7b" and run.params.get("sequence_length") and "global_rate" in metrics:
         # the LLaMA table (llama2_7b/metrics.py) holds this metric, in this unit
         run.add_metric("tokens_per_s", round(metrics["global_rate"] * run.params["sequence_length"], 1), "tokens/s")
@@ -279,22 +288,6 @@ def _batch_size(st: LogState) -> None:
     elif run.params["batch_size"] != labelled:
         run.notes.append("The label '{}' above this log says batch size {}, but the log's own numbers give {}: the "
                          "log's is used.".format(text, labelled, run.params["batch_size"]))
-
-
-def _estimate_note(st: LogState) -> None:
-    """The compiler's estimate of samples/s beside the measured GlobalRate."""
-    metrics = st.run.metrics
-    estimate = metrics.get("compile_estimated_rate")
-    if not estimate:
-        return
-    if "global_rate" in metrics:
-        off = (metrics["global_rate"] - estimate) / estimate * 100
-        st.run.notes.append("The compiler estimated {} samples/s for this run and the measured GlobalRate is {} "
-                            "samples/s, {:.1f}% {} the estimate (the compiler says it may be 10-25% off).".format(
-                                estimate, metrics["global_rate"], abs(off), "below" if off < 0 else "above"))
-    else:
-        st.run.notes.append("The compiler estimated {} samples/s for this run, but no step was logged, so no measured "
-                            "rate stands beside it.".format(estimate))
 
 
 _MODELS = (("gptj", "gptj"), ("gpt-j", "gptj"), ("gpt2", "gpt2"), ("gpt-2", "gpt2"), ("bert_large", "bert_large"),

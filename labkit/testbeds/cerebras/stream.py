@@ -1,12 +1,9 @@
 """The modelzoo's output: a command's lines streamed into the notebook and a log file (the course's
-``|& tee``), recognised as they pass, and the same lines written by the portable runs.
+``|& tee``), recognised as they pass, and the same lines written by the portable runs, so that
+:mod:`labkit.logs` reads both alike (docs/cerebras.md, "The portable path").
 
 This follows a local child process (``run.py CSX`` submits and follows its own wsjobs on the
-Cerebras cluster), not a Slurm job (:func:`labkit.jobs.follow`). The portable run prints the same
-lines as ``run.py CSX``, so :mod:`labkit.logs` reads both alike::
-
-    2024-05-02 10:00:00,123 INFO:   | Train Device=CPU, Step=10, Loss=9.50000, Rate=20.00 samples/sec, GlobalRate=19.91 samples/sec
-    2024-05-02 10:00:09,456 INFO:   Processed 160 sample(s) in 8.04 seconds.
+Cerebras cluster), not a Slurm job (:func:`labkit.jobs.follow`).
 """
 
 from __future__ import annotations

@@ -217,19 +217,16 @@ def missing_data_dirs(text: str, cwd: str) -> List[Tuple[str, str]]:
     ``cszoo fit`` before it contacts the cluster) refuses such a file with ``Path ... does not exist.``
     """
     trainer = (yaml.safe_load(text) or {}).get("trainer") or {}
-    loaders = []
+    missing = []
     for section, key in (("fit", "train_dataloader"), ("fit", "val_dataloader"), ("validate", "val_dataloader"),
                          ("validate_all", "val_dataloaders")):
         value = (trainer.get(section) or {}).get(key)
         for i, loader in enumerate(value if isinstance(value, list) else [value]):
-            if isinstance(loader, dict):
-                place = "trainer.{}.{}{}".format(section, key, ".{}".format(i) if isinstance(value, list) else "")
-                loaders.append((place, loader.get("data_dir")))
-    missing = []
-    for place, paths in loaders:
-        for path in paths if isinstance(paths, list) else [paths]:
-            if isinstance(path, str) and not os.path.exists(os.path.join(cwd, path)):
-                missing.append((place + ".data_dir", path))
+            paths = loader.get("data_dir") if isinstance(loader, dict) else None
+            place = "trainer.{}.{}{}.data_dir".format(section, key, ".{}".format(i) if isinstance(value, list) else "")
+            for path in paths if isinstance(paths, list) else [paths]:
+                if isinstance(path, str) and not os.path.exists(os.path.join(cwd, path)):
+                    missing.append((place, path))
     return missing
 
 
@@ -289,8 +286,7 @@ def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = No
     if learning_rate is not None:
         text = _set_learning_rate(text, edit, float(learning_rate))
     yaml.safe_load(text)  # the edit must leave a file the modelzoo can read
-    folder = os.path.dirname(os.path.abspath(out_path))
-    os.makedirs(folder, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     with open(out_path, "w") as f:
         f.write(text)
     return edit

@@ -131,5 +131,4 @@ def show(run: Run) -> Optional[List[Any]]:
     table = display.show(HTML(metrics_table(run).to_html()))
     for note in run.notes:
         print("Note:", note)
-    shown = [table, plot_loss(run), display.show(format_throughput(throughput_table([run])))]
-    return display.shown(shown)
+    return display.shown([table, plot_loss(run), display.show(format_throughput(throughput_table([run])))])
