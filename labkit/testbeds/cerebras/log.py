@@ -193,9 +193,7 @@ def _step_span_s(st: LogState) -> Optional[float]:
 def _overhead_s(st: LogState) -> Optional[float]:
     """How much longer the 'Processed' time is than the steps' span (None when it is not, or unknown)."""
     seconds, span = st.run.metrics.get("train_seconds"), _step_span_s(st)
-    if not seconds or span is None or span <= 0:
-        return None
-    if seconds > span * _OVERHEAD_FACTOR + _OVERHEAD_MIN_S:
+    if seconds and span is not None and span > 0 and seconds > span * _OVERHEAD_FACTOR + _OVERHEAD_MIN_S:
         return seconds - span
     return None
 

@@ -103,7 +103,5 @@ def step_of(line: str) -> Optional[int]:
 
 def wsjob_of(line: str) -> Optional[str]:
     """The wsjob id a line announces (2.6: ``Job id: wsjob-...``; CS-2: ``execute job id: wsjob-...``), else None."""
-    if "ob id:" not in line:
-        return None
-    m = _JOB_ID.search(line)
+    m = _JOB_ID.search(line) if "ob id:" in line else None
     return m.group(1) if m else None

@@ -115,10 +115,9 @@ def run_portable(config: Config, device: Any, log_path: Optional[str] = None, ec
     how = {"micro_batch": micro.size, "accumulation": micro.accumulation, "launch": steps.launch}
     if result.peak_memory_bytes is not None:
         how["peak_memory_bytes"] = result.peak_memory_bytes
-    run.environment = devices.environment(device, dict(how, parameters=bert.count_parameters(model)))
-    if result.peak_memory_bytes is not None:
         bert.add_gpu_metrics(run, METRICS, result.peak_memory_bytes,
                              bert.flops_per_sequence(config.model_size, config.max_seq_length), device)
+    run.environment = devices.environment(device, dict(how, parameters=bert.count_parameters(model)))
     if log_path:
         run.environment["log_path"] = os.path.abspath(log_path)
     run.notes.append("Portable run: {} on synthetic masked-LM + next-sentence batches, not the CS-2. Rate and "

@@ -245,11 +245,10 @@ def _schedule_rates(text: str) -> List[Tuple[int, float]]:
 
 
 def _set(text: str, edit: ParamsEdit, name: str, value: Any) -> str:
-    values = params_values(text)
     for path in _KEYS[name]:
         lines = find_keys(text, path)
         if lines:
-            old = values.get(name)
+            old = params_values(text).get(name)
             if old != value:
                 for line in lines:
                     text = set_scalar(text, line, value)

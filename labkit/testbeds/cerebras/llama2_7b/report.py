@@ -83,8 +83,7 @@ def format_throughput(table: Any):
 
     frame = table.copy()
     for column in frame.columns:
-        unit = THROUGHPUT_UNITS.get(column, "")
-        frame[column] = [_text(v, unit, column in _COUNTS) for v in frame[column]]
+        frame[column] = [_text(v, THROUGHPUT_UNITS.get(column, ""), column in _COUNTS) for v in frame[column]]
     return HTML(frame.to_html(index=False))
 
 

@@ -156,12 +156,11 @@ def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan,
            "checkpointing": steps.checkpointing}
     if trained.peak_memory_bytes is not None:
         how["peak_memory_bytes"] = trained.peak_memory_bytes
-    run.environment = devices.environment(device, dict(how, parameters=parameters, corpus=corpus.name,
-                                                       corpus_fingerprint=corpus.fingerprint))
-    if trained.peak_memory_bytes is not None:
         preset, length = llm.MODEL_SIZES[values["model_size"]], values["sequence_length"]
         per_token = 6.0 * parameters + 12.0 * preset["num_hidden_layers"] * preset["hidden_size"] * length
         bert.add_gpu_metrics(run, METRICS, trained.peak_memory_bytes, per_token * length, device)
+    run.environment = devices.environment(device, dict(how, parameters=parameters, corpus=corpus.name,
+                                                       corpus_fingerprint=corpus.fingerprint))
     shapes = ("LLaMA-2-7B's layers, its 32,000-token vocabulary cut to the tokenizer's" if values["model_size"] == "7b"
               else "LLaMA-2's architecture, not its 7 billion parameters")
     # a CPU's default fp32 needs no word on precision
