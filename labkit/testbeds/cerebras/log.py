@@ -1,8 +1,5 @@
-"""Cerebras modelzoo logs: CS-2 ``python run.py CSX ...`` (releases 2.1-2.3) and CS-3 ``cszoo fit`` (2.6).
-
-    import labkit.logs
-    report = labkit.logs.read("bert_log_bs_1024.txt", format="cerebras")
-    report = labkit.logs.read("mytest.log")          # a CS-3 LLaMA-2-7B log: exercise cerebras/llama2_7b
+"""Cerebras modelzoo logs: CS-2 ``python run.py CSX ...`` (releases 2.1-2.3) and CS-3 ``cszoo fit`` (2.6),
+read by ``labkit.logs.read(path, format="cerebras")``.
 
 What is read, and where one pasted log ends and the next begins: docs/logs.md (the Cerebras row
 and "Pasted text"). When a run closes, :func:`add_phases` gives the phase metrics from the time stamps
@@ -15,14 +12,14 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.logs.base import NUMBER, LineReader, new_run, number, parse_stamp, stamp_text
 from labkit.metrics import Metric, MetricTable
 from labkit.results import Run
 
-__all__ = ["CerebrasReader", "LOG_METRICS", "add_log_metric", "on_cerebras_system"]
+__all__ = ["CerebrasReader", "LOG_METRICS", "on_cerebras_system"]
 
 #: The log reader's metrics, in the order the tables list them.
 LOG_METRICS: Tuple[Metric, ...] = (
@@ -56,12 +53,6 @@ LOG_METRICS: Tuple[Metric, ...] = (
 )
 
 _TABLE = MetricTable(("the Cerebras log reader",), *LOG_METRICS)
-
-
-def add_log_metric(run: Run, name: str, value: Any) -> None:
-    """``run.add_metric(name, value, unit)`` with the unit of :data:`LOG_METRICS` (KeyError for another name)."""
-    _TABLE.add(run, name, value)
-
 
 _BATCH = re.compile(r"Effective batch size is (\d+)")
 _TRAIN = re.compile(r"\| Train Device=([^,]+), Step=(\d+), Loss=(" + NUMBER + r"), Rate=(" + NUMBER +
@@ -147,7 +138,7 @@ def add_phases(st: LogState) -> None:
     run, marks, metrics = st.run, st.marks, st.run.metrics
     if "samples" in metrics and metrics.get("train_seconds"):
         per_s = metrics["samples"] / metrics["train_seconds"]
-        add_log_metric(run, "samples_per_s", round(per_s, 2))
+        _TABLE.add(run, "samples_per_s", round(per_s, 2))
         if _overhead_s(st) is None:
             run.notes.append(
                 "Processed {} samples in {} s: samples/s = {} / {} = {:.1f}. {} s is the whole training time, not "
@@ -160,30 +151,30 @@ def add_phases(st: LogState) -> None:
     if "compile_start" in marks and "compile_end" in marks:
         total = (marks["compile_end"] - marks["compile_start"]).total_seconds()
         queued = st.queue_s.get("compile", 0.0)
-        add_log_metric(run, "compile_queue_s", queued)
-        add_log_metric(run, "compile_s", round(total - queued, 3))
+        _TABLE.add(run, "compile_queue_s", queued)
+        _TABLE.add(run, "compile_s", round(total - queued, 3))
         if not st.compile_search and total - queued < 120:
-            add_log_metric(run, "compile_cached", True)
+            _TABLE.add(run, "compile_cached", True)
             run.notes.append("The compile took {:.0f} s with no floorplan search: the compile artifacts were "
                              "reused from an earlier identical compile.".format(total - queued))
     elif st.cached_compile:
-        add_log_metric(run, "compile_cached", True)
+        _TABLE.add(run, "compile_cached", True)
     if "execute" in st.queue_s:
-        add_log_metric(run, "execute_queue_s", st.queue_s["execute"])
+        _TABLE.add(run, "execute_queue_s", st.queue_s["execute"])
     setup = _seconds(marks, "program_start", "run_start")
     if setup is not None:
-        add_log_metric(run, "setup_s", setup)
+        _TABLE.add(run, "setup_s", setup)
     staging = _seconds(marks, "staging_start", "staging_end")
     if staging is not None:
-        add_log_metric(run, "staging_s", round(staging, 3))
+        _TABLE.add(run, "staging_s", round(staging, 3))
     if st.checkpoints and st.checkpoint_s > 0:
-        add_log_metric(run, "checkpoint_s", round(st.checkpoint_s, 3))
+        _TABLE.add(run, "checkpoint_s", round(st.checkpoint_s, 3))
     end = marks.get("completed") or parse_stamp(st.last_step)
     if "run_start" in marks and end is not None:
-        add_log_metric(run, "run_wall_s", (end - marks["run_start"]).total_seconds())
+        _TABLE.add(run, "run_wall_s", (end - marks["run_start"]).total_seconds())
     first, last = parse_stamp(st.first), parse_stamp(st.last)
     if first is not None and last is not None and last > first:  # one time stamp is no duration
-        add_log_metric(run, "wall_s", (last - first).total_seconds())
+        _TABLE.add(run, "wall_s", (last - first).total_seconds())
     queued = sum(st.queue_s.values())
     if queued >= 30:
         run.notes.append("{:.0f} s of this log's wall time was spent queueing for the cluster ({}), not "
@@ -202,9 +193,7 @@ def _step_span_s(st: LogState) -> Optional[float]:
 def _overhead_s(st: LogState) -> Optional[float]:
     """How much longer the 'Processed' time is than the steps' span (None when it is not, or unknown)."""
     seconds, span = st.run.metrics.get("train_seconds"), _step_span_s(st)
-    if not seconds or span is None or span <= 0:
-        return None
-    if seconds > span * _OVERHEAD_FACTOR + _OVERHEAD_MIN_S:
+    if seconds and span is not None and span > 0 and seconds > span * _OVERHEAD_FACTOR + _OVERHEAD_MIN_S:
         return seconds - span
     return None
 
@@ -222,7 +211,8 @@ def _and(items: List[str]) -> str:
 
 
 def add_run_notes(st: LogState, model: Optional[str]) -> None:
-    """What the phase metrics alone do not say: cached compile, overheads in 'Processed', versions, sequence length."""
+    """What the phase metrics alone do not say: cached compile, overheads in 'Processed', versions, the batch size,
+    the compiler's estimate, sequence length."""
     run, metrics = st.run, st.run.metrics
     if st.cached_compile and "compile_s" not in metrics:
         run.notes.append("The compile was cached (hash {}): nothing was compiled, so no compile time was measured "
@@ -262,7 +252,15 @@ def add_run_notes(st: LogState, model: Optional[str]) -> None:
                          "numbers from such a run are worth checking against a run with matching "
                          "versions.".format(which))
     _batch_size(st)
-    _estimate_note(st)
+    estimate = metrics.get("compile_estimated_rate")
+    if estimate and "global_rate" in metrics:
+        off = (metrics["global_rate"] - estimate) / estimate * 100
+        run.notes.append("The compiler estimated {} samples/s for this run and the measured GlobalRate is {} "
+                         "samples/s, {:.1f}% {} the estimate (the compiler says it may be 10-25% off).".format(
+                             estimate, metrics["global_rate"], abs(off), "below" if off < 0 else "above"))
+    elif estimate:
+        run.notes.append("The compiler estimated {} samples/s for this run, but no step was logged, so no measured "
+                         "rate stands beside it.".format(estimate))
     if model == "llama2_7b" and run.params.get("sequence_length") and "global_rate" in metrics:
         # the LLaMA table (llama2_7b/metrics.py) holds this metric, in this unit
         run.add_metric("tokens_per_s", round(metrics["global_rate"] * run.params["sequence_length"], 1), "tokens/s")
@@ -288,22 +286,6 @@ def _batch_size(st: LogState) -> None:
     elif run.params["batch_size"] != labelled:
         run.notes.append("The label '{}' above this log says batch size {}, but the log's own numbers give {}: the "
                          "log's is used.".format(text, labelled, run.params["batch_size"]))
-
-
-def _estimate_note(st: LogState) -> None:
-    """The compiler's estimate of samples/s beside the measured GlobalRate."""
-    metrics = st.run.metrics
-    estimate = metrics.get("compile_estimated_rate")
-    if not estimate:
-        return
-    if "global_rate" in metrics:
-        off = (metrics["global_rate"] - estimate) / estimate * 100
-        st.run.notes.append("The compiler estimated {} samples/s for this run and the measured GlobalRate is {} "
-                            "samples/s, {:.1f}% {} the estimate (the compiler says it may be 10-25% off).".format(
-                                estimate, metrics["global_rate"], abs(off), "below" if off < 0 else "above"))
-    else:
-        st.run.notes.append("The compiler estimated {} samples/s for this run, but no step was logged, so no measured "
-                            "rate stands beside it.".format(estimate))
 
 
 _MODELS = (("gptj", "gptj"), ("gpt-j", "gptj"), ("gpt2", "gpt2"), ("gpt-2", "gpt2"), ("bert_large", "bert_large"),
@@ -387,8 +369,8 @@ class CerebrasReader(LineReader):
         if "Processed" in line:
             m = _PROCESSED.search(line)
             if m:
-                add_log_metric(st.run, "samples", int(m.group(1)))
-                add_log_metric(st.run, "train_seconds", number(m.group(3)))
+                _TABLE.add(st.run, "samples", int(m.group(1)))
+                _TABLE.add(st.run, "train_seconds", number(m.group(3)))
                 st.processed_training = bool(m.group(2))
                 st.started = True  # a summary line pasted on its own is a run too
                 st.summary_only = not st.steps and not st.run.params
@@ -485,7 +467,7 @@ class CerebrasReader(LineReader):
         elif "Compile estimated performance" in line:
             m = _ESTIMATE.search(line)
             if m:
-                add_log_metric(st.run, "compile_estimated_rate", number(m.group(1)))
+                _TABLE.add(st.run, "compile_estimated_rate", number(m.group(1)))
         elif " ERROR" in line or "Traceback" in line:
             st.failed = st.failed or line[:200]
 
@@ -519,13 +501,13 @@ class CerebrasReader(LineReader):
             run.add_series("loss", st.steps, st.losses)
             run.add_series("rate", st.steps, st.rates)
             run.add_series("global_rate", st.steps, st.global_rates)
-            add_log_metric(run, "steps", st.steps[-1])
-            add_log_metric(run, "final_loss", st.losses[-1])
-            add_log_metric(run, "global_rate", st.global_rates[-1])
-            add_log_metric(run, "last_rate", st.rates[-1])
+            _TABLE.add(run, "steps", st.steps[-1])
+            _TABLE.add(run, "final_loss", st.losses[-1])
+            _TABLE.add(run, "global_rate", st.global_rates[-1])
+            _TABLE.add(run, "last_rate", st.rates[-1])
             if len(st.rates) > 1:
-                add_log_metric(run, "min_rate", min(st.rates))
-                add_log_metric(run, "max_rate", max(st.rates))
+                _TABLE.add(run, "min_rate", min(st.rates))
+                _TABLE.add(run, "max_rate", max(st.rates))
         if st.checkpoints:
             run.environment["checkpoints"] = st.checkpoints
         add_phases(st)

@@ -1,12 +1,9 @@
 """The modelzoo's output: a command's lines streamed into the notebook and a log file (the course's
-``|& tee``), recognised as they pass, and the same lines written by the portable runs.
+``|& tee``), recognised as they pass, and the same lines written by the portable runs, so that
+:mod:`labkit.logs` reads both alike (docs/cerebras.md, "The portable path").
 
 This follows a local child process (``run.py CSX`` submits and follows its own wsjobs on the
-Cerebras cluster), not a Slurm job (:func:`labkit.jobs.follow`). The portable run prints the same
-lines as ``run.py CSX``, so :mod:`labkit.logs` reads both alike::
-
-    2024-05-02 10:00:00,123 INFO:   | Train Device=CPU, Step=10, Loss=9.50000, Rate=20.00 samples/sec, GlobalRate=19.91 samples/sec
-    2024-05-02 10:00:09,456 INFO:   Processed 160 sample(s) in 8.04 seconds.
+Cerebras cluster), not a Slurm job (:func:`labkit.jobs.follow`).
 """
 
 from __future__ import annotations
@@ -66,9 +63,10 @@ def echo_above(progress: Any, echo: Callable[[str], None]) -> Callable[[str], No
     return echo
 
 
-def _stamp() -> str:
+def info_line(text: str) -> str:
+    """``text`` as a modelzoo INFO line, stamped now."""
     now = datetime.now()
-    return now.strftime("%Y-%m-%d %H:%M:%S") + ",{:03d}".format(now.microsecond // 1000)
+    return "{},{:03d} INFO:   {}".format(now.strftime("%Y-%m-%d %H:%M:%S"), now.microsecond // 1000, text)
 
 
 def _clock(seconds: float) -> str:
@@ -80,22 +78,17 @@ def train_line(device: str, step: int, loss: float, rate: float, global_rate: fl
                remaining_s: Optional[float] = None) -> str:
     """A modelzoo training log line (``| Train Device=CSX, Step=100, Loss=9.50000, Rate=..., ...``); with
     ``remaining_s``, the 2.6 line's ``LoopTimeRemaining=..., TimeRemaining=...`` too."""
-    line = "{} INFO:   | Train Device={}, Step={}, Loss={:.5f}, Rate={:.2f} samples/sec, GlobalRate={:.2f} samples/sec".format(
-        _stamp(), device, step, loss, rate, global_rate)
-    if remaining_s is None:
-        return line
-    return line + ", LoopTimeRemaining={}, TimeRemaining={}".format(_clock(remaining_s), _clock(remaining_s))
+    line = "| Train Device={}, Step={}, Loss={:.5f}, Rate={:.2f} samples/sec, GlobalRate={:.2f} samples/sec".format(
+        device, step, loss, rate, global_rate)
+    if remaining_s is not None:
+        line += ", LoopTimeRemaining={}, TimeRemaining={}".format(_clock(remaining_s), _clock(remaining_s))
+    return info_line(line)
 
 
 def processed_line(samples: int, seconds: float, training: bool = False) -> str:
     """The modelzoo's last line: ``Processed N sample(s) in T seconds.`` (2.6: ``N training sample(s)``)."""
-    return "{} INFO:   Processed {} {}sample(s) in {} seconds.".format(
-        _stamp(), samples, "training " if training else "", repr(float(seconds)))
-
-
-def info_line(text: str) -> str:
-    """``text`` as a modelzoo INFO line, stamped now."""
-    return "{} INFO:   {}".format(_stamp(), text)
+    return info_line("Processed {} {}sample(s) in {} seconds.".format(samples, "training " if training else "",
+                                                                     repr(float(seconds))))
 
 
 def step_of(line: str) -> Optional[int]:
@@ -110,7 +103,5 @@ def step_of(line: str) -> Optional[int]:
 
 def wsjob_of(line: str) -> Optional[str]:
     """The wsjob id a line announces (2.6: ``Job id: wsjob-...``; CS-2: ``execute job id: wsjob-...``), else None."""
-    if "ob id:" not in line:
-        return None
-    m = _JOB_ID.search(line)
+    m = _JOB_ID.search(line) if "ob id:" in line else None
     return m.group(1) if m else None

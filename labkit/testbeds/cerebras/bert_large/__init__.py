@@ -1,10 +1,8 @@
 """Cerebras BERT-Large (the 2024 course): pre-training with the modelzoo on a CS-2, or the portable BERT anywhere.
 
-Notebook: ``notebooks/cerebras/bert_large.ipynb``; docs/cerebras.md shows it from a shell and from Python.
-Three ways to a run, all giving the same metrics: ``target="CSX"`` (the modelzoo's ``run.py CSX`` on
-a CS-2; verified only on the testbed, tested here against a fake ``run.py``), a torch device (the
-portable BERT of :mod:`labkit.bert`, printing the modelzoo's log lines), or ``log_path`` (a log of a
-run made on the testbed). The modules: docs/cerebras.md, "Code".
+Notebook: ``notebooks/cerebras/bert_large.ipynb``. Its three paths to a run, all giving the same metrics
+(``target="CSX"``, a torch device, ``log_path``), what each has been verified on, and the modules:
+docs/cerebras.md.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
     why = ""
     if config.target in ("CSX", "auto"):
         stack = cerebras_stack(config.modelzoo_dir)
-        if stack.complete:
+        if not stack.missing:
             check_template(config, stack)
             why = "target={!r} and the Cerebras stack is here (cerebras_pytorch and the modelzoo's run.py)".format(
                 config.target)

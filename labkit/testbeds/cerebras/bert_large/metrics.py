@@ -58,10 +58,9 @@ def standardize(run: Run) -> Run:
     rate = m.get("global_rate", m.get("samples_per_s"))
     if rate is not None:
         add(run, "samples_per_sec", rate)
-    if m.get("samples") is not None:
-        add(run, "total_samples", m["samples"])
-    if m.get("train_seconds") is not None:
-        add(run, "total_time", m["train_seconds"])
+    for name, logged in (("total_samples", "samples"), ("total_time", "train_seconds")):
+        if m.get(logged) is not None:
+            add(run, name, m[logged])
     if m.get("samples") and m.get("train_seconds"):
         add(run, "time_per_sample", m["train_seconds"] / m["samples"])
     elif rate:

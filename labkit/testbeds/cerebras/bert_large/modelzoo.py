@@ -1,8 +1,6 @@
 """The CS-2 path: what of the Cerebras stack is here, the modelzoo's params YAML, the course's
 ``python run.py CSX ...`` command, the run.
 
-    run = bert_large.run_modelzoo(config, bert_large.cerebras_stack())
-
 Looking for the stack imports none of it; :func:`labkit.testbeds.cerebras.bert_large.plan` decides
 from it where a run goes. Verified only on the testbed; here it is tested against a fake ``run.py``
 that prints the real log format (tests/fakes/cerebras_run.py).
@@ -18,8 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+import yaml
+
 from labkit import bert, devices
 from labkit.params import Config, ParameterError
+from labkit.progress import bar
 from labkit.results import Run
 from labkit.testbeds.cerebras import candidate_modelzoos
 from labkit.testbeds.cerebras.bert_large.metrics import read_log
@@ -36,37 +37,27 @@ _BERT_DIRS = ("modelzoo/transformers/pytorch/bert", "src/cerebras/modelzoo/model
 
 @dataclass
 class CerebrasStack:
-    """What of the Cerebras stack is here: ``missing`` lists what is not, in words."""
+    """What of the Cerebras stack is here: ``missing`` lists what is not, in words (empty: all of it)."""
 
-    cerebras_pytorch: bool
     modelzoo_dir: Optional[str]
     bert_dir: Optional[str]
     missing: List[str] = field(default_factory=list)
 
-    @property
-    def complete(self) -> bool:
-        return not self.missing
-
 
 def cerebras_stack(modelzoo_dir: Optional[str] = None) -> CerebrasStack:
     """Look for ``cerebras_pytorch`` and a modelzoo checkout with BERT's ``run.py`` (imports nothing)."""
-    has_cstorch = devices.module_available("cerebras_pytorch") or devices.module_available("cerebras.pytorch")
     missing = []
-    if not has_cstorch:
+    if not (devices.module_available("cerebras_pytorch") or devices.module_available("cerebras.pytorch")):
         missing.append("the cerebras_pytorch package is not importable in this Python ({})".format(sys.executable))
     root = bert_dir = None
-    for candidate in candidate_modelzoos(modelzoo_dir):
-        for sub in _BERT_DIRS:
-            if os.path.isfile(os.path.join(candidate, sub, "run.py")):
-                root, bert_dir = os.path.abspath(candidate), os.path.abspath(os.path.join(candidate, sub))
-                break
-        if bert_dir:
-            break
-    if bert_dir is None:
-        where = modelzoo_dir or "LABKIT_MODELZOO or ~/R_*/modelzoo"
+    found = next(((candidate, sub) for candidate in candidate_modelzoos(modelzoo_dir) for sub in _BERT_DIRS
+                  if os.path.isfile(os.path.join(candidate, sub, "run.py"))), None)
+    if found:
+        root, bert_dir = os.path.abspath(found[0]), os.path.abspath(os.path.join(*found))
+    else:
         missing.append("no modelzoo checkout with BERT's run.py was found (looked in {} for {})".format(
-            where, " or ".join(s + "/run.py" for s in _BERT_DIRS[:2])))
-    return CerebrasStack(has_cstorch, root, bert_dir, missing)
+            modelzoo_dir or "LABKIT_MODELZOO or ~/R_*/modelzoo", " or ".join(s + "/run.py" for s in _BERT_DIRS[:2])))
+    return CerebrasStack(root, bert_dir, missing)
 
 
 def template_path(config: Config, stack: Optional[CerebrasStack]) -> Optional[str]:
@@ -90,8 +81,6 @@ def check_template(config: Config, stack: CerebrasStack) -> None:
     if template is None:
         raise ParameterError(["params_template = None: no params YAML found ({} is absent and the modelzoo has no "
                               "configs/bert_large_MSL128*.yaml); give the path of one".format(DEFAULT_TEMPLATE)], EXERCISE)
-    import yaml
-
     with open(template) as f:
         params = yaml.safe_load(f) or {}
     msl = (params.get("train_input") or {}).get("max_sequence_length")
@@ -101,19 +90,10 @@ def check_template(config: Config, stack: CerebrasStack) -> None:
                              EXERCISE)
 
 
-#: modelzoo ``model:`` keys for each preset (hidden_size, num_hidden_layers, num_heads, filter_size).
-def _modelzoo_model(model_size: str) -> Dict[str, int]:
-    preset = bert.MODEL_SIZES[model_size]
-    return {"hidden_size": preset["hidden_size"], "num_hidden_layers": preset["num_hidden_layers"],
-            "num_heads": preset["num_attention_heads"], "filter_size": preset["intermediate_size"]}
-
-
 def write_params_yaml(config: Config, template: str, out_path: str) -> Dict[str, Any]:
     """Write the modelzoo params file for ``config``: ``template`` with the run's choices (which keys:
     docs/cerebras.md, "The modelzoo path"; ``checkpoint_steps`` = max_steps, one checkpoint at the end,
     as the course's runs save); the params written."""
-    import yaml
-
     with open(template) as f:
         params = yaml.safe_load(f) or {}
     train_input = params.setdefault("train_input", {})
@@ -123,8 +103,11 @@ def write_params_yaml(config: Config, template: str, out_path: str) -> Dict[str,
     runconfig = params.setdefault("runconfig", {})
     runconfig.update({"max_steps": config.max_steps, "log_steps": config.log_steps,
                       "checkpoint_steps": config.max_steps, "seed": config.seed})
-    if config.model_size != "large":
-        params.setdefault("model", {}).update(_modelzoo_model(config.model_size))
+    if config.model_size != "large":  # the preset under the modelzoo's ``model:`` keys
+        preset = bert.MODEL_SIZES[config.model_size]
+        params.setdefault("model", {}).update({
+            "hidden_size": preset["hidden_size"], "num_hidden_layers": preset["num_hidden_layers"],
+            "num_heads": preset["num_attention_heads"], "filter_size": preset["intermediate_size"]})
     with open(out_path, "w") as f:
         yaml.safe_dump(params, f, sort_keys=False)
     return params
@@ -139,7 +122,10 @@ def modelzoo_command(params_path: str, model_dir: str, modelzoo_dir: str, python
     if num_csx < 1 or num_workers_per_csx < 1:
         raise ValueError("num_csx and num_workers_per_csx must be at least 1")
     if compile_dir is None:
-        compile_dir = _user()
+        try:
+            compile_dir = getpass.getuser()
+        except Exception:  # no user name in some containers
+            compile_dir = "labkit"
     return [python or sys.executable, "run.py", "CSX",
             "--job_labels", job_label,
             "--params", params_path,
@@ -152,18 +138,9 @@ def modelzoo_command(params_path: str, model_dir: str, modelzoo_dir: str, python
             "--compile_dir", compile_dir]
 
 
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no user name in some containers
-        return "labkit"
-
-
 def run_modelzoo(config: Config, stack: CerebrasStack, echo: Callable[[str], None] = print) -> Run:
     """Train on the CS-2: params file, ``run.py CSX``, live log (the params file and the log in the current
     folder, the notebook's), metrics read from the log."""
-    from labkit.progress import bar
-
     template = template_path(config, stack)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     workdir = os.getcwd()

@@ -8,8 +8,9 @@ import os
 import time
 from typing import Any, Callable, Optional
 
-from labkit import bert, devices, interrupts
+from labkit import accelerator, bert, devices, interrupts
 from labkit.params import Config
+from labkit.progress import bar
 from labkit.results import Run
 from labkit.testbeds.cerebras.bert_large.metrics import METRICS
 from labkit.testbeds.cerebras.bert_large.spec import EXERCISE
@@ -33,8 +34,6 @@ def run_portable(config: Config, device: Any, log_path: Optional[str] = None, ec
     the next step, a second one drops the step in progress.
     """
     import torch
-
-    from labkit.progress import bar
 
     batch_size = config.batch_size
     device = torch.device(device) if isinstance(device, str) else device
@@ -94,33 +93,6 @@ def run_portable(config: Config, device: Any, log_path: Optional[str] = None, ec
     run.params["device"] = str(device)
     run.params["precision"] = steps.precision.name
     bert.record_steps(run, result)
-    _add_train_metrics(run, result)
-    METRICS.add(run, "setup_time", round(setup_time, 4))
-    METRICS.add(run, "warmup_time", round(result.warmup_time, 4))
-    how = {"micro_batch": micro.size, "accumulation": micro.accumulation, "launch": steps.launch}
-    if result.peak_memory_bytes is not None:
-        how["peak_memory_bytes"] = result.peak_memory_bytes
-    run.environment = devices.environment(device, dict(how, parameters=bert.count_parameters(model)))
-    if result.peak_memory_bytes is not None:
-        bert.add_gpu_metrics(run, METRICS, result.peak_memory_bytes,
-                             bert.flops_per_sequence(config.model_size, config.max_seq_length), device)
-    if log_path:
-        run.environment["log_path"] = os.path.abspath(log_path)
-    run.notes.append("Portable run: {} on synthetic masked-LM + next-sentence batches, not the CS-2. Rate and "
-                     "GlobalRate follow the modelzoo's definitions.".format(device))
-    if device.type != "cpu" or steps.precision.name != "fp32":  # a CPU's default fp32 needs no note
-        from labkit.accelerator import TESTBED_PRECISION
-
-        run.notes.append("Precision here: {}; the CS-2 trains in {}.".format(steps.precision.why,
-                                                                              TESTBED_PRECISION["cs2"]))
-    del model
-    if getattr(device, "type", "") == "cuda":
-        torch.cuda.empty_cache()
-    return run
-
-
-def _add_train_metrics(run: Run, result: bert.TrainResult) -> None:
-    """The exercise's metrics, and the log reader's names for the same numbers."""
     last = result.logs[-1] if result.logs else None
     # The last GlobalRate, as a log gives it (at the last step; "Processed ... in T seconds"
     # is taken a moment later, so total_samples / total_time differs in the last digits).
@@ -138,3 +110,23 @@ def _add_train_metrics(run: Run, result: bert.TrainResult) -> None:
         add(run, "steady_rate", round(result.steady_rate, 2))
     add(run, "samples", result.total_samples)
     add(run, "train_seconds", result.total_time)
+    add(run, "setup_time", round(setup_time, 4))
+    add(run, "warmup_time", round(result.warmup_time, 4))
+    how = {"micro_batch": micro.size, "accumulation": micro.accumulation, "launch": steps.launch}
+    if result.peak_memory_bytes is not None:
+        how["peak_memory_bytes"] = result.peak_memory_bytes
+        bert.add_gpu_metrics(run, METRICS, result.peak_memory_bytes,
+                             bert.flops_per_sequence(config.model_size, config.max_seq_length), device)
+    run.environment = devices.environment(device, dict(how, parameters=bert.count_parameters(model)))
+    if log_path:
+        run.environment["log_path"] = os.path.abspath(log_path)
+    run.notes.append("Portable run: {} on synthetic masked-LM + next-sentence batches, not the CS-2. Rate and "
+                     "GlobalRate follow the modelzoo's definitions.".format(device))
+    if device.type != "cpu" or steps.precision.name != "fp32":  # a CPU's default fp32 needs no note
+        run.notes.append("Precision here: {}; the CS-2 trains in {}.".format(steps.precision.why,
+                                                                              accelerator.TESTBED_PRECISION["cs2"]))
+    del model
+    if getattr(device, "type", "") == "cuda":
+        torch.cuda.empty_cache()
+    return run
+

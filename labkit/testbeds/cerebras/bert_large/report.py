@@ -5,7 +5,7 @@ batch-size comparison (:func:`comparison_table`, shown by :func:`format_table` a
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from labkit.interrupts import show_step
 from labkit import display, plots
@@ -93,9 +93,9 @@ def show(run: Run) -> Optional[List[Any]]:
     return display.shown([table, plot_loss(run)])
 
 
-def format_table(table: Any, units: Optional[Dict[str, str]] = None):
+def format_table(table: Any):
     """A table for the notebook, with each number next to its unit (``19.91 samples/s``): a metrics table's
-    own units, or ``units`` for any other table's columns (the comparison table's by default)."""
+    own units, or :data:`TABLE_UNITS` for the comparison table's columns."""
     from IPython.display import HTML
 
     frame = table.copy()
@@ -103,9 +103,8 @@ def format_table(table: Any, units: Optional[Dict[str, str]] = None):
         frame["value"] = [_cell(v, u) for v, u in zip(frame["value"], frame["unit"])]
         frame = frame.drop(columns="unit").set_index("metric")
     else:
-        units = TABLE_UNITS if units is None else units
         for column in frame.columns:
-            frame[column] = [_cell(v, units.get(column, ""), column in _COUNT_COLUMNS) for v in frame[column]]
+            frame[column] = [_cell(v, TABLE_UNITS.get(column, ""), column in _COUNT_COLUMNS) for v in frame[column]]
     return HTML(frame.to_html())
 
 

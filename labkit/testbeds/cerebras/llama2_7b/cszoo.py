@@ -1,19 +1,11 @@
 """The CS-3 path (modelzoo Release 2.6): is this a CS-3 user node, the course's params YAML with the
 student's changes, ``cszoo fit``, ``csctl cancel job`` on an interrupt, the log read (:func:`run_on_cs3`).
 
-    from labkit.testbeds.cerebras.llama2_7b import cszoo
-    cszoo.cs3_node()                                 # [] on a CS-3 user node, else what is missing
-    run = cszoo.run_on_cs3(config)                   # config: batch_size, steps, sequence_length, learning_rate, ...
-    edit = cszoo.write_params_yaml(source, "configs/params_llama2_7b_bs256.yaml", batch_size=256, steps=200)
-    edit.changes                                     # [("trainer.fit.train_dataloader.batch_size", 1024, 256), ...]
-
-The course's commands (05-AITestbed/Cerebras/llama2-7b.md) and what labkit does with them:
-docs/cerebras.md, "On a CS-3 user node". A fresh model dir each run, since an old checkpoint there
-would be resumed; an interrupt cancels the wsjob and keeps the partial run (status ``interrupted``).
-The params file is edited line by line (:func:`set_scalar`): a file a student copies from the course
-has comments, anchors and a layout worth keeping, which ``yaml.safe_dump`` would rewrite. Verified
-only on the testbed's documentation and sample log; here it is tested against the fakes
-tests/fakes/cszoo and tests/fakes/csctl.
+The course's commands (05-AITestbed/Cerebras/llama2-7b.md) and what labkit does with them, step by step:
+docs/cerebras.md, "On a CS-3 user node". The params file is edited line by line (:func:`set_scalar`):
+a file a student copies from the course has comments, anchors and a layout worth keeping, which
+``yaml.safe_dump`` would rewrite. Verified only on the testbed's documentation and sample log; here it
+is tested against the fakes tests/fakes/cszoo and tests/fakes/csctl.
 """
 
 from __future__ import annotations
@@ -225,19 +217,16 @@ def missing_data_dirs(text: str, cwd: str) -> List[Tuple[str, str]]:
     ``cszoo fit`` before it contacts the cluster) refuses such a file with ``Path ... does not exist.``
     """
     trainer = (yaml.safe_load(text) or {}).get("trainer") or {}
-    loaders = []
+    missing = []
     for section, key in (("fit", "train_dataloader"), ("fit", "val_dataloader"), ("validate", "val_dataloader"),
                          ("validate_all", "val_dataloaders")):
         value = (trainer.get(section) or {}).get(key)
         for i, loader in enumerate(value if isinstance(value, list) else [value]):
-            if isinstance(loader, dict):
-                place = "trainer.{}.{}{}".format(section, key, ".{}".format(i) if isinstance(value, list) else "")
-                loaders.append((place, loader.get("data_dir")))
-    missing = []
-    for place, paths in loaders:
-        for path in paths if isinstance(paths, list) else [paths]:
-            if isinstance(path, str) and not os.path.exists(os.path.join(cwd, path)):
-                missing.append((place + ".data_dir", path))
+            paths = loader.get("data_dir") if isinstance(loader, dict) else None
+            place = "trainer.{}.{}{}.data_dir".format(section, key, ".{}".format(i) if isinstance(value, list) else "")
+            for path in paths if isinstance(paths, list) else [paths]:
+                if isinstance(path, str) and not os.path.exists(os.path.join(cwd, path)):
+                    missing.append((place, path))
     return missing
 
 
@@ -256,11 +245,10 @@ def _schedule_rates(text: str) -> List[Tuple[int, float]]:
 
 
 def _set(text: str, edit: ParamsEdit, name: str, value: Any) -> str:
-    values = params_values(text)
     for path in _KEYS[name]:
         lines = find_keys(text, path)
         if lines:
-            old = values.get(name)
+            old = params_values(text).get(name)
             if old != value:
                 for line in lines:
                     text = set_scalar(text, line, value)
@@ -297,8 +285,7 @@ def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = No
     if learning_rate is not None:
         text = _set_learning_rate(text, edit, float(learning_rate))
     yaml.safe_load(text)  # the edit must leave a file the modelzoo can read
-    folder = os.path.dirname(os.path.abspath(out_path))
-    os.makedirs(folder, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     with open(out_path, "w") as f:
         f.write(text)
     return edit

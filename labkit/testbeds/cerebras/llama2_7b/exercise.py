@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 from labkit import devices, llm
 from labkit.interrupts import run_step
@@ -46,22 +46,18 @@ def _portable_vocab(model_size: str) -> int:
     return llm.LLAMA2_VOCAB_SIZE if model_size == "7b" else 2048
 
 
-def _candidates(config: Config, device: Any) -> List[str]:
-    """The presets to try, largest first: the one asked for; for "auto", every preset on a CUDA GPU,
-    PORTABLE_SIZE on a CPU or MPS."""
-    if config.model_size != "auto":
-        return [config.model_size]
-    if getattr(device, "type", str(device)) != "cuda":
-        return [PORTABLE_SIZE]
-    return sorted(llm.MODEL_SIZES, key=lambda size: -llm.parameter_count(size, VOCAB_SIZE))
-
-
 def _step_plan(config: Config, device: Any) -> Optional[llm.LlamaStepPlan]:
-    """The measured choice for a portable run; None on a CPU or MPS when the preset does not fit its
-    memory (the plan refuses it without building anything)."""
+    """The measured choice for a portable run among the presets to try, largest first: the one asked for;
+    for "auto", every preset on a CUDA GPU, PORTABLE_SIZE on a CPU or MPS. None on a CPU or MPS when the
+    preset does not fit its memory (the plan refuses it without building anything)."""
     values = effective(config, "portable")
-    candidates = _candidates(config, device)
-    if getattr(device, "type", str(device)) != "cuda":
+    if config.model_size != "auto":
+        candidates = [config.model_size]
+    elif device.type == "cuda":
+        candidates = sorted(llm.MODEL_SIZES, key=lambda size: -llm.parameter_count(size, VOCAB_SIZE))
+    else:
+        candidates = [PORTABLE_SIZE]
+    if device.type != "cuda":
         memory = llm.available_memory_bytes()
         if memory is not None and llm.training_bytes(candidates[0], _portable_vocab(candidates[0])) > memory:
             return None

@@ -1,10 +1,6 @@
 """The LLaMA-2-7B exercise's metrics, under the same names from a CS-3 log and from a portable run, and a
-CS-3 log (``cszoo fit ... |& tee mytest.log``) read under them.
-
-The testbed's reader (:mod:`labkit.testbeds.cerebras.log`) gives the modelzoo's numbers;
-:func:`read_log` adds ``tokens_per_s`` beside them, with the sequence length from the log when it
-prints one, else from the params file the run was written with, else from ``config`` (and the note
-says which).
+CS-3 log (``cszoo fit ... |& tee mytest.log``) read under them, with ``tokens_per_s`` beside the reader's
+numbers (where the sequence length comes from: docs/cerebras.md, "On a CS-3 user node").
 """
 
 from __future__ import annotations
@@ -75,8 +71,7 @@ def read_log(path: str, config: Optional[Any] = None, sequence_length: Optional[
     if not report.runs:
         raise labkit.logs.NoRunError("log_path = {!r}: no Cerebras run in this log. {}".format(
             path, " ".join(report.notes)))
-    runs = [r for r in report.runs if r.exercise == EXERCISE] or list(report.runs)
-    run = runs[-1]
+    run = ([r for r in report.runs if r.exercise == EXERCISE] or report.runs)[-1]
     if len(report.runs) > 1:
         run.notes.append("This log holds {} runs; this is the last {}. labkit.logs.read(log_path).runs has them "
                          "all.".format(len(report.runs), "LLaMA run" if run.exercise == EXERCISE else "one"))
@@ -95,8 +90,7 @@ def read_log(path: str, config: Optional[Any] = None, sequence_length: Optional[
 
 
 def _sequence_length(run: Run, config: Optional[Any], from_params: Optional[int]) -> None:
-    logged = run.params.get("sequence_length")
-    length, where = logged, "the log"
+    length, where = run.params.get("sequence_length"), "the log"
     if length is None and from_params:
         length, where = int(from_params), "the run's params file"
     if length is None and config is not None and getattr(config, "sequence_length", None):

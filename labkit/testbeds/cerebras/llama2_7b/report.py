@@ -83,8 +83,7 @@ def format_throughput(table: Any):
 
     frame = table.copy()
     for column in frame.columns:
-        unit = THROUGHPUT_UNITS.get(column, "")
-        frame[column] = [_text(v, unit, column in _COUNTS) for v in frame[column]]
+        frame[column] = [_text(v, THROUGHPUT_UNITS.get(column, ""), column in _COUNTS) for v in frame[column]]
     return HTML(frame.to_html(index=False))
 
 
@@ -131,5 +130,4 @@ def show(run: Run) -> Optional[List[Any]]:
     table = display.show(HTML(metrics_table(run).to_html()))
     for note in run.notes:
         print("Note:", note)
-    shown = [table, plot_loss(run), display.show(format_throughput(throughput_table([run])))]
-    return display.shown(shown)
+    return display.shown([table, plot_loss(run), display.show(format_throughput(throughput_table([run])))])

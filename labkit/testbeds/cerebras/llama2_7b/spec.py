@@ -7,7 +7,7 @@ on the portable path; :func:`effective` resolves every None.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 from labkit.accelerator import PRECISIONS
 from labkit.llm import MODEL_SIZES
@@ -81,10 +81,8 @@ def effective(config: Config, path: str = "portable") -> Dict[str, Any]:
     """The values a run on ``path`` ("portable", "cs3" or "log") uses: the config's, with None
     replaced by the course's (on the CS-3) or the portable defaults; ``model_size`` "auto" resolved."""
     base = COURSE if path in ("cs3", "log") else PORTABLE_DEFAULTS
-    values: Dict[str, Any] = {}
-    for name in ("batch_size", "steps", "log_steps", "sequence_length", "learning_rate", "seed"):
-        given: Optional[Any] = config[name]
-        values[name] = base[name] if given is None else given
+    values = {name: base[name] if config[name] is None else config[name]
+              for name in ("batch_size", "steps", "log_steps", "sequence_length", "learning_rate", "seed")}
     if config.log_steps is None and config.steps is not None:
         values["log_steps"] = min(values["log_steps"], values["steps"])
     size = config.model_size

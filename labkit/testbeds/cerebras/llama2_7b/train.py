@@ -156,20 +156,20 @@ def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan,
            "checkpointing": steps.checkpointing}
     if trained.peak_memory_bytes is not None:
         how["peak_memory_bytes"] = trained.peak_memory_bytes
-    run.environment = devices.environment(device, dict(how, parameters=parameters, corpus=corpus.name,
-                                                       corpus_fingerprint=corpus.fingerprint))
-    if trained.peak_memory_bytes is not None:
         preset, length = llm.MODEL_SIZES[values["model_size"]], values["sequence_length"]
         per_token = 6.0 * parameters + 12.0 * preset["num_hidden_layers"] * preset["hidden_size"] * length
         bert.add_gpu_metrics(run, METRICS, trained.peak_memory_bytes, per_token * length, device)
+    run.environment = devices.environment(device, dict(how, parameters=parameters, corpus=corpus.name,
+                                                       corpus_fingerprint=corpus.fingerprint))
     shapes = ("LLaMA-2-7B's layers, its 32,000-token vocabulary cut to the tokenizer's" if values["model_size"] == "7b"
               else "LLaMA-2's architecture, not its 7 billion parameters")
     # a CPU's default fp32 needs no word on precision
     precision = "" if device.type == "cpu" and steps.precision.name == "fp32" else ", precision " + steps.precision.name
+    size = "{:.1f}M".format(parameters / 1e6) if parameters < 1e9 else "{:.1f}B".format(parameters / 1e9)
     run.notes.append(
         "Portable run: a {}-parameter LLaMA ({} preset, {}) on {}, trained on {!r} text with a {}-token tokenizer{}; "
         "not the CS-3. Rate and GlobalRate follow the modelzoo's definitions.".format(
-            _millions(parameters), values["model_size"], shapes, device, corpus.name, VOCAB_SIZE, precision))
+            size, values["model_size"], shapes, device, corpus.name, VOCAB_SIZE, precision))
     if precision:
         run.notes.append("The CS-3 trains in {}.".format(accelerator.TESTBED_PRECISION["cs3"]))
     if trained.losses:
@@ -179,7 +179,3 @@ def _record(config: Config, values: dict, device: Any, steps: llm.LlamaStepPlan,
             "nothing here stands for the CS-3's compile, appliance staging or checkpoint save.".format(
                 trained.warmup_time, setup_s))
     return run
-
-
-def _millions(count: int) -> str:
-    return "{:.1f}M".format(count / 1e6) if count < 1e9 else "{:.1f}B".format(count / 1e9)
