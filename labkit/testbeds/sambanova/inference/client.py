@@ -26,8 +26,7 @@ MAX_THREADS = 256
 
 @dataclass
 class Endpoint:
-    """One server to measure: short name, base URL (ending in /v1), model, key, and ``what`` serves it,
-    in words ("the local stand-in, batched", "SambaNova SN40L (Metis)")."""
+    """One server to measure; ``what`` serves it, in words ("the stand-in, batched", "SambaNova SN40L (Metis)")."""
 
     name: str
     base_url: str

@@ -155,10 +155,6 @@ SERIES = (("ttft_median_s", "ttft_median_time"), ("tpot_median_s", "tpot_median_
           ("e2el_median_s", "e2el_median_latency"), ("output_throughput", "output_throughput"))
 
 
-def _finite(value: Any) -> Any:
-    return value if isinstance(value, (int, float)) else float("nan")
-
-
 def as_run(config: Config, endpoints: List[Endpoint], measured: Measured, targets: Mapping[str, float],
            source: str) -> Run:
     """The measured batches as one run (metrics.py says what it holds)."""
@@ -182,7 +178,7 @@ def as_run(config: Config, endpoints: List[Endpoint], measured: Measured, target
         for key, name in HEADLINE:
             if key == "goodput" and not targets:
                 continue
-            add(run, name, _finite(reference[0][key]))
+            add(run, name, reference[0][key])
         for row in server:
             if row["endpoint"] == endpoints[0].name and row["load"] == reference[0]["load"]:
                 for _field, name in SERVER_FIELDS:
@@ -191,7 +187,7 @@ def as_run(config: Config, endpoints: List[Endpoint], measured: Measured, target
         mine = [r for r in rows if r["endpoint"] == endpoint.name]
         for key, name in SERIES:
             run.add_series("{}:{}".format(name, endpoint.name), [r["load"] for r in mine],
-                           [_finite(r[key]) for r in mine], x_label="request rate" if rated(rows) else "concurrency")
+                           [r[key] for r in mine], x_label="request rate" if rated(rows) else "concurrency")
     run.notes.extend(failure_notes(traces + measured.warmup, endpoints, config.timeout_s))
     run.notes.extend(comparison_notes(endpoints, rows, server, config.warmup_requests, sources))
     run.notes.extend(load_notes(rows, measured.knees, config.burstiness))

@@ -58,10 +58,6 @@ def _details(run: Run, key: str) -> Any:
     return (getattr(run, "details", None) or {}).get(key)
 
 
-def _rows(run: Run) -> List[dict]:
-    return list(_details(run, "rows") or [])
-
-
 def latency_table(run: Run):
     """Client-side medians (mean over repeats, 95 % interval), throughputs and counts, per configuration."""
     import pandas as pd
@@ -72,9 +68,8 @@ def latency_table(run: Run):
         "requests": row["requests"], "failed": counts_words(row["failed_by_status"], "0"),
         "tokens/request": "{:.1f}".format(row["tokens_per_request"]),
         "finish reasons": counts_words(row.get("finish_reasons") or {}),
-        "reasoning + answer tokens/request": "{:.1f} + {:.1f}".format(
-            row.get("reasoning_tokens_per_request", float("nan")), row.get("answer_tokens_per_request",
-                                                                             float("nan"))),
+        "reasoning + answer tokens/request": "{:.1f} + {:.1f}".format(row["reasoning_tokens_per_request"],
+                                                                      row["answer_tokens_per_request"]),
         "TTFT median": fmt_time(row["ttft_median_s"]), "TTFT 95% interval": fmt_interval(row["ttft_median_s_ci"]),
         "TTFT to answer median": fmt_time(row.get("ttft_answer_median_s")),
         "TPOT median": fmt_time(row["tpot_median_s"]), "TPOT 95% interval": fmt_interval(row["tpot_median_s_ci"]),
@@ -82,7 +77,7 @@ def latency_table(run: Run):
         "output throughput": _fmt_rate(row["output_throughput"], "tokens/s"),
         "output throughput 95% interval": fmt_interval(row["output_throughput_ci"], "tokens/s"),
         "request throughput": _fmt_rate(row["request_throughput"], "requests/s"),
-        "goodput": _fmt_rate(row["goodput"], "requests/s")} for row in _rows(run)])
+        "goodput": _fmt_rate(row["goodput"], "requests/s")} for row in _details(run, "rows") or []])
 
 
 def percentile_table(run: Run):
@@ -92,7 +87,7 @@ def percentile_table(run: Run):
     return pd.DataFrame([{"endpoint": row["endpoint"], "load": load_label(row), "figure": name.upper(),
                           "mean": fmt_time(row[name + "_mean_s"]), "median": fmt_time(row[name + "_median_s"]),
                           "p90": fmt_time(row[name + "_p90_s"]), "p99": fmt_time(row[name + "_p99_s"])}
-                         for row in _rows(run) for name in ("ttft", "tpot", "itl", "e2el")])
+                         for row in _details(run, "rows") or [] for name in ("ttft", "tpot", "itl", "e2el")])
 
 
 def server_table(run: Run):
@@ -121,7 +116,7 @@ def plot_latency(run: Run):
     """Median TTFT, TPOT and E2EL against concurrency, one line per endpoint, error bars the 95 % intervals."""
     import matplotlib.pyplot as plt
 
-    rows = _rows(run)
+    rows = _details(run, "rows") or []
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     for ax, (key, label) in zip(axes, (("ttft_median_s", "TTFT"), ("tpot_median_s", "TPOT"),
                                        ("e2el_median_s", "E2EL"))):
@@ -155,7 +150,7 @@ def plot_knee(run: Run):
     from matplotlib import ticker
 
     knees = _details(run, "knees") or {}
-    rows = _rows(run)
+    rows = _details(run, "rows") or []
     if not knees or not rows:
         return None
     fig, (latency, goodput) = plt.subplots(1, 2, figsize=(11, 3.8))
