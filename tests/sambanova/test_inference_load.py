@@ -15,7 +15,7 @@ from labkit.testbeds.sambanova import inference  # noqa: E402
 from labkit.testbeds.sambanova.inference import access  # noqa: E402
 from labkit.testbeds.sambanova.inference.client import Endpoint, Options, arrival_times, run_batch  # noqa: E402
 from labkit.testbeds.sambanova.inference.measure import count_tokens, measure  # noqa: E402
-from labkit.testbeds.sambanova.inference.notes import reasoning_notes  # noqa: E402
+from labkit.testbeds.sambanova.inference.report import reasoning_notes  # noqa: E402
 from labkit.testbeds.sambanova.inference.prompts import synthetic_prompts  # noqa: E402
 from labkit.testbeds.sambanova.inference.report import fmt_time  # noqa: E402
 from labkit.testbeds.sambanova.inference.timing import configuration_rows, summarize  # noqa: E402

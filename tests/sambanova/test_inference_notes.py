@@ -7,7 +7,8 @@ import pytest
 from labkit.testbeds.sambanova.inference.access import Secret
 from labkit.testbeds.sambanova.inference.client import Endpoint
 from labkit.testbeds.sambanova.inference.measure import Batch, count_tokens
-from labkit.testbeds.sambanova.inference.notes import comparison_notes, weights_of
+from labkit.testbeds.sambanova.inference.report import comparison_notes
+from labkit.testbeds.sambanova.inference.spec import weights_of
 from labkit.testbeds.sambanova.inference.timing import Trace, configuration_rows, summarize
 
 METIS = Endpoint("Metis", "https://inference-api.alcf.anl.gov/resource_server/metis/api/v1", "gpt-oss-120b-131072",

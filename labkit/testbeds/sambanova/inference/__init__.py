@@ -1,9 +1,6 @@
 """LLM inference on SambaNova Metis (SN40L) against Sophia (vLLM), measured as serving benchmarks do.
 
-By default the two endpoints are labkit's local stand-in server (:mod:`labkit.serving`), so Run All
-needs no network. Nothing in labkit's tests reached the ALCF service: the client follows the
-documented OpenAI API and was tested against the stand-in over loopback. docs/sambanova.md has the
-whole exercise, one concern a module.
+docs/sambanova.md has the whole exercise: the local stand-in by default, what was verified where.
 """
 
 from labkit.testbeds.sambanova.inference.access import AccessError, Secret, explain, find_token

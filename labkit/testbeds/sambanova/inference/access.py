@@ -1,15 +1,9 @@
 """Reaching an endpoint: the access token, kept out of every output; what the endpoint serves and
-whether the model is ready, before anything is measured; what each failure means in one sentence.
+whether the model is ready, before anything is measured; what each failure means in one sentence
+(docs/sambanova.md, "Access" and "The service in 2026").
 
-The token comes from the course's ``inference_auth_token.py`` (its ``get_access_token()`` refreshes
-an expired token), else from an environment variable; records hold where it came from, never what
-it is. Only ALCF endpoints get the ALCF token (:func:`key_for`; docs/sambanova.md, "Access").
-
-A model the endpoint does not list stops the run before it starts, with one sentence naming what it
-serves now. On Sophia a model that is not loaded is "cold": its first request starts loading it,
-which takes 10-15 minutes (argonne-lcf/user-guides, inference-endpoints.md); :func:`readiness` says
-so instead of letting every request time out. Nothing here reached the ALCF service in labkit's
-tests: the stand-in answers GET /v1/models as vLLM does, and the ALCF calls follow the user guide.
+:func:`readiness` says a model on Sophia is cold (its first request starts loading it, 10-15 minutes:
+argonne-lcf/user-guides, inference-endpoints.md) instead of letting every request time out.
 """
 
 from __future__ import annotations
@@ -79,11 +73,8 @@ def _helper_module(folder: str):
 
 
 def find_token(env: str = "ALCF_ACCESS_TOKEN", folder: Optional[str] = None) -> Secret:
-    """The access token: ``inference_auth_token.get_access_token()`` when the helper is in ``folder``
-    (the working directory) or importable, else ``$env``, else ``$OPENAI_API_KEY``.
-
-    Raises :class:`AccessError` saying what to do when there is none.
-    """
+    """The access token: the course helper's ``get_access_token()`` (the helper in ``folder``, the working
+    directory, or importable), else ``$env``, else ``$OPENAI_API_KEY``; else :class:`AccessError` says what to do."""
     folder = folder or os.getcwd()
     problem = ""
     try:
@@ -114,11 +105,8 @@ def is_alcf(base_url: str) -> bool:
 
 
 def key_for(base_url: str, env: str = "ALCF_ACCESS_TOKEN", folder: Optional[str] = None) -> Secret:
-    """The key sent to ``base_url``: the ALCF token (:func:`find_token`) for an ALCF endpoint; for any
-    other server ``$OPENAI_API_KEY`` when set, else none (the SDK's placeholder :data:`NO_KEY`).
-
-    So a server without authentication needs no token, and the ALCF token never goes to another host.
-    """
+    """The key sent to ``base_url``: the ALCF token (:func:`find_token`) to an ALCF endpoint only; to any other
+    server ``$OPENAI_API_KEY`` when set, else none (:data:`NO_KEY`), so a server without authentication needs none."""
     if is_alcf(base_url):
         return find_token(env, folder)
     if os.environ.get("OPENAI_API_KEY"):
@@ -180,7 +168,6 @@ class NotServed(LabkitError, RuntimeError):
 
 @dataclass
 class Readiness:
-    endpoint: str
     ready: bool
     sentence: str
     models: Optional[List[str]] = None  # None: the endpoint could not be asked
@@ -208,7 +195,6 @@ def cluster_of(base_url: str) -> str:
 
 
 def _objects(node: Any) -> Iterator[Dict[str, Any]]:
-    """Every JSON object in ``node``, nested ones included."""
     if isinstance(node, dict):
         yield node
         node = list(node.values())
@@ -248,8 +234,8 @@ def readiness(endpoint: Any) -> Readiness:
         new = current_model(model)
         if new in models:
             endpoint.model = new
-            return Readiness(name, True, renamed, models, renamed)
-        return Readiness(name, False, "{} does not serve {}: it serves now {}".format(
+            return Readiness(True, renamed, models, renamed)
+        return Readiness(False, "{} does not serve {}: it serves now {}".format(
             name, model, ", ".join(models) or "no model"), models)
     if models is None and renamed:
         endpoint.model = current_model(model)
@@ -274,4 +260,4 @@ def readiness(endpoint: Any) -> Readiness:
     if renamed:
         sentence = renamed + "; " + sentence
     endpoint.served = models
-    return Readiness(name, True, sentence, models, renamed)
+    return Readiness(True, sentence, models, renamed)

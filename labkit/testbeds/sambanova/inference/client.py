@@ -1,13 +1,11 @@
 """The measuring client: chat completions streamed through the ``openai`` SDK, time stamps only
-(figures come afterwards, :mod:`.timing`; docs/serving.md, "Speed", measures what it costs).
-
-Concurrency is a pool of exactly ``concurrency`` threads (``vllm bench serve --max-concurrency``); a
-request rate schedules every arrival before the first send, as ``--request-rate --burstiness`` does,
-so a slow answer never delays the next. The SDK retries nothing: a retry would hide a 429.
+(figures come afterwards, :mod:`.timing`; docs/serving.md, "Speed", measures what it costs), sent as
+docs/sambanova.md, "Load, workload, knee", says. The SDK retries nothing: a retry would hide a 429.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 import time
@@ -28,8 +26,7 @@ MAX_THREADS = 256
 
 @dataclass
 class Endpoint:
-    """One server to measure: short name, base URL (ending in /v1), model, key, and ``what`` serves it,
-    in words ("the local stand-in, batched", "SambaNova SN40L (Metis)")."""
+    """One server to measure; ``what`` serves it, in words ("the stand-in, batched", "SambaNova SN40L (Metis)")."""
 
     name: str
     base_url: str
@@ -160,13 +157,8 @@ def arrival_times(count: int, rate: float, burstiness: float = 1.0, seed: int = 
     distribution of mean 1/``rate`` and shape ``burstiness`` (1: exponential gaps, Poisson arrivals),
     the first request at 0."""
     draw = random.Random(seed)
-    scale = 1.0 / (rate * burstiness)
-    times, now = [], 0.0
-    for k in range(count):
-        if k:
-            now += draw.gammavariate(burstiness, scale)
-        times.append(now)
-    return times
+    gaps = [draw.gammavariate(burstiness, 1.0 / (rate * burstiness)) for _ in range(count - 1)]
+    return list(itertools.accumulate(gaps, initial=0.0))[:count]
 
 
 def run_batch(endpoint: Endpoint, prompts: Sequence[Tuple[Any, ...]], concurrency: int, options: Options,

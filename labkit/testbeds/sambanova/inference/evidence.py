@@ -1,12 +1,8 @@
-"""Pasted evidence read like a log, into the same records as a measured run (docs/logs.md lists the
-shapes; tests/sambanova/evidence/ says where each comes from): a chat-completion JSON, ``curl`` under
-``time`` (one client-side latency, nothing streamed), a streamed ``data:`` transcript, a student's JSON
-of results. Server timings and client times go to different metrics. :class:`InferenceReader` is the
-reader labkit.logs uses for it (format ``"openai"``): the whole piece is read at its end, as a JSON
-answer spans lines.
-
-A JSON of results is read per request, and what its own statistics got wrong is said. Output tokens
-are completion tokens, never total tokens: prompt tokens are read, not generated.
+"""Pasted evidence read like a log, into the same records as a measured run: a chat-completion JSON,
+``curl`` under ``time``, a streamed ``data:`` transcript, a student's JSON of results (docs/logs.md
+lists the shapes; tests/sambanova/evidence/ says where each comes from). :class:`InferenceReader`
+reads a whole piece at its end, as a JSON answer spans lines. Output tokens are completion tokens,
+never total tokens: prompt tokens are read, not generated.
 """
 
 from __future__ import annotations
@@ -23,8 +19,7 @@ from labkit.logs.base import LineReader
 from labkit.results import Run
 from labkit.serving.configs import REASONING_FIELDS
 from labkit.testbeds.sambanova.inference.metrics import METRICS, SERVER_FIELDS, add_counts
-from labkit.testbeds.sambanova.inference.notes import several_models
-from labkit.testbeds.sambanova.inference.spec import EXERCISE
+from labkit.testbeds.sambanova.inference.spec import EXERCISE, several_models
 from labkit.testbeds.sambanova.inference.timing import percentile
 
 __all__ = ["parse_text", "read_evidence", "evidence_table", "EvidenceError", "SAMPLE_RESPONSE",
@@ -55,7 +50,7 @@ class EvidenceError(LabkitError, ValueError):
 
 
 class Group:
-    """One endpoint's requests in the file, with the block's statistics and what the block says about it."""
+    """One endpoint's requests in the file, what its block says about them, their completed ones' figures."""
 
     def __init__(self, name: str, items: List[Dict[str, Any]], block: Dict[str, Any], top: Dict[str, Any]) -> None:
         self.name = name
@@ -67,6 +62,21 @@ class Group:
             (m for m in (_nested(i, "model") for i in items) if isinstance(m, str)), "") or "")
         self.concurrency = next((_number(d.get(k)) for d in (block, self.statistics or {}, top)
                                  for k in _CONCURRENCY_KEYS if _number(d.get(k)) is not None), None)
+        self.done = [i for i in items if not _failed(i)]
+        self.latencies = [latency(i) for i in self.done]
+        tokens = [completion_tokens(i) for i in self.done]
+        self.tokens = tokens if tokens and all(t is not None for t in tokens) else None
+        ttfts = [_scaled(i, _TTFT_KEYS) for i in self.done]
+        self.ttfts = [t for t in ttfts if t is not None]
+        self.finish = Counter(str(_nested(i, "finish_reason") or _nested(i, "stop_reason") or "not given")
+                              for i in self.done)
+        elapsed = sum(self.latencies)  # type: ignore[arg-type]
+        self.throughput = sum(self.tokens) / elapsed if self.tokens and elapsed > 0 else None
+        #: (metric, series, value) of each figure a JSON of results gives (value None: not given)
+        self.headline = (
+            ("e2el_median", "e2el_median_latency", percentile(self.latencies, 50) if self.latencies else None),
+            ("output_throughput", "output_throughput", self.throughput),
+            ("ttft_median", "ttft_median_time", percentile(self.ttfts, 50) if self.ttfts else None))
 
 
 def _number(value: Any) -> Optional[float]:
@@ -171,27 +181,6 @@ def result_groups(value: Any) -> Optional[List[Group]]:
     return groups or None
 
 
-class _Figures:
-    """One group's figures from its completed requests."""
-
-    def __init__(self, group: Group) -> None:
-        self.done = [i for i in group.items if not _failed(i)]
-        self.latencies = [latency(i) for i in self.done]
-        tokens = [completion_tokens(i) for i in self.done]
-        self.tokens = tokens if tokens and all(t is not None for t in tokens) else None
-        ttfts = [_scaled(i, _TTFT_KEYS) for i in self.done]
-        self.ttfts = [t for t in ttfts if t is not None]
-        self.finish = Counter(str(_nested(i, "finish_reason") or _nested(i, "stop_reason") or "not given")
-                              for i in self.done)
-        elapsed = sum(self.latencies)  # type: ignore[arg-type]
-        self.throughput = sum(self.tokens) / elapsed if self.tokens and elapsed > 0 else None
-        #: (metric, series, value) of each figure a JSON of results gives (value None: not given)
-        self.headline = (
-            ("e2el_median", "e2el_median_latency", percentile(self.latencies, 50) if self.latencies else None),
-            ("output_throughput", "output_throughput", self.throughput),
-            ("ttft_median", "ttft_median_time", percentile(self.ttfts, 50) if self.ttfts else None))
-
-
 def _overlap(items: List[Dict[str, Any]]) -> Optional[bool]:
     """Whether two requests were in flight at once, by their start times and latencies (None: no start times)."""
     spans = sorted((s, s + (latency(i) or 0.0)) for i in items for s in [_start(i)] if s is not None)
@@ -204,30 +193,30 @@ def _close(value: float, reference: Optional[float]) -> bool:
     return reference is not None and abs(value - reference) <= 0.01 * max(abs(reference), 1e-9)
 
 
-def _total_rates(figures: _Figures) -> List[float]:
+def _total_rates(group: Group) -> List[float]:
     """What a throughput that counts prompt tokens comes to: summed, and the mean of per-request rates."""
-    totals = [_total_tokens(i) for i in figures.done]
-    pairs = [(t, l) for t, l in zip(totals, figures.latencies) if t is not None and l]
+    totals = [_total_tokens(i) for i in group.done]
+    pairs = [(t, l) for t, l in zip(totals, group.latencies) if t is not None and l]
     if len(pairs) < len(totals) or not pairs:
         return []
     return [sum(t for t, _ in pairs) / sum(l for _, l in pairs), sum(t / l for t, l in pairs) / len(pairs)]
 
 
-def _statistics_note(group: Group, figures: _Figures, prefix: str) -> Optional[str]:
+def _statistics_note(group: Group, prefix: str) -> Optional[str]:
     stats = group.statistics or {}
     key = next((k for k in _THROUGHPUT_KEYS if _number(stats.get(k)) is not None), None)
-    if key is None or not figures.latencies:
+    if key is None or not group.latencies:
         return None
     claimed = float(stats[key])
-    if any(_close(claimed, rate) for rate in _total_rates(figures)):
+    if any(_close(claimed, rate) for rate in _total_rates(group)):
         return ("{}The results' own {} of {:.2f} tokens/s counts prompt tokens as output (total tokens / latency); "
                 "the completion tokens alone, the tokens generated, give {}.".format(
-                    prefix, key, claimed, "{:.2f} tokens/s".format(figures.throughput)
-                    if figures.throughput is not None else "a figure these records cannot give"))
-    if figures.throughput is not None and not _close(claimed, figures.throughput):
+                    prefix, key, claimed, "{:.2f} tokens/s".format(group.throughput)
+                    if group.throughput is not None else "a figure these records cannot give"))
+    if group.throughput is not None and not _close(claimed, group.throughput):
         return ("{}The results' own {} of {:.2f} tokens/s is not what the requests give: their completion tokens / "
                 "summed latency is {:.2f} tokens/s, the figure recorded here.".format(
-                    prefix, key, claimed, figures.throughput))
+                    prefix, key, claimed, group.throughput))
     return None
 
 
@@ -250,16 +239,15 @@ def _describe(counter: Counter) -> str:
 
 def fill_results(run: Run, groups: List[Group]) -> None:
     """Metrics, per-endpoint series and notes of a JSON of results into ``run`` (a fresh "results" record)."""
-    figures = [_Figures(g) for g in groups]
     several = len(groups) > 1
-    tokens = [f.tokens for f in figures]
+    tokens = [g.tokens for g in groups]
     # The counts are the whole run's, as a measured run's are (metrics.py: "all configurations"; the
     # rubric's 40 requests are both endpoints'); every figure is one endpoint's, each endpoint's
     # counts are in environment["endpoints"] and no per-request figure mixes endpoints.
-    add_counts(run, sum(len(g.items) for g in groups), sum(len(f.done) for f in figures),
+    add_counts(run, sum(len(g.items) for g in groups), sum(len(g.done) for g in groups),
                sum(sum(t) for t in tokens) if all(t is not None for t in tokens) else None, "server usage")
     if several:  # a mean over both endpoints' answers is no endpoint's: the first endpoint's, like the figures
-        first = figures[0]
+        first = groups[0]
         if first.tokens and first.done:
             METRICS.add(run, "output_tokens_per_request", round(sum(first.tokens) / len(first.done), 3))
     named = [g for g in groups if g.name]
@@ -268,38 +256,38 @@ def fill_results(run: Run, groups: List[Group]) -> None:
         run.params["endpoint_names"] = [g.name for g in named]
         run.params["models"] = [g.model for g in named]
     run.params["num_prompts"] = len(groups[0].items)
-    for metric, _series, value in figures[0].headline:  # the first endpoint's are the record's, as when measured
+    for metric, _series, value in groups[0].headline:  # the first endpoint's are the record's, as when measured
         if value is not None:
             METRICS.add(run, metric, value)
     concurrent = [g.concurrency is not None and g.concurrency > 1 or bool(_overlap(g.items)) for g in groups]
     run.environment["endpoints"] = []
-    for group, fig, many in zip(groups, figures, concurrent):
+    for group, many in zip(groups, concurrent):
         run.environment["endpoints"].append({"name": group.name, "model": group.model, "requests": len(group.items),
-                                             "requests_completed": len(fig.done),
-                                             "output_tokens": sum(fig.tokens) if fig.tokens is not None else None,
-                                             "finish_reasons": dict(fig.finish)})
-        if group.name and not many and fig.latencies:  # one request at a time: concurrency 1
-            for _metric, series, value in fig.headline:
+                                             "requests_completed": len(group.done),
+                                             "output_tokens": sum(group.tokens) if group.tokens is not None else None,
+                                             "finish_reasons": dict(group.finish)})
+        if group.name and not many and group.latencies:  # one request at a time: concurrency 1
+            for _metric, series, value in group.headline:
                 if value is not None:
                     run.add_series("{}:{}".format(series, group.name), [1], [value], x_label="concurrency")
         prefix = "{}: ".format(group.name) if several else ""
-        for note in (_statistics_note(group, fig, prefix), _per_item_throughput_note(fig.done)):
+        for note in (_statistics_note(group, prefix), _per_item_throughput_note(group.done)):
             if note:
                 run.notes.append(note)
-        cut = fig.finish.get("length", 0)
+        cut = group.finish.get("length", 0)
         if cut:
             run.notes.append("{}{} of {} responses stopped at max_tokens (finish_reason length): they completed, but "
                              "their answers were cut off, so their lengths were capped.".format(
-                                 prefix, cut, len(fig.done)))
-    _comparison_notes(run, groups, figures)
+                                 prefix, cut, len(group.done)))
+    _comparison_notes(run, groups)
     if not any(concurrent):
         run.notes.append("Nothing in the results shows two requests in flight at once (no concurrency setting, no "
                          "overlapping start times), so no concurrency was measured: the throughput is one request "
                          "stream's, not the endpoint's under load.")
-    if not any(f.ttfts for f in figures):
+    if not any(g.ttfts for g in groups):
         run.notes.append("No request has a time to first token: the requests were not streamed, so each latency is a "
                          "whole request (E2EL, median of {} here) and TTFT and TPOT were not measured.".format(
-                             len(figures[0].latencies)))
+                             len(groups[0].latencies)))
     if several:
         run.notes.append("The record's own figures (latency, throughput, time to first token, output tokens per "
                          "request) are {}'s, the first endpoint's; its counts (requests, output tokens) are the whole "
@@ -308,19 +296,19 @@ def fill_results(run: Run, groups: List[Group]) -> None:
                          "never pooled.".format(groups[0].name, len(groups)))
 
 
-def _comparison_notes(run: Run, groups: List[Group], figures: List[_Figures]) -> None:
+def _comparison_notes(run: Run, groups: List[Group]) -> None:
     if len(groups) < 2:
         return
     models = [g.model for g in groups if g.model]
     if len(models) == len(groups) and several_models(models):
         run.notes.append("The endpoints ran different models ({}): a difference between them is the model's as much "
                          "as the hardware's.".format(", ".join("{} {}".format(g.name, g.model) for g in groups)))
-    given = all("not given" not in f.finish for f in figures)
-    if given and len({tuple(sorted(f.finish.items())) for f in figures}) > 1:
+    given = all("not given" not in g.finish for g in groups)
+    if given and len({tuple(sorted(g.finish.items())) for g in groups}) > 1:
         run.notes.append("The endpoints' finish reasons differ ({}): answers cut off at max_tokens are not comparable "
                          "with answers that ended on their own.".format(
-                             "; ".join("{} {}".format(g.name, _describe(f.finish)) for g, f in zip(groups, figures))))
-    means = [sum(f.tokens) / len(f.tokens) for f in figures if f.tokens]
+                             "; ".join("{} {}".format(g.name, _describe(g.finish)) for g in groups)))
+    means = [sum(g.tokens) / len(g.tokens) for g in groups if g.tokens]
     if len(means) == len(groups) and max(means) > 1.2 * min(means):
         run.notes.append("The endpoints' answers differ in length ({} completion tokens per request on average): "
                          "compare time per output token, not time per request.".format(
@@ -379,9 +367,15 @@ def _server(run: Run, usage: Dict[str, Any]) -> bool:
     return timed
 
 
-def _completion_run(body: Dict[str, Any], name: str, kind: str, real: Optional[float], url: str,
-                    request: Dict[str, Any]) -> Run:
-    run = _new(kind, name)
+def _answer_run(body: Dict[str, Any], name: str, real: Optional[float], url: str, request: Dict[str, Any]) -> Run:
+    """A chat completion's run, or a failed one for the error an endpoint answered with."""
+    if not isinstance(body.get("choices"), list):
+        run = _new("error", name)
+        add_counts(run, 1, 0, None, "")
+        run.status = "failed"
+        run.notes.append("The answer is an error: {}".format(str(body["error"])[:200]))
+        return run
+    run = _new("curl" if real is not None or url else "completion", name)
     usage = body.get("usage") or {}
     run.params["model"] = body.get("model", "")
     if url:
@@ -451,17 +445,6 @@ def _sse_run(text: str, name: str) -> Run:
     return run
 
 
-def _answers_run(value: Dict[str, Any], name: str, real: Optional[float], url: str,
-                 request: Dict[str, Any]) -> Run:
-    if isinstance(value.get("choices"), list):
-        return _completion_run(value, name, "curl" if real is not None or url else "completion", real, url, request)
-    run = _new("error", name)
-    add_counts(run, 1, 0, None, "")
-    run.status = "failed"
-    run.notes.append("The answer is an error: {}".format(str(value["error"])[:200]))
-    return run
-
-
 def _compare(runs: List[Run]) -> None:
     """Notes on what several answers in one transcript compare: models or endpoints, finish reasons, lengths."""
     done = [r for r in runs if r.status == "complete" and r.params.get("response_kind") in ("curl", "completion")]
@@ -520,7 +503,7 @@ def parse_text(text: str, name: str = "<text>") -> List[Run]:
         url = next((u for u in reversed(_URL.findall(before)) if "chat/completions" in u), "")
         request = next((v for v, s0, e0 in reversed(values) if previous_end <= s0 and e0 <= start
                         and isinstance(v, dict) and "messages" in v), {})
-        runs.append(_answers_run(value, name, real, url, request))
+        runs.append(_answer_run(value, name, real, url, request))
         previous_end = end
     _compare(runs)
     for value, _start, _end in values:

@@ -1,11 +1,6 @@
-"""The inference notebook's plan and run steps (its show step is :func:`report.show`).
-
-Local endpoints (``local:batched``, ``local:sequential``) start labkit's stand-in server
-(:mod:`labkit.serving`) for the run and stop it at its end, interrupt or error included, so nothing
-is left listening. Tokens: :mod:`.access`.
-
-A measured comparison is one labkit run (:func:`as_run`): exact counts, which the golden copy and
-grading compare, and timings: the reference configuration's as metrics, every one's as series.
+"""The inference notebook's plan and run steps (its show step is :func:`report.show`): a local
+endpoint's stand-in server runs for the run step only (docs/sambanova.md, "The stand-in"), and
+:func:`as_run` makes the one record, whose exact counts the golden copy and grading compare.
 """
 
 from __future__ import annotations
@@ -24,9 +19,9 @@ from labkit.testbeds.sambanova.inference.access import NotServed, Secret, find_t
 from labkit.testbeds.sambanova.inference.client import Endpoint, Options
 from labkit.testbeds.sambanova.inference.measure import Measured, local_tokenizer, measure, summarize_batches
 from labkit.testbeds.sambanova.inference.metrics import HEADLINE, METRICS, SERVER_FIELDS, add_counts
-from labkit.testbeds.sambanova.inference.notes import (STAND_IN, comparison_notes, failure_notes, load_label,
-                                                       load_notes, rated)
 from labkit.testbeds.sambanova.inference.prompts import load_prompts, synthetic_prompts
+from labkit.testbeds.sambanova.inference.report import (STAND_IN, comparison_notes, failure_notes, load_label,
+                                                        load_notes, rated)
 from labkit.testbeds.sambanova.inference.spec import (ENDPOINTS, RENAMED, is_local, local_configuration,
                                                      targets_of)
 from labkit.testbeds.sambanova.inference.timing import configuration_rows, server_rows
@@ -35,8 +30,7 @@ __all__ = ["plan", "run_exercise"]
 
 
 def _served_by(url: str) -> str:
-    served = [known["server"] for known in ENDPOINTS.values() if known["base_url"] == url]
-    return served[0] if served else "the server at " + url
+    return next((known["server"] for known in ENDPOINTS.values() if known["base_url"] == url), "the server at " + url)
 
 
 def plan(config: Config) -> RunPlan:
@@ -161,13 +155,9 @@ SERIES = (("ttft_median_s", "ttft_median_time"), ("tpot_median_s", "tpot_median_
           ("e2el_median_s", "e2el_median_latency"), ("output_throughput", "output_throughput"))
 
 
-def _finite(value: Any) -> Any:
-    return value if isinstance(value, (int, float)) else float("nan")
-
-
 def as_run(config: Config, endpoints: List[Endpoint], measured: Measured, targets: Mapping[str, float],
            source: str) -> Run:
-    """The measured batches as one run (the module docstring says what it holds)."""
+    """The measured batches as one run (metrics.py says what it holds)."""
     run = Run("sambanova/inference", source=source, status="complete", params=config.to_dict())
     rows = configuration_rows(measured.batches)
     reference = [r for r in rows if r["endpoint"] == endpoints[0].name][:1]
@@ -188,7 +178,7 @@ def as_run(config: Config, endpoints: List[Endpoint], measured: Measured, target
         for key, name in HEADLINE:
             if key == "goodput" and not targets:
                 continue
-            add(run, name, _finite(reference[0][key]))
+            add(run, name, reference[0][key])
         for row in server:
             if row["endpoint"] == endpoints[0].name and row["load"] == reference[0]["load"]:
                 for _field, name in SERVER_FIELDS:
@@ -197,7 +187,7 @@ def as_run(config: Config, endpoints: List[Endpoint], measured: Measured, target
         mine = [r for r in rows if r["endpoint"] == endpoint.name]
         for key, name in SERIES:
             run.add_series("{}:{}".format(name, endpoint.name), [r["load"] for r in mine],
-                           [_finite(r[key]) for r in mine], x_label="request rate" if rated(rows) else "concurrency")
+                           [r[key] for r in mine], x_label="request rate" if rated(rows) else "concurrency")
     run.notes.extend(failure_notes(traces + measured.warmup, endpoints, config.timeout_s))
     run.notes.extend(comparison_notes(endpoints, rows, server, config.warmup_requests, sources))
     run.notes.extend(load_notes(rows, measured.knees, config.burstiness))

@@ -12,8 +12,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labkit import interrupts, progress
 from labkit.testbeds.sambanova.inference.client import MAX_THREADS, Endpoint, Options, open_client, run_batch
-from labkit.testbeds.sambanova.inference.notes import load_label
 from labkit.testbeds.sambanova.inference.prompts import encode
+from labkit.testbeds.sambanova.inference.report import load_label
 from labkit.testbeds.sambanova.inference.timing import Trace, summarize
 
 __all__ = ["Batch", "Measured", "measure", "summarize_batches", "count_tokens", "local_tokenizer", "Load",

@@ -88,10 +88,9 @@ def synthetic_prompts(texts: List[str], count: int, input_tokens: Optional[int],
                       spread: float = 0.0, seed: int = 0,
                       tokenizer: Any = None) -> List[Union[str, Tuple[str, int]]]:
     """``count`` prompts of about ``input_tokens`` tokens each (windows of the dataset's texts run
-    together, so the words are real ones; ``None``: the texts as they are), each with its own
-    output length when ``output_tokens`` is set ((text, max_tokens) pairs), as ``vllm bench serve``'s
-    random dataset gives. ``tokenizer``: the served model's, else words stand for tokens (an estimate).
-    The chat template adds a few tokens of its own around each prompt."""
+    together, so the words are real ones; ``None``: the texts as they are), as (text, max_tokens) pairs
+    when ``output_tokens`` is set, as ``vllm bench serve``'s random dataset gives; words stand for tokens
+    without a ``tokenizer``. The chat template adds a few tokens of its own around each prompt."""
     draw = random.Random(seed)
     stream = encode(tokenizer, "\n".join(texts))
     prompts: List[str] = []

@@ -1,31 +1,37 @@
 """What the inference notebook shows: client-side figures with intervals, the server's own timings
-apart, latency against load, and the notes.
-
-Every time carries its unit in its cell, in milliseconds with three significant digits as ``vllm
-bench serve`` prints them, so a TPOT difference of a millisecond shows and a golden copy masks
-timings and keeps counts; every table and plot of a local run says it is a stand-in, not Metis.
+apart, latency against load, and the honest notes written beside them (docs/sambanova.md, "The honest
+notes"). Every time carries its unit in its cell ("What is measured"), so a golden copy masks timings
+and keeps counts.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional, Tuple
+from collections import Counter
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit.interrupts import show_step
 from labkit import display
 from labkit.results import Run
+from labkit.testbeds.sambanova.inference.access import explain
 from labkit.testbeds.sambanova.inference.evidence import evidence_table
-from labkit.testbeds.sambanova.inference.notes import STAND_IN, counts_words, load_label, rated
+from labkit.testbeds.sambanova.inference.spec import several_models, weights_of
+from labkit.testbeds.sambanova.inference.timing import overlap
 
 __all__ = ["latency_table", "percentile_table", "server_table", "plot_latency", "plot_knee", "show", "fmt_time",
-           "fmt_interval"]
+           "fmt_interval", "STAND_IN", "counts_words", "comparison_notes", "failure_notes", "COMPARED",
+           "reasoning_notes", "load_notes", "rated", "load_label"]
+
+#: The label every table and plot of a local run carries.
+STAND_IN = "a stand-in on this machine, not Metis"
+#: Figures whose difference between endpoints is judged against the noise: (row key, words).
+COMPARED = (("ttft_median_s", "median TTFT"), ("tpot_median_s", "median TPOT"),
+            ("output_throughput", "output throughput"))
 
 
 def fmt_time(value: Any) -> str:
-    """Seconds with three significant digits: in milliseconds as ``vllm bench serve`` prints them
-    ("2.14 ms", "214 ms"; whole ms past 1 s), in microseconds below a millisecond ("7.90 µs", never
-    "0.00790 ms"). Every time from 1 µs to 10 s fits in seven characters, so a table of them keeps
-    its width (and pandas wraps it the same way) whether the stand-in's tokens came 1 ms or 5 µs apart."""
+    """Seconds with three significant digits, in ms as ``vllm bench serve`` prints them, in µs below
+    a millisecond: at most seven characters from 1 µs to 10 s, so a table keeps its width."""
     if not isinstance(value, (int, float)) or math.isnan(value):
         return "n/a"
     if value == 0:
@@ -52,10 +58,6 @@ def _details(run: Run, key: str) -> Any:
     return (getattr(run, "details", None) or {}).get(key)
 
 
-def _rows(run: Run) -> List[dict]:
-    return list(_details(run, "rows") or [])
-
-
 def latency_table(run: Run):
     """Client-side medians (mean over repeats, 95 % interval), throughputs and counts, per configuration."""
     import pandas as pd
@@ -66,9 +68,8 @@ def latency_table(run: Run):
         "requests": row["requests"], "failed": counts_words(row["failed_by_status"], "0"),
         "tokens/request": "{:.1f}".format(row["tokens_per_request"]),
         "finish reasons": counts_words(row.get("finish_reasons") or {}),
-        "reasoning + answer tokens/request": "{:.1f} + {:.1f}".format(
-            row.get("reasoning_tokens_per_request", float("nan")), row.get("answer_tokens_per_request",
-                                                                             float("nan"))),
+        "reasoning + answer tokens/request": "{:.1f} + {:.1f}".format(row["reasoning_tokens_per_request"],
+                                                                      row["answer_tokens_per_request"]),
         "TTFT median": fmt_time(row["ttft_median_s"]), "TTFT 95% interval": fmt_interval(row["ttft_median_s_ci"]),
         "TTFT to answer median": fmt_time(row.get("ttft_answer_median_s")),
         "TPOT median": fmt_time(row["tpot_median_s"]), "TPOT 95% interval": fmt_interval(row["tpot_median_s_ci"]),
@@ -76,7 +77,7 @@ def latency_table(run: Run):
         "output throughput": _fmt_rate(row["output_throughput"], "tokens/s"),
         "output throughput 95% interval": fmt_interval(row["output_throughput_ci"], "tokens/s"),
         "request throughput": _fmt_rate(row["request_throughput"], "requests/s"),
-        "goodput": _fmt_rate(row["goodput"], "requests/s")} for row in _rows(run)])
+        "goodput": _fmt_rate(row["goodput"], "requests/s")} for row in _details(run, "rows") or []])
 
 
 def percentile_table(run: Run):
@@ -86,7 +87,7 @@ def percentile_table(run: Run):
     return pd.DataFrame([{"endpoint": row["endpoint"], "load": load_label(row), "figure": name.upper(),
                           "mean": fmt_time(row[name + "_mean_s"]), "median": fmt_time(row[name + "_median_s"]),
                           "p90": fmt_time(row[name + "_p90_s"]), "p99": fmt_time(row[name + "_p99_s"])}
-                         for row in _rows(run) for name in ("ttft", "tpot", "itl", "e2el")])
+                         for row in _details(run, "rows") or [] for name in ("ttft", "tpot", "itl", "e2el")])
 
 
 def server_table(run: Run):
@@ -115,7 +116,7 @@ def plot_latency(run: Run):
     """Median TTFT, TPOT and E2EL against concurrency, one line per endpoint, error bars the 95 % intervals."""
     import matplotlib.pyplot as plt
 
-    rows = _rows(run)
+    rows = _details(run, "rows") or []
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     for ax, (key, label) in zip(axes, (("ttft_median_s", "TTFT"), ("tpot_median_s", "TPOT"),
                                        ("e2el_median_s", "E2EL"))):
@@ -149,7 +150,7 @@ def plot_knee(run: Run):
     from matplotlib import ticker
 
     knees = _details(run, "knees") or {}
-    rows = _rows(run)
+    rows = _details(run, "rows") or []
     if not knees or not rows:
         return None
     fig, (latency, goodput) = plt.subplots(1, 2, figsize=(11, 3.8))
@@ -202,3 +203,180 @@ def show(run: Run) -> Optional[List[Any]]:
     for note in run.notes:
         print("-", note)
     return display.shown(shown)
+
+
+def _models_note(endpoints: Sequence[Any]) -> str:
+    if len(endpoints) < 2:
+        return ""
+    listed = ", ".join("{} serves {}".format(e.name, e.model) for e in endpoints)
+    if several_models([e.model for e in endpoints]):
+        return ("{}: these are different models, so every difference below is the model's as much as the "
+                "server's; to compare servers, serve the same weights (e.g. gpt-oss-120b on Metis and on "
+                "Sophia)").format(listed)
+    if all(e.local for e in endpoints):
+        return ("{}: the same weights on the same machine, served two ways by the stand-in ({}); the difference "
+                "is how requests are scheduled, not the hardware").format(listed, ", ".join(e.what for e in endpoints))
+    return ("{}: the same weights ({}) served differently ({}): hardware, serving software, batching, precision and "
+            "context length may all differ, so a difference is the whole service's, not the chip's alone").format(
+        listed, weights_of(endpoints[0].model),
+        "; ".join("{}: {}".format(e.name, e.what or e.base_url) for e in endpoints))
+
+
+def _length_note(rows: Sequence[Dict[str, Any]]) -> str:
+    per = {}
+    for row in rows:
+        if row["completed"]:
+            per.setdefault(row["endpoint"], []).append(row["tokens_per_request"])
+    means = {name: sum(v) / len(v) for name, v in per.items()}
+    if len(means) < 2:
+        return ""
+    low, high = min(means.values()), max(means.values())
+    text = ", ".join("{} {:.1f}".format(n, m) for n, m in means.items())
+    if high > low * 1.05:
+        return ("Output tokens per request differ ({}): compare time per output token (TPOT) and output throughput, "
+                "not whole-request latency (E2EL), which a longer answer makes longer").format(text)
+    return "Output tokens per request are about equal ({}), so per-request latencies compare too".format(text)
+
+
+def _noise_notes(rows: Sequence[Dict[str, Any]]) -> List[str]:
+    by_level: Dict[Any, List[Dict[str, Any]]] = {}
+    for row in rows:
+        by_level.setdefault(load_label(row), []).append(row)
+    notes = []
+    for level, group in by_level.items():
+        if len(group) < 2:
+            continue
+        if any(r["repeats"] < 2 for r in group):
+            notes.append("{}: one repeat, so no interval and no verdict on noise; set repeats to 3 or "
+                         "more to tell a difference from run-to-run noise".format(level[:1].upper() + level[1:]))
+            continue
+        first, rest = group[0], group[1:]
+        for other in rest:
+            inside = [words for key, words in COMPARED
+                      if not math.isnan(first[key]) and overlap(first[key + "_ci"], other[key + "_ci"])]
+            beyond = [words for key, words in COMPARED
+                      if not math.isnan(first[key]) and words not in inside]
+            parts = []
+            if inside:
+                parts.append("{} inside the noise (the 95 % intervals of the repeats overlap)".format(", ".join(inside)))
+            if beyond:
+                parts.append("{} differ beyond the noise".format(", ".join(beyond)))
+            notes.append("{}, {} against {}: {}".format(level[:1].upper() + level[1:], first["endpoint"],
+                                                         other["endpoint"], "; ".join(parts)))
+    return notes
+
+
+def _server_note(server: Sequence[Dict[str, Any]]) -> str:
+    if not server:
+        return ("No server reported its own timings (SambaNova's usage.time_to_first_token ...); every time here is "
+                "the client's")
+    gaps = ["{} at {}: client TTFT - server TTFT = {:.3g} ms".format(
+        r["endpoint"], load_label(r), 1000 * (r["client_ttft_s"] - r["server_ttft_median"])) for r in server]
+    return ("The server's own timings (from usage) are shown apart from the client's: the client's time adds the "
+            "network, the gateway and its authentication, queueing before the server's clock starts, and the "
+            "client's own parsing ({})").format("; ".join(gaps))
+
+
+def failure_notes(traces: Sequence[Any], endpoints: Sequence[Any], timeout_s: float) -> List[str]:
+    """One sentence per (endpoint, status) of the failed requests, saying what to do."""
+    counts = Counter((t.endpoint, t.status) for t in traces if not t.ok)
+    by_name = {e.name: e for e in endpoints}
+    notes = []
+    for (name, status), n in counts.items():
+        text = "{} request(s) failed: {}".format(n, explain(status, name, by_name[name].base_url, timeout_s))
+        if status == "404" and by_name[name].served:
+            text += "; {} serves now: {}".format(name, ", ".join(by_name[name].served))
+        notes.append(text)
+    return notes
+
+
+def counts_words(counts: Dict[str, int], none: str = "none") -> str:
+    """Counts by reason (a finish reason, a status) in words, sorted by reason: "2 x length, 6 x stop"."""
+    return ", ".join("{} x {}".format(n, reason) for reason, n in sorted(counts.items())) or none
+
+
+def reasoning_notes(rows: Sequence[Dict[str, Any]]) -> List[str]:
+    """What reasoning, empty answers and unequal finish reasons do to the comparison."""
+    notes = []
+    empty = sum(r.get("empty_answers", 0) for r in rows)
+    if empty:
+        notes.append("{} request(s) ended with finish_reason length and no answer text: max_tokens was spent on "
+                     "reasoning. They are completed requests (counted, timed to their last reasoning token), "
+                     "not failures; raise max_tokens for answers".format(empty))
+    if any(r.get("reasoning_tokens_per_request", 0) for r in rows):
+        parts = ["{} at {}: {:.1f} reasoning + {:.1f} answer tokens".format(
+            r["endpoint"], load_label(r), r["reasoning_tokens_per_request"], r["answer_tokens_per_request"])
+            for r in rows]
+        notes.append("Reasoning tokens are output tokens (in completion_tokens, TPOT and throughput); TTFT is the "
+                     "first token of any kind, 'TTFT to answer' the first answer token ({})".format("; ".join(parts)))
+    by_endpoint: Dict[str, Counter] = {}
+    for row in rows:
+        by_endpoint.setdefault(row["endpoint"], Counter()).update(row.get("finish_reasons") or {})
+    shares = {name: frozenset(f) for name, f in by_endpoint.items() if f}
+    if len(set(shares.values())) > 1:
+        notes.append("The endpoints ended their answers differently ({}): a length-capped answer and a finished "
+                     "one are not the same work; compare TPOT and output throughput, or fix the output length "
+                     "(output_tokens, with ignore_eos where the server supports it)".format(
+                         "; ".join("{}: {}".format(n, counts_words(f)) for n, f in by_endpoint.items())))
+    return notes
+
+
+def load_label(row: Dict[str, Any]) -> str:
+    if row.get("request_rate") is not None:
+        return "{:g} requests/s".format(row["request_rate"])
+    return "concurrency {}".format(row["concurrency"])
+
+
+def rated(rows: Sequence[Dict[str, Any]]) -> bool:
+    """Whether the rows were measured under request rates (else concurrency levels)."""
+    return any(r.get("request_rate") is not None for r in rows)
+
+
+def load_notes(rows: Sequence[Dict[str, Any]], knees: Dict[str, Dict[str, Any]], burstiness: float) -> List[str]:
+    """How the load was sent, whether the client kept to its schedule, and what the knee shows."""
+    notes = []
+    if rated(rows):
+        late = [r["late_max_s"] for r in rows if isinstance(r.get("late_max_s"), float) and not math.isnan(
+            r["late_max_s"])]
+        notes.append("Requests arrived at a set rate ({} arrivals, burstiness {:g}), scheduled before the first "
+                     "send; the client sent them at most {:.3g} ms behind schedule{}".format(
+                         "Poisson" if burstiness == 1 else "gamma", burstiness, 1000 * max(late) if late else 0.0,
+                         " (a cap on requests in flight, or a busy client, delays arrivals)" if late and max(late)
+                         > 0.05 else ""))
+    for name, knee in knees.items():
+        if knee.get("load") is None:
+            notes.append("{}: no knee found ({})".format(name, knee["stopped"]))
+            continue
+        unit = "requests/s" if knee["kind"] == "request_rate" else "requests in flight"
+        notes.append("{}: the knee is at {:g} {} (goodput {:.3g} requests/s); the search stopped because {} after "
+                     "{} requests in {:.0f} s".format(name, knee["load"], unit, knee["goodput"], knee["stopped"],
+                                                       knee["requests"], knee["seconds"]))
+    if len(knees) >= 2 and all(k.get("load") is not None for k in knees.values()):
+        notes.append("Goodput rises with load while the server batches requests together (each decoding step "
+                     "serves more of them for little more time); past the knee, requests wait in the queue, TTFT "
+                     "grows and goodput flattens: a server that decodes one request at a time reaches its knee at "
+                     "the lowest load")
+    return notes
+
+
+def comparison_notes(endpoints: Sequence[Any], rows: Sequence[Dict[str, Any]], server: Sequence[Dict[str, Any]],
+                     warmup: int, token_sources: Sequence[str]) -> List[str]:
+    notes = []
+    if any(e.local for e in endpoints):
+        notes.append("Local endpoints ({}) are {}: a small model on this CPU, to practise the method".format(
+            ", ".join(e.name for e in endpoints if e.local), STAND_IN))
+    notes += [n for n in (_models_note(endpoints), _length_note(rows)) if n]
+    notes += reasoning_notes(rows)
+    notes += _noise_notes(rows)
+    notes.append(_server_note(server))
+    notes.append("Client-side and server-side times are never in one column: TTFT, TPOT, ITL and E2EL are the "
+                 "client's, as vllm bench serve defines them")
+    if warmup:
+        notes.append("{} warm-up request(s) went to each endpoint first and are left out of every figure".format(warmup))
+    else:
+        notes.append("No warm-up requests: the first (cold) requests are in the figures")
+    sources = sorted(set(token_sources))
+    if sources:
+        notes.append("Output tokens counted from: {}{}".format(", ".join(sources), " (one token per streamed chunk is "
+                     "an estimate)" if "chunks" in sources else ""))
+    return notes

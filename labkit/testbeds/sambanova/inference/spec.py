@@ -1,34 +1,27 @@
-"""The inference exercise's parameters: the endpoints to compare, the prompts, how they are sent.
-
-By default both endpoints are the local stand-in (``labkit.serving``), so Run All works with no
-network; ``ENDPOINTS`` holds the documented ALCF choices. Models are renamed on the service
-(Metis's ``gpt-oss-120b-131072`` became ``gpt-oss-120b`` in January 2026): ``current_model`` maps a
-course's old name to today's, ``RENAMED`` says when, and old logs keep the name they carry.
+"""The inference exercise's parameters: the endpoints to compare, the prompts, how they are sent;
+``ENDPOINTS`` and the renamed models are docs/sambanova.md's "The service in 2026".
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Optional, Tuple
 
 from labkit.params import PATH, Config, Param, Spec, existing_file
 
-__all__ = ["SPEC", "EXERCISE", "ENDPOINTS", "LOCAL", "is_local", "local_configuration", "BUILTIN_PROMPTS",
-           "RENAMED", "current_model", "GATEWAY", "targets_of"]
+__all__ = ["SPEC", "EXERCISE", "ENDPOINTS", "LOCAL", "is_local", "local_configuration",
+           "RENAMED", "current_model", "weights_of", "several_models",
+           "GATEWAY", "targets_of"]
 
 EXERCISE = "sambanova/inference"
 #: A base URL that starts the local stand-in server in one of its configurations ("local:batched").
 LOCAL = "local"
-#: The prompts that ship with labkit (no network): see prompts.py.
-BUILTIN_PROMPTS = "builtin"
 
 #: The ALCF inference service's gateway; each cluster is /resource_server/<cluster>/... below it.
 GATEWAY = "https://inference-api.alcf.anl.gov/resource_server"
 
-#: The ALCF endpoints as argonne-lcf/user-guides (docs/services/inference-endpoints.md) lists them
-#: in 2026: gpt-oss-120b served by SambaNova on Metis and by vLLM on Sophia's A100s; Minerva's B200s
-#: serve other models (nemotron-3-ultra, inkling-bf16), not gpt-oss. "serves" is what the guide
-#: listed, not a promise: ``access.list_models`` asks the endpoint itself. Nothing in labkit's
-#: tests reached them.
+#: The ALCF endpoints as argonne-lcf/user-guides (docs/services/inference-endpoints.md) lists them in
+#: 2026; "serves" is what the guide listed, not a promise: ``access.list_models`` asks the endpoint.
 ENDPOINTS: Dict[str, Dict[str, Any]] = {
     "metis": {"base_url": GATEWAY + "/metis/api/v1", "model": "gpt-oss-120b",
               "server": "SambaNova SN40L (Metis), SambaNova API",
@@ -50,6 +43,18 @@ RENAMED: Dict[str, Tuple[str, str]] = {
 def current_model(model: str) -> str:
     """Today's served name for ``model`` (itself when it was never renamed)."""
     return RENAMED.get(model, (model, ""))[0]
+
+
+def weights_of(model: str) -> str:
+    """The weights a served model name points to: the organisation and a context-length suffix dropped
+    ("openai/gpt-oss-120b" and "gpt-oss-120b-131072" are both "gpt-oss-120b")."""
+    name = model.split("/")[-1].lower()
+    return re.sub(r"-(\d{4,6}|\d+k)$", "", name)
+
+
+def several_models(models: Sequence[str]) -> bool:
+    """Whether ``models`` name different weights (:func:`weights_of`)."""
+    return len({weights_of(m) for m in models}) > 1
 
 
 def is_local(base_url: str) -> bool:
@@ -136,7 +141,7 @@ SPEC = Spec(
     Param("local_model_size", str, "tiny", choices=("tiny", "small"),
           help="the stand-in's model (labkit.serving): a LLaMA with random weights; 'small' is about 8x the work "
                "per token"),
-    Param("dataset", str, BUILTIN_PROMPTS,
+    Param("dataset", str, "builtin",
           help="'builtin' (prompts that ship with labkit), a local .json/.jsonl/.csv/.parquet file, or a "
                "Hugging Face dataset name (datasets.load_dataset; needs the network)"),
     Param("dataset_split", str, "train", help="the dataset's split, e.g. 'validation' for SQuAD"),

@@ -1,13 +1,6 @@
 """What one request's stream says about time, by the definitions of ``vllm bench serve``
-(vllm/benchmarks/serve.py, ``calculate_metrics``; docs/sambanova.md, "What is measured").
-
-Computed after the stream from its time stamps, over the chunks with text: vLLM's benchmark times
-the first chunk with a choice, but servers other than vLLM's (the stand-in among them) send the
-role-only first chunk at once, which would make TTFT the time to an empty chunk.
-
-A configuration (endpoint x load) is summarized over its repeats (:func:`configuration_rows`): the
-mean of each repeat's figure with its 95 % Student-t interval (NaN with one repeat); the server's
-own timings apart (:func:`server_rows`), never a client-side figure.
+(vllm/benchmarks/serve.py, ``calculate_metrics``), and a configuration's figures over its repeats;
+docs/sambanova.md, "What is measured", says where labkit differs (TTFT is the first chunk with text).
 """
 
 from __future__ import annotations
@@ -20,13 +13,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from labkit import stats
 from labkit.testbeds.sambanova.inference.metrics import SERVER_FIELDS
 
-__all__ = ["Trace", "summarize", "percentile", "STATS", "OK", "FIGURES", "configuration_rows", "server_rows",
+__all__ = ["Trace", "summarize", "percentile", "OK", "FIGURES", "configuration_rows", "server_rows",
            "overlap"]
 
 #: The status of a request that streamed to its end.
 OK = "ok"
-#: The statistics of each latency: mean, median, 90th and 99th percentile.
-STATS = ("mean", "median", "p90", "p99")
 
 
 @dataclass
@@ -155,28 +146,22 @@ def _meets(trace: Trace, targets: Mapping[str, float]) -> bool:
 
 #: The client-side figures summarized per configuration (seconds, or per second for throughputs).
 FIGURES = tuple("{}_{}_s".format(name, stat) for name in ("ttft", "tpot", "itl", "e2el", "ttft_answer")
-                for stat in STATS) + ("output_throughput", "request_throughput", "goodput", "late_max_s")
+                for stat in ("mean", "median", "p90", "p99")) + (
+    "output_throughput", "request_throughput", "goodput", "late_max_s")
 
 
 def _interval(values: Sequence[float]) -> Tuple[float, Tuple[float, float]]:
-    finite = [v for v in values if isinstance(v, (int, float)) and not math.isnan(v)]
-    if not finite:
-        return float("nan"), (float("nan"), float("nan"))
-    if len(finite) == 1:
-        return finite[0], (float("nan"), float("nan"))
-    mean, _std, low, high = stats.mean_ci(finite)
+    """The mean and its 95 % interval (NaN from fewer than two values)."""
+    mean, _std, low, high = stats.mean_ci([v for v in values if isinstance(v, (int, float)) and not math.isnan(v)])
     return mean, (low, high)
 
 
 def overlap(a: Tuple[float, float], b: Tuple[float, float]) -> bool:
     """Whether two intervals share a point (NaN bounds: unknown, so treated as overlapping)."""
-    if any(math.isnan(x) for x in a + b):
-        return True
-    return a[0] <= b[1] and b[0] <= a[1]
+    return any(math.isnan(x) for x in a + b) or (a[0] <= b[1] and b[0] <= a[1])
 
 
 def _by_configuration(batches: Sequence[Any]) -> Dict[Tuple[str, int, Any], List[Any]]:
-    """Batches grouped by (endpoint, concurrency, request rate), in the order measured."""
     groups: Dict[Tuple[str, int, Any], List[Any]] = {}
     for batch in batches:
         groups.setdefault((batch.endpoint, batch.concurrency, getattr(batch, "rate", None)), []).append(batch)
