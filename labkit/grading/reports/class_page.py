@@ -28,9 +28,8 @@ from labkit.grading.reports.gradebook import class_summary
 from labkit.testbeds.homework.hardware import where_it_ran
 from labkit.testbeds.homework.homeworks import HOMEWORKS
 
-__all__ = ["COLUMNS", "FIGURES", "RULE", "MIN_GROUP", "THRESHOLD", "ClassData", "Outlier", "read_class",
-           "class_data", "run_rows", "student_runs", "find_outliers", "long_csv", "place_kind",
-           "ClassDataError", "class_html", "COLOURS", "figure_id"]
+__all__ = ["COLUMNS", "FIGURES", "RULE", "ClassData", "read_class", "class_data", "run_rows", "long_csv",
+           "ClassDataError", "class_html", "figure_id"]
 
 COLUMNS = ("student", "exercise", "run", "endpoint", "parameter", "parameter_value", "metric", "value", "unit",
            "where", "kind", "flags")
@@ -98,15 +97,6 @@ class ClassData:
     title: str
 
 
-def place_kind(where: str, run: Mapping[str, Any]) -> str:
-    """The colour a point gets: testbed log, testbed run, saved response, portable: CPU, portable: GPU."""
-    if where.startswith("portable"):
-        return where
-    if (run.get("params") or {}).get("response_kind"):
-        return "saved response"
-    return "testbed log" if run.get("source") == "log" else "testbed run"
-
-
 def _number(value: Any) -> Optional[float]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -124,11 +114,6 @@ def _parameter(run: Mapping[str, Any], names: Sequence[str]) -> Tuple[str, str]:
     return names[0] if names else "", ""
 
 
-def _flags(run: Mapping[str, Any]) -> List[str]:
-    notes = " ".join(str(n) for n in (run.get("notes") or [])[:50])
-    return list(dict.fromkeys(name for text, name in _NOTE_MISREADINGS if text in notes))
-
-
 def run_rows(student: str, name: str, run: Mapping[str, Any], where: str) -> List[Dict[str, Any]]:
     """The points of one recorded run (its dict): its headline figures, one row each (per endpoint if several)."""
     exercise = str(run.get("exercise", ""))
@@ -138,8 +123,14 @@ def run_rows(student: str, name: str, run: Mapping[str, Any], where: str) -> Lis
     from labkit import exercises
     table = exercises.metric_table(exercise)
     units = {m.name: m.unit for m in table}
-    kind = place_kind(where, run)
-    flags = "; ".join(_flags(run))
+    if where.startswith("portable"):
+        kind = where
+    elif (run.get("params") or {}).get("response_kind"):
+        kind = "saved response"
+    else:
+        kind = "testbed log" if run.get("source") == "log" else "testbed run"
+    notes = " ".join(str(n) for n in (run.get("notes") or [])[:50])
+    flags = "; ".join(dict.fromkeys(name for text, name in _NOTE_MISREADINGS if text in notes))
     base = {"student": student, "exercise": exercise, "where": where, "kind": kind, "flags": flags, "record": name}
     rows: List[Dict[str, Any]] = []
     series = run.get("series") or {}
@@ -167,30 +158,6 @@ def run_rows(student: str, name: str, run: Mapping[str, Any], where: str) -> Lis
             rows.append(dict(base, run=name, endpoint=endpoint, parameter=parameter, parameter_value=value_of,
                              metric=metric, value=value, unit=units.get(metric, "")))
     return rows
-
-
-def _state(out_dir: str) -> Dict[str, Dict[str, Any]]:
-    path = os.path.join(out_dir, ".labkit-grade", "state.json")
-    if not os.path.isfile(path):
-        raise ClassDataError("DIR: {} holds no grading state ({} is missing): run `labkit grade ... --out {}` "
-                             "first".format(out_dir, path, out_dir))
-    try:
-        with open(path, encoding="utf-8") as f:
-            return dict(json.load(f).get("results") or {})
-    except (ValueError, AttributeError) as exc:
-        raise ClassDataError("DIR: {} is not a grading state labkit can read ({})".format(path, exc)) from None
-
-
-def _rubric(out_dir: str, results_: List[Dict[str, Any]]) -> Tuple[str, List[str]]:
-    path = os.path.join(out_dir, ".labkit-grade", "rubric.json")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        return str(data.get("title", "")), [str(n) for n in data.get("checks", [])]
-    names: List[str] = []
-    for result in results_:
-        names += [c["name"] for c in result.get("checks", []) if c.get("name") not in names]
-    return "", names
 
 
 def student_runs(out_dir: str, result: Mapping[str, Any]) -> List[Tuple[str, Dict[str, Any], str]]:
@@ -279,14 +246,31 @@ def _portable_as_testbed(row: Mapping[str, Any], record: Mapping[str, Any],
 
 def read_class(out_dir: str, cache: Optional[Dict[Tuple[str, str], Any]] = None) -> ClassData:
     """What `labkit grade` wrote in ``out_dir``, as the page and the long table need it."""
-    results_ = [r for r in _state(out_dir).values() if isinstance(r, dict) and r.get("student")]
+    path = os.path.join(out_dir, ".labkit-grade", "state.json")
+    if not os.path.isfile(path):
+        raise ClassDataError("DIR: {} holds no grading state ({} is missing): run `labkit grade ... --out {}` "
+                             "first".format(out_dir, path, out_dir))
+    try:
+        with open(path, encoding="utf-8") as f:
+            state = dict(json.load(f).get("results") or {})
+    except (ValueError, AttributeError) as exc:
+        raise ClassDataError("DIR: {} is not a grading state labkit can read ({})".format(path, exc)) from None
+    results_ = [r for r in state.values() if isinstance(r, dict) and r.get("student")]
     return class_data(out_dir, results_, {} if cache is None else cache)
 
 
 def class_data(out_dir: str, results_: List[Dict[str, Any]], cache: Dict[Tuple[str, str], Any]) -> ClassData:
     """Every student's points and the outliers; ``cache``: each student's recorded runs by (student, key)."""
     results_ = sorted(results_, key=lambda r: str(r.get("student")))
-    title, checks = _rubric(out_dir, results_)
+    path = os.path.join(out_dir, ".labkit-grade", "rubric.json")
+    title, checks = "", []
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            rubric = json.load(f)
+        title, checks = str(rubric.get("title", "")), [str(n) for n in rubric.get("checks", [])]
+    else:
+        for result in results_:
+            checks += [c["name"] for c in result.get("checks", []) if c.get("name") not in checks]
     rows: List[Dict[str, Any]] = []
     records: Dict[Tuple[str, str], Mapping[str, Any]] = {}
     for result in results_:
