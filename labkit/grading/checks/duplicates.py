@@ -84,8 +84,7 @@ def file_fingerprints(source: str, handout: Iterable[str] = ()) -> Dict[str, str
 def record_fingerprints(records: Mapping[str, Any]) -> Dict[str, str]:
     """sha256 -> "record <name>" for submitted records that hold measured timings."""
     found: Dict[str, str] = {}
-    for name, record in records.items():
-        data = record.to_dict() if hasattr(record, "to_dict") else record
+    for name, data in records.items():
         if not isinstance(data, dict) or not (data.get("series") or _has_timing(data)):
             continue
         if (data.get("params") or {}).get("log"):  # read from a log: the log file is the evidence

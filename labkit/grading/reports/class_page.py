@@ -463,13 +463,8 @@ def _flagged(data: ClassData) -> str:
             "</th><th>run</th><th>misreading</th></tr>{}</table>".format("".join(rows)))
 
 
-def _dots(check: str, data: ClassData) -> str:
+def _dots(scores: Dict[float, List[str]]) -> str:
     """A dot plot of one check's points: a row per score, one dot per student (their name on hover)."""
-    scores: Dict[float, List[str]] = {}
-    for result in data.results:
-        found = next((c for c in result.get("checks", []) if c.get("name") == check), None)
-        if found is not None and not found.get("skipped"):
-            scores.setdefault(round(float(found.get("score", 0)), 3), []).append(str(result["student"]))
     if not scores:
         return "<p class='small'>not graded in this run</p>"
     per_line, gap = 60, 8
@@ -497,7 +492,7 @@ def _checks(data: ClassData) -> str:
             if row["failure_count"] else "none"
         out.append("<section class='check' id='check-{}'><h3>{} ({:g} points; mean {:.3g})</h3>{}<p class='small'>"
                    "Commonest failure: {}</p></section>".format(escape(row["check"]), escape(row["check"]),
-                                                                row["points"], row["mean"], _dots(row["check"], data),
+                                                                row["points"], row["mean"], _dots(row["students"]),
                                                                 failure))
     return "".join(out)
 
