@@ -1,8 +1,6 @@
-"""Recompute a recorded run with trusted code, to catch records a notebook made up.
-
-A ``record`` check with ``recompute: module:function`` counts a record only when trusted code,
-given the parameters the record claims, agrees with it (docs/grading.md, "Threat model"). Run by
-the grader in isolated mode, in a sandboxed folder of its own outside the submission, as
+"""Recompute a recorded run with trusted code, to catch records a notebook made up (docs/grading.md,
+"Threat model"). Run by the grader in isolated mode, in a sandboxed folder of its own outside the
+submission, as
 
     python -I -c '<trusted sys.path> ...' labkit.grading.recompute:from_evidence SUBMISSION [DENIED ...] < params.json
 

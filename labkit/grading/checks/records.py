@@ -41,15 +41,10 @@ def select_runs(check: Check, evidence: Evidence, records: Optional[Dict[str, An
     runs = runs_in(records) if records is not None else evidence.fresh_runs()
     pattern = check.options.get("exercise")
     where = check.options.get("where") or {}
-    chosen = []
     patterns = [pattern] if isinstance(pattern, str) else list(pattern or [])
-    for name, run in runs:
-        if patterns and not any(fnmatch.fnmatch(run.exercise, p) for p in patterns):
-            continue
-        if any(not same_value(run.params.get(k), v) for k, v in where.items()):
-            continue
-        chosen.append((name, run))
-    return chosen
+    return [(name, run) for name, run in runs
+            if (not patterns or any(fnmatch.fnmatch(run.exercise, p) for p in patterns))
+            and all(same_value(run.params.get(k), v) for k, v in where.items())]
 
 
 def describe_selection(check: Check) -> str:

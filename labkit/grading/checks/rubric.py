@@ -69,10 +69,9 @@ def answer_text(nb: Any, heading: str) -> Optional[str]:
             match = _HEADING.match(line)
             if match and collecting:  # any heading ends the answer
                 return "\n".join(parts).strip()
-            if match and not collecting and match.group(2).strip().lower().startswith(wanted):
+            if match and match.group(2).strip().lower().startswith(wanted):
                 collecting = True
-                continue
-            if collecting and not match:
+            elif collecting:
                 parts.append(line)
     return "\n".join(parts).strip() if collecting else None
 

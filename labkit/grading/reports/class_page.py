@@ -1,10 +1,8 @@
 """The class at a glance: ``DIR/class.html``, one self-contained page after every ``labkit grade``.
 
-What every student of a graded class measured, as one long table, with the points far from the class.
-The runs are those the grader's own execution recorded; each exercise shows its headline figures
-against the parameter its homework varies (:data:`FIGURES`), one run per endpoint, never pooled.
-The rule for "far" is :data:`RULE`. What the page shows, and the misreadings named beside a point:
-docs/grading.md, "After grading". The figures are hand-written SVG inside the page (no script,
+What every student measured, as one long table: each exercise's headline figures against the parameter
+its homework varies (:data:`FIGURES`), with the points far from the class (:data:`RULE`); what the page
+shows: docs/grading.md, "After grading". The figures are hand-written SVG inside the page (no script,
 nothing fetched), so it opens from a file offline and a class of 200 stays well under 2 MB.
 """
 
@@ -121,8 +119,7 @@ def run_rows(student: str, name: str, run: Mapping[str, Any], where: str) -> Lis
         return []
     names, metrics, prefixes = FIGURES[exercise]
     from labkit import exercises
-    table = exercises.metric_table(exercise)
-    units = {m.name: m.unit for m in table}
+    units = {m.name: m.unit for m in exercises.metric_table(exercise)}
     if where.startswith("portable"):
         kind = where
     elif (run.get("params") or {}).get("response_kind"):
@@ -236,8 +233,7 @@ def _portable_as_testbed(row: Mapping[str, Any], record: Mapping[str, Any],
     if device.lower().startswith(("cpu",) + _GPU):
         return ["a portable run labelled as a testbed's (its device is {})".format(device[:20])]
     for kind in ("portable: CPU", "portable: GPU"):
-        key = _group_key(dict(row, kind=kind))
-        centre = centres.get(key)
+        centre = centres.get(_group_key(dict(row, kind=kind)))
         if centre is not None and _z(row["value"], centre) <= THRESHOLD:
             return ["a portable run labelled as a testbed's (its figure sits with the class's {} runs, median "
                     "{:.3g})".format(kind, 10 ** centre[0])]
