@@ -138,8 +138,7 @@ def levels_report(chosen: Optional[str] = None, allow_unconfined: bool = False) 
         rows.append([level, "yes" if works else "no", name] + _protections(level, abi, uid, cgroup) + [_NEEDS[level]])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines.append("")
-    for row in rows:
-        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] for row in rows]
     lines.append("Every level: kill -9 of labkit grade leaves no kernel; rlimits (memory, file size, CPU, processes).")
     level = chosen or levels.best_level()
     why = "" if allow_unconfined else levels.refusal(level)

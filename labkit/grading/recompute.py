@@ -1,8 +1,6 @@
-"""Recompute a recorded run with trusted code, to catch records a notebook made up.
-
-A ``record`` check with ``recompute: module:function`` counts a record only when trusted code,
-given the parameters the record claims, agrees with it (docs/grading.md, "Threat model"). Run by
-the grader in isolated mode, in a sandboxed folder of its own outside the submission, as
+"""Recompute a recorded run with trusted code, to catch records a notebook made up (docs/grading.md,
+"Threat model"). Run by the grader in isolated mode, in a sandboxed folder of its own outside the
+submission, as
 
     python -I -c '<trusted sys.path> ...' labkit.grading.recompute:from_evidence SUBMISSION [DENIED ...] < params.json
 
@@ -18,18 +16,13 @@ import os
 import subprocess
 import sys
 from importlib import import_module
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from labkit.grading.sandbox import levels
 from labkit.grading.sandbox.trusted import (absolute_params, confine_reads, python_command, record_refusal,
                                            trusted_path)
 
-__all__ = ["resolve", "run_sandboxed", "from_log", "from_evidence"]
-
-
-def resolve(spec: str) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
-    module_name, _, attr = spec.partition(":")
-    return getattr(import_module(module_name), attr)
+__all__ = ["run_sandboxed", "from_log", "from_evidence"]
 
 
 def from_log(params: Dict[str, Any]) -> Dict[str, Any]:
@@ -92,7 +85,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     root = os.path.realpath(argv[1]) if len(argv) > 1 else os.getcwd()
     confine_reads(root, [os.getcwd()], argv[2:])  # the current folder: its own (HOME and TMPDIR are in it)
-    function = resolve(argv[0])
+    module_name, _, attr = argv[0].partition(":")
+    function = getattr(import_module(module_name), attr)
     answers = []
     for params in json.loads(sys.stdin.read(4 << 20)):
         why = record_refusal(params, root)

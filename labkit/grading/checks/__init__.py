@@ -1,4 +1,1 @@
-"""What a submission is graded on: ``rubric`` (the YAML file, and the checks that read the notebook),
-``evidence`` (what the checks share), ``records`` (the checks that read recorded runs, and trusted
-recomputation) and ``duplicates``.
-"""
+"""What a submission is graded on: the rubric and its checks (docs/architecture.md has the modules)."""

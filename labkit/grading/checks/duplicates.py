@@ -52,17 +52,6 @@ def handout_hashes(folder: Optional[str]) -> Set[str]:
     return {_sha(p) for p in _files(folder) if os.path.getsize(p) > 0}
 
 
-def _kind(relpath: str) -> str:
-    name = os.path.basename(relpath)
-    if name == "results.csv" or name == "sweep.json":
-        return "sweep"
-    if name.endswith((".log", ".out", ".err")) or "logs" in relpath.split(os.sep)[:-1]:
-        return "log"
-    if name.endswith(".ipynb"):
-        return "notebook"
-    return "file"
-
-
 def file_fingerprints(source: str, handout: Iterable[str] = ()) -> Dict[str, str]:
     """sha256 -> "<kind> <path in the submission>" for every non-empty handed-in file."""
     skip = set(handout)
@@ -75,17 +64,23 @@ def file_fingerprints(source: str, handout: Iterable[str] = ()) -> Dict[str, str
             sha = _sha(path)
         except OSError:
             continue
-        if sha not in skip:
-            rel = os.path.relpath(path, base)
-            found.setdefault(sha, "{} {}".format(_kind(rel), rel))
+        if sha in skip:
+            continue
+        rel, name = os.path.relpath(path, base), os.path.basename(path)
+        if name in ("results.csv", "sweep.json"):
+            kind = "sweep"
+        elif name.endswith((".log", ".out", ".err")) or "logs" in rel.split(os.sep)[:-1]:
+            kind = "log"
+        else:
+            kind = "notebook" if name.endswith(".ipynb") else "file"
+        found.setdefault(sha, "{} {}".format(kind, rel))
     return found
 
 
 def record_fingerprints(records: Mapping[str, Any]) -> Dict[str, str]:
     """sha256 -> "record <name>" for submitted records that hold measured timings."""
     found: Dict[str, str] = {}
-    for name, record in records.items():
-        data = record.to_dict() if hasattr(record, "to_dict") else record
+    for name, data in records.items():
         if not isinstance(data, dict) or not (data.get("series") or _has_timing(data)):
             continue
         if (data.get("params") or {}).get("log"):  # read from a log: the log file is the evidence

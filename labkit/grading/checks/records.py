@@ -1,4 +1,5 @@
-"""The check types that read recorded runs: ``record`` (a metric in a range), ``runs`` (distinct
+"""The check types that read recorded runs (picked by exercise and parameters, values compared by
+:func:`labkit.results.same_value`): ``record`` (a metric in a range), ``runs`` (distinct
 values of a parameter tried), ``reproduce`` (the submitted records against the grader's) and
 ``rerun`` (one portable run per exercise re-run with the lab book's notebook); and trusted
 recomputation: a check with ``recompute: module:function`` counts a record only when trusted code,
@@ -6,18 +7,57 @@ run on the record's parameters in a sandboxed process, agrees with it (:mod:`lab
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
-from labkit.grading.checks.evidence import (NUMBER, Check, CheckResult, Evidence, describe_selection, fmt_value,
-                                            run_label, select_runs, split_evidence)
+from labkit.grading.checks.evidence import NUMBER, Check, CheckResult, Evidence, runs_in
 from labkit.grading.sandbox.trusted import quoted
 from labkit.testbeds.homework.hardware import is_portable, where_it_ran
 from labkit.results import Run, same_value
 
-__all__ = ["grade_record", "grade_runs", "grade_reproduce", "grade_rerun", "RERUN_FUNCTION",
-           "prefetch_trusted", "verify_run"]
+__all__ = ["grade_record", "grade_runs", "grade_reproduce", "grade_rerun", "prefetch_trusted"]
+
+
+def split_evidence(check: Check, runs: List[Tuple[str, Run]]) -> Tuple[List[Tuple[str, Run]], str]:
+    """The runs the check may count, testbed runs first, and a sentence about the portable runs it refuses."""
+    testbed = [(n, r) for n, r in runs if not is_portable(r)]
+    portable = [(n, r) for n, r in runs if is_portable(r)]
+    if check.testbed_only and portable:
+        names = ", ".join("'{}' ({})".format(n, where_it_ran(r)) for n, r in portable[:3])
+        return testbed, ("{} portable run(s) not counted ({}): this check asks for testbed evidence "
+                         "(evidence: testbed); a portable run models the exercise, it does not measure the "
+                         "testbed. Hand in a testbed log, or a lab-book notebook run on the testbed".format(
+                             len(portable), names))
+    return testbed + portable, ""
+
+
+def run_label(name: str, run: Run) -> str:
+    return "record {} ({})".format(quoted(name), where_it_ran(run))
+
+
+def select_runs(check: Check, evidence: Evidence, records: Optional[Dict[str, Any]] = None) -> List[Tuple[str, Run]]:
+    runs = runs_in(records) if records is not None else evidence.fresh_runs()
+    pattern = check.options.get("exercise")
+    where = check.options.get("where") or {}
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern or [])
+    return [(name, run) for name, run in runs
+            if (not patterns or any(fnmatch.fnmatch(run.exercise, p) for p in patterns))
+            and all(same_value(run.params.get(k), v) for k, v in where.items())]
+
+
+def describe_selection(check: Check) -> str:
+    pattern = check.options.get("exercise")
+    text = (pattern if isinstance(pattern, str) else ", ".join(pattern)) if pattern else "any exercise"
+    where = check.options.get("where")
+    if where:
+        text += " with " + ", ".join("{}={}".format(k, v) for k, v in where.items())
+    return text
+
+
+def fmt_value(value: Any) -> str:
+    return "{:.6g}".format(value) if isinstance(value, float) else quoted(value)
 
 
 def _first_of(names: Any, found: Dict[str, Any]) -> Optional[str]:
@@ -94,7 +134,9 @@ def grade_record(check: Check, evidence: Evidence) -> CheckResult:
     metric_of = {id(r): _first_of(wanted, r.metrics) for _n, r in runs}
 
     def in_range(run: Run) -> bool:
-        return _in_range(run.metrics[metric_of[id(run)]], low, high)
+        value = run.metrics[metric_of[id(run)]]
+        return isinstance(value, NUMBER) and not isinstance(value, bool) and math.isfinite(float(value)) and \
+            (low is None or value >= low) and (high is None or value <= high)
 
     problems = [refused] if refused else []
     # the first run the grader can confirm scores: full credit in range, else partial credit
@@ -119,11 +161,6 @@ def grade_record(check: Check, evidence: Evidence) -> CheckResult:
             fraction = min(fraction, check.portable_cap())
         return check.result(fraction, "; ".join(problems[-3:]), where=where_it_ran(run))
     return check.result(0, "; ".join(problems[:3]))
-
-
-def _in_range(value: Any, low: Any, high: Any) -> bool:
-    return isinstance(value, NUMBER) and not isinstance(value, bool) and math.isfinite(float(value)) and \
-        (low is None or value >= low) and (high is None or value <= high)
 
 
 def _range(low: Any, high: Any) -> str:

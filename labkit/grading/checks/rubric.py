@@ -69,10 +69,9 @@ def answer_text(nb: Any, heading: str) -> Optional[str]:
             match = _HEADING.match(line)
             if match and collecting:  # any heading ends the answer
                 return "\n".join(parts).strip()
-            if match and not collecting and match.group(2).strip().lower().startswith(wanted):
+            if match and match.group(2).strip().lower().startswith(wanted):
                 collecting = True
-                continue
-            if collecting and not match:
+            elif collecting:
                 parts.append(line)
     return "\n".join(parts).strip() if collecting else None
 
@@ -164,21 +163,8 @@ class Rubric:
         return out
 
 
-def _type_name(kind: Any) -> str:
-    if kind == (str, list):
-        return "a name or a list of names"
-    if isinstance(kind, tuple):
-        return "a number"
-    return {str: "text", bool: "true or false", int: "a whole number", dict: "a mapping", list: "a list",
-            object: "any value"}.get(kind, str(kind))
-
-
-def _is(value: Any, kind: Any) -> bool:
-    if kind is object:
-        return True
-    if kind in (int, NUMBER) and isinstance(value, bool):
-        return False
-    return isinstance(value, kind)
+_TYPE_NAMES = {(str, list): "a name or a list of names", NUMBER: "a number", str: "text", bool: "true or false",
+               int: "a whole number", dict: "a mapping", list: "a list", object: "any value"}
 
 
 def load_rubric(path: str) -> Rubric:
@@ -234,9 +220,9 @@ def load_rubric(path: str) -> Rubric:
             if key not in allowed:
                 raise fail(key_line, "check '{}' ({}): unknown field '{}'; allowed: {}".format(
                     item["name"], kind, key, ", ".join(allowed)))
-            if not _is(value, allowed[key]):
+            if not isinstance(value, allowed[key]) or (allowed[key] in (int, NUMBER) and isinstance(value, bool)):
                 raise fail(key_line, "check '{}': field '{}' must be {}, not {!r}".format(
-                    item["name"], key, _type_name(allowed[key]), value))
+                    item["name"], key, _TYPE_NAMES[allowed[key]], value))
         name = item["name"]
         if not re.match(r"^[A-Za-z0-9_.-]+$", name):
             raise fail(item.key_lines["name"], "check name {!r}: use letters, digits, '_', '.' or '-' "

@@ -1,3 +1,1 @@
-"""What grading writes for the instructor and the students: ``gradebook`` (and the Canvas CSV, the feedback
-pages, summary.md), ``class_page`` (the class's figures, ``DIR/class.html``), ``cli`` (``labkit class``).
-"""
+"""What grading writes: gradebook, feedback, summary.md, the class page (docs/architecture.md has the modules)."""

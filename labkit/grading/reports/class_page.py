@@ -1,10 +1,8 @@
 """The class at a glance: ``DIR/class.html``, one self-contained page after every ``labkit grade``.
 
-What every student of a graded class measured, as one long table, with the points far from the class.
-The runs are those the grader's own execution recorded; each exercise shows its headline figures
-against the parameter its homework varies (:data:`FIGURES`), one run per endpoint, never pooled.
-The rule for "far" is :data:`RULE`. What the page shows, and the misreadings named beside a point:
-docs/grading.md, "After grading". The figures are hand-written SVG inside the page (no script,
+What every student measured, as one long table: each exercise's headline figures against the parameter
+its homework varies (:data:`FIGURES`), with the points far from the class (:data:`RULE`); what the page
+shows: docs/grading.md, "After grading". The figures are hand-written SVG inside the page (no script,
 nothing fetched), so it opens from a file offline and a class of 200 stays well under 2 MB.
 """
 
@@ -28,9 +26,8 @@ from labkit.grading.reports.gradebook import class_summary
 from labkit.testbeds.homework.hardware import where_it_ran
 from labkit.testbeds.homework.homeworks import HOMEWORKS
 
-__all__ = ["COLUMNS", "FIGURES", "RULE", "MIN_GROUP", "THRESHOLD", "ClassData", "Outlier", "read_class",
-           "class_data", "run_rows", "student_runs", "find_outliers", "long_csv", "place_kind",
-           "ClassDataError", "class_html", "COLOURS", "figure_id"]
+__all__ = ["COLUMNS", "FIGURES", "RULE", "ClassData", "read_class", "class_data", "run_rows", "long_csv",
+           "ClassDataError", "class_html", "figure_id"]
 
 COLUMNS = ("student", "exercise", "run", "endpoint", "parameter", "parameter_value", "metric", "value", "unit",
            "where", "kind", "flags")
@@ -98,15 +95,6 @@ class ClassData:
     title: str
 
 
-def place_kind(where: str, run: Mapping[str, Any]) -> str:
-    """The colour a point gets: testbed log, testbed run, saved response, portable: CPU, portable: GPU."""
-    if where.startswith("portable"):
-        return where
-    if (run.get("params") or {}).get("response_kind"):
-        return "saved response"
-    return "testbed log" if run.get("source") == "log" else "testbed run"
-
-
 def _number(value: Any) -> Optional[float]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -124,11 +112,6 @@ def _parameter(run: Mapping[str, Any], names: Sequence[str]) -> Tuple[str, str]:
     return names[0] if names else "", ""
 
 
-def _flags(run: Mapping[str, Any]) -> List[str]:
-    notes = " ".join(str(n) for n in (run.get("notes") or [])[:50])
-    return list(dict.fromkeys(name for text, name in _NOTE_MISREADINGS if text in notes))
-
-
 def run_rows(student: str, name: str, run: Mapping[str, Any], where: str) -> List[Dict[str, Any]]:
     """The points of one recorded run (its dict): its headline figures, one row each (per endpoint if several)."""
     exercise = str(run.get("exercise", ""))
@@ -136,10 +119,15 @@ def run_rows(student: str, name: str, run: Mapping[str, Any], where: str) -> Lis
         return []
     names, metrics, prefixes = FIGURES[exercise]
     from labkit import exercises
-    table = exercises.metric_table(exercise)
-    units = {m.name: m.unit for m in table}
-    kind = place_kind(where, run)
-    flags = "; ".join(_flags(run))
+    units = {m.name: m.unit for m in exercises.metric_table(exercise)}
+    if where.startswith("portable"):
+        kind = where
+    elif (run.get("params") or {}).get("response_kind"):
+        kind = "saved response"
+    else:
+        kind = "testbed log" if run.get("source") == "log" else "testbed run"
+    notes = " ".join(str(n) for n in (run.get("notes") or [])[:50])
+    flags = "; ".join(dict.fromkeys(name for text, name in _NOTE_MISREADINGS if text in notes))
     base = {"student": student, "exercise": exercise, "where": where, "kind": kind, "flags": flags, "record": name}
     rows: List[Dict[str, Any]] = []
     series = run.get("series") or {}
@@ -167,30 +155,6 @@ def run_rows(student: str, name: str, run: Mapping[str, Any], where: str) -> Lis
             rows.append(dict(base, run=name, endpoint=endpoint, parameter=parameter, parameter_value=value_of,
                              metric=metric, value=value, unit=units.get(metric, "")))
     return rows
-
-
-def _state(out_dir: str) -> Dict[str, Dict[str, Any]]:
-    path = os.path.join(out_dir, ".labkit-grade", "state.json")
-    if not os.path.isfile(path):
-        raise ClassDataError("DIR: {} holds no grading state ({} is missing): run `labkit grade ... --out {}` "
-                             "first".format(out_dir, path, out_dir))
-    try:
-        with open(path, encoding="utf-8") as f:
-            return dict(json.load(f).get("results") or {})
-    except (ValueError, AttributeError) as exc:
-        raise ClassDataError("DIR: {} is not a grading state labkit can read ({})".format(path, exc)) from None
-
-
-def _rubric(out_dir: str, results_: List[Dict[str, Any]]) -> Tuple[str, List[str]]:
-    path = os.path.join(out_dir, ".labkit-grade", "rubric.json")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        return str(data.get("title", "")), [str(n) for n in data.get("checks", [])]
-    names: List[str] = []
-    for result in results_:
-        names += [c["name"] for c in result.get("checks", []) if c.get("name") not in names]
-    return "", names
 
 
 def student_runs(out_dir: str, result: Mapping[str, Any]) -> List[Tuple[str, Dict[str, Any], str]]:
@@ -269,8 +233,7 @@ def _portable_as_testbed(row: Mapping[str, Any], record: Mapping[str, Any],
     if device.lower().startswith(("cpu",) + _GPU):
         return ["a portable run labelled as a testbed's (its device is {})".format(device[:20])]
     for kind in ("portable: CPU", "portable: GPU"):
-        key = _group_key(dict(row, kind=kind))
-        centre = centres.get(key)
+        centre = centres.get(_group_key(dict(row, kind=kind)))
         if centre is not None and _z(row["value"], centre) <= THRESHOLD:
             return ["a portable run labelled as a testbed's (its figure sits with the class's {} runs, median "
                     "{:.3g})".format(kind, 10 ** centre[0])]
@@ -279,14 +242,31 @@ def _portable_as_testbed(row: Mapping[str, Any], record: Mapping[str, Any],
 
 def read_class(out_dir: str, cache: Optional[Dict[Tuple[str, str], Any]] = None) -> ClassData:
     """What `labkit grade` wrote in ``out_dir``, as the page and the long table need it."""
-    results_ = [r for r in _state(out_dir).values() if isinstance(r, dict) and r.get("student")]
+    path = os.path.join(out_dir, ".labkit-grade", "state.json")
+    if not os.path.isfile(path):
+        raise ClassDataError("DIR: {} holds no grading state ({} is missing): run `labkit grade ... --out {}` "
+                             "first".format(out_dir, path, out_dir))
+    try:
+        with open(path, encoding="utf-8") as f:
+            state = dict(json.load(f).get("results") or {})
+    except (ValueError, AttributeError) as exc:
+        raise ClassDataError("DIR: {} is not a grading state labkit can read ({})".format(path, exc)) from None
+    results_ = [r for r in state.values() if isinstance(r, dict) and r.get("student")]
     return class_data(out_dir, results_, {} if cache is None else cache)
 
 
 def class_data(out_dir: str, results_: List[Dict[str, Any]], cache: Dict[Tuple[str, str], Any]) -> ClassData:
     """Every student's points and the outliers; ``cache``: each student's recorded runs by (student, key)."""
     results_ = sorted(results_, key=lambda r: str(r.get("student")))
-    title, checks = _rubric(out_dir, results_)
+    path = os.path.join(out_dir, ".labkit-grade", "rubric.json")
+    title, checks = "", []
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            rubric = json.load(f)
+        title, checks = str(rubric.get("title", "")), [str(n) for n in rubric.get("checks", [])]
+    else:
+        for result in results_:
+            checks += [c["name"] for c in result.get("checks", []) if c.get("name") not in checks]
     rows: List[Dict[str, Any]] = []
     records: Dict[Tuple[str, str], Mapping[str, Any]] = {}
     for result in results_:
@@ -479,13 +459,8 @@ def _flagged(data: ClassData) -> str:
             "</th><th>run</th><th>misreading</th></tr>{}</table>".format("".join(rows)))
 
 
-def _dots(check: str, data: ClassData) -> str:
+def _dots(scores: Dict[float, List[str]]) -> str:
     """A dot plot of one check's points: a row per score, one dot per student (their name on hover)."""
-    scores: Dict[float, List[str]] = {}
-    for result in data.results:
-        found = next((c for c in result.get("checks", []) if c.get("name") == check), None)
-        if found is not None and not found.get("skipped"):
-            scores.setdefault(round(float(found.get("score", 0)), 3), []).append(str(result["student"]))
     if not scores:
         return "<p class='small'>not graded in this run</p>"
     per_line, gap = 60, 8
@@ -513,7 +488,7 @@ def _checks(data: ClassData) -> str:
             if row["failure_count"] else "none"
         out.append("<section class='check' id='check-{}'><h3>{} ({:g} points; mean {:.3g})</h3>{}<p class='small'>"
                    "Commonest failure: {}</p></section>".format(escape(row["check"]), escape(row["check"]),
-                                                                row["points"], row["mean"], _dots(row["check"], data),
+                                                                row["points"], row["mean"], _dots(row["students"]),
                                                                 failure))
     return "".join(out)
 

@@ -1,14 +1,7 @@
-"""The gradebook and what is drawn from it: ``DIR/gradebook.csv``, one row per student, one column per
-check, a total; its export for a learning-management system (``--lms canvas``: ``DIR/canvas.csv``);
-each row as the student's feedback page (``DIR/feedback/<student>.html``); and each column summarised
-for the class (``DIR/summary.md``).
-
-The columns: docs/grading.md, "Gradebook". Canvas's columns are those of its own Gradebook export,
-students matched by ``SIS Login ID`` (the submission's name); an ungraded submission gets its 0,
-never an empty cell (docs/grading.md, "After grading"). A check the rubric marks ``hidden: true``
-shows only its name, points and pass/fail, so feedback does not give the hidden tests away; portable
-runs are marked as models of the exercise. In summary.md, reasons that differ only in their numbers
-count as one failure.
+"""The gradebook and what is drawn from it: ``DIR/gradebook.csv`` (one row per student, one column per
+check, a total), ``DIR/canvas.csv`` (``--lms canvas``), each student's feedback page
+(``DIR/feedback/<student>.html``) and ``DIR/summary.md``; what each holds: docs/grading.md, "Gradebook"
+and "After grading".
 """
 
 from __future__ import annotations
@@ -113,11 +106,10 @@ def feedback_html(result: Dict[str, Any], title: str = "Homework feedback") -> s
             state, css = "passed", "pass"
         else:
             state, css = ("partial" if check.get("score", 0) > 0 else "failed"), "fail"
-        if check.get("hidden"):
-            why, what = HIDDEN_REASON, ""
+        if check.get("hidden"):  # so feedback does not give the hidden tests away
+            why, what, where = HIDDEN_REASON, "", ""
         else:
-            why, what = check.get("reason", ""), check.get("description", "")
-        where = "" if check.get("hidden") else check.get("where", "")
+            why, what, where = check.get("reason", ""), check.get("description", ""), check.get("where", "")
         rows.append("<tr class='{}'><td>{}</td><td>{}</td><td>{:g} / {:g}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
             css, escape(check["name"]), escape(what), check.get("score", 0), check.get("points", 0), state,
             escape(where), escape(why)))
@@ -142,12 +134,14 @@ _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
 def class_summary(results: Iterable[Mapping[str, Any]], check_names: Sequence[str]) -> List[Dict[str, Any]]:
-    """One dict per check: name, points, graded, mean, full, partial, zero, distribution, commonest failure."""
+    """One dict per check: name, points, graded, mean, full, partial, zero, distribution, the students per
+    score, commonest failure."""
     results = list(results)
     rows = []
     for name in check_names:
         scores: List[float] = []
         points = 0.0
+        students: Dict[float, List[str]] = {}
         failures: Counter = Counter()
         example: Dict[str, str] = {}
         for result in results:
@@ -156,6 +150,7 @@ def class_summary(results: Iterable[Mapping[str, Any]], check_names: Sequence[st
                 continue
             points = float(check.get("points", 0))
             scores.append(float(check.get("score", 0)))
+            students.setdefault(round(scores[-1], 3), []).append(str(result["student"]))
             if not check.get("passed"):
                 reason = (check.get("reason") or "no reason given").strip()
                 shape = _NUMBER.sub("#", reason)
@@ -168,7 +163,7 @@ def class_summary(results: Iterable[Mapping[str, Any]], check_names: Sequence[st
             "full": sum(1 for s in scores if points and s >= points - 1e-9),
             "partial": sum(1 for s in scores if 0 < s < points - 1e-9),
             "zero": sum(1 for s in scores if s <= 0),
-            "distribution": dict(sorted(Counter(round(s, 3) for s in scores).items())),
+            "distribution": {s: len(names) for s, names in sorted(students.items())}, "students": students,
             "commonest_failure": example.get(commonest, ""), "failure_count": count,
             "failed": sum(failures.values()),
         })
