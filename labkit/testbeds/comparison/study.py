@@ -114,15 +114,19 @@ def measure(replicas: int, micro_batch: int, images_per_epoch: int = 2048, epoch
     sized = outcome.get("sized")
     if sized:  # a GPU: say how the epoch was sized, and in which precision it ran
         asked, took = sized
-        precision = {"bf16": "bf16 autocast", "tf32": "TF32"}.get(row["precision"], row["precision"])
-        steps = "steps replayed as a CUDA graph" if row["launch"] == "cuda graph" else "eager steps"
-        if row.get("launch_error"):
-            steps = "eager steps (the CUDA graph could not be captured: {})".format(row["launch_error"])
-        said = "{}, {}; epoch sized for the {}: {:,} images took {}, so a timed epoch is {:,} images (the shard " \
-               "cycled) to last at least 1 s".format(precision, steps, outcome.get("device_name", "GPU"),
-                                                     asked * micro_batch * replicas, duration(took), outcome["images"])
+        said = "{}; epoch sized for the {}: {:,} images took {}, so a timed epoch is {:,} images (the shard " \
+               "cycled) to last at least 1 s".format(_how(row), outcome.get("device_name", "GPU"), asked * micro_batch * replicas,
+                                                     duration(took), outcome["images"])
         row["note"] = "; ".join(n for n in (row["note"], said) if n)
     return row
+
+
+def _how(row: Dict[str, Any]) -> str:
+    precision = {"bf16": "bf16 autocast", "tf32": "TF32"}.get(row["precision"], row["precision"])
+    if row.get("launch_error"):
+        return "{}, eager steps (the CUDA graph could not be captured: {})".format(precision, row["launch_error"])
+    return "{}, {}".format(precision, "steps replayed as a CUDA graph" if row["launch"] == "cuda graph"
+                           else "eager steps")
 
 
 def study(replicas: Sequence[int], micro_batches: Sequence[int], images_per_epoch: int = 2048, epochs: int = 2,
