@@ -1,12 +1,7 @@
-"""How the scaling study's replicas run: one configuration measured on CPU, CUDA or IPU.
-
-- CPU and CUDA (:func:`measure_torch`): ``torch.distributed`` (gloo or NCCL), one process per
-  replica, started by :mod:`labkit.rank_launcher`. On a GPU, through ``labkit.accelerator``: bf16
-  autocast on compute capability 8.0 or newer, a step captured as a CUDA graph, and each epoch
-  sized so that a timed epoch lasts at least a second. Several GPUs are untested.
-- IPU (:func:`measure_ipu`): PopTorch's ``replicationFactor(n)`` in one process; a configuration
-  PopTorch cannot run is found before anything is compiled (:func:`ipu_obstacle`), and one it fails
-  comes back with its message, so the study keeps its other rows.
+"""How the scaling study's replicas run, one configuration at a time: ``torch.distributed`` processes
+started by :mod:`labkit.rank_launcher` (:func:`measure_torch`: gloo on CPUs; NCCL and the
+``labkit.accelerator`` policy on GPUs), or PopTorch's ``replicationFactor`` in one process
+(:func:`measure_ipu`). docs/sweeps.md ("The scaling notebook": Replicas, What IPUs cannot run) says more.
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@
 
 The images are synthetic (speed does not depend on pixel values, and no dataset has to be shared
 between replicas); throughput is taken over the epochs after the first, so compilation and warm-up
-are left out. How replicas run is :mod:`.replicas`; the IPU path is verified only against a fake
-written from PopTorch's source (run it on a Graphcore testbed to measure). docs/sweeps.md ("The
-scaling notebook") tells the rest: divergence, what IPUs cannot run, the published reference.
+are left out. docs/sweeps.md ("The scaling notebook") tells the rest: how replicas run (the IPU path
+is verified only against a fake), divergence, what IPUs cannot run, the published reference.
 """
 
 from __future__ import annotations

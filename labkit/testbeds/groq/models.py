@@ -281,9 +281,9 @@ def build_offline_bert_tiny(minilm_dir: Path, epochs: int = 10, seed: int = 0) -
     """Build (once) and return the directory of labkit's BERT-tiny SST-2 stand-in: prajjwal1/bert-tiny's
     shape (which M-FAC fine-tuned), MiniLM's word embeddings projected (PCA) and frozen, so words the 160
     training sentences never show still land near their synonyms."""
-    from labkit.testbeds.groq import textsets
+    from labkit.testbeds.groq import evalsets
 
-    key = "v{}-{}-e{}-s{}".format(_RECIPE_VERSION, textsets.fingerprint("sentiment_train.csv"), epochs, seed)
+    key = "v{}-{}-e{}-s{}".format(_RECIPE_VERSION, evalsets.fingerprint("sentiment_train.csv"), epochs, seed)
     target = cache_dir() / "models" / "{}-{}".format(OFFLINE_BERT_TINY, key)
     if (target / "config.json").is_file():
         return target
@@ -323,9 +323,9 @@ def _train_offline_bert_tiny(minilm_dir: Path, out: Path, epochs: int, seed: int
     import transformers
     from safetensors.torch import load_file
 
-    from labkit.testbeds.groq import textsets
+    from labkit.testbeds.groq import evalsets
 
-    sentences, labels = textsets.sentiment("train")
+    sentences, labels = evalsets.sentiment("train")
     with quiet_transformers():
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(minilm_dir), local_files_only=True)
     weights = load_file(str(minilm_dir / "model.safetensors"))

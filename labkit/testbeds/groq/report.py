@@ -143,19 +143,16 @@ def show(run: Run) -> Optional[List[Any]]:
 def show_latency(run: Run) -> Optional[List[Any]]:
     """Both kinds of latency for every backend: the table and the bar plot."""
     details = details_of(run, "latency measured here")
-    if details is None:
-        return display.shown([])
-    return display.shown([display.show(details.result.latency_table), display.show(plot_latency(details.result))])
+    return display.shown([] if details is None else [display.show(details.result.latency_table),
+                                                     display.show(plot_latency(details.result))])
 
 
 @show_step
 def show_parity(run: Run, limit: int = 5) -> Optional[List[Any]]:
     """Every backend's predictions against the CPU's, and up to ``limit`` disagreeing samples each."""
     details = details_of(run, "prediction to compare")
-    if details is None:
-        return display.shown([])
-    return display.shown([display.show(details.result.parity),
-                          display.show(details.result.disagreement_examples(limit))])
+    return display.shown([] if details is None else [display.show(details.result.parity),
+                                                     display.show(details.result.disagreement_examples(limit))])
 
 
 def make_run(config: Config, loaded: Any, data: Any, result: GroqResult) -> Run:
@@ -265,9 +262,8 @@ def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None
     loaded, engines = found
     items: List[Tuple[Any, Dict[str, Any]]] = []
     if loaded.task == "classification":
-        for sentence in config.custom_text:
-            encoded, _ = evalsets.encode_sentence(loaded.tokenizer, sentence, config.max_seq_length)
-            items.append((sentence, encoded))
+        items = [(sentence, evalsets.encode_sentence(loaded.tokenizer, sentence, config.max_seq_length)[0])
+                 for sentence in config.custom_text]
     else:
         if len(config.custom_text) < 2:
             print("sentence similarity compares sentences in pairs: give custom_text at least 2 sentences.")
