@@ -12,10 +12,11 @@ shape: a new shape means a new export, as it means a new GroqChip program.
 GroqFlow is driven as the proof point drives it: ``groqit`` builds, ``run_abunch`` predicts,
 ``benchmark()`` and ``estimate_performance()`` time. GroqFlow 4.3.1's errors (mlagility's
 ``onnxflow.common.exceptions.Error`` and its subclasses) carry no message: ``Error.__init__`` prints
-it on stderr, with an ASCII whale, and calls ``Exception.__init__()`` with nothing. Every GroqFlow call here therefore keeps stderr, and a
-failure becomes a :class:`BackendError` whose one line is what GroqFlow printed. A stage of
-``groqit`` that fails with anything but its ``StageError`` leaves ``sys.stdout`` writing into
-that stage's log file (``onnxflow/justbuildit/stage.py``, ``fire_helper``); it is put back.
+it on stderr, with an ASCII whale, and calls ``Exception.__init__()`` with nothing. Every GroqFlow
+call here therefore keeps stderr, and a failure becomes a :class:`BackendError` whose one line is
+what GroqFlow printed. A stage of ``groqit`` that fails with anything but its ``StageError`` leaves
+``sys.stdout`` writing into that stage's log file (``onnxflow/justbuildit/stage.py``,
+``fire_helper``); it is put back.
 
 Checked against the real GroqFlow 4.3.1 where it runs without a GroqChip (the chip count with
 and without lspci, ``groqit`` up to its SDK check: tests/groq/test_groqflow_real.py); the

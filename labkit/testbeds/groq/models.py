@@ -262,9 +262,7 @@ def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
 
 
 def _check_length(name: str, max_seq_length: Optional[int], limit: Optional[int]) -> None:
-    if max_seq_length is None:
-        return
-    if max_seq_length < 2 or (limit is not None and max_seq_length > limit):
+    if max_seq_length is not None and (max_seq_length < 2 or (limit is not None and max_seq_length > limit)):
         raise ValueError("max_seq_length = {}: {} accepts sequences of 2 to {} tokens (its "
                          "max_position_embeddings)".format(max_seq_length, name, limit or "?"))
 
