@@ -265,7 +265,7 @@ def test_interrupting_a_groq_evaluation_shows_one_line(tmp_path):
         s.run_through("groq.run_exercise(config)")
         # On an idle machine the 80 sentences take well under a second: slow each batch down (the
         # real engines still run) so that the interrupt lands while the evaluation is in progress.
-        s.execute("import time\nfrom labkit.testbeds.groq.engine import TorchEngine as _T\n_call = _T.__call__\n"
+        s.execute("import time\nfrom labkit.testbeds.groq.backends import TorchEngine as _T\n_call = _T.__call__\n"
                   "def _slow(self, inputs):\n    time.sleep(0.05)\n    return _call(self, inputs)\n"
                   "_T.__call__ = _slow")
         ran = s.execute(s.cell("groq.run_exercise(config)"), interrupt_when="inference")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from labkit.testbeds.groq import evalsets, models, textsets
+from labkit.testbeds.groq import evalsets, models
 
 
 def test_spearman_matches_scipy_with_ties():
@@ -43,7 +43,7 @@ def test_offline_sets_are_named_and_flagged(tiny_dirs):
     assert any("NOT comparable" in n and "77.47" in n for n in data.notes)
     encoder = models.load(str(tiny_dirs["encoder"]))
     pairs = evalsets.load("similarity", encoder.tokenizer, 64, hub=False)
-    assert len(pairs) == len(textsets.sts_pairs()[0]) and pairs.labels.max() == 1.0
+    assert len(pairs) == len(evalsets.sts_pairs()[0]) and pairs.labels.max() == 1.0
 
 
 def test_accuracy_and_similarity_scores(tiny_dirs):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from labkit.testbeds.groq import backends, groqchip
-from labkit.testbeds.groq.engine import BackendError
+from labkit.testbeds.groq import backends
+from labkit.testbeds.groq.backends import BackendError
 from labkit.testbeds import groq
 from labkit.testbeds.groq.report import make_run
 from tests.fakes import groqnode
@@ -20,7 +20,7 @@ def _config(tiny_dirs, **values):
 
 
 def test_groq_is_found_through_groqflows_chip_count(fake_groqflow):
-    assert groqchip.groq_chips()[0] == 1
+    assert backends.groq_chips()[0] == 1
     assert "groq" in backends.resolve_backends("auto")
 
 
@@ -102,7 +102,7 @@ def test_a_model_for_two_chips_on_a_node_with_two_says_so_in_one_sentence(fake_g
 
     groqnode.set_cards(fake_groqflow / "node", 2)
     model, dummy = _big_model()
-    engine = groqchip.GroqEngine(model, "classification", dummy, label="big")
+    engine = backends.GroqEngine(model, "classification", dummy, label="big")
     said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("groq: ")]
     assert said == ["groq: groqit() built labkit_big for 2 GroqChips: GroqFlow gives each chip at most 50M "
                     "parameters and uses a power of 2 chips, and the model has 51.2M parameters."]
@@ -115,7 +115,7 @@ def test_a_model_for_two_chips_on_a_node_with_two_says_so_in_one_sentence(fake_g
 def test_a_model_for_two_chips_on_a_node_with_one_is_refused_before_it_runs(fake_groqflow):
     model, dummy = _big_model()
     with pytest.raises(BackendError) as raised:
-        groqchip.GroqEngine(model, "classification", dummy, label="big")
+        backends.GroqEngine(model, "classification", dummy, label="big")
     assert str(raised.value) == (
         "groq: groqit() built labkit_big for 2 GroqChips: GroqFlow gives each chip at most 50M parameters and uses "
         "a power of 2 chips, and the model has 51.2M parameters. This node has 1 (1 GroqChip(s) found), so the "

@@ -84,9 +84,9 @@ def test_without_lspci_groqflow_raises_an_envError_that_labkit_turns_into_one_se
     assert str(raised.value) == "" and raised.value.args == ()
     assert "lspci not found" in capfd.readouterr().err
 
-    from labkit.testbeds.groq import groqchip
+    from labkit.testbeds.groq import backends
 
-    chips, reason = groqchip.groq_chips()
+    chips, reason = backends.groq_chips()
     assert chips == 0
     assert reason == ("GroqFlow counts GroqChips with lspci, which this machine does not have "
                       "(GroqFlow said: lspci not found; lspci comes with pciutils)")
@@ -100,9 +100,9 @@ def test_groqflow_counts_one_chip_per_groqcard_in_lspci(groqflow, monkeypatch, t
     (bin_dir / "lspci").write_text("#!/bin/sh\ncat '{}'\n".format(tmp_path / "lspci.txt"))
     (bin_dir / "lspci").chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir) + os.pathsep + os.environ["PATH"])
-    from labkit.testbeds.groq import groqchip
+    from labkit.testbeds.groq import backends
 
-    assert groqchip.groq_chips() == (2, "2 GroqChip(s) found")
+    assert backends.groq_chips() == (2, "2 GroqChip(s) found")
     from groqflow.common import sdk_helpers
 
     assert sdk_helpers.get_num_chips_available(["3b:00.0 1200: 1de0:0000", "00:00.0 0600: 8086:2020"]) == 1
@@ -121,8 +121,7 @@ def test_groqit_without_the_sdk_exports_optimizes_and_stops_at_its_dependency_ch
     check_compatibility; labkit says so in one line and gets its stdout back."""
     if _os_name() in ("Ubuntu", "Rocky Linux"):
         pytest.skip("this test is for an OS GroqFlow does not support; the Ubuntu case is the next test")
-    from labkit.testbeds.groq.engine import BackendError
-    from labkit.testbeds.groq.groqchip import GroqEngine
+    from labkit.testbeds.groq.backends import BackendError, GroqEngine
 
     model, dummy = _tiny_model()
     stdout = sys.stdout
@@ -172,8 +171,7 @@ UBUNTU = 'PRETTY_NAME="Ubuntu 22.04.3 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\nI
 
 PROBE = """
 import sys
-from labkit.testbeds.groq.engine import BackendError
-from labkit.testbeds.groq.groqchip import GroqEngine
+from labkit.testbeds.groq.backends import BackendError, GroqEngine
 from tests.groq.test_groqflow_real import _tiny_model
 model, dummy = _tiny_model()
 try:

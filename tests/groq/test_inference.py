@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from labkit.testbeds.groq import backends, evalsets, models
-from labkit.testbeds.groq.engine import OnnxEngine, model_fingerprint
+from labkit.testbeds.groq.backends import OnnxEngine, model_fingerprint
 
 pytest.importorskip("onnxruntime")
 

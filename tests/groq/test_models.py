@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from labkit.testbeds.groq import evalsets, models, textsets
+from labkit.testbeds.groq import evalsets, models
 
 
 def test_local_classifier_loads_with_from_pretrained_and_predicts_like_the_saved_model(tiny_dirs):
@@ -84,7 +84,7 @@ def test_offline_bert_tiny_stand_in_has_bert_tinys_shape_and_learned_sentiment(m
     assert (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size,
             cfg.vocab_size) == (2, 128, 2, 512, 30522)
     assert loaded.offline and models.OFFLINE_BERT_TINY in loaded.notes[0]
-    sentences, labels = textsets.sentiment("test")  # never seen in fine-tuning
+    sentences, labels = evalsets.sentiment("test")  # never seen in fine-tuning
     encoded = loaded.tokenizer(sentences, padding=True, return_tensors="pt")
     with torch.no_grad():
         predicted = loaded.model(**encoded).logits.argmax(-1)
@@ -97,9 +97,9 @@ def test_offline_bert_tiny_stand_in_has_bert_tinys_shape_and_learned_sentiment(m
 
 _STAND_IN_PREDICTIONS = """
 import sys, torch
-from labkit.testbeds.groq import models, textsets
+from labkit.testbeds.groq import evalsets, models
 loaded = models.load(models.BERT_TINY, max_seq_length=128)
-sentences, _ = textsets.sentiment("test")
+sentences, _ = evalsets.sentiment("test")
 with torch.no_grad():
     probabilities = loaded.model(**loaded.tokenizer(sentences, padding=True, return_tensors="pt")).logits.softmax(-1)
 torch.save(probabilities, sys.argv[1])

@@ -44,27 +44,21 @@ def plan(config: Config) -> RunPlan:
                    "where there are several)"
     if skipped:
         more.append("Skipped: replicas {}, more than this machine's {}.".format(skipped, room))
-    if device == "ipu":
-        more.extend(_ipu_obstacles(usable, config.micro_batch_sizes, config.images_per_epoch))
+    if device == "ipu":  # what PopTorch cannot run, said before the run (their rows say it again)
+        status = {(r, m): (ipu_obstacle(r, m, config.images_per_epoch) or ("",))[0]
+                  for r in usable for m in config.micro_batch_sizes}
+        refused = sorted({r for (r, m), said in status.items() if said == "cannot run"})
+        too_big = ["{} x {}".format(r, m) for (r, m), said in status.items() if said == "too few images"]
+        if refused:
+            more.append("Replicas {}: not a power of 2, which PopTorch refuses to compile; their rows say so.".format(
+                refused))
+        if too_big:
+            more.append("Replicas x micro-batch {}: more images a step than the {:,} per epoch, so PopTorch's "
+                        "DataLoader gives no batch; their rows say so, nothing is compiled for them.".format(
+                            ", ".join(too_big), config.images_per_epoch))
     where = "{} replica(s) of the {} model on {}".format(
         "/".join(str(r) for r in usable) or "no", config.model, device)
     return RunPlan("testbed" if device == "ipu" else "portable", where, why, device, more)
-
-
-def _ipu_obstacles(replicas, micro_batches, images_per_epoch: int) -> list:
-    """What PopTorch cannot run among these configurations, said before the run (their rows say it again)."""
-    why = {(r, m): ipu_obstacle(r, m, images_per_epoch) for r in replicas for m in micro_batches}
-    refused = sorted({r for (r, m), reason in why.items() if reason and reason[0] == "cannot run"})
-    too_big = ["{} x {}".format(r, m) for (r, m), reason in why.items() if reason and reason[0] == "too few images"]
-    said = []
-    if refused:
-        said.append("Replicas {}: not a power of 2, which PopTorch refuses to compile; their rows say so.".format(
-            refused))
-    if too_big:
-        said.append("Replicas x micro-batch {}: more images a step than the {:,} per epoch, so PopTorch's DataLoader "
-                    "gives no batch; their rows say so, nothing is compiled for them.".format(", ".join(too_big),
-                                                                                            images_per_epoch))
-    return said
 
 
 _plan_step = plan  # run_exercise's argument is called plan too

@@ -45,19 +45,16 @@ def _representative():
     return nn.Sequential(frozen, trained)
 
 
-_BUILDERS = {"representative": _representative, "small": _small}
-
-
 def model_choice(name: str) -> str:
     """``name`` when it names a model; else a ValueError listing the allowed names."""
-    if name not in _BUILDERS:
+    if name not in MODELS:
         raise ValueError("model = {!r}: unknown; allowed: {}".format(name, ", ".join(repr(m) for m in MODELS)))
     return name
 
 
 def build(name: str):
     """A fresh model (torch.nn.Module) by name; frozen parameters have ``requires_grad=False``."""
-    return _BUILDERS[model_choice(name)]()
+    return {"representative": _representative, "small": _small}[model_choice(name)]()
 
 
 def parameter_counts(model) -> Tuple[int, int, int]:

@@ -1,12 +1,7 @@
-"""How the scaling study's replicas run: one configuration measured on CPU, CUDA or IPU.
-
-- CPU and CUDA (:func:`measure_torch`): ``torch.distributed`` (gloo or NCCL), one process per
-  replica, started by :mod:`labkit.rank_launcher`. On a GPU, through ``labkit.accelerator``: bf16
-  autocast on compute capability 8.0 or newer, a step captured as a CUDA graph, and each epoch
-  sized so that a timed epoch lasts at least a second. Several GPUs are untested.
-- IPU (:func:`measure_ipu`): PopTorch's ``replicationFactor(n)`` in one process; a configuration
-  PopTorch cannot run is found before anything is compiled (:func:`ipu_obstacle`), and one it fails
-  comes back with its message, so the study keeps its other rows.
+"""How the scaling study's replicas run, one configuration at a time: ``torch.distributed`` processes
+started by :mod:`labkit.rank_launcher` (:func:`measure_torch`: gloo on CPUs; NCCL and the
+``labkit.accelerator`` policy on GPUs), or PopTorch's ``replicationFactor`` in one process
+(:func:`measure_ipu`). docs/sweeps.md ("The scaling notebook": Replicas, What IPUs cannot run) says more.
 """
 
 from __future__ import annotations
@@ -95,8 +90,7 @@ def _steps_lasting(step, images, labels, micro_batch, base_steps, seconds, sync,
 
 
 def torch_replica(rank: rank_launcher.Rank, micro_batch: int, images_per_replica: int, epochs: int,
-                  learning_rate: float, seed: int, use_cuda: bool, threads: int,
-                  model_name: str) -> Optional[Dict[str, Any]]:
+                  learning_rate: float, seed: int, use_cuda: bool, model_name: str) -> Optional[Dict[str, Any]]:
     """One replica: a process of a torch.distributed group (gloo on CPU, NCCL on GPUs); replica 0
     returns the epoch times, the losses and the steps per epoch."""
     import torch
@@ -106,7 +100,10 @@ def torch_replica(rank: rank_launcher.Rank, micro_batch: int, images_per_replica
 
     from labkit.accelerator import CapturedStep, describe, resolve_precision
 
-    torch.set_num_threads(threads)
+    # a CPU replica is one core, as an IPU replica is one IPU: one thread each. (Letting one
+    # replica use every core measures torch's intra-op threading, which on a small CNN and a
+    # busy machine mostly measures contention.)
+    torch.set_num_threads(1)
     distributed = rank.world_size > 1
     device = torch.device("cuda", rank.rank) if use_cuda else torch.device("cpu")
     if distributed:
@@ -165,11 +162,7 @@ def measure_torch(replicas: int, micro_batch: int, images_per_epoch: int, epochs
 
     An interrupt does not stop the replicas (the study, inside ``interrupts.graceful()``, lets the
     configuration in progress finish); a second one, raised here, stops them and propagates."""
-    # a CPU replica is one core, as an IPU replica is one IPU: one thread each. (Letting one
-    # replica use every core measures torch's intra-op threading, which on a small CNN and a
-    # busy machine mostly measures contention.)
-    threads = 1
-    args = (micro_batch, images_per_epoch // replicas, epochs, learning_rate, seed, use_cuda, threads, model)
+    args = (micro_batch, images_per_epoch // replicas, epochs, learning_rate, seed, use_cuda, model)
     # a fresh process even for one replica (spawn): every configuration starts from the same state
     gathered = rank_launcher.launch(torch_replica, replicas, args=args, start="spawn",
                             what="The scaling study's {} replica{}".format(replicas, "s" if replicas > 1 else ""))
@@ -178,14 +171,13 @@ def measure_torch(replicas: int, micro_batch: int, images_per_epoch: int, epochs
     return outcome
 
 
-def ipu_obstacle(replicas: int, micro_batch: int, images_per_epoch: int,
-                 device_iterations: int = 1) -> Optional[Tuple[str, str]]:
+def ipu_obstacle(replicas: int, micro_batch: int, images_per_epoch: int) -> Optional[Tuple[str, str]]:
     """Why PopTorch cannot run this configuration, known before anything is compiled: (status,
     note) for the study's row, or None when it can run.
 
     - a replica count that is not a power of 2: PopTorch reserves IPUs in powers of 2 and refuses
       any other count when it compiles (popart_compiler/source/CompilerImpl.cpp, createDevice);
-    - a combined batch (micro-batch x device iterations x replicas) larger than the images per
+    - a combined batch (micro-batch x replicas) larger than the images per
       epoch: ``poptorch.DataLoader`` drops the incomplete batch, so it yields none and the model
       would never compile (python/__init__.py, DataLoader)."""
     if replicas & (replicas - 1):
@@ -193,22 +185,22 @@ def ipu_obstacle(replicas: int, micro_batch: int, images_per_epoch: int,
         return "cannot run", ("{} replicas: PopTorch reserves IPUs in powers of 2 and refuses to compile for {} (one "
                               "IPU a replica: it would have to reserve {}); use 1, 2, 4, 8, 16...".format(
                                   replicas, replicas, reserved))
-    combined = micro_batch * device_iterations * replicas
+    combined = micro_batch * replicas
     if combined > images_per_epoch:
         return "too few images", ("micro-batch {} x {} replica(s) = {:,} images a step, more than the {:,} images per "
                                   "epoch: PopTorch's DataLoader gives no batch, so nothing is compiled or timed".format(
-                                      micro_batch * device_iterations, replicas, combined, images_per_epoch))
+                                      micro_batch, replicas, combined, images_per_epoch))
     return None
 
 
 def measure_ipu(replicas: int, micro_batch: int, images_per_epoch: int, epochs: int, learning_rate: float,
-                seed: int, model_name: str, device_iterations: int = 1) -> Dict[str, Any]:
+                seed: int, model_name: str) -> Dict[str, Any]:
     """PopTorch: one process, ``replicationFactor(replicas)``; the first epoch includes compilation.
 
     A configuration PopTorch cannot run (:func:`ipu_obstacle`), or one it fails (a poptorch.Error
     at compilation or a step: "Failed to acquire 2 IPU(s)"...), comes back with ``status`` and
     ``note`` saying why, and whatever was measured before the failure."""
-    obstacle = ipu_obstacle(replicas, micro_batch, images_per_epoch, device_iterations)
+    obstacle = ipu_obstacle(replicas, micro_batch, images_per_epoch)
     if obstacle:
         return {"epoch_times": [], "losses": [], "images": 0, "status": obstacle[0], "note": obstacle[1]}
     import poptorch
@@ -228,7 +220,7 @@ def measure_ipu(replicas: int, micro_batch: int, images_per_epoch: int, epochs: 
             return out, F.cross_entropy(out, y)
 
     torch.manual_seed(seed)
-    opts = poptorch.Options().deviceIterations(device_iterations).replicationFactor(replicas)
+    opts = poptorch.Options().deviceIterations(1).replicationFactor(replicas)
     opts.outputMode(poptorch.OutputMode.All)
     images, labels = synthetic_images(images_per_epoch, seed + 1)
     loader = poptorch.DataLoader(opts, torch.utils.data.TensorDataset(images, labels), batch_size=micro_batch,

@@ -33,9 +33,8 @@ def show(run: Run) -> Optional[List[Any]]:
 
 def _series_key(frame):
     """platform + model: a local study of the small model does not share a baseline with the representative."""
-    if "model" not in frame.columns:
-        return frame["platform"].astype(str) + " | " + REFERENCE_MODEL
-    return frame["platform"].astype(str) + " | " + frame["model"].fillna(REFERENCE_MODEL).astype(str)
+    model = frame["model"].fillna(REFERENCE_MODEL).astype(str) if "model" in frame.columns else REFERENCE_MODEL
+    return frame["platform"].astype(str) + " | " + model
 
 
 def with_speedup(frame):

@@ -4,9 +4,8 @@
 
 The images are synthetic (speed does not depend on pixel values, and no dataset has to be shared
 between replicas); throughput is taken over the epochs after the first, so compilation and warm-up
-are left out. How replicas run is :mod:`.replicas`; the IPU path is verified only against a fake
-written from PopTorch's source (run it on a Graphcore testbed to measure). docs/sweeps.md ("The
-scaling notebook") tells the rest: divergence, what IPUs cannot run, the published reference.
+are left out. docs/sweeps.md ("The scaling notebook") tells the rest: how replicas run (the IPU path
+is verified only against a fake), divergence, what IPUs cannot run, the published reference.
 """
 
 from __future__ import annotations
@@ -73,13 +72,9 @@ def resolve_device(device: str) -> str:
 def measure(replicas: int, micro_batch: int, images_per_epoch: int = 2048, epochs: int = 2,
             learning_rate: float = 0.01, seed: int = 0, device: str = "cpu",
             model: str = "representative") -> Dict[str, Any]:
-    """One configuration: a row with throughput (images/s, epochs after the first), losses and status.
-
-    ``status`` is ``complete``, ``diverged`` (``note`` says why: ``diverged: loss nan``...; the
-    throughput is still given, as in the published table) or ``too few images``; on IPUs also
-    ``cannot run`` (a replica count PopTorch refuses) or ``failed`` (PopTorch raised: the note
-    gives its message). Those without a throughput say why in ``note``.
-    """
+    """One configuration: a row with throughput (images/s, epochs after the first), losses, ``status``
+    (``complete``, ``diverged`` with its throughput, ``too few images``; on IPUs ``cannot run`` or
+    ``failed``) and a ``note`` saying why (docs/sweeps.md, "The scaling notebook")."""
     if epochs < 2:
         raise ValueError("epochs = {}: the throughput is taken after the first epoch, so at least 2 are "
                          "needed".format(epochs))
@@ -165,12 +160,9 @@ def study(replicas: Sequence[int], micro_batches: Sequence[int], images_per_epoc
 
 
 def load_reference(path: str):
-    """A CSV of results measured elsewhere: columns platform, replicas, micro_batch, throughput (images/s).
-
-    Optional ``status`` (``complete`` when absent; ``diverged`` rows keep their measured speed and
-    are marked in tables and plots) and ``note``; other columns are kept. The default is
-    :data:`PUBLISHED_REFERENCE`, the course study's published IPU-POD16 and A100 table.
-    """
+    """A CSV of results measured elsewhere (the notebook's default: :data:`PUBLISHED_REFERENCE`): columns
+    platform, replicas, micro_batch, throughput (images/s), optional ``status`` (``complete`` when absent;
+    ``diverged`` rows keep their measured speed) and ``note``; other columns are kept."""
     import pandas as pd
 
     problem = existing_file(path)

@@ -104,12 +104,10 @@ def build(config: Config, loaded: Any) -> Dict[str, Any]:
     dummy = evalsets.dummy_inputs(loaded.task, config.max_seq_length, config.batch_size)
     engines = {name: backends.make(name, loaded.model, loaded.task, dummy, label=loaded.requested)
                for name in names}
-    rows = []
-    for name, engine in engines.items():
-        info = engine.build
-        rows.append({"backend": name, "compiled input shape": info.input_shape,
-                     "build": "built now" if info.built_now else ("reused from cache" if name == "onnxruntime" else "none needed"),
-                     "what runs": _WHAT_RUNS.get(name, info.artifact)})
+    rows = [{"backend": name, "compiled input shape": engine.build.input_shape,
+             "build": "built now" if engine.build.built_now else (
+                 "reused from cache" if name == "onnxruntime" else "none needed"),
+             "what runs": _WHAT_RUNS[name]} for name, engine in engines.items()]
     table = show(pd.DataFrame(rows))  # None in a kernel, which shows it
     if table is not None:
         print(table)

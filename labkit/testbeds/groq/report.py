@@ -143,19 +143,16 @@ def show(run: Run) -> Optional[List[Any]]:
 def show_latency(run: Run) -> Optional[List[Any]]:
     """Both kinds of latency for every backend: the table and the bar plot."""
     details = details_of(run, "latency measured here")
-    if details is None:
-        return display.shown([])
-    return display.shown([display.show(details.result.latency_table), display.show(plot_latency(details.result))])
+    return display.shown([] if details is None else [display.show(details.result.latency_table),
+                                                     display.show(plot_latency(details.result))])
 
 
 @show_step
 def show_parity(run: Run, limit: int = 5) -> Optional[List[Any]]:
     """Every backend's predictions against the CPU's, and up to ``limit`` disagreeing samples each."""
     details = details_of(run, "prediction to compare")
-    if details is None:
-        return display.shown([])
-    return display.shown([display.show(details.result.parity),
-                          display.show(details.result.disagreement_examples(limit))])
+    return display.shown([] if details is None else [display.show(details.result.parity),
+                                                     display.show(details.result.disagreement_examples(limit))])
 
 
 def make_run(config: Config, loaded: Any, data: Any, result: GroqResult) -> Run:
@@ -170,11 +167,10 @@ def make_run(config: Config, loaded: Any, data: Any, result: GroqResult) -> Run:
             METRICS.add(run, "{}_accuracy".format(name), round(result.scores[name] * 100, 4))
         else:
             METRICS.add(run, "{}_spearman".format(name), result.scores[name])
-        METRICS.add(run, "{}_e2e_latency_ms".format(name), lat["end_to_end"] * 1000)
-        METRICS.add(run, "{}_e2e_ips".format(name), result.batch_size / lat["end_to_end"])
-        if lat.get("on_chip"):
-            METRICS.add(run, "{}_onchip_latency_ms".format(name), lat["on_chip"] * 1000)
-            METRICS.add(run, "{}_onchip_ips".format(name), result.batch_size / lat["on_chip"])
+        for kind, seconds in (("e2e", lat["end_to_end"]), ("onchip", lat.get("on_chip"))):
+            if seconds:  # on-chip: groq only
+                METRICS.add(run, "{}_{}_latency_ms".format(name, kind), seconds * 1000)
+                METRICS.add(run, "{}_{}_ips".format(name, kind), result.batch_size / seconds)
         METRICS.add(run, "{}_loop_latency_ms".format(name), lat["loop"] * 1000)
         METRICS.add(run, "{}_compile_input_latency_ms".format(name), lat["compile_inputs"] * 1000)
         if name != "cpu":
@@ -266,9 +262,8 @@ def custom(config: Config, loaded: Any, engines: Optional[Dict[str, Any]] = None
     loaded, engines = found
     items: List[Tuple[Any, Dict[str, Any]]] = []
     if loaded.task == "classification":
-        for sentence in config.custom_text:
-            encoded, _ = evalsets.encode_sentence(loaded.tokenizer, sentence, config.max_seq_length)
-            items.append((sentence, encoded))
+        items = [(sentence, evalsets.encode_sentence(loaded.tokenizer, sentence, config.max_seq_length)[0])
+                 for sentence in config.custom_text]
     else:
         if len(config.custom_text) < 2:
             print("sentence similarity compares sentences in pairs: give custom_text at least 2 sentences.")
