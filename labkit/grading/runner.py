@@ -226,9 +226,7 @@ def _copy_submission(source: str, workdir: str, max_bytes: int) -> str:
         return ""
     if os.path.getsize(source) > max_bytes:
         raise ValueError("the notebook is {} bytes, over the {} byte limit".format(os.path.getsize(source), max_bytes))
-    dst = os.path.join(workdir, os.path.basename(source))
-    shutil.copy2(source, dst)
-    return dst
+    return shutil.copy2(source, workdir)  # the copy's path
 
 
 def _special_files(folder: str, names: List[str]) -> List[str]:
@@ -336,10 +334,8 @@ def _records(path: str) -> Dict[str, Any]:
 
 def _finish(result: Dict[str, Any], rubric: Rubric, evidence: Evidence, job: Dict[str, Any], started: float,
             outcome: ExecutionOutcome) -> Dict[str, Any]:
-    result["status"] = outcome.status
-    result["reason"] = outcome.reason
-    result["error"] = outcome.error
-    result["output_dropped_bytes"] = outcome.dropped_bytes
+    result.update(status=outcome.status, reason=outcome.reason, error=outcome.error,
+                  output_dropped_bytes=outcome.dropped_bytes)
     if outcome.dropped_bytes:
         result["reason"] = (result["reason"] + "; " if result["reason"] else "") + \
             "{:.0f} MB of output beyond the {:.0f} MB limit was dropped".format(
@@ -358,9 +354,8 @@ def _finish(result: Dict[str, Any], rubric: Rubric, evidence: Evidence, job: Dic
     return result
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    with open(argv[0]) as f:
+def main() -> int:
+    with open(sys.argv[1]) as f:
         job = json.load(f)
     try:
         result = run_job(job)
