@@ -111,15 +111,10 @@ CGROUP_ROOT = "/sys/fs/cgroup"
 def cgroup_parents() -> Dict[str, str]:
     """controller -> the folder under which this grader may make cgroups (v1 or v2), if writable."""
     if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")):  # v2: one unified tree
-        own = _own_cgroup("")
-        folder = os.path.join(CGROUP_ROOT, own.lstrip("/"))
-        return {"unified": folder} if os.access(folder, os.W_OK) else {}
-    found = {}
-    for controller in ("pids", "memory"):
-        folder = os.path.join(CGROUP_ROOT, controller, _own_cgroup(controller).lstrip("/"))
-        if os.path.isdir(folder) and os.access(folder, os.W_OK):
-            found[controller] = folder
-    return found
+        folders = {"unified": os.path.join(CGROUP_ROOT, _own_cgroup("").lstrip("/"))}
+    else:
+        folders = {c: os.path.join(CGROUP_ROOT, c, _own_cgroup(c).lstrip("/")) for c in ("pids", "memory")}
+    return {c: folder for c, folder in folders.items() if os.path.isdir(folder) and os.access(folder, os.W_OK)}
 
 
 def _own_cgroup(controller: str) -> str:
