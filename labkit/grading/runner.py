@@ -248,9 +248,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     """Grade one submission described by ``job`` (see ``labkit.grading.batch``); return the result."""
     started = time.monotonic()
     run_dir = job["run_dir"]
-    workdir = os.path.join(run_dir, "work")
-    conn_dir = os.path.join(run_dir, "conn")
-    grader_dir = os.path.join(run_dir, "grader")
+    workdir, conn_dir, grader_dir = (os.path.join(run_dir, name) for name in ("work", "conn", "grader"))
     for path in (workdir, conn_dir, grader_dir):
         os.makedirs(path, mode=0o700, exist_ok=True)
     os.makedirs(os.path.join(workdir, ".tmp", "matplotlib"), exist_ok=True)
@@ -259,12 +257,11 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     uid = job.get("uid")
     result: Dict[str, Any] = {"student": job["student"], "key": job["key"], "isolation": job.get("isolation", job["level"])}
 
-    notebook_path = job["notebook"]
     try:
         if job.get("problem"):
             raise ValueError(job["problem"])
         copied = _copy_submission(job["source"], workdir, limits.submission_bytes)
-        local_nb = copied or os.path.join(workdir, os.path.relpath(notebook_path, job["source"]))
+        local_nb = copied or os.path.join(workdir, os.path.relpath(job["notebook"], job["source"]))
         submitted = nbformat.read(local_nb, as_version=4)
     except Exception as exc:
         outcome = ExecutionOutcome("unreadable", "the submission could not be read: {}".format(str(exc)[:300]))
