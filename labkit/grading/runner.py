@@ -209,7 +209,7 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: levels.Limit
     return outcome
 
 
-def _copy_submission(source: str, workdir: str, max_bytes: int) -> str:
+def _copy_submission(source: str, notebook: str, workdir: str, max_bytes: int) -> str:
     """Copy a notebook (or a student folder) into ``workdir``; return the notebook's new path."""
     if os.path.isdir(source):
         total = sum(os.path.getsize(os.path.join(top, name))
@@ -223,7 +223,7 @@ def _copy_submission(source: str, workdir: str, max_bytes: int) -> str:
                 shutil.copytree(src, dst, symlinks=True, ignore=_special_files)
             elif os.path.isfile(src) and not os.path.islink(src):
                 shutil.copy2(src, dst)
-        return ""
+        return os.path.join(workdir, os.path.relpath(notebook, source))
     if os.path.getsize(source) > max_bytes:
         raise ValueError("the notebook is {} bytes, over the {} byte limit".format(os.path.getsize(source), max_bytes))
     return shutil.copy2(source, workdir)  # the copy's path
@@ -260,8 +260,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     try:
         if job.get("problem"):
             raise ValueError(job["problem"])
-        copied = _copy_submission(job["source"], workdir, limits.submission_bytes)
-        local_nb = copied or os.path.join(workdir, os.path.relpath(job["notebook"], job["source"]))
+        local_nb = _copy_submission(job["source"], job["notebook"], workdir, limits.submission_bytes)
         submitted = nbformat.read(local_nb, as_version=4)
     except Exception as exc:
         outcome = ExecutionOutcome("unreadable", "the submission could not be read: {}".format(str(exc)[:300]))
