@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -44,6 +45,14 @@ STATE_VERSION = 1
 
 def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.@-]", "_", name).strip(".") or "student"
+
+
+@dataclass
+class Submission:
+    student: str
+    source: str  # the notebook, or the student's folder
+    notebook: str  # the notebook to execute ("" when none was found)
+    problem: str = ""
 
 
 def find_submissions(folder: str, preferred: Optional[str] = None) -> List[Submission]:
@@ -116,14 +125,11 @@ class _State:
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
         self.path = os.path.join(self.folder, "state.json")
         self.results: Dict[str, Dict[str, Any]] = {}
-        if os.path.exists(self.path):
-            try:
-                with open(self.path) as f:
-                    data = json.load(f)
-                if data.get("version") == STATE_VERSION:
-                    self.results = data.get("results", {})
-            except ValueError:  # unreadable state: grade again, losing nothing but time
-                self.results = {}
+        # none yet, or unreadable: grade again, losing nothing but time
+        with suppress(FileNotFoundError, ValueError), open(self.path) as f:
+            data = json.load(f)
+            if data.get("version") == STATE_VERSION:
+                self.results = data.get("results", {})
 
     def lock(self) -> int:
         fd = os.open(os.path.join(self.folder, "lock"), os.O_CREAT | os.O_RDWR, 0o600)
@@ -190,63 +196,51 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
     outputs = _Outputs(out_dir, rubric, subs, lms, assignment)
     outputs.write(state)
 
-    def finished(sub: Submission, result: Dict[str, Any]) -> None:
-        if sub.source and os.path.exists(sub.source):
-            result["fingerprints"] = file_fingerprints(sub.source, handout)
-        state.results[sub.student] = result
+    def finished(job: Dict[str, Any], result: Dict[str, Any]) -> None:
+        if os.path.exists(job["source"]):
+            result["fingerprints"] = file_fingerprints(job["source"], handout)
+        state.results[job["student"]] = result
         state.save()
         outputs.write(state, result)
         if progress is not None:
             progress(result)
 
-    jobs = [dict(_job(s, keys[s.student], rubric_path, limits, level, hidden, reproduce),
-                 allow_unconfined=allow_unconfined) for s in pending]
-    by_name = {s.student: s for s in pending}
+    # what a worker needs to grade a submission, as plain data: it may travel to another node
+    jobs = [{"student": s.student, "key": keys[s.student], "source": os.path.abspath(s.source),
+             "notebook": os.path.abspath(s.notebook) if s.notebook else "", "problem": s.problem,
+             "rubric": os.path.abspath(rubric_path), "limits": limits.to_dict(), "level": level, "hidden": hidden,
+             "reproduce": reproduce, "allow_unconfined": allow_unconfined} for s in pending]
     try:
         if executor == "parsl":
-            run_parsl(jobs, config, out_dir,
-                      lambda job, result: finished(by_name[job["student"]], _store_executed(result, out_dir)))
+            run_parsl(jobs, config, out_dir, lambda job, result: finished(job, _store_executed(result, out_dir)))
         else:
-            _run_local(jobs, by_name, rubric, limits, level, reproduce, workers, out_dir, finished)
+            _run_local(jobs, rubric, workers, out_dir, finished)
     finally:
         os.close(lock_fd)
     return {s.student: state.results[s.student] for s in subs if s.student in state.results}
 
 
-def _job(sub: Submission, key: str, rubric_path: str, limits: levels.Limits, level: str, hidden: List[str],
-         reproduce: bool) -> Dict[str, Any]:
-    """What a worker needs to grade ``sub`` (plain data: it may travel to another node)."""
-    return {"student": sub.student, "key": key, "source": os.path.abspath(sub.source),
-            "notebook": os.path.abspath(sub.notebook) if sub.notebook else "", "problem": sub.problem,
-            "rubric": os.path.abspath(rubric_path), "limits": limits.to_dict(), "level": level,
-            "hidden": list(hidden), "reproduce": reproduce}
-
-
-def _run_local(jobs: List[Dict[str, Any]], by_name: Dict[str, Submission], rubric: Any, limits: levels.Limits,
-               level: str, reproduce: bool, workers: int, out_dir: str,
-               finished: Callable[[Submission, Dict[str, Any]], None]) -> None:
-    """Grade the submissions of ``jobs`` here, ``workers`` at a time, each in its own worker process."""
-    pending = list(jobs)
+def _run_local(pending: List[Dict[str, Any]], rubric: Any, workers: int, out_dir: str,
+               finished: Callable[[Dict[str, Any], Dict[str, Any]], None]) -> None:
+    """Grade the submissions of ``pending`` here, ``workers`` at a time, each in its own worker process."""
     workroot = new_workroot()
     running: List[Running] = []
-    counter = 0
+    numbers = itertools.count(1)
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         while pending or running:
             while pending and len(running) < max(1, workers):
-                job = pending.pop(0)
-                counter += 1
-                running.append(start_job(job, by_name[job["student"]], workroot, counter))
+                running.append(start_job(pending.pop(0), workroot, next(numbers)))
             time.sleep(0.1)
             for item in list(running):
                 timed_out = time.monotonic() > item.deadline
                 if item.proc.poll() is None and not timed_out:
                     continue
                 running.remove(item)
-                result = _store_executed(collect_job(item, timed_out, limits, level, rubric, reproduce), out_dir)
+                result = _store_executed(collect_job(item, timed_out, rubric), out_dir)
                 if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):  # set it to inspect a run's kernel.log
-                    shutil.rmtree(item.run_dir, ignore_errors=True)
-                finished(item.sub, result)
+                    shutil.rmtree(item.job["run_dir"], ignore_errors=True)
+                finished(item.job, result)
     finally:
         for item in running:  # interrupted: stop what runs; the state keeps what finished
             kill_job(item)
@@ -318,14 +312,6 @@ class _Outputs:
 WORKER_GRACE_S = 90.0
 
 
-@dataclass
-class Submission:
-    student: str
-    source: str  # the notebook, or the student's folder
-    notebook: str  # the notebook to execute ("" when none was found)
-    problem: str = ""
-
-
 PR_SET_PDEATHSIG = 1
 try:
     import ctypes
@@ -348,12 +334,9 @@ def _prepare_worker() -> None:  # pragma: no cover - runs in the child between f
 
 @dataclass
 class Running:
-    sub: Submission
-    key: str
+    job: Dict[str, Any]  # with its run's folder, uid and cgroups
     proc: subprocess.Popen
     slot: slots.Slot
-    run_dir: str
-    result_path: str
     deadline: float
     started: float
 
@@ -381,7 +364,7 @@ def new_workroot() -> str:
     return workroot
 
 
-def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int) -> Running:
+def start_job(job: Dict[str, Any], workroot: str, counter: int) -> Running:
     """Start the worker process that grades ``job`` (see runner.py) in ``workroot/r<counter>``."""
     limits = levels.Limits(**job["limits"])
     level = job["level"]
@@ -389,8 +372,7 @@ def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int)
     slot.cgroups = slots.make_cgroups("{}-r{}".format(os.getpid(), counter), limits)
     run_dir = os.path.join(workroot, "r{}".format(counter))  # short: ipc socket paths are limited to 107 bytes
     os.makedirs(run_dir, mode=0o711)
-    result_path = os.path.join(run_dir, "result.json")
-    job = dict(job, run_dir=run_dir, result=result_path, uid=slot.uid, cgroups=slot.cgroups,
+    job = dict(job, run_dir=run_dir, result=os.path.join(run_dir, "result.json"), uid=slot.uid, cgroups=slot.cgroups,
                hidden=list(job["hidden"]) + [workroot],
                isolation=levels.isolation_name(level, slot.uid is not None, bool(slot.cgroups)))
     job_path = os.path.join(run_dir, "job.json")
@@ -402,7 +384,7 @@ def start_job(job: Dict[str, Any], sub: Submission, workroot: str, counter: int)
                             start_new_session=True, preexec_fn=_prepare_worker)
     log.close()
     deadline = time.monotonic() + (limits.notebook_s or 1e9) + WORKER_GRACE_S
-    return Running(sub, job["key"], proc, slot, run_dir, result_path, deadline, time.monotonic())
+    return Running(job, proc, slot, deadline, time.monotonic())
 
 
 def kill_job(item: Running) -> None:
@@ -414,36 +396,34 @@ def kill_job(item: Running) -> None:
     item.slot.release()
 
 
-def collect_job(item: Running, timed_out: bool, limits: levels.Limits, level: str,
-             rubric: Any, reproduce: bool) -> Dict[str, Any]:
+def collect_job(item: Running, timed_out: bool, rubric: Any) -> Dict[str, Any]:
     """The worker's result (its ``executed`` notebook still in the run folder), or why there is none."""
     if timed_out:
         kill_job(item)
     item.slot.release()  # kills anything the run's uid left behind
     result: Dict[str, Any]
     try:
-        with open(item.result_path) as f:
+        with open(item.job["result"]) as f:
             result = json.load(f)
     except (OSError, ValueError):
         tail = ""
-        with suppress(OSError, IndexError), open(os.path.join(item.run_dir, "worker.log"), "rb") as f:
+        with suppress(OSError, IndexError), open(os.path.join(item.job["run_dir"], "worker.log"), "rb") as f:
             f.seek(0, 2)
             f.seek(max(0, f.tell() - 2000))
-            tail = f.read().decode(errors="replace").strip().splitlines()[-1:][0] if f else ""
-        why = "the grader stopped this run after {:g} s".format((limits.notebook_s or 0) + WORKER_GRACE_S) if timed_out \
+            tail = f.read().decode(errors="replace").strip().splitlines()[-1]
+        notebook_s = item.job["limits"]["notebook_s"] or 0
+        why = "the grader stopped this run after {:g} s".format(notebook_s + WORKER_GRACE_S) if timed_out \
             else "the grading process failed (exit status {}){}".format(item.proc.returncode, ": " + tail if tail else "")
-        result = failed_result(item.sub.student, item.key, level, "timeout" if timed_out else "grader error", why,
-                               rubric, reproduce)
+        result = failed_result(item.job, "timeout" if timed_out else "grader error", why, rubric)
     result.pop("trace", None)
     result["graded_s"] = round(time.monotonic() - item.started, 3)
     return result
 
 
-def failed_result(student: str, key: str, level: str, status: str, why: str, rubric: Any,
-                  reproduce: bool) -> Dict[str, Any]:
+def failed_result(job: Dict[str, Any], status: str, why: str, rubric: Any) -> Dict[str, Any]:
     """The result of a submission whose grading produced nothing: every check scored on ``why``."""
-    checks = [c.to_dict() for c in rubric.grade(Evidence(None, {}, {}, status, why, reproduce=reproduce))]
-    return {"student": student, "key": key, "isolation": level, "status": status, "reason": why,
+    checks = [c.to_dict() for c in rubric.grade(Evidence(None, {}, {}, status, why, reproduce=job["reproduce"]))]
+    return {"student": job["student"], "key": job["key"], "isolation": job["level"], "status": status, "reason": why,
             "checks": checks, "total": 0, "max_total": round(sum(c["points"] for c in checks if not c.get("skipped")), 3)}
 
 
@@ -456,18 +436,15 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
     refused = "" if job.get("allow_unconfined") else levels.refusal(job["level"])
     if not levels.level_available(job["level"]) or refused:
         why = refused or "isolation level {!r} does not work".format(job["level"])
-        return dict(failed_result(job["student"], job["key"], job["level"], "grader error",
-                                  "on node {}, {}; nothing was run".format(host, why), rubric,
-                                  job["reproduce"]), host=host)
+        return dict(failed_result(job, "grader error", "on node {}, {}; nothing was run".format(host, why), rubric),
+                    host=host)
     workroot = new_workroot()
-    sub = Submission(job["student"], job["source"], job["notebook"], job["problem"])
     item = None
     try:
-        item = start_job(job, sub, workroot, 1)
+        item = start_job(job, workroot, 1)
         while item.proc.poll() is None and time.monotonic() <= item.deadline:
             time.sleep(0.1)
-        limits = levels.Limits(**job["limits"])
-        result = collect_job(item, item.proc.poll() is None, limits, job["level"], rubric, job["reproduce"])
+        result = collect_job(item, item.proc.poll() is None, rubric)
         executed = result.pop("executed", None)
         if executed and os.path.exists(executed):
             with open(executed, encoding="utf-8") as f:
@@ -494,6 +471,5 @@ def run_parsl(jobs: List[Dict[str, Any]], config: Any, out_dir: str,
             result = future.result()
         except Exception as exc:  # the Parsl task itself failed (worker lost, node gone)
             why = "the Parsl task failed: {}: {}".format(type(exc).__name__, str(exc)[:300])
-            result = failed_result(job["student"], job["key"], job["level"], "grader error", why,
-                                   load_rubric(job["rubric"]), job["reproduce"])
+            result = failed_result(job, "grader error", why, load_rubric(job["rubric"]))
         on_result(job, result)

@@ -209,7 +209,7 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: levels.Limit
     return outcome
 
 
-def _copy_submission(source: str, workdir: str, max_bytes: int) -> str:
+def _copy_submission(source: str, notebook: str, workdir: str, max_bytes: int) -> str:
     """Copy a notebook (or a student folder) into ``workdir``; return the notebook's new path."""
     if os.path.isdir(source):
         total = sum(os.path.getsize(os.path.join(top, name))
@@ -223,12 +223,10 @@ def _copy_submission(source: str, workdir: str, max_bytes: int) -> str:
                 shutil.copytree(src, dst, symlinks=True, ignore=_special_files)
             elif os.path.isfile(src) and not os.path.islink(src):
                 shutil.copy2(src, dst)
-        return ""
+        return os.path.join(workdir, os.path.relpath(notebook, source))
     if os.path.getsize(source) > max_bytes:
         raise ValueError("the notebook is {} bytes, over the {} byte limit".format(os.path.getsize(source), max_bytes))
-    dst = os.path.join(workdir, os.path.basename(source))
-    shutil.copy2(source, dst)
-    return dst
+    return shutil.copy2(source, workdir)  # the copy's path
 
 
 def _special_files(folder: str, names: List[str]) -> List[str]:
@@ -250,9 +248,7 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     """Grade one submission described by ``job`` (see ``labkit.grading.batch``); return the result."""
     started = time.monotonic()
     run_dir = job["run_dir"]
-    workdir = os.path.join(run_dir, "work")
-    conn_dir = os.path.join(run_dir, "conn")
-    grader_dir = os.path.join(run_dir, "grader")
+    workdir, conn_dir, grader_dir = (os.path.join(run_dir, name) for name in ("work", "conn", "grader"))
     for path in (workdir, conn_dir, grader_dir):
         os.makedirs(path, mode=0o700, exist_ok=True)
     os.makedirs(os.path.join(workdir, ".tmp", "matplotlib"), exist_ok=True)
@@ -261,12 +257,10 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     uid = job.get("uid")
     result: Dict[str, Any] = {"student": job["student"], "key": job["key"], "isolation": job.get("isolation", job["level"])}
 
-    notebook_path = job["notebook"]
     try:
         if job.get("problem"):
             raise ValueError(job["problem"])
-        copied = _copy_submission(job["source"], workdir, limits.submission_bytes)
-        local_nb = copied or os.path.join(workdir, os.path.relpath(notebook_path, job["source"]))
+        local_nb = _copy_submission(job["source"], job["notebook"], workdir, limits.submission_bytes)
         submitted = nbformat.read(local_nb, as_version=4)
     except Exception as exc:
         outcome = ExecutionOutcome("unreadable", "the submission could not be read: {}".format(str(exc)[:300]))
@@ -336,10 +330,8 @@ def _records(path: str) -> Dict[str, Any]:
 
 def _finish(result: Dict[str, Any], rubric: Rubric, evidence: Evidence, job: Dict[str, Any], started: float,
             outcome: ExecutionOutcome) -> Dict[str, Any]:
-    result["status"] = outcome.status
-    result["reason"] = outcome.reason
-    result["error"] = outcome.error
-    result["output_dropped_bytes"] = outcome.dropped_bytes
+    result.update(status=outcome.status, reason=outcome.reason, error=outcome.error,
+                  output_dropped_bytes=outcome.dropped_bytes)
     if outcome.dropped_bytes:
         result["reason"] = (result["reason"] + "; " if result["reason"] else "") + \
             "{:.0f} MB of output beyond the {:.0f} MB limit was dropped".format(
@@ -358,9 +350,8 @@ def _finish(result: Dict[str, Any], rubric: Rubric, evidence: Evidence, job: Dic
     return result
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    with open(argv[0]) as f:
+def main() -> int:
+    with open(sys.argv[1]) as f:
         job = json.load(f)
     try:
         result = run_job(job)

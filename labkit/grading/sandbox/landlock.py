@@ -9,6 +9,7 @@ base where importable): the launcher (``python -I -S``) loads this file by its p
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
 import platform
 import stat
@@ -34,6 +35,7 @@ _PR_SET_NO_NEW_PRIVS = 38
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _ABI1_FS = (1 << 13) - 1  # EXECUTE ... MAKE_SYM
 REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+_LATER_FS = ((2, REFER), (3, TRUNCATE), (5, IOCTL_DEV))  # (the ABI that brought it, the right)
 _FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # what a rule on a non-folder may grant
 READ = EXECUTE | READ_FILE | READ_DIR
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
@@ -41,7 +43,7 @@ _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 
 #: Read-only system folders a Python kernel needs (those that exist); /etc is filtered (below).
 SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/opt", "/proc", "/sys")
-#: Devices a kernel may read and write (GPUs are added where they exist).
+#: Devices a kernel may read and write (NVIDIA and DRI devices are added where they exist, for the GPU).
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
 
@@ -68,11 +70,6 @@ def abi_version() -> int:
         return 0
     version = libc.syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
     return int(version) if version > 0 else 0
-
-
-def _fs_rights(abi: int) -> int:
-    later = ((2, REFER), (3, TRUNCATE), (5, IOCTL_DEV))  # (the ABI that brought it, the right)
-    return _ABI1_FS | sum(right for since, right in later if abi >= since)
 
 
 def inside(path: str, folder: str) -> bool:
@@ -156,7 +153,7 @@ def restrict(read: Iterable[str], write: Iterable[str], deny: Sequence[str] = ()
     if abi < 1 or libc is None:
         raise LandlockError("this kernel has no Landlock (Linux 5.13+ with landlock in its LSM list)")
     create, add, restrict_self = _SYSCALLS[platform.machine()]
-    fs = _fs_rights(abi)
+    fs = _ABI1_FS | sum(right for since, right in _LATER_FS if abi >= since)
     net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if deny_tcp and abi >= 4 else 0
     scoped = (_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL) if abi >= 6 else 0
     attr = ctypes.create_string_buffer(struct.pack("=QQQ", fs, net, scoped), 24)
@@ -174,7 +171,7 @@ def restrict(read: Iterable[str], write: Iterable[str], deny: Sequence[str] = ()
             _add_rule(libc, add, ruleset, path, READ_DIR)
         for path in dict.fromkeys(readable):
             _add_rule(libc, add, ruleset, path, READ & fs)
-        for path in list(DEVICES) + _gpu_devices():
+        for path in list(DEVICES) + glob.glob("/dev/nvidia*") + glob.glob("/dev/dri"):
             _add_rule(libc, add, ruleset, path, (READ_FILE | WRITE_FILE | IOCTL_DEV) & fs)
         for path in write:
             if path:
@@ -185,13 +182,3 @@ def restrict(read: Iterable[str], write: Iterable[str], deny: Sequence[str] = ()
     finally:
         os.close(ruleset)
     return abi
-
-
-def _gpu_devices() -> List[str]:
-    """NVIDIA and DRI device files, so a kernel may still use the machine's GPU."""
-    try:
-        names = os.listdir("/dev")
-    except OSError:
-        return []
-    found = [os.path.join("/dev", n) for n in names if n.startswith("nvidia")]
-    return found + [p for p in ("/dev/dri",) if os.path.exists(p)]

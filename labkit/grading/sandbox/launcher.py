@@ -20,21 +20,11 @@ import importlib.util
 import os
 import resource
 import sys
-from types import ModuleType
 from typing import List, Optional
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 SIGKILL = 9
-
-
-def _set_limit(which: int, value: Optional[int]) -> None:
-    if value is None or value <= 0:
-        return
-    soft, hard = resource.getrlimit(which)
-    if hard != resource.RLIM_INFINITY and value > hard:
-        value = hard
-    resource.setrlimit(which, (value, value))
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -44,26 +34,6 @@ def _prctl(option: int, value: int) -> bool:
     except (OSError, AttributeError):
         return False
     return True
-
-
-def _die_with_parent(parent: Optional[int]) -> None:
-    """SIGKILL this process (and so the kernel it becomes) when its parent dies.
-
-    Set last: it survives ``exec`` but a uid switch clears it. ``parent`` (the pid that started us)
-    closes the race of a parent that died before the call: an orphan must not start the kernel.
-    """
-    if _prctl(PR_SET_PDEATHSIG, SIGKILL) and parent is not None and os.getppid() != parent:
-        os._exit(137)
-
-
-def _landlock() -> ModuleType:
-    """``landlock.py`` beside this file, loaded by its path: run as ``python -I -S launcher.py``, no
-    ``labkit`` is importable here (and none from a submission may be)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock.py")
-    spec = importlib.util.spec_from_file_location("_labkit_landlock", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -101,14 +71,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     # RLIMIT_DATA, not RLIMIT_AS: a CUDA build of torch maps about 6 GB of libraries (VmPeak) for
     # 1 GB resident, so an address-space cap starves an honest re-run long before a memory hog.
     # RLIMIT_DATA counts what a process can write (heap, anonymous maps, thread stacks).
-    _set_limit(resource.RLIMIT_DATA, args.memory)
-    _set_limit(resource.RLIMIT_FSIZE, args.fsize)
-    _set_limit(resource.RLIMIT_CPU, args.cpu)
-    _set_limit(resource.RLIMIT_NPROC, args.nproc)
+    for which, value in ((resource.RLIMIT_DATA, args.memory), (resource.RLIMIT_FSIZE, args.fsize),
+                         (resource.RLIMIT_CPU, args.cpu), (resource.RLIMIT_NPROC, args.nproc)):
+        if value is not None and value > 0:
+            hard = resource.getrlimit(which)[1]  # a lower hard limit stays
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (value, value))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core dumps of a crashed kernel
     if args.landlock:  # before the uid switch: the rules' folders are opened while we can reach them
+        # landlock.py beside this file, loaded by its path: no ``labkit`` is importable here (and none
+        # from a submission may be)
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock.py")
+        spec = importlib.util.spec_from_file_location("_labkit_landlock", path)
+        landlock = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(landlock)  # type: ignore[union-attr]
         try:
-            _landlock().restrict(args.landlock_read, args.landlock_write, args.landlock_deny, args.landlock_tcp)
+            landlock.restrict(args.landlock_read, args.landlock_write, args.landlock_deny, args.landlock_tcp)
         except OSError as exc:
             print("labkit grade: Landlock was asked for and failed, the kernel is not started: {}".format(exc),
                   file=sys.stderr)
@@ -119,8 +97,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         os.setresgid(gid, gid, gid)
         os.setresuid(args.uid, args.uid, args.uid)
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
-    if args.die_with_parent:
-        _die_with_parent(args.parent)
+    # SIGKILL this process (and so the kernel it becomes) when its parent dies; set last: it survives exec
+    # but a uid switch clears it. --parent closes the race of a parent that died before the call.
+    if args.die_with_parent and _prctl(PR_SET_PDEATHSIG, SIGKILL) and args.parent not in (None, os.getppid()):
+        os._exit(137)  # an orphan must not start the kernel
     # ipykernel exits when its parent pid changes; inside a PID namespace the grader's pid
     # means nothing, and the sandbox already ends the kernel with its grader.
     os.environ.pop("JPY_PARENT_PID", None)

@@ -47,14 +47,6 @@ class Limits:
         return dict(self.__dict__)
 
 
-def _works(cmd: Sequence[str]) -> bool:
-    try:
-        return subprocess.run(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              timeout=20).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
 _PROBED: Dict[str, bool] = {}
 _UNSHARE = ["unshare", "--net", "--pid", "--fork", "--kill-child"]
 _PROBES = {"bwrap": ["bwrap", "--unshare-net", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/",
@@ -72,7 +64,11 @@ def level_available(level: str) -> bool:
     check_level(level)
     if level not in _PROBED:
         probe = _PROBES.get(level)
-        _PROBED[level] = probe is None or (shutil.which(probe[0]) is not None and _works(probe))
+        try:  # a missing program raises FileNotFoundError
+            _PROBED[level] = probe is None or subprocess.run(probe, stdout=subprocess.DEVNULL,
+                                                             stderr=subprocess.DEVNULL, timeout=20).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            _PROBED[level] = False
     return _PROBED[level]
 
 
@@ -235,7 +231,6 @@ def namespace_prefix(level: str, workdir: str, conn_dir: str, hidden: Sequence[s
         return []
     if level == "unshare":
         return _UNSHARE + ["--mount-proc"]
-    check_level(level)
     cmd = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     needed = _needed_paths()

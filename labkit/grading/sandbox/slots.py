@@ -85,12 +85,12 @@ def pids_of_uid(uid: int) -> List[int]:
     return pids
 
 
-def kill_uid(uid: int, rounds: int = 50) -> None:
+def kill_uid(uid: int) -> None:
     """SIGKILL every process of ``uid`` (a sandbox uid, never a real account): a child that becomes
     ``uid`` and calls ``kill(-1, SIGKILL)`` reaches them all at once, which a fork bomb cannot outrun."""
     if os.geteuid() != 0 or not (UID_RANGE[0] <= uid <= UID_RANGE[1]):
         return
-    for _ in range(rounds):
+    for _ in range(50):
         if not pids_of_uid(uid):
             return
         pid = os.fork()
@@ -111,15 +111,10 @@ CGROUP_ROOT = "/sys/fs/cgroup"
 def cgroup_parents() -> Dict[str, str]:
     """controller -> the folder under which this grader may make cgroups (v1 or v2), if writable."""
     if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")):  # v2: one unified tree
-        own = _own_cgroup("")
-        folder = os.path.join(CGROUP_ROOT, own.lstrip("/"))
-        return {"unified": folder} if os.access(folder, os.W_OK) else {}
-    found = {}
-    for controller in ("pids", "memory"):
-        folder = os.path.join(CGROUP_ROOT, controller, _own_cgroup(controller).lstrip("/"))
-        if os.path.isdir(folder) and os.access(folder, os.W_OK):
-            found[controller] = folder
-    return found
+        folders = {"unified": os.path.join(CGROUP_ROOT, _own_cgroup("").lstrip("/"))}
+    else:
+        folders = {c: os.path.join(CGROUP_ROOT, c, _own_cgroup(c).lstrip("/")) for c in ("pids", "memory")}
+    return {c: folder for c, folder in folders.items() if os.path.isdir(folder) and os.access(folder, os.W_OK)}
 
 
 def _own_cgroup(controller: str) -> str:
@@ -160,19 +155,15 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def _cgroup_pids(folder: str) -> List[int]:
-    try:
-        with open(os.path.join(folder, "cgroup.procs")) as f:
-            return [int(line) for line in f if line.strip()]
-    except (OSError, ValueError):
-        return []
-
-
 def kill_cgroup_processes(folders: Sequence[str]) -> None:
     """SIGKILL every process in the run's cgroups (until none is left, or 2 s)."""
     for folder in folders:
         for _ in range(100):
-            pids = _cgroup_pids(folder)
+            try:
+                with open(os.path.join(folder, "cgroup.procs")) as f:
+                    pids = [int(line) for line in f if line.strip()]
+            except (OSError, ValueError):
+                break
             if not pids:
                 break
             for pid in pids:
@@ -202,14 +193,12 @@ def remove_stale_cgroups(alive: Any) -> None:
                 remove_cgroups([os.path.join(folder, name)])
 
 
-def cgroup_command(folders: Sequence[str], parent: Optional[int] = None, always: bool = False) -> List[str]:
-    """The first stage of a kernel launch: die with the grader, join the run's cgroups; empty when there
-    are none, unless ``always`` (``unshare`` itself would otherwise outlive a grader killed with SIGKILL)."""
+def cgroup_command(folders: Sequence[str], parent: int, always: bool) -> List[str]:
+    """The first stage of a kernel launch: die with the grader (pid ``parent``), join the run's cgroups; empty
+    when there are none, unless ``always`` (``unshare`` itself would otherwise outlive a grader killed with SIGKILL)."""
     if not folders and not always:
         return []
-    cmd = LAUNCHER + ["--die-with-parent"]
-    if parent is not None:
-        cmd += ["--parent", str(parent)]
+    cmd = LAUNCHER + ["--die-with-parent", "--parent", str(parent)]
     for folder in folders:
         cmd += ["--cgroup", folder]
     return cmd + ["--"]

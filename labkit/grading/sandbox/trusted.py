@@ -1,12 +1,5 @@
 """How the grader's trusted code (the worker, recomputation) keeps clear of a submission: it imports only
-the grader's own code, and reads of a submission only its evidence.
-
-``python -I`` ignores the current folder, the script's folder, every ``PYTHON*`` variable and the
-user's site-packages, so a ``labkit/`` or ``json.py`` in a student's folder is never imported;
-:func:`python_command` puts back the grader's own paths, never one inside a folder the caller excludes.
-A record's evidence path that is absolute, climbs out, passes through a link out of the submission or
-is not a regular file (a FIFO, ``/dev/zero``) is refused with a reason at every isolation level; what
-the evidence itself points to (a Slurm file's output path) is bounded by :func:`confine_reads`.
+the grader's own code, and reads of a submission only its evidence (docs/grading.md, "Threat model").
 """
 
 from __future__ import annotations
