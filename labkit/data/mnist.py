@@ -1,13 +1,5 @@
-"""MNIST for the Graphcore exercise: pre-staged files, a locked download, or a shipped sample.
-
-Where the files come from, in order: IDX files (gzip or raw) already in the directory, flat or in
-torchvision's ``MNIST/raw/`` layout (compute nodes without internet use files staged by hand);
-``torchvision.datasets.MNIST(download=True)`` under an inter-process lock; the real 3,000 + 1,000
-digit sample that ships with labkit, with a loud notice that its accuracy is not comparable.
-
-Every file is checked (IDX header against size, gzip CRC, the MD5 of the official release). A bad
-file that labkit downloaded is moved aside and downloaded again; a bad file that someone staged is
-reported, never used, never deleted.
+"""MNIST for the Graphcore exercise: pre-staged IDX files, a locked torchvision download, or the shipped
+sample; every file checked. The order and the checks: docs/graphcore.md (Data).
 """
 
 from __future__ import annotations
@@ -62,20 +54,13 @@ class IdxError(LabkitError, ValueError):
     """An IDX file (the MNIST file format) is missing, truncated or corrupted; the message names the file."""
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_idx(path: Path) -> Tuple[np.ndarray, bytes]:
+    """The array stored in an IDX file (gzip-compressed or raw), and the file's uncompressed bytes."""
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as f:
-                return f.read()
-        return path.read_bytes()
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
+            data = f.read()
     except (EOFError, OSError, zlib.error) as exc:  # truncated gzip, bad CRC, unreadable
         raise IdxError("{}: cannot be read ({}): the file is truncated or corrupted".format(path, exc)) from None
-
-
-def read_idx(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, bytes]:
-    """The array stored in an IDX file (gzip-compressed or raw), and the file's uncompressed bytes."""
-    path = Path(path)
-    data = _read_bytes(path)
     if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _DTYPES:
         raise IdxError("{}: not an IDX file (bad magic number {!r})".format(path, data[:4]))
     ndim = data[3]

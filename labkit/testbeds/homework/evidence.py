@@ -165,13 +165,6 @@ def _row_problem(table: str, row: Mapping[str, str], run: Optional[Run]) -> str:
     return "{} disagrees with the run's notebook: {}".format(table, "; ".join(problems[:3])) if problems else ""
 
 
-def _sweep_folder(notebook: str) -> Optional[str]:
-    """The sweep folder holding ``notebook`` (``OUT/runs/NAME.ipynb``), if it is one."""
-    runs_dir = os.path.dirname(os.path.abspath(notebook))
-    out = os.path.dirname(runs_dir)
-    return out if os.path.basename(runs_dir) == RUNS and sweep.is_sweep(out) else None
-
-
 def trusted_record(params: Mapping[str, Any]) -> Dict[str, Any]:
     """``{"params", "metrics"}`` of the notebook ``params['evidence']``, read with the checks above.
 
@@ -181,10 +174,12 @@ def trusted_record(params: Mapping[str, Any]) -> Dict[str, Any]:
     if not isinstance(path, str):
         raise EvidenceError("the record names no evidence notebook (params['evidence'])")
     run, _facts = notebook_run(path)
-    folder = _sweep_folder(path)
-    if folder is not None:  # its own row of results.csv must agree (the other runs are not read)
-        mine = os.path.abspath(path)
-        table, rows = _sweep_table(folder)
+    mine = os.path.abspath(path)
+    runs_dir = os.path.dirname(mine)
+    out = os.path.dirname(runs_dir)
+    # in a sweep folder (OUT/runs/NAME.ipynb) its own row of results.csv must agree (the other runs are not read)
+    if os.path.basename(runs_dir) == RUNS and sweep.is_sweep(out):
+        table, rows = _sweep_table(out)
         for notebook, row in rows:
             if os.path.abspath(notebook) == mine:
                 problem = _row_problem(table, row, run)
