@@ -88,8 +88,6 @@ class GraphcoreReader(LineReader):
         self.pending_job: Optional[int] = None
 
     def feed(self, line: str) -> None:
-        if not line:
-            return
         if "srun" in line:
             self._srun(line)
         if self.bert is not None or "run_pretraining" in line or "Compiled/Loaded model" in line \
