@@ -1,11 +1,6 @@
-"""labkit's cache directory, where datasets live, and the lock that keeps concurrent runs from
-corrupting them.
-
-The cache directory, the first that applies: ``$LABKIT_CACHE_DIR``; ``$XDG_CACHE_HOME/labkit``;
-``~/Library/Caches/labkit`` on macOS; ``~/.cache/labkit``. A dataset is read from (and
-downloaded into) the ``data_dir`` parameter, else ``$LABKIT_DATA_DIR``, else
-``cache_dir() / <dataset>``: a notebook run from another directory, or by papermill, must find
-the same files (d2l's hard-coded ``../data`` does not).
+"""labkit's cache directory (its rule: docs/architecture.md, ``labkit/data/``) and the lock that keeps
+concurrent runs from corrupting it. A dataset's directory never depends on the working directory: a
+notebook run from another directory, or by papermill, must find the same files (d2l's ``../data`` does not).
 """
 
 from __future__ import annotations
@@ -23,7 +18,7 @@ CACHE_ENV_VAR = "LABKIT_CACHE_DIR"
 
 
 def cache_dir() -> Path:
-    """Where labkit keeps what it downloads or builds, by the rule in this module's docstring."""
+    """Where labkit keeps what it downloads or builds."""
     if os.environ.get(CACHE_ENV_VAR):
         return Path(os.environ[CACHE_ENV_VAR]).expanduser()
     if os.environ.get("XDG_CACHE_HOME"):

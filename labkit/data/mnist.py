@@ -1,13 +1,5 @@
-"""MNIST for the Graphcore exercise: pre-staged files, a locked download, or a shipped sample.
-
-Where the files come from, in order: IDX files (gzip or raw) already in the directory, flat or in
-torchvision's ``MNIST/raw/`` layout (compute nodes without internet use files staged by hand);
-``torchvision.datasets.MNIST(download=True)`` under an inter-process lock; the real 3,000 + 1,000
-digit sample that ships with labkit, with a loud notice that its accuracy is not comparable.
-
-Every file is checked (IDX header against size, gzip CRC, the MD5 of the official release). A bad
-file that labkit downloaded is moved aside and downloaded again; a bad file that someone staged is
-reported, never used, never deleted.
+"""MNIST for the Graphcore exercise: pre-staged IDX files, a locked torchvision download, or the shipped
+sample; every file checked. The order and the checks: docs/graphcore.md (Data).
 """
 
 from __future__ import annotations
@@ -62,20 +54,13 @@ class IdxError(LabkitError, ValueError):
     """An IDX file (the MNIST file format) is missing, truncated or corrupted; the message names the file."""
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_idx(path: Path) -> Tuple[np.ndarray, bytes]:
+    """The array stored in an IDX file (gzip-compressed or raw), and the file's uncompressed bytes."""
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as f:
-                return f.read()
-        return path.read_bytes()
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
+            data = f.read()
     except (EOFError, OSError, zlib.error) as exc:  # truncated gzip, bad CRC, unreadable
         raise IdxError("{}: cannot be read ({}): the file is truncated or corrupted".format(path, exc)) from None
-
-
-def read_idx(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, bytes]:
-    """The array stored in an IDX file (gzip-compressed or raw), and the file's uncompressed bytes."""
-    path = Path(path)
-    data = _read_bytes(path)
     if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _DTYPES:
         raise IdxError("{}: not an IDX file (bad magic number {!r})".format(path, data[:4]))
     ndim = data[3]
@@ -125,12 +110,12 @@ def _find(directory: Path) -> Optional[Dict[str, Path]]:
     return None
 
 
-def _read_all(files: Dict[str, Path], check_md5: bool) -> Dict[str, np.ndarray]:
+def _read_all(files: Dict[str, Path], source: str, location: str, notes: List[str]) -> MnistData:
+    """The four files, checked (full-size ones of full MNIST against the official MD5), as MnistData."""
     arrays = {}
     for key, path in files.items():
         array, raw = read_idx(path)
-        split = key.split("_")[0]
-        official = check_md5 and len(array) == FULL_COUNTS[split]
+        official = source == "full" and len(array) == FULL_COUNTS[key.split("_")[0]]
         if official and hashlib.md5(raw).hexdigest() != OFFICIAL_MD5[key]:
             raise IdxError("{}: the right size, but its content differs from the official MNIST release "
                            "(MD5 mismatch): the file is corrupted".format(path))
@@ -140,7 +125,12 @@ def _read_all(files: Dict[str, Path], check_md5: bool) -> Dict[str, np.ndarray]:
         if images.ndim != 3 or images.shape[1:] != (28, 28) or labels.ndim != 1 or len(images) != len(labels):
             raise IdxError("{} / {}: shapes {} and {} are not MNIST images with one label each".format(
                 files[split + "_images"], files[split + "_labels"], images.shape, labels.shape))
-    return arrays
+    return MnistData(
+        train_images=np.ascontiguousarray(arrays["train_images"]),
+        train_labels=arrays["train_labels"].astype(np.int64),
+        test_images=np.ascontiguousarray(arrays["test_images"]),
+        test_labels=arrays["test_labels"].astype(np.int64),
+        source=source, location=location, notes=notes)
 
 
 def _download(directory: Path) -> None:
@@ -158,32 +148,15 @@ def _download(directory: Path) -> None:
         socket.setdefaulttimeout(previous)
 
 
-def _set_aside(files: Dict[str, Path]) -> List[str]:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    moved = [path.with_name(path.name + ".corrupt-" + stamp) for path in files.values()]
-    for path, target in zip(files.values(), moved):
-        os.replace(path, target)
-    return [str(target) for target in moved]
-
-
-def _as_data(arrays: Dict[str, np.ndarray], source: str, location: str, notes: List[str]) -> MnistData:
-    return MnistData(
-        train_images=np.ascontiguousarray(arrays["train_images"]),
-        train_labels=arrays["train_labels"].astype(np.int64),
-        test_images=np.ascontiguousarray(arrays["test_images"]),
-        test_labels=arrays["test_labels"].astype(np.int64),
-        source=source, location=location, notes=notes)
-
-
 def load_mnist(data_dir: Optional[Union[str, os.PathLike]] = None, download: bool = True,
                allow_sample: bool = True) -> MnistData:
-    """Load MNIST as the module docstring describes."""
+    """MNIST from ``data_dir`` (else $LABKIT_DATA_DIR, else the cache), a download, or the sample."""
     directory = resolve_data_dir(data_dir, "mnist")
     notes: List[str] = []
-    files = _find(directory) if directory.is_dir() else None
+    files = _find(directory)
     if files is not None:
         try:
-            return _as_data(_read_all(files, check_md5=True), "full", str(directory), notes)
+            return _read_all(files, "full", str(directory), notes)
         except IdxError as exc:
             managed = all(p.parent == directory / "MNIST" / "raw" for p in files.values())
             if not (managed and download):
@@ -192,7 +165,10 @@ def load_mnist(data_dir: Optional[Union[str, os.PathLike]] = None, download: boo
                     "of the MNIST IDX file (gzip or raw), or point data_dir at another directory.".format(exc)) from None
             with locked(directory):
                 if _find(directory) == files:  # another run may have repaired it meanwhile
-                    moved = _set_aside(files)
+                    stamp = time.strftime("%Y%m%d-%H%M%S")
+                    moved = [str(path.with_name(path.name + ".corrupt-" + stamp)) for path in files.values()]
+                    for path, target in zip(files.values(), moved):
+                        os.replace(path, target)
                     notes.append("Repaired the MNIST cache: {}. The bad files were kept as {}.".format(exc, ", ".join(moved)))
             files = None
     if download:
@@ -202,7 +178,7 @@ def load_mnist(data_dir: Optional[Union[str, os.PathLike]] = None, download: boo
                     _download(directory)
             files = _find(directory)
             if files is not None:
-                return _as_data(_read_all(files, check_md5=True), "full", str(directory), notes)
+                return _read_all(files, "full", str(directory), notes)
         except IdxError as exc:
             raise MnistDataError("{}\nThe download itself is damaged; delete {} and run again.".format(
                 exc, directory / "MNIST")) from None
@@ -220,4 +196,4 @@ def load_mnist(data_dir: Optional[Union[str, os.PathLike]] = None, download: boo
                  "shipped sample of 3,000 training and 1,000 test digits. Its accuracy is NOT comparable "
                  "with the course's numbers on the full dataset. Stage the four MNIST IDX files in a "
                  "directory and pass it as data_dir (or set LABKIT_DATA_DIR) for a comparable run.")
-    return _as_data(_read_all(files, check_md5=False), "sample", str(SAMPLE_DIR), notes)
+    return _read_all(files, "sample", str(SAMPLE_DIR), notes)

@@ -1,9 +1,6 @@
-"""The MNIST exercise's IPU backend: PopTorch, as the course's ``mnist_poptorch.py`` uses it.
-
-Verified only against a fake written from PopTorch's source (tests/fakes/poptorch): PopTorch
-ships inside the Poplar SDK and cannot be installed elsewhere, and this path has not yet run on
-a real IPU. Kept thin: every call below is PopTorch's documented API, in the tutorial's order;
-the loop around it, its bookkeeping and its record are :func:`labkit.testbeds.graphcore.train.train`'s.
+"""The MNIST exercise's IPU backend: PopTorch's documented API, in the order of the course's
+``mnist_poptorch.py``; the loop around it is :func:`labkit.testbeds.graphcore.train.train`'s. Verified
+only against a fake written from PopTorch's source (docs/graphcore.md, IPU).
 """
 
 from __future__ import annotations

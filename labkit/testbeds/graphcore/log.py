@@ -88,8 +88,6 @@ class GraphcoreReader(LineReader):
         self.pending_job: Optional[int] = None
 
     def feed(self, line: str) -> None:
-        if not line:
-            return
         if "srun" in line:
             self._srun(line)
         if self.bert is not None or "run_pretraining" in line or "Compiled/Loaded model" in line \
@@ -138,8 +136,7 @@ class GraphcoreReader(LineReader):
                     cur = self._current()
                 cur.seen_anything = True
                 cur.epochs_total = total
-                if elapsed is not None:
-                    cur.epoch_elapsed[done] = elapsed
+                cur.epoch_elapsed[done] = elapsed
                 rate = _EPOCH_RATE.search(line, m.end())
                 if rate and done > 0:
                     value = number(rate.group(1))
@@ -154,13 +151,11 @@ class GraphcoreReader(LineReader):
             if m:
                 cur = self._current()
                 cur.seen_anything = True
-                seconds = clock_seconds(m.group(1))
-                if seconds is not None:
-                    # Before the epochs finish it is the training graph, after them inference.
-                    if cur.epochs_done:
-                        cur.infer_compile_s = seconds
-                    else:
-                        cur.train_compile_s = seconds
+                # Before the epochs finish it is the training graph, after them inference.
+                if cur.epochs_done:
+                    cur.infer_compile_s = clock_seconds(m.group(1))
+                else:
+                    cur.train_compile_s = clock_seconds(m.group(1))
             return
         if "Accuracy on test set" in line:
             m = _ACCURACY.search(line)

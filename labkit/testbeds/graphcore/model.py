@@ -14,8 +14,6 @@ __all__ = ["Block", "Network", "TrainingModelWithLoss", "build_model"]
 
 
 class Block(nn.Module):
-    """Convolution, max-pooling, ReLU."""
-
     def __init__(self, in_channels: int, num_filters: int, kernel_size: int, pool_size: int):
         super().__init__()
         self.conv = nn.Conv2d(in_channels, num_filters, kernel_size=kernel_size)
@@ -27,8 +25,6 @@ class Block(nn.Module):
 
 
 class Network(nn.Module):
-    """Two convolution blocks, a dense layer with dropout, ten outputs, softmax."""
-
     def __init__(self) -> None:
         super().__init__()
         self.layer1 = Block(1, 32, 3, 2)

@@ -1,11 +1,6 @@
-"""The record an MNIST run makes, the same on an IPU and on plain PyTorch, so their runs sit in one table.
-
-What a run's numbers say about it (:func:`judge`), the same words for a run made here and one read
-from a log: diverged, or complete with the notes that apply.
-
-Only the loss decides *diverged* (:mod:`labkit.divergence`: NaN, infinite, or more than 10x its
-start). A run that ends near chance accuracy without that is a **complete** run: it counts in
-sweep statistics, and its note says what is known and which way the evidence points.
+"""The record an MNIST run makes, the same on an IPU and on plain PyTorch, so their runs sit in one table;
+and what its numbers say (:func:`judge`: diverged by the loss alone, or complete with a near-chance note),
+the same words for a run read from a log (docs/graphcore.md, Metrics recorded).
 
 The evidence comes from the tutorial's loss. ``mnist_poptorch.py`` applies a softmax and then
 ``CrossEntropyLoss``, which applies another, so the loss is bounded: a uniform output (the

@@ -3,14 +3,8 @@
     run, problems = evidence.notebook_run("runs/groq/seq64.ipynb")     # an executed lab-book notebook
     rows = evidence.sweep_runs("runs/graphcore")                        # a `labkit sweep --out` folder
 
-A notebook's evidence is its main record, ``run``, and it counts only when the notebook is a
-lab-book notebook of a homework exercise (its ``labkit.spec`` metadata), ran to the end, was
-injected the parameters its record says ran, and, in a sweep, agrees with its row of results.csv.
-
-The grader calls :func:`trusted_record` in a fresh sandboxed process, so a homework kernel that
-edits what it read changes nothing. A file edited by hand, consistently, is what ``labkit grade
---reproduce`` answers: :func:`rerun_smallest` re-runs one portable run with the lab book's own
-notebook and compares the records with :func:`labkit.results.compare_records`.
+What counts, and why the grader reads it again in a sandbox (:func:`trusted_record`) or re-runs it
+(:func:`rerun_smallest`, ``labkit grade --reproduce``): docs/grading.md (Trusted numbers).
 """
 
 from __future__ import annotations
@@ -87,14 +81,12 @@ def notebook_run(path: str) -> Tuple[Run, Dict[str, Any]]:
     run = Run.from_dict(data)
     if run.exercise != exercise:
         raise EvidenceError("{}: the record is of {} but the notebook is the {} exercise".format(name, run.exercise, exercise))
-    papermill = read.metadata.get("papermill") or {}
     for key, value in read.parameters.items():
         if key in run.params and not same_value(run.params[key], value) and key != "device":
             raise EvidenceError("{}: the notebook ran with {} = {!r} but its record says {!r}".format(
                 name, key, value, run.params[key]))
-    facts = {"duration": papermill.get("duration"), "parameters": dict(read.parameters),
-             "exercise": exercise}
-    return run, facts
+    duration = (read.metadata.get("papermill") or {}).get("duration")
+    return run, {"duration": duration, "parameters": dict(read.parameters), "exercise": exercise}
 
 
 def _number(text: str) -> Any:
@@ -165,13 +157,6 @@ def _row_problem(table: str, row: Mapping[str, str], run: Optional[Run]) -> str:
     return "{} disagrees with the run's notebook: {}".format(table, "; ".join(problems[:3])) if problems else ""
 
 
-def _sweep_folder(notebook: str) -> Optional[str]:
-    """The sweep folder holding ``notebook`` (``OUT/runs/NAME.ipynb``), if it is one."""
-    runs_dir = os.path.dirname(os.path.abspath(notebook))
-    out = os.path.dirname(runs_dir)
-    return out if os.path.basename(runs_dir) == RUNS and sweep.is_sweep(out) else None
-
-
 def trusted_record(params: Mapping[str, Any]) -> Dict[str, Any]:
     """``{"params", "metrics"}`` of the notebook ``params['evidence']``, read with the checks above.
 
@@ -181,10 +166,12 @@ def trusted_record(params: Mapping[str, Any]) -> Dict[str, Any]:
     if not isinstance(path, str):
         raise EvidenceError("the record names no evidence notebook (params['evidence'])")
     run, _facts = notebook_run(path)
-    folder = _sweep_folder(path)
-    if folder is not None:  # its own row of results.csv must agree (the other runs are not read)
-        mine = os.path.abspath(path)
-        table, rows = _sweep_table(folder)
+    mine = os.path.abspath(path)
+    runs_dir = os.path.dirname(mine)
+    out = os.path.dirname(runs_dir)
+    # in a sweep folder (OUT/runs/NAME.ipynb) its own row of results.csv must agree (the other runs are not read)
+    if os.path.basename(runs_dir) == RUNS and sweep.is_sweep(out):
+        table, rows = _sweep_table(out)
         for notebook, row in rows:
             if os.path.abspath(notebook) == mine:
                 problem = _row_problem(table, row, run)
@@ -206,13 +193,9 @@ def lab_book_notebook(exercise: str) -> str:
 
 
 def rerun_smallest(params: Mapping[str, Any]) -> Dict[str, Any]:
-    """Re-run the shortest of ``params['candidates']`` (records' params) with the lab book's notebook.
-
-    Only portable CPU runs are candidates (a GPU or a testbed cannot be re-run here, and their
-    numbers would not compare). Returns ``{"notebook", "seconds", "problems"}``: problems is
-    empty when :func:`labkit.results.compare_records` finds the records equal within the
-    golden tolerances (timings are skipped).
-    """
+    """Re-run the shortest portable CPU run of ``params['candidates']`` (records' params) with the lab book's
+    notebook (docs/grading.md, Trusted numbers): ``{"notebook", "seconds", "problems"}``, no problems when
+    :func:`labkit.results.compare_records` finds the two records equal."""
     from labkit.execute import run_notebook
 
     limit = float(params.get("max_seconds", 300))

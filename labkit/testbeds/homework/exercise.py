@@ -4,10 +4,8 @@
     homework.record_runs("graphcore", run)              # records graphcore_1, ... from the homework's Run
 
 The Run is the homework's overview (one count per testbed); the runs themselves, one list per
-testbed, are its ``details``. Testbed logs in ``logs/<testbed>/`` carry ``params['log']`` and
-``params['log_run']``; notebooks executed by ``labkit run``/``labkit sweep`` into ``runs/<testbed>/``
-(on the testbed or portably) carry ``params['evidence']`` (:mod:`.evidence`). The grader reads each
-source again with trusted code and rejects a record whose numbers the source does not hold.
+testbed, are its ``details``. Each run names its source for the grader: docs/grading.md (Testbed and
+portable evidence).
 """
 
 from __future__ import annotations
@@ -35,8 +33,7 @@ def _files_line(kind: str, folder: str) -> str:
     count = 0
     for _root, dirs, files in os.walk(folder):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
-        wanted = [f for f in files if not f.startswith(".") and (kind != "lab-book" or f.endswith(".ipynb"))]
-        count += len(wanted)
+        count += sum(1 for f in files if not f.startswith(".") and (kind != "lab-book" or f.endswith(".ipynb")))
     return "{} {} in {}".format(count, "notebook(s)" if kind == "lab-book" else "file(s)", folder)
 
 
@@ -45,11 +42,9 @@ def plan(config: Config) -> RunPlan:
 
     The testbeds are those of the homework whose spec made ``config`` (2024's or 2025's).
     """
-    more = []
-    for testbed in homework_of(config).testbeds:
-        logs = os.path.join(os.fspath(config.logs_dir), testbed)
-        runs = os.path.join(os.fspath(config.runs_dir), testbed)
-        more.append("- {}: {}; {}".format(testbed, _files_line("log", logs), _files_line("lab-book", runs)))
+    more = ["- {}: {}; {}".format(testbed, _files_line("log", os.path.join(config.logs_dir, testbed)),
+                                  _files_line("lab-book", os.path.join(config.runs_dir, testbed)))
+            for testbed in homework_of(config).testbeds]
     return RunPlan("log", "your runs in {}/ (testbed logs) and {}/ (lab-book notebooks and sweeps)".format(
         config.logs_dir, config.runs_dir), "the homework compares runs you made; it reads them, it trains nothing",
         more=more)
@@ -171,9 +166,8 @@ def runs_of(testbed: str, runs: Union[Run, Sequence[Run]]) -> List[Run]:
 def record_runs(testbed: str, runs: Union[Run, Sequence[Run]]) -> List[str]:
     """Record each run in this notebook as ``<testbed>_1``, ``<testbed>_2``... and return the names
     (``runs``: a list, or the homework's Run from :func:`labkit.testbeds.homework.run_exercise`)."""
-    names = []
-    for number, run in enumerate(runs_of(testbed, runs), 1):
-        name = "{}_{}".format(testbed, number)
+    found = runs_of(testbed, runs)
+    names = ["{}_{}".format(testbed, number) for number in range(1, len(found) + 1)]
+    for run, name in zip(found, names):
         record(run, name=name)
-        names.append(name)
     return names

@@ -11,7 +11,7 @@ imports. Anything that names no homework is 2024's, so notebooks handed in befor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Tuple, Union
 
 from labkit.metrics import Metric, MetricTable
 from labkit.params import Spec
@@ -106,18 +106,10 @@ def homework_of(thing: Any = None) -> Homework:
     """The homework named by ``thing``: a Homework, a Config (its spec's name), a Run (its exercise) or a name."""
     if isinstance(thing, Homework):
         return thing
-    name: Optional[str] = None
-    if isinstance(thing, str):
-        name = thing
-    elif isinstance(thing, Run):
-        name = thing.exercise
-    elif getattr(thing, "spec_name", None):
-        name = thing.spec_name
-    if name is None or name not in HOMEWORKS:
-        if isinstance(thing, str) and thing:
-            raise ValueError("{!r} is not a homework; the homeworks are {}".format(thing, ", ".join(HOMEWORKS)))
-        return _first()
-    return HOMEWORKS[name]
+    if isinstance(thing, str) and thing and thing not in HOMEWORKS:
+        raise ValueError("{!r} is not a homework; the homeworks are {}".format(thing, ", ".join(HOMEWORKS)))
+    name = thing.exercise if isinstance(thing, Run) else getattr(thing, "spec_name", thing)
+    return HOMEWORKS[name] if isinstance(name, str) and name in HOMEWORKS else _first()
 
 
 def homework_for_runs(testbed: str, runs: Any, homework: Any = None) -> Homework:

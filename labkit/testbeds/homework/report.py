@@ -111,13 +111,6 @@ def points_against(section: Section, runs: Sequence[Run], metric: str) -> Dict[s
     return {where: sorted(points) for where, points in found.items()}
 
 
-def _medians(points: List[Tuple[float, float]]) -> List[Tuple[float, float]]:
-    by_x: Dict[float, List[float]] = {}
-    for x, y in points:
-        by_x.setdefault(x, []).append(y)
-    return [(x, statistics.median(ys)) for x, ys in sorted(by_x.items())]
-
-
 def plot_against(section: Section, runs: Sequence[Run], hardware: str):
     """One panel per plotted metric against ``section.against`` (2025: GlobalRate and tokens/s against the
     batch size), one line per place the runs ran; None when no run has both numbers.
@@ -143,9 +136,9 @@ def plot_against(section: Section, runs: Sequence[Run], hardware: str):
             label = "{}: a model, not the {}".format(where, hardware) if portable else "measured on the {}".format(where)
             ax.scatter([x for x, _ in points], [y for _, y in points], color=color, marker="o",
                        facecolors="none" if portable else color, zorder=3)
-            line = _medians(points)
-            ax.plot([x for x, _ in line], [y for _, y in line], color=color, linestyle="--" if portable else "-",
-                    label=label)
+            xs = sorted({x for x, _ in points})  # the line joins the medians of the repeats at each x
+            ax.plot(xs, [statistics.median(y for x, y in points if x == at) for at in xs], color=color,
+                    linestyle="--" if portable else "-", label=label)
         values = sorted({x for points in by_where.values() for x, _ in points})
         if len(values) > 1 and values[0] > 0 and values[-1] / values[0] >= 8:
             ax.set_xscale("log", base=2)  # batch sizes double: equal steps for each doubling
