@@ -22,10 +22,11 @@ import math
 import time
 from typing import Any, Callable, List, Optional
 
+from labkit.accelerator.launch import sync
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.interrupts import where
 
-__all__ = ["RateTracker", "StepMeter", "sync", "record_steps", "add_gpu_metrics"]
+__all__ = ["RateTracker", "StepMeter", "record_steps", "add_gpu_metrics"]
 
 
 class RateTracker:
@@ -76,17 +77,6 @@ class RateTracker:
     def global_rate(self, now: Optional[float] = None) -> float:
         delta = self.elapsed(now)
         return self.count / delta if delta > 0 else 0.0
-
-
-def sync(device: Any) -> None:
-    """Wait for the device's queued work (CUDA, MPS); nothing on the CPU."""
-    import torch
-
-    kind = getattr(device, "type", str(device))
-    if kind == "cuda":
-        torch.cuda.synchronize(device)
-    elif kind == "mps" and hasattr(torch, "mps"):
-        torch.mps.synchronize()
 
 
 def _read_losses(pending: List[Any], device: Any, losses: List[float]) -> None:
