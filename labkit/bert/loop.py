@@ -1,12 +1,7 @@
 """What a step loop measures (:class:`StepMeter`), for :func:`labkit.bert.train` and the LLaMA loop, and
-samples/s as the Cerebras modelzoo reports them (:class:`RateTracker`: ``Rate`` and ``GlobalRate``;
-``tests/bert`` checks it against the rates printed in real CS-2 logs).
-
-The loss of each step stays on the device; the meter reads the losses back (a device sync) only at
-step 1 and at each log step, so a GPU is not made to wait every step. Beside every step's time and
-the modelzoo's Rate and GlobalRate it keeps the steady figures: the steps after the first, timed
-between two syncs (the end of step 1, the last log step), so a GPU's queued work is inside the time
-and the first step's allocation, kernel choice or compile is not.
+samples/s as the Cerebras modelzoo reports them (:class:`RateTracker`; ``tests/bert`` checks it against
+the rates printed in real CS-2 logs). The steady figures: docs/performance.md, "The steady rate". The
+losses stay on the device and are read back (a device sync) only at step 1 and at each log step.
 
     meter = StepMeter(result, steps, log_steps, device, RateTracker(), "warmup_time", LogEntry)
     for number in range(1, steps + 1):

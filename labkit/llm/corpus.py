@@ -1,20 +1,11 @@
 """English text for training a small language model offline, split into train and validation, and
 the token windows a model trains on.
 
-    from labkit import llm
     corpus = llm.load_corpus()                       # offline: the Python documentation that ships with Python
-    corpus.train[:80], len(corpus.validation), corpus.fingerprint
     corpus = llm.load_corpus("wikitext", config="wikitext-2-raw-v1")   # a hub dataset, where the hub is reachable
 
-The offline ``"pydoc"`` text (``pydoc_data.topics``) differs a little between Python releases, so
-``Corpus.fingerprint`` names the exact text and runs record it. The split is by the SHA-256 of each
-document's key (the last tenth to validation), so adding a document never moves another. More:
-docs/cerebras.md, "The portable path" of the LLaMA exercise.
-
-As the modelzoo's GPT data (``GptHDF5MapDataProcessor``) does, every sample of :func:`token_batches`
-is a window of exactly ``sequence_length`` tokens of the concatenated documents, with no padding; the
-labels are the inputs (the model shifts them by one to predict the next token). Windows start at
-random offsets drawn by a seeded generator, so two runs with one seed see the same batches.
+The text, its fingerprint, the split by key hash and the windows: docs/cerebras.md, "Corpus" and
+"Batches" of the LLaMA exercise. Two runs with one seed see the same batches.
 """
 
 from __future__ import annotations
