@@ -155,14 +155,11 @@ def _tally(manifest, frame) -> Dict[str, int]:
     return {"total": total, "finished": len(frame), "complete": complete, "not_complete": len(frame) - complete}
 
 
-def write_reports(out: str) -> Dict[str, str]:
+def write_reports(out: str) -> None:
     """Write results.csv, the plots and summary.md (each atomically)."""
-    frame = table(out)
-    write_atomic(os.path.join(out, "results.csv"), frame.to_csv(index=False))
+    write_atomic(os.path.join(out, "results.csv"), table(out).to_csv(index=False))
     write_plots(out)
-    text = summary_markdown(out)
-    write_atomic(os.path.join(out, "summary.md"), text)
-    return {"results": os.path.join(out, "results.csv"), "summary": os.path.join(out, "summary.md")}
+    write_atomic(os.path.join(out, "summary.md"), summary_markdown(out))
 
 
 def main(out: str) -> Optional[str]:
