@@ -126,10 +126,7 @@ class Run:
 
     def flat(self) -> Dict[str, Any]:
         """One row for a table: exercise, source, status, params and metrics side by side."""
-        row: Dict[str, Any] = {"exercise": self.exercise, "source": self.source, "status": self.status}
-        row.update(self.params)
-        row.update(self.metrics)
-        return row
+        return {"exercise": self.exercise, "source": self.source, "status": self.status, **self.params, **self.metrics}
 
 
 def json_safe(value: Any) -> Any:

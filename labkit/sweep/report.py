@@ -243,7 +243,7 @@ def write_plots(out: str) -> List[str]:
             ax.set_title("{} vs {}".format(metric, name))
             ax.legend(fontsize="small")
             fig.tight_layout()
-            filename = "plot_{}_vs_{}.png".format(_safe(metric), _safe(name))
+            filename = re.sub(r"[^A-Za-z0-9._-]", "_", "plot_{}_vs_{}".format(metric, name)) + ".png"
             produce_atomic(os.path.join(out, filename), fig.savefig)
             plt.close(fig)
             written.append(filename)
@@ -257,7 +257,3 @@ def _step(xs: List[float]) -> float:
     ordered = sorted(set(xs))
     gaps = [b - a for a, b in zip(ordered, ordered[1:])]
     return min(gaps) if gaps else 1.0
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)

@@ -136,8 +136,5 @@ def row_of(future: Future, task: Mapping[str, Any]) -> Dict[str, Any]:
 
 def _row_head(task: Mapping[str, Any]) -> Dict[str, Any]:
     """The columns a row has whatever happened: the run, its parameters and its notebook."""
-    row: Dict[str, Any] = {"run": task["key"]}
-    row.update(task["parameters"])
-    row["notebook"] = os.path.join(RUNS, os.path.basename(task["output"]))
-    return row
+    return {"run": task["key"], **task["parameters"], "notebook": os.path.join(RUNS, os.path.basename(task["output"]))}
 
