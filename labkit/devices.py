@@ -91,18 +91,6 @@ def device_name(device: Any) -> str:
     return kind
 
 
-def _version(module: str) -> Optional[str]:
-    mod = sys.modules.get(module)
-    if mod is None:
-        if not module_available(module):
-            return None
-        try:
-            mod = importlib.import_module(module)
-        except Exception:  # a broken optional install must not break a run record
-            return None
-    return getattr(mod, "__version__", None)
-
-
 def environment(device: Any = None, extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Versions and hardware for a run record."""
     import labkit
@@ -115,7 +103,12 @@ def environment(device: Any = None, extra: Optional[Dict[str, Any]] = None) -> D
         "labkit": labkit.__version__,
     }
     for module in ("torch", "torchvision", "numpy", "transformers", "onnxruntime", "poptorch"):
-        version = _version(module) if module in sys.modules or module in ("torch", "numpy") else None
+        if module not in sys.modules and (module not in ("torch", "numpy") or not module_available(module)):
+            continue
+        try:
+            version = getattr(importlib.import_module(module), "__version__", None)
+        except Exception:  # a broken optional install must not break a run record
+            continue
         if version:
             env[module] = version
     if device is not None:

@@ -79,9 +79,6 @@ class MetricTable:
     def unit(self, name: str) -> str:
         return self[name].unit
 
-    def is_timing(self, name: str) -> bool:
-        return self[name].timing
-
     def select(self, *names: str) -> Tuple[str, ...]:
         """``names``, each checked to be in the table (a KeyError names the one that is not)."""
         return tuple(self[name].name for name in names)

@@ -15,7 +15,7 @@ from typing import Any, Callable, List, Sequence, Tuple
 
 from labkit.accelerator.precision import AcceleratorError, device_info
 
-__all__ = ["LAUNCH_MODES", "CapturedStep", "measure_step_seconds"]
+__all__ = ["LAUNCH_MODES", "CapturedStep", "measure_step_seconds", "sync"]
 
 LAUNCH_MODES = ("auto", "cuda graph", "compiled", "eager")
 
@@ -127,25 +127,24 @@ def measure_step_seconds(step: Callable[[], None], device: Any, *, warmup: int =
     if repeats < 1 or warmup < 0:
         raise AcceleratorError("measure_step_seconds: repeats={} and warmup={}; allowed: repeats >= 1, "
                                "warmup >= 0.".format(repeats, warmup))
-    kind = device_info(device).kind if not hasattr(device, "type") else device.type
-    sync = _synchronizer(kind)
     for _ in range(warmup):
         step()
-    sync()
+    sync(device)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         step()
-        sync()
+        sync(device)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
-def _synchronizer(kind: str) -> Callable[[], None]:
+def sync(device: Any) -> None:
+    """Wait for the device's queued work (CUDA, MPS); nothing on the CPU."""
     import torch
 
+    kind = getattr(device, "type", str(device))
     if kind == "cuda":
-        return torch.cuda.synchronize
-    if kind == "mps":
-        return torch.mps.synchronize
-    return lambda: None
+        torch.cuda.synchronize(device)
+    elif kind == "mps" and hasattr(torch, "mps"):
+        torch.mps.synchronize()

@@ -95,23 +95,20 @@ def fits(attempt: Callable[[], T]) -> Tuple[bool, Optional[T]]:
     return fitted, result
 
 
-def _transformers_version() -> Optional[str]:
-    try:
-        from importlib.metadata import version
-
-        return version("transformers")
-    except Exception:  # not installed: the models probed here are plain torch
-        return None
-
-
 def micro_batch_cache_file(key: Mapping[str, Any], info: DeviceInfo, global_batch: int):
     """Where a probed micro-batch is cached: cache_dir()/accelerator/micro-batch-<hash>.json, keyed by
     ``key`` (model, sequence length, precision, eager or compiled), the global batch, the device's name
     and memory, torch's and transformers' versions (a new release changes what a step allocates)."""
+    from importlib.metadata import version
+
     import torch
 
+    try:
+        transformers = version("transformers")
+    except Exception:  # not installed: the models probed here are plain torch
+        transformers = None
     full = {"key": {str(k): key[k] for k in sorted(key)}, "global_batch": global_batch, "device": info.name,
-            "memory_bytes": info.memory_bytes, "torch": torch.__version__, "transformers": _transformers_version()}
+            "memory_bytes": info.memory_bytes, "torch": torch.__version__, "transformers": transformers}
     digest = hashlib.sha256(json.dumps(full, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return cache_dir() / "accelerator" / "micro-batch-{}.json".format(digest), full
 

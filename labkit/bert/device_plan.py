@@ -1,17 +1,11 @@
 """How BERT trains on this device: precision, micro-batch, launch, and a measured time per sample.
 
-    from labkit import bert
     steps = bert.plan_steps("large", 128, 1024, torch.device("cuda"))
     steps.precision.name, steps.micro_batch.size, steps.launch     # "bf16", 256, "compiled"
-    steps.seconds(1024 * 1000)                                     # this machine's estimate for the run
 
-The choices are :mod:`labkit.accelerator`'s (one policy for every portable path). The time is
-measured here, not assumed: on CUDA the preset itself trains a few real steps at the chosen
-micro-batch (the same model the micro-batch probe built); on a CPU or MPS, where BERT-Large would
-take minutes to build and step, one encoder layer of the preset's width trains a step of about
-``PROBE_FLOPS`` (as many sequences of the micro-batch as that allows) and the run's FLOPs are
-divided by the FLOP/s it reached. Results are kept for the process, so a plan, its refusal and
-the run that follows measure once.
+The choices are :mod:`labkit.accelerator`'s; how the time is measured on a GPU and on a CPU:
+docs/performance.md. Results are kept for the process, so a plan, its refusal and the run that
+follows measure once.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """What a step loop measures (:class:`StepMeter`), for :func:`labkit.bert.train` and the LLaMA loop, and
-samples/s as the Cerebras modelzoo reports them (:class:`RateTracker`: ``Rate`` and ``GlobalRate``;
-``tests/bert`` checks it against the rates printed in real CS-2 logs).
-
-The loss of each step stays on the device; the meter reads the losses back (a device sync) only at
-step 1 and at each log step, so a GPU is not made to wait every step. Beside every step's time and
-the modelzoo's Rate and GlobalRate it keeps the steady figures: the steps after the first, timed
-between two syncs (the end of step 1, the last log step), so a GPU's queued work is inside the time
-and the first step's allocation, kernel choice or compile is not.
+samples/s as the Cerebras modelzoo reports them (:class:`RateTracker`; ``tests/bert`` checks it against
+the rates printed in real CS-2 logs). The steady figures: docs/performance.md, "The steady rate". The
+losses stay on the device and are read back (a device sync) only at step 1 and at each log step.
 
     meter = StepMeter(result, steps, log_steps, device, RateTracker(), "warmup_time", LogEntry)
     for number in range(1, steps + 1):
@@ -22,10 +17,11 @@ import math
 import time
 from typing import Any, Callable, List, Optional
 
+from labkit.accelerator.launch import sync
 from labkit.divergence import divergence_note, loss_divergence
 from labkit.interrupts import where
 
-__all__ = ["RateTracker", "StepMeter", "sync", "record_steps", "add_gpu_metrics"]
+__all__ = ["RateTracker", "StepMeter", "record_steps", "add_gpu_metrics"]
 
 
 class RateTracker:
@@ -76,17 +72,6 @@ class RateTracker:
     def global_rate(self, now: Optional[float] = None) -> float:
         delta = self.elapsed(now)
         return self.count / delta if delta > 0 else 0.0
-
-
-def sync(device: Any) -> None:
-    """Wait for the device's queued work (CUDA, MPS); nothing on the CPU."""
-    import torch
-
-    kind = getattr(device, "type", str(device))
-    if kind == "cuda":
-        torch.cuda.synchronize(device)
-    elif kind == "mps" and hasattr(torch, "mps"):
-        torch.mps.synchronize()
 
 
 def _read_losses(pending: List[Any], device: Any, losses: List[float]) -> None:

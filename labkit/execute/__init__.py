@@ -101,9 +101,6 @@ class NotebookParameters:
         checked.update({k: v for k, v in values.items() if k in self.free})
         return checked
 
-    def defaults(self) -> Dict[str, Any]:
-        return self.spec.defaults()
-
 
 def _load_spec(reference: str, notebook_dir: str) -> Spec:
     """Import ``module:ATTR``; the notebook's folder is searched too (where its kernel runs)."""

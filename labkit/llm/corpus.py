@@ -1,20 +1,11 @@
 """English text for training a small language model offline, split into train and validation, and
 the token windows a model trains on.
 
-    from labkit import llm
     corpus = llm.load_corpus()                       # offline: the Python documentation that ships with Python
-    corpus.train[:80], len(corpus.validation), corpus.fingerprint
     corpus = llm.load_corpus("wikitext", config="wikitext-2-raw-v1")   # a hub dataset, where the hub is reachable
 
-The offline ``"pydoc"`` text (``pydoc_data.topics``) differs a little between Python releases, so
-``Corpus.fingerprint`` names the exact text and runs record it. The split is by the SHA-256 of each
-document's key (the last tenth to validation), so adding a document never moves another. More:
-docs/cerebras.md, "The portable path" of the LLaMA exercise.
-
-As the modelzoo's GPT data (``GptHDF5MapDataProcessor``) does, every sample of :func:`token_batches`
-is a window of exactly ``sequence_length`` tokens of the concatenated documents, with no padding; the
-labels are the inputs (the model shifts them by one to predict the next token). Windows start at
-random offsets drawn by a seeded generator, so two runs with one seed see the same batches.
+The text, its fingerprint, the split by key hash and the windows: docs/cerebras.md, "Corpus" and
+"Batches" of the LLaMA exercise. Two runs with one seed see the same batches.
 """
 
 from __future__ import annotations
@@ -84,17 +75,9 @@ def split_documents(documents: Sequence[Tuple[str, str]]) -> Tuple[List[str], Li
     return [text for text in train if text], validation
 
 
-def pydoc_documents() -> List[Tuple[str, str]]:
-    """The Python reference manual's topics that ship with Python, as ``(topic, text)``."""
-    from pydoc_data.topics import topics
-
-    return [(key, text.strip()) for key, text in topics.items() if text.strip()]
-
-
-def hub_documents(name: str, config: Optional[str] = None, split: str = "train",
-                  text_field: str = "text") -> List[str]:
-    """The ``text_field`` of every row of a hub dataset's ``split`` (``datasets.load_dataset``;
-    a local dataset folder or script works too). Empty rows are dropped."""
+def hub_documents(name: str, config: Optional[str] = None, split: str = "train") -> List[str]:
+    """The ``text`` of every row of a hub dataset's ``split`` (``datasets.load_dataset``; a local
+    dataset folder or script works too). Empty rows are dropped."""
     try:
         import datasets
     except ImportError:
@@ -105,21 +88,23 @@ def hub_documents(name: str, config: Optional[str] = None, split: str = "train",
     except Exception as exc:  # no network, no such dataset or split: say which, keep the cause
         raise CorpusUnavailable("corpus = {!r} (config {!r}, split {!r}) could not be loaded: {}; the offline "
                                 "corpus is {!r}".format(name, config, split, exc, OFFLINE_CORPUS)) from exc
-    if text_field not in rows.column_names:
-        raise CorpusUnavailable("corpus = {!r} has no {!r} column; its columns are {}".format(
-            name, text_field, ", ".join(rows.column_names)))
-    return [text for text in rows[text_field] if text and text.strip()]
+    if "text" not in rows.column_names:
+        raise CorpusUnavailable("corpus = {!r} has no 'text' column; its columns are {}".format(
+            name, ", ".join(rows.column_names)))
+    return [text for text in rows["text"] if text and text.strip()]
 
 
-def load_corpus(name: str = OFFLINE_CORPUS, config: Optional[str] = None, text_field: str = "text") -> Corpus:
+def load_corpus(name: str = OFFLINE_CORPUS, config: Optional[str] = None) -> Corpus:
     """The corpus ``name``, split into train and validation text (see the module docstring)."""
     if name == OFFLINE_CORPUS:
-        documents = pydoc_documents()
+        from pydoc_data.topics import topics  # the Python reference manual's topics, shipped with Python
+
+        documents = [(key, text.strip()) for key, text in topics.items() if text.strip()]
         train, validation = split_documents(documents)
         return Corpus(name, "\n\n".join(train), "\n\n".join(validation), len(documents))
-    train = hub_documents(name, config, "train", text_field)
+    train = hub_documents(name, config, "train")
     try:
-        validation = hub_documents(name, config, "validation", text_field)
+        validation = hub_documents(name, config, "validation")
     except CorpusUnavailable:  # no validation split: hold out by the hash rule
         train, validation = split_documents([("{:09d}".format(i), text) for i, text in enumerate(train)])
     label = name if config is None else "{}/{}".format(name, config)

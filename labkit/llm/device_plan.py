@@ -1,14 +1,10 @@
 """Which LLaMA preset trains here, in which precision, and how long a step takes on this machine.
 
-    from labkit import llm
     chosen = llm.plan_llama(["7b", "small", "tiny"], 2048, 8, 128, 40, torch.device("cuda"))
     chosen.model_size, chosen.precision.name, chosen.checkpointing    # "7b", "bf16", True on an H200
-    chosen.seconds(40)                                               # measured, not assumed
 
-Each candidate (largest first) must fit the device's memory by arithmetic (:func:`training_memory_bytes`)
-and then train real steps there (:func:`attempts` gives the order, :func:`plan_llama` what gives way).
-On a CPU or MPS the step is measured on the preset itself when it is small, else on one decoder layer
-of its width (the model's FLOPs over the FLOP/s that layer reached). Measurements are kept for the process.
+The memory arithmetic and the order of the probes: docs/performance.md, "LLaMA's plan on an H200".
+Measurements are kept for the process.
 """
 
 from __future__ import annotations
@@ -65,12 +61,9 @@ def flops_per_token(model_size: str, vocab_size: int, sequence_length: int) -> f
 
 def training_memory_bytes(model_size: str, vocab_size: int, batch_size: int, sequence_length: int,
                           checkpointing: bool, precision: str = "fp32") -> float:
-    """Bytes to train a preset with AdamW: 16 a parameter (fp32 weights, gradients, two moments), 2 more
-    under ``precision="bf16"`` (autocast keeps a bf16 copy of each weight it casts until the forward's
-    block ends, and with checkpointing makes them again in backward), the activations kept for backward
-    (all of each layer's, about 34 x hidden + 5 x heads x length bytes-ish a token in bf16; with
-    checkpointing only each layer's input, plus one layer's), and the logits in fp32. A rough upper
-    estimate, to choose before allocating."""
+    """Bytes to train a preset with AdamW, a rough upper estimate to choose before allocating
+    (docs/performance.md, "LLaMA's plan on an H200"); activations are about 34 x hidden + 5 x heads x
+    length bytes a token and layer in bf16."""
     preset = MODEL_SIZES[model_size]
     hidden, layers, heads = preset["hidden_size"], preset["num_hidden_layers"], preset["num_attention_heads"]
     tokens = batch_size * sequence_length
@@ -87,10 +80,8 @@ MEMORY_SHARE = 0.9
 
 def attempts(model_size: str, vocab_size: int, batch_size: int, sequence_length: int, info: accelerator.DeviceInfo,
              precision: str) -> Tuple[Tuple[bool, str], ...]:
-    """The checkpointing settings to train ``model_size`` with on ``info``, in the order to try them, each
-    with why checkpointing is on: without it where the arithmetic says it fits (then with it, should
-    that run out of memory), with it alone where only that fits, none where neither does. Off a GPU
-    the memory is not known here: without checkpointing."""
+    """The (checkpointing, why) settings to probe ``model_size`` with on ``info``, in order
+    (docs/performance.md); off a GPU the memory is not known here: without checkpointing."""
     if info.kind != "cuda" or not info.memory_bytes:
         return ((False, ""),)
     limit = MEMORY_SHARE * info.memory_bytes

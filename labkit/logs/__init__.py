@@ -253,9 +253,4 @@ def table(runs: Union[LogReport, Run, Iterable[Any]]):
     """A pandas DataFrame, one row per run: exercise, source, status, params, metrics, log file."""
     import pandas as pd
 
-    rows = []
-    for run in _runs_of(runs):
-        row = {"log": run.environment.get("log")}
-        row.update(run.flat())
-        rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"log": run.environment.get("log"), **run.flat()} for run in _runs_of(runs)])

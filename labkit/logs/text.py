@@ -41,13 +41,6 @@ class BinaryLogError(LabkitError, ValueError):
     """The file is not text (an executable, an image, an archive)."""
 
 
-def strip_ansi(text: str) -> str:
-    """``text`` without terminal escape sequences and stray control characters."""
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    return _CONTROL.sub("", text)
-
-
 def _encoding(head: bytes, binary: str) -> str:
     """UTF-16 when the file starts with its byte-order mark (Windows PowerShell's ``>`` writes
     that), else UTF-8 (with or without a BOM); :class:`BinaryLogError` ``binary`` when it is no text."""
@@ -131,7 +124,9 @@ def iter_lines(stream: IO[str]) -> Iterator[str]:
     longer than :data:`MAX_LINE` comes out in pieces of that size, so memory stays bounded.
     """
     for line in iter(lambda: stream.readline(MAX_LINE), ""):
-        yield strip_ansi(line).strip()
+        if "\x1b" in line:
+            line = _ANSI.sub("", line)
+        yield _CONTROL.sub("", line).strip()
 
 
 _ENDS_WITH_LABEL = re.compile(r"[A-Za-z_)\]][\w ()/-]*[:=]$")

@@ -126,10 +126,7 @@ class Run:
 
     def flat(self) -> Dict[str, Any]:
         """One row for a table: exercise, source, status, params and metrics side by side."""
-        row: Dict[str, Any] = {"exercise": self.exercise, "source": self.source, "status": self.status}
-        row.update(self.params)
-        row.update(self.metrics)
-        return row
+        return {"exercise": self.exercise, "source": self.source, "status": self.status, **self.params, **self.metrics}
 
 
 def json_safe(value: Any) -> Any:
@@ -280,9 +277,6 @@ def is_unstable(run: Mapping[str, Any], metric: str) -> bool:
     return unit in UNSTABLE_UNITS or any(part in metric.lower() for part in UNSTABLE_NAME_PARTS)
 
 
-_MISSING = object()
-
-
 def compare_records(expected: Mapping[str, Any], actual: Mapping[str, Any], rtol: float = 1e-6,
                     atol: float = 1e-9,
                     close: Optional[Callable[[str, Optional[str], Any, Any], bool]] = None) -> List[str]:
@@ -311,7 +305,7 @@ def compare_records(expected: Mapping[str, Any], actual: Mapping[str, Any], rtol
     # its re-run is compared on the parameters the record had.
     exp_params, act_params = expected.get("params") or {}, actual.get("params") or {}
     for name in exp_params:
-        if exp_params[name] != act_params.get(name, _MISSING):
+        if name not in act_params or exp_params[name] != act_params[name]:
             problems.append("params: {}: expected {!r}, got {!r}".format(
                 name, exp_params[name], act_params.get(name, "nothing")))
     exp_metrics = expected.get("metrics") or {}

@@ -96,36 +96,30 @@ class ChatModel:
 VOCAB_SIZE = 2048
 
 
-def _tokenizer_for(model_dir: Optional[Path]) -> Any:
-    """The model directory's own tokenizer when it has one, else labkit.llm's corpus tokenizer."""
-    from labkit import llm
-
-    if model_dir is not None and (model_dir / "tokenizer.json").is_file():
-        return llm.load_tokenizer(model_dir / "tokenizer.json")
-    return llm.corpus_tokenizer(llm.load_corpus(), vocab_size=VOCAB_SIZE)
-
-
 def load_model(model_size: str = "tiny", model_dir: Optional[str] = None, seed: int = 0) -> ChatModel:
     """The model the server decodes with: ``model_dir`` (a ``save_pretrained`` directory) when
     given, else labkit.llm's LLaMA preset ``model_size`` initialised from ``seed`` (random
-    weights: the text is noise, but the work per token, and so the timings, are a real model's)."""
+    weights: the text is noise, but the work per token, and so the timings, are a real model's).
+    The tokenizer is the model directory's own when it has one, else labkit.llm's corpus tokenizer."""
     from labkit import llm
 
-    if model_dir is not None:
-        path = Path(model_dir)
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError("model_dir={!r}: no config.json there (a save_pretrained directory is "
-                                    "needed)".format(model_dir))
+    path = None if model_dir is None else Path(model_dir)
+    if path is not None and not (path / "config.json").is_file():
+        raise FileNotFoundError("model_dir={!r}: no config.json there (a save_pretrained directory is "
+                                "needed)".format(model_dir))
+    if path is None and model_size not in llm.MODEL_SIZES:
+        raise ValueError("model_size={!r}: not one of {}".format(model_size, sorted(llm.MODEL_SIZES)))
+    if path is not None and (path / "tokenizer.json").is_file():
+        tokenizer = llm.load_tokenizer(path / "tokenizer.json")
+    else:
+        tokenizer = llm.corpus_tokenizer(llm.load_corpus(), vocab_size=VOCAB_SIZE)
+    if path is not None:
         from transformers import LlamaForCausalLM
 
         model = LlamaForCausalLM.from_pretrained(str(path))
-        tokenizer = _tokenizer_for(path)
         name = "local/" + path.name
         description = "LLaMA from {}".format(path)
     else:
-        if model_size not in llm.MODEL_SIZES:
-            raise ValueError("model_size={!r}: not one of {}".format(model_size, sorted(llm.MODEL_SIZES)))
-        tokenizer = _tokenizer_for(None)
         model = llm.build_model(model_size, vocab_size=len(tokenizer), seed=seed)
         name = "labkit-llama-{}".format(model_size)
         description = "LLaMA {} ({:,} parameters), random weights (seed {})".format(

@@ -66,8 +66,7 @@ class LocalServer:
         if self.returncode is not None:
             return self.returncode
         with contextlib.suppress(OSError):
-            if self.process.stdin is not None:
-                self.process.stdin.close()
+            self.process.stdin.close()
         for action in (None, self.process.terminate, self.process.kill):
             if action is not None:
                 with contextlib.suppress(OSError):
@@ -77,8 +76,7 @@ class LocalServer:
                 break
             except subprocess.TimeoutExpired:
                 continue
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        self.process.stdout.close()
         if self.returncode == 0:  # a clean stop: its log has nothing to tell
             with contextlib.suppress(OSError):
                 self.log_path.unlink()
@@ -163,9 +161,8 @@ def start_server(config: str = "batched", model_size: str = "tiny", model_dir: O
         if process.poll() is None:
             process.kill()
         process.wait()
-        for pipe in (process.stdin, process.stdout):
-            if pipe is not None:
-                pipe.close()
+        process.stdin.close()
+        process.stdout.close()
         tail = Path(log.name).read_text(errors="replace").strip().splitlines()[-15:]
         raise ServerStartError("the local server did not start within {:.0f} s (exit status {}); its log, {}:\n{}"
                                .format(startup_timeout, process.returncode, log.name, "\n".join(tail)))

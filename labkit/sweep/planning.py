@@ -48,13 +48,10 @@ class SweepPlan:
     baseline: Optional[Dict[str, Any]] = None
     baseline_reason: str = ""
 
-    def configurations(self) -> List[Dict[str, Any]]:
-        return grid_points(self.grid)
-
     def tasks(self, out: str) -> List[Dict[str, Any]]:
         """One task per configuration and seed, in a fixed order (configuration, then seed)."""
         tasks = []
-        for config in self.configurations():
+        for config in grid_points(self.grid):
             for seed in self.seeds:
                 parameters = dict(config, seed=seed)
                 key = run_key(parameters)
@@ -131,14 +128,14 @@ def plan(notebook: str, grid_text: Sequence[Tuple[str, str]], repeats: int = 1,
     if problems:
         raise ParameterError(problems + ["", declared.describe()], declared.spec.name)
     # every configuration as a whole (cross-checks between parameters)
-    defaults = declared.defaults()
+    defaults = declared.spec.defaults()
     base_seed = defaults.get("seed")
     base_seed = base_seed if isinstance(base_seed, int) and not isinstance(base_seed, bool) else 0
     seeds = [base_seed + r for r in range(repeats)]
     with open(notebook, "rb") as f:
         sha256 = hashlib.sha256(f.read()).hexdigest()
     result = SweepPlan(os.path.abspath(notebook), grid, repeats, seeds, timeout, sha256)
-    configurations = result.configurations()
+    configurations = grid_points(grid)
     for config in configurations:
         declared.check(dict(config, seed=seeds[-1]))
     for config in configurations:

@@ -155,14 +155,11 @@ def _tally(manifest, frame) -> Dict[str, int]:
     return {"total": total, "finished": len(frame), "complete": complete, "not_complete": len(frame) - complete}
 
 
-def write_reports(out: str) -> Dict[str, str]:
+def write_reports(out: str) -> None:
     """Write results.csv, the plots and summary.md (each atomically)."""
-    frame = table(out)
-    write_atomic(os.path.join(out, "results.csv"), frame.to_csv(index=False))
+    write_atomic(os.path.join(out, "results.csv"), table(out).to_csv(index=False))
     write_plots(out)
-    text = summary_markdown(out)
-    write_atomic(os.path.join(out, "summary.md"), text)
-    return {"results": os.path.join(out, "results.csv"), "summary": os.path.join(out, "summary.md")}
+    write_atomic(os.path.join(out, "summary.md"), summary_markdown(out))
 
 
 def main(out: str) -> Optional[str]:
@@ -246,7 +243,7 @@ def write_plots(out: str) -> List[str]:
             ax.set_title("{} vs {}".format(metric, name))
             ax.legend(fontsize="small")
             fig.tight_layout()
-            filename = "plot_{}_vs_{}.png".format(_safe(metric), _safe(name))
+            filename = re.sub(r"[^A-Za-z0-9._-]", "_", "plot_{}_vs_{}".format(metric, name)) + ".png"
             produce_atomic(os.path.join(out, filename), fig.savefig)
             plt.close(fig)
             written.append(filename)
@@ -260,7 +257,3 @@ def _step(xs: List[float]) -> float:
     ordered = sorted(set(xs))
     gaps = [b - a for a, b in zip(ordered, ordered[1:])]
     return min(gaps) if gaps else 1.0
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)

@@ -120,7 +120,7 @@ def summary_frame(out: str):
     units, exercise = frame.attrs.get("units", {}), exercise_table(frame)
     for metric in numeric_metrics(frame, manifest):
         # a time or a speed depends on the machine's load, unlike accuracy and loss (the exercise's table says)
-        timing = (exercise.is_timing(metric) if exercise is not None and metric in exercise
+        timing = (exercise[metric].timing if exercise is not None and metric in exercise
                   else is_unstable({"units": units}, metric))
         base_values = _values(complete, grid, baseline, metric)
         base_contended = len(_values(contended, grid, baseline, metric)) if timing else 0

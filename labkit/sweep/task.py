@@ -1,16 +1,7 @@
 """One run of a sweep: the machine share its worker gives it, its notebook executed, what it
-recorded read, its row saved.
-
-Every executor (the local worker threads, Parsl workers) calls :func:`execute_task`; the row
-(``OUT/runs/<run>.json``) is written atomically once the run has ended, which is what makes a
-sweep resumable.
-
-Each local worker gets ``threads = cores // workers`` (at least 1), set in its kernels' environment
-*before* torch starts (``OMP_NUM_THREADS`` and friends are read when torch is imported; a notebook
-cannot change them later); every run records that share (:func:`labkit.devices.recorded_share`).
-Timings are still contended when the shares overlap (more workers than cores) or the 1-minute
-load average just before or after a run exceeds ``cores + LOAD_SLACK``: then some task waited
-for a core, and that wait is in the run's times (docs/sweeps.md, "Contended timings").
+recorded read, its row (``OUT/runs/<run>.json``) saved atomically once the run has ended, which is
+what makes a sweep resumable. Every executor calls :func:`execute_task`. The thread share and when
+timings count as contended: docs/sweeps.md, "Parallel runs" and "Contended timings".
 """
 
 from __future__ import annotations
@@ -145,8 +136,5 @@ def row_of(future: Future, task: Mapping[str, Any]) -> Dict[str, Any]:
 
 def _row_head(task: Mapping[str, Any]) -> Dict[str, Any]:
     """The columns a row has whatever happened: the run, its parameters and its notebook."""
-    row: Dict[str, Any] = {"run": task["key"]}
-    row.update(task["parameters"])
-    row["notebook"] = os.path.join(RUNS, os.path.basename(task["output"]))
-    return row
+    return {"run": task["key"], **task["parameters"], "notebook": os.path.join(RUNS, os.path.basename(task["output"]))}
 
