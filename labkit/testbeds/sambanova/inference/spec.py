@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from labkit.params import PATH, Config, Param, Spec, existing_file
 
