@@ -143,7 +143,7 @@ def sync(device: Any) -> None:
     """Wait for the device's queued work (CUDA, MPS); nothing on the CPU."""
     import torch
 
-    kind = getattr(device, "type", str(device))
+    kind = str(getattr(device, "type", device)).split(":")[0]  # a torch.device, or a name like "cuda:0"
     if kind == "cuda":
         torch.cuda.synchronize(device)
     elif kind == "mps" and hasattr(torch, "mps"):
