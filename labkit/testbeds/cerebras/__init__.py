@@ -46,7 +46,7 @@ def candidate_modelzoos(modelzoo_dir: Optional[str]) -> List[str]:
     return found
 
 
-def duration(seconds: float) -> str:
+def in_words(seconds: float) -> str:
     """``seconds`` in the largest whole unit a plan's reader thinks in ("3 hours")."""
     for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
         if seconds >= size:
@@ -58,4 +58,4 @@ def time_lines(device: Any, seconds: float, steps: int, measured: str) -> List[s
     """A portable plan's "Time:" line: on a GPU always, on a CPU from SHOWN_SECONDS up."""
     if device.type == "cpu" and seconds < SHOWN_SECONDS:
         return []
-    return ["Time: about {} for {} step(s) (measured here: {})".format(duration(seconds), steps, measured)]
+    return ["Time: about {} for {} step(s) (measured here: {})".format(in_words(seconds), steps, measured)]

@@ -14,7 +14,7 @@ from labkit.interrupts import run_step
 from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
-from labkit.testbeds.cerebras import duration, time_lines
+from labkit.testbeds.cerebras import in_words, time_lines
 from labkit.testbeds.cerebras.bert_large.metrics import read_log
 from labkit.testbeds.cerebras.bert_large.modelzoo import (CerebrasStack, cerebras_stack, check_template,
                                                           run_modelzoo)
@@ -120,6 +120,6 @@ def _check_cost(config: Config, device: Any, sizes: Optional[Sequence[int]], ste
             "batch_size=32, max_steps=100, log_steps=10; or read a CS-2 log with log_path; or set "
             "allow_long_run=True.".format(config.model_size, "batch_size = {}".format(sizes[0]) if len(sizes) == 1 else
                                           "batch sizes {}".format(list(sizes)), config.max_steps,
-                                          device, duration(seconds), steps.measured)], EXERCISE)
+                                          device, in_words(seconds), steps.measured)], EXERCISE)
     return seconds
 

@@ -15,7 +15,7 @@ from labkit.interrupts import run_step
 from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
-from labkit.testbeds.cerebras import duration, time_lines
+from labkit.testbeds.cerebras import in_words, time_lines
 from labkit.testbeds.cerebras.llama2_7b.cszoo import CS3_HELP, cs3_node, run_on_cs3
 from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import (COURSE, EXERCISE, LONG_RUN_SECONDS, PORTABLE_DEFAULTS,
@@ -89,7 +89,7 @@ def _check_cost(config: Config, device: Any, steps: Optional[llm.LlamaStepPlan] 
         "take about {}{} ({}); the CS-3 runs the course's 200 steps in about 2 hours. Allowed here: "
         "something smaller, e.g. model_size='small', batch_size={}, sequence_length={}, steps={}; or read a CS-3 log "
         "with log_path{}.".format(size, values["batch_size"], values["sequence_length"],
-                                  values["steps"], device, duration(seconds), memory_text,
+                                  values["steps"], device, in_words(seconds), memory_text,
                                   "measured here: " + steps.measured if steps is not None else
                                   "a rough estimate: not measured, as it does not fit here",
                                   PORTABLE_DEFAULTS["batch_size"], PORTABLE_DEFAULTS["sequence_length"],
