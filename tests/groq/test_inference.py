@@ -62,3 +62,5 @@ def test_backend_names_are_checked():
             backends.resolve_backends("cuda")
     with pytest.raises(ValueError, match=r"'groq' is not available here: groqflow is not installed"):
         backends.resolve_backends("groq")
+    with pytest.raises(backends.BackendError, match=r"backend 'tpu': unknown; use one of cpu, onnxruntime, cuda"):
+        backends.make("tpu", None, "classify", {})

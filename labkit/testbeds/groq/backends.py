@@ -407,4 +407,6 @@ def make(name: str, model: Any, task: str, dummy: Dict[str, Any], label: str = "
         return OnnxEngine(model, task, dummy, label, threads)
     if name == "groq":
         return GroqEngine(model, task, dummy, label)
+    if name not in ("cpu", "cuda"):
+        raise BackendError("backend {!r}: unknown; use one of {}".format(name, ", ".join(BACKENDS)))
     return TorchEngine(model, task, name)
