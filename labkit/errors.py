@@ -27,6 +27,8 @@ is raised; by module (built-in base in brackets):
   (testbeds.sambanova.inference), ``ApiError`` (serving.protocol), ``ServerStartError``,
   ``QueueFull`` and ``EngineStopped`` [RuntimeError] (serving), ``JobRequestError`` [ValueError],
   ``JobRejected`` and ``JobError`` [RuntimeError] (jobs);
+* files: ``Busy`` [RuntimeError] (another writer holds the path) and ``NotAFile`` [ValueError] (a
+  folder, FIFO or device given as a file) (files);
 * grading: ``RubricError`` [ValueError] (grading.checks.rubric), ``LandlockError`` [OSError]
   (grading.sandbox.landlock).
 

@@ -3,6 +3,8 @@
     write_atomic("out/summary.md", text)                  # str (UTF-8) or bytes
     produce_atomic("out/plot.png", fig.savefig)           # code that writes to a path it is given
     replace_atomic("out/run.running.ipynb", "out/run.ipynb")   # a file finished by other code
+    with exclusive("out/run.ipynb", "labkit run"): ...    # one writer of a path at a time
+    regular_file(path, "log_path")                        # refuse a FIFO, device or folder unopened
 
 The first two write a temporary in the target's own folder (a rename across file systems is not
 atomic), fsync it, ``os.replace`` it over the target, then fsync the folder so the rename itself
@@ -12,18 +14,35 @@ survives a crash. On any error the temporary is removed and the target is left a
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
+import stat
 import uuid
 from pathlib import Path
-from typing import Callable, Union
+from typing import Callable, Iterator, Union
 
-__all__ = ["write_atomic", "produce_atomic", "replace_atomic", "FILE_MODE"]
+from labkit.errors import LabkitError
+
+__all__ = ["write_atomic", "produce_atomic", "replace_atomic", "exclusive", "regular_file", "FILE_MODE",
+           "Busy", "NotAFile"]
 
 #: Files written here are readable by others, as ``open(path, "w")`` under the usual umask makes them.
 FILE_MODE = 0o644
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+class Busy(LabkitError, RuntimeError):
+    """Another process holds the path this one would write (:func:`exclusive`)."""
+
+    shown_as = "Busy"
+
+
+class NotAFile(LabkitError, ValueError):
+    """A path given as a file is a folder, a FIFO, a device or a socket (:func:`regular_file`)."""
+
+    shown_as = "NotAFile"
 
 
 def write_atomic(path: PathLike, content: Union[str, bytes]) -> None:
@@ -60,6 +79,48 @@ def replace_atomic(finished: PathLike, path: PathLike) -> None:
     _sync_tree(os.fspath(finished))
     os.replace(finished, path)
     _sync_folder(os.path.dirname(os.path.abspath(os.fspath(path))))
+
+
+@contextlib.contextmanager
+def exclusive(path: PathLike, command: str) -> Iterator[None]:
+    """Hold ``path`` for one writer: raise :class:`Busy`, naming ``command``, while another holds it.
+
+    The lock is an ``flock`` on ``.<name>.lock`` beside ``path``; the kernel drops it when the holder
+    exits, however it exits, so a crashed writer never leaves the path locked. The lock file stays
+    (removing it would let a third writer lock a fresh file while the second holds the old one).
+    """
+    final = os.path.abspath(os.fspath(path))
+    folder, name = os.path.split(final)
+    os.makedirs(folder, exist_ok=True)
+    lock = os.path.join(folder, "." + name + ".lock")
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Busy("another `{}` is writing {}; wait for it to finish or stop it".format(
+                command, final)) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def regular_file(path: PathLike, what: str) -> Path:
+    """Return ``path`` if it is a regular file (a link to one counts); else raise, without opening it
+    (a read from a FIFO blocks until a writer comes, which may be never): ``FileNotFoundError`` or
+    :class:`NotAFile`, each naming ``what`` and the path."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError("{} {}: no such file".format(what, os.fspath(path))) from None
+    for test, kind in _KINDS:
+        if test(mode):
+            raise NotAFile("{} {}: is {}, not a regular file".format(what, os.fspath(path), kind))
+    return Path(path)
 
 
 def _sync_tree(path: str) -> None:

@@ -103,3 +103,56 @@ def test_replace_atomic_moves_a_finished_file_over_the_target(tmp_path: Path) ->
     replace_atomic(tmp_path / "run.running.ipynb", tmp_path / "run.ipynb")
     assert (tmp_path / "run.ipynb").read_text() == "executed"
     assert os.listdir(tmp_path) == ["run.ipynb"]
+
+
+def test_exclusive_refuses_a_second_writer_in_another_process_and_frees_the_path_when_the_first_dies(
+        tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from labkit.files import Busy, exclusive
+
+    target = tmp_path / "run.ipynb"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom labkit.files import exclusive\n"
+         "with exclusive(sys.argv[1], 'labkit run'):\n    print('held', flush=True)\n    time.sleep(60)\n",
+         str(target)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(Busy, match=r"another `labkit run` is writing .*run\.ipynb"):
+            with exclusive(target, "labkit run"):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    with exclusive(target, "labkit run"):  # the dead holder's lock went with it
+        pass
+
+
+def test_exclusive_does_not_follow_a_planted_link_as_its_lock_file(tmp_path: Path) -> None:
+    from labkit.files import exclusive
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    (tmp_path / ".run.ipynb.lock").symlink_to(victim)
+    with pytest.raises(OSError):
+        with exclusive(tmp_path / "run.ipynb", "labkit run"):
+            pass
+    assert victim.read_text() == "keep me\n"
+
+
+def test_regular_file_refuses_a_fifo_a_folder_and_a_device_without_opening_them(tmp_path: Path) -> None:
+    from labkit.files import NotAFile, regular_file
+
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)  # opening it for reading would block: the check must only stat it
+    for path, kind in ((fifo, "a FIFO"), (tmp_path, "a folder"), (Path("/dev/null"), "a character device")):
+        with pytest.raises(NotAFile, match=r"log_path {}: is {}".format(path, kind)):
+            regular_file(path, "log_path")
+    with pytest.raises(FileNotFoundError, match="log_path .*missing.log: no such file"):
+        regular_file(tmp_path / "missing.log", "log_path")
+    log = tmp_path / "run.log"
+    log.write_text("ok\n")
+    (tmp_path / "link.log").symlink_to(log)
+    assert regular_file(tmp_path / "link.log", "log_path") == tmp_path / "link.log"
