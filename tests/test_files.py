@@ -156,3 +156,19 @@ def test_regular_file_refuses_a_fifo_a_folder_and_a_device_without_opening_them(
     log.write_text("ok\n")
     (tmp_path / "link.log").symlink_to(log)
     assert regular_file(tmp_path / "link.log", "log_path") == tmp_path / "link.log"
+
+
+def test_a_write_that_fills_a_real_disk_leaves_the_old_file_whole_and_no_temporary(tmp_path: Path) -> None:
+    import errno
+
+    from tests.faults import fill, small_disk
+
+    with small_disk(tmp_path / "disk", kib=256) as disk:
+        target = disk / "gradebook.csv"
+        write_atomic(target, "student,total\nada,3\n")
+        fill(disk, leave=8192)
+        with pytest.raises(OSError) as raised:
+            write_atomic(target, "student,total\n" + "bo,2\n" * 100_000)
+        assert raised.value.errno == errno.ENOSPC
+        assert target.read_text() == "student,total\nada,3\n"
+        assert sorted(os.listdir(disk)) == [".filler", "gradebook.csv"]
