@@ -15,7 +15,7 @@ endif
 endif
 
 .PHONY: lab test test-quick test-flaky test-interrupts test-kernels test-lowest setup golden bench clean setup-browser test-browser book \
-	test-gpu test-vendors
+	test-gpu test-vendors test-prerelease
 
 setup: $(STAMP)
 
@@ -38,6 +38,7 @@ lab: $(STAMP)
 # Both passes run even when the first fails, so one run shows every failure, and either failing
 # fails. pytest exits 5 when it collected no tests: a broken collection must never look green.
 JOBS ?= 2
+space := $(subst ,, )
 SUITE := $(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/sanitize.cfg -p no:cacheprovider --durations=25
 
 test: $(STAMP)
@@ -103,6 +104,22 @@ test-lowest:
 	$(LOWEST_PY) -m pip install --quiet -c $(LOWEST_VENV)/llm.txt transformers tokenizers
 	$(LOWEST_PY) -m pip list 2>/dev/null | grep -iE '^(transformers|tokenizers) '
 	$(LOWEST_PY) -m pytest tests/llm tests/bert -p no:cacheprovider -q
+
+# The Jupyter stack's newest releases, pre-releases included, under the tests of what labkit overrides
+# in them (labkit/execute/upstream.py) and of every interrupt path: a release that breaks `labkit run`
+# or its Ctrl-C fails here before a class installs it. They go into a folder of their own, put ahead
+# of the venv's site-packages (PYTHONPATH reaches the kernels too); the venv itself stays as it is.
+PRERELEASE := .prerelease
+PRERELEASE_PACKAGES := nbclient jupyter_client jupyter_core ipykernel papermill nbformat
+PRERELEASE_TESTS := tests/execute tests/test_interrupts.py tests/test_cell_end_interrupts.py tests/test_phases.py \
+	tests/test_editing_cells.py
+
+test-prerelease: $(STAMP)
+	rm -rf $(PRERELEASE)
+	$(PY) -m pip install --quiet --pre --upgrade --target $(PRERELEASE) $(PRERELEASE_PACKAGES)
+	PYTHONPATH=$(abspath $(PRERELEASE)) $(PY) -m pip list --path $(PRERELEASE) 2>/dev/null \
+		| grep -iE '^($(subst $(space),|,$(PRERELEASE_PACKAGES))) '
+	PYTHONPATH=$(abspath $(PRERELEASE)) $(PY) -m pytest $(PRERELEASE_TESTS) -p no:cacheprovider -q
 
 # labkit's vendor paths against the vendors' real packages where they install from PyPI, for what
 # runs without the hardware (tests/groq/test_groqflow_real.py: GroqFlow's chip count with and without

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import json
+import sys
 from pathlib import Path
 from typing import Dict, Iterator, List, Set, Tuple
 
@@ -243,3 +245,53 @@ def test_every_command_module_has_the_one_cli_layout():
         if "Exit status" not in (module.__doc__ or ""):
             problems.append("{}: its docstring does not say its exit status".format(name))
     assert not problems, problems
+
+
+#: The one module that may use other packages' private names: it checks them at import.
+UPSTREAM_ADAPTER = "labkit.execute.upstream"
+#: Private by name, public in use: torch's fused list ops back torch.optim's ``foreach`` path, and
+#: their tests run on every platform; the MNIST step's test compares them with torch.optim.SGD.
+ALLOWED_PRIVATE = {("labkit.testbeds.graphcore.train", "_foreach_add_")}
+#: Python's own underscored functions are documented (``os._exit``, ``sys._getframe``).
+STDLIB = set(getattr(sys, "stdlib_module_names", ())) or {"os", "sys"}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_private_names_of_other_packages_are_used_only_in_the_adapter():
+    found = []
+    for module, path in MODULES.items():
+        if module == UPSTREAM_ADAPTER:
+            continue
+        tree = ast.parse(path.read_text())
+        names = set()  # local names bound to other packages' modules or their members
+        for node in ast.walk(tree):
+            for base, name in _imported(node, module, path.name == "__init__.py"):
+                if base.startswith("labkit") or base.split(".")[0] in STDLIB:
+                    continue
+                if _private(name or "") or any(_private(part) for part in base.split(".")):
+                    found.append("{}: imports {} {}".format(module, base, name))
+                alias = next(a for a in node.names if a.name == (name or base))
+                names.add((alias.asname or alias.name).split(".")[0])
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and _private(node.attr)):
+                continue
+            on_import = isinstance(node.value, ast.Name) and node.value.id in names
+            on_super = (isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                        and node.value.func.id == "super")
+            if (on_import or on_super) and (module, node.attr) not in ALLOWED_PRIVATE:
+                found.append("{}:{}: uses .{}".format(module, node.lineno, node.attr))
+        if module.endswith("__main__"):  # importing it runs it
+            continue
+        loaded = importlib.import_module(module)
+        for cls in vars(loaded).values():
+            if not (inspect.isclass(cls) and cls.__module__ == module):
+                continue
+            upstream = [base for base in cls.__mro__[1:] if not base.__module__.startswith("labkit")]
+            for name, value in vars(cls).items():
+                defined = inspect.isfunction(value) or isinstance(value, (classmethod, staticmethod, property))
+                if defined and _private(name) and any(name in vars(base) for base in upstream):
+                    found.append("{}: {} overrides {}".format(module, cls.__name__, name))
+    assert not found, "private names of other packages outside {}: {}".format(UPSTREAM_ADAPTER, found)

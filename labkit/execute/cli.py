@@ -45,6 +45,10 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
+        # a release of nbclient or jupyter_client that labkit cannot drive: said before a kernel starts
+        from labkit.execute.upstream import check
+
+        check()
         declared = notebook_parameters(args.notebook)
         values = gather_parameters(declared, args.parameter, args.yaml, args.parameters_file)
     except (ParameterError, FileNotFoundError, ValueError, ImportError) as exc:
