@@ -119,7 +119,7 @@ test-prerelease: $(STAMP)
 	$(PY) -m pip install --quiet --pre --upgrade --target $(PRERELEASE) $(PRERELEASE_PACKAGES)
 	PYTHONPATH=$(abspath $(PRERELEASE)) $(PY) -m pip list --path $(PRERELEASE) 2>/dev/null \
 		| grep -iE '^($(subst $(space),|,$(PRERELEASE_PACKAGES))) '
-	PYTHONPATH=$(abspath $(PRERELEASE)) $(PY) -m pytest $(PRERELEASE_TESTS) -p no:cacheprovider -q
+	PYTHONPATH=$(abspath $(PRERELEASE)) $(PY) -m pytest $(PRERELEASE_TESTS) -p no:cacheprovider -q --durations=10
 
 # labkit's vendor paths against the vendors' real packages where they install from PyPI, for what
 # runs without the hardware (tests/groq/test_groqflow_real.py: GroqFlow's chip count with and without
