@@ -66,7 +66,8 @@ def notebook_run(path: str) -> Tuple[Run, Dict[str, Any]]:
     """
     name = os.fspath(path)
     try:
-        regular_file(name, "notebook")  # a FIFO named *.ipynb would keep the reader waiting for ever
+        if os.path.lexists(name):  # a FIFO named *.ipynb would keep the reader waiting for ever
+            regular_file(name, "notebook")
         read = results.read(name)  # its errors name the file and what is wrong with it
     except (FileNotFoundError, ValueError) as exc:
         raise EvidenceError(str(exc)[:300]) from None
