@@ -87,3 +87,14 @@ def test_the_homeworks_folders_may_be_missing_but_not_a_file(tmp_path):
     with pytest.raises(ParameterError, match=r"logs_dir = '.*logs.txt': is a file, not a folder; allowed: a path "
                                              r"naming a folder, or nothing yet"):
         fall2025.SPEC.validate({"logs_dir": str(tmp_path / "logs.txt")})
+
+
+def test_the_inference_dataset_may_be_a_file_a_folder_or_a_hub_name_but_not_a_fifo(tmp_path):
+    from labkit.testbeds.sambanova import inference
+
+    (tmp_path / "prompts.json").write_text('{"prompt": ["hi"]}\n')
+    for fine in ("builtin", "squad", str(tmp_path), str(tmp_path / "prompts.json")):
+        assert inference.SPEC.validate({"dataset": fine}).dataset == fine
+    os.mkfifo(str(tmp_path / "live.json"))
+    with pytest.raises(ParameterError, match=r"dataset = '.*live.json': is a FIFO \(named pipe\), not a regular file"):
+        inference.SPEC.validate({"dataset": str(tmp_path / "live.json")})
