@@ -60,3 +60,13 @@ def test_a_kernel_given_a_fifo_as_log_path_stops_at_the_check_in_one_line(tmp_pa
     assert len(errors[0].traceback) == 1  # the message alone, no traceback from inside labkit
     executed = [c for c in nb.cells if c.cell_type == "code" and c.get("execution_count")]
     assert "from_notebook" in executed[-1].source  # nothing after the check ran
+
+
+def test_labkit_run_refuses_a_fifo_as_its_parameters_file(tmp_path):
+    with fifo(tmp_path / "params.yml") as pipe:
+        done = bounded(sys.executable, "-m", "labkit", "run", str(NOTEBOOK), "out.ipynb", "-f", str(pipe),
+                       cwd=tmp_path)
+        assert pipe.readers == 0
+    assert done.returncode == 2, done.stderr
+    assert "  - -f {}: is a FIFO (named pipe), not a regular file\n".format(pipe) in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "out.ipynb").exists()
