@@ -427,7 +427,8 @@ _A_FILE = "a file"
 
 
 def _what_it_is(path: str) -> str:
-    """"a file", "a folder", "a FIFO (named pipe)", ... or "a link to a missing path": never opened."""
+    """What ``path`` is, in words ("a file", "a folder", "a FIFO (named pipe)", "a link to a missing path"),
+    found without opening it."""
     try:
         regular_file(path, "")
     except NotAFile as refused:
