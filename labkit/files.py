@@ -43,6 +43,8 @@ class NotAFile(LabkitError, ValueError):
     """A path given as a file is a folder, a FIFO, a device or a socket (:func:`regular_file`)."""
 
     shown_as = "NotAFile"
+    #: What the path is, in words ("a FIFO (named pipe)"), for a message that names the path its own way.
+    kind = ""
 
 
 def write_atomic(path: PathLike, content: Union[str, bytes]) -> None:
@@ -119,7 +121,9 @@ def regular_file(path: PathLike, what: str) -> Path:
         raise FileNotFoundError("{} {}: no such file".format(what, os.fspath(path))) from None
     for test, kind in _KINDS:
         if test(mode):
-            raise NotAFile("{} {}: is {}, not a regular file".format(what, os.fspath(path), kind))
+            refused = NotAFile("{} {}: is {}, not a regular file".format(what, os.fspath(path), kind))
+            refused.kind = kind
+            raise refused
     return Path(path)
 
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError, stops_end_run_all
+from labkit.files import NotAFile, regular_file
 
 __all__ = ["Param", "Spec", "Config", "ParameterError", "StaleConfigError", "check_current", "PATH", "INT_OR_AUTO",
-           "injected_names", "existing_file", "usable_directory"]
+           "injected_names", "existing_file", "usable_directory", "folder_path"]
 
 #: Declared types: a filesystem path given as text; a whole number or "auto" (the modelzoo's micro_batch_size).
 PATH, INT_OR_AUTO = "path", "int or 'auto'"
@@ -387,15 +388,17 @@ def injected_names(history: Sequence[str]) -> List[str]:
 
 
 def existing_file(value: Any) -> Optional[str]:
-    """A ``Param.check`` for a path, or a list of paths, that must name a readable file (a log, a
-    config). Every exercise's path parameters use it, so a bad path reads the same everywhere."""
+    """A ``Param.check`` for a path, or a list of paths, that must name a readable regular file (a log, a
+    config). Every exercise's path parameters use it, so a bad path reads the same everywhere. A folder,
+    FIFO, device or socket is refused without being opened: a read from a FIFO waits for a writer for ever."""
     if isinstance(value, (list, tuple)):
         return "; ".join("{!r}: {}".format(v, existing_file(v)) for v in value if existing_file(v)) or None
     if not os.path.exists(value):
         relative = "" if os.path.isabs(value) else " (relative paths start from {})".format(os.getcwd())
         return "no such file" + relative
-    if os.path.isdir(value):
-        return "is a directory, not a file"
+    kind = _what_it_is(value)
+    if kind != _A_FILE:
+        return "is {}, not a regular file".format(kind)
     if not os.access(value, os.R_OK):
         return "cannot be read (permission denied)"
     return None
@@ -403,14 +406,39 @@ def existing_file(value: Any) -> Optional[str]:
 
 def usable_directory(value: str) -> Optional[str]:
     """A ``Param.check`` for a directory that exists or can be created (a data cache)."""
-    if os.path.exists(value):
-        return None if os.path.isdir(value) else "is a file, not a directory"
+    if os.path.isdir(value):
+        return None
+    if os.path.lexists(value):
+        return "is {}, not a directory".format(_what_it_is(value))
     parent = os.path.dirname(os.path.abspath(value))
     if not os.path.isdir(parent):
         return "does not exist, and neither does its parent directory {}".format(parent)
     return None
 
 
+def folder_path(value: str) -> Optional[str]:
+    """A ``Param.check`` for a folder that is read when it is there (a missing one holds nothing yet)."""
+    if os.path.lexists(value) and not os.path.isdir(value):
+        return "is {}, not a folder".format(_what_it_is(value))
+    return None
+
+
+_A_FILE = "a file"
+
+
+def _what_it_is(path: str) -> str:
+    """What ``path`` is, in words ("a file", "a folder", "a FIFO (named pipe)", "a link to a missing path"),
+    found without opening it."""
+    try:
+        regular_file(path, "")
+    except NotAFile as refused:
+        return refused.kind
+    except FileNotFoundError:
+        return "a link to a missing path"
+    return _A_FILE
+
+
 # what each allows, in words, for Param.allowed (and so for every error message)
 existing_file.allows = "naming a readable file"  # type: ignore[attr-defined]
 usable_directory.allows = "naming a directory that exists or can be created"  # type: ignore[attr-defined]
+folder_path.allows = "naming a folder, or nothing yet"  # type: ignore[attr-defined]

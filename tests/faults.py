@@ -2,6 +2,8 @@
 
     with small_disk(tmp_path / "disk", kib=300) as folder:   # a tmpfs: writes past 300 KiB fail ENOSPC
         fill(folder)                                          # ... or leave it nearly full
+    with fifo(tmp_path / "run.log") as pipe:                  # a real FIFO nobody writes to
+        ...; assert pipe.readers == 0                         # no reader ever opened it
 
 A tmpfs needs root (CI and the course's machines run the suite as root); elsewhere the test skips
 and says so.
@@ -13,12 +15,13 @@ import contextlib
 import errno
 import os
 import subprocess
+import threading
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-__all__ = ["small_disk", "fill"]
+__all__ = ["small_disk", "fill", "fifo", "Fifo"]
 
 
 @contextlib.contextmanager
@@ -54,3 +57,45 @@ def fill(folder: Path, leave: int = 0) -> Path:
             if exc.errno != errno.ENOSPC:
                 raise
     return filler
+
+
+class Fifo:
+    """A real FIFO (``os.mkfifo``) that no process writes to: code that opens it to read would wait for
+    ever. A watcher gives each reader that opens it an end of file at once and counts it in ``readers``,
+    so a test of code that must refuse the FIFO unopened fails on ``readers`` instead of hanging."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.readers = 0
+        os.mkfifo(str(path))
+        self._done = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, daemon=True)
+        self._watcher.start()
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def _watch(self) -> None:
+        while not self._done.wait(0.02):
+            try:  # without O_NONBLOCK this open would itself wait for a reader
+                handle = os.open(str(self.path), os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:
+                if exc.errno not in (errno.ENXIO, errno.ENOENT):  # ENXIO: no reader has it open
+                    raise
+                continue
+            self.readers += 1
+            os.close(handle)  # the reader sees an end of file
+
+    def close(self) -> None:
+        self._done.set()
+        self._watcher.join()
+
+
+@contextlib.contextmanager
+def fifo(path: Path) -> Iterator[Fifo]:
+    """A :class:`Fifo` at ``path`` for the block; its watcher stops after."""
+    made = Fifo(path)
+    try:
+        yield made
+    finally:
+        made.close()

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from labkit.files import NotAFile, regular_file
 from labkit.interrupts.cell import CAUGHT_IN_KERNEL
 from labkit.interrupts.runner import CtrlC
 from labkit.params import Param, ParameterError, Spec
@@ -368,8 +369,11 @@ def gather_parameters(declared: NotebookParameters, pairs: Sequence[Sequence[str
     values: Dict[str, Any] = {}
     if yaml_file:
         try:
+            regular_file(yaml_file, "-f")  # a FIFO would keep the command waiting for a writer for ever
             with open(yaml_file) as f:
                 values.update(_read_yaml(f.read(), yaml_file))
+        except (NotAFile, FileNotFoundError) as exc:
+            raise ParameterError([str(exc)]) from None
         except OSError as exc:
             raise ParameterError(["-f {}: cannot read it ({})".format(yaml_file, exc.strerror)]) from None
     if yaml_text:

@@ -108,7 +108,8 @@ def read(path_or_text: Union[str, bytes, "os.PathLike[str]"], format: Optional[s
 
     Never raises on the content of a log (empty, binary, truncated, mangled): what could not
     be read is in ``report.notes``. Raises ``FileNotFoundError`` / ``OSError`` when the file
-    cannot be opened and ``ValueError`` for an unknown ``format``.
+    cannot be opened, :class:`labkit.files.NotAFile` (a ``ValueError``) for a folder, FIFO, device or
+    socket, never opened, and ``ValueError`` for an unknown ``format``.
     """
     if format is not None:
         _log_format(format)  # raises the ValueError that names the allowed formats

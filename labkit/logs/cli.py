@@ -4,9 +4,10 @@
     labkit logs parse --json cerebras/*.log > runs.jsonl
 
 Prints a short summary per file (format, runs, key metrics with units, notes), or with
-``--json`` one JSON object per file (``LogReport.to_dict()``). Exit status: 0, or 1 when a file
-cannot be opened at all (the others are still read); an unreadable or empty log is reported,
-not an error.
+``--json`` one JSON object per file (``LogReport.to_dict()``). Exit status: 0; 1 when a file
+cannot be opened at all (the others are still read); 2 when a FILE is a folder, FIFO, device or
+socket (refused by name before any file is read: a FIFO would keep the command waiting for ever).
+An unreadable or empty log is reported, not an error.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, List, Sequence
 
 __all__ = ["register", "main"]
 
@@ -76,6 +77,10 @@ def main(args: argparse.Namespace) -> int:
         print("labkit logs parse: --format {!r} is not a log format labkit reads; use one of {}".format(
             args.format, ", ".join(known)), file=sys.stderr)
         return 2
+    refused = _special_files(args.files)
+    if refused:
+        print("labkit logs parse: {}; no file was read".format("; ".join(refused)), file=sys.stderr)
+        return 2
     status = 0
     for path in args.files:
         try:
@@ -86,3 +91,18 @@ def main(args: argparse.Namespace) -> int:
             continue
         print(json.dumps(report.to_dict()) if args.json else _summary(report))
     return status
+
+
+def _special_files(paths: Sequence[str]) -> List[str]:
+    """A sentence for each path that is there but is no regular file (a missing one is reported in its turn)."""
+    from labkit.files import NotAFile, regular_file
+
+    refused = []
+    for path in paths:
+        try:
+            regular_file(path, "log")
+        except NotAFile as exc:
+            refused.append(str(exc))
+        except FileNotFoundError:
+            pass
+    return refused

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import IO, Iterable, Iterator, Optional, Union
 
 from labkit.errors import LabkitError
+from labkit.files import regular_file
 
 __all__ = ["Source", "open_source", "iter_lines", "unwrap", "BinaryLogError", "MAX_LINE"]
 
@@ -74,7 +75,8 @@ def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"]) -> Source:
 
     A ``str`` without a line end is a path when it names an existing file or looks like a file
     name (then a missing file is an error rather than a one-line log). Raises ``FileNotFoundError``
-    or ``IsADirectoryError`` naming the path, and :class:`BinaryLogError` for non-text files.
+    naming the path, :class:`labkit.files.NotAFile` for a folder, FIFO, device or socket, and
+    :class:`BinaryLogError` for non-text files.
     """
     if isinstance(path_or_text, bytes):
         encoding = _encoding(path_or_text[:_SNIFF_BYTES], "<bytes>: binary data, not a text log")
@@ -87,9 +89,8 @@ def open_source(path_or_text: Union[str, bytes, "os.PathLike[str]"]) -> Source:
     if not (is_path or _looks_like_path(path_or_text)):
         return Source(io.StringIO(path_or_text, newline=""), "<text>", None)
     path = path_or_text
-    if os.path.isdir(path):
-        raise IsADirectoryError("{}: is a directory, not a log file".format(path))
     try:
+        regular_file(path, "log")  # a FIFO or a device is refused unopened: reading one may wait for ever
         raw = open(path, "rb")
     except FileNotFoundError:
         raise FileNotFoundError("{}: no such log file".format(path)) from None

@@ -14,6 +14,7 @@ import tracemalloc
 import pytest
 
 import labkit.logs
+from labkit.files import NotAFile
 from labkit.logs import text
 from labkit.results import Run, scrap
 from tests.logs.conftest import CASES
@@ -140,7 +141,7 @@ def test_missing_file_and_bad_format_are_clear_errors(tmp_path):
         labkit.logs.read(str(tmp_path / "nope.log"))
     with pytest.raises(ValueError, match=r"format: 'poplar' is not a log format .*graphcore, cerebras"):
         labkit.logs.read("anything", format="poplar")
-    with pytest.raises(IsADirectoryError, match="is a directory"):
+    with pytest.raises(NotAFile, match="is a folder, not a regular file"):
         labkit.logs.read(tmp_path)
 
 

@@ -99,7 +99,7 @@ def test_path_checks(tmp_path):
     file.write_text("x")
     assert existing_file(str(file)) is None
     assert existing_file(str(tmp_path / "missing")) == "no such file"
-    assert existing_file(str(tmp_path)) == "is a directory, not a file"
+    assert existing_file(str(tmp_path)) == "is a folder, not a regular file"
     assert usable_directory(str(file)) == "is a file, not a directory"
     assert usable_directory(str(tmp_path / "new")) is None
 
@@ -128,6 +128,6 @@ def test_every_exercises_path_parameters_fail_the_same_way(tmp_path, monkeypatch
     for spec in (cerebras.SPEC, sambanova.SPEC):
         with pytest.raises(ParameterError) as caught:
             spec.validate({"compare_logs": [str(tmp_path), "~/no-such.log"]})
-        assert "compare_logs = [{!r}, '~/no-such.log']: {!r}: is a directory, not a file; {!r}: no such file; " \
+        assert "compare_logs = [{!r}, '~/no-such.log']: {!r}: is a folder, not a regular file; {!r}: no such file; " \
                "allowed: a list of paths, each naming a readable file".format(
                    str(tmp_path), str(tmp_path), os.path.expanduser("~/no-such.log")) in str(caught.value), spec.name

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from labkit import results, sweep
 from labkit.errors import LabkitError
+from labkit.files import NotAFile, regular_file
 from labkit.sweep.planning import RUNS
 from labkit.results import Run, same_value
 from labkit.testbeds.homework.hardware import PORTABLE_CPU, where_it_ran
@@ -65,6 +66,8 @@ def notebook_run(path: str) -> Tuple[Run, Dict[str, Any]]:
     """
     name = os.fspath(path)
     try:
+        if os.path.lexists(name):  # a FIFO named *.ipynb would keep the reader waiting for ever
+            regular_file(name, "notebook")
         read = results.read(name)  # its errors name the file and what is wrong with it
     except (FileNotFoundError, ValueError) as exc:
         raise EvidenceError(str(exc)[:300]) from None
@@ -124,9 +127,13 @@ def _sweep_table(folder: str) -> Tuple[str, List[Tuple[str, Dict[str, str]]]]:
     """results.csv of a sweep folder, and its rows with the path of each run's notebook."""
     folder = os.fspath(folder)
     table = os.path.join(folder, _RESULTS_CSV)
-    if not os.path.isfile(table):
+    try:
+        regular_file(table, "sweep table")
+    except NotAFile as exc:
+        raise EvidenceError(str(exc)) from None
+    except FileNotFoundError:
         raise EvidenceError("{}: no {} (is the sweep finished? run the same `labkit sweep` command again)".format(
-            folder, _RESULTS_CSV))
+            folder, _RESULTS_CSV)) from None
     with open(table, newline="") as f:
         return table, [(os.path.join(folder, row.get("notebook") or ""), row) for row in csv.DictReader(f)]
 

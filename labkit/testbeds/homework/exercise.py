@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import labkit.logs
 from labkit import interrupts
+from labkit.files import NotAFile, regular_file
 from labkit.interrupts import run_step
 from labkit.params import Config
 from labkit.plans import RunPlan
@@ -82,7 +83,13 @@ def runs_from_logs(logs_dir: str, testbed: str, verbose: bool = True, homework: 
     runs: List[Run] = []
     for name in sorted(os.listdir(folder)):
         path = os.path.join(folder, name)
-        if name.startswith(".") or not os.path.isfile(path):
+        if name.startswith(".") or os.path.isdir(path):
+            continue
+        try:
+            regular_file(path, "log")  # a FIFO, device or dangling link: said, never opened
+        except (NotAFile, FileNotFoundError) as exc:
+            if verbose:
+                print("not read: {}".format(exc))
             continue
         report = labkit.logs.read(path)
         for index, run in enumerate(report.runs):

@@ -15,7 +15,7 @@ fails at import.
 
 from __future__ import annotations
 
-from labkit.params import PATH, Param, Spec
+from labkit.params import PATH, Param, Spec, folder_path
 from labkit.results import Run
 from labkit.testbeds.cerebras.bert_large.metrics import METRICS as CEREBRAS
 from labkit.testbeds.graphcore.metrics import METRICS as GRAPHCORE
@@ -31,9 +31,9 @@ __all__ = ["SPEC", "METRICS", "TESTBEDS", "HOMEWORK", "plan", "run_exercise", "s
 SPEC = Spec(
     "homework/ai_testbeds",
     Param("logs_dir", PATH, "logs", "folder with one sub-folder of testbed logs per testbed: graphcore/, cerebras/, "
-                                    "sambanova/, groq/"),
+                                    "sambanova/, groq/", check=folder_path),
     Param("runs_dir", PATH, "runs", "folder with one sub-folder per testbed of lab-book notebooks executed by "
-                                    "`labkit run` or `labkit sweep --out runs/<testbed>`"),
+                                    "`labkit run` or `labkit sweep --out runs/<testbed>`", check=folder_path),
 )
 
 

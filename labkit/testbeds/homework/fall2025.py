@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from labkit.params import PATH, Param, Spec
+from labkit.params import PATH, Param, Spec, folder_path
 from labkit.testbeds.cerebras.llama2_7b.metrics import METRICS as CS3
 from labkit.testbeds.homework import report
 from labkit.testbeds.homework.exercise import plan, record_runs, run_exercise, runs_for, runs_of
@@ -33,9 +33,10 @@ __all__ = ["SPEC", "METRICS", "TESTBEDS", "HOMEWORK", "plan", "run_exercise", "s
 SPEC = Spec(
     "homework/ai_testbeds_2025",
     Param("logs_dir", PATH, "logs", "folder with one sub-folder per testbed: cerebras/ (CS-3 logs such as "
-                                    "mytest.log), sambanova/ (saved endpoint responses and transcripts)"),
+                                    "mytest.log), sambanova/ (saved endpoint responses and transcripts)",
+          check=folder_path),
     Param("runs_dir", PATH, "runs", "folder with one sub-folder per testbed of lab-book notebooks executed by "
-                                    "`labkit run` or `labkit sweep --out runs/<testbed>`"),
+                                    "`labkit run` or `labkit sweep --out runs/<testbed>`", check=folder_path),
 )
 
 # The portable commands were timed on labkit's shared 2-core machine (docs/grading.md, "The 2025 homework").

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from labkit import accelerator, bert
-from labkit.params import INT_OR_AUTO, PATH, Config, Param, Spec, existing_file
+from labkit.params import INT_OR_AUTO, PATH, Config, Param, Spec, existing_file, folder_path
 
 __all__ = ["SPEC", "EXERCISE", "DEFAULT_TEMPLATE", "MAX_STEPS", "LONG_RUN_SECONDS", "CEREBRAS_HELP"]
 
@@ -66,7 +66,8 @@ SPEC = Spec(
           check=_positive_ints),
     Param("compare_logs", list, [], "homework: CS-2 logs to compare (e.g. runs at 512, 1024, 2048)",
           item_type=PATH, check=existing_file),
-    Param("modelzoo_dir", PATH, None, "modelzoo checkout (found under ~/R_*/modelzoo when None)", optional=True),
+    Param("modelzoo_dir", PATH, None, "modelzoo checkout (found under ~/R_*/modelzoo when None)", optional=True,
+          check=folder_path),
     Param("params_template", PATH, None, "params YAML to start from (the course's, when None)", optional=True,
           check=existing_file),
     Param("model_dir", str, "model_dir_bert_large_pytorch", "where run.py writes checkpoints; each run gets "

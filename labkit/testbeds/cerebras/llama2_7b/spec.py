@@ -11,7 +11,7 @@ from typing import Any, Dict
 
 from labkit.accelerator import PRECISIONS
 from labkit.llm import MODEL_SIZES
-from labkit.params import PATH, Config, Param, Spec, existing_file
+from labkit.params import PATH, Config, Param, Spec, existing_file, folder_path
 
 __all__ = ["SPEC", "EXERCISE", "COURSE", "PORTABLE_DEFAULTS", "PORTABLE_SIZE", "MAX_STEPS", "LONG_RUN_SECONDS",
            "effective"]
@@ -68,7 +68,8 @@ SPEC = Spec(
     Param("seed", int, None, "seeds weights and data (runconfig.seed); None: the course's on a CS-3, 0 portable",
           optional=True, min=0, max=2**31 - 1),
     Param("corpus", str, "pydoc", "portable training text: pydoc (ships with Python) or a hub dataset name"),
-    Param("modelzoo_dir", PATH, None, "modelzoo checkout (found under ~/R_*/modelzoo when None)", optional=True),
+    Param("modelzoo_dir", PATH, None, "modelzoo checkout (found under ~/R_*/modelzoo when None)", optional=True,
+          check=folder_path),
     Param("params_template", PATH, None, "params YAML to start from (the course's, when None)", optional=True,
           check=existing_file),
     Param("model_dir", str, "model_dir_llama2_7b", "where cszoo fit writes checkpoints (the course's folder)"),

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
+from labkit.files import regular_file
 from labkit.logs.base import LineReader
 from labkit.results import Run
 from labkit.serving.configs import REASONING_FIELDS
@@ -540,6 +541,7 @@ def read_evidence(paths: Sequence[str]) -> Run:
     ``run.details["pieces"]`` (shown one row each)."""
     pieces: List[Run] = []
     for path in paths:
+        regular_file(path, "log_path")  # a FIFO would keep the read below waiting for ever
         with open(path, encoding="utf-8", errors="replace") as f:
             found = parse_text(f.read(), os.path.basename(path))
         if not found:

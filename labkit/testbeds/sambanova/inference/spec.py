@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Dict, Optional, Sequence, Tuple
 
@@ -64,6 +65,15 @@ def is_local(base_url: str) -> bool:
 def local_configuration(base_url: str) -> str:
     """The stand-in's configuration a ``local:NAME`` base URL asks for ("batched" for plain "local")."""
     return base_url.partition(":")[2] or "batched"
+
+
+def _check_dataset(value: str) -> Optional[str]:
+    """A local dataset that is there must be a folder or a regular file: ``datasets`` would otherwise look
+    for it on the hub and blame the name (a FIFO or a device is refused unopened)."""
+    path = os.path.expanduser(value)
+    if os.path.lexists(path) and not os.path.isdir(path):
+        return existing_file(path)
+    return None
 
 
 def _check_base_url(value: Any) -> Optional[str]:
@@ -141,7 +151,7 @@ SPEC = Spec(
     Param("local_model_size", str, "tiny", choices=("tiny", "small"),
           help="the stand-in's model (labkit.serving): a LLaMA with random weights; 'small' is about 8x the work "
                "per token"),
-    Param("dataset", str, "builtin",
+    Param("dataset", str, "builtin", check=_check_dataset,
           help="'builtin' (prompts that ship with labkit), a local .json/.jsonl/.csv/.parquet file, or a "
                "Hugging Face dataset name (datasets.load_dataset; needs the network)"),
     Param("dataset_split", str, "train", help="the dataset's split, e.g. 'validation' for SQuAD"),
