@@ -29,6 +29,8 @@ is raised; by module (built-in base in brackets):
   ``JobRejected`` and ``JobError`` [RuntimeError] (jobs);
 * files: ``Busy`` [RuntimeError] (another writer holds the path) and ``NotAFile`` [ValueError] (a
   folder, FIFO or device given as a file) (files);
+* other packages: ``UpstreamChanged`` [ImportError] (a release of nbclient or jupyter_client changed a
+  method labkit run overrides) (execute.upstream);
 * grading: ``RubricError`` [ValueError] (grading.checks.rubric), ``LandlockError`` [OSError]
   (grading.sandbox.landlock).
 

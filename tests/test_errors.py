@@ -73,7 +73,7 @@ def test_errors_keep_their_built_in_base():
 #: The errors a notebook shows as one line (their message says what was wrong and what to do).
 ONE_LINE = ["AcceleratorError", "AccessError", "BackendError", "Busy", "DeviceError", "EvidenceError", "Interrupted", "JobRequestError",
             "MnistDataError", "ModelUnavailable", "NotAFile", "NotServed", "NothingFits", "NothingFitsHere", "ParameterError", "PromptError", "StaleConfigError",
-            "TooBigForMemory"]
+            "TooBigForMemory", "UpstreamChanged"]
 
 
 def _one_line_errors() -> List[Type[BaseException]]:
