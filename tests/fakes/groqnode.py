@@ -8,6 +8,15 @@ on a GroqNode with ``cards`` GroqCards and the SDK 0.9.3 installed, and an Ubunt
 os-release; it returns the environment that puts them in front of the fake (``PATH`` first, and
 ``FAKE_GROQFLOW_OS_RELEASE``, which the fake reads instead of /etc/os-release).
 
+Two SDK tools GroqFlow runs are stood in for too: ``onnxmodelanalyzer -u -i MODEL.onnx`` (the op
+check of ``groqflow/common/onnx_helpers.py``, ``check_ops``: it reads the list of the model's ops
+and of the unsupported ones from the 4th and 2nd lines from the end of the tool's output), which
+lists the ONNX file's op types and calls unsupported those named by ``unsupported_ops`` (the
+compiler's real list is not public; by default every op is supported, as the GroqChip compiles the
+BERT models of Groq's proof points), and ``groqmodel_execute_exe`` (run by
+``GroqModel._execute_locally``), which succeeds, or fails as a chip fault does after
+``chip_fault(root, message)``: ``message`` on its stderr and exit status 1.
+
 ``no_lspci(root)`` gives the environment of a machine without lspci (an empty PATH entry first
 is not enough: the fake, like GroqFlow, also tries /usr/bin/lspci, so that fallback is pointed at
 a file that does not exist).
@@ -17,8 +26,9 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Sequence
 
 #: ``lspci -n`` lines of a host's own devices, then one per GroqCard (the format of pciutils' -n).
 HOST_DEVICES = "00:00.0 0600: 8086:2020 (rev 04)\n00:1f.0 0601: 8086:a1c8 (rev 09)\n"
@@ -36,6 +46,25 @@ esac
 """
 
 
+ANALYZER = """#!{python}
+# onnxmodelanalyzer -u -i MODEL.onnx: the model's op types, then those the compiler does not support
+import sys
+import onnx
+ops = sorted({{node.op_type for node in onnx.load(sys.argv[sys.argv.index("-i") + 1]).graph.node}})
+with open({unsupported!r}, encoding="utf-8") as f:
+    refused = f.read().split()
+print("Ops in the model:")
+print(ops)
+print("Unsupported ops:")
+print([op for op in ops if op in refused])
+"""
+
+EXECUTE = """#!/bin/sh
+# groqmodel_execute_exe NUM_CHIPS OUTPUT_DIR OUTPUTS_FILE LATENCY_FILE TOPOLOGY REPETITIONS
+if [ -f '{fault}' ]; then cat '{fault}' >&2; exit 1; fi
+"""
+
+
 def _script(path: Path, text: str) -> None:
     path.write_text(text)
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
@@ -46,13 +75,18 @@ def lspci_text(cards: int) -> str:
     return HOST_DEVICES + "".join(GROQCARD.format(0x3b + i) for i in range(cards))
 
 
-def groq_node(root: Path, cards: int = 1) -> Dict[str, str]:
-    """Write the node's lspci, apt-cache and os-release under ``root``; the environment to use them."""
+def groq_node(root: Path, cards: int = 1, unsupported_ops: Sequence[str] = ()) -> Dict[str, str]:
+    """Write the node's lspci, apt-cache, SDK tools and os-release under ``root``; the environment to
+    use them. ``unsupported_ops``: ONNX op types the node's compiler refuses."""
     bin_dir = root / "groqnode-bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     (root / "groqnode-lspci.txt").write_text(lspci_text(cards))
     _script(bin_dir / "lspci", "#!/bin/sh\ncat '{}'\n".format(root / "groqnode-lspci.txt"))
     _script(bin_dir / "apt-cache", APT_CACHE)
+    (root / "groqnode-unsupported-ops.txt").write_text("\n".join(unsupported_ops) + "\n")
+    _script(bin_dir / "onnxmodelanalyzer", ANALYZER.format(python=sys.executable,
+                                                           unsupported=str(root / "groqnode-unsupported-ops.txt")))
+    _script(bin_dir / "groqmodel_execute_exe", EXECUTE.format(fault=root / "groqnode-chip-fault.txt"))
     (root / "groqnode-os-release").write_text(OS_RELEASE)
     return {"PATH": str(bin_dir) + os.pathsep + os.environ.get("PATH", ""),
             "FAKE_GROQFLOW_OS_RELEASE": str(root / "groqnode-os-release")}
@@ -61,6 +95,16 @@ def groq_node(root: Path, cards: int = 1) -> Dict[str, str]:
 def set_cards(root: Path, cards: int) -> None:
     """Change how many GroqCards the node's lspci lists."""
     (root / "groqnode-lspci.txt").write_text(lspci_text(cards))
+
+
+def set_unsupported_ops(root: Path, ops: Sequence[str]) -> None:
+    """Change which ONNX op types the node's compiler refuses."""
+    (root / "groqnode-unsupported-ops.txt").write_text("\n".join(ops) + "\n")
+
+
+def chip_fault(root: Path, message: str) -> None:
+    """Make every run on the node's chips fail, printing ``message`` on stderr (what the runtime says)."""
+    (root / "groqnode-chip-fault.txt").write_text(message + "\n")
 
 
 def no_lspci(root: Path) -> Dict[str, str]:

@@ -142,3 +142,93 @@ def test_a_model_is_wrapped_for_training_once(poptorch):
     poptorch.trainingModel(model)
     with pytest.raises(RuntimeError, match="Model has already been wrapped in 'poptorch.trainingModel'"):
         poptorch.trainingModel(model)
+
+
+class WithDropout(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Dropout(0.5))
+
+    def forward(self, x, y=None):
+        out = self.model(x)
+        return out if y is None else (out, torch.nn.functional.cross_entropy(out, y))
+
+
+def test_a_model_is_traced_in_the_mode_its_owner_left_it(poptorch):
+    # trainingModel's docstring: "You may need to call model.train() on your model before you call
+    # this function": an eval()'d model trains without its dropout, and wrapping changes no mode
+    model = WithDropout().eval()
+    x, y = _data(8)
+    with torch.no_grad():
+        expected = model(x)
+    training = poptorch.trainingModel(model, poptorch.Options().outputMode(poptorch.OutputMode.All),
+                                      optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    out, _ = training(x, y)
+    assert torch.allclose(out, expected)  # the first step's outputs come before its update
+    assert not model.training and not model.model[1].training
+    training.destroy()
+    # an inference model does not eval() the model either: PopART's inference drops the dropout
+    trained = WithDropout().train()
+    inference = poptorch.inferenceModel(trained)
+    assert torch.equal(inference(x), inference(x))
+    assert trained.training and trained.model[1].training
+
+
+def test_random_seed_seeds_torch_on_the_host(poptorch):
+    # python/options.py, Options.randomSeed: torch.manual_seed(random_seed)
+    poptorch.Options().randomSeed(7)
+    drawn = torch.rand(5)
+    torch.manual_seed(7)
+    assert torch.equal(drawn, torch.rand(5))
+
+
+def _reference_weights(data, steps, lr):
+    torch.manual_seed(3)
+    model = WithLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        model(*data)[1].backward()
+        optimizer.step()
+    return model.model.weight.detach().clone()
+
+
+def test_copy_weights_to_host_brings_back_the_devices_weights(poptorch):
+    data = _data(4)
+    trained = _reference_weights(data, steps=3, lr=0.1)
+    torch.manual_seed(3)
+    model = WithLoss()
+    weight = model.model.weight  # held apart from the model: PopTorch's parameter hook is not mirrored
+    training = poptorch.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    for _ in range(3):
+        training(*data)
+    with torch.no_grad():
+        weight.zero_()  # whatever the host's copy became, the device holds the trained weights
+    training.copyWeightsToHost()
+    assert torch.allclose(weight, trained) and not torch.equal(weight, torch.zeros_like(weight))
+
+
+def test_the_device_keeps_the_weights_it_compiled_with(poptorch):
+    layer = torch.nn.Linear(4, 3)
+    inference = poptorch.inferenceModel(layer)
+    x = torch.randn(2, 4)
+    before = inference(x)
+    with torch.no_grad():
+        layer.weight.zero_()  # the host's copy only: nothing copies it to the device
+    assert torch.equal(inference(x), before)
+
+
+def test_reading_the_wrapped_model_or_detaching_copies_the_weights_back(poptorch):
+    data = _data(4)
+    trained, thrice = _reference_weights(data, steps=2, lr=0.1), _reference_weights(data, steps=3, lr=0.1)
+    torch.manual_seed(3)
+    model = WithLoss()
+    training = poptorch.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    training(*data)
+    training(*data)
+    assert torch.allclose(dict(model.named_parameters())["model.weight"], trained)  # PoptorchModel.__getattribute__
+    training(*data)
+    training.detachFromDevice()  # "Read all the states back before detaching"
+    assert torch.allclose(model.model.weight, thrice)
+    training.destroy()
+    assert type(model) is WithLoss

@@ -134,3 +134,93 @@ def test_groqflow_itself_refuses_to_run_a_build_for_more_chips_than_the_node_has
         gmodel.run(dummy)
     assert ("Trying to execute a model compiled for 2 GroqChip processors but this machine only has 1 GroqChip "
             "processors available.") in capfd.readouterr().err
+
+
+def test_an_op_the_groqchip_compiler_does_not_support_fails_the_build(fake_groqflow):
+    """groqflow export.CheckOnnxCompatibility: the SDK's analyzer lists an unsupported op, a StageError."""
+    groqnode.set_unsupported_ops(fake_groqflow / "node", ["Gather"])
+    model, dummy = embedding_classifier(100, 8)
+    with pytest.raises(BackendError) as raised:
+        backends.GroqEngine(model, "classification", dummy, label="small")
+    assert str(raised.value) == (
+        "groq: groqit() could not build labkit_small: GroqFlow raised StageError: You model contains ONNX "
+        "operation(s) that are not supported by Groq Compiler: Gather Please replace these operation(s) in your "
+        "model or contact sales@groq.com to request improved operation support in Groq Compiler.")
+    log = (fake_groqflow / "groqflow-cache" / "labkit_small" / "log_check_compatibility.txt").read_text()
+    assert "Unsupported ops: Gather" in log and "Model has 1 unsupported ops" in log
+
+
+def test_a_cached_build_is_rebuilt_when_the_model_dtype_config_or_version_changed(fake_groqflow, capsys):
+    """onnxflow ignition.validate_cached_model and groqflow ignition._validate_cached_model."""
+    import json
+
+    import torch
+    from groqflow import groqit
+
+    model, dummy = embedding_classifier(100, 8)
+    groqit(model, dummy, build_name="m")
+    capsys.readouterr()
+    groqit(model, dummy, build_name="m")
+    assert 'Build "m" found in cache. Loading it!' in capsys.readouterr().out
+    with torch.no_grad():
+        model.head.bias += 1.0  # new weights, same architecture
+    groqit(model, dummy, build_name="m")
+    out = " ".join(capsys.readouterr().out.split())
+    assert "decided to rebuild for the following reasons:" in out and 'Model "m" changed since the last time' in out
+    assert "You are building multiple different models in the same script" in out
+    same = {k: v.to(torch.int32) for k, v in dummy.items()}  # int64 is int32 after the FP16 conversion: the same
+    groqit(model, same, build_name="m")
+    assert 'Build "m" found in cache' in capsys.readouterr().out
+    as_float = dict(dummy, attention_mask=dummy["attention_mask"].float())
+    groqit(model, as_float, build_name="m")
+    assert 'Input data type of model "m" changed from' in capsys.readouterr().out
+    groqit(model, as_float, build_name="m", compiler_flags=["--large-program"])
+    assert ('build_model() argument "compiler_flags" for build m changed from [] to [\'--large-program\'] since the '
+            'last build.') in " ".join(capsys.readouterr().out.split())
+    state_file = fake_groqflow / "groqflow-cache" / "m" / "state.json"
+    state = json.loads(state_file.read_text())
+    state_file.write_text(json.dumps(dict(state, groqflow_version="4.2.1")))
+    groqit(model, as_float, build_name="m", compiler_flags=["--large-program"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("Your build m was previously built against GroqFlow version 4.2.1, however you are now using GroqFlow "
+            "version 4.3.1.") in out and "found in cache" not in out
+
+
+def test_a_fault_on_the_chips_is_one_sentence_and_stderr_is_given_back(fake_groqflow, capfd):
+    """GroqModel._execute_locally: the SDK's program fails, a ModelRuntimeError whose message GroqFlow
+    prints into log_execute.txt, as it leaves sys.stderr there."""
+    import sys
+
+    model, dummy = embedding_classifier(100, 8)
+    engine = backends.GroqEngine(model, "classification", dummy, label="small")
+    groqnode.chip_fault(fake_groqflow / "node", "tsp runtime: the GroqChip stopped responding")
+    stderr = sys.stderr
+    with pytest.raises(BackendError) as raised:
+        engine.run_dataset([dummy, dummy])
+    log = fake_groqflow / "groqflow-cache" / "labkit_small" / "log_execute.txt"
+    assert str(raised.value) == ("groq: GroqModel.run_abunch: GroqFlow raised ModelRuntimeError: Failed while trying "
+                                 "to run GroqChips locally. Refer to {} for details.".format(log))
+    assert sys.stderr is stderr
+    assert "the GroqChip stopped responding" in capfd.readouterr().err  # the program's own stderr: the screen
+
+
+def test_groqflow_leaves_stderr_in_the_execute_log_when_the_chips_fail(fake_groqflow):
+    import sys
+
+    from groqflow import groqit
+    import onnxflow.common.exceptions as exp
+
+    model, dummy = embedding_classifier(100, 8)
+    gmodel = groqit(model, dummy, build_name="small")
+    groqnode.chip_fault(fake_groqflow / "node", "tsp runtime: fault")
+    stderr = sys.stderr
+    try:
+        with pytest.raises(exp.ModelRuntimeError) as raised:
+            gmodel.run(dummy)
+        left = sys.stderr
+    finally:
+        sys.stderr = stderr
+    assert str(raised.value) == "" and left is not stderr
+    left.log_file.flush()
+    assert "Error: Failed while trying to run GroqChips locally." in (
+        fake_groqflow / "groqflow-cache" / "small" / "log_execute.txt").read_text()

@@ -2,6 +2,7 @@
 real testbed logs, the homework table and plot. (The testbed job path: tests/slurm.)"""
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -159,3 +160,25 @@ def test_the_plan_of_a_portable_run_says_why():
     plan = bert_large.plan(bert_large.SPEC.validate(dict(SMALL, target="auto")))
     assert plan.path == "portable" and plan.where.startswith("2 portable data-parallel rank(s) here")
     assert "this is not a SambaNova node" in plan.why
+
+
+def test_the_plan_and_the_refusal_say_the_sn30_is_gone_from_alcf():
+    # argonne-lcf/user-guides: the SN30 pages were removed on 2026-04-09; Metis (SN40L) serves inference only
+    plan = bert_large.plan(bert_large.SPEC.validate(dict(SMALL, target="auto")))
+    assert plan.more[0] == bert_large.exercise.AT_ALCF
+    assert "ALCF no longer has the SN30" in str(plan) and "inference only" in str(plan)
+    with pytest.raises(DeviceError) as refused:
+        bert_large.resolve_target(bert_large.SPEC.validate(dict(SMALL, target="testbed")))
+    said = str(refused.value)
+    assert "ALCF no longer has the SN30" in said and "target='portable'" in said
+
+
+def test_the_notebook_points_only_to_what_exists():
+    import nbformat
+
+    notebook = nbformat.read(str(Path(__file__).resolve().parents[2] / "notebooks" / "sambanova" / "bert_large.ipynb"),
+                             as_version=4)
+    text = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+    assert "The SN30 is no longer at ALCF" in text and "notebooks/sambanova/inference.ipynb" in text
+    for gone in ("sambanova.alcf.anl.gov", "sn30-r1-h1", "ALCF's **SambaNova DataScale SN30**"):
+        assert gone not in text

@@ -16,7 +16,9 @@ it on stderr, with an ASCII whale, and calls ``Exception.__init__()`` with nothi
 call here therefore keeps stderr, and a failure becomes a :class:`BackendError` whose one line is
 what GroqFlow printed. A stage of ``groqit`` that fails with anything but its ``StageError`` leaves
 ``sys.stdout`` writing into that stage's log file (``onnxflow/justbuildit/stage.py``,
-``fire_helper``); it is put back.
+``fire_helper``), and a run that fails on the chips leaves ``sys.stderr`` writing into the build's
+``log_execute.txt``, its error message included (``groqmodel.py``, ``_execute_locally``): both are
+put back, and the message is read from that log.
 
 Checked against the real GroqFlow 4.3.1 where it runs without a GroqChip (the chip count with
 and without lspci, ``groqit`` up to its SDK check: tests/groq/test_groqflow_real.py); the
@@ -245,6 +247,20 @@ def _printed_error(text: str) -> str:
     return " ".join(message.replace("**", "").split())
 
 
+def _left_in_log(stream: Any) -> str:
+    """What GroqFlow printed into a log it left as sys.stderr: a run that fails on the chips raises
+    its ModelRuntimeError while sys.stderr is still onnxflow's ``build.Logger`` of the build's
+    log_execute.txt (``GroqModel._execute_locally``), so its message is there, unflushed."""
+    log_file = getattr(stream, "log_file", None)
+    if log_file is None:
+        return ""
+    log_file.flush()
+    try:
+        return Path(log_file.name).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 @contextlib.contextmanager
 def _groqflow(doing: str) -> Iterator[None]:
     """Run a GroqFlow call: its failure becomes one BackendError line saying what GroqFlow said."""
@@ -253,9 +269,13 @@ def _groqflow(doing: str) -> Iterator[None]:
     stdout, printed, said = sys.stdout, io.StringIO(), None
     try:
         with contextlib.redirect_stderr(printed):
-            yield
-    except (exp.Error, exp.StageError) as error:
-        said = "{}: {}".format(type(error).__name__, _printed_error(printed.getvalue()) or error)
+            try:
+                yield
+            except (exp.Error, exp.StageError) as error:
+                text = printed.getvalue()
+                if "Error:" not in text:
+                    text += _left_in_log(sys.stderr)
+                said = "{}: {}".format(type(error).__name__, _printed_error(text) or error)
     finally:
         sys.stdout = stdout
         if said is None:  # anything else GroqFlow printed stays on the screen

@@ -58,6 +58,23 @@ Each behaviour labkit depends on, and where the real one does it:
   attached"; it acquires the IPUs again, failing as compilation does; ``copyWeightsToHost()``
   before compilation raises ``NO_EXECUTABLE_ERR`` (all ``PoplarExecutor``). ``destroy()``
   releases the IPUs and is a no-op before compilation.
+- ``Options.randomSeed(seed)`` also seeds the host's torch generator (python/options.py,
+  ``Options.randomSeed`` calls ``torch.manual_seed``), so what torch draws after it (a shuffle, an
+  initialisation) follows the seed.
+- ``trainingModel`` / ``inferenceModel`` wrap a shallow copy of the model (``copy.copy``: its own
+  ``training`` flag, the same submodules and parameters) and never call ``train()`` or ``eval()``:
+  the graph is traced at compilation in whatever mode the model is then (their docstrings in
+  python/__init__.py: "You may need to call model.train() / model.eval() on your model before you
+  call this function"). An inference model runs under a PopART InferenceSession, where every
+  dropout is an identity (popart ``willow/src/op/dropoutbase.cpp``,
+  ``DropoutBaseOp::canBeReplacedByIdentity``); nothing else about the mode is changed.
+- The weights live on the device from compilation on: the compiled model runs a copy of them, and
+  the training model's optimizer steps that copy. The host model changes only when the weights
+  are copied back: ``copyWeightsToHost()``, or implicitly, where PopTorch does it, when the
+  training model detaches or is destroyed (``detachFromDevice``: "Read all the states back
+  before detaching"; ``destroy``) and when the wrapped model's ``_parameters``, ``_buffers`` or
+  ``forward`` is read (``PoptorchModel.__getattribute__``: the wrapped model's class is swapped
+  for a subclass until ``destroy()``). An inference model keeps the weights it compiled with.
 - ``ipuHardwareIsAvailable(num_ipus=1)``: whether the system has a device of that many IPUs
   (python/__init__.py; it does not check whether they are free).
 
@@ -67,7 +84,11 @@ their IPUs until detached or destroyed, so an inference model compiled while the
 still holds the only IPU fails to acquire it, as on a real IPU.
 
 Not mirrored: the torch version PopTorch pins (the fake runs on the torch labkit's tests use),
-tracing and PopART's own compile errors, ``POPTORCH_WAIT_FOR_IPU``, pipelining and sharding.
+tracing and PopART's own compile errors, ``POPTORCH_WAIT_FOR_IPU``, pipelining and sharding;
+``PoptorchParameter``'s hook (a parameter tensor held apart from its model and read after a
+training call shows the host's weights until they are copied back: stricter than PopTorch), an
+inference model's re-copy of the weights of a training model it shares them with, and the IPU's
+random generator (a dropout draws from torch's).
 The model runs on the CPU with torch: a training call makes deviceIterations optimizer steps, in
 each of which every replica takes its micro-batch and the replicas' gradients are averaged.
 
@@ -229,9 +250,12 @@ class Options(_OptionsDict):
         return self.output_mode == OutputMode.Default
 
     def randomSeed(self, random_seed):
+        # python/options.py, Options.randomSeed: the host's torch generator is seeded too
         assert isinstance(random_seed, int)
         self.checkIsFrozen()
+        torch.manual_seed(random_seed)
         self._values["random_seed"] = random_seed
+        CALLS.append("randomSeed({})".format(random_seed))
         return self
 
     def showCompilationProgressBar(self, show=True):
@@ -298,7 +322,7 @@ def _show_compilation_bar():
 class PoplarExecutor:
     _kind = ""
 
-    def __init__(self, model, options, training, optimizer=None):
+    def __init__(self, model, options, training, optimizer=None, user_model=None):
         if options:
             if not isinstance(options, Options):
                 raise createPoptorchError("Invalid type: 'options' is of type {} (Expected poptorch.Options)".format(
@@ -318,7 +342,14 @@ class PoplarExecutor:
                     "You must set poptorch.Options().Training.gradientAccumulation to 1 or leave it as its default "
                     "value (1) when running a poptorch.inferenceModel().")
         options._freeze()
-        self.model = model
+        self.model = model  # the shallow copy trainingModel / inferenceModel made: what gets traced
+        self._user_model = user_model if user_model is not None else model
+        self._device_model = None  # the traced graph and the weights on the IPU, from compilation on
+        self._device_optimizer = None
+        self._dirty_host_weights = False
+        self._user_class = None
+        if training:
+            self._user_class = _hook_host_reads(self, self._user_model)
         self._options = options
         self._optimizer = optimizer
         self._training = training
@@ -377,8 +408,30 @@ class PoplarExecutor:
         self._acquire("Compiler::initSession")
         if self._options._show_compilation_progress_bar:
             _show_compilation_bar()
+        self._trace()
         self._executable = object()
         self._executable_inputs = [(a.dtype, a.shape) for a in args]
+
+    def _trace(self):
+        """The graph of the module as it is now, train() or eval() as its owner left it (PopTorch sets
+        neither: trainingModel's and inferenceModel's docstrings in python/__init__.py tell the user to
+        call it before wrapping), and the weights copied to the device (copyWeightsToDevice at compile).
+        The device's copy is what runs from then on: the host model changes only by copyWeightsToHost."""
+        self._device_model = copy.deepcopy(self.model)
+        if not self._training:
+            # a PopART InferenceSession replaces every dropout by an identity, whatever the trace's mode
+            # (popart willow/src/op/dropoutbase.cpp, DropoutBaseOp::canBeReplacedByIdentity)
+            for module in self._device_model.modules():
+                if isinstance(module, torch.nn.modules.dropout._DropoutNd):
+                    module.training = False
+        if self._optimizer is not None:
+            # the optimizer steps on the device's weights, with the host optimizer's groups and state
+            name_of = {id(p): name for name, p in self.model.named_parameters()}
+            device = dict(self._device_model.named_parameters())
+            groups = [dict(group, params=[device[name_of[id(p)]] for p in group["params"]])
+                      for group in self._optimizer.param_groups]
+            self._device_optimizer = type(self._optimizer)(groups, **self._optimizer.defaults)
+            self._device_optimizer.load_state_dict(self._optimizer.state_dict())
 
     def compile(self, *args):
         self._log("compile")
@@ -414,6 +467,8 @@ class PoplarExecutor:
             return self._run(*args)
         finally:
             torch.set_num_threads(threads)
+            if self._training:
+                self._dirty_host_weights = True
 
     def _outputs(self, per_iteration):
         """(outputs, losses) under the output mode, from each device iteration's (output, loss) per
@@ -432,9 +487,27 @@ class PoplarExecutor:
         return torch.cat(outputs), torch.cat(losses)
 
     def copyWeightsToHost(self):
+        """The device's weights and buffers into the model given to the wrapper (python/_poplar_executor.py,
+        copyWeightsToHost: ``poptorch_core.copyWeightsToHost_impl`` writes the host tensors in place)."""
         self._log("copyWeightsToHost")
+        self._copy_to_host()
+
+    def _copy_to_host(self):
         if not self.isCompiled():
             raise createPoptorchError(NO_EXECUTABLE_ERR)
+        self._dirty_host_weights = False
+        device = dict(self._device_model.named_parameters())
+        device.update(self._device_model.named_buffers())
+        with torch.no_grad():
+            for name, tensor in list(self.model.named_parameters()) + list(self.model.named_buffers()):
+                tensor.copy_(device[name])
+
+    def copyWeightsToHostIfNeeded(self):
+        """Whether the host's weights were behind the device's and have been copied."""
+        if self._dirty_host_weights:
+            self._copy_to_host()  # implicit: not logged in CALLS, which holds what the caller asked
+            return True
+        return False
 
     def detachFromDevice(self):
         self._log("detachFromDevice")
@@ -442,6 +515,8 @@ class PoplarExecutor:
             raise createPoptorchError(NO_EXECUTABLE_ERR)
         if not self._is_attached:
             raise createPoptorchError("Device is not attached")
+        if self._training:  # "Read all the states back before detaching"
+            self.copyWeightsToHostIfNeeded()
         self._release()
 
     def attachToDevice(self):
@@ -456,9 +531,34 @@ class PoplarExecutor:
         self._log("destroy")
         if not self.isCompiled():
             return
+        if self._training:
+            self.copyWeightsToHostIfNeeded()
         self._release()
         self._executable = None
-        _wrapped.discard(self.model)
+        self._device_model = None
+        if self._training:
+            self._user_model.__class__ = self._user_class  # _impl.unwrapModelIfNecessary
+            _wrapped.discard(self._user_model)
+
+
+def _hook_host_reads(executor, user_model):
+    """Make reading the wrapped model's parameters, buffers or forward copy the device's weights to
+    the host first, as PoptorchModel.__getattribute__ does (python/_poplar_executor.py,
+    PoplarExecutor.__init__: the model's class is swapped for a subclass); the original class."""
+    parent = weakref.ref(executor)
+    original = type(user_model)
+
+    class PoptorchModel(original):
+        def __getattribute__(self, name):
+            if name in ("_buffers", "_parameters", "forward"):
+                p = parent()
+                if p is not None:
+                    p.copyWeightsToHostIfNeeded()
+            return object.__getattribute__(self, name)
+
+    PoptorchModel.__name__ = "Poptorch%s" % original.__name__
+    user_model.__class__ = PoptorchModel
+    return original
 
 
 class _TrainingModel(PoplarExecutor):
@@ -470,17 +570,17 @@ class _TrainingModel(PoplarExecutor):
         accumulation = options.Training.gradient_accumulation
         micro = data.shape[0] // (iterations * replicas * accumulation)
         per_iteration = []
-        self.model.train()
+        model, optimizer = self._device_model, self._device_optimizer
         for i in range(iterations):
-            self._optimizer.zero_grad()
+            optimizer.zero_grad()
             parts = []
             for a in range(accumulation):
                 for r in range(replicas):
                     lo = ((i * accumulation + a) * replicas + r) * micro
-                    out, loss = self.model(data[lo:lo + micro], labels[lo:lo + micro])
+                    out, loss = model(data[lo:lo + micro], labels[lo:lo + micro])
                     (loss / (replicas * accumulation)).backward()  # the replicas' gradients are averaged
                     parts.append((out.detach(), loss.detach()))
-            self._optimizer.step()
+            optimizer.step()
             per_iteration.append(parts)
         return self._outputs(per_iteration)
 
@@ -489,26 +589,26 @@ class _InferenceModel(PoplarExecutor):
     _kind = "inferenceModel"
 
     def _run(self, data):
-        self.model.eval()
         with torch.no_grad():
-            return self.model(data)
+            return self._device_model(data)
 
 
 def trainingModel(model, options=None, optimizer=None):
     CALLS.append("trainingModel")
     if isinstance(model, PoplarExecutor):
-        model = model.model
+        model = model._user_model
     if model in _wrapped:
         raise RuntimeError("Model has already been wrapped in 'poptorch.trainingModel'. Call model.destroy() on the "
                            "model to unwrap before wrapping again.")
     if optimizer is None:
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     _wrapped.add(model)
-    return _TrainingModel(model, options, training=True, optimizer=optimizer)
+    # a shallow copy, as PopTorch makes: its own `training` flag, the same submodules and parameters
+    return _TrainingModel(copy.copy(model), options, training=True, optimizer=optimizer, user_model=model)
 
 
 def inferenceModel(model, options=None):
     CALLS.append("inferenceModel")
     if isinstance(model, PoplarExecutor):
-        model = model.model
-    return _InferenceModel(model, options, training=False)
+        model = model._user_model
+    return _InferenceModel(copy.copy(model), options, training=False, user_model=model)

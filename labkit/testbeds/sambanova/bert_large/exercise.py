@@ -16,7 +16,15 @@ from labkit.testbeds.sambanova.bert_large.portable import run_portable
 from labkit.testbeds.sambanova.bert_large.spec import EXERCISE, describe_request
 from labkit.testbeds.sambanova.bert_large.testbed import SambaFlow, read_log, run_testbed, sambanova_host
 
-__all__ = ["resolve_target", "plan", "run_exercise", "homework_runs"]
+__all__ = ["AT_ALCF", "resolve_target", "plan", "run_exercise", "homework_runs"]
+
+#: Where this exercise stands at ALCF, from ALCF's user guide (argonne-lcf/user-guides): the SN30
+#: pages were removed on 2026-04-09 (its tag ``pre-sn-removal`` is the guide before), and what
+#: remains of SambaNova is the SN40L inference service (docs/ai-testbed/sn40l_inference/).
+AT_ALCF = ("ALCF no longer has the SN30: its pages left ALCF's user guide on 2026-04-09, and ALCF's SambaNova "
+           "system is now the SN40L cluster Metis, which serves inference only (notebooks/sambanova/inference.ipynb). "
+           "This exercise still runs portably, reads the training logs of 2024 SN30 runs, and submits its Slurm job "
+           "only on a node of an SN30 system that has SambaFlow.")
 
 
 def resolve_target(config: Config, setup: SambaFlow = SambaFlow()) -> str:
@@ -30,9 +38,10 @@ def resolve_target(config: Config, setup: SambaFlow = SambaFlow()) -> str:
         raise ParameterError(["target = 'log': give log_path, the training log (BertLarge.out) to read"], EXERCISE)
     if target == "testbed":
         if not sambanova_host(setup):
-            raise DeviceError("target='testbed' needs a SambaNova node (sbatch on PATH and SambaFlow at {}); "
-                              "none is here. Use target='portable' (or 'auto') to run torch.distributed ranks on "
-                              "this machine, or target='log' with a BertLarge.out from the testbed.".format(setup.root))
+            raise DeviceError("target='testbed' needs a node of an SN30 system (sbatch on PATH and SambaFlow at {}); "
+                              "none is here. {} Use target='portable' (or 'auto') to run torch.distributed ranks on "
+                              "this machine, or target='log' with a BertLarge.out from a 2024 SN30 run.".format(
+                                  setup.root, AT_ALCF))
         if config.model_size != "large":
             raise ParameterError(["model_size = {!r}: SambaFlow's compile configs in the course are for BERT-Large "
                                   "only; use model_size='large' on the testbed".format(config.model_size)], EXERCISE)
@@ -49,7 +58,7 @@ def plan(config: Config) -> RunPlan:
         where = "reads the log at {}".format(config.log_path)
         why = asked + (" and log_path is set" if config.target == "auto" else "") + ": nothing is trained"
     elif target == "testbed":
-        where = "a Slurm job on the SN30: SambaFlow compiles (or reuses the PEF), then sbatch trains"
+        where = "a Slurm job on this SN30 system: SambaFlow compiles (or reuses the PEF), then sbatch trains"
         why = asked + (" and this is a SambaNova node (sbatch and SambaFlow are here)"
                        if config.target == "auto" else "")
     else:
@@ -57,7 +66,7 @@ def plan(config: Config) -> RunPlan:
             config.ntasks, config.device)
         why = asked + (" and this is not a SambaNova node (no sbatch, or no SambaFlow at {})".format(setup.root)
                        if config.target == "auto" else "")
-    return RunPlan(target, where, why, more=["The course's Slurm request for these parameters:"]
+    return RunPlan(target, where, why, more=[AT_ALCF, "The 2024 course's Slurm request for these parameters:"]
                    + describe_request(config).splitlines())
 
 

@@ -1,7 +1,7 @@
 """The SambaNova BERT-Large exercise's parameters: the spec, its checks, and the sbatch request.
 
-Every target checks the request against ALCF's SN30 nodes (labkit.jobs.SN30), so the portable
-run keeps the exercise's meaning: a request the testbed refuses is refused here.
+Every target checks the request against the SN30 nodes the course used at ALCF (labkit.jobs.SN30),
+so the portable run keeps the exercise's meaning: a request the testbed refuses is refused here.
 """
 
 from __future__ import annotations

@@ -9,7 +9,12 @@
   ``sdk.check_dependencies(require_runtime=True, require_devtools=True)`` (an ``EnvError`` without
   the SDK); then ``sdk.get_num_chips_available()``: a build for more chips than the machine has is a
   ``ModelRuntimeError`` "Trying to execute a model compiled for N GroqChip processors but this
-  machine only has M GroqChip processors available."
+  machine only has M GroqChip processors available."; then the SDK's program runs the build
+  (``groqmodel_execute_exe``, else ``python execute.py``) with sys.stderr sent to the build's
+  ``log_execute.txt``; when it exits with an error, a ``ModelRuntimeError`` "Failed while trying
+  to run GroqChips locally. Refer to **LOG** for details." ("Failed to bringup GroqChip topology."
+  when its stderr says so), raised with sys.stderr still sent to that log, where its message goes.
+  The stand-in node's program fails after ``groqnode.chip_fault`` (tests/fakes/groqnode.py).
 - Results (``_unpack_results_file``): one tensor per ONNX output, a tuple when there are several;
   ``run_abunch`` gives a list for several inputs and a single result for one. The model runs in
   PyTorch on the host and every output is rounded to float16, as the chip computes in FP16.
@@ -86,6 +91,7 @@ class State:
         self.info = SimpleNamespace(num_parameters=None, compiled_model_input_bytes=None,
                                     compiled_model_output_bytes=None)
         self.build_status = "partial"
+        self.model_hash = self.uid = self.groqflow_version = self.onnxflow_version = None
 
     @property
     def build_dir(self):
@@ -106,7 +112,8 @@ class State:
 
     def save(self):
         fields = {k: getattr(self, k) for k in ("config", "expected_output_names", "downcast_applied",
-                                                 "num_chips_used", "build_status", "expected_input_dtypes")}
+                                                 "num_chips_used", "build_status", "expected_input_dtypes",
+                                                 "model_hash", "uid", "groqflow_version", "onnxflow_version")}
         fields["info"] = vars(self.info)
         fields["expected_input_shapes"] = {k: list(v) for k, v in self.expected_input_shapes.items()}
         with open(self._file("state.json"), "w") as f:
@@ -126,11 +133,47 @@ class State:
         return state
 
 
+class _BufferedFile:
+    """A log file opened for writing whose text reaches the disk only when flushed, as an open
+    Python file's buffer does (without holding an OS file open in the tests)."""
+
+    def __init__(self, path):
+        self.name = path
+        self._pending = []
+        open(path, "w", encoding="utf8").close()
+
+    def write(self, text):
+        self._pending.append(text)
+
+    def flush(self):
+        with open(self.name, "a", encoding="utf8") as f:
+            f.write("".join(self._pending))
+        self._pending = []
+
+
+class ExecuteLogger:
+    """onnxflow ``build.Logger(log_path)``: writes go to ``log_file`` only, ``flush()`` does nothing,
+    and ``terminal`` is the sys.stdout of the moment it was made."""
+
+    def __init__(self, log_path):
+        import sys
+
+        self.terminal = sys.stdout
+        self.log_file = _BufferedFile(log_path)
+
+    def write(self, message):
+        self.log_file.write(message)
+
+    def flush(self):
+        pass
+
+
 class GroqModel:
     def __init__(self, state, model):
         self.state = state
         self._model = model
         self.calls = []
+        self.log_execute_path = os.path.join(state.build_dir, "log_execute.txt")
 
     def __call__(self, **kwargs):  # PytorchModelWrapper
         return self.run(kwargs)
@@ -176,6 +219,7 @@ class GroqModel:
             raise exp.ModelRuntimeError(
                 "Trying to execute a model compiled for {} GroqChip processors but this machine only has {} GroqChip "
                 "processors available.".format(self.state.num_chips_used, chips_available))
+        self._execute_on_chips()
         results = []
         with torch.no_grad():
             for inputs in input_collection:
@@ -190,6 +234,37 @@ class GroqModel:
                            for t in out[:len(self.state.expected_output_names)]]
                 results.append(tensors[0] if len(tensors) == 1 else tuple(tensors))
         return results
+
+    def _execute_on_chips(self, repetitions=1):
+        """``_execute_locally``'s run of the SDK's program: ``groqmodel_execute_exe`` (else
+        ``python execute.py``, which imports the SDK's ``groq.api``) with stderr sent to the build's
+        ``log_execute.txt``. When it fails, the ModelRuntimeError is raised with sys.stderr still
+        sent there (the real code restores it only after a success, and then to the stdout of the
+        moment it redirected it), so its printed message lands in that log, not on the screen."""
+        import shutil
+        import subprocess
+        import sys
+
+        if shutil.which("groqmodel_execute_exe"):
+            script = ["groqmodel_execute_exe"]
+        else:
+            script = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "execute.py")]
+        cmd = script + [str(self.state.num_chips_used), self.state.build_dir, self.state._file("outputs.npy"),
+                        self.state.latency_file, self.state.topology, str(repetitions)]
+        sys.stderr = ExecuteLogger(self.log_execute_path)
+        try:
+            output = subprocess.check_output(cmd)
+            print(output.decode("utf-8"), file=sys.stderr)
+            sys.stderr = sys.stderr.terminal
+        except subprocess.CalledProcessError as e:
+            with open(self.log_execute_path, "r", encoding="utf-8") as f:
+                subprocess_stderr = f.read()
+            if "in bringup_topology" in subprocess_stderr:
+                msg = "Failed to bringup GroqChip topology. "
+            else:
+                msg = "Failed while trying to run GroqChips locally. "
+            msg = msg + "Refer to **{}** for details.".format(self.log_execute_path)
+            raise exp.ModelRuntimeError(msg) from e
 
     def run(self, inputs):
         self.calls.append("run")

@@ -12,8 +12,13 @@ The PyTorch sequence (``ignition.default_pytorch_sequence``), stage by stage:
 3. ``check_compatibility`` (groqflow ``export.CheckOnnxCompatibility.fire``): first
    ``sdk.check_dependencies(require_devtools=True, exception_type=StageError)`` -- without the
    SDK this is where groqit stops: ``EnvError`` on an OS other than Ubuntu or Rocky Linux (its OS
-   check ignores exception_type), ``StageError`` when groq-devtools is missing. The op check
-   itself (``onnxmodelanalyzer``) is not simulated: every op passes.
+   check ignores exception_type), ``StageError`` when groq-devtools is missing. Then the op check
+   (``onnx_helpers.check_ops``): the SDK's ``onnxmodelanalyzer -u -i OPT.onnx`` (found by
+   ``sdk.find_tool``: PATH, then /usr/local/groq/bin, else ``StageError("onnxmodelanalyzer not
+   found")``), its 4th line from the end the model's ops and its 2nd the unsupported ones; any
+   unsupported op, or no op at all, is a ``StageError`` "You model contains ONNX operation(s) that
+   are not supported by Groq Compiler: **OPS** ..." (the tool stands in on a stand-in node:
+   tests/fakes/groqnode.py).
 4. ``fp16_conversion`` (onnxflow ``ConvertOnnxToFp16.fire``): the expected input types become
    float16 / int32 (``downcast_applied``); the file itself is not converted.
 5. ``compile`` (groqflow ``compile.Compile.fire``, ``CompileOnnx.fire``): the dependency check
@@ -29,17 +34,26 @@ redirects it; a ``StageError`` restores stdout and is printed as an error (``Seq
 any other exception leaves ``sys.stdout`` pointing at that stage's log, as in the real
 ``fire_helper`` (it has no ``except`` for them). ``Error`` subclasses print themselves on stderr.
 
-The state is saved when the build starts and when a stage raises ``StageError``. A cached
-successful build with the same input shapes (and ``num_chips``) is loaded ("found in cache.
-Loading it!"); a changed shape, or a build that failed or never finished, rebuilds with
-``_rebuild_if_needed``'s warning (onnxflow ``ignition.validate_cached_model``). The real cache
-check also hashes the model; this one does not.
+The state is saved when the build starts and when a stage raises ``StageError``. A cached build
+is checked as ``ignition._validate_cached_model`` (groqflow) and ``validate_cached_model``
+(onnxflow) check it: an older onnxflow or GroqFlow (major or minor), a changed model hash
+(``build.hash_model``: ``str(model)`` and the parameters' text), input shapes, input dtypes (as
+after the FP16 conversion) or any ``groqit`` argument of the config; with none of these, a build
+that failed or never finished under the same onnxflow. Each is one line of
+``_rebuild_if_needed``'s warning, and the cache folder is wiped for a fresh build
+(``_begin_fresh_build``); ``rebuild="never"`` loads the cached build anyway, with its warning, and
+``rebuild="always"`` never looks. Only a successful cached build is returned ("found in cache.
+Loading it!").
 """
 
+import ast
 import copy
+import hashlib
 import inspect
 import json
 import os
+import shutil
+import subprocess
 import sys
 import warnings
 
@@ -52,6 +66,8 @@ import onnxflow.common.printing as printing
 from groqflow.groqmodel.groqmodel import FAKE_TOTAL_CYCLES, GroqModel, State
 
 DEFAULT_ONNX_OPSET = 16  # groqflow/common/build.py
+GROQFLOW_VERSION = "4.3.1"  # groqflow/version.py
+ONNXFLOW_VERSION = "1.4.0"  # mlagility 3.3.1 src/onnxflow/version.py
 
 
 def _validate_args(build_name, num_chips, topology, assembler_flags):
@@ -147,9 +163,33 @@ def _optimize_onnx(state):
     print("\tSuccess optimizing ONNX model")
 
 
+def check_ops(input_onnx):
+    """groqflow ``onnx_helpers.check_ops`` with the SDK's tool (``use_sdk``)."""
+    print("Checking unsupported ops...")
+    cmd = sdk.find_tool("onnxmodelanalyzer") + ["-u", "-i", input_onnx]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, _ = p.communicate()
+    out = out.decode("utf-8").split("\n")
+    all_ops = ast.literal_eval(out[-4])
+    unsupported_ops = ast.literal_eval(out[-2])
+    print("\t\tDONE")
+    print("\t{}/{} ops supported".format(len(all_ops) - len(unsupported_ops), len(all_ops)))
+    if unsupported_ops:
+        print("\tUnsupported ops: " + ", ".join(unsupported_ops))
+    return all_ops, unsupported_ops
+
+
 def _check_compatibility(state):
     sdk.check_dependencies(require_devtools=True, exception_type=exp.StageError)
-    print("Model has 0 unsupported ops")
+    ops, unsupported = check_ops(state.opt_onnx_file)
+    print("Model has {} unsupported ops".format(len(unsupported)))
+    if unsupported or not ops:
+        raise exp.StageError("""
+            You model contains ONNX operation(s) that are not supported by Groq Compiler:
+            **{}**
+            Please replace these operation(s) in your model or contact
+            sales@groq.com to request improved operation support in Groq Compiler.
+            """.format(", ".join(unsupported)))
 
 
 def _fp16_conversion(state):
@@ -201,36 +241,103 @@ STAGES = (("export_pytorch", _export_pytorch), ("optimize_onnx", _optimize_onnx)
           ("compile", _compile), ("assemble", lambda state: None))
 
 
+def hash_model(model):
+    """onnxflow ``build.hash_model`` for a PyTorch model: its repr and its parameters' text."""
+    params = {name: param.data for name, param in model.named_parameters()}
+    return hashlib.sha256((str(model) + str(params)).encode()).hexdigest()
+
+
+def unique_id():
+    """onnxflow ``build.unique_id``: this process (its pid and start time)."""
+    import psutil
+
+    return hashlib.sha256("{}{}".format(os.getpid(), psutil.Process(os.getpid()).create_time()).encode()).hexdigest()
+
+
+def _newer(current, previous):
+    """"major" or "minor" when ``current`` is newer there (ignition.decode_version_number), else False."""
+    now, then = [int(x) for x in current.split(".")[:2]], [int(x) for x in previous.split(".")[:2]]
+    return "major" if now[0] > then[0] else "minor" if now[1] > then[1] else False
+
+
+def validate_cached_model(config, state, model, inputs):
+    """The reasons to rebuild a cached build, in the order of onnxflow's ``validate_cached_model``
+    then groqflow's ``_validate_cached_model`` (its version check)."""
+    result = []
+    out_of_date = _newer(ONNXFLOW_VERSION, state.onnxflow_version)
+    if out_of_date:
+        result.append("Your build {} was previously built against onnxflow version {}, however you are now using "
+                      "onnxflow version {}. The previous build is incompatible with this version of onnxflow, as "
+                      "indicated by the {} version number changing. See **docs/versioning.md** for details.".format(
+                          state.config["build_name"], state.onnxflow_version, ONNXFLOW_VERSION, out_of_date))
+    model_changed = hasattr(model, "named_parameters") and state.model_hash != hash_model(model)
+    shapes, dtypes = shapes_and_dtypes(inputs)
+    downcast = {"float32": "float16", "int64": "int32"} if state.downcast_applied else {}
+    shapes_changed = shapes != state.expected_input_shapes
+    dtypes_changed = {k: downcast.get(v, v) for k, v in dtypes.items()} != state.expected_input_dtypes
+    changed_args = [(key, config.get(key), state.config[key]) for key in state.config if config.get(key) !=
+                    state.config[key]]
+    if model_changed or shapes_changed or dtypes_changed or changed_args:
+        if state.uid == unique_id() and state.build_status != "partial":
+            result.append("You are building multiple different models in the same script without specifying a "
+                          "unique build_model(..., build_name=) for each build.")
+        name = config["build_name"]
+        if model_changed:
+            result.append('Model "{}" changed since the last time it was built.'.format(name))
+        if shapes_changed:
+            result.append('Input shape of model "{}" changed from {} to {} since the last time it was built.'.format(
+                name, state.expected_input_shapes, shapes))
+        if dtypes_changed:
+            result.append('Input data type of model "{}" changed from {} to {} since the last time it was built.'
+                          .format(name, state.expected_input_dtypes, dtypes))
+        for key, current, previous in changed_args:
+            result.append('build_model() argument "{}" for build {} changed from {} to {} since the last build.'
+                          .format(key, name, previous, current))
+    elif state.build_status in ("failed", "running") and ONNXFLOW_VERSION == state.onnxflow_version:
+        result.append("build_model() has detected that you already attempted building this model with the exact "
+                      "same model, inputs, options, and version of onnxflow, and that build failed.")
+    out_of_date = _newer(GROQFLOW_VERSION, state.groqflow_version)
+    if out_of_date:
+        result.append("Your build {} was previously built against GroqFlow version {}, however you are now using "
+                      "GroqFlow version {}. The previous build is incompatible with this version of GroqFlow, as "
+                      "indicated by the {} version number changing. See **docs/versioning.md** for details.".format(
+                          state.config["build_name"], state.groqflow_version, GROQFLOW_VERSION, out_of_date))
+    return result
+
+
 def groqit(model=None, inputs=None, build_name=None, cache_dir=build.DEFAULT_CACHE_DIR, monitor=True,
            rebuild=None, compiler_flags=None, assembler_flags=None, num_chips=None, topology=build.TOPOLOGY,
            groqview=False, sequence=None, quantization_samples=None):
     build_name = build_name or os.path.splitext(os.path.basename(sys.argv[0]))[0] or "build"
     _validate_args(build_name, num_chips, topology, assembler_flags)
-    config = {"build_name": build_name, "compiler_flags": list(compiler_flags or []), "num_chips": num_chips,
+    config = {"build_name": build_name, "compiler_flags": list(compiler_flags or []),
+              "assembler_flags": list(assembler_flags or []), "groqview": groqview, "num_chips": num_chips,
               "topology": topology}
+    rebuild = rebuild or "if_needed"  # build.DEFAULT_REBUILD_POLICY
     shapes, dtypes = shapes_and_dtypes(inputs)
-    state = State(cache_dir, config, shapes, dtypes)
-    cached = State.load(cache_dir, build_name)
-    if cached is not None and (rebuild or "if_needed") != "always":
-        problems = []
-        if cached.expected_input_shapes != shapes:
-            problems.append('Input shape of model "{}" changed from {} to {} since the last time it was built.'.format(
-                build_name, cached.expected_input_shapes, shapes))
-        if cached.build_status == "successful" and cached.config["num_chips"] != num_chips:
-            problems.append('build_model() argument "num_chips" for build {} changed from {} to {} since the last '
-                            'build.'.format(build_name, cached.config["num_chips"], num_chips))
-        if cached.build_status != "successful" and not problems:
-            problems.append("build_model() has detected that you already attempted building this model with the exact "
-                            "same model, inputs, options, and version of onnxflow, and that build failed.")
-        if cached.build_status == "successful" and not problems:
-            printing.log_success(' Build "{}" found in cache. Loading it!'.format(build_name))
-            return GroqModel(cached, model)
-        if problems:
+    cached = State.load(cache_dir, build_name) if rebuild != "always" else None
+    if cached is not None:
+        problems = "\n".join("- " + p for p in validate_cached_model(config, cached, model, inputs))
+        if problems and rebuild == "never":
+            printing.log_warning(
+                "build_model() discovered a cached build of {}, and found that it is likely invalid for the following "
+                "reasons: \n\n{} \n\nHowever, since you have set rebuild=\"never\", build_model() will attempt to "
+                "load the build from cache anyways (with no guarantee of functionality or correctness). ".format(
+                    build_name, problems))
+        elif problems:
             printing.log_warning(
                 "build_model() discovered a cached build of {}, but decided to rebuild for the following reasons: "
                 "\n\n{} \n\nbuild_model() will now rebuild your model to ensure correctness. You can change this "
-                "policy by setting the build_model(rebuild=...) argument.".format(
-                    build_name, "\n".join("- " + p for p in problems)))
+                "policy by setting the build_model(rebuild=...) argument.".format(build_name, problems))
+            cached = None
+        if cached is not None and cached.build_status == "successful":
+            printing.log_success(' Build "{}" found in cache. Loading it!'.format(build_name))
+            return GroqModel(cached, model)
+    state = State(cache_dir, config, shapes, dtypes)
+    state.model_hash = hash_model(model) if hasattr(model, "named_parameters") else None
+    state.uid = unique_id()
+    state.groqflow_version, state.onnxflow_version = GROQFLOW_VERSION, ONNXFLOW_VERSION
+    shutil.rmtree(state.build_dir, ignore_errors=True)  # _begin_fresh_build: cache.rmdir
     for folder in ("onnx", "compile"):  # GroqState.prepare_file_system
         os.makedirs(os.path.join(state.build_dir, folder), exist_ok=True)
     state.model, state.inputs = model, inputs
