@@ -48,8 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:  # the commands' modules load here, a second or more: a Ctrl-C then is one line, not a traceback
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:
+        print("labkit: interrupted before the command started; nothing was done", file=sys.stderr)
+        return 130
     return int(args.func(args) or 0)
 
 
