@@ -51,7 +51,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:  # the commands' modules load here, a second or more: a Ctrl-C then is one line, not a traceback
         args = build_parser().parse_args(argv)
     except KeyboardInterrupt:
-        print("labkit: interrupted before the command started; nothing was done", file=sys.stderr)
+        words = sys.argv[1:] if argv is None else argv
+        command = " " + words[0] if words and words[0] in COMMANDS else ""
+        print("labkit{}: interrupted before it started; nothing was done".format(command), file=sys.stderr)
         return 130
     return int(args.func(args) or 0)
 
