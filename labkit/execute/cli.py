@@ -16,8 +16,8 @@ writes an OUTPUT at a time; OUTPUT may not be NOTEBOOK itself.
 
 Ctrl-C is Kernel -> Interrupt: the run in progress ends early with what it has (status
 interrupted), the cells that show and record it still run, and the executed notebook is written.
-A second Ctrl-C stops at once (the notebook is written up to there). Ctrl-C before the kernel is
-up ends the command there, with nothing written.
+A second Ctrl-C stops at once (the notebook is written up to there). A Ctrl-C while the command is
+still loading, before it starts the kernel, ends it there with nothing written.
 """
 
 from __future__ import annotations
