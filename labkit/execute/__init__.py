@@ -38,8 +38,9 @@ from labkit.interrupts.cell import ASK, CAUGHT_IN_KERNEL
 from labkit.interrupts.runner import CtrlC
 from labkit.params import Param, ParameterError, Spec
 
-__all__ = ["NotebookParameters", "Outcome", "read_notebook", "notebook_parameters", "gather_parameters", "run_notebook",
-           "check_timeout", "check_output", "COMPLETE", "ERROR", "TIMEOUT", "DEAD_KERNEL", "INTERRUPTED"]
+__all__ = ["NotebookParameters", "Outcome", "read_notebook", "notebook_parameters", "gather_parameters",
+           "run_notebook", "check_timeout", "check_output",
+           "COMPLETE", "ERROR", "TIMEOUT", "DEAD_KERNEL", "INTERRUPTED"]
 
 #: Outcome.status values; "interrupted": Ctrl-C under ``run_notebook(..., ctrl_c=True)``.
 COMPLETE, ERROR, TIMEOUT, DEAD_KERNEL, INTERRUPTED = "complete", "error", "timeout", "dead kernel", "interrupted"
@@ -155,7 +156,8 @@ def read_notebook(path: str) -> Any:
     try:
         return nbformat.reads(text, as_version=4)
     except Exception as exc:  # nbformat's own errors for a malformed notebook are of many kinds
-        raise ValueError("notebook {}: nbformat cannot read it ({}: {})".format(path, type(exc).__name__, exc)) from None
+        raise ValueError("notebook {}: nbformat cannot read it ({}: {})".format(
+            path, type(exc).__name__, exc)) from None
 
 
 def notebook_parameters(path: str) -> NotebookParameters:
