@@ -96,24 +96,30 @@ def _kept(output: str, existed: bool) -> str:
 
 
 def _report(args: argparse.Namespace, outcome: Outcome, existed: bool) -> int:
-    where = "The executed notebook is {}".format(args.output)
-    if outcome.write_error:
-        where = "The executed notebook could not be written ({}): {}".format(outcome.write_error,
-                                                                            _kept(args.output, existed))
+    unwritten = "the executed notebook could not be written ({}): {}".format(
+        outcome.write_error, _kept(args.output, existed)) if outcome.write_error else ""
     if outcome.status == INTERRUPTED:
         print("labkit run: {} interrupted after {:.1f} s: {}. {}".format(
-            args.notebook, outcome.duration, outcome.error, where), file=sys.stderr)
+            args.notebook, outcome.duration, outcome.error,
+            _sentence(unwritten) if unwritten else "The executed notebook is " + args.output), file=sys.stderr)
         return 130
-    if outcome.ok and not outcome.write_error:
+    if outcome.ok and not unwritten:
         print("labkit run: {} complete in {:.1f} s -> {}".format(args.notebook, outcome.duration, args.output))
         return 0
     if outcome.ok:
-        print("labkit run: {} ran to the end in {:.1f} s. {}".format(args.notebook, outcome.duration, where),
+        print("labkit run: {} ran to the end in {:.1f} s, but {}".format(args.notebook, outcome.duration, unwritten),
               file=sys.stderr)
-        return 1
-    if not outcome.write_error:
-        where = "The executed notebook, with the error, is {}".format(args.output)
-    print("labkit run: {} {} after {:.1f} s: {}\n{}".format(
-        args.notebook, "failed" if outcome.status == ERROR else "stopped: " + outcome.status,
-        outcome.duration, outcome.error, where), file=sys.stderr)
+    elif unwritten and outcome.write_error in outcome.error:  # writing it was what failed the run
+        print("labkit run: {} stopped after {:.1f} s: {}".format(args.notebook, outcome.duration, unwritten),
+              file=sys.stderr)
+    else:
+        print("labkit run: {} {} after {:.1f} s: {}\n{}".format(
+            args.notebook, "failed" if outcome.status == ERROR else "stopped: " + outcome.status,
+            outcome.duration, outcome.error,
+            _sentence(unwritten) if unwritten else "The executed notebook, with the error, is " + args.output),
+            file=sys.stderr)
     return 1
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
