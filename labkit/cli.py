@@ -48,8 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:  # the commands' modules load here, a second or more: a Ctrl-C then is one line, not a traceback
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:
+        words = sys.argv[1:] if argv is None else argv
+        command = " " + words[0] if words and words[0] in COMMANDS else ""
+        print("labkit{}: interrupted before it started; nothing was done".format(command), file=sys.stderr)
+        return 130
     return int(args.func(args) or 0)
 
 

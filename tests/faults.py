@@ -4,9 +4,10 @@
         fill(folder)                                          # ... or leave it nearly full
     with fifo(tmp_path / "run.log") as pipe:                  # a real FIFO nobody writes to
         ...; assert pipe.readers == 0                         # no reader ever opened it
+    with read_only(tmp_path / "out"): ...                     # a folder even root cannot write in
 
-A tmpfs needs root (CI and the course's machines run the suite as root); elsewhere the test skips
-and says so.
+A tmpfs or a read-only bind mount needs root (CI and the course's machines run the suite as root);
+elsewhere the test skips and says so.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Iterator
 
 import pytest
 
-__all__ = ["small_disk", "fill", "fifo", "Fifo"]
+__all__ = ["small_disk", "fill", "fifo", "Fifo", "read_only"]
 
 
 @contextlib.contextmanager
@@ -99,3 +100,22 @@ def fifo(path: Path) -> Iterator[Fifo]:
         yield made
     finally:
         made.close()
+
+
+@contextlib.contextmanager
+def read_only(folder: Path) -> Iterator[Path]:
+    """Make ``folder`` (made if missing) read-only for the block, for root too (chmod does not stop root):
+    a read-only bind mount of it over itself; unmounted after."""
+    if os.geteuid() != 0:
+        pytest.skip("a read-only folder is made with a bind mount, which needs root (CI runs as root)")
+    folder.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip("could not bind-mount {} here: {}".format(folder, mounted.stderr.strip()))
+    try:
+        remounted = subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True, text=True)
+        if remounted.returncode != 0:
+            pytest.skip("could not make a bind mount read-only here: {}".format(remounted.stderr.strip()))
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)

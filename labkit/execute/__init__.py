@@ -18,21 +18,25 @@ import ast
 import asyncio
 import contextlib
 import importlib
+import json
 import math
 import os
 import re
+import signal
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from labkit.files import NotAFile, regular_file
+from labkit.files import FILE_MODE, NotAFile, regular_file, replace_atomic
 from labkit.interrupts.cell import CAUGHT_IN_KERNEL
 from labkit.interrupts.runner import CtrlC
 from labkit.params import Param, ParameterError, Spec
 
-__all__ = ["NotebookParameters", "Outcome", "notebook_parameters", "gather_parameters", "run_notebook",
+__all__ = ["NotebookParameters", "Outcome", "read_notebook", "notebook_parameters", "gather_parameters",
+           "run_notebook", "check_timeout", "check_output",
            "COMPLETE", "ERROR", "TIMEOUT", "DEAD_KERNEL", "INTERRUPTED"]
 
 #: Outcome.status values; "interrupted": Ctrl-C under ``run_notebook(..., ctrl_c=True)``.
@@ -119,14 +123,43 @@ def _load_spec(reference: str, notebook_dir: str) -> Spec:
     return spec
 
 
-def notebook_parameters(path: str) -> NotebookParameters:
-    """Read a notebook's declared parameters (its spec, else its parameters cell)."""
+_JSON_KINDS = {list: "a list", dict: "an object", str: "a string", int: "a number", float: "a number",
+               bool: "true or false", type(None): "null"}
+
+
+def read_notebook(path: str) -> Any:
+    """The notebook at ``path`` (nbformat 4), or one sentence why it is not one: FileNotFoundError, or a
+    ValueError (:class:`labkit.files.NotAFile` for a folder, FIFO or device, which is never opened)."""
     import nbformat
 
     try:
-        nb = nbformat.read(path, as_version=4)
+        regular_file(path, "notebook")
     except FileNotFoundError:
         raise FileNotFoundError("{}: no such notebook".format(path)) from None
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        data = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError("notebook {}: is not a notebook (not JSON: {})".format(path, exc)) from None
+    if not isinstance(data, dict):
+        raise ValueError("notebook {}: is not a notebook (its JSON is {}, not an object with cells)".format(
+            path, _JSON_KINDS.get(type(data), type(data).__name__)))
+    cells = data.get("cells")
+    if data.get("nbformat", 4) == 4 and not (isinstance(cells, list) and all(isinstance(c, dict) for c in cells)):
+        raise ValueError("notebook {}: is not a notebook (its cells are {}, not a list of cells)".format(
+            path, "missing" if "cells" not in data else _JSON_KINDS.get(type(cells), type(cells).__name__)
+            if not isinstance(cells, list) else "a list holding something other than cells"))
+    try:
+        return nbformat.reads(text, as_version=4)
+    except Exception as exc:  # nbformat's own errors for a malformed notebook are of many kinds
+        raise ValueError("notebook {}: nbformat cannot read it ({}: {})".format(
+            path, type(exc).__name__, exc)) from None
+
+
+def notebook_parameters(path: str) -> NotebookParameters:
+    """Read a notebook's declared parameters (its spec, else its parameters cell)."""
+    nb = read_notebook(path)
     reference = nb.metadata.get("labkit", {}).get("spec")
     if reference:
         spec = _load_spec(reference, os.path.dirname(os.path.abspath(path)))
@@ -167,6 +200,8 @@ class Outcome:
     error: str = ""
     duration: float = 0.0
     output: str = ""
+    #: why the executed notebook could not be kept at ``output`` ("" when it was): what was there stays
+    write_error: str = ""
 
     @property
     def ok(self) -> bool:
@@ -286,6 +321,16 @@ def _classify(exc: BaseException) -> Tuple[str, str]:
     return ERROR, "{}: {}".format(type(exc).__name__, exc)
 
 
+def check_timeout(timeout: Optional[float], what: str = "timeout") -> Optional[float]:
+    """``timeout`` if it is None or a finite number of seconds above 0; else a ValueError naming ``what``."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (math.isfinite(timeout)
+                                                                                   and timeout > 0):
+        raise ValueError("{} {!r}: must be a finite number of seconds above 0".format(what, timeout))
+    return timeout
+
+
 def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, Any]] = None,
                  timeout: Optional[float] = None, cwd: Optional[str] = None,
                  kernel_name: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
@@ -294,17 +339,19 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
 
     ``timeout`` limits each cell, in whole seconds (rounded up); ``cwd`` defaults to the notebook's
     folder; ``env`` adds to this process's environment for the kernel; ``check`` checks the
-    parameters first (ParameterError, no kernel started). ``ctrl_c`` (main thread only: ``labkit
-    run``) makes Ctrl-C Kernel -> Interrupt; the outcome is then 'interrupted' and its ``error``
-    says what the interrupt left. ``show_output`` copies what the cells print to this process.
-    Safe from several threads or processes at once. Never raises for a failing notebook: the
-    failure is in the returned :class:`Outcome` and in the output notebook.
+    parameters first. ``ctrl_c`` (main thread only: ``labkit run``) makes Ctrl-C Kernel -> Interrupt;
+    the outcome is then 'interrupted' and its ``error`` says what the interrupt left. ``show_output``
+    copies what the cells print to this process. Safe from several threads or processes at once.
+
+    Raises only before the kernel starts: ParameterError, ValueError (a timeout, a file that is not a
+    notebook), FileNotFoundError, or OSError when ``output``'s folder cannot be written. After that it
+    never raises for a failing notebook: the failure is in the returned :class:`Outcome` and in the
+    output notebook. ``output`` is written whole or not at all (a temporary beside it, renamed over it
+    once complete); where it cannot be, ``Outcome.write_error`` says why and ``output`` is as it was.
     """
-    import papermill
-
-    from labkit.execute.upstream import close_thread_loop
-
     notebook = os.path.abspath(notebook)
+    regular_file(notebook, "notebook")  # a FIFO would block papermill's read for ever
+    timeout = check_timeout(timeout)
     parameters = dict(parameters or {})
     if check:
         parameters = notebook_parameters(notebook).check(parameters)
@@ -314,9 +361,54 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
     # Nobody watches a kernel started here: text bars whatever the parent (a Parsl worker too).
     kernel_env.setdefault("LABKIT_PROGRESS", "text")
     kernel_env.update(env or {})
-    engine = _register_engine()
-    os.makedirs(os.path.dirname(os.path.abspath(output)) or ".", exist_ok=True)
+    target = check_output(notebook, output)
     started = time.monotonic()
+    previous = signal.getsignal(signal.SIGINT) if ctrl_c else None
+    temporary = _temporary_beside(target)
+    try:
+        status, error, why_not = _execute(notebook, temporary, parameters, timeout, os.path.abspath(cwd),
+                                          kernel_name, kernel_env, ctrl_c, show_output)
+        why_not = _keep(temporary, target, why_not)
+    finally:
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+        if ctrl_c:
+            signal.signal(signal.SIGINT, previous)
+    return Outcome(status, error, time.monotonic() - started, os.path.abspath(output), why_not)
+
+
+def check_output(notebook: str, output: str) -> str:
+    """The file ``output`` names (through links: that file is replaced, in its own folder); a ValueError
+    when it is the source notebook, however spelt, or exists and is not a regular file."""
+    target = os.path.realpath(output)
+    if target == os.path.realpath(notebook) or (os.path.exists(target) and os.path.samefile(target, notebook)):
+        raise ValueError("OUTPUT {}: is the notebook {} itself; name another file (the source is never "
+                         "overwritten)".format(output, notebook))
+    if os.path.exists(target):
+        regular_file(output, "OUTPUT")
+    return target
+
+
+def _temporary_beside(target: str) -> str:
+    """An empty file in ``target``'s folder for the run to write to: made before any kernel starts, so
+    an output folder that cannot be written is refused (OSError) before anything runs."""
+    folder = os.path.dirname(target)
+    os.makedirs(folder, exist_ok=True)
+    temporary = os.path.join(folder, ".tmp-{}-{}-{}".format(os.getpid(), uuid.uuid4().hex[:8],
+                                                            os.path.basename(target)))
+    os.close(os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
+    return temporary
+
+
+def _execute(notebook: str, temporary: str, parameters: Dict[str, Any], timeout: Optional[float], cwd: str,
+             kernel_name: Optional[str], kernel_env: Dict[str, str], ctrl_c: bool,
+             show_output: bool) -> Tuple[str, str, str]:
+    """Run the notebook into ``temporary``: (status, error, why it could not be written or "")."""
+    import papermill
+
+    from labkit.execute.upstream import close_thread_loop
+
+    engine = _register_engine()
     status, error = COMPLETE, ""
     interrupts = CtrlC() if ctrl_c else None
     kernel_stderr = KernelStderr() if ctrl_c else None
@@ -330,9 +422,9 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
     try:
         with interrupts or contextlib.nullcontext(), kernel_stderr or contextlib.nullcontext():
             papermill.execute_notebook(
-                notebook, output, parameters=parameters, engine_name=engine, kernel_name=kernel_name,
+                notebook, temporary, parameters=parameters, engine_name=engine, kernel_name=kernel_name,
                 progress_bar=False, execution_timeout=int(math.ceil(timeout)) if timeout else None,
-                kernel_cwd=os.path.abspath(cwd), kernel_env=kernel_env, **extra)
+                kernel_cwd=cwd, kernel_env=kernel_env, **extra)
     except Exception as exc:  # every failure becomes an outcome; the notebook holds the details
         failure = exc
         status, error = _classify(exc)
@@ -341,12 +433,45 @@ def run_notebook(notebook: str, output: str, parameters: Optional[Mapping[str, A
             raise
         failure = exc
     finally:
+        if interrupts:  # the run has ended and is being kept (run_notebook restores the handler after)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         close_thread_loop()
+    # a write that failed (a full disk) says why the notebook is not whole; a cell's timeout is an OSError too
+    why_not = _strerror(failure) if isinstance(failure, OSError) and failure.errno else ""
     if interrupts and interrupts.count:
-        interrupts.mark_stopped(output)
+        try:
+            interrupts.mark_stopped(temporary)
+        except OSError as exc:
+            why_not = why_not or _strerror(exc)
+        except ValueError:  # papermill wrote none of it: _keep says so
+            pass
         cause = _classify(failure)[1] if isinstance(failure, Exception) else None
-        status, error = INTERRUPTED, interrupts.summary(output, cause)
-    return Outcome(status, error, time.monotonic() - started, os.path.abspath(output))
+        status, error = INTERRUPTED, interrupts.summary(temporary, cause)
+    return status, error, why_not
+
+
+def _keep(temporary: str, target: str, why_not: str) -> str:
+    """Rename the executed notebook over ``target`` if it was written whole; else say why not (``why_not``
+    where a write failed), "" when kept."""
+    try:
+        with open(temporary, encoding="utf-8") as f:
+            text = f.read()
+        whole = isinstance(json.loads(text), dict)
+    except OSError as exc:
+        return _strerror(exc)
+    except ValueError:
+        whole = False
+    if not whole:
+        return why_not or ("it was not written whole" if text else "the run ended before any of it was written")
+    try:
+        replace_atomic(temporary, target)
+    except OSError as exc:
+        return _strerror(exc)
+    return ""
+
+
+def _strerror(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def _read_yaml(text_or_path: str, what: str) -> Dict[str, Any]:
