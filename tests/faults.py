@@ -2,9 +2,11 @@
 
     with small_disk(tmp_path / "disk", kib=300) as folder:   # a tmpfs: writes past 300 KiB fail ENOSPC
         fill(folder)                                          # ... or leave it nearly full
+    with read_only(tmp_path / "out"):                         # writes fail EROFS, for root too
 
 A tmpfs needs root (CI and the course's machines run the suite as root); elsewhere the test skips
-and says so.
+and says so. ``chmod`` does not stop root, so ``read_only`` bind-mounts the folder read-only on
+itself as root, and takes the write permission away otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Iterator
 
 import pytest
 
-__all__ = ["small_disk", "fill"]
+__all__ = ["small_disk", "fill", "read_only"]
 
 
 @contextlib.contextmanager
@@ -54,3 +56,26 @@ def fill(folder: Path, leave: int = 0) -> Path:
             if exc.errno != errno.ENOSPC:
                 raise
     return filler
+
+
+@contextlib.contextmanager
+def read_only(folder: Path) -> Iterator[Path]:
+    """Make ``folder`` read-only for the block (as root, all under it too), whoever runs the test; undo after."""
+    if os.geteuid() != 0:
+        mode = folder.stat().st_mode
+        folder.chmod(mode & ~0o222)
+        try:
+            yield folder
+        finally:
+            folder.chmod(mode)
+        return
+    bound = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True, text=True)
+    if bound.returncode != 0:
+        pytest.skip("could not bind-mount {} read-only here: {}".format(folder, bound.stderr.strip()))
+    try:
+        remounted = subprocess.run(["mount", "-o", "remount,ro,bind", str(folder)], capture_output=True, text=True)
+        if remounted.returncode != 0:
+            pytest.skip("could not make a bind mount read-only here: {}".format(remounted.stderr.strip()))
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
