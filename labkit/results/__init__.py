@@ -212,7 +212,7 @@ def read(path: Union[str, os.PathLike]) -> NotebookResults:
     except FileNotFoundError:
         raise FileNotFoundError("{}: no such notebook".format(path)) from None
     except NotAFile:
-        raise
+        raise  # its own sentence already names the notebook and what it is
     except Exception as exc:
         raise ValueError("{}: not a readable notebook ({})".format(path, exc)) from None
     records: Dict[str, Any] = {}

@@ -30,10 +30,10 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
     p.add_argument("notebook", metavar="NOTEBOOK")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "V1,V2"),
                    help="a parameter and its comma-separated values")
-    p.add_argument("--repeats", type=int, default=1, metavar="R", help="runs per configuration (default 1, at most 100)")
+    p.add_argument("--repeats", type=int, default=1, metavar="R", help="runs per configuration (default 1)")
     p.add_argument("--out", required=True, metavar="DIR", help="sweep folder, e.g. runs/mnist-lr")
     p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="runs at once (default: 1, or one per GPU when there are GPUs; at most 128)")
+                   help="runs at once (default: 1, or one per GPU when there are GPUs)")
     p.add_argument("--executor", choices=("local", "parsl"), default="local")
     p.add_argument("--config", metavar="FILE", help="Parsl config file defining `config` (with --executor parsl)")
     p.add_argument("--timeout", type=float, metavar="S", help="limit for each cell of each run, in seconds")

@@ -172,8 +172,8 @@ def write_reports(out: str) -> None:
     except OSError as exc:
         raise ReportNotWritten(
             "could not write the tables and plots into {} ({}); its {} finished runs are kept in {} (each run's "
-            "notebook and row): make room and run the same command again, which writes them without running "
-            "anything again".format(out, exc.strerror or exc, counts(out)["finished"], os.path.join(out, RUNS))
+            "notebook and row): once there is room, run the same command again, which writes them without "
+            "running anything again".format(out, exc.strerror or exc, counts(out)["finished"], os.path.join(out, RUNS))
         ) from exc
 
 

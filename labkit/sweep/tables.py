@@ -15,8 +15,8 @@ from labkit import exercises, stats
 from labkit.sweep.planning import (MANIFEST, RUNS, SweepError, grid_points, is_sweep, read_json,
                                    same_grid_value)
 
-__all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "read_rows", "collect", "table", "summary_frame", "exercise_table",
-           "contended_mask", "isnan", "fmt", "constant_metrics", "with_unit"]
+__all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "read_rows", "collect", "table", "summary_frame",
+           "exercise_table", "contended_mask", "isnan", "fmt", "constant_metrics", "with_unit"]
 
 #: The significance level of the "real difference" verdict.
 ALPHA = 0.05

@@ -120,6 +120,9 @@ def test_repeats_workers_and_the_number_of_runs_are_bounded_before_anything_runs
     from labkit import cli
 
     out = tmp_path / "o"
+    assert sweep.plan(nb, [], repeats=planning.MAX_REPEATS).seeds[-1] == planning.MAX_REPEATS - 1
+    with pytest.raises(sweep.SweepError, match="--repeats 101"):
+        sweep.plan(nb, [], repeats=planning.MAX_REPEATS + 1)
     assert cli.main(["sweep", nb, "--repeats", "1000000", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err == ("labkit sweep: --repeats 1000000: must be a whole number from 1 to 100 (each repeat is one run "
@@ -127,9 +130,6 @@ def test_repeats_workers_and_the_number_of_runs_are_bounded_before_anything_runs
     assert cli.main(["sweep", nb, "--workers", "129", "--out", str(out)]) == 2
     assert "--workers 129: must be a whole number from 1 to 128" in capsys.readouterr().err
     assert not out.exists()
-    assert sweep.plan(nb, [], repeats=planning.MAX_REPEATS).seeds[-1] == planning.MAX_REPEATS - 1
-    with pytest.raises(sweep.SweepError, match="--repeats 101"):
-        sweep.plan(nb, [], repeats=planning.MAX_REPEATS + 1)
     # the grid counts too: 100 x 2 configurations x 100 repeats, refused by arithmetic before any grid is built
     epochs = ",".join(str(e) for e in range(1, 101))
     assert len(sweep.plan(nb, [("epochs", epochs)], repeats=100).tasks(str(out))) == planning.MAX_RUNS

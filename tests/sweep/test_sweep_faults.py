@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 from typing import Dict
 
-from labkit import cli, files
+import pytest
+
+from labkit import cli, files, sweep
 from tests.execute.demo import make_demo
 from tests.faults import fill, read_only, small_disk
 
@@ -54,7 +56,8 @@ def test_a_second_sweep_on_one_out_is_refused_while_the_first_runs_and_no_run_is
         assert _contents(out / "runs").keys() == before.keys()
         assert (out / "runs" / done.name).read_bytes() == before[done.name]
     finally:
-        os.killpg(first.pid, signal.SIGKILL)
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=60)
     with files.exclusive(out / "sweep.json", "the test"):  # the kernel dropped the lock with its holder
         pass
@@ -94,8 +97,8 @@ def test_a_full_disk_while_the_plots_are_drawn_keeps_the_runs_and_says_where(tmp
         runs = out / "runs"
         assert err.splitlines()[-1] == (
             "labkit sweep: could not write the tables and plots into {} (No space left on device); its 2 finished "
-            "runs are kept in {} (each run's notebook and row): make room and run the same command again, which "
-            "writes them without running anything again".format(out, runs))
+            "runs are kept in {} (each run's notebook and row): once there is room, run the same command again, "
+            "which writes them without running anything again".format(out, runs))
         assert "Traceback" not in err and "# Sweep" not in printed
         kept = _contents(runs)
         assert sorted(kept) == ["epochs=3__seed=0.ipynb", "epochs=3__seed=0.json",
@@ -134,6 +137,9 @@ def test_a_row_cut_short_is_named_by_results_and_run_again_by_the_sweep(tmp_path
     printed, err = capsys.readouterr()
     assert "- runs: 1 of 2 finished, 1 complete" in printed and "- {}: not readable JSON".format(cut) in printed
     assert "| 1 | {:.4g} |".format(json.loads(kept_row)["accuracy"]) in printed
+    # in a notebook: the table of the other run, and a warning naming the file
+    with pytest.warns(UserWarning, match="not readable JSON"):
+        assert list(sweep.collect(out)["epochs"]) == [3]
     # a FIFO among the rows is named and left out, never opened (a read would wait for ever)
     os.mkfifo(out / "runs" / "stray.json")
     shown = _labkit("results", out)
