@@ -1,7 +1,8 @@
 """Dispatch a sweep: what is left of its tasks, to local worker threads or to Parsl; then its reports.
 
 Parallel runs never collide: kernels use private sockets (:mod:`labkit.execute`), each worker's
-kernels see one GPU where there are GPUs, and runs that already have a row are skipped.
+kernels see one GPU where there are GPUs, runs that already have a readable row are skipped, and
+a folder is written by one sweep at a time (:func:`labkit.files.exclusive`).
 """
 
 from __future__ import annotations
