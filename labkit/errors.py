@@ -12,7 +12,8 @@ is raised; by module (built-in base in brackets):
 
 * parameters and hand-ins: ``ParameterError`` [ValueError] and its ``StaleConfigError`` (params),
   ``TooBigForMemory`` [MemoryError] (a ParameterError of testbeds.sambanova), ``UnknownExercise``
-  [LookupError] (exercises), ``SweepError`` [ValueError] (sweep), ``EvidenceError`` [ValueError]
+  [LookupError] (exercises), ``SweepError`` [ValueError] and
+  ``ReportNotWritten`` [OSError] (sweep), ``EvidenceError`` [ValueError]
   (testbeds.homework, and testbeds.sambanova.inference for pasted transcripts);
 * data, logs and models: ``IdxError`` [ValueError] and ``MnistDataError`` [RuntimeError] (data),
   ``NoRunError`` [LookupError] and ``BinaryLogError`` [ValueError] (logs), ``ClassDataError``

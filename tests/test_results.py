@@ -150,3 +150,31 @@ def test_compare_records_and_grading_use_the_same_rule():
     assert compare_records(run.to_dict(), again, rtol=1e-4) == []
     assert compare_records(run.to_dict(), again, rtol=1e-6) == [
         "metric test_accuracy: expected 90.0, got {!r}".format(90.0 * (1 + 1e-5))]
+
+
+def test_labkit_results_never_blocks_on_a_fifo(tmp_path):
+    """A FIFO is refused when named, skipped with a word inside a folder; a read of one would wait for
+    ever, so each call runs in a process of its own and a hang fails the test."""
+    import os
+    import subprocess
+    import sys
+
+    def labkit_results(*paths):
+        return subprocess.run([sys.executable, "-m", "labkit", "results", *map(str, paths)], capture_output=True,
+                              text=True, timeout=120)
+
+    fifo = tmp_path / "pipe.ipynb"
+    os.mkfifo(fifo)
+    refused = labkit_results(fifo)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == "labkit results: PATH {}: is a FIFO (named pipe), not a regular file; give executed " \
+                             "notebooks, folders of them or sweep folders\n".format(fifo)
+    good = notebook_with(tmp_path, make_run())
+    skipped = labkit_results(tmp_path)
+    assert skipped.returncode == 1
+    assert json.loads(skipped.stdout)["notebook"] == str(good)  # the other notebook is still shown
+    assert skipped.stderr == "labkit results: notebook {}: is a FIFO (named pipe), not a regular file\n".format(fifo)
+    lines = labkit_results(fifo, "--lines", "accuracy")
+    assert lines.returncode == 2 and "is a FIFO" in lines.stderr
+    with pytest.raises(ValueError, match="is a FIFO"):
+        results.read(fifo)

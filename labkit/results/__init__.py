@@ -15,6 +15,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from labkit.files import NotAFile, regular_file
+
 __all__ = ["Run", "record", "read", "collect", "notebook_paths", "output_lines", "compare_records", "same_value",
            "SCRAP_MIME", "NotebookResults", "json_safe", "json_restore"]
 
@@ -205,9 +207,12 @@ def read(path: Union[str, os.PathLike]) -> NotebookResults:
 
     path = os.fspath(path)
     try:
+        regular_file(path, "notebook")  # a FIFO would block the read for ever
         nb = nbformat.read(path, as_version=4)
     except FileNotFoundError:
         raise FileNotFoundError("{}: no such notebook".format(path)) from None
+    except NotAFile:
+        raise  # its own sentence already names the notebook and what it is
     except Exception as exc:
         raise ValueError("{}: not a readable notebook ({})".format(path, exc)) from None
     records: Dict[str, Any] = {}
@@ -254,7 +259,7 @@ def output_lines(path: Union[str, os.PathLike], containing: str) -> List[str]:
     are dropped: only the text after the last carriage return of a line counts)."""
     import nbformat
 
-    nb = nbformat.read(os.fspath(path), as_version=4)
+    nb = nbformat.read(os.fspath(regular_file(path, "notebook")), as_version=4)
     found = []
     for cell in nb.cells:
         for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:

@@ -5,17 +5,22 @@
     labkit results runs/NAME                      # a sweep folder: its summary (summary.md) again
 
 A folder is searched for notebooks recursively. Exit status: 0 when every notebook was read,
-1 when one could not be (the others are still printed).
+1 when one could not be (the others are still printed: a FIFO or a cut-short file in a folder is
+named and skipped), 2 when a PATH is neither a folder nor a regular file (missing, a FIFO, a
+device): then nothing is read, as a FIFO would block the first read for ever.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from labkit import results, sweep
+from labkit.files import NotAFile, regular_file
 from labkit.sweep import report as sweep_report
+from labkit.sweep import tables as sweep_tables
 
 __all__ = ["register", "main"]
 
@@ -29,11 +34,30 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    refused = []
+    for path in args.paths:
+        if not os.path.isdir(path):
+            try:
+                regular_file(path, "PATH")
+            except (FileNotFoundError, NotAFile) as exc:
+                refused.append(exc)
+    for exc in refused:
+        print("labkit results: {}; give executed notebooks, folders of them or sweep folders".format(exc),
+              file=sys.stderr)
+    if refused:
+        return 2
     status = 0
     notebooks = []
     for path in args.paths:
         if sweep.is_sweep(path):
-            print(sweep_report.main(path))
+            try:
+                print(sweep_report.main(path))
+                problems = sweep_tables.read_rows(path)[1]
+            except sweep.SweepError as exc:
+                problems = [str(exc)]
+            for problem in problems:
+                print("labkit results: {}".format(problem), file=sys.stderr)
+                status = 1
         else:
             notebooks.extend(results.notebook_paths(path))
     for path in notebooks:

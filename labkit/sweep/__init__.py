@@ -14,8 +14,9 @@ docs/architecture.md lists the modules.
 from labkit.sweep.parsl_executor import load_parsl_config
 from labkit.sweep.planning import MANIFEST, SweepError, SweepPlan, is_sweep, plan
 from labkit.sweep.dispatch import run_sweep
+from labkit.sweep.report import ReportNotWritten
 from labkit.sweep.tables import collect
 from labkit.sweep.task import execute_task
 
 __all__ = ["SweepError", "SweepPlan", "plan", "run_sweep", "is_sweep", "collect", "MANIFEST", "execute_task",
-           "load_parsl_config"]
+           "load_parsl_config", "ReportNotWritten"]

@@ -5,9 +5,10 @@
 
 Runs NOTEBOOK for every combination of the -p values, --repeats times each (seeds: the
 notebook's default seed, +1, +2, ...). Resumable: run it again with the same arguments to
-finish an interrupted sweep. Exit status: 0 when every run is complete, 1 when some are not,
-2 when the sweep was refused (arguments, parameters, an --out of another sweep), 130 when
-interrupted (finished runs are kept).
+finish an interrupted sweep. Exit status: 0 when every run is complete, 1 when some are not
+(or the disk refused the tables: the runs are kept), 2 when the sweep was refused (arguments,
+parameters, an --out of another sweep or that cannot be written, another sweep writing it),
+130 when interrupted (finished runs are kept).
 
 See labkit/sweep/ for what is run and docs/sweeps.md for the whole story.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from labkit.files import Busy
 from labkit.params import ParameterError
 
 __all__ = ["register", "main"]
@@ -42,14 +44,17 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
 def main(args: argparse.Namespace) -> int:
     from labkit import sweep
     from labkit.sweep import report
-    from labkit.sweep.dispatch import visible_gpus
+    from labkit.sweep.dispatch import MAX_WORKERS, visible_gpus
 
     try:
         plan = sweep.plan(args.notebook, [tuple(pair) for pair in args.parameter], args.repeats, args.timeout)
-        workers = args.workers if args.workers is not None else max(1, len(visible_gpus()))
+        workers = args.workers if args.workers is not None else min(MAX_WORKERS, max(1, len(visible_gpus())))
         summary = sweep.run_sweep(plan, args.out, workers=workers, executor=args.executor,
                                   parsl_config=args.config, retry_failed=args.retry_failed)
-    except (sweep.SweepError, ParameterError, FileNotFoundError, ImportError) as exc:
+    except report.ReportNotWritten as exc:
+        print("labkit sweep: {}".format(exc), file=sys.stderr)
+        return 1
+    except (sweep.SweepError, ParameterError, FileNotFoundError, ImportError, Busy) as exc:
         print("labkit sweep: {}".format(exc), file=sys.stderr)
         return 2
     except KeyboardInterrupt:

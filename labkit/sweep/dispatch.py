@@ -1,22 +1,31 @@
 """Dispatch a sweep: what is left of its tasks, to local worker threads or to Parsl; then its reports.
 
 Parallel runs never collide: kernels use private sockets (:mod:`labkit.execute`), each worker's
-kernels see one GPU where there are GPUs, and runs that already have a row are skipped.
+kernels see one GPU where there are GPUs, runs that already have a readable row are skipped, and
+a folder is written by one sweep at a time (:func:`labkit.files.exclusive`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import subprocess
+import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from labkit.files import exclusive
 from labkit.sweep.parsl_executor import load_parsl_config, run_parsl
-from labkit.sweep.planning import SweepError, SweepPlan, prepare_out, read_json
+from labkit.sweep.planning import MANIFEST, SweepError, SweepPlan, check_out, prepare_out, read_json
 from labkit.sweep.task import execute_task, row_of, share_env
 
-__all__ = ["run_sweep", "visible_gpus"]
+__all__ = ["run_sweep", "visible_gpus", "MAX_WORKERS"]
+
+#: Local workers at once. Each drives a Jupyter kernel on this machine, some 70 MB before the notebook
+#: imports anything and several hundred MB once it imports torch: 128 of them fill a large node's
+#: memory, and more workers than cores only contend. Spreading further is Parsl's job (--executor parsl).
+MAX_WORKERS = 128
 
 
 def visible_gpus() -> List[str]:
@@ -80,21 +89,44 @@ def run_sweep(sweep: SweepPlan, out: str, workers: int = 1, executor: str = "loc
     this call made that did not complete) and, about the whole folder whoever ran it (the same
     on a first and a resumed run), {"finished": n, "complete": n, "not_complete": n}.
     """
-    from labkit.sweep import report
-    from labkit.progress import bar
-
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise SweepError("--workers {}: must be a whole number >= 1".format(workers))
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise SweepError("--workers {}: must be a whole number from 1 to {} (each local worker drives one kernel on "
+                         "this machine; use --executor parsl to spread wider)".format(workers, MAX_WORKERS))
     if executor not in ("local", "parsl"):
         raise SweepError("--executor {}: must be 'local' or 'parsl'".format(executor))
     config = load_parsl_config(parsl_config) if executor == "parsl" else None
-    prepare_out(sweep, out)
+    check_out(sweep, out)  # before the lock, whose file would be a first change to a folder it refuses
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(exclusive(os.path.join(out, MANIFEST), "labkit sweep"))
+            prepare_out(sweep, out)
+        except OSError as exc:
+            raise SweepError("--out {}: cannot write there ({}); choose a folder you may write".format(
+                out, exc.strerror or exc)) from None
+        return _run_held(sweep, out, workers, executor, config, gpus, retry_failed, quiet)
+
+
+def _run_held(sweep: SweepPlan, out: str, workers: int, executor: str, config: Any, gpus: Optional[Sequence[str]],
+              retry_failed: bool, quiet: bool) -> Dict[str, Any]:
+    """:func:`run_sweep` once its folder is held: what is left, run; then the reports."""
+    from labkit.sweep import report
+    from labkit.progress import bar
+
     tasks = sweep.tasks(os.path.abspath(out))
-    if retry_failed:
-        for task in tasks:
-            if os.path.isfile(task["row"]) and read_json(task["row"]).get("status") != "complete":
-                os.unlink(task["row"])
-    finished = {t["key"] for t in tasks if os.path.isfile(t["row"])}  # a run with a row is done
+    finished = set()  # a run with a readable row is done; one whose row cannot be read runs again
+    for task in tasks:
+        if not os.path.lexists(task["row"]):
+            continue
+        try:
+            status = read_json(task["row"]).get("status")
+        except SweepError as exc:
+            if not quiet:
+                print("labkit sweep: {}; that run is done again".format(exc), file=sys.stderr)
+            continue
+        if retry_failed and status != "complete":
+            os.unlink(task["row"])
+            continue
+        finished.add(task["key"])
     todo = [t for t in tasks if t["key"] not in finished]
     gpus = list(visible_gpus() if gpus is None else gpus)
     failed = [0]
@@ -112,11 +144,16 @@ def run_sweep(sweep: SweepPlan, out: str, workers: int = 1, executor: str = "loc
             run_local(todo, min(workers, len(todo)), gpus, on_row, share_workers=workers)
         elif todo:
             run_parsl(todo, config, out, on_row)
-    finally:
+    except BaseException:
         if progress is not None:
             progress.close()
-        report.write_reports(out)  # also after an interruption: what is done is reported
+        # what is done is reported after an interruption too; the interruption is what the user hears of
+        with contextlib.suppress(OSError):
+            report.write_reports(out)
+        raise
+    if progress is not None:
+        progress.close()
+    report.write_reports(out)
     result = {"ran": len(todo), "skipped": len(finished), "total": len(tasks), "failed": failed[0]}
     result.update(report.counts(out))
     return result
-

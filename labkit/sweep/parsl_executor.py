@@ -13,6 +13,7 @@ import os
 from concurrent.futures import Future, as_completed
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from labkit.files import NotAFile, regular_file
 from labkit.params import existing_file
 from labkit.sweep.planning import SweepError
 from labkit.sweep.task import row_of
@@ -27,6 +28,13 @@ def load_parsl_config(path: Optional[str]):
     if not path:
         raise SweepError("--executor parsl needs --config FILE, a Python file defining `config` "
                          "(ready ones: docs/parsl/local.py, slurm_testbed.py, polaris_pbs.py)")
+    try:
+        regular_file(path, "--config")  # a FIFO would block the import for ever
+    except NotAFile as exc:
+        raise SweepError("{}; it must be a Python file defining `config`, a parsl Config (see docs/parsl/)".format(
+            exc)) from None
+    except FileNotFoundError:
+        pass  # said below, with where relative paths start
     problem = existing_file(path)
     if problem:
         raise SweepError("--config {}: {}; it must be a Python file defining `config`, a parsl Config "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -19,16 +20,28 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labkit.errors import LabkitError
 from labkit.execute import notebook_parameters
-from labkit.files import write_atomic
+from labkit.files import NotAFile, regular_file, write_atomic
 from labkit.params import ParameterError
 from labkit.results import same_value
 
-__all__ = ["SweepError", "SweepPlan", "plan", "run_key", "is_sweep", "prepare_out",
-           "read_json", "grid_points", "same_grid_value", "MANIFEST", "FORMAT", "RUNS"]
+__all__ = ["SweepError", "SweepPlan", "plan", "run_key", "is_sweep", "check_out", "prepare_out",
+           "read_json", "grid_points", "same_grid_value", "MANIFEST", "FORMAT", "RUNS", "MAX_REPEATS", "MAX_RUNS"]
 
 MANIFEST = "sweep.json"
 FORMAT = "labkit-sweep/1"
 RUNS = "runs"
+#: The lock :func:`labkit.files.exclusive` keeps beside the manifest while a sweep writes its folder.
+LOCK = "." + MANIFEST + ".lock"
+
+#: Repeats of one configuration. Past 100 the statistics gain next to nothing: one more run narrows
+#: the 95 % CI by under 0.5 % (it shrinks as t(0.975, n-1)/sqrt(n)), and the standard deviation of
+#: 100 runs is already known to about 7 % (1/sqrt(2(n-1))). A larger number is a typo, or a study
+#: that belongs in several sweeps.
+MAX_REPEATS = 100
+#: Runs in one sweep (configurations x repeats). Each run is a kernel start (seconds at the least)
+#: and two files, and every report reads every row: 10,000 runs are hours of one worker even for
+#: the smallest notebook. The bound is checked by arithmetic, before any grid is built.
+MAX_RUNS = 10000
 
 
 class SweepError(LabkitError, ValueError):
@@ -91,12 +104,18 @@ def run_key(parameters: Mapping[str, Any]) -> str:
 def plan(notebook: str, grid_text: Sequence[Tuple[str, str]], repeats: int = 1,
          timeout: Optional[float] = None) -> SweepPlan:
     """Check a sweep's arguments (every value of every parameter) before anything runs."""
-    if not os.path.isfile(notebook):
-        raise SweepError("{}: no such notebook".format(notebook))
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise SweepError("--repeats {}: must be a whole number >= 1 (each repeat is one run with its own seed)".format(repeats))
-    if timeout is not None and timeout <= 0:
-        raise SweepError("--timeout {}: must be a positive number of seconds".format(timeout))
+    try:
+        regular_file(notebook, "notebook")
+    except (FileNotFoundError, NotAFile) as exc:
+        raise SweepError(str(exc)) from None
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
+        raise SweepError("--repeats {}: must be a whole number from 1 to {} (each repeat is one run with its own "
+                         "seed; past {} a repeat more narrows the confidence interval by under 0.5 %)".format(
+                             repeats, MAX_REPEATS, MAX_REPEATS))
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout <= 0):
+        raise SweepError("--timeout {}: must be a finite, positive number of seconds (leave it out for no "
+                         "limit)".format(timeout))
     declared = notebook_parameters(notebook)
     if "seed" not in declared.names:
         raise SweepError("{} declares no parameter 'seed', so its repeats cannot differ; add `seed = 0` to its "
@@ -127,6 +146,13 @@ def plan(notebook: str, grid_text: Sequence[Tuple[str, str]], repeats: int = 1,
                 grid[name] = typed
     if problems:
         raise ParameterError(problems + ["", declared.describe()], declared.spec.name)
+    total = repeats
+    for values in grid.values():
+        total *= len(values)
+    if total > MAX_RUNS:
+        raise SweepError("{} configurations x --repeats {} make {:,} runs; a sweep may have at most {:,} (each run "
+                         "starts a kernel and keeps two files): split it into several sweeps".format(
+                             total // repeats, repeats, total, MAX_RUNS))
     # every configuration as a whole (cross-checks between parameters)
     defaults = declared.spec.defaults()
     base_seed = defaults.get("seed")
@@ -157,14 +183,17 @@ def is_sweep(path: str) -> bool:
     return os.path.isfile(os.path.join(path, MANIFEST))
 
 
-def prepare_out(sweep: SweepPlan, out: str) -> None:
-    """Create ``out`` for this sweep, or check it belongs to this sweep (resume)."""
+def check_out(sweep: SweepPlan, out: str) -> None:
+    """Refuse an ``out`` that is a file, a folder of something else, or another sweep's folder,
+    touching nothing (it runs again under the sweep's lock, in :func:`prepare_out`)."""
     manifest_path = os.path.join(out, MANIFEST)
-    if os.path.isfile(manifest_path):
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise SweepError("--out {} is a file, not a folder; give a new folder, or a sweep's to resume it".format(out))
+    if os.path.lexists(manifest_path):
         try:
             existing = read_json(manifest_path)
-        except (OSError, ValueError) as exc:
-            raise SweepError("{}: unreadable sweep manifest ({}); choose another --out".format(manifest_path, exc)) from None
+        except SweepError as exc:
+            raise SweepError("{}; choose another --out".format(exc)) from None
         mine = json.loads(json.dumps(sweep.identity()))
         differences = [k for k in mine if existing.get(k) != mine[k]]
         if differences:
@@ -172,14 +201,29 @@ def prepare_out(sweep: SweepPlan, out: str) -> None:
                      for k in differences]
             raise SweepError("--out {} holds a different sweep; it is left untouched. Resume it with its own "
                              "arguments, or choose another --out.\n{}".format(out, "\n".join(lines)))
-    elif os.path.isdir(out) and os.listdir(out):
+    elif os.path.isdir(out) and set(os.listdir(out)) - {LOCK}:
         raise SweepError("--out {} exists and is not a sweep folder (no {}); it is left untouched. "
                          "Choose a new or empty folder.".format(out, MANIFEST))
+
+
+def prepare_out(sweep: SweepPlan, out: str) -> None:
+    """Create ``out`` for this sweep, or check it belongs to this sweep (resume)."""
+    check_out(sweep, out)
     os.makedirs(os.path.join(out, RUNS), exist_ok=True)
-    write_atomic(manifest_path, json.dumps(sweep.manifest(), indent=1) + "\n")
+    write_atomic(os.path.join(out, MANIFEST), json.dumps(sweep.manifest(), indent=1) + "\n")
 
 
 def read_json(path: str) -> Dict[str, Any]:
-    """A JSON file of the sweep folder (its manifest, a run's row)."""
-    with open(path) as f:
-        return json.load(f)
+    """A JSON object of the sweep folder (its manifest, a run's row); a :class:`SweepError` naming the
+    file when it is none (cut short by a full disk, a FIFO, a list), never a read that blocks."""
+    try:
+        regular_file(path, "sweep file")
+        with open(path) as f:
+            data = json.load(f)
+    except NotAFile as exc:
+        raise SweepError(str(exc)) from None
+    except (OSError, ValueError) as exc:
+        raise SweepError("{}: not readable JSON ({})".format(path, exc)) from None
+    if not isinstance(data, dict):
+        raise SweepError("{}: holds a JSON {}, not an object".format(path, type(data).__name__))
+    return data

@@ -14,13 +14,19 @@ import re
 import sys
 from typing import Dict, List, Optional
 
+from labkit.errors import LabkitError
 from labkit.files import produce_atomic, write_atomic
-from labkit.sweep.planning import grid_points, same_grid_value
+from labkit.sweep.planning import RUNS, grid_points, same_grid_value
 from labkit.sweep.task import cores
 from labkit.sweep.tables import (ALPHA, constant_metrics, contended_mask, exercise_table, fmt, isnan,
                                  read_manifest, summary_frame, table, with_unit)
 
-__all__ = ["summary_markdown", "write_reports", "write_plots", "plot_files", "counts", "primary_metrics", "main"]
+__all__ = ["summary_markdown", "write_reports", "write_plots", "plot_files", "counts", "primary_metrics", "main",
+           "ReportNotWritten"]
+
+
+class ReportNotWritten(LabkitError, OSError):
+    """The disk refused a sweep's report (a full disk, a folder made read-only); its runs are kept."""
 
 
 def primary_metrics(frame) -> List[str]:
@@ -82,6 +88,7 @@ def summary_markdown(out: str) -> str:
         lines.append("- same in every run: " + ", ".join("{} = {}".format(k, v) for k, v in fixed.items()))
     lines.append("- runs: {finished} of {total} finished, {complete} complete, {not_complete} not "
                  "complete".format(**tally))
+    lines.extend("- " + problem for problem in frame.attrs.get("unreadable", []))
     base = {k: v for k, v in (manifest.get("baseline") or {}).items() if k in varied}
     lines.append("- baseline: {} ({})".format(", ".join("{} = {}".format(k, v) for k, v in base.items()) or "defaults",
                                               manifest.get("baseline_reason", "")))
@@ -156,16 +163,24 @@ def _tally(manifest, frame) -> Dict[str, int]:
 
 
 def write_reports(out: str) -> None:
-    """Write results.csv, the plots and summary.md (each atomically)."""
-    write_atomic(os.path.join(out, "results.csv"), table(out).to_csv(index=False))
-    write_plots(out)
-    write_atomic(os.path.join(out, "summary.md"), summary_markdown(out))
+    """Write results.csv, the plots and summary.md (each atomically, so a file is old or new, never
+    half); :class:`ReportNotWritten` says which runs are kept when the disk refuses one."""
+    try:
+        write_atomic(os.path.join(out, "results.csv"), table(out).to_csv(index=False))
+        write_plots(out)
+        write_atomic(os.path.join(out, "summary.md"), summary_markdown(out))
+    except OSError as exc:
+        raise ReportNotWritten(
+            "could not write the tables and plots into {} ({}); its {} finished runs are kept in {} (each run's "
+            "notebook and row): once there is room, run the same command again, which writes them without "
+            "running anything again".format(out, exc.strerror or exc, counts(out)["finished"], os.path.join(out, RUNS))
+        ) from exc
 
 
 def main(out: str) -> Optional[str]:
     """The summary text of a sweep folder (for ``labkit results``)."""
     path = os.path.join(out, "summary.md")
-    if os.path.isfile(path):
+    if os.path.isfile(path):  # a FIFO is no summary: it would block the read; it is made afresh instead
         with open(path) as f:
             return f.read()
     return summary_markdown(out)

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Dict, List, Union
+import warnings
+from typing import Any, Dict, List, Tuple, Union
 
 from labkit import exercises, stats
 from labkit.sweep.planning import (MANIFEST, RUNS, SweepError, grid_points, is_sweep, read_json,
                                    same_grid_value)
 
-__all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "collect", "table", "summary_frame", "exercise_table",
-           "contended_mask", "isnan", "fmt", "constant_metrics", "with_unit"]
+__all__ = ["ALPHA", "CONTENDED_VERDICT", "read_manifest", "read_rows", "collect", "table", "summary_frame",
+           "exercise_table", "contended_mask", "isnan", "fmt", "constant_metrics", "with_unit"]
 
 #: The significance level of the "real difference" verdict.
 ALPHA = 0.05
@@ -31,34 +32,54 @@ def read_manifest(out: str) -> Dict[str, Any]:
     return read_json(os.path.join(out, MANIFEST))
 
 
-def table(out: str):
-    """results.csv as a DataFrame: one row per finished run, in the sweep's order."""
-    import pandas as pd
-
+def read_rows(out: str) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The rows of ``OUT/runs/*.json``, and one sentence for each file that is no row (cut short,
+    a FIFO, not a run's): those are left out, and a resumed sweep runs their points again."""
     from labkit.results import json_restore
 
-    manifest = read_manifest(out)
-    rows = []
     folder = os.path.join(out, RUNS)
     names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) if os.path.isdir(folder) else []
+    rows, problems = [], []
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            row = json_restore(read_json(path))
+        except SweepError as exc:
+            problems.append("{}; left out".format(exc))
+            continue
+        if "run" not in row or "status" not in row:
+            problems.append("{}: not a run's row (it has no 'run' and 'status'); left out".format(path))
+            continue
+        rows.append(row)
+    return rows, problems
+
+
+def table(out: str):
+    """results.csv as a DataFrame: one row per finished run, in the sweep's order. Row files that
+    cannot be read are left out and named in ``attrs["unreadable"]``."""
+    import pandas as pd
+
+    manifest = read_manifest(out)
+    rows, problems = read_rows(out)
     units: Dict[str, str] = {}
     notes: Dict[str, List[str]] = {}
-    for name in names:
-        row = json_restore(read_json(os.path.join(folder, name)))
+    for row in rows:
         units.update(row.pop("units", None) or {})  # kept beside the table, not as a column
         verdicts = row.pop("verdict_notes", None)
         if verdicts:
-            notes[row.get("run", name)] = verdicts
-        rows.append(row)
+            notes[row["run"]] = verdicts
     parameters = list(manifest["grid"]) + ["seed"]
     frame = pd.DataFrame(rows)
     if frame.empty:
-        return pd.DataFrame(columns=parameters + ["status", "error", "duration"])
+        frame = pd.DataFrame(columns=parameters + ["status", "error", "duration"])
+        frame.attrs["unreadable"] = problems
+        return frame
     metrics = [c for c in frame.columns if c not in parameters and c not in _FIXED_COLUMNS]
     order = parameters + metrics + [c for c in _TAIL if c in frame]
-    frame = frame[order].sort_values(parameters, kind="stable").reset_index(drop=True)
+    frame = frame.reindex(columns=order).sort_values(parameters, kind="stable").reset_index(drop=True)
     frame.attrs["units"] = units
     frame.attrs["notes"] = notes
+    frame.attrs["unreadable"] = problems
     return frame
 
 
@@ -69,7 +90,10 @@ def collect(out: Union[str, "os.PathLike[str]"]):
     if not is_sweep(out):
         raise SweepError("{} is not a sweep folder (it has no {}): give the --out of a `labkit sweep`; "
                          "for executed notebooks use labkit.results.collect".format(out, MANIFEST))
-    return table(out)
+    frame = table(out)
+    for problem in frame.attrs["unreadable"]:
+        warnings.warn(problem, stacklevel=2)
+    return frame
 
 
 def exercise_table(frame) -> Any:

@@ -45,6 +45,10 @@ def test_parsl_config_file_errors_are_clear(tmp_path):
     bad.write_text("config = 42\n")
     with pytest.raises(sweep.SweepError, match="must define `config = parsl.config.Config"):
         sweep.run_sweep(plan, str(tmp_path / "out"), executor="parsl", parsl_config=str(bad))
+    fifo = tmp_path / "config.py"
+    os.mkfifo(fifo)
+    with pytest.raises(sweep.SweepError, match="--config .*config.py: is a FIFO"):  # refused, never opened
+        sweep.run_sweep(plan, str(tmp_path / "out"), executor="parsl", parsl_config=str(fifo))
     assert not (tmp_path / "out").exists()
 
 

@@ -52,10 +52,10 @@ def test_bad_grids_are_refused_naming_the_parameter(nb, grid, message):
 
 
 def test_bad_counts_and_missing_seed(nb, tmp_path):
-    with pytest.raises(sweep.SweepError, match="--repeats 0: must be a whole number >= 1"):
+    with pytest.raises(sweep.SweepError, match="--repeats 0: must be a whole number from 1 to 100"):
         sweep.plan(nb, [("epochs", "4")], repeats=0)
     plan = sweep.plan(nb, [("epochs", "4")], repeats=1)
-    with pytest.raises(sweep.SweepError, match="--workers 0: must be a whole number >= 1"):
+    with pytest.raises(sweep.SweepError, match="--workers 0: must be a whole number from 1 to 128"):
         sweep.run_sweep(plan, str(tmp_path / "out"), workers=0)
     assert not (tmp_path / "out").exists()
     no_seed = make_demo(tmp_path / "noseed", with_spec=False, parameters="epochs = 3\n")
@@ -103,3 +103,51 @@ def test_run_key_is_a_safe_file_name():
     assert key == "name=a_b_c__rate=0.5__seed=1"
     long = planning.run_key({"p{}".format(i): i for i in range(40)})
     assert len(long) <= 120 and json.dumps(long)
+
+
+@pytest.mark.parametrize("timeout", ["nan", "inf", "0", "-5"])
+def test_a_timeout_that_is_not_finite_and_positive_is_refused_before_anything_runs(nb, tmp_path, capsys, timeout):
+    from labkit import cli
+
+    out = tmp_path / "o"
+    assert cli.main(["sweep", nb, "--timeout", timeout, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("labkit sweep: --timeout ") and "must be a finite, positive number of seconds" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_repeats_workers_and_the_number_of_runs_are_bounded_before_anything_runs(nb, tmp_path, capsys):
+    from labkit import cli
+
+    out = tmp_path / "o"
+    assert sweep.plan(nb, [], repeats=planning.MAX_REPEATS).seeds[-1] == planning.MAX_REPEATS - 1
+    with pytest.raises(sweep.SweepError, match="--repeats 101"):
+        sweep.plan(nb, [], repeats=planning.MAX_REPEATS + 1)
+    assert cli.main(["sweep", nb, "--repeats", "1000000", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == ("labkit sweep: --repeats 1000000: must be a whole number from 1 to 100 (each repeat is one run "
+                   "with its own seed; past 100 a repeat more narrows the confidence interval by under 0.5 %)\n")
+    assert cli.main(["sweep", nb, "--workers", "129", "--out", str(out)]) == 2
+    assert "--workers 129: must be a whole number from 1 to 128" in capsys.readouterr().err
+    assert not out.exists()
+    # the grid counts too: 100 x 2 configurations x 100 repeats, refused by arithmetic before any grid is built
+    epochs = ",".join(str(e) for e in range(1, 101))
+    assert len(sweep.plan(nb, [("epochs", epochs)], repeats=100).tasks(str(out))) == planning.MAX_RUNS
+    with pytest.raises(sweep.SweepError, match="200 configurations x --repeats 100 make 20,000 runs; a sweep may "
+                                               "have at most 10,000"):
+        sweep.plan(nb, [("epochs", epochs), ("learning_rate", "0.1,0.2")], repeats=100)
+
+
+def test_an_out_that_is_a_file_or_a_notebook_that_is_a_fifo_is_refused_in_one_sentence(nb, tmp_path, capsys):
+    from labkit import cli
+
+    a_file = tmp_path / "results.txt"
+    a_file.write_text("mine")
+    assert cli.main(["sweep", nb, "--out", str(a_file)]) == 2
+    assert capsys.readouterr().err == "labkit sweep: --out {} is a file, not a folder; give a new folder, or a " \
+                                      "sweep's to resume it\n".format(a_file)
+    assert a_file.read_text() == "mine" and not list(tmp_path.glob(".*"))  # no lock left beside it
+    fifo = tmp_path / "pipe.ipynb"
+    os.mkfifo(fifo)
+    assert cli.main(["sweep", str(fifo), "--out", str(tmp_path / "o")]) == 2
+    assert "pipe.ipynb: is a FIFO (named pipe), not a regular file" in capsys.readouterr().err
