@@ -24,6 +24,7 @@ inside its folder: see --check and --allow-unconfined), 130 when interrupted (fi
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import sys
@@ -34,16 +35,24 @@ from labkit.grading.sandbox import levels, slots
 __all__ = ["register", "main"]
 
 
-def _positive(kind: Any, what: str) -> Any:
+def _positive(kind: Any, what: str, most: float) -> Any:
+    """A finite number > 0 and at most ``most``: 'nan', 'inf', 0 and -5 are refused, naming ``what``."""
     def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError("{}: {!r} is not a number".format(what, text)) from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError("{}: must be > 0, got {}".format(what, text))
+            raise argparse.ArgumentTypeError("{}: {!r} is not a {}".format(
+                what, text, "whole number" if kind is int else "number")) from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError("{}: must be a finite number > 0, got {}".format(what, text))
+        if value > most:
+            raise argparse.ArgumentTypeError("{}: must be at most {:g}, got {}".format(what, most, text))
         return value
     return parse
+
+
+_DAY = 24 * 3600.0
+_MOST_WORKERS = slots.UID_RANGE[1] - slots.UID_RANGE[0] + 1  # a private uid per concurrent run
 
 
 def register(subparsers: "argparse._SubParsersAction") -> None:
@@ -56,17 +65,17 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
                              "would use; grade nothing")
     parser.add_argument("--rubric", metavar="FILE", help="the YAML rubric (docs/grading.md); required")
     parser.add_argument("--out", metavar="DIR", help="where the gradebook and feedback go; required")
-    parser.add_argument("--workers", type=_positive(int, "--workers"), default=1, metavar="N",
+    parser.add_argument("--workers", type=_positive(int, "--workers", _MOST_WORKERS), default=1, metavar="N",
                         help="submissions graded at once (default 1)")
-    parser.add_argument("--timeout", type=_positive(float, "--timeout"), default=600.0, metavar="S",
+    parser.add_argument("--timeout", type=_positive(float, "--timeout", 7 * _DAY), default=600.0, metavar="S",
                         help="wall-clock seconds per notebook (default 600)")
-    parser.add_argument("--cell-timeout", type=_positive(float, "--cell-timeout"), default=None, metavar="S",
+    parser.add_argument("--cell-timeout", type=_positive(float, "--cell-timeout", 7 * _DAY), default=None, metavar="S",
                         help="wall-clock seconds per cell (default: min(120, --timeout))")
-    parser.add_argument("--memory", type=_positive(float, "--memory"), default=4.0, metavar="GB",
+    parser.add_argument("--memory", type=_positive(float, "--memory", 1 << 20), default=4.0, metavar="GB",
                         help="writable memory (RLIMIT_DATA) of the kernel and each of its processes (default 4)")
-    parser.add_argument("--processes", type=_positive(int, "--processes"), default=128, metavar="N",
+    parser.add_argument("--processes", type=_positive(int, "--processes", 1 << 22), default=128, metavar="N",
                         help="processes and threads a kernel may have (default 128)")
-    parser.add_argument("--file-size", type=_positive(float, "--file-size"), default=64.0, metavar="MB",
+    parser.add_argument("--file-size", type=_positive(float, "--file-size", 1 << 30), default=64.0, metavar="MB",
                         help="largest file a kernel may write (default 64)")
     parser.add_argument("--isolation", choices=("bwrap", "unshare", "rlimits", "none"), default=None,
                         help="sandbox level (default: the strongest that works here; 'none': unconfined)")
@@ -180,10 +189,16 @@ def main(args: argparse.Namespace) -> int:
         results = grade_class(args.submissions, args.rubric, args.out, workers=args.workers, limits=limits,
                               reproduce=args.reproduce, level=args.isolation, progress=show, only=args.only,
                               lms=args.lms, assignment=args.assignment, executor=args.executor,
-                              parsl_config=args.config, allow_unconfined=args.allow_unconfined)
+                              parsl_config=args.config, allow_unconfined=args.allow_unconfined,
+                              tell=lambda line: print("labkit grade: " + line, file=sys.stderr, flush=True))
     except (RubricError, FileNotFoundError, ValueError, RuntimeError) as exc:
         print("labkit grade: {}".format(exc), file=sys.stderr)
         return 2
+    except OSError as exc:  # grading ran: what finished is in the state, written whole
+        print("labkit grade: {}: {}; the grades finished before are kept in {}".format(
+            exc.filename or args.out, exc.strerror or exc, os.path.join(args.out, ".labkit-grade", "state.json")),
+            file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("labkit grade: interrupted; run the same command again to finish the batch", file=sys.stderr)
         return 130
