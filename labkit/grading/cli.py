@@ -8,7 +8,7 @@
 SUBMISSIONS is a folder of notebooks (``alice.ipynb``) or of student folders
 (``alice/ai_testbeds.ipynb`` plus any files the notebook reads). Writes
 ``DIR/gradebook.csv``, ``DIR/feedback/<student>.html`` and ``DIR/executed/<student>.ipynb``.
-Run it again after an interruption: finished grades are kept, the rest are done.
+Run it again after an interruption: finished grades are kept, the rest (and any grader error) are done.
 
     labkit grade submissions/ --rubric R.yml --out grades/ --executor parsl --config docs/parsl/slurm_testbed.py
     labkit grade submissions/ --rubric R.yml --out grades/ --only alice        # regrade one student
@@ -18,7 +18,9 @@ Also writes ``DIR/summary.md`` (per check: points distribution, commonest failur
 evidence two students both handed in (gradebook column ``duplicate_evidence``). Exit status: 0
 when the batch was graded (a student's failing notebook is a grade, not an error), 2 when it
 stopped on an error (the rubric, the folders, the options, no level here that keeps a submission
-inside its folder: see --check and --allow-unconfined), 130 when interrupted (finished grades are kept).
+inside its folder: see --check and --allow-unconfined) before any notebook ran, 1 when DIR could not
+be written while grading (finished grades are kept), 130 when interrupted (finished grades are kept).
+DIR keeps the class: students graded into it earlier and not in SUBMISSIONS stay in every report.
 """
 
 from __future__ import annotations
