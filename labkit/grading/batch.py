@@ -159,6 +159,14 @@ def submission_key(sub: Submission, rubric_path: str, template_path: Optional[st
     return digest.hexdigest()
 
 
+def _rubric_key(rubric_path: str, template_path: Optional[str]) -> str:
+    digest = hashlib.sha256()
+    for path in (rubric_path, template_path):
+        if path:
+            _hash_files(digest, path)
+    return digest.hexdigest()
+
+
 class _State:
     """``DIR/.labkit-grade/state.json``: student -> last result; written atomically."""
 
@@ -273,6 +281,7 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
         lock_fd = state.lock()
         options = {"limits": limits.to_dict(), "reproduce": reproduce, "level": level}
         keys = {s.student: submission_key(s, rubric_path, rubric.template_path, options) for s in subs}
+        rubric_key = _rubric_key(rubric_path, rubric.template_path)
         # A finished result is kept while its key matches; a grader error is no grade, so it is graded again.
         if only:
             pending = [s for s in subs if s.student in set(only)]
@@ -289,11 +298,12 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
         raise RuntimeError("--out {}: cannot write there ({}: {}); nothing was graded".format(
             out_dir, exc.strerror or type(exc).__name__, exc.filename or out_dir)) from None
     if tell is not None:
-        _tell_what_is_kept(tell, submissions, set(keys), state)
+        _tell_what_is_kept(tell, submissions, set(keys), state, rubric_key)
 
     def finished(job: Dict[str, Any], result: Dict[str, Any]) -> None:
         if not job["problem"] and os.path.exists(job["source"]):
             result["fingerprints"] = file_fingerprints(job["source"], handout)
+        result["rubric_key"] = rubric_key  # tells a kept result graded with another rubric
         state.results[job["student"]] = result
         state.save()
         outputs.write(state, result)
@@ -315,17 +325,24 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
     return {s.student: state.results[s.student] for s in subs if s.student in state.results}
 
 
-def _tell_what_is_kept(tell: Callable[[str], None], submissions: str, names: set, state: _State) -> None:
+def _names(names: List[str]) -> str:
+    return ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+
+
+def _tell_what_is_kept(tell: Callable[[str], None], submissions: str, names: set, state: _State,
+                       rubric_key: str) -> None:
     kept = sorted(n for n in state.results if n not in names)
     if kept:
         tell("kept {} student{} graded earlier into this folder and not in {}: {}".format(
-            len(kept), "" if len(kept) == 1 else "s", submissions, ", ".join(kept[:20]) +
-            (", ..." if len(kept) > 20 else "")))
+            len(kept), "" if len(kept) == 1 else "s", submissions, _names(kept)))
+    other = [n for n in kept if state.results[n].get("rubric_key") != rubric_key]
+    if other:
+        tell("{} of them {} graded with another rubric (or its template): grade their submissions again to "
+             "grade the class alike: {}".format(len(other), "was" if len(other) == 1 else "were", _names(other)))
     for why, entries in skipped_entries(submissions).items():
         rule = " (hidden files such as .ipynb_checkpoints are never submissions)" if why == "hidden" else ""
         tell("not graded in {}, {}{}: {}".format(submissions, "names that start with '.'" if why == "hidden"
-                                                  else why, rule, ", ".join(entries[:20]) +
-                                                  (", ..." if len(entries) > 20 else "")))
+                                                  else why, rule, _names(entries)))
 
 
 def _run_local(pending: List[Dict[str, Any]], rubric: Any, workers: int, out_dir: str,

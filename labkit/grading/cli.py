@@ -46,7 +46,7 @@ def _positive(kind: Any, what: str, most: float) -> Any:
             raise argparse.ArgumentTypeError("{}: {!r} is not a {}".format(
                 what, text, "whole number" if kind is int else "number")) from None
         if not math.isfinite(value) or value <= 0:
-            raise argparse.ArgumentTypeError("{}: must be a finite number > 0, got {}".format(what, text))
+            raise argparse.ArgumentTypeError("{}: must be > 0 and finite, got {}".format(what, text))
         if value > most:
             raise argparse.ArgumentTypeError("{}: must be at most {:g}, got {}".format(what, most, text))
         return value

@@ -88,6 +88,7 @@ def test_a_late_batch_keeps_the_class_and_a_grader_error_is_graded_again(tmp_pat
     page = (out / "class.html").read_text()
     assert "<p>3 students, " in page and "alice" in page and "carol" in page  # bob has no points to plot yet
     assert any("kept 2 students" in line and "alice, bob" in line for line in told), told
+    assert not any("another rubric" in line for line in told), told
 
     seen = []
     grade_class(str(subs), str(rubric), str(out), workers=1, limits=FAST, lms="canvas",
@@ -96,6 +97,12 @@ def test_a_late_batch_keeps_the_class_and_a_grader_error_is_graded_again(tmp_pat
     again = state(out)
     assert again["bob"]["status"] == "ok" and again["alice"] == first["alice"] and "carol" in again
     assert [row["status"] for row in read_gradebook(str(out / "gradebook.csv"))] == ["ok", "ok", "ok"]
+
+    with rubric.open("a") as f:  # a changed rubric: carol, kept, was graded with the one before
+        f.write("  - name: added\n    type: no_error\n    points: 1\n")
+    told = []
+    grade_class(str(subs), str(rubric), str(out), workers=1, limits=FAST, tell=told.append)
+    assert any("1 of them was graded with another rubric" in line and "carol" in line for line in told), told
 
 
 # -- what SUBMISSIONS holds that is no notebook ------------------------------------------------------------
