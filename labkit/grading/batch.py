@@ -27,7 +27,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from labkit.files import write_atomic
+from labkit.files import NotAFile, regular_file, write_atomic
 from labkit.grading.sandbox import levels, slots
 from labkit.grading.reports.class_page import class_data, class_html
 from labkit.grading.checks.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
@@ -56,20 +56,20 @@ class Submission:
     problem: str = ""
 
 
-_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-            (stat.S_ISBLK, "a block device"))
-
-
 def _not_a_file(path: str) -> str:
     """Why the notebook at ``path`` cannot be graded without following or opening it ('' when it can)."""
-    mode = os.lstat(path).st_mode
-    if stat.S_ISLNK(mode):
+    if os.path.islink(path):
         return "{} is a symbolic link; links are never followed: hand in the file itself".format(
             os.path.basename(path))
-    for test, kind in _SPECIAL:
-        if test(mode):
-            return "{} is {}, not a notebook file; it was not opened".format(os.path.basename(path), kind)
+    try:
+        regular_file(path, os.path.basename(path))
+    except NotAFile as exc:  # a FIFO, socket or device: a read could block for ever
+        return "{} is {}; it was not opened".format(os.path.basename(path), str(exc).rsplit(": is ", 1)[-1])
     return ""
+
+
+def _special(mode: int) -> bool:
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
 
 def find_submissions(folder: str, preferred: Optional[str] = None) -> List[Submission]:
@@ -87,8 +87,7 @@ def find_submissions(folder: str, preferred: Optional[str] = None) -> List[Submi
             continue
         mode = os.lstat(path).st_mode
         stem = entry[:-len(".ipynb")] if entry.endswith(".ipynb") else entry
-        if stat.S_ISLNK(mode) and (entry.endswith(".ipynb") or os.path.isdir(path)) or \
-                any(test(mode) for test, _kind in _SPECIAL):
+        if stat.S_ISLNK(mode) and (entry.endswith(".ipynb") or os.path.isdir(path)) or _special(mode):
             found.append(Submission(_safe_name(stem), path, "", _not_a_file(path)))
         elif stat.S_ISREG(mode) and entry.endswith(".ipynb"):
             found.append(Submission(_safe_name(stem), path, path))
@@ -335,7 +334,7 @@ def _tell_what_is_kept(tell: Callable[[str], None], submissions: str, names: set
     if kept:
         tell("kept {} student{} graded earlier into this folder and not in {}: {}".format(
             len(kept), "" if len(kept) == 1 else "s", submissions, _names(kept)))
-    other = [n for n in kept if state.results[n].get("rubric_key") != rubric_key]
+    other = [n for n in kept if state.results[n].get("rubric_key", rubric_key) != rubric_key]
     if other:
         tell("{} of them {} graded with another rubric (or its template): grade their submissions again to "
              "grade the class alike: {}".format(len(other), "was" if len(other) == 1 else "were", _names(other)))
