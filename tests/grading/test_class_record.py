@@ -34,7 +34,7 @@ def state(out) -> dict:
         return json.load(f)["results"]
 
 
-def grade(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_labkit(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """``labkit ARGS`` in its own process: a FIFO opened by mistake fails the test instead of hanging it."""
     return subprocess.run([sys.executable, "-m", "labkit"] + list(args), cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env=dict(os.environ, PYTHONPATH=ROOT))
@@ -132,7 +132,7 @@ def test_links_fifos_sockets_and_dot_names_in_submissions_each_get_a_row_or_the_
         assert "FIFO" in found["piped"].problem and "FIFO" in found["inside"].problem
         assert "socket" in found["sock"].problem
 
-        proc = grade("grade", str(subs), "--rubric", RUBRIC, "--out", str(tmp_path / "out"), "--timeout", "40",
+        proc = run_labkit("grade", str(subs), "--rubric", RUBRIC, "--out", str(tmp_path / "out"), "--timeout", "40",
                      "--allow-unconfined", timeout=240)  # a FIFO opened would block: the timeout fails the test
         assert proc.returncode == 0, proc.stderr
         rows = {row["student"]: row for row in read_gradebook(str(tmp_path / "out" / "gradebook.csv"))}
@@ -212,7 +212,7 @@ def test_a_rubric_that_is_a_folder_or_a_fifo_is_refused_unopened(tmp_path):
     subs.mkdir()
     os.mkfifo(str(tmp_path / "rubric.yml"))
     for rubric, kind in ((tmp_path, "a folder"), (tmp_path / "rubric.yml", "a FIFO")):
-        proc = grade("grade", str(subs), "--rubric", str(rubric), "--out", str(tmp_path / "out"), timeout=60)
+        proc = run_labkit("grade", str(subs), "--rubric", str(rubric), "--out", str(tmp_path / "out"), timeout=60)
         assert proc.returncode == 2 and kind in one_sentence(proc) and str(rubric) in proc.stderr
     assert not (tmp_path / "out").exists()
 
@@ -305,7 +305,8 @@ def test_a_template_that_is_no_notebook_is_refused_without_quoting_it(tmp_path):
     (tmp_path / "subs").mkdir()
     for template, words in cases:
         path = rubric_file(tmp_path, top="template: {}\n".format(template))
-        proc = grade("grade", str(tmp_path / "subs"), "--rubric", path, "--out", str(tmp_path / "out"), timeout=60)
+        proc = run_labkit("grade", str(tmp_path / "subs"), "--rubric", path, "--out", str(tmp_path / "out"),
+                          timeout=60)
         sentence = one_sentence(proc)
         assert proc.returncode == 2 and words in sentence and "r.yml, line 2: template: " in sentence, sentence
         assert "SECRETHASH" not in proc.stderr + proc.stdout
@@ -322,7 +323,7 @@ def test_labkit_class_refuses_a_corrupt_state_or_rubric_summary_and_a_read_only_
 
     out = tmp_path / "out"
     synthetic_class(out, 6)
-    assert grade("class", str(out)).returncode == 0
+    assert run_labkit("class", str(out)).returncode == 0
     page = (out / "class.html").read_bytes()
     rubric_json = out / ".labkit-grade" / "rubric.json"
     state_json = out / ".labkit-grade" / "state.json"
@@ -334,23 +335,23 @@ def test_labkit_class_refuses_a_corrupt_state_or_rubric_summary_and_a_read_only_
                               (state_json, json.dumps({"version": 1, "results": {"s": {"student": "s", "checks": 3}}}),
                                "state.json is not a grading")):
         path.write_text(text)
-        proc = grade("class", str(out), timeout=60)
+        proc = run_labkit("class", str(out), timeout=60)
         assert proc.returncode == 2 and words in one_sentence(proc, "class"), proc.stderr
         assert (out / "class.html").read_bytes() == page
         rubric_json.write_text(good_rubric)
         state_json.write_text(good_state)
     state_json.unlink()
     os.mkfifo(str(state_json))
-    proc = grade("class", str(out), timeout=60)  # a FIFO opened would block: the timeout fails the test
+    proc = run_labkit("class", str(out), timeout=60)  # a FIFO opened would block: the timeout fails the test
     assert proc.returncode == 2 and "not a regular file" in one_sentence(proc, "class")
     state_json.unlink()
     state_json.write_text(good_state)
 
     (out / "page-folder").mkdir()
-    proc = grade("class", str(out), "--out", str(out / "page-folder"), timeout=60)
+    proc = run_labkit("class", str(out), "--out", str(out / "page-folder"), timeout=60)
     assert proc.returncode == 2 and "--out" in one_sentence(proc, "class") and "is a folder" in proc.stderr
     with read_only(out):
-        proc = grade("class", str(out), "--csv", str(out / "class.csv"), timeout=120)
+        proc = run_labkit("class", str(out), "--csv", str(out / "class.csv"), timeout=120)
         sentence = one_sentence(proc, "class")
         assert proc.returncode == 2 and "cannot write" in sentence and "class.html" in sentence, sentence
         assert (out / "class.html").read_bytes() == page and not (out / "class.csv").exists()
