@@ -12,6 +12,7 @@ import fcntl
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import resource
@@ -26,7 +27,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from labkit.files import write_atomic
+from labkit.files import NotAFile, regular_file, write_atomic
 from labkit.grading.sandbox import levels, slots
 from labkit.grading.reports.class_page import class_data, class_html
 from labkit.grading.checks.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
@@ -37,8 +38,8 @@ from labkit.grading.reports.gradebook import (LMS_FORMATS, canvas_csv, class_sum
 from labkit.grading.checks.rubric import load_rubric
 from labkit.grading.sandbox.trusted import python_command
 
-__all__ = ["Submission", "find_submissions", "grade_class", "STATE_VERSION", "Running", "WORKER_GRACE_S",
-           "new_workroot", "start_job", "collect_job", "kill_job", "failed_result", "run_parsl"]
+__all__ = ["Submission", "find_submissions", "skipped_entries", "grade_class", "STATE_VERSION", "Running",
+           "WORKER_GRACE_S", "new_workroot", "start_job", "collect_job", "kill_job", "failed_result", "run_parsl"]
 
 STATE_VERSION = 1
 
@@ -55,23 +56,50 @@ class Submission:
     problem: str = ""
 
 
+def _not_a_file(path: str) -> str:
+    """Why the notebook at ``path`` cannot be graded without following or opening it ('' when it can)."""
+    if os.path.islink(path):
+        return "{} is a symbolic link; links are never followed: hand in the file itself".format(
+            os.path.basename(path))
+    try:
+        regular_file(path, os.path.basename(path))
+    except NotAFile as exc:  # a FIFO, socket or device: a read could block for ever
+        return "{} is {}; it was not opened".format(os.path.basename(path), str(exc).rsplit(": is ", 1)[-1])
+    return ""
+
+
+def _special(mode: int) -> bool:
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+
+
 def find_submissions(folder: str, preferred: Optional[str] = None) -> List[Submission]:
-    """``folder/<student>.ipynb`` or ``folder/<student>/<notebook>.ipynb`` (one per student)."""
+    """``folder/<student>.ipynb`` or ``folder/<student>/<notebook>.ipynb`` (one per student).
+
+    A link, FIFO, socket or device in ``folder`` is a submission that cannot be graded: its row says
+    why, and it is neither followed nor opened. Names that start with "." are hidden files (a
+    Jupyter ``.ipynb_checkpoints``, a ``.DS_Store``), never submissions: :func:`skipped_entries` lists them."""
     if not os.path.isdir(folder):
         raise FileNotFoundError("SUBMISSIONS: {} is not a folder of notebooks or of student folders".format(folder))
     found: List[Submission] = []
     for entry in sorted(os.listdir(folder)):
         path = os.path.join(folder, entry)
-        if entry.startswith(".") or os.path.islink(path):
+        if entry.startswith("."):
             continue
-        if os.path.isfile(path) and entry.endswith(".ipynb"):
-            found.append(Submission(_safe_name(entry[:-len(".ipynb")]), path, path))
-        elif os.path.isdir(path):
+        mode = os.lstat(path).st_mode
+        stem = entry[:-len(".ipynb")] if entry.endswith(".ipynb") else entry
+        if stat.S_ISLNK(mode) and (entry.endswith(".ipynb") or os.path.isdir(path)) or _special(mode):
+            found.append(Submission(_safe_name(stem), path, "", _not_a_file(path)))
+        elif stat.S_ISREG(mode) and entry.endswith(".ipynb"):
+            found.append(Submission(_safe_name(stem), path, path))
+        elif stat.S_ISDIR(mode):
             notebooks = sorted(f for f in os.listdir(path) if f.endswith(".ipynb") and not f.startswith("."))
             if preferred in notebooks:
                 notebooks = [preferred]
             if len(notebooks) == 1:
-                found.append(Submission(_safe_name(entry), path, os.path.join(path, notebooks[0])))
+                notebook = os.path.join(path, notebooks[0])
+                found.append(Submission(_safe_name(entry), path, notebook, _not_a_file(notebook)))
+                if found[-1].problem:
+                    found[-1].notebook = ""
             else:
                 problem = "no notebook in the folder" if not notebooks else \
                     "several notebooks ({}); expected one".format(", ".join(notebooks))
@@ -80,6 +108,19 @@ def find_submissions(folder: str, preferred: Optional[str] = None) -> List[Submi
     for name in set(n for n in names if names.count(n) > 1):
         raise ValueError("SUBMISSIONS: two submissions are both named '{}' (a notebook and a folder?)".format(name))
     return found
+
+
+def skipped_entries(folder: str) -> Dict[str, List[str]]:
+    """What :func:`find_submissions` leaves out of ``folder``, by why: hidden names (starting with "."),
+    and files or links that are neither a notebook nor a student's folder (a ``README.md``)."""
+    skipped: Dict[str, List[str]] = {"hidden": [], "not a notebook or a folder": []}
+    names = set(s.source for s in find_submissions(folder))
+    for entry in sorted(os.listdir(folder)):
+        if entry.startswith("."):
+            skipped["hidden"].append(entry)
+        elif os.path.join(folder, entry) not in names:
+            skipped["not a notebook or a folder"].append(entry)
+    return {why: entries for why, entries in skipped.items() if entries}
 
 
 def _hash_files(digest: Any, path: str) -> None:
@@ -117,6 +158,14 @@ def submission_key(sub: Submission, rubric_path: str, template_path: Optional[st
     return digest.hexdigest()
 
 
+def _rubric_key(rubric_path: str, template_path: Optional[str]) -> str:
+    digest = hashlib.sha256()
+    for path in (rubric_path, template_path):
+        if path:
+            _hash_files(digest, path)
+    return digest.hexdigest()
+
+
 class _State:
     """``DIR/.labkit-grade/state.json``: student -> last result; written atomically."""
 
@@ -125,11 +174,22 @@ class _State:
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
         self.path = os.path.join(self.folder, "state.json")
         self.results: Dict[str, Dict[str, Any]] = {}
-        # none yet, or unreadable: grade again, losing nothing but time
-        with suppress(FileNotFoundError, ValueError), open(self.path) as f:
-            data = json.load(f)
-            if data.get("version") == STATE_VERSION:
-                self.results = data.get("results", {})
+        if not os.path.lexists(self.path):
+            return
+        # The state holds students graded by earlier runs that this run's SUBMISSIONS may not name:
+        # one it cannot read is refused, never replaced by this run's students alone.
+        try:
+            if not os.path.isfile(self.path) or os.path.islink(self.path):
+                raise ValueError("not a regular file")
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
+            if not isinstance(data, dict) or data.get("version") != STATE_VERSION or \
+                    not isinstance(data.get("results"), dict):
+                raise ValueError("not a version {} grading state".format(STATE_VERSION))
+        except (OSError, ValueError) as exc:
+            raise RuntimeError("--out: {} is not a grading state labkit can read ({}); nothing was graded: move it "
+                               "aside to grade the class again from nothing".format(self.path, exc)) from None
+        self.results = {n: r for n, r in data["results"].items() if isinstance(r, dict)}
 
     def lock(self) -> int:
         fd = os.open(os.path.join(self.folder, "lock"), os.O_CREAT | os.O_RDWR, 0o600)
@@ -145,18 +205,51 @@ class _State:
         write_atomic(self.path, json.dumps({"version": STATE_VERSION, "results": self.results}, indent=1))
 
 
+def _check_numbers(workers: int, limits: levels.Limits) -> None:
+    """Refuse a number no grading could use (NaN, infinite, negative) before anything runs."""
+    most = slots.UID_RANGE[1] - slots.UID_RANGE[0] + 1  # a private uid per concurrent run
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= most:
+        raise ValueError("workers: must be a whole number from 1 to {}, got {!r}".format(most, workers))
+    for name, value in limits.to_dict().items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or
+                                  not math.isfinite(value) or value < 0):
+            raise ValueError("limits.{}: must be a finite number >= 0 (0 or None: no limit), got {!r}".format(
+                name, value))
+
+
+def _check_folders(submissions: str, out_dir: str) -> None:
+    """Refuse an ``--out`` that is a file, or that shares a folder with SUBMISSIONS (its gradebook and
+    feedback would be graded as students at the next run, or the next run would grade itself)."""
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+        raise ValueError("--out {}: is a file, not a folder; give a folder for the gradebook and feedback".format(
+            out_dir))
+    subs, out = os.path.realpath(submissions), os.path.realpath(out_dir)
+    common = os.path.commonpath([subs, out])
+    if common in (subs, out):
+        where = "is SUBMISSIONS {} itself" if subs == out else "is inside SUBMISSIONS {}" if common == subs \
+            else "holds SUBMISSIONS {}"
+        raise ValueError("--out {}: {} (links followed); give an output folder apart from the submissions (the "
+                         "next run would grade the grades as students)".format(out_dir, where.format(submissions)))
+
+
 def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int = 1,
                 limits: Optional[levels.Limits] = None, reproduce: bool = False, level: Optional[str] = None,
                 progress: Optional[Callable[[Dict[str, Any]], None]] = None, only: Optional[Sequence[str]] = None,
                 lms: Optional[str] = None, assignment: Optional[str] = None, executor: str = "local",
-                parsl_config: Optional[str] = None, allow_unconfined: bool = False) -> Dict[str, Dict[str, Any]]:
+                parsl_config: Optional[str] = None, allow_unconfined: bool = False,
+                tell: Optional[Callable[[str], None]] = None) -> Dict[str, Dict[str, Any]]:
     """Grade every submission not yet graded with this rubric; return student -> result.
 
-    The options are ``labkit grade``'s (docs/grading.md). Fails closed: where no level here keeps a
-    submission inside its folder, ``RuntimeError`` before any notebook runs, unless ``allow_unconfined``.
+    The options are ``labkit grade``'s (docs/grading.md). Students graded into ``out_dir`` earlier whom
+    SUBMISSIONS does not name are kept: the gradebook and the reports cover all of them, and ``tell``
+    (when given) hears which, and what SUBMISSIONS holds that is no submission. Fails closed: where no level
+    here keeps a submission inside its folder, ``RuntimeError`` before any notebook runs, unless
+    ``allow_unconfined``; an ``out_dir`` that cannot be written, ``RuntimeError`` before any notebook runs.
     """
-    rubric = load_rubric(rubric_path)  # a bad rubric stops here, before any notebook runs
     limits = limits or levels.Limits()
+    _check_numbers(workers, limits)
+    _check_folders(submissions, out_dir)
+    rubric = load_rubric(rubric_path)  # a bad rubric stops here, before any notebook runs
     if executor not in ("local", "parsl"):
         raise ValueError("--executor {}: must be 'local' or 'parsl'".format(executor))
     if lms is not None and lms not in LMS_FORMATS:
@@ -179,26 +272,37 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
         if unknown:
             raise ValueError("--only {}: no such submission in {}; the submissions are: {}".format(
                 ", ".join(unknown), submissions, ", ".join(s.student for s in subs) or "none"))
-    for sub_dir in ("feedback", "executed"):  # makes out_dir too
-        os.makedirs(os.path.join(out_dir, sub_dir), exist_ok=True)
-    state = _State(out_dir)
-    lock_fd = state.lock()
-    options = {"limits": limits.to_dict(), "reproduce": reproduce, "level": level}
-    keys = {s.student: submission_key(s, rubric_path, rubric.template_path, options) for s in subs}
-    # Forget students who are no longer in SUBMISSIONS; keep finished results whose key matches.
-    state.results = {n: r for n, r in state.results.items() if n in keys}
-    if only:
-        pending = [s for s in subs if s.student in set(only)]
-    else:
-        pending = [s for s in subs if state.results.get(s.student, {}).get("key") != keys[s.student]]
-    hidden = [os.path.abspath(submissions), os.path.abspath(out_dir), os.path.abspath(rubric_path)]
-    handout = handout_hashes(os.path.dirname(rubric.template_path) if rubric.template_path else None)
-    outputs = _Outputs(out_dir, rubric, subs, lms, assignment)
-    outputs.write(state)
+    lock_fd = -1
+    try:  # every write before the first notebook runs: a folder that takes none stops here
+        for sub_dir in ("feedback", "executed"):  # makes out_dir too
+            os.makedirs(os.path.join(out_dir, sub_dir), exist_ok=True)
+        state = _State(out_dir)
+        lock_fd = state.lock()
+        options = {"limits": limits.to_dict(), "reproduce": reproduce, "level": level}
+        keys = {s.student: submission_key(s, rubric_path, rubric.template_path, options) for s in subs}
+        rubric_key = _rubric_key(rubric_path, rubric.template_path)
+        # A finished result is kept while its key matches; a grader error is no grade, so it is graded again.
+        if only:
+            pending = [s for s in subs if s.student in set(only)]
+        else:
+            pending = [s for s in subs if state.results.get(s.student, {}).get("key") != keys[s.student]
+                       or state.results[s.student].get("status") == "grader error"]
+        hidden = [os.path.abspath(submissions), os.path.abspath(out_dir), os.path.abspath(rubric_path)]
+        handout = handout_hashes(os.path.dirname(rubric.template_path) if rubric.template_path else None)
+        outputs = _Outputs(out_dir, rubric, lms, assignment)
+        outputs.write(state)
+    except OSError as exc:
+        if lock_fd >= 0:
+            os.close(lock_fd)
+        raise RuntimeError("--out {}: cannot write there ({}: {}); nothing was graded".format(
+            out_dir, exc.strerror or type(exc).__name__, exc.filename or out_dir)) from None
+    if tell is not None:
+        _tell_what_is_kept(tell, submissions, set(keys), state, rubric_key)
 
     def finished(job: Dict[str, Any], result: Dict[str, Any]) -> None:
-        if os.path.exists(job["source"]):
+        if not job["problem"] and os.path.exists(job["source"]):
             result["fingerprints"] = file_fingerprints(job["source"], handout)
+        result["rubric_key"] = rubric_key  # tells a kept result graded with another rubric
         state.results[job["student"]] = result
         state.save()
         outputs.write(state, result)
@@ -218,6 +322,26 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
     finally:
         os.close(lock_fd)
     return {s.student: state.results[s.student] for s in subs if s.student in state.results}
+
+
+def _names(names: List[str]) -> str:
+    return ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+
+
+def _tell_what_is_kept(tell: Callable[[str], None], submissions: str, names: set, state: _State,
+                       rubric_key: str) -> None:
+    kept = sorted(n for n in state.results if n not in names)
+    if kept:
+        tell("kept {} student{} graded earlier into this folder and not in {}: {}".format(
+            len(kept), "" if len(kept) == 1 else "s", submissions, _names(kept)))
+    other = [n for n in kept if state.results[n].get("rubric_key", rubric_key) != rubric_key]
+    if other:
+        tell("{} of them {} graded with another rubric (or its template): grade their submissions again to "
+             "grade the class alike: {}".format(len(other), "was" if len(other) == 1 else "were", _names(other)))
+    for why, entries in skipped_entries(submissions).items():
+        rule = " (hidden files such as .ipynb_checkpoints are never submissions)" if why == "hidden" else ""
+        tell("not graded in {}, {}{}: {}".format(submissions, "names that start with '.'" if why == "hidden"
+                                                  else why, rule, _names(entries)))
 
 
 def _run_local(pending: List[Dict[str, Any]], rubric: Any, workers: int, out_dir: str,
@@ -268,11 +392,9 @@ def _store_executed(result: Dict[str, Any], out_dir: str) -> Dict[str, Any]:
 class _Outputs:
     """Everything derived from the state: gradebook, feedback, summary, the class page, LMS export."""
 
-    def __init__(self, out_dir: str, rubric: Any, subs: List[Submission], lms: Optional[str],
-                 assignment: Optional[str]):
+    def __init__(self, out_dir: str, rubric: Any, lms: Optional[str], assignment: Optional[str]):
         self.out_dir = out_dir
         self.rubric = rubric
-        self.names = set(s.student for s in subs)
         self.lms = lms
         self.assignment = assignment or rubric.title
         self.flags: Dict[str, List[str]] = {}
@@ -282,7 +404,7 @@ class _Outputs:
                      json.dumps({"title": rubric.title, "checks": list(rubric.names)}))
 
     def write(self, state: _State, new: Optional[Dict[str, Any]] = None) -> None:
-        done = [r for n, r in state.results.items() if n in self.names]
+        done = list(state.results.values())  # the class: this run's students and those kept from earlier runs
         flags = find_duplicates(done)
         changed = set(n for n in set(flags) | set(self.flags) if flags.get(n) != self.flags.get(n))
         self.flags = flags

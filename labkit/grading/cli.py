@@ -8,7 +8,7 @@
 SUBMISSIONS is a folder of notebooks (``alice.ipynb``) or of student folders
 (``alice/ai_testbeds.ipynb`` plus any files the notebook reads). Writes
 ``DIR/gradebook.csv``, ``DIR/feedback/<student>.html`` and ``DIR/executed/<student>.ipynb``.
-Run it again after an interruption: finished grades are kept, the rest are done.
+Run it again after an interruption: finished grades are kept, the rest (and any grader error) are done.
 
     labkit grade submissions/ --rubric R.yml --out grades/ --executor parsl --config docs/parsl/slurm_testbed.py
     labkit grade submissions/ --rubric R.yml --out grades/ --only alice        # regrade one student
@@ -18,12 +18,15 @@ Also writes ``DIR/summary.md`` (per check: points distribution, commonest failur
 evidence two students both handed in (gradebook column ``duplicate_evidence``). Exit status: 0
 when the batch was graded (a student's failing notebook is a grade, not an error), 2 when it
 stopped on an error (the rubric, the folders, the options, no level here that keeps a submission
-inside its folder: see --check and --allow-unconfined), 130 when interrupted (finished grades are kept).
+inside its folder: see --check and --allow-unconfined) before any notebook ran, 1 when DIR could not
+be written while grading (finished grades are kept), 130 when interrupted (finished grades are kept).
+DIR keeps the class: students graded into it earlier and not in SUBMISSIONS stay in every report.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import sys
@@ -34,16 +37,24 @@ from labkit.grading.sandbox import levels, slots
 __all__ = ["register", "main"]
 
 
-def _positive(kind: Any, what: str) -> Any:
+def _positive(kind: Any, what: str, most: float) -> Any:
+    """A finite number > 0 and at most ``most``: 'nan', 'inf', 0 and -5 are refused, naming ``what``."""
     def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError("{}: {!r} is not a number".format(what, text)) from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError("{}: must be > 0, got {}".format(what, text))
+            raise argparse.ArgumentTypeError("{}: {!r} is not a {}".format(
+                what, text, "whole number" if kind is int else "number")) from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError("{}: must be > 0 and finite, got {}".format(what, text))
+        if value > most:
+            raise argparse.ArgumentTypeError("{}: must be at most {:g}, got {}".format(what, most, text))
         return value
     return parse
+
+
+_DAY = 24 * 3600.0
+_MOST_WORKERS = slots.UID_RANGE[1] - slots.UID_RANGE[0] + 1  # a private uid per concurrent run
 
 
 def register(subparsers: "argparse._SubParsersAction") -> None:
@@ -56,17 +67,17 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
                              "would use; grade nothing")
     parser.add_argument("--rubric", metavar="FILE", help="the YAML rubric (docs/grading.md); required")
     parser.add_argument("--out", metavar="DIR", help="where the gradebook and feedback go; required")
-    parser.add_argument("--workers", type=_positive(int, "--workers"), default=1, metavar="N",
+    parser.add_argument("--workers", type=_positive(int, "--workers", _MOST_WORKERS), default=1, metavar="N",
                         help="submissions graded at once (default 1)")
-    parser.add_argument("--timeout", type=_positive(float, "--timeout"), default=600.0, metavar="S",
+    parser.add_argument("--timeout", type=_positive(float, "--timeout", 7 * _DAY), default=600.0, metavar="S",
                         help="wall-clock seconds per notebook (default 600)")
-    parser.add_argument("--cell-timeout", type=_positive(float, "--cell-timeout"), default=None, metavar="S",
+    parser.add_argument("--cell-timeout", type=_positive(float, "--cell-timeout", 7 * _DAY), default=None, metavar="S",
                         help="wall-clock seconds per cell (default: min(120, --timeout))")
-    parser.add_argument("--memory", type=_positive(float, "--memory"), default=4.0, metavar="GB",
+    parser.add_argument("--memory", type=_positive(float, "--memory", 1 << 20), default=4.0, metavar="GB",
                         help="writable memory (RLIMIT_DATA) of the kernel and each of its processes (default 4)")
-    parser.add_argument("--processes", type=_positive(int, "--processes"), default=128, metavar="N",
+    parser.add_argument("--processes", type=_positive(int, "--processes", 1 << 22), default=128, metavar="N",
                         help="processes and threads a kernel may have (default 128)")
-    parser.add_argument("--file-size", type=_positive(float, "--file-size"), default=64.0, metavar="MB",
+    parser.add_argument("--file-size", type=_positive(float, "--file-size", 1 << 30), default=64.0, metavar="MB",
                         help="largest file a kernel may write (default 64)")
     parser.add_argument("--isolation", choices=("bwrap", "unshare", "rlimits", "none"), default=None,
                         help="sandbox level (default: the strongest that works here; 'none': unconfined)")
@@ -180,10 +191,16 @@ def main(args: argparse.Namespace) -> int:
         results = grade_class(args.submissions, args.rubric, args.out, workers=args.workers, limits=limits,
                               reproduce=args.reproduce, level=args.isolation, progress=show, only=args.only,
                               lms=args.lms, assignment=args.assignment, executor=args.executor,
-                              parsl_config=args.config, allow_unconfined=args.allow_unconfined)
+                              parsl_config=args.config, allow_unconfined=args.allow_unconfined,
+                              tell=lambda line: print("labkit grade: " + line, file=sys.stderr, flush=True))
     except (RubricError, FileNotFoundError, ValueError, RuntimeError) as exc:
         print("labkit grade: {}".format(exc), file=sys.stderr)
         return 2
+    except OSError as exc:  # grading ran: what finished is in the state, written whole
+        print("labkit grade: {}: {}; the grades finished before are kept in {}".format(
+            exc.filename or args.out, exc.strerror or exc, os.path.join(args.out, ".labkit-grade", "state.json")),
+            file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("labkit grade: interrupted; run the same command again to finish the batch", file=sys.stderr)
         return 130

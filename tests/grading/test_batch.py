@@ -137,9 +137,10 @@ def test_submission_layouts_and_problems(tmp_path):
 def test_command_line_errors_are_clear(tmp_path):
     bad = tmp_path / "bad.yml"
     bad.write_text("checks:\n  - name: a\n    type: magic\n    points: 1\n")
-    proc = labkit(str(tmp_path), "--rubric", str(bad), "--out", str(tmp_path / "o"))
+    (tmp_path / "subs").mkdir()
+    proc = labkit(str(tmp_path / "subs"), "--rubric", str(bad), "--out", str(tmp_path / "o"))
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "line 3" in err and "unknown check type 'magic'" in err
-    proc = labkit(str(tmp_path), "--rubric", RUBRIC, "--out", str(tmp_path / "o"), "--workers", "0")
+    proc = labkit(str(tmp_path / "subs"), "--rubric", RUBRIC, "--out", str(tmp_path / "o"), "--workers", "0")
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "--workers: must be > 0" in err

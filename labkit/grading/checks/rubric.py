@@ -8,8 +8,11 @@ check types that read recorded runs are in :mod:`.records`; those that read the 
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
+import warnings
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -17,9 +20,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import yaml
 
 from labkit.errors import LabkitError
+from labkit.files import NotAFile, regular_file
 from labkit.grading.checks.evidence import NUMBER, Check, CheckResult, Evidence
 from labkit.grading.checks.records import (grade_record, grade_rerun, grade_reproduce, grade_runs,
                                            prefetch_trusted)
+from labkit.grading.reports.gradebook import RESERVED
 
 __all__ = ["Rubric", "RubricError", "load_rubric", "CHECK_TYPES", "EVIDENCE_KINDS", "COMMON", "answer_text"]
 
@@ -171,10 +176,16 @@ def load_rubric(path: str) -> Rubric:
     """Read and validate a rubric; :class:`RubricError` names the line of the first problem."""
     path = os.fspath(path)
     try:
+        regular_file(path, "rubric")  # a FIFO would block the open below for ever
         with open(path, encoding="utf-8") as f:
             data = yaml.load(f, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
     except FileNotFoundError:
         raise RubricError("{}: no such rubric file".format(path)) from None
+    except NotAFile as exc:
+        raise RubricError(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or "not UTF-8 text"
+        raise RubricError("{}: cannot read the rubric: {}".format(path, why)) from None
     except yaml.YAMLError as exc:
         raise RubricError("{}: not valid YAML: {}".format(path, exc)) from None
 
@@ -193,8 +204,9 @@ def load_rubric(path: str) -> Rubric:
     template_path = None
     if template is not None:
         template_path = os.path.join(os.path.dirname(os.path.abspath(path)), str(template))
-        if not os.path.exists(template_path):
-            raise fail(data.key_lines["template"], "template notebook '{}' not found (looked at {})".format(template, template_path))
+        why = _not_a_notebook(template_path)
+        if why:
+            raise fail(data.key_lines["template"], "template: '{}' {}".format(template, why))
     checks: List[Check] = []
     seen: Dict[str, int] = {}
     for item in checks_data:
@@ -230,8 +242,22 @@ def load_rubric(path: str) -> Rubric:
         if name in seen:
             raise fail(item.key_lines["name"], "check name '{}' is used twice (first at line {})".format(name, seen[name]))
         seen[name] = item.key_lines["name"]
+        if name.lower() in (r.lower() for r in RESERVED):
+            raise fail(item.key_lines["name"], "check name '{}' is a column the gradebook or the LMS file writes "
+                                               "itself; reserved: {}".format(name, ", ".join(RESERVED)))
+        for key, value in item.items():
+            if allowed[key] == NUMBER and not math.isfinite(value):
+                raise fail(item.key_lines[key], "check '{}': field '{}' must be a finite number, not {!r}".format(
+                    name, key, value))
         if item["points"] < 0:
             raise fail(item.key_lines["points"], "check '{}': points must be >= 0".format(name))
+        if "min" in item and "max" in item and item["min"] > item["max"]:
+            raise fail(item.key_lines["min"], "check '{}': min ({}) is above max ({}); no value could pass".format(
+                name, item["min"], item["max"]))
+        for key in ("tolerance", "max_seconds", "min_words"):
+            if key in item and item[key] < 0:
+                raise fail(item.key_lines[key], "check '{}': field '{}' must be >= 0, not {!r}".format(
+                    name, key, item[key]))
         if "partial" in item and kind == "record" and not 0 <= item["partial"] <= 1:
             raise fail(item.key_lines["partial"], "check '{}': partial is a fraction of the points, in [0, 1]".format(name))
         if "at_least" in item and item["at_least"] < 1:
@@ -255,3 +281,39 @@ def load_rubric(path: str) -> Rubric:
         checks.append(Check(name, kind, float(item["points"]), str(item.get("description", "")),
                             bool(item.get("hidden", False)), options, line))
     return Rubric(path, str(data.get("title", os.path.basename(path))), checks, template_path)
+
+
+#: The largest template read (a course's notebook is well under it).
+TEMPLATE_BYTES = 64 << 20
+
+
+def _not_a_notebook(path: str) -> str:
+    """Why ``path`` is no template notebook ('' when it is one). Never quotes the file: a rubric may name
+    any file the grader can read (``/etc/shadow``), and the reason reaches the terminal."""
+    try:
+        regular_file(path, "the template")
+        if os.path.getsize(path) > TEMPLATE_BYTES:
+            return "is larger than {} MB: not a notebook".format(TEMPLATE_BYTES >> 20)
+        with open(path, "rb") as f:
+            data = json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        return "not found (looked at {})".format(path)
+    except NotAFile as exc:
+        return "is not a notebook: {}".format(str(exc).split(": ", 1)[-1])
+    except OSError as exc:
+        return "cannot be read ({}): {}".format(exc.strerror or type(exc).__name__, path)
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError, whose text would quote the file
+        return "is not a notebook (not JSON): {}".format(path)
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(cells, list) or not isinstance(data.get("nbformat"), int) or \
+            not all(isinstance(c, dict) and isinstance(c.get("cell_type"), str) for c in cells):
+        return "is not a notebook (JSON without 'nbformat' and a list of cells): {}".format(path)
+    import nbformat
+
+    try:
+        with warnings.catch_warnings():  # a missing cell id is repaired when the template is read
+            warnings.simplefilter("ignore")
+            nbformat.validate(data)
+    except Exception:  # nbformat's messages quote the file
+        return "is not a notebook nbformat can read: {}".format(path)
+    return ""

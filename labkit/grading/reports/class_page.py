@@ -243,16 +243,30 @@ def _portable_as_testbed(row: Mapping[str, Any], record: Mapping[str, Any],
 def read_class(out_dir: str, cache: Optional[Dict[Tuple[str, str], Any]] = None) -> ClassData:
     """What `labkit grade` wrote in ``out_dir``, as the page and the long table need it."""
     path = os.path.join(out_dir, ".labkit-grade", "state.json")
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise ClassDataError("DIR: {} holds no grading state ({} is missing): run `labkit grade ... --out {}` "
                              "first".format(out_dir, path, out_dir))
     try:
-        with open(path, encoding="utf-8") as f:
-            state = dict(json.load(f).get("results") or {})
-    except (ValueError, AttributeError) as exc:
+        state = _read_json(path).get("results") or {}
+        if not isinstance(state, dict):
+            raise ValueError("its results are not a mapping of students")
+    except (OSError, ValueError, AttributeError) as exc:
         raise ClassDataError("DIR: {} is not a grading state labkit can read ({})".format(path, exc)) from None
     results_ = [r for r in state.values() if isinstance(r, dict) and r.get("student")]
+    for result in results_:
+        checks = result.get("checks", [])
+        if not isinstance(checks, list) or not all(isinstance(c, dict) and "name" in c for c in checks):
+            raise ClassDataError("DIR: {} is not a grading state labkit can read (the checks of {!r} are not a list "
+                                 "of checks)".format(path, str(result["student"])[:80]))
     return class_data(out_dir, results_, {} if cache is None else cache)
+
+
+def _read_json(path: str) -> Any:
+    """The JSON in ``path``, a regular file: never a FIFO or a link, whose open might block or lead elsewhere."""
+    if os.path.islink(path) or not os.path.isfile(path):
+        raise ValueError("not a regular file")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def class_data(out_dir: str, results_: List[Dict[str, Any]], cache: Dict[Tuple[str, str], Any]) -> ClassData:
@@ -260,10 +274,13 @@ def class_data(out_dir: str, results_: List[Dict[str, Any]], cache: Dict[Tuple[s
     results_ = sorted(results_, key=lambda r: str(r.get("student")))
     path = os.path.join(out_dir, ".labkit-grade", "rubric.json")
     title, checks = "", []
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            rubric = json.load(f)
-        title, checks = str(rubric.get("title", "")), [str(n) for n in rubric.get("checks", [])]
+    if os.path.lexists(path):
+        try:
+            rubric = _read_json(path)
+            title, checks = str(rubric.get("title", "")), [str(n) for n in rubric.get("checks", [])]
+        except (OSError, ValueError, AttributeError, TypeError) as exc:
+            raise ClassDataError("DIR: {} is not the rubric's summary labkit wrote ({}); `labkit grade` writes it "
+                                 "again".format(path, exc)) from None
     else:
         for result in results_:
             checks += [c["name"] for c in result.get("checks", []) if c.get("name") not in checks]

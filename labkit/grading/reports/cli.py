@@ -39,19 +39,25 @@ def main(args: argparse.Namespace) -> int:
         print("labkit class: DIR {} is not a folder (give the --out folder of `labkit grade`)".format(args.folder),
               file=sys.stderr)
         return 2
+    page = args.out or os.path.join(args.folder, "class.html")
+    for option, target in (("--out", page), ("--csv", args.csv)):
+        if target and os.path.isdir(target):
+            print("labkit class: {} {}: is a folder; give a file".format(option, target), file=sys.stderr)
+            return 2
     try:
         data = read_class(args.folder)
-        page = args.out or os.path.join(args.folder, "class.html")
-        write_atomic(page, class_html(data))
-        if args.csv:
-            write_atomic(args.csv, long_csv(data.rows))
     except ClassDataError as exc:
         print("labkit class: {}".format(exc), file=sys.stderr)
         return 2
-    except OSError as exc:
-        print("labkit class: cannot write {}: {}".format(exc.filename or args.csv, exc.strerror or exc),
-              file=sys.stderr)
-        return 2
+    for target, text in ((page, lambda: class_html(data)), (args.csv, lambda: long_csv(data.rows))):
+        if not target:
+            continue
+        try:
+            write_atomic(target, text())
+        except OSError as exc:  # a file left as it was: write_atomic replaces it whole or not at all
+            print("labkit class: cannot write {}: {}; it is left as it was".format(target, exc.strerror or exc),
+                  file=sys.stderr)
+            return 2
     print("{} students, {} points, {} far from the class: {}{}".format(
         len(data.results), len(data.rows), len(data.outliers), page, ", table: " + args.csv if args.csv else ""))
     return 0

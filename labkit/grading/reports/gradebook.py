@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
 from labkit.files import write_atomic
 
 __all__ = ["write_gradebook", "read_gradebook", "one_line", "score", "canvas_csv", "LMS_FORMATS",
-           "feedback_html", "HIDDEN_REASON", "class_summary", "summary_markdown"]
+           "feedback_html", "HIDDEN_REASON", "class_summary", "summary_markdown", "RESERVED"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -63,6 +63,11 @@ def read_gradebook(path: str) -> List[Dict[str, str]]:
 
 LMS_FORMATS = ("canvas",)
 IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+
+
+#: Column names the gradebook and the LMS files write themselves: no check may take one (an LMS import
+#: matches names without regard to case, so neither may ``Student`` nor ``STATUS``).
+RESERVED = ("student",) + TRAILING + FLAGS + IDENTITY
 
 
 def canvas_csv(results: Iterable[Mapping[str, Any]], assignment: str, points_possible: float) -> str:
