@@ -16,13 +16,14 @@ import contextlib
 import errno
 import os
 import subprocess
+import signal
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
 
-__all__ = ["small_disk", "fill", "fifo", "Fifo", "read_only"]
+__all__ = ["small_disk", "fill", "fifo", "Fifo", "read_only", "bounded"]
 
 
 @contextlib.contextmanager
@@ -119,3 +120,19 @@ def read_only(folder: Path) -> Iterator[Path]:
         yield folder
     finally:
         subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def bounded(*command: str, limit_s: float = 240, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+    """Run ``command`` with labkit from this checkout in a session of its own; kill it and every process
+    it started (a kernel) if it outlives ``limit_s``, so a test of a hang fails instead of hanging."""
+    repo = str(Path(__file__).resolve().parent.parent)
+    process = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=None if cwd is None else str(cwd), env=dict(os.environ, PYTHONPATH=repo),
+                               start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)

@@ -7,31 +7,14 @@ for a writer. Each run is bounded, so a regression fails instead of hanging.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 
-from tests.faults import fifo
+from tests.faults import bounded, fifo
 from tests.shared import REPO
 
 NOTEBOOK = REPO / "notebooks" / "graphcore" / "mnist.ipynb"
-
-
-def bounded(*command: str, cwd: Path) -> subprocess.CompletedProcess:
-    """Run ``command`` in its own session; kill it and its kernel if it outlives 240 s."""
-    process = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               cwd=str(cwd), env=dict(os.environ, PYTHONPATH=str(REPO)), start_new_session=True)
-    try:
-        out, err = process.communicate(timeout=240)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise
-    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
 def test_labkit_run_refuses_a_fifo_as_log_path_before_a_kernel_starts(tmp_path):

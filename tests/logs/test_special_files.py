@@ -6,8 +6,6 @@ FIFO waits for a writer for ever. Through ``labkit.logs.read`` and ``labkit logs
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 from typing import List
@@ -16,25 +14,15 @@ import pytest
 
 import labkit.logs
 from labkit.files import NotAFile
-from tests.faults import fifo
+from tests.faults import bounded, fifo
 from tests.logs.conftest import CASES
-from tests.shared import REPO
 
 LOG = CASES / "keras-gpu-crlf.log"
 
 
 def labkit_logs(*args: str) -> subprocess.CompletedProcess:
-    """``python -m labkit logs ARGS`` in its own session, killed whole if it outlives 120 s."""
-    process = subprocess.Popen([sys.executable, "-m", "labkit", "logs", *args], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)),
-                               start_new_session=True)
-    try:
-        out, err = process.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise
-    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    """``python -m labkit logs ARGS``, killed whole if it outlives 120 s."""
+    return bounded(sys.executable, "-m", "labkit", "logs", *args, limit_s=120)
 
 
 def test_read_refuses_a_fifo_a_device_and_a_folder_unopened(tmp_path):
