@@ -81,9 +81,10 @@ trainer:
 class CS3Node:
     """Paths of the stand-in node; :meth:`build` makes them and :meth:`environ` the variables it needs."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, release: str = "2.10.0") -> None:
         self.root = root
-        self.modelzoo = root / "R_2.6.0" / "modelzoo"
+        self.release = release
+        self.modelzoo = root / "R_{}".format(release) / "modelzoo"
         self.llama = self.modelzoo / "src" / "cerebras" / "modelzoo" / "models" / "nlp" / "llama"
         self.params = self.llama / "configs" / "params_llama2_7b.yaml"
         self.bin = root / "bin"
@@ -94,6 +95,8 @@ class CS3Node:
     def build(self, params: str = PARAMS_2_6) -> "CS3Node":
         self.params.parent.mkdir(parents=True)
         self.params.write_text(params)
+        # the modelzoo's setup.py names its release (`__version__ = "2.10.0"` in main())
+        (self.modelzoo / "setup.py").write_text('def main():\n    __version__ = "{}"\n'.format(self.release))
         for folder in (self.bin, self.state, self.work, self.data):
             folder.mkdir(parents=True)
         for name, script in (("cszoo", CSZOO), ("csctl", CSCTL)):

@@ -208,9 +208,11 @@ def test_a_failed_run_is_failed_with_its_numbers(node, monkeypatch):
 
 def test_missing_cszoo_or_modelzoo_is_refused_with_the_courses_fix(node, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(FileNotFoundError, match="cszoo is not on PATH: source ~/R_2.6.0/venv_cerebras_pt"):
+    with pytest.raises(FileNotFoundError, match="cszoo is not on PATH: source ~/R_2.10.0/venv_cerebras_pt") as refused:
         run_on_cs3(_config(), workdir=str(node.work))
-    with pytest.raises(FileNotFoundError, match="Release_2.6.0"):
+    assert "python3.11 -m venv venv_cerebras_pt" in str(refused.value)
+    with pytest.raises(FileNotFoundError, match="mkdir ~/R_2.10.0; .*git checkout Release_2.10.0; .*pip install -e "
+                                                "modelzoo"):
         run_on_cs3(_config(), modelzoo_dir=str(tmp_path / "nowhere"))
 
 
