@@ -44,8 +44,9 @@ tests/fixtures/testbed-logs/cerebras/modelzoo-2.10-cpu-tiny-llama-fit.log):
 It reads the params YAML in the 2.6/2.10 "trainer" layout (``trainer.fit.train_dataloader.batch_size``,
 ``trainer.init.loop.max_steps``, ``trainer.init.logging.log_steps``, ``trainer.init.checkpoint.steps``)
 or the older "runconfig" one, for LLaMA or BERT (``trainer.init.model.name: bert``: its eval metrics are
-those of ALCF's BERT-Large sample, user-guides docs/ai-testbed/cerebras/example-programs.md), and prints the log of the course's sample (tests/fixtures/testbed-logs/
-cerebras/upstream-fall2025-llama2-7b-sample-output.log), line for line in its shapes, on a
+those of ALCF's BERT-Large sample, user-guides docs/ai-testbed/cerebras/example-programs.md), and
+prints the log of the course's sample (tests/fixtures/testbed-logs/cerebras/
+upstream-fall2025-llama2-7b-sample-output.log), line for line in its shapes, on a
 simulated clock: a fresh compile the first time a params file's model and batch are seen, the
 cached compile after; the execute wsjob; the Train lines every ``log_steps``; a checkpoint;
 ``Processed N training sample(s) in T seconds.`` Checkpoint files are written to the model dir.

@@ -1,5 +1,5 @@
-"""The CS-3 path (modelzoo Release 2.10.0, ALCF's in 2026; the 2025 course's 2.6 runs the same commands): is this a CS-3 user node, the course's params YAML with the
-student's changes, ``cszoo fit``, ``csctl cancel job`` on an interrupt, the log read (:func:`run_on_cs3`).
+"""The CS-3 path (modelzoo Release 2.10.0, ALCF's in 2026; the 2025 course's 2.6 runs the same commands): is
+this a CS-3 user node, the course's params YAML with the student's changes, ``cszoo fit``, ``csctl cancel job`` on an interrupt, the log read (:func:`run_on_cs3`).
 
 The course's commands (05-AITestbed/Cerebras/llama2-7b.md) and what labkit does with them, step by step:
 docs/cerebras.md, "On a CS-3 user node". The params file is edited line by line
@@ -30,7 +30,8 @@ from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE
 from labkit.testbeds.cerebras.stream import echo_above, step_of, stream_command, wsjob_of
 
-__all__ = ["COURSE_PARAMS", "LLAMA_DIR", "CS3_HELP", "VENV_HINT", "ParamsEdit", "CszooResult", "cs3_node", "llama_dir",
+__all__ = ["COURSE_PARAMS", "LLAMA_DIR", "CS3_HELP", "VENV_HINT", "ParamsEdit", "CszooResult", "cs3_node",
+           "modelzoo_root", "llama_dir",
            "course_params_file", "write_params_yaml", "params_values", "missing_data_dirs", "cszoo_command",
            "cancel_job", "run_cszoo", "run_on_cs3"]
 
@@ -93,6 +94,12 @@ def cs3_node(modelzoo_dir: Optional[str] = None) -> List[str]:
         missing.append("no modelzoo checkout with {} (looked in {})".format(
             LLAMA_DIR, modelzoo_dir or "LABKIT_MODELZOO and ~/R_*/modelzoo"))
     return missing
+
+
+def modelzoo_root(modelzoo_dir: Optional[str] = None) -> Optional[str]:
+    """The modelzoo checkout :func:`cs3_node` finds (the first with the LLaMA folder), or None."""
+    return next((root for root in candidate_modelzoos(modelzoo_dir) if os.path.isdir(os.path.join(root, LLAMA_DIR))),
+                None)
 
 
 def llama_dir(modelzoo_dir: Optional[str] = None) -> Optional[str]:

@@ -17,7 +17,7 @@ from labkit.plans import RunPlan, device_why
 from labkit.results import Run
 from labkit.testbeds.cerebras import in_words, time_lines
 from labkit.testbeds.cerebras.cluster import cluster_lines
-from labkit.testbeds.cerebras.llama2_7b.cszoo import CS3_HELP, LLAMA_DIR, cs3_node, llama_dir, run_on_cs3
+from labkit.testbeds.cerebras.llama2_7b.cszoo import CS3_HELP, cs3_node, modelzoo_root, run_on_cs3
 from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import (COURSE, EXERCISE, LONG_RUN_SECONDS, PORTABLE_DEFAULTS,
                                                      PORTABLE_SIZE, effective)
@@ -109,9 +109,8 @@ def plan(config: Config) -> LlamaPlan:
     if config.device in ("CSX", "auto"):
         missing = cs3_node(config.modelzoo_dir)
         if not missing and config.model_size in ("auto", "7b"):
-            folder = llama_dir(config.modelzoo_dir)
-            root = folder[:-len(LLAMA_DIR)].rstrip(os.sep) if folder else None
-            more = release_lines(root) + cluster_lines(config, config.batch_size or COURSE["batch_size"])
+            more = release_lines(modelzoo_root(config.modelzoo_dir)) + cluster_lines(
+                config, config.batch_size or COURSE["batch_size"])
             return LlamaPlan("cs3", "the CS-3{}, with the course's `cszoo fit configs/params_llama2_7b.yaml`".format(
                 "" if config.num_csx == 1 else " x {} (data parallel)".format(config.num_csx)),
                 "device={!r}, and cszoo and the modelzoo's LLaMA are here".format(config.device),
