@@ -1,4 +1,4 @@
-"""A stand-in CS-3 user node for the tests: a modelzoo 2.6 checkout with LLaMA's configs, the fake
+"""A stand-in CS-3 user node for the tests: a modelzoo checkout (2.10 unless told) with LLaMA's configs, the fake
 ``cszoo`` and ``csctl`` on PATH (tests/fakes/cszoo.py, csctl.py), and the cluster's state folder.
 
 The course's own params file (/software/cerebras/dataset/params_llama2_7b.yaml) is not public;
@@ -75,6 +75,47 @@ trainer:
 # validation is commented out in the course's file to shorten the run
 #    val_dataloader:
 #      batch_size: 1024
+"""
+
+
+BERT_2_10 = """\
+# the trainer layout of the modelzoo's models/nlp/bert/configs (Release 2.10.0), shortened
+trainer:
+  init:
+    backend:
+      backend_type: CSX
+    model:
+      name: bert
+      vocab_size: 30522
+      hidden_size: 1024
+      num_hidden_layers: 24
+      num_heads: 16
+      filter_size: 4096
+    optimizer:
+      AdamW:
+        weight_decay: 0.01
+    schedulers:
+    - LinearLR:
+        initial_learning_rate: 0.0001
+        end_learning_rate: 0.0
+        total_iters: 1000
+    loop:
+      max_steps: 1000
+      eval_steps: 3
+    checkpoint:
+      steps: 1000
+    logging:
+      log_steps: 100
+    seed: 1
+  fit:
+    train_dataloader:
+      data_processor: BertCSVDataProcessor
+      data_dir: ./bert_data/train
+      batch_size: 1024
+    val_dataloader:
+      data_processor: BertCSVDataProcessor
+      data_dir: ./bert_data/train
+      batch_size: 1024
 """
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from labkit.testbeds.cerebras.llama2_7b import cszoo
 from labkit.testbeds.cerebras.llama2_7b.cszoo import run_on_cs3
-from tests.cerebras.cs3_stack import PARAMS_2_6
+from tests.cerebras.cs3_stack import BERT_2_10, PARAMS_2_6
 from tests.cerebras.test_cs3 import _config
 from tests.fakes import CSZOO
 from tests.fakes.cszoo import format_rate
@@ -178,45 +178,6 @@ def test_a_client_of_another_release_is_refused_with_the_appliances_words(node, 
             "2.6.0.\nIn order to use this cluster, you must install 2.10.0 of the client.") in done.stderr
 
 
-BERT_2_10 = """\
-# the trainer layout of the modelzoo's models/nlp/bert/configs (Release 2.10.0), shortened
-trainer:
-  init:
-    backend:
-      backend_type: CSX
-    model:
-      name: bert
-      vocab_size: 30522
-      hidden_size: 1024
-      num_hidden_layers: 24
-      num_heads: 16
-      filter_size: 4096
-    optimizer:
-      AdamW:
-        weight_decay: 0.01
-    schedulers:
-    - LinearLR:
-        initial_learning_rate: 0.0001
-        end_learning_rate: 0.0
-        total_iters: 1000
-    loop:
-      max_steps: 1000
-      eval_steps: 3
-    checkpoint:
-      steps: 1000
-    logging:
-      log_steps: 100
-    seed: 1
-  fit:
-    train_dataloader:
-      data_processor: BertCSVDataProcessor
-      data_dir: ./bert_data/train
-      batch_size: 1024
-    val_dataloader:
-      data_processor: BertCSVDataProcessor
-      data_dir: ./bert_data/train
-      batch_size: 1024
-"""
 
 
 def test_bert_large_at_2_10_fits_with_its_eval_metrics(node):
