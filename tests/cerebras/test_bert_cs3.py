@@ -54,8 +54,9 @@ def test_the_plan_takes_the_cs3_with_alcfs_command(bert_node):
 
 def _with_msl(node, msl):
     path = node.root / "software" / "msl.yaml"
-    path.write_text(BERT_2_10.replace("      batch_size: 1024\n    val_dataloader",
-                                      "      batch_size: 1024\n      max_sequence_length: {}\n    val_dataloader".format(msl)))
+    loader_end = "      batch_size: 1024\n    val_dataloader"
+    path.write_text(BERT_2_10.replace(loader_end, "      batch_size: 1024\n      max_sequence_length: {}\n    "
+                                                  "val_dataloader".format(msl)))
     return path
 
 

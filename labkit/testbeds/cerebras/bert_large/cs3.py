@@ -147,9 +147,9 @@ def run_on_cs3(config: Any, echo: Callable[[str], None] = print) -> Run:
         text = f.read()
     missing = missing_data_dirs(text, folder)
     if missing:
+        gone = "; ".join("{} = {} does not exist".format(key, path) for key, path in missing)
         raise FileNotFoundError("{}: {} (seen from {}, where cszoo runs): the modelzoo's config validation refuses a "
-                                "params file whose data_dir is missing.".format(
-                                    source, "; ".join("{} = {} does not exist".format(k, p) for k, p in missing), folder))
+                                "params file whose data_dir is missing.".format(source, gone, folder))
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     name = os.path.splitext(os.path.basename(source))[0]
     params_rel = os.path.join("configs", "{}_bs{}_{}.yaml".format(name, config.batch_size, stamp))
