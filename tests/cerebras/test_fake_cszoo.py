@@ -14,6 +14,7 @@ from pathlib import Path
 
 from labkit.testbeds.cerebras.llama2_7b import cszoo
 from labkit.testbeds.cerebras.llama2_7b.cszoo import run_on_cs3
+from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
 from tests.cerebras.cs3_stack import BERT_2_10, PARAMS_2_6
 from tests.cerebras.test_cs3 import _config
 from tests.fakes import CSZOO
@@ -134,6 +135,8 @@ def test_a_failed_fit_still_prints_the_processed_line_before_its_traceback(node,
     # labkit still calls the run failed: the Processed line is no sign of a finished fit
     run = run_on_cs3(_config(steps=200, batch_size=1024), workdir=str(node.work), echo=lambda line: None)
     assert run.status == "failed" and run.metrics["steps"] == 100
+    read = read_log(run.environment["log_path"])  # the log alone, as log_path reads it
+    assert read.status == "failed" and read.metrics["samples"] == 102400
 
 
 def test_the_time_left_is_a_lower_bound_until_the_first_checkpoint_is_timed(node):

@@ -1,5 +1,5 @@
-"""A stand-in for the Cerebras modelzoo's ``cszoo`` command (Release 2.6; its CLI, validation and
-progress lines are the same code in 2.10) and the CS-3 it drives.
+"""A stand-in for the Cerebras modelzoo's ``cszoo`` command (Release 2.10.0, ALCF's; its CLI, validation and
+progress lines are the same code in 2.6) and the CS-3 it drives.
 
 Written from Cerebras/modelzoo's source, checked where it can run against the real modelzoo 2.10 on
 the CPU backend (docs/cerebras.md; the real CPU log is

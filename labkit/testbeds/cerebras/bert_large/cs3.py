@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import yaml
 
 from labkit import bert
+from labkit.files import write_atomic
 from labkit.interrupts import where
 from labkit.params import ParameterError
 from labkit.results import Run
@@ -126,8 +127,7 @@ def write_trainer_yaml(config: Any, source: str, out_path: str) -> List[Tuple[st
         if old != config.job_time_sec:
             changes.append(("job_time_sec", old, config.job_time_sec))
     yaml.safe_load(text)  # the edit must leave a file the modelzoo can read
-    with open(out_path, "w") as f:
-        f.write(text)
+    write_atomic(out_path, text)
     return changes
 
 
