@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from typing import Any, List, Optional, Tuple
 
+import yaml
+
 from labkit.params import PATH, Param, existing_file
 from labkit.testbeds.cerebras.yaml_lines import put_scalar
 
@@ -51,8 +53,6 @@ def cluster_flags(config: Any) -> List[str]:
 
 def set_job_time(text: str, seconds: int) -> Tuple[str, Optional[Any]]:
     """``text`` with the job's time limit set to ``seconds`` (added when the file has none); the old value."""
-    import yaml
-
     params = yaml.safe_load(text) or {}
     path = JOB_TIME_KEYS[0] if "trainer" in params or "runconfig" not in params else JOB_TIME_KEYS[1]
     old = params
