@@ -53,3 +53,11 @@ def test_a_missing_key_is_added_under_the_deepest_mapping_the_file_has():
                                  "                job_time_sec: 3600\n            backend_type: CSX\n    fit: {}\n")
     again, had = put_scalar(added, ("trainer", "init", "backend", "cluster_config", "job_time_sec"), 60)
     assert had and yaml.safe_load(again)["trainer"]["init"]["backend"]["cluster_config"]["job_time_sec"] == 60
+
+
+def test_a_key_under_an_inline_value_is_refused_by_line():
+    import pytest
+
+    with pytest.raises(ValueError, match="line 3 holds a value, not a mapping to add cluster_config.job_time_sec"):
+        put_scalar("trainer:\n  init:\n    backend: {backend_type: CSX}\n",
+                   ("trainer", "init", "backend", "cluster_config", "job_time_sec"), 60)
