@@ -1,4 +1,4 @@
-"""A stand-in CS-3 user node for the tests: a modelzoo 2.6 checkout with LLaMA's configs, the fake
+"""A stand-in CS-3 user node for the tests: a modelzoo checkout (2.10 unless told) with LLaMA's configs, the fake
 ``cszoo`` and ``csctl`` on PATH (tests/fakes/cszoo.py, csctl.py), and the cluster's state folder.
 
 The course's own params file (/software/cerebras/dataset/params_llama2_7b.yaml) is not public;
@@ -78,12 +78,54 @@ trainer:
 """
 
 
+BERT_2_10 = """\
+# the trainer layout of the modelzoo's models/nlp/bert/configs (Release 2.10.0), shortened
+trainer:
+  init:
+    backend:
+      backend_type: CSX
+    model:
+      name: bert
+      vocab_size: 30522
+      hidden_size: 1024
+      num_hidden_layers: 24
+      num_heads: 16
+      filter_size: 4096
+    optimizer:
+      AdamW:
+        weight_decay: 0.01
+    schedulers:
+    - LinearLR:
+        initial_learning_rate: 0.0001
+        end_learning_rate: 0.0
+        total_iters: 1000
+    loop:
+      max_steps: 1000
+      eval_steps: 3
+    checkpoint:
+      steps: 1000
+    logging:
+      log_steps: 100
+    seed: 1
+  fit:
+    train_dataloader:
+      data_processor: BertCSVDataProcessor
+      data_dir: ./bert_data/train
+      batch_size: 1024
+    val_dataloader:
+      data_processor: BertCSVDataProcessor
+      data_dir: ./bert_data/train
+      batch_size: 1024
+"""
+
+
 class CS3Node:
     """Paths of the stand-in node; :meth:`build` makes them and :meth:`environ` the variables it needs."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, release: str = "2.10.0") -> None:
         self.root = root
-        self.modelzoo = root / "R_2.6.0" / "modelzoo"
+        self.release = release
+        self.modelzoo = root / "R_{}".format(release) / "modelzoo"
         self.llama = self.modelzoo / "src" / "cerebras" / "modelzoo" / "models" / "nlp" / "llama"
         self.params = self.llama / "configs" / "params_llama2_7b.yaml"
         self.bin = root / "bin"
@@ -94,6 +136,8 @@ class CS3Node:
     def build(self, params: str = PARAMS_2_6) -> "CS3Node":
         self.params.parent.mkdir(parents=True)
         self.params.write_text(params)
+        # the modelzoo's setup.py names its release (`__version__ = "2.10.0"` in main())
+        (self.modelzoo / "setup.py").write_text('def main():\n    __version__ = "{}"\n'.format(self.release))
         for folder in (self.bin, self.state, self.work, self.data):
             folder.mkdir(parents=True)
         for name, script in (("cszoo", CSZOO), ("csctl", CSCTL)):

@@ -208,9 +208,11 @@ def test_a_failed_run_is_failed_with_its_numbers(node, monkeypatch):
 
 def test_missing_cszoo_or_modelzoo_is_refused_with_the_courses_fix(node, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(FileNotFoundError, match="cszoo is not on PATH: source ~/R_2.6.0/venv_cerebras_pt"):
+    with pytest.raises(FileNotFoundError, match="cszoo is not on PATH: source ~/R_2.10.0/venv_cerebras_pt") as refused:
         run_on_cs3(_config(), workdir=str(node.work))
-    with pytest.raises(FileNotFoundError, match="Release_2.6.0"):
+    assert "python3.11 -m venv venv_cerebras_pt" in str(refused.value)
+    with pytest.raises(FileNotFoundError, match="mkdir ~/R_2.10.0; .*git checkout Release_2.10.0; .*pip install -e "
+                                                "modelzoo"):
         run_on_cs3(_config(), modelzoo_dir=str(tmp_path / "nowhere"))
 
 
@@ -253,3 +255,38 @@ def test_none_keeps_the_courses_file_and_a_short_run_still_logs_its_rate(node):
     assert ["trainer.init.seed", 1, 7] in short.environment["params_changes"]
     assert "the file's 50 is more than the 20 steps" in " ".join(short.notes)
     assert short.series["loss"]["x"] == [20]
+
+
+# -- the cluster: CS-3 count, time limit, restart, release ---------------------------------------------------
+
+def test_num_csx_job_time_and_checkpoint_reach_the_command_and_the_params_file(node):
+    first = run_on_cs3(_config(), workdir=str(node.work), echo=lambda line: None)
+    checkpoint = Path(first.environment["model_dir"]) / "checkpoint_20.mdl"
+    said = []
+    run = run_on_cs3(_config(steps=40, num_csx=2, job_time_sec=7200, checkpoint_path=str(checkpoint)),
+                     workdir=str(node.work), echo=said.append)
+    command = run.environment["command"]
+    assert command[-2:] == ["--num_csx=2", "--checkpoint_path={}".format(checkpoint)]
+    assert "Preparing to execute using 2 CSX" in Path(run.environment["log_path"]).read_text()
+    assert run.status == "complete" and run.metrics["steps"] == 40 and run.metrics["samples"] == 20 * 256
+    assert run.params["num_csx"] == 2
+    written = Path(run.environment["params_path"]).read_text()
+    assert yaml.safe_load(written)["trainer"]["init"]["backend"] == {
+        "backend_type": "CSX", "cluster_config": {"job_time_sec": 7200}}
+    assert ["job_time_sec", None, 7200] in run.environment["params_changes"]
+    # the limit was added under the file's backend (its two lines); every other line is the course file's
+    added = [line for line in written.splitlines() if line.strip() in ("cluster_config:", "job_time_sec: 7200")]
+    assert added == ["      cluster_config:", "        job_time_sec: 7200"]
+    assert first.environment["command"][-1] == "--num_csx=1"
+
+
+def test_a_venv_of_another_release_fails_in_one_sentence_with_alcfs_commands(node, monkeypatch):
+    monkeypatch.setenv("FAKE_CSZOO_CLIENT_RELEASE", "2.6.0")
+    said = []
+    run = run_on_cs3(_config(), workdir=str(node.work), echo=said.append)
+    sentence = ("The CS-3 cluster (CLUSTER_SERVER) runs release 2.10.0 and this venv's client is 2.6.0, so the "
+                "appliance refused the job: make a venv of release 2.10.0 (mkdir ~/R_2.10.0; cd ~/R_2.10.0; git clone "
+                "https://github.com/Cerebras/modelzoo.git; cd modelzoo; git checkout Release_2.10.0; cd ..; "
+                "python3.11 -m venv venv_cerebras_pt; source venv_cerebras_pt/bin/activate; pip install -e modelzoo) "
+                "and run from it.")
+    assert run.status == "failed" and sentence in run.notes and sentence in said

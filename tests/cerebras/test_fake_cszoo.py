@@ -14,7 +14,8 @@ from pathlib import Path
 
 from labkit.testbeds.cerebras.llama2_7b import cszoo
 from labkit.testbeds.cerebras.llama2_7b.cszoo import run_on_cs3
-from tests.cerebras.cs3_stack import PARAMS_2_6
+from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
+from tests.cerebras.cs3_stack import BERT_2_10, PARAMS_2_6
 from tests.cerebras.test_cs3 import _config
 from tests.fakes import CSZOO
 from tests.fakes.cszoo import format_rate
@@ -116,3 +117,78 @@ def test_importing_the_fake_leaves_the_test_processs_sys_path_alone():
 
     assert format_rate(0.5)  # the module is imported (at the top of this file)
     assert str(HERE) not in sys.path and str(CSZOO.parent) not in sys.path
+
+
+def _train_lines(text):
+    return [line for line in text.splitlines() if "| Train Device=" in line]
+
+
+def test_a_failed_fit_still_prints_the_processed_line_before_its_traceback(node, monkeypatch):
+    # trainer.py on_exception("fit") -> progress.py on_fit_exception -> on_fit_end: the samples of the steps done
+    monkeypatch.setenv("FAKE_CSZOO_FAIL_AFTER", "100")
+    done = _cszoo(node, "fit", str(node.params))
+    lines = done.stdout.splitlines()
+    processed = [i for i, line in enumerate(lines) if "Processed 102400 training sample(s) in" in line]
+    assert done.returncode == 1 and processed, done.stdout[-2000:]
+    assert lines[processed[0] - 1].split("INFO:")[-1].strip().startswith("| Train Device=CSX, Step=100,")
+    assert lines[processed[0] + 1] == "Traceback (most recent call last):"
+    # labkit still calls the run failed: the Processed line is no sign of a finished fit
+    run = run_on_cs3(_config(steps=200, batch_size=1024), workdir=str(node.work), echo=lambda line: None)
+    assert run.status == "failed" and run.metrics["steps"] == 100
+    read = read_log(run.environment["log_path"])  # the log alone, as log_path reads it
+    assert read.status == "failed" and read.metrics["samples"] == 102400
+
+
+def test_the_time_left_is_a_lower_bound_until_the_first_checkpoint_is_timed(node):
+    # profiler.py time_remaining: a checkpoint schedule and no checkpoint duration yet add "checkpoint" to the
+    # stages missing a duration, printed `>` (progress.py format_time_remaining)
+    node.params.write_text(PARAMS_2_6.replace("      steps: 200", "      steps: 100"))
+    done = _cszoo(node, "fit", str(node.params))
+    bounds = [line.split("TimeRemaining")[-1][0] for line in _train_lines(done.stdout)]
+    assert done.returncode == 0 and bounds == [">", ">", "=", "="], done.stdout[-2000:]
+    assert "Saving checkpoint at step 100" in done.stdout and "Saving checkpoint at step 200" in done.stdout
+
+
+def test_without_checkpoint_steps_no_checkpoint_is_saved_and_the_time_left_is_exact(node):
+    # checkpoint.py on_train_batch_end saves only `if self.steps`; run_schedule.py sets no checkpoint_schedule
+    node.params.write_text(PARAMS_2_6.replace("    checkpoint:\n      steps: 200\n", ""))
+    model_dir = node.work / "md"
+    done = _cszoo(node, "fit", str(node.params), "--model_dir", str(model_dir))
+    assert done.returncode == 0 and "Saving checkpoint" not in done.stdout, done.stderr
+    assert all("TimeRemaining=" in line for line in _train_lines(done.stdout))
+    assert not list(model_dir.glob("*.mdl"))
+
+
+def test_a_restart_from_a_checkpoint_trains_from_its_step(node):
+    model_dir = node.work / "md"
+    first = _cszoo(node, "fit", str(node.params), "--model_dir", str(model_dir))
+    assert first.returncode == 0 and (model_dir / "checkpoint_200.mdl").exists()
+    node.params.write_text(PARAMS_2_6.replace("max_steps: 200 ", "max_steps: 300 "))
+    again = _cszoo(node, "fit", str(node.params), "--model_dir", str(model_dir), "--num_csx=2",
+                   "--checkpoint_path={}".format(model_dir / "checkpoint_200.mdl"))
+    steps = [line.split("Step=")[1].split(",")[0] for line in _train_lines(again.stdout)]
+    assert again.returncode == 0 and steps == ["250", "300"], again.stdout[-2000:]
+    assert "Preparing to execute using 2 CSX" in again.stdout and "Processed 102400 training sample(s)" in again.stdout
+    missing = _cszoo(node, "fit", str(node.params), "--checkpoint_path", str(model_dir / "checkpoint_9.mdl"))
+    assert missing.returncode == 1 and "checkpoint_9.mdl does not exist" in missing.stderr
+
+
+def test_a_client_of_another_release_is_refused_with_the_appliances_words(node, monkeypatch):
+    monkeypatch.setenv("FAKE_CSZOO_CLIENT_RELEASE", "2.6.0")
+    done = _cszoo(node, "fit", str(node.params))
+    assert done.returncode == 1 and "Wafer" not in done.stdout
+    assert ("cerebras.appliance.errors.ApplianceVersionError: CLUSTER_SERVER has version: 2.10.0 but client has "
+            "2.6.0.\nIn order to use this cluster, you must install 2.10.0 of the client.") in done.stderr
+
+
+
+
+def test_bert_large_at_2_10_fits_with_its_eval_metrics(node):
+    (node.llama / "bert_data" / "train").mkdir(parents=True)
+    node.params.write_text(BERT_2_10)
+    done = _cszoo(node, "fit", str(node.params), "--job_labels", "name=bert_pt")
+    assert done.returncode == 0, done.stderr
+    assert "| Train Device=CSX, Step=1000," in done.stdout
+    assert "eval/accuracy_masked_lm" in done.stdout and "eval/mlm_perplexity" in done.stdout
+    assert done.stdout.rstrip().endswith("Processed 1024000 training sample(s) in {} seconds.".format(
+        round(1000 * (0.5 + 1024 / 32.5) + 900.0, 9)))

@@ -203,3 +203,41 @@ def test_on_a_cs3_the_defaults_keep_the_course_file_and_a_batch_size_is_the_one_
     said = capsys.readouterr().out
     assert "changed: trainer.fit.train_dataloader.batch_size 1024 -> 64, trainer.init.loop.max_steps 200 -> 20" in said
     assert run.params["batch_size"] == 64 and run.metrics["samples"] == 64 * 20
+
+
+def test_a_checkout_of_another_release_gets_a_release_line_with_alcfs_commands(cs3_node):
+    # the fixture's checkout sits in ~/R_2.6.0 and its setup.py names 2.6.0, as Release_2.6.0's does
+    Path(cs3_node, "setup.py").write_text('def main():\n    __version__ = "2.6.0"\n')
+    chosen = llama2_7b.plan(llama2_7b.SPEC.validate({"modelzoo_dir": cs3_node}))
+    release = [line for line in chosen.more if line.startswith("Release:")]
+    assert release and "is Release 2.6.0; labkit was checked against 2.10.0" in release[0]
+    assert "mkdir ~/R_2.10.0;" in release[0] and "git checkout Release_2.10.0;" in release[0]
+    assert "python3.11 -m venv venv_cerebras_pt;" in release[0] and release[0].endswith("pip install -e modelzoo")
+    Path(cs3_node, "setup.py").write_text('def main():\n    __version__ = "2.10.0"\n')
+    assert not [line for line in llama2_7b.plan(llama2_7b.SPEC.validate({"modelzoo_dir": cs3_node})).more
+                if line.startswith("Release:")]
+
+
+def test_the_cs3_plan_says_what_data_parallelism_does_and_the_time_limit(cs3_node, tmp_path):
+    checkpoint = tmp_path / "checkpoint_200.mdl"
+    checkpoint.write_text("")
+    chosen = llama2_7b.plan(llama2_7b.SPEC.validate({"modelzoo_dir": cs3_node, "num_csx": 4, "batch_size": 1024,
+                                                     "job_time_sec": 3600, "checkpoint_path": str(checkpoint)}))
+    text = str(chosen)
+    assert chosen.path == "cs3" and "the CS-3 x 4 (data parallel)" in text
+    assert "4 CS-3s, each training 256 samples of every batch of 1024; the global batch, the steps" in text
+    assert "samples per second grow up to 4x" in text and "At most 2 training jobs" in text
+    assert "Time limit: the CS-3 job stops after 3600 s (job_time_sec)." in text
+    assert "Restart: from {} (--checkpoint_path)".format(checkpoint) in text
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"num_csx": 5}, "num_csx = 5: too large; allowed: an int >= 1 and <= 4"),
+    ({"num_csx": 0}, "num_csx = 0: too small"),
+    ({"num_csx": 2.0}, "num_csx = 2.0: wrong type"),
+    ({"job_time_sec": 90000}, "job_time_sec = 90000: too large; allowed: an int >= 60 and <= 86400, or None"),
+    ({"checkpoint_path": "/nowhere/checkpoint_1.mdl"}, "checkpoint_path = '/nowhere/checkpoint_1.mdl'"),
+])
+def test_the_cluster_parameters_are_checked(values, message):
+    with pytest.raises(ParameterError, match=re.escape(message)):
+        llama2_7b.SPEC.validate(values)

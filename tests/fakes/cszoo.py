@@ -1,5 +1,5 @@
-"""A stand-in for the Cerebras modelzoo's ``cszoo`` command (Release 2.6; its CLI, validation and
-progress lines are the same code in 2.10) and the CS-3 it drives.
+"""A stand-in for the Cerebras modelzoo's ``cszoo`` command (Release 2.10.0, ALCF's; its CLI, validation and
+progress lines are the same code in 2.6) and the CS-3 it drives.
 
 Written from Cerebras/modelzoo's source, checked where it can run against the real modelzoo 2.10 on
 the CPU backend (docs/cerebras.md; the real CPU log is
@@ -22,18 +22,31 @@ tests/fixtures/testbed-logs/cerebras/modelzoo-2.10-cpu-tiny-llama-fit.log):
 - The Train lines are trainer/loggers/progress.py ``ProgressLogger``'s: rates below 1/s with
   ``.3g`` (``format_rate``), ``TimeRemaining>`` while a stage still to come (an eval) has no
   measured duration (``format_time_remaining``, callbacks/profiler.py
-  ``DurationProfiler.time_remaining``), else ``=`` as the course's CS-3 sample (no validation) shows.
-  The profiler also counts a checkpoint not yet timed as such a stage; the sample prints ``=``
-  before its only checkpoint, so the fake follows the sample there.
+  ``DurationProfiler.time_remaining``), and while the run has a checkpoint schedule
+  (``trainer.init.checkpoint.steps``, callbacks/run_schedule.py ``checkpoint_schedule``) and no
+  checkpoint has been timed yet (``if self.schedule.checkpoint_schedule and not
+  self.checkpoint_durations: stages_missing_duration.add("checkpoint")``); else ``=``. Without
+  ``checkpoint.steps`` no checkpoint is saved (callbacks/checkpoint.py ``on_train_batch_end``:
+  ``if self.steps``). The course's 2025 sample, made by an older client (its job image is 2.5.1),
+  prints ``=`` before its checkpoint; the fake follows the 2.10 source, not the sample.
+- A fit that fails still prints ``Processed N training sample(s) in T seconds.``, the samples of
+  the steps done, before the traceback: trainer/trainer.py ``on_exception("fit")`` calls each
+  callback's ``on_fit_exception``, and progress.py's is ``self.on_fit_end(trainer, None)``.
+- ``--checkpoint_path=.../checkpoint_N.mdl`` restarts at global step N (the file must exist) and
+  trains to ``max_steps``; ``--num_csx`` is said in ``Preparing to execute using N CSX``.
+- The client checks the cluster's release (cerebras_appliance 2.10, utils/misc.py
+  ``version_check``): another release raises ``ApplianceVersionError`` with its real text.
 - ``fit`` with a ``val_dataloader`` validates after every ``eval_frequency`` steps and at the end
   (``| Eval Device=CSX, GlobalStep=N, Batch=k, ...``, ``Evaluation completed successfully!``);
   ``Training completed successfully!`` ends each train loop; the ``Processed N training sample(s)``
   line (``on_fit_end``) ends a fit, never a ``validate``.
 
-It reads the params YAML in the 2.6 "trainer" layout (``trainer.fit.train_dataloader.batch_size``,
+It reads the params YAML in the 2.6/2.10 "trainer" layout (``trainer.fit.train_dataloader.batch_size``,
 ``trainer.init.loop.max_steps``, ``trainer.init.logging.log_steps``, ``trainer.init.checkpoint.steps``)
-or the older "runconfig" one, and prints the log of the course's sample (tests/fixtures/testbed-logs/
-cerebras/upstream-fall2025-llama2-7b-sample-output.log), line for line in its shapes, on a
+or the older "runconfig" one, for LLaMA or BERT (``trainer.init.model.name: bert``: its eval metrics are
+those of ALCF's BERT-Large sample, user-guides docs/ai-testbed/cerebras/example-programs.md), and
+prints the log of the course's sample (tests/fixtures/testbed-logs/cerebras/
+upstream-fall2025-llama2-7b-sample-output.log), line for line in its shapes, on a
 simulated clock: a fresh compile the first time a params file's model and batch are seen, the
 cached compile after; the execute wsjob; the Train lines every ``log_steps``; a checkpoint;
 ``Processed N training sample(s) in T seconds.`` Checkpoint files are written to the model dir.
@@ -46,6 +59,7 @@ Test hooks, through the environment:
 - FAKE_CSZOO_STEP_SLEEP=S: real seconds to sleep before each Train line (default 0).
 - FAKE_CSZOO_INCONSISTENT=1: print the InconsistentVersion warning the sample shows.
 - FAKE_CSZOO_FAIL_AFTER=N: exit with a traceback after the Train line of step N.
+- FAKE_CSZOO_CLIENT_RELEASE=R: the venv's release (default 2.10.0, the cluster's), to see the version check.
 """
 
 import argparse
@@ -66,6 +80,10 @@ else:  # run as a script (the `cszoo` wrapper on PATH): the sibling beside it. O
     # that shadows the GroqFlow fake and the real GroqFlow alike.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import cszoo_config  # noqa: E402
+
+
+#: The cluster's release (ALCF's CS-3 in 2026).
+CLUSTER_RELEASE = "2.10.0"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -136,20 +154,21 @@ def _get(params, *path):
 
 
 def settings(params):
-    """batch, max_steps, log_steps, checkpoint steps, from either layout."""
+    """batch, max_steps, log_steps, checkpoint steps (None: no checkpoint schedule), from either layout."""
     if "trainer" in params:
         batch = _get(params, "trainer", "fit", "train_dataloader", "batch_size")
         steps = _get(params, "trainer", "init", "loop", "max_steps")
         log_steps = _get(params, "trainer", "init", "logging", "log_steps") or 1
-        checkpoint = _get(params, "trainer", "init", "checkpoint", "steps") or steps
+        checkpoint = _get(params, "trainer", "init", "checkpoint", "steps")
     else:
         batch = _get(params, "train_input", "batch_size")
         steps = _get(params, "runconfig", "max_steps")
         log_steps = _get(params, "runconfig", "log_steps") or 1
-        checkpoint = _get(params, "runconfig", "checkpoint_steps") or steps
+        checkpoint = _get(params, "runconfig", "checkpoint_steps")
     if not isinstance(batch, int) or not isinstance(steps, int):
         sys.exit("cszoo: the params file gives no integer batch_size and max_steps")
-    return batch, steps, int(log_steps), int(checkpoint)
+    # run_schedule.py: the schedule's step is min(checkpoint.steps, the steps to train); none without steps
+    return batch, steps, int(log_steps), min(int(checkpoint), steps) if checkpoint else None
 
 
 class Clock:
@@ -283,8 +302,13 @@ def _evaluate(clock, params, step, log_steps, device="CSX"):
                            timedelta(seconds=int((batches - number) * batch / 40.0))))
     clock.line("Avg Eval Loss: {}".format(loss))
     clock.line("Evaluation metrics:")
-    clock.line("  - eval/lm_perplexity = {}".format(2.718281828 ** loss))
-    clock.line("  - eval/accuracy = 0.0")
+    if _get(params, "trainer", "init", "model", "name") == "bert":  # ALCF's BERT-Large sample's three metrics
+        clock.line("  - eval/accuracy_cls = 0.5")
+        clock.line("  - eval/accuracy_masked_lm = 0.0")
+        clock.line("  - eval/mlm_perplexity = {}".format(2.718281828 ** loss))
+    else:
+        clock.line("  - eval/lm_perplexity = {}".format(2.718281828 ** loss))
+        clock.line("  - eval/accuracy = 0.0")
     clock.line("Evaluation completed successfully!")
 
 
@@ -309,7 +333,18 @@ def main(argv):
         return _fail("ValueError", label_problem)
     batch, steps, log_steps, checkpoint_steps = settings(params)
     labels = dict(label.split("=", 1) for label in args.job_labels)
+    start = 0
+    if args.checkpoint_path:
+        if not os.path.exists(args.checkpoint_path):
+            return _fail("FileNotFoundError", "Checkpoint path {} does not exist".format(args.checkpoint_path))
+        found = re.search(r"checkpoint_(\d+)\.mdl$", args.checkpoint_path)
+        start = int(found.group(1)) if found else 0
     clock = Clock()
+    client = os.environ.get("FAKE_CSZOO_CLIENT_RELEASE") or CLUSTER_RELEASE
+    if client != CLUSTER_RELEASE:  # cerebras_appliance utils/misc.py version_check, a release mismatch
+        return _fail("cerebras.appliance.errors.ApplianceVersionError",
+                     "CLUSTER_SERVER has version: {} but client has {}.\nIn order to use this cluster, you must "
+                     "install {} of the client.\n".format(CLUSTER_RELEASE, client, CLUSTER_RELEASE))
     model_key = json.dumps([_get(params, "trainer", "init", "model") or params.get("model"), batch, args.mode],
                            sort_keys=True)
     _compile(clock, state, model_key)
@@ -347,27 +382,39 @@ def main(argv):
     evals = _eval_points(params, steps, args.mode)
     os.makedirs(args.model_dir, exist_ok=True)
     done = 0
-    for step in range(1, steps + 1):
+    timed_checkpoint = False
+
+    def fit_end():
+        """progress.py ``on_fit_end``, also run by ``on_fit_exception`` when the fit fails."""
+        seconds = done * step_s + 900.0
+        clock.line("Processed {} training sample(s) in {} seconds.".format(done * batch, round(seconds, 9)))
+
+    for step in range(start + 1, steps + 1):
         clock.advance(step_s)
         done += 1
         if step % log_steps == 0 or step == steps:
             time.sleep(float(os.environ.get("FAKE_CSZOO_STEP_SLEEP", "0") or 0))
             if _jobs(state).get(job, {}).get("phase") == "CANCELLED":
                 clock.line("Job {} was cancelled.".format(job), level="ERROR")
+                fit_end()
                 return 1
             rate = batch / step_s
             left = timedelta(seconds=int((steps - step) * step_s))
             # profiler.py DurationProfiler.time_remaining: a stage still to come without a measured duration (an
-            # eval not yet run) makes the estimate a lower bound, printed `>` (progress.py format_time_remaining)
-            bound = ">" if [e for e in evals if e >= step] else "="
+            # eval not yet run), or a checkpoint schedule with no checkpoint timed yet, makes the estimate a lower
+            # bound, printed `>` (progress.py format_time_remaining)
+            missing = [e for e in evals if e >= step] or (checkpoint_steps and not timed_checkpoint)
+            bound = ">" if missing else "="
             clock.line("| Train Device=CSX, Step={}, Loss={:.5f}, Rate={}, GlobalRate={}, LoopTimeRemaining={}, "
                        "TimeRemaining{}{}".format(step, 10.4 / (1 + step / 150.0), format_rate(rate),
                                                   format_rate(rate), left, bound, left))
             if step == fail_after:
+                fit_end()
                 print("Traceback (most recent call last):\nRuntimeError: the fake CS-3 failed", flush=True)
                 _save_job(state, job, "FAILED", labels)
                 return 1
-        if step % checkpoint_steps == 0 or step == steps:
+        if checkpoint_steps and (step % checkpoint_steps == 0 or step == steps):
+            timed_checkpoint = True
             clock.line("Saving checkpoint at step {}".format(step))
             clock.advance(464)
             path = os.path.join(args.model_dir, "checkpoint_{}.mdl".format(step))
@@ -379,8 +426,7 @@ def main(argv):
         if step in evals:
             _evaluate(clock, params, step, log_steps)
     _save_job(state, job, "SUCCEEDED", labels)
-    seconds = done * step_s + 900.0
-    clock.line("Processed {} training sample(s) in {} seconds.".format(done * batch, round(seconds, 9)))
+    fit_end()
     return 0
 
 

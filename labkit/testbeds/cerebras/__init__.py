@@ -1,8 +1,10 @@
 """Cerebras: what the two courses' exercises share; the exercises are the sibling sub-packages
-``bert_large`` (BERT-Large, ``run.py CSX`` on a CS-2, 2024) and ``llama2_7b`` (``cszoo fit`` on a CS-3, 2025).
+``bert_large`` (BERT-Large: ``cszoo fit`` on a CS-3, or the 2024 ``run.py CSX`` on a CS-2) and ``llama2_7b``
+(``cszoo fit`` on a CS-3, 2025).
 
 Here: where a modelzoo checkout may be, and a portable plan's time line. The shared modules (the log
-reader, streaming and the log lines, YAML edits): docs/cerebras.md, "Code".
+reader, streaming and the log lines, YAML edits, ``cszoo fit``, the cluster's parameters, the release):
+docs/cerebras.md, "Code".
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Cerebras BERT-Large (the 2024 course): pre-training with the modelzoo on a CS-2, or the portable BERT anywhere.
+"""Cerebras BERT-Large: pre-training with ``cszoo fit`` on a CS-3 (ALCF, Release 2.10), ``run.py`` on a CS-2 (the
+2024 course), or the portable BERT anywhere.
 
-Notebook: ``notebooks/cerebras/bert_large.ipynb``. Its three paths to a run, all giving the same metrics
-(``target="CSX"``, a torch device, ``log_path``), what each has been verified on, and the modules:
+Notebook: ``notebooks/cerebras/bert_large.ipynb``. Its paths to a run, all giving the same metrics
+(``target="CSX"``: the CS-3 or the CS-2, a torch device, ``log_path``), what each has been verified on, and the modules:
 docs/cerebras.md.
 """
 

@@ -15,19 +15,22 @@ from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
 from labkit.testbeds.cerebras import in_words, time_lines
+from labkit.testbeds.cerebras.bert_large.cs3 import bert_dir, check_cs3_template, cs3_missing, run_on_cs3
 from labkit.testbeds.cerebras.bert_large.metrics import read_log
 from labkit.testbeds.cerebras.bert_large.modelzoo import (CerebrasStack, cerebras_stack, check_template,
                                                           run_modelzoo)
 from labkit.testbeds.cerebras.bert_large.portable import run_portable, step_plan
 from labkit.testbeds.cerebras.bert_large.spec import CEREBRAS_HELP, EXERCISE, LONG_RUN_SECONDS
+from labkit.testbeds.cerebras.cluster import cluster_lines
+from labkit.testbeds.cerebras.release import release_lines
 
 __all__ = ["BertLargePlan", "plan", "run_exercise", "compare"]
 
 
 @dataclass(repr=False)
 class BertLargePlan(RunPlan):
-    """A :class:`labkit.plans.RunPlan` whose ``path`` is "log", "modelzoo" (the CS-2, with its ``stack``) or
-    "portable" (with the ``steps`` :mod:`labkit.accelerator` chose and this machine's measured time)."""
+    """A :class:`labkit.plans.RunPlan` whose ``path`` is "log", "cs3" (``cszoo fit`` on a CS-3), "modelzoo" (the
+    2024 course's run.py on a CS-2, with its ``stack``) or "portable" (with the ``steps`` :mod:`labkit.accelerator` chose and this machine's measured time)."""
 
     stack: Optional[CerebrasStack] = None
     steps: Optional[bert.StepPlan] = None
@@ -46,17 +49,28 @@ def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
                              "log_path is set: the run is read from that log")
     why = ""
     if config.target in ("CSX", "auto"):
+        missing = cs3_missing(config.modelzoo_dir)
+        if not missing:
+            check_cs3_template(config)
+            root, folder = bert_dir(config.modelzoo_dir)
+            where = "the CS-3{}, with ALCF's `cszoo fit configs/bert_large_MSL128_sampleds.yaml` in {}".format(
+                "" if config.num_csx == 1 else " x {} (data parallel)".format(config.num_csx), folder)
+            why = "target={!r}, and cszoo and the modelzoo's BERT are here".format(config.target)
+            return BertLargePlan("cs3", where, why, device="CSX",
+                                 more=release_lines(root) + cluster_lines(config, config.batch_size))
         stack = cerebras_stack(config.modelzoo_dir)
         if not stack.missing:
             check_template(config, stack)
-            why = "target={!r} and the Cerebras stack is here (cerebras_pytorch and the modelzoo's run.py)".format(
-                config.target)
-            return BertLargePlan("modelzoo", "the CS-2, with the modelzoo in {}".format(stack.bert_dir), why,
-                                 stack=stack)
+            why = ("target={!r}, no cszoo, and the 2024 stack is here (cerebras_pytorch and the modelzoo's "
+                   "run.py)".format(config.target))
+            return BertLargePlan("modelzoo", "the CS-2 (the 2024 course's way), with `python run.py CSX` in {}".format(
+                stack.bert_dir), why, stack=stack, more=release_lines(stack.modelzoo_dir) + cluster_lines(
+                    config, config.batch_size))
         if config.target == "CSX":
-            raise devices.DeviceError("target='CSX' was asked for, but the Cerebras stack is not here: {}. {}".format(
-                "; ".join(stack.missing), CEREBRAS_HELP))
-        why = "no CS-2 here ({}); ".format("; ".join(stack.missing))
+            raise devices.DeviceError("target='CSX' was asked for, but neither Cerebras path is here: for the CS-3, "
+                                      "{}; for the 2024 run.py, {}. {}".format(
+                                          "; ".join(missing), "; ".join(stack.missing), CEREBRAS_HELP))
+        why = "no CS-3 here ({}); ".format("; ".join(missing))
     device = devices.torch_device("auto" if config.target in ("CSX", "auto") else config.target)
     steps = step_plan(config, device)
     seconds = _check_cost(config, device, sizes, steps)
@@ -71,7 +85,7 @@ def _plan_for(config: Config, sizes: Optional[Sequence[int]]) -> BertLargePlan:
 
 @run_step
 def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
-    """The notebook's run step: read the log, train on the CS-2 or train the portable BERT, where ``plan``
+    """The notebook's run step: read the log, train on the CS-3 or CS-2 or train the portable BERT, where ``plan``
     (default: :func:`plan` now) says; the run's record."""
     chosen = plan if plan is not None else _plan_for(config, None)
     if chosen.path == "log":
@@ -79,6 +93,8 @@ def run_exercise(config: Config, plan: Optional[BertLargePlan] = None) -> Run:
         for line in (run.notes or []):
             print("Note: " + line)
         return run
+    if chosen.path == "cs3":
+        return run_on_cs3(config)
     if chosen.path == "modelzoo":
         return run_modelzoo(config, chosen.stack)
     return run_portable(config, chosen.device, steps=chosen.steps)

@@ -1,5 +1,6 @@
-"""The CS-2 path: what of the Cerebras stack is here, the modelzoo's params YAML, the course's
-``python run.py CSX ...`` command, the run.
+"""The CS-2 path, the 2024 course's way (a modelzoo before 2.10, where ``run.py`` is not yet deprecated; on a CS-3
+with 2.10 the exercise runs ``cszoo fit``, :mod:`.cs3`): what of the Cerebras stack is here, the modelzoo's params
+YAML, the course's ``python run.py CSX ...`` command, the run.
 
 Looking for the stack imports none of it; :func:`labkit.testbeds.cerebras.bert_large.plan` decides
 from it where a run goes. Verified only on the testbed; here it is tested against a fake ``run.py``
@@ -103,6 +104,8 @@ def write_params_yaml(config: Config, template: str, out_path: str) -> Dict[str,
     runconfig = params.setdefault("runconfig", {})
     runconfig.update({"max_steps": config.max_steps, "log_steps": config.log_steps,
                       "checkpoint_steps": config.max_steps, "seed": config.seed})
+    if getattr(config, "job_time_sec", None) is not None:
+        runconfig["job_time_sec"] = config.job_time_sec
     if config.model_size != "large":  # the preset under the modelzoo's ``model:`` keys
         preset = bert.MODEL_SIZES[config.model_size]
         params.setdefault("model", {}).update({
@@ -147,7 +150,9 @@ def run_modelzoo(config: Config, stack: CerebrasStack, echo: Callable[[str], Non
     params_path = os.path.join(workdir, "params_bert_{}_bs{}_{}.yaml".format(config.model_size, config.batch_size, stamp))
     write_params_yaml(config, template, params_path)
     model_dir = os.path.join(os.path.abspath(config.model_dir), "bs{}-{}".format(config.batch_size, stamp))
-    command = modelzoo_command(params_path, model_dir, stack.modelzoo_dir)
+    command = modelzoo_command(params_path, model_dir, stack.modelzoo_dir, num_csx=config.num_csx)
+    if config.checkpoint_path:
+        command += ["--checkpoint_path", os.path.abspath(config.checkpoint_path)]
     log_path = os.path.join(workdir, "cerebras-bert-bs{}-{}.log".format(config.batch_size, stamp))
     echo("$ cd {} && {}".format(stack.bert_dir, " ".join(shlex.quote(c) for c in command)))
     progress = bar(total=config.max_steps, desc="CS-2 steps", unit="step")

@@ -8,6 +8,8 @@ from typing import Any, Optional
 
 from labkit import accelerator, bert
 from labkit.params import INT_OR_AUTO, PATH, Config, Param, Spec, existing_file, folder_path
+from labkit.testbeds.cerebras.cluster import CS3_PARAMS
+from labkit.testbeds.cerebras.release import CHECKED_RELEASE, setup_commands
 
 __all__ = ["SPEC", "EXERCISE", "DEFAULT_TEMPLATE", "MAX_STEPS", "LONG_RUN_SECONDS", "CEREBRAS_HELP"]
 
@@ -51,7 +53,8 @@ SPEC = Spec(
     Param("max_seq_length", int, 128, "tokens per sequence (MSL)", min=8, max=512),
     Param("model_size", str, "large", "BERT preset: large on the CS-2; base, mini, tiny, micro elsewhere",
           choices=tuple(bert.MODEL_SIZES)),
-    Param("target", str, "auto", "CSX (the modelzoo on a CS-2), cuda, mps, cpu, or auto",
+    Param("target", str, "auto", "CSX (cszoo fit on a CS-3; run.py on a CS-2 with an older modelzoo), cuda, mps, "
+          "cpu, or auto",
           choices=("auto", "CSX", "cuda", "mps", "cpu")),
     Param("seed", int, 0, "seeds weights, data and dropout (runconfig.seed)", min=0, max=2**31 - 1),
     Param("log_path", PATH, None, "read this CS-2 log instead of training", optional=True, check=existing_file),
@@ -70,16 +73,18 @@ SPEC = Spec(
           check=folder_path),
     Param("params_template", PATH, None, "params YAML to start from (the course's, when None)", optional=True,
           check=existing_file),
-    Param("model_dir", str, "model_dir_bert_large_pytorch", "where run.py writes checkpoints; each run gets "
-          "a new subfolder, so checkpoint autoloading never resumes an old run"),
+    Param("model_dir", str, "model_dir_bert_large_pytorch", "where cszoo fit (or run.py) writes checkpoints; each "
+          "run gets a new subfolder, so checkpoint autoloading never resumes an old run"),
+    *CS3_PARAMS,
     Param("allow_long_run", bool, False, "allow a portable run estimated to take over 2 hours"),
     checks=[_log_within_steps, _micro_batch_divides],
 )
 
 CEREBRAS_HELP = (
-    "The Cerebras path runs the modelzoo's `python run.py CSX ...` on a Cerebras user node. It needs the "
-    "`cerebras_pytorch` package (the course: `python3.8 -m venv venv_cerebras_pt; pip install "
-    "cerebras_pytorch==<release>`) and a modelzoo checkout (`git clone https://github.com/Cerebras/modelzoo` "
-    "and `git checkout Release_<release>`; pass its path as modelzoo_dir, or keep it under ~/R_<release>/modelzoo). "
-    "Elsewhere use target='auto', 'cuda', 'mps' or 'cpu' (the portable BERT), or log_path to read a CS-2 log."
+    "The CS-3 path runs ALCF's `cszoo fit configs/bert_large_MSL128_sampleds.yaml --job_labels name=bert_pt "
+    "--model_dir $MODEL_DIR` on a Cerebras user node, in a venv of Release {r} as ALCF documents it (`{setup}`; pass "
+    "the checkout as modelzoo_dir, or keep it under ~/R_{r}/modelzoo). The 2024 course's way, `python run.py CSX ...` "
+    "on a CS-2, still runs where a modelzoo before 2.10 and its cerebras_pytorch are installed. Elsewhere use "
+    "target='auto', 'cuda', 'mps' or 'cpu' (the portable BERT), or log_path to read a CS-2 or CS-3 log.".format(
+        r=CHECKED_RELEASE, setup=setup_commands())
 )

@@ -1,20 +1,16 @@
-"""The CS-3 path (modelzoo Release 2.6): is this a CS-3 user node, the course's params YAML with the
-student's changes, ``cszoo fit``, ``csctl cancel job`` on an interrupt, the log read (:func:`run_on_cs3`).
+"""The CS-3 path (modelzoo Release 2.10.0, ALCF's in 2026; the 2025 course's 2.6 runs the same commands): is
+this a CS-3 user node, the course's params YAML with the student's changes, ``cszoo fit``, ``csctl cancel job`` on an interrupt, the log read (:func:`run_on_cs3`).
 
 The course's commands (05-AITestbed/Cerebras/llama2-7b.md) and what labkit does with them, step by step:
-docs/cerebras.md, "On a CS-3 user node". The params file is edited line by line (:func:`set_scalar`):
-a file a student copies from the course has comments, anchors and a layout worth keeping, which
-``yaml.safe_dump`` would rewrite. Verified only on the testbed's documentation and sample log; here it
+docs/cerebras.md, "On a CS-3 user node". The params file is edited line by line
+(:mod:`labkit.testbeds.cerebras.yaml_lines`). Verified only on the testbed's documentation and sample log; here it
 is tested against the fakes tests/fakes/cszoo and tests/fakes/csctl.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import shlex
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -22,14 +18,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from labkit.interrupts import where
-from labkit.progress import bar
 from labkit.results import Run
 from labkit.testbeds.cerebras import candidate_modelzoos
+from labkit.testbeds.cerebras.cluster import cluster_flags, set_job_time
+from labkit.testbeds.cerebras.cszoo import CszooResult, cancel_job, missing_data_dirs, run_cszoo
+from labkit.testbeds.cerebras.release import CHECKED_RELEASE, setup_commands, version_mismatch
+from labkit.testbeds.cerebras.yaml_lines import find_keys, key_paths, set_scalar
 from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE
-from labkit.testbeds.cerebras.stream import echo_above, step_of, stream_command, wsjob_of
 
-__all__ = ["COURSE_PARAMS", "LLAMA_DIR", "CS3_HELP", "VENV_HINT", "ParamsEdit", "CszooResult", "cs3_node", "llama_dir",
+__all__ = ["COURSE_PARAMS", "LLAMA_DIR", "CS3_HELP", "VENV_HINT", "ParamsEdit", "CszooResult", "cs3_node",
+           "modelzoo_root", "llama_dir",
            "course_params_file", "write_params_yaml", "params_values", "missing_data_dirs", "cszoo_command",
            "cancel_job", "run_cszoo", "run_on_cs3"]
 
@@ -39,11 +38,12 @@ COURSE_PARAMS = "/software/cerebras/dataset/params_llama2_7b.yaml"
 LLAMA_DIR = "src/cerebras/modelzoo/models/nlp/llama"
 
 CS3_HELP = ("The CS-3 path runs the course's `cszoo fit configs/params_llama2_7b.yaml ...` on a Cerebras user node, in "
-            "the course's virtual environment (`python3.11 -m venv ~/R_2.6.0/venv_cerebras_pt`, `pip install -e "
-            "modelzoo` in a checkout of Release_2.6.0 under ~/R_2.6.0/modelzoo, or pass modelzoo_dir). Elsewhere use "
-            "device='auto', 'cuda', 'mps' or 'cpu' (the portable LLaMA), or log_path to read a CS-3 log.")
-#: How the course makes ``cszoo`` available (05-AITestbed/Cerebras/README.md).
-VENV_HINT = "source ~/R_2.6.0/venv_cerebras_pt/bin/activate (the course's Python 3.11 venv with modelzoo installed)"
+            "a venv of Release {r} as ALCF documents it (`{setup}`; or pass modelzoo_dir). Elsewhere use "
+            "device='auto', 'cuda', 'mps' or 'cpu' (the portable LLaMA), or log_path to read a CS-3 log.".format(
+                r=CHECKED_RELEASE, setup=setup_commands()))
+#: How ALCF makes ``cszoo`` available (user-guides, docs/ai-testbed/cerebras/customizing-environment.md).
+VENV_HINT = ("source ~/R_{r}/venv_cerebras_pt/bin/activate (ALCF's Python 3.11 venv with the modelzoo installed; "
+             "to make it: {setup})".format(r=CHECKED_RELEASE, setup=setup_commands()))
 
 # Each setting's key path, in the 2.6 "trainer" layout and in the older "runconfig" layout.
 _KEYS: Dict[str, Tuple[Tuple[str, ...], ...]] = {
@@ -70,18 +70,6 @@ class ParamsEdit:
     sequence_length: Optional[int] = None  # the run's, as the written file gives it
 
 
-@dataclass
-class CszooResult:
-    """How a ``cszoo fit`` run ended: exit status (None when interrupted), wsjob ids, the cancel."""
-
-    status: Optional[int]
-    job_ids: List[str] = field(default_factory=list)
-    interrupted: bool = False
-    cancelled: List[str] = field(default_factory=list)
-    last_step: int = 0
-    messages: List[str] = field(default_factory=list)
-
-
 def cs3_node(modelzoo_dir: Optional[str] = None) -> List[str]:
     """What a CS-3 run needs and is missing here, in words (an empty list on a CS-3 user node)."""
     missing = []
@@ -91,6 +79,12 @@ def cs3_node(modelzoo_dir: Optional[str] = None) -> List[str]:
         missing.append("no modelzoo checkout with {} (looked in {})".format(
             LLAMA_DIR, modelzoo_dir or "LABKIT_MODELZOO and ~/R_*/modelzoo"))
     return missing
+
+
+def modelzoo_root(modelzoo_dir: Optional[str] = None) -> Optional[str]:
+    """The modelzoo checkout :func:`cs3_node` finds (the first with the LLaMA folder), or None."""
+    return next((root for root in candidate_modelzoos(modelzoo_dir) if os.path.isdir(os.path.join(root, LLAMA_DIR))),
+                None)
 
 
 def llama_dir(modelzoo_dir: Optional[str] = None) -> Optional[str]:
@@ -114,72 +108,6 @@ def course_params_file(modelzoo_dir: Optional[str] = None, course_file: str = CO
         course_file, "{} does not either".format(own) if own else
         "no modelzoo with {} was found (looked in {})".format(LLAMA_DIR, modelzoo_dir or
                                                               "LABKIT_MODELZOO and ~/R_*/modelzoo")))
-
-
-# Paths are mapping keys from the top; a list item (``- LinearLR:``) adds no step, so ("trainer", "init",
-# "schedulers", "LinearLR", "end_learning_rate") names a key inside a list of schedulers.
-_KEY_LINE = re.compile(r"^(?P<indent> *)(?P<dash>(?:- +)*)(?P<key>[A-Za-z_][\w.\-]*|\"[^\"]*\"|'[^']*')[ \t]*:"
-                       r"(?P<gap>[ \t]*)(?P<value>.*)$")
-
-
-def key_paths(text: str) -> List[Tuple[int, Tuple[str, ...], str]]:
-    """(line number, key path, value text) of every ``key: value`` line, in order."""
-    found = []
-    stack: List[Tuple[int, str]] = []  # (column of the key, key)
-    for number, line in enumerate(text.splitlines()):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#") or stripped in ("---", "..."):
-            continue
-        m = _KEY_LINE.match(line)
-        if not m:
-            continue
-        column = len(m.group("indent")) + len(m.group("dash"))
-        while stack and stack[-1][0] >= column:
-            stack.pop()
-        key = m.group("key").strip("\"'")
-        stack.append((column, key))
-        found.append((number, tuple(k for _, k in stack), m.group("value")))
-    return found
-
-
-def find_keys(text: str, path: Sequence[str]) -> List[int]:
-    """Line numbers (0-based) of the keys at ``path``; several when a list holds the path more than once."""
-    want = tuple(path)
-    return [number for number, keys, _ in key_paths(text) if keys == want]
-
-
-def scalar_text(value: Any) -> str:
-    """``value`` as a YAML scalar: True/False, integers, floats that read back as floats (``3.0e-4``)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        text = repr(value)
-        if "e" in text and "." not in text.split("e")[0]:
-            mantissa, exponent = text.split("e")
-            text = "{}.0e{}".format(mantissa, exponent)  # YAML 1.1 reads "3e-04" as a string
-        return text
-    raise TypeError("only booleans, integers and floats are written into a params file, not {!r}".format(value))
-
-
-def set_scalar(text: str, line_number: int, value: Any) -> str:
-    """``text`` with the value on line ``line_number`` replaced by ``value`` (a trailing comment is kept)."""
-    lines = text.splitlines(keepends=True)
-    line = lines[line_number]
-    ending = line[len(line.rstrip("\r\n")):]
-    m = _KEY_LINE.match(line.rstrip("\r\n"))
-    if not m or not m.group("value").strip() or m.group("value").strip().startswith(("&", "*", "[", "{", "|", ">")):
-        raise ValueError("line {} holds no scalar value to change: {!r}".format(line_number + 1, line.rstrip()))
-    old = m.group("value")
-    comment = ""
-    hash_at = re.search(r"\s+#", old)
-    if hash_at and not old.lstrip().startswith(("'", '"')):
-        comment = old[hash_at.start():]
-        old = old[:hash_at.start()]
-    gap = m.group("gap") or " "
-    lines[line_number] = line[:m.start("gap")] + gap + scalar_text(value) + comment + ending
-    return "".join(lines)
 
 
 def _value(params: Any, path: Sequence[str]) -> Any:
@@ -208,26 +136,6 @@ def params_values(text: str) -> Dict[str, Any]:
     elif rates:
         found["learning_rate"] = max(value for _, value in rates)
     return found
-
-
-def missing_data_dirs(text: str, cwd: str) -> List[Tuple[str, str]]:
-    """(key path, data_dir) of each dataloader in a params text whose ``data_dir`` does not exist, seen from ``cwd``.
-
-    The modelzoo's config validation (data/common/HDF5DataProcessor.py ``validate_path``, run by
-    ``cszoo fit`` before it contacts the cluster) refuses such a file with ``Path ... does not exist.``
-    """
-    trainer = (yaml.safe_load(text) or {}).get("trainer") or {}
-    missing = []
-    for section, key in (("fit", "train_dataloader"), ("fit", "val_dataloader"), ("validate", "val_dataloader"),
-                         ("validate_all", "val_dataloaders")):
-        value = (trainer.get(section) or {}).get(key)
-        for i, loader in enumerate(value if isinstance(value, list) else [value]):
-            paths = loader.get("data_dir") if isinstance(loader, dict) else None
-            place = "trainer.{}.{}{}.data_dir".format(section, key, ".{}".format(i) if isinstance(value, list) else "")
-            for path in paths if isinstance(paths, list) else [paths]:
-                if isinstance(path, str) and not os.path.exists(os.path.join(cwd, path)):
-                    missing.append((place, path))
-    return missing
 
 
 def _schedule_rates(text: str) -> List[Tuple[int, float]]:
@@ -260,10 +168,12 @@ def _set(text: str, edit: ParamsEdit, name: str, value: Any) -> str:
 
 def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = None, steps: Optional[int] = None,
                       sequence_length: Optional[int] = None, learning_rate: Optional[float] = None,
-                      log_steps: Optional[int] = None, seed: Optional[int] = None) -> ParamsEdit:
+                      log_steps: Optional[int] = None, seed: Optional[int] = None,
+                      job_time_sec: Optional[int] = None) -> ParamsEdit:
     """Copy ``source`` to ``out_path`` with only the student's changes (None: keep the file's value).
     ``learning_rate`` sets an optimizer's own rate, or scales a schedule so that its peak is
-    ``learning_rate``; a file without ``max_sequence_length`` keeps the model's length (and says so)."""
+    ``learning_rate``; a file without ``max_sequence_length`` keeps the model's length (and says so);
+    ``job_time_sec`` is added when the file has no time limit."""
     with open(source) as f:
         text = f.read()
     edit = ParamsEdit(source=source)
@@ -284,6 +194,10 @@ def write_params_yaml(source: str, out_path: str, batch_size: Optional[int] = No
                                   edit.sequence_length))
     if learning_rate is not None:
         text = _set_learning_rate(text, edit, float(learning_rate))
+    if job_time_sec is not None:
+        text, old = set_job_time(text, job_time_sec)
+        if old != job_time_sec:
+            edit.changes.append(("job_time_sec", old, int(job_time_sec)))
     yaml.safe_load(text)  # the edit must leave a file the modelzoo can read
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     with open(out_path, "w") as f:
@@ -314,66 +228,11 @@ def _set_learning_rate(text: str, edit: ParamsEdit, rate: float) -> str:
     return text
 
 
-def cszoo_command(params_path: str, model_dir: str = "model_dir_llama2_7b") -> List[str]:
-    """The course's command: ``cszoo fit PARAMS --job_labels name=llama2_7b --model_dir MODEL_DIR``."""
-    return ["cszoo", "fit", params_path, "--job_labels", "name=llama2_7b", "--model_dir", model_dir]
-
-
-def cancel_job(job_id: str) -> Tuple[bool, str]:
-    """Cancel a wsjob on the cluster with ``csctl cancel job <wsjob id>`` (the course's README); (done, what
-    happened, in one line)."""
-    command = ["csctl", "cancel", "job", job_id]
-    typed = " ".join(shlex.quote(c) for c in command)
-    if shutil.which("csctl") is None:
-        return False, "csctl was not found on PATH: cancel the job by hand with `{}`.".format(typed)
-    try:
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, "`{}` failed ({}): check with `csctl get jobs`.".format(typed, exc)
-    said = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    if done.returncode != 0:
-        return False, "`{}` exited with status {}{}: check with `csctl get jobs`.".format(
-            typed, done.returncode, " ({})".format(said) if said else "")
-    return True, "Cancelled {} on the cluster with `{}`{}.".format(job_id, typed, " ({})".format(said) if said else "")
-
-
-def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int,
-              echo: Callable[[str], None] = print) -> CszooResult:
-    """Run ``command`` in ``cwd``, its output streamed to ``log_path`` with a progress bar. An interrupt
-    stops the local ``cszoo`` and cancels every wsjob the log named; the log so far is kept."""
-    echo("$ cd {} && {} |& tee {}".format(shlex.quote(cwd), " ".join(shlex.quote(c) for c in command),
-                                          shlex.quote(log_path)))
-    result = CszooResult(status=None)
-    progress = bar(total=steps, desc="CS-3 steps", unit="step")
-
-    def on_line(line: str) -> None:
-        job = wsjob_of(line)
-        if job and job not in result.job_ids:
-            result.job_ids.append(job)
-        step = step_of(line)
-        if step is not None and step > result.last_step:
-            progress.update(min(step, steps) - min(result.last_step, steps))
-            result.last_step = step
-
-    try:
-        result.status = stream_command(command, cwd, log_path, echo=echo_above(progress, echo), on_line=on_line,
-                                       header=False)
-    except KeyboardInterrupt:
-        result.interrupted = True
-    finally:
-        progress.close()
-    if result.interrupted:
-        if not result.job_ids:
-            result.messages.append("Interrupted before the cluster named a wsjob: nothing to cancel there "
-                                   "(`csctl get jobs` lists your jobs).")
-        for job in reversed(result.job_ids):  # the execute job last named is the one running
-            done, said = cancel_job(job)
-            result.messages.append(said)
-            if done:
-                result.cancelled.append(job)
-        for message in result.messages:
-            echo(message)
-    return result
+def cszoo_command(params_path: str, model_dir: str = "model_dir_llama2_7b", label: str = "name=llama2_7b",
+                  flags: Sequence[str] = ()) -> List[str]:
+    """The course's command: ``cszoo fit PARAMS --job_labels LABEL --model_dir MODEL_DIR`` and ``flags``
+    (:func:`labkit.testbeds.cerebras.cluster.cluster_flags`)."""
+    return ["cszoo", "fit", params_path, "--job_labels", label, "--model_dir", model_dir] + list(flags)
 
 
 def run_on_cs3(config: Any, modelzoo_dir: Optional[str] = None, workdir: Optional[str] = None,
@@ -383,9 +242,9 @@ def run_on_cs3(config: Any, modelzoo_dir: Optional[str] = None, workdir: Optiona
     modelzoo_dir = modelzoo_dir or _get(config, "modelzoo_dir")
     folder = llama_dir(modelzoo_dir)
     if folder is None:
-        raise FileNotFoundError("no modelzoo checkout with {} was found (looked in {}): clone Cerebras/modelzoo at "
-                                "Release_2.6.0 into ~/R_2.6.0 as the course does, or set LABKIT_MODELZOO".format(
-                                    LLAMA_DIR, modelzoo_dir or "LABKIT_MODELZOO and ~/R_*/modelzoo"))
+        raise FileNotFoundError("no modelzoo checkout with {} was found (looked in {}): set it up as ALCF does ({}), "
+                                "or set LABKIT_MODELZOO".format(LLAMA_DIR, modelzoo_dir or "LABKIT_MODELZOO and "
+                                                                "~/R_*/modelzoo", setup_commands()))
     if shutil.which("cszoo") is None:
         raise FileNotFoundError("cszoo is not on PATH: " + VENV_HINT)
     source = _get(config, "params_template") or course_params_file(modelzoo_dir)
@@ -409,7 +268,7 @@ def run_on_cs3(config: Any, modelzoo_dir: Optional[str] = None, workdir: Optiona
     edit = write_params_yaml(source, os.path.join(folder, params_rel), batch_size=_get(config, "batch_size"),
                              steps=_get(config, "steps"), sequence_length=_get(config, "sequence_length"),
                              learning_rate=_get(config, "learning_rate"), log_steps=log_steps,
-                             seed=_get(config, "seed"))
+                             seed=_get(config, "seed"), job_time_sec=_get(config, "job_time_sec"))
     if log_steps is not None and _get(config, "log_steps") is None:
         edit.notes.append("log_steps = {}: the file's {} is more than the {} steps, so no rate would be logged "
                           "before the end.".format(log_steps, course["log_steps"], steps))
@@ -418,17 +277,18 @@ def run_on_cs3(config: Any, modelzoo_dir: Optional[str] = None, workdir: Optiona
     for note in edit.notes:
         echo("NOTE: " + note)
     model_dir = "{}_bs{}_{}".format(_get(config, "model_dir") or "model_dir_llama2_7b", batch, stamp)
-    command = cszoo_command(params_rel, model_dir)
+    command = cszoo_command(params_rel, model_dir, flags=cluster_flags(config))
     log_path = os.path.abspath(os.path.join(workdir or os.getcwd(), "llama2_7b_bs{}_{}.log".format(batch, stamp)))
     result = run_cszoo(command, folder, log_path, steps=int(steps or 0), echo=echo)
     try:
         run = read_log(log_path, config, sequence_length=edit.sequence_length)
     except LookupError:  # the log holds no run yet (stopped before the first line that opens one)
-        if not result.interrupted:
+        if not result.interrupted and result.status == 0:
             raise
-        run = Run(EXERCISE, source="testbed", status="incomplete")
+        run = Run(EXERCISE, source="testbed", status="incomplete" if result.interrupted else "failed")
     run.source = "testbed"
-    run.params.update({"batch_size": batch, "steps": steps, "sequence_length": edit.sequence_length})
+    run.params.update({"batch_size": batch, "steps": steps, "sequence_length": edit.sequence_length,
+                       "num_csx": _get(config, "num_csx") or 1})
     run.environment.update({"log_path": log_path, "params_path": os.path.join(folder, params_rel),
                             "params_source": source, "params_changes": [list(c) for c in edit.changes],
                             "command": command, "cwd": folder, "model_dir": os.path.join(folder, model_dir),
@@ -448,6 +308,11 @@ def run_on_cs3(config: Any, modelzoo_dir: Optional[str] = None, workdir: Optiona
     elif result.status != 0:
         run.status = "failed"
         run.notes.append("cszoo exited with status {}; the log is {}.".format(result.status, log_path))
+        with open(log_path, errors="replace") as f:
+            mismatch = version_mismatch(f.read())
+        if mismatch:
+            run.notes.append(mismatch)
+            echo(mismatch)
     return run
 
 

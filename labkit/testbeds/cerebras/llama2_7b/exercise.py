@@ -16,11 +16,13 @@ from labkit.params import Config, ParameterError
 from labkit.plans import RunPlan, device_why
 from labkit.results import Run
 from labkit.testbeds.cerebras import in_words, time_lines
-from labkit.testbeds.cerebras.llama2_7b.cszoo import CS3_HELP, cs3_node, run_on_cs3
+from labkit.testbeds.cerebras.cluster import cluster_lines
+from labkit.testbeds.cerebras.llama2_7b.cszoo import CS3_HELP, cs3_node, modelzoo_root, run_on_cs3
 from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import (COURSE, EXERCISE, LONG_RUN_SECONDS, PORTABLE_DEFAULTS,
                                                      PORTABLE_SIZE, effective)
 from labkit.testbeds.cerebras.llama2_7b.train import VOCAB_SIZE, train
+from labkit.testbeds.cerebras.release import release_lines
 
 __all__ = ["LlamaPlan", "plan", "run_exercise", "estimated_seconds"]
 
@@ -107,9 +109,12 @@ def plan(config: Config) -> LlamaPlan:
     if config.device in ("CSX", "auto"):
         missing = cs3_node(config.modelzoo_dir)
         if not missing and config.model_size in ("auto", "7b"):
-            return LlamaPlan("cs3", "the CS-3, with the course's `cszoo fit configs/params_llama2_7b.yaml`",
-                           "device={!r}, and cszoo and the modelzoo's LLaMA are here".format(config.device),
-                           device="CSX")
+            more = release_lines(modelzoo_root(config.modelzoo_dir)) + cluster_lines(
+                config, config.batch_size or COURSE["batch_size"])
+            return LlamaPlan("cs3", "the CS-3{}, with the course's `cszoo fit configs/params_llama2_7b.yaml`".format(
+                "" if config.num_csx == 1 else " x {} (data parallel)".format(config.num_csx)),
+                "device={!r}, and cszoo and the modelzoo's LLaMA are here".format(config.device),
+                device="CSX", more=more)
         if config.device == "CSX":
             problem = "; ".join(missing) or "model_size = {!r}: the CS-3 path trains the course's 7b".format(
                 config.model_size)

@@ -12,6 +12,7 @@ from typing import Any, Dict
 from labkit.accelerator import PRECISIONS
 from labkit.llm import MODEL_SIZES
 from labkit.params import PATH, Config, Param, Spec, existing_file, folder_path
+from labkit.testbeds.cerebras.cluster import CS3_PARAMS
 
 __all__ = ["SPEC", "EXERCISE", "COURSE", "PORTABLE_DEFAULTS", "PORTABLE_SIZE", "MAX_STEPS", "LONG_RUN_SECONDS",
            "effective"]
@@ -73,6 +74,7 @@ SPEC = Spec(
     Param("params_template", PATH, None, "params YAML to start from (the course's, when None)", optional=True,
           check=existing_file),
     Param("model_dir", str, "model_dir_llama2_7b", "where cszoo fit writes checkpoints (the course's folder)"),
+    *CS3_PARAMS,
     Param("allow_long_run", bool, False, "allow a portable run estimated to take over 2 hours"),
     checks=[_log_within_steps],
 )
