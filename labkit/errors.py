@@ -30,7 +30,7 @@ is raised; by module (built-in base in brackets):
 * files: ``Busy`` [RuntimeError] (another writer holds the path) and ``NotAFile`` [ValueError] (a
   folder, FIFO or device given as a file) (files);
 * grading: ``RubricError`` [ValueError] (grading.checks.rubric), ``LandlockError`` [OSError]
-  (grading.sandbox.landlock).
+  (grading.sandbox.landlock), ``NotEnoughSpace`` [RuntimeError] (grading.sandbox.disk).
 
 Not an error: :class:`labkit.interrupts.Interrupted` is a ``KeyboardInterrupt`` (a run stopped
 by the student), so that ``except Exception`` never swallows a stop; it is shown as one line too.

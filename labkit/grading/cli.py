@@ -68,6 +68,9 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
                         help="processes and threads a kernel may have (default 128)")
     parser.add_argument("--file-size", type=_positive(float, "--file-size"), default=64.0, metavar="MB",
                         help="largest file a kernel may write (default 64)")
+    parser.add_argument("--disk", type=_positive(float, "--disk"), default=1024.0, metavar="MB",
+                        help="disk a submission's run folder may hold: its files, what its kernel writes, its log "
+                             "(default 1024)")
     parser.add_argument("--isolation", choices=("bwrap", "unshare", "rlimits", "none"), default=None,
                         help="sandbox level (default: the strongest that works here; 'none': unconfined)")
     parser.add_argument("--allow-unconfined", action="store_true",
@@ -167,7 +170,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     limits = levels.Limits(notebook_s=args.timeout, cell_s=args.cell_timeout or min(120.0, args.timeout),
                             memory_bytes=int(args.memory * (1 << 30)), nproc=args.processes,
-                            fsize_bytes=int(args.file_size * (1 << 20)))
+                            fsize_bytes=int(args.file_size * (1 << 20)), disk_bytes=int(args.disk * (1 << 20)))
 
     def show(result: Dict[str, Any]) -> None:
         print("{:<24} {:>6g} / {:<6g} {:<12} {}{}".format(result["student"], result.get("total", 0),
