@@ -302,7 +302,8 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     grader_dir = os.path.join(job["run_dir"], "grader")
     os.makedirs(grader_dir, mode=0o700, exist_ok=True)
     # Everything the kernel writes lies in its share: its copy of the submission, its connection files, its log.
-    share = disk.Share(os.path.join(job["run_dir"], "share"), limits.disk_bytes, os.path.join(grader_dir, "kernel.log"))
+    log = os.path.join(grader_dir, "kernel.log")
+    share = disk.Share(os.path.join(job["run_dir"], "share"), limits.disk_bytes, log)
     try:
         return _grade(job, share.open(), limits, grader_dir)
     finally:
@@ -323,7 +324,8 @@ def _grade(job: Dict[str, Any], share: disk.Share, limits: levels.Limits, grader
     try:
         if job.get("problem"):
             raise ValueError(job["problem"])
-        local_nb = _copy_submission(job["source"], job["notebook"], workdir, limits.submission_bytes, limits.disk_bytes)
+        local_nb = _copy_submission(job["source"], job["notebook"], workdir, limits.submission_bytes,
+                                    limits.disk_bytes)
         submitted = nbformat.read(local_nb, as_version=4)
     except Exception as exc:
         outcome = ExecutionOutcome("unreadable", "the submission could not be read: {}".format(str(exc)[:300]))

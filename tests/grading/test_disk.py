@@ -125,7 +125,8 @@ def test_a_submission_over_its_share_fails_alone_and_the_grading_disk_keeps_room
         with open(str(out / "feedback" / "hostile.html")) as f:
             feedback = f.read()
     assert results["hostile"]["status"] == "disk limit", results["hostile"]
-    sentence = "used more than 8.0 MB of disk in its run folder; the limit is 8.0 MB a submission (labkit grade --disk)"
+    sentence = ("used more than 8.0 MB of disk in its run folder; the limit is 8.0 MB a submission "
+                "(labkit grade --disk)")
     assert results["hostile"]["reason"] == sentence
     assert gradebook["hostile"]["status"] == "disk limit" and sentence in gradebook["hostile"]["reason"]
     assert "used more than 8.0 MB of disk in its run folder" in feedback

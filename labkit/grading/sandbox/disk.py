@@ -148,8 +148,8 @@ def _mount_image(folder: str, image: str, size: int) -> bool:
         finally:
             os.close(fd)
         # no journal, no reserved blocks, lazy inode tables: made in milliseconds, every block the kernel's
-        for command in (["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard",
-                         image], ["mount", "-o", "loop,nosuid,nodev", image, folder]):
+        mkfs = ["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard", image]
+        for command in (mkfs, ["mount", "-o", "loop,nosuid,nodev", image, folder]):
             subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
     except (OSError, subprocess.SubprocessError):
         with suppress(OSError):
@@ -233,9 +233,9 @@ def check_space(out_dir: str, workers: int, limit: int, fsize: int, output: int,
             where = " and ".join("{} ({})".format(n, "the run folders" if n == runs else "the output folder")
                                  for n in names)
             raise NotEnoughSpace(
-                "not enough free space to grade: {} has {} free and needs {} ({} worker{} x {} each: a disk share of {} "
-                "(--disk), the kernel's log and the executed notebook{}); free some space, lower --workers or --disk, "
-                "or set TMPDIR to a larger disk".format(
+                "not enough free space to grade: {} has {} free and needs {} ({} worker{} x {} each: a disk share "
+                "of {} (--disk), the kernel's log and the executed notebook{}); free some space, lower --workers or "
+                "--disk, or set TMPDIR to a larger disk".format(
                     where, _size(free), _size(need), workers, "s" if workers != 1 else "", _size(per_run),
                     _size(limit) if limit else "none", ", plus {} for the gradebook".format(_size(OUT_MARGIN))
                     if out_dir in names else ""))
