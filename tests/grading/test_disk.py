@@ -26,6 +26,7 @@ from labkit.grading.reports.gradebook import read_gradebook
 from labkit.grading.runner import _copy_submission
 from labkit.grading.sandbox import disk, levels
 from tests.faults import small_disk
+from tests.grading.conftest import level_id
 from tests.grading import notebooks as N
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -106,9 +107,12 @@ THREE_SHARES = ("import time\nfor i in range(24):\n    with open('junk%d.bin' % 
 
 
 @pytest.mark.timing
+@pytest.mark.parametrize("level", [level for level in levels.LEVELS if level != "none"], ids=level_id)
 @pytest.mark.parametrize("how", ["mounted", "watched"])
-def test_a_submission_over_its_share_fails_alone_and_the_grading_disk_keeps_room(how, alone, short_folder,
-                                                                                  monkeypatch):
+def test_a_submission_over_its_share_fails_alone_and_the_grading_disk_keeps_room(how, level, alone, short_folder,
+                                                                                  monkeypatch, request):
+    if level == "bwrap":
+        request.getfixturevalue("bubblewrap")
     if how == "watched":
         monkeypatch.setenv("LABKIT_DISK_MOUNT", "off")
     hostile = FILL_FOREVER if how == "mounted" else THREE_SHARES
@@ -120,7 +124,7 @@ def test_a_submission_over_its_share_fails_alone_and_the_grading_disk_keeps_room
         N.write(N.homework(extra=[new_code_cell(hostile)]), subs / "hostile.ipynb")
         monkeypatch.setattr(tempfile, "tempdir", str(runs))  # every run folder on the small disk too
         with LeastFree(place) as least:
-            results = grade_class(str(subs), RUBRIC, str(out), workers=2, limits=LIMITS)
+            results = grade_class(str(subs), RUBRIC, str(out), workers=2, limits=LIMITS, level=level)
         gradebook = rows(out)
         with open(str(out / "feedback" / "hostile.html")) as f:
             feedback = f.read()
