@@ -29,7 +29,7 @@ import shutil
 import sys
 from typing import Any, Dict, List, Optional
 
-from labkit.grading.sandbox import levels, slots
+from labkit.grading.sandbox import disk, levels, slots
 
 __all__ = ["register", "main"]
 
@@ -143,6 +143,9 @@ def levels_report(chosen: Optional[str] = None, allow_unconfined: bool = False) 
     lines.append("")
     lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] for row in rows]
     lines.append("Every level: kill -9 of labkit grade leaves no kernel; rlimits (memory, file size, CPU, processes).")
+    lines.append("Every level: a disk share per run (--disk): {}.".format(
+        "its own file system (a loop-mounted ext4 image)" if disk.mountable() else
+        "a folder measured every 0.2 s (its own file system needs root, mkfs.ext4, mount, LABKIT_DISK_MOUNT unset)"))
     level = chosen or levels.best_level()
     why = "" if allow_unconfined else levels.refusal(level)
     if not levels.level_available(level):

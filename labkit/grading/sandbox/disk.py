@@ -26,8 +26,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from labkit.errors import LabkitError
 
-__all__ = ["Share", "NotEnoughSpace", "POLL_S", "MIB", "folder_bytes", "check_space", "space_needed",
-           "remove_run_folder", "unmount_below"]
+__all__ = ["Share", "NotEnoughSpace", "POLL_S", "MIB", "OUT_MARGIN", "folder_bytes", "check_space", "space_needed",
+           "remove_run_folder", "unmount_below", "mountable"]
 
 MIB = 1 << 20
 #: How often a running share is measured (seconds).
@@ -79,7 +79,7 @@ class Share:
     def open(self) -> "Share":
         """Make the folder; as root, mount a file system of the share's size on it."""
         os.makedirs(self.path, mode=0o711, exist_ok=True)
-        if self.limit and _mountable():
+        if self.limit and mountable():
             self.mounted = _mount_image(self.path, self.image, self.limit + _room(self.limit))
             self._empty = self.used() if self.mounted else 0
         os.chmod(self.path, 0o711)  # the run's uid passes through to its folders, lists nothing here
@@ -134,7 +134,9 @@ class Share:
             os.unlink(self.image)
 
 
-def _mountable() -> bool:
+def mountable() -> bool:
+    """Whether shares are mounted here (root, ``mkfs.ext4`` and ``mount``, not ``LABKIT_DISK_MOUNT=off``);
+    a mount that still fails (no loop device) leaves that run's share watched."""
     return (os.geteuid() == 0 and os.environ.get("LABKIT_DISK_MOUNT", "").lower() not in ("0", "off", "no", "false")
             and bool(shutil.which("mkfs.ext4")) and bool(shutil.which("mount")))
 
