@@ -11,6 +11,7 @@ image per run, as root) and watched (``LABKIT_DISK_MOUNT=off``, as a grader that
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -250,3 +251,14 @@ def test_a_hand_in_with_links_and_a_fifo_is_graded_as_without_them(tmp_path, alo
     result = results["honest_a"]
     assert result["status"] == "ok" and "unreadable" not in result["reason"], result
     assert scores(result) == scores(alone["honest_a"]) and result["total"] == 9.0
+
+
+@pytest.mark.parametrize("mount", ["", "off"])
+def test_check_says_how_the_share_is_enforced_here(mount):
+    env = dict(os.environ, LABKIT_DISK_MOUNT=mount)
+    done = subprocess.run([os.path.join(sys.prefix, "bin", "labkit"), "grade", "--check"], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    line = [x for x in done.stdout.splitlines() if x.startswith("Every level: a disk share per run (--disk): ")]
+    mounted = os.geteuid() == 0 and not mount and shutil.which("mkfs.ext4") is not None
+    assert line and ("its own file system" if mounted else "a folder measured every 0.2 s") in line[0], done.stdout
