@@ -35,7 +35,6 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from labkit import results
 from labkit.files import write_atomic
 from labkit.grading.sandbox import disk, levels
-from labkit.grading.sandbox.landlock import inside
 from labkit.grading.sandbox.slots import cgroup_command, kill_cgroup_processes, kill_uid
 from labkit.grading.sandbox.trusted import drop_escapes, record_refusal
 from labkit.grading.checks.duplicates import record_fingerprints
@@ -234,9 +233,9 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: levels.Limit
 def _copy_submission(source: str, notebook: str, workdir: str, max_bytes: int, share_bytes: int = 0) -> str:
     """Copy a notebook (or a student folder) into ``workdir``; return the notebook's new path.
 
-    A folder's regular files are sized and copied without following a link; a link that stays inside the
-    folder is copied as that link (never read), any other link and every FIFO, socket or device is left
-    out unopened, as if it were not there.
+    A folder's regular files are sized and copied without following a link; a link is copied as that link,
+    never read nor counted (dangling, a loop, out of the folder: what trusted code later reads through one is
+    refused with the reason); FIFOs, sockets and devices are left out unopened.
     """
     if not os.path.isdir(source):
         folders, files, links = [], [("", os.lstat(source).st_size)], []
@@ -264,9 +263,8 @@ def _copy_submission(source: str, notebook: str, workdir: str, max_bytes: int, s
 
 
 def _contents(folder: str) -> Tuple[List[str], List[Tuple[str, int]], List[Tuple[str, str]]]:
-    """Every folder, (path, size) of every regular file and (path, target) of every link that stays inside
-    ``folder``, paths relative to it; folders through links are not entered (``os.walk`` does not follow them)."""
-    real = os.path.realpath(folder)
+    """Every folder, (path, size) of every regular file and (path, target) of every link in ``folder``, paths
+    relative to it; folders through links are not entered (``os.walk`` does not follow them)."""
     folders: List[str] = []
     files: List[Tuple[str, int]] = []
     links: List[Tuple[str, str]] = []
@@ -280,10 +278,7 @@ def _contents(folder: str) -> Tuple[List[str], List[Tuple[str, int]], List[Tuple
             elif stat.S_ISREG(info.st_mode):
                 files.append((rel, info.st_size))
             elif stat.S_ISLNK(info.st_mode):
-                points_to = os.readlink(path)
-                # relative, and inside however it resolves (a dangling or looping link too: never read)
-                if not os.path.isabs(points_to) and inside(os.path.realpath(path), real):
-                    links.append((rel, points_to))
+                links.append((rel, os.readlink(path)))
     return folders, files, links
 
 

@@ -212,7 +212,7 @@ def hand_in_with_links(folder: Path, outside: Path) -> Path:
     N.write(N.homework(), folder / "homework.ipynb")
     (folder / "logs").mkdir()
     (folder / "logs" / "run1.log").write_text("step 1\n")
-    os.symlink("run1.log", str(folder / "logs" / "latest.log"))  # inside: kept as a link
+    os.symlink("run1.log", str(folder / "logs" / "latest.log"))
     os.symlink("missing.txt", str(folder / "dangling"))
     os.symlink("loop_b", str(folder / "loop_a"))
     os.symlink("loop_a", str(folder / "loop_b"))
@@ -238,11 +238,16 @@ def test_links_and_fifos_in_a_hand_in_are_neither_followed_nor_counted(tmp_path)
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     assert notebook == str(work / "homework.ipynb") and os.path.isfile(notebook)
-    assert sorted(os.listdir(str(work))) == ["dangling", "homework.ipynb", "logs", "loop_a", "loop_b"]
-    assert sorted(os.listdir(str(work / "logs"))) == ["latest.log", "run1.log"]
-    assert os.readlink(str(work / "logs" / "latest.log")) == "run1.log"
+    # every link kept as that link (never read, never counted), the FIFO left out
+    assert sorted(os.listdir(str(work))) == ["big.bin", "dangling", "homework.ipynb", "logs", "loop_a", "loop_b",
+                                             "outside_folder"]
+    assert sorted(os.listdir(str(work / "logs"))) == ["latest.log", "relative_out.bin", "run1.log"]
+    links = {name: os.readlink(str(work / name)) for name in ("big.bin", "dangling", "loop_a", "loop_b",
+                                                              "outside_folder", "logs/latest.log",
+                                                              "logs/relative_out.bin")}
+    assert links == {name: os.readlink(str(source / name)) for name in links}
     assert (work / "logs" / "latest.log").read_text() == "step 1\n"
-    assert os.readlink(str(work / "dangling")) == "missing.txt" and os.readlink(str(work / "loop_a")) == "loop_b"
+    assert sum(f.stat().st_size for f in work.rglob("*") if f.is_file() and not f.is_symlink()) < MB
 
 
 def test_a_hand_in_with_links_and_a_fifo_is_graded_as_without_them(tmp_path, alone):
