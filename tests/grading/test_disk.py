@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -207,7 +208,7 @@ def test_free_space_is_counted_per_file_system(tmp_path):
 
 def hand_in_with_links(folder: Path, outside: Path) -> Path:
     """A student folder with the homework, an internal link, and every link and special file that must change
-    nothing: dangling, a loop, a large file and a folder outside, a FIFO."""
+    nothing: dangling, a loop, a large file and a folder outside, a FIFO, a device (as root)."""
     folder.mkdir(parents=True)
     N.write(N.homework(), folder / "homework.ipynb")
     (folder / "logs").mkdir()
@@ -223,6 +224,8 @@ def hand_in_with_links(folder: Path, outside: Path) -> Path:
     os.symlink("../../outside/big.bin", str(folder / "logs" / "relative_out.bin"))
     os.symlink(str(outside), str(folder / "outside_folder"))
     os.mkfifo(str(folder / "logs" / "pipe"))
+    if os.geteuid() == 0:  # /dev/zero's twin: a copy that opened it would never end
+        os.mknod(str(folder / "logs" / "zero"), stat.S_IFCHR | 0o600, os.makedev(1, 5))
     return folder
 
 
