@@ -106,7 +106,11 @@ class Share:
         return self.over
 
     def watch(self, stop: Callable[[], None]) -> None:
-        """Measure every :data:`POLL_S` s in a thread; call ``stop()`` (kill the run) whenever it is over."""
+        """Measure every :data:`POLL_S` s in a thread; call ``stop()`` (kill the run) whenever it is over.
+        Without a limit nothing is watched (:meth:`measure` at the end still gives the peak)."""
+        if not self.limit:
+            return
+
         def loop() -> None:
             while not self._done.wait(POLL_S):
                 if self.measure():
