@@ -33,7 +33,7 @@ is raised; by module (built-in base in brackets):
 * other packages: ``UpstreamChanged`` [ImportError] (a release of nbclient or jupyter_client changed a
   method labkit run overrides) (execute.upstream);
 * grading: ``RubricError`` [ValueError] (grading.checks.rubric), ``LandlockError`` [OSError]
-  (grading.sandbox.landlock).
+  (grading.sandbox.landlock), ``NotEnoughSpace`` [RuntimeError] (grading.sandbox.disk).
 
 Not an error: :class:`labkit.interrupts.Interrupted` is a ``KeyboardInterrupt`` (a run stopped
 by the student), so that ``except Exception`` never swallows a stop; it is shown as one line too.

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labkit.files import NotAFile, regular_file, write_atomic
-from labkit.grading.sandbox import levels, slots
+from labkit.grading.sandbox import disk, levels, slots
 from labkit.grading.reports.class_page import class_data, class_html
 from labkit.grading.checks.duplicates import file_fingerprints, find_duplicates, gradebook_note, handout_hashes
 from labkit.grading.checks.duplicates import groups as duplicate_groups
@@ -265,6 +265,8 @@ def grade_class(submissions: str, rubric_path: str, out_dir: str, workers: int =
         raise RuntimeError("isolation level {!r} does not work on this machine".format(level))
     if executor == "local" and not allow_unconfined and levels.refusal(level):
         raise RuntimeError(levels.refusal(level))
+    if executor == "local":
+        disk.check_space(out_dir, workers, limits.disk_bytes, limits.fsize_bytes, limits.output_bytes)
     preferred = os.path.basename(rubric.template_path) if rubric.template_path else None
     subs = find_submissions(submissions, preferred)
     if only:
@@ -363,14 +365,14 @@ def _run_local(pending: List[Dict[str, Any]], rubric: Any, workers: int, out_dir
                 running.remove(item)
                 result = _store_executed(collect_job(item, timed_out, rubric), out_dir)
                 if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):  # set it to inspect a run's kernel.log
-                    shutil.rmtree(item.job["run_dir"], ignore_errors=True)
+                    disk.remove_run_folder(item.job["run_dir"])
                 finished(item.job, result)
     finally:
         for item in running:  # interrupted: stop what runs; the state keeps what finished
             kill_job(item)
         signal.signal(signal.SIGTERM, previous_term)
         if not os.environ.get("LABKIT_GRADE_KEEP_RUNS"):
-            shutil.rmtree(workroot, ignore_errors=True)
+            disk.remove_run_folder(workroot)
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
@@ -479,7 +481,7 @@ def new_workroot() -> str:
     for name in os.listdir(tmp):
         match = re.match(r"^labkit-grade-(\d+)-", name)
         if match and not _pid_alive(int(match.group(1))):
-            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+            disk.remove_run_folder(os.path.join(tmp, name))
     slots.remove_stale_cgroups(_pid_alive)
     workroot = tempfile.mkdtemp(prefix="labkit-grade-{}-".format(os.getpid()))
     os.chmod(workroot, 0o711)  # run uids may pass through to their own folder, not list the others
@@ -574,7 +576,7 @@ def grade_on_worker(job: Dict[str, Any]) -> Dict[str, Any]:
     finally:
         if item is not None and item.proc.poll() is None:  # the task itself was cancelled
             kill_job(item)
-        shutil.rmtree(workroot, ignore_errors=True)
+        disk.remove_run_folder(workroot)
     result["host"] = host
     result["slurm_job"] = os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID") or ""
     return result

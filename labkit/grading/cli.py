@@ -32,7 +32,7 @@ import shutil
 import sys
 from typing import Any, Dict, List, Optional
 
-from labkit.grading.sandbox import levels, slots
+from labkit.grading.sandbox import disk, levels, slots
 
 __all__ = ["register", "main"]
 
@@ -79,6 +79,9 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
                         help="processes and threads a kernel may have (default 128)")
     parser.add_argument("--file-size", type=_positive(float, "--file-size", 1 << 30), default=64.0, metavar="MB",
                         help="largest file a kernel may write (default 64)")
+    parser.add_argument("--disk", type=_positive(float, "--disk"), default=1024.0, metavar="MB",
+                        help="disk a submission's run folder may hold: its files, what its kernel writes, its log "
+                             "(default 1024)")
     parser.add_argument("--isolation", choices=("bwrap", "unshare", "rlimits", "none"), default=None,
                         help="sandbox level (default: the strongest that works here; 'none': unconfined)")
     parser.add_argument("--allow-unconfined", action="store_true",
@@ -151,6 +154,9 @@ def levels_report(chosen: Optional[str] = None, allow_unconfined: bool = False) 
     lines.append("")
     lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] for row in rows]
     lines.append("Every level: kill -9 of labkit grade leaves no kernel; rlimits (memory, file size, CPU, processes).")
+    lines.append("Every level: a disk share per run (--disk): {}.".format(
+        "its own file system (a loop-mounted ext4 image)" if disk.mountable() else
+        "a folder measured every 0.2 s (its own file system needs root, mkfs.ext4, mount, LABKIT_DISK_MOUNT unset)"))
     level = chosen or levels.best_level()
     why = "" if allow_unconfined else levels.refusal(level)
     if not levels.level_available(level):
@@ -178,7 +184,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     limits = levels.Limits(notebook_s=args.timeout, cell_s=args.cell_timeout or min(120.0, args.timeout),
                             memory_bytes=int(args.memory * (1 << 30)), nproc=args.processes,
-                            fsize_bytes=int(args.file_size * (1 << 20)))
+                            fsize_bytes=int(args.file_size * (1 << 20)), disk_bytes=int(args.disk * (1 << 20)))
 
     def show(result: Dict[str, Any]) -> None:
         print("{:<24} {:>6g} / {:<6g} {:<12} {}{}".format(result["student"], result.get("total", 0),

@@ -13,12 +13,14 @@ import asyncio
 import json
 import os
 import shutil
+import signal
+import stat
 import sys
 import time
 import traceback
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 # jsonschema's optional IRI format checker imports rfc3987_syntax, which compiles a grammar
 # for about 4 s on import; notebook validation never uses that format. Every worker pays for
@@ -32,7 +34,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from labkit import results
 from labkit.files import write_atomic
-from labkit.grading.sandbox import levels
+from labkit.grading.sandbox import disk, levels
 from labkit.grading.sandbox.slots import cgroup_command, kill_cgroup_processes, kill_uid
 from labkit.grading.sandbox.trusted import drop_escapes, record_refusal
 from labkit.grading.checks.duplicates import record_fingerprints
@@ -159,8 +161,10 @@ def _first_error(nb: Any) -> Optional[str]:
 
 
 def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: levels.Limits, level: str,
-                      uid: Optional[int], hidden: List[str], log_path: str, cgroups: List[str] = ()) -> ExecutionOutcome:
-    """Execute ``nb`` in place (outputs already cleared) in a sandboxed kernel."""
+                      uid: Optional[int], hidden: List[str], log_path: str, cgroups: List[str] = (),
+                      share: Optional[disk.Share] = None) -> ExecutionOutcome:
+    """Execute ``nb`` in place (outputs already cleared) in a sandboxed kernel; a run whose ``share`` holds more
+    than its limit is stopped, all its processes killed, and ends as ``disk limit``."""
     import zmq
 
     km = SandboxKernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(conn_dir, "k"),
@@ -199,40 +203,83 @@ def execute_sandboxed(nb: Any, workdir: str, conn_dir: str, limits: levels.Limit
                 await km.shutdown_kernel(now=True)
             log.close()
 
-    outcome = asyncio.run(run())
+    def stop() -> None:  # from the share's thread: the kernel's process group, then what left it
+        process = getattr(km.provisioner, "process", None)
+        if process is not None:
+            with suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
+        if uid is not None:
+            kill_uid(uid)
+        kill_cgroup_processes(cgroups)
+
+    if share is not None:
+        share.watch(stop)
+    try:
+        outcome = asyncio.run(run())
+    finally:
+        if share is not None:
+            share.stop_watching()
     outcome.error = _first_error(nb)
     outcome.dropped_bytes = client.dropped_bytes
     outcome.cells_s = client.cells_s
     if outcome.status == "ok" and outcome.error:
         outcome.status = "error"
         outcome.reason = "a cell raised an error ({})".format(outcome.error)
+    if share is not None and share.measure():  # measured once more: a run may end between two looks
+        outcome.status, outcome.reason = "disk limit", share.reason()
     return outcome
 
 
-def _copy_submission(source: str, notebook: str, workdir: str, max_bytes: int) -> str:
-    """Copy a notebook (or a student folder) into ``workdir``; return the notebook's new path."""
-    if os.path.isdir(source):
-        total = sum(os.path.getsize(os.path.join(top, name))
-                    for top, _dirs, names in os.walk(source) for name in names)
-        if total > max_bytes:
-            raise ValueError("the submission is {} bytes, over the {} byte limit".format(total, max_bytes))
-        for name in os.listdir(source):
-            src = os.path.join(source, name)
-            dst = os.path.join(workdir, name)
-            if os.path.isdir(src) and not os.path.islink(src):
-                shutil.copytree(src, dst, symlinks=True, ignore=_special_files)
-            elif os.path.isfile(src) and not os.path.islink(src):
-                shutil.copy2(src, dst)
-        return os.path.join(workdir, os.path.relpath(notebook, source))
-    if os.path.getsize(source) > max_bytes:
-        raise ValueError("the notebook is {} bytes, over the {} byte limit".format(os.path.getsize(source), max_bytes))
-    return shutil.copy2(source, workdir)  # the copy's path
+def _copy_submission(source: str, notebook: str, workdir: str, max_bytes: int, share_bytes: int = 0) -> str:
+    """Copy a notebook (or a student folder) into ``workdir``; return the notebook's new path.
+
+    A folder's regular files are sized and copied without following a link; a link is copied as that link,
+    never read nor counted (dangling, a loop, out of the folder: what trusted code later reads through one is
+    refused with the reason); FIFOs, sockets and devices are left out unopened.
+    """
+    if not os.path.isdir(source):
+        folders, files, links = [], [("", os.lstat(source).st_size)], []
+    else:
+        folders, files, links = _contents(source)
+    total = sum(size for _path, size in files)
+    what = "submission" if os.path.isdir(source) else "notebook"
+    if total > max_bytes:
+        raise ValueError("the {} is {} bytes, over the {} byte limit".format(what, total, max_bytes))
+    if share_bytes and total > share_bytes:
+        raise ValueError("the {} is {} bytes, more than its disk share of {} bytes (--disk)".format(
+            what, total, share_bytes))
+    if not os.path.isdir(source):
+        return shutil.copy2(source, workdir)  # the copy's path
+    for rel in folders:
+        os.makedirs(os.path.join(workdir, rel), exist_ok=True)
+    for rel, _size in files:
+        target = os.path.join(workdir, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy2(os.path.join(source, rel), target, follow_symlinks=False)
+    for rel, points_to in links:
+        os.makedirs(os.path.dirname(os.path.join(workdir, rel)), exist_ok=True)
+        os.symlink(points_to, os.path.join(workdir, rel))
+    return os.path.join(workdir, os.path.relpath(notebook, source))
 
 
-def _special_files(folder: str, names: List[str]) -> List[str]:
-    """FIFOs, sockets and devices in a handed-in folder: not copied (they have no bytes to grade)."""
-    return [n for n in names if not os.path.islink(os.path.join(folder, n))
-            and not os.path.isdir(os.path.join(folder, n)) and not os.path.isfile(os.path.join(folder, n))]
+def _contents(folder: str) -> Tuple[List[str], List[Tuple[str, int]], List[Tuple[str, str]]]:
+    """Every folder, (path, size) of every regular file and (path, target) of every link in ``folder``, paths
+    relative to it; folders through links are not entered (``os.walk`` does not follow them)."""
+    folders: List[str] = []
+    files: List[Tuple[str, int]] = []
+    links: List[Tuple[str, str]] = []
+    for top, dirs, names in os.walk(folder):
+        for name in dirs + names:
+            path = os.path.join(top, name)
+            rel = os.path.relpath(path, folder)
+            info = os.lstat(path)
+            if stat.S_ISDIR(info.st_mode):
+                folders.append(rel)
+            elif stat.S_ISREG(info.st_mode):
+                files.append((rel, info.st_size))
+            elif stat.S_ISLNK(info.st_mode):
+                links.append((rel, os.readlink(path)))
+    return folders, files, links
 
 
 def _chown_tree(path: str, uid: Optional[int]) -> None:
@@ -246,21 +293,34 @@ def _chown_tree(path: str, uid: Optional[int]) -> None:
 
 def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     """Grade one submission described by ``job`` (see ``labkit.grading.batch``); return the result."""
+    limits = levels.Limits(**job["limits"])
+    grader_dir = os.path.join(job["run_dir"], "grader")
+    os.makedirs(grader_dir, mode=0o700, exist_ok=True)
+    # Everything the kernel writes lies in its share: its copy of the submission, its connection files, its log.
+    log = os.path.join(grader_dir, "kernel.log")
+    share = disk.Share(os.path.join(job["run_dir"], "share"), limits.disk_bytes, log)
+    try:
+        return _grade(job, share.open(), limits, grader_dir)
+    finally:
+        share.close()
+
+
+def _grade(job: Dict[str, Any], share: disk.Share, limits: levels.Limits, grader_dir: str) -> Dict[str, Any]:
     started = time.monotonic()
     run_dir = job["run_dir"]
-    workdir, conn_dir, grader_dir = (os.path.join(run_dir, name) for name in ("work", "conn", "grader"))
-    for path in (workdir, conn_dir, grader_dir):
+    workdir, conn_dir = (os.path.join(share.path, name) for name in ("work", "conn"))
+    for path in (workdir, conn_dir):
         os.makedirs(path, mode=0o700, exist_ok=True)
     os.makedirs(os.path.join(workdir, ".tmp", "matplotlib"), exist_ok=True)
     rubric: Rubric = load_rubric(job["rubric"])
-    limits = levels.Limits(**job["limits"])
     uid = job.get("uid")
     result: Dict[str, Any] = {"student": job["student"], "key": job["key"], "isolation": job.get("isolation", job["level"])}
 
     try:
         if job.get("problem"):
             raise ValueError(job["problem"])
-        local_nb = _copy_submission(job["source"], job["notebook"], workdir, limits.submission_bytes)
+        local_nb = _copy_submission(job["source"], job["notebook"], workdir, limits.submission_bytes,
+                                    limits.disk_bytes)
         submitted = nbformat.read(local_nb, as_version=4)
     except Exception as exc:
         outcome = ExecutionOutcome("unreadable", "the submission could not be read: {}".format(str(exc)[:300]))
@@ -285,7 +345,8 @@ def run_job(job: Dict[str, Any]) -> Dict[str, Any]:
     result["phases"] = {"prepare_s": round(time.monotonic() - started, 3)}
     executing = time.monotonic()
     outcome = execute_sandboxed(nb, workdir, conn_dir, limits, job["level"], uid, job.get("hidden", []),
-                                os.path.join(grader_dir, "kernel.log"), job.get("cgroups", []))
+                                os.path.join(grader_dir, "kernel.log"), job.get("cgroups", []), share)
+    result["disk_used_bytes"] = share.peak
     executed = os.path.join(grader_dir, "executed.ipynb")
     nbformat.write(nb, executed)
     fresh = _records(executed)

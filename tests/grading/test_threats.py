@@ -69,7 +69,7 @@ def build(subs: Path, grader_rows: bool) -> None:
     # Evidence paths leaving the submission (honest_b's true log, another student's file).
     other = str(subs / "honest_b" / "logs" / "run.log")
     student(subs, "path_parent", [logged_run("../honest_b/logs/run.log")])
-    student(subs, "path_parent_run", [logged_run("../../r1/work/logs/run.log")])
+    student(subs, "path_parent_run", [logged_run("../../../r1/share/work/logs/run.log")])
     student(subs, "path_absolute", [logged_run(other)])
     os.symlink(other, str(student(subs, "path_symlink", [logged_run("logs/other.log")]) / "logs" / "other.log"))
     os.symlink("/etc/passwd", str(student(subs, "path_passwd", [logged_run("logs/passwd.log")]) / "logs" / "passwd.log"))

@@ -42,6 +42,7 @@ class Limits:
     fsize_bytes: int = 64 << 20  # largest file the kernel may write
     output_bytes: int = 8 << 20  # outputs the grader keeps per notebook; the rest is dropped
     submission_bytes: int = 50 << 20  # largest submission (notebook + files) copied in
+    disk_bytes: int = 1 << 30  # what the run's folder may hold: the copy, what the kernel writes, its log (disk.py)
 
     def to_dict(self) -> Dict[str, float]:
         return dict(self.__dict__)
@@ -143,8 +144,10 @@ def launcher_command(limits: Limits, uid: Optional[int], parent: Optional[int] =
     # CPU seconds: a backstop a little above the notebook's wall-clock limit, for a kernel whose grader
     # vanished without taking it along
     cpu_s = int(limits.notebook_s * 1.1 + 30) if limits.notebook_s else 0
+    # no single file larger than the whole disk share either
+    fsize = min([b for b in (limits.fsize_bytes, limits.disk_bytes) if b] or [0])
     for flag, value in (("--memory", limits.memory_bytes), ("--nproc", limits.nproc),
-                        ("--fsize", limits.fsize_bytes), ("--cpu", cpu_s)):
+                        ("--fsize", fsize), ("--cpu", cpu_s)):
         if value:
             cmd += [flag, str(int(value))]
     if uid is not None:
