@@ -79,7 +79,7 @@ def register(subparsers: "argparse._SubParsersAction") -> None:
                         help="processes and threads a kernel may have (default 128)")
     parser.add_argument("--file-size", type=_positive(float, "--file-size", 1 << 30), default=64.0, metavar="MB",
                         help="largest file a kernel may write (default 64)")
-    parser.add_argument("--disk", type=_positive(float, "--disk"), default=1024.0, metavar="MB",
+    parser.add_argument("--disk", type=_positive(float, "--disk", 1 << 30), default=1024.0, metavar="MB",
                         help="disk a submission's run folder may hold: its files, what its kernel writes, its log "
                              "(default 1024)")
     parser.add_argument("--isolation", choices=("bwrap", "unshare", "rlimits", "none"), default=None,

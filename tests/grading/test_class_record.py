@@ -217,8 +217,8 @@ def test_a_rubric_that_is_a_folder_or_a_fifo_is_refused_unopened(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("option, value", [(o, v) for o in ("--timeout", "--cell-timeout", "--memory", "--file-size")
-                                           for v in ("nan", "inf", "0", "-5")] +
+@pytest.mark.parametrize("option, value", [(o, v) for o in ("--timeout", "--cell-timeout", "--memory", "--file-size",
+                                                             "--disk") for v in ("nan", "inf", "0", "-5")] +
                          [("--workers", "0"), ("--workers", "-5"), ("--workers", "100000"), ("--processes", "0")])
 def test_numbers_that_no_grading_could_use_are_refused_naming_the_option(tmp_path, capsys, option, value):
     subs = tmp_path / "subs"
