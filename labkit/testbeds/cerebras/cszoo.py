@@ -10,14 +10,16 @@ import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import yaml
 
+from labkit.interrupts import where
 from labkit.progress import bar
+from labkit.testbeds.cerebras.release import version_mismatch
 from labkit.testbeds.cerebras.stream import echo_above, step_of, stream_command, wsjob_of
 
-__all__ = ["CszooResult", "missing_data_dirs", "cancel_job", "run_cszoo"]
+__all__ = ["CszooResult", "missing_data_dirs", "cancel_job", "run_cszoo", "record_ending"]
 
 
 @dataclass
@@ -107,3 +109,25 @@ def run_cszoo(command: Sequence[str], cwd: str, log_path: str, steps: int,
         for message in result.messages:
             echo(message)
     return result
+
+
+def record_ending(run: Any, result: CszooResult, steps: Optional[int], log_path: str,
+                  echo: Callable[[str], None] = print) -> None:
+    """Add to ``run`` how its ``cszoo fit`` ended, when not well: interrupted (the wsjobs cancelled, the last
+    step logged) or failed (its status, and a client of another release than the cluster's in one sentence)."""
+    if result.interrupted:
+        cancelled = ("the wsjob {} was cancelled with csctl".format(", ".join(result.cancelled)) if result.cancelled
+                     else "no wsjob was cancelled ({})".format(" ".join(result.messages)))
+        # the log is the record: its last step may not have reached the progress bar before the interrupt
+        last = max(result.last_step, int(run.metrics.get("steps") or 0))
+        run.mark_interrupted(where(step=last or None, steps=steps),
+                             "{}; its numbers are those of the last step logged.".format(cancelled))
+        run.environment["cancelled_wsjobs"] = list(result.cancelled)
+    elif result.status != 0:
+        run.status = "failed"
+        run.notes.append("cszoo exited with status {}; the log is {}.".format(result.status, log_path))
+        with open(log_path, errors="replace") as f:
+            mismatch = version_mismatch(f.read())
+        if mismatch:
+            run.notes.append(mismatch)
+            echo(mismatch)

@@ -23,15 +23,13 @@ import yaml
 
 from labkit import bert
 from labkit.files import write_atomic
-from labkit.interrupts import where
 from labkit.params import ParameterError
 from labkit.results import Run
 from labkit.testbeds.cerebras import candidate_modelzoos
 from labkit.testbeds.cerebras.bert_large.metrics import read_log
 from labkit.testbeds.cerebras.bert_large.spec import DEFAULT_TEMPLATE, EXERCISE
 from labkit.testbeds.cerebras.cluster import cluster_flags, set_job_time
-from labkit.testbeds.cerebras.cszoo import missing_data_dirs, run_cszoo
-from labkit.testbeds.cerebras.release import version_mismatch
+from labkit.testbeds.cerebras.cszoo import missing_data_dirs, record_ending, run_cszoo
 from labkit.testbeds.cerebras.yaml_lines import put_scalar
 
 __all__ = ["BERT_DIR", "LABEL", "cs3_missing", "bert_dir", "check_cs3_template", "write_trainer_yaml", "cs3_command",
@@ -172,20 +170,7 @@ def run_on_cs3(config: Any, echo: Callable[[str], None] = print) -> Run:
                             "params_source": source, "params_changes": [list(c) for c in changes],
                             "command": command, "cwd": folder, "modelzoo_dir": root, "model_dir": model_dir,
                             "wsjob_ids": list(result.job_ids)})
-    if result.interrupted:
-        cancelled = ("the wsjob {} was cancelled with csctl".format(", ".join(result.cancelled)) if result.cancelled
-                     else "no wsjob was cancelled ({})".format(" ".join(result.messages)))
-        last = max(result.last_step, int(run.metrics.get("steps") or 0))
-        run.mark_interrupted(where(step=last or None, steps=config.max_steps),
-                             "{}; its numbers are those of the last step logged.".format(cancelled))
-    elif result.status != 0:
-        run.status = "failed"
-        run.notes.append("cszoo exited with status {}; the log is {}.".format(result.status, log_path))
-        with open(log_path, errors="replace") as f:
-            mismatch = version_mismatch(f.read())
-        if mismatch:
-            run.notes.append(mismatch)
-            echo(mismatch)
+    record_ending(run, result, config.max_steps, log_path, echo)
     return run
 
 

@@ -17,12 +17,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-from labkit.interrupts import where
 from labkit.results import Run
 from labkit.testbeds.cerebras import candidate_modelzoos
 from labkit.testbeds.cerebras.cluster import cluster_flags, set_job_time
-from labkit.testbeds.cerebras.cszoo import CszooResult, cancel_job, missing_data_dirs, run_cszoo
-from labkit.testbeds.cerebras.release import CHECKED_RELEASE, setup_commands, version_mismatch
+from labkit.testbeds.cerebras.cszoo import CszooResult, cancel_job, missing_data_dirs, record_ending, run_cszoo
+from labkit.testbeds.cerebras.release import CHECKED_RELEASE, setup_commands
 from labkit.testbeds.cerebras.yaml_lines import find_keys, key_paths, set_scalar
 from labkit.testbeds.cerebras.llama2_7b.metrics import read_log
 from labkit.testbeds.cerebras.llama2_7b.spec import EXERCISE
@@ -297,22 +296,7 @@ def run_on_cs3(config: Any, modelzoo_dir: Optional[str] = None, workdir: Optiona
     if _get(config, "model_size") not in (None, "7b", "auto"):
         run.notes.append("model_size = {!r} is for portable runs: the CS-3 trains the course's LLaMA-2-7B.".format(
             config.model_size))
-    if result.interrupted:
-        cancelled = ("the wsjob {} was cancelled with csctl".format(", ".join(result.cancelled)) if result.cancelled
-                     else "no wsjob was cancelled ({})".format(" ".join(result.messages)))
-        # the log is the record: its last step may not have reached the progress bar before the interrupt
-        last = max(result.last_step, int(run.metrics.get("steps") or 0))
-        run.mark_interrupted(where(step=last or None, steps=steps),
-                             "{}; its numbers are those of the last step logged.".format(cancelled))
-        run.environment["cancelled_wsjobs"] = list(result.cancelled)
-    elif result.status != 0:
-        run.status = "failed"
-        run.notes.append("cszoo exited with status {}; the log is {}.".format(result.status, log_path))
-        with open(log_path, errors="replace") as f:
-            mismatch = version_mismatch(f.read())
-        if mismatch:
-            run.notes.append(mismatch)
-            echo(mismatch)
+    record_ending(run, result, steps, log_path, echo)
     return run
 
 
