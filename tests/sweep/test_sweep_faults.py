@@ -40,9 +40,9 @@ def test_a_second_sweep_on_one_out_is_refused_while_the_first_runs_and_no_run_is
     first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         done = out / "runs" / "mode=ok__seed=0.json"
-        hanging = out / "runs" / "mode=hang__seed=0.running.ipynb"
         deadline = time.monotonic() + 180
-        while not (done.exists() and hanging.exists()):  # the first sweep is in its second run (60 s long)
+        # the first sweep is in its second run (60 s long): its notebook is being written to a temporary
+        while not (done.exists() and list((out / "runs").glob(".tmp-*mode=hang__seed=0*"))):
             assert first.poll() is None and time.monotonic() < deadline, "the first sweep never got to its 2nd run"
             time.sleep(0.2)
         before = _contents(out / "runs")
