@@ -84,3 +84,15 @@ def test_test_accuracy_is_the_mean_of_per_batch_accuracies(mnist):
                      for b in range(3)]  # 250 samples: three full batches, the last 10 dropped
     assert result.run.metrics["test_accuracy"] == pytest.approx(round(np.mean(per_batch), 4))
     assert result.run.metrics["test_throughput"] > 0
+
+
+def test_the_accuracy_line_says_when_it_was_measured_on_the_shipped_sample(tmp_path, capsys, monkeypatch):
+    """`make lab` shows this one line in a terminal; offline it is the sample's, and the line says so."""
+    monkeypatch.delenv("LABKIT_DATA_DIR", raising=False)
+    monkeypatch.setenv("LABKIT_CACHE_DIR", str(tmp_path / "cache"))
+    config = graphcore.SPEC.validate(dict(device="cpu", epochs=1, data_dir=str(tmp_path / "empty"),
+                                          device_iterations=5, max_train_samples=200, max_test_samples=100))
+    run = train(config, CPU, verbose=True)
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Accuracy on test set")]
+    assert said == ["Accuracy on test set: {:0.2f}% (labkit's shipped sample of 100 test digits: not comparable "
+                    "with full MNIST)".format(run.metrics["test_accuracy"])]

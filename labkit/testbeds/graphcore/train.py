@@ -130,7 +130,10 @@ def train(config: Config, device: Any, verbose: bool = True) -> Run:
     if run.status == "interrupted":
         say(history.interrupted)
     elif "test_accuracy" in run.metrics:  # absent when there was no test pass (a note says why)
-        say("Accuracy on test set: {:0.2f}%".format(result.test_accuracy))
+        # the line `make lab` shows in a terminal: on the shipped sample it says so itself, not only a note
+        on_sample = " (labkit's shipped sample of {:,} test digits: not comparable with full MNIST)".format(
+            sizes["test_samples"]) if sizes["data_source"] == "sample" else ""
+        say("Accuracy on test set: {:0.2f}%{}".format(result.test_accuracy, on_sample))
     for note in run.notes[len(notes):]:
         if not note.startswith("Interrupted "):  # said above, in one line
             say("Note: " + note)
