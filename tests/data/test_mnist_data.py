@@ -235,3 +235,16 @@ def test_one_truncated_file_in_the_cache_is_set_aside_alone(tmp_path, mirrors, r
     repaired = [n for n in result["notes"] if "Repaired the MNIST cache" in n]
     assert len(repaired) == 1 and "this bad file" in repaired[0] and "truncated" in repaired[0]
     assert str(victim) in repaired[0] and "kept the other files" in repaired[0]
+
+
+def test_a_full_disk_during_a_download_keeps_nothing_half_written(tmp_path, mirrors, monkeypatch):
+    from tests.faults import small_disk
+
+    monkeypatch.setattr(mnist, "MIRRORS", [mirrors["good"]])
+    with small_disk(tmp_path / "disk", kib=300) as disk:
+        data = load_mnist(disk)
+        assert data.source == "sample"
+        assert any("Downloading MNIST" in n and "No space left on device" in n for n in data.notes), data.notes
+        raw = disk / "MNIST" / "raw"
+        assert [p.name for p in raw.iterdir() if not p.name.startswith(".")] == []
+        assert leftovers(raw) == []
