@@ -78,8 +78,8 @@ test-kernels: $(STAMP)
 	$(PY) tests/golden/cpu_kernels.py
 
 # The lowest versions pyproject.toml declares for the libraries labkit calls most, in a venv of
-# their own made anew: torch, papermill, nbclient, openai and transformers at the serve floor, then
-# transformers and tokenizers at the bert/llm floor. tests/lowest_versions.py writes the pins.
+# their own made anew: torch, papermill, nbclient, openai and transformers at their floors, then
+# tokenizers at its floor too (transformers has one floor in every extra). tests/lowest_versions.py writes the pins.
 LOWEST_VENV ?= .venv-lowest
 LOWEST_PY := $(LOWEST_VENV)/bin/python
 LOWEST_TESTS := tests/serving tests/execute tests/sambanova/test_inference_client.py tests/llm tests/bert
@@ -87,13 +87,13 @@ LOWEST_TESTS := tests/serving tests/execute tests/sambanova/test_inference_clien
 LOWEST_DESELECT := --deselect tests/serving/test_server.py::test_ignore_eos_runs_a_sampled_completion_to_max_tokens
 # torch 2.0's wheels are built against NumPy 1.x and fail to import beside NumPy 2
 LOWEST_NUMPY := numpy<2
-LOWEST_SHOWN := torch|torchvision|transformers|tokenizers|papermill|nbformat|nbclient|openai|httpx|numpy
+LOWEST_SHOWN := torch|transformers|tokenizers|papermill|nbformat|nbclient|openai|httpx|numpy
 
 test-lowest:
 	rm -rf $(LOWEST_VENV)
 	$(PYTHON) -m venv $(LOWEST_VENV)
 	$(PYTHON) tests/lowest_versions.py --extra serve --extra inference \
-		torch torchvision transformers papermill nbformat nbclient openai httpx > $(LOWEST_VENV)/serve.txt
+		torch transformers papermill nbformat nbclient openai httpx > $(LOWEST_VENV)/serve.txt
 	echo '$(LOWEST_NUMPY)' >> $(LOWEST_VENV)/serve.txt
 	$(PYTHON) tests/lowest_versions.py --extra llm --extra bert torch transformers tokenizers > $(LOWEST_VENV)/llm.txt
 	echo '$(LOWEST_NUMPY)' >> $(LOWEST_VENV)/llm.txt
@@ -139,7 +139,9 @@ test-vendors:
 golden: $(STAMP)
 	$(PY) tests/golden/regenerate.py
 
+# The tutorial's loop reads MNIST through torchvision, which labkit itself does not need (extra bench).
 bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/mnist_train.py
 
 # The lab book in a real browser (tests/browser): Debian's chromium (apt-get, as root like the

@@ -49,6 +49,6 @@ def test_the_pins_for_this_pyproject():
                          universal_newlines=True, check=True).stdout
     pins = dict(line.split("==") for line in out.splitlines())
     assert set(pins) == {"torch", "transformers", "openai"}
-    # serve's floor is above llm's: pip can only install one transformers for both
+    # pip installs one transformers for both extras: the pin is the floor they declare
     assert pins["transformers"] == lowest_versions.floors(
         lowest_versions.PYPROJECT.read_text(encoding="utf-8"), ["serve"], ["transformers"])["transformers"]

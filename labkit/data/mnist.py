@@ -1,13 +1,17 @@
-"""MNIST for the Graphcore exercise: pre-staged IDX files, a locked torchvision download, or the shipped
-sample; every file checked. The order and the checks: docs/graphcore.md (Data).
+"""MNIST for the Graphcore exercise: pre-staged IDX files, a locked download from torchvision's mirrors
+(urllib, each file checked by SHA-256 before it is kept), or the shipped sample; every file checked.
+The order and the checks: docs/graphcore.md (Data).
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
 import os
 import time
+import urllib.error
+import urllib.request
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +22,7 @@ import numpy as np
 from labkit.data.cache import data_dir as resolve_data_dir
 from labkit.data.cache import locked
 from labkit.errors import LabkitError
+from labkit.files import produce_atomic
 
 __all__ = ["MnistData", "load_mnist", "MnistDataError", "SAMPLE_DIR", "MEAN", "STD"]
 
@@ -30,13 +35,19 @@ FILES = {
     "test_images": "t10k-images-idx3-ubyte",
     "test_labels": "t10k-labels-idx1-ubyte",
 }
-# MD5 of the uncompressed official files (gzip bytes differ between mirrors).
-OFFICIAL_MD5 = {
-    "train_images": "6bbc9ace898e44ae57da46a324031adb",
-    "train_labels": "a25bea736e30d166cdddb491f175f624",
-    "test_images": "2646ac647ad5339dbf082846283269ea",
-    "test_labels": "27ae3e4e09519cfbb04c329615203637",
+# SHA-256 of the uncompressed official files: the gzip bytes differ between mirrors and recompressions,
+# the IDX bytes do not. Computed from copies whose MD5s equal the official release's
+# (6bbc9ace..., a25bea73..., 2646ac64..., 27ae3e4e...): docs/graphcore.md (Data).
+OFFICIAL_SHA256 = {
+    "train_images": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+    "train_labels": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+    "test_images": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+    "test_labels": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
 }
+#: Where a download looks, in order (the mirrors torchvision's MNIST uses); each serves ``<name>.gz``.
+MIRRORS = ["https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"]
+#: Seconds a mirror may stay silent: a blocked network must fail, not hang a notebook.
+DOWNLOAD_TIMEOUT = 30
 FULL_COUNTS = {"train": 60000, "test": 10000}
 SAMPLE_DIR = Path(__file__).resolve().parent / "mnist_sample"
 
@@ -110,16 +121,19 @@ def _find(directory: Path) -> Optional[Dict[str, Path]]:
     return None
 
 
+def _check(key: str, path: Path, source: str) -> np.ndarray:
+    """One file's array, checked (a full-size file of full MNIST against the official SHA-256)."""
+    array, raw = read_idx(path)
+    official = source == "full" and len(array) == FULL_COUNTS[key.split("_")[0]]
+    if official and hashlib.sha256(raw).hexdigest() != OFFICIAL_SHA256[key]:
+        raise IdxError("{}: the right size, but its content differs from the official MNIST release "
+                       "(SHA-256 mismatch): the file is corrupted".format(path))
+    return array
+
+
 def _read_all(files: Dict[str, Path], source: str, location: str, notes: List[str]) -> MnistData:
-    """The four files, checked (full-size ones of full MNIST against the official MD5), as MnistData."""
-    arrays = {}
-    for key, path in files.items():
-        array, raw = read_idx(path)
-        official = source == "full" and len(array) == FULL_COUNTS[key.split("_")[0]]
-        if official and hashlib.md5(raw).hexdigest() != OFFICIAL_MD5[key]:
-            raise IdxError("{}: the right size, but its content differs from the official MNIST release "
-                           "(MD5 mismatch): the file is corrupted".format(path))
-        arrays[key] = array
+    """The four files, each checked, as MnistData."""
+    arrays = {key: _check(key, path, source) for key, path in files.items()}
     for split in ("train", "test"):
         images, labels = arrays[split + "_images"], arrays[split + "_labels"]
         if images.ndim != 3 or images.shape[1:] != (28, 28) or labels.ndim != 1 or len(images) != len(labels):
@@ -133,19 +147,61 @@ def _read_all(files: Dict[str, Path], source: str, location: str, notes: List[st
         source=source, location=location, notes=notes)
 
 
+def _set_aside_bad(files: Dict[str, Path]) -> List[str]:
+    """Move each file of the cache that fails its check to ``*.corrupt-<time>``, keeping the good ones
+    (one truncated file must not cost the other three downloads); say what moved where, and why."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    moved = []
+    for key, path in files.items():
+        try:
+            _check(key, path, "full")
+        except IdxError as exc:
+            target = path.with_name(path.name + ".corrupt-" + stamp)
+            os.replace(path, target)
+            moved.append("{} (kept as {})".format(exc, target.name))
+    return moved
+
+
+def _managed(directory: Path) -> Path:
+    """The folder labkit downloads into: torchvision's layout, so a cache it filled is found as it is."""
+    return directory / "MNIST" / "raw"
+
+
+def _unpack(url: str, key: str, temporary: str) -> None:
+    """Stream ``url`` (gzip) into ``temporary`` uncompressed; refuse it unless its SHA-256 is the official one."""
+    digest = hashlib.sha256()
+    with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response, \
+            gzip.GzipFile(fileobj=response) as unpacked, open(temporary, "wb") as out:
+        for chunk in iter(lambda: unpacked.read(1 << 20), b""):
+            digest.update(chunk)
+            out.write(chunk)
+    if digest.hexdigest() != OFFICIAL_SHA256[key]:
+        raise IdxError("{}: unpacked, its SHA-256 is {}, not the official MNIST release's {}".format(
+            url, digest.hexdigest(), OFFICIAL_SHA256[key]))
+
+
 def _download(directory: Path) -> None:
-    """torchvision's own download (mirrors, MD5 of the archives), into ``directory/MNIST/raw``."""
-    import socket
-
-    import torchvision
-
-    previous = socket.getdefaulttimeout()
-    socket.setdefaulttimeout(30)  # a blocked network must fail, not hang a notebook
-    try:
-        for train in (True, False):
-            torchvision.datasets.MNIST(str(directory), train=train, download=True)
-    finally:
-        socket.setdefaulttimeout(previous)
+    """Each of the four files missing from ``directory/MNIST/raw``, from the first mirror that serves it
+    whole and right; nothing is kept of a file that fails (truncated, refused by its hash)."""
+    folder = _managed(directory)
+    mirrors = list(MIRRORS)
+    for key, name in FILES.items():
+        if (folder / name).is_file() or (folder / (name + ".gz")).is_file():
+            continue
+        failures = []
+        for mirror in list(mirrors):
+            url = mirror + name + ".gz"
+            try:
+                produce_atomic(folder / name, lambda temporary: _unpack(url, key, temporary))
+                break
+            except IdxError as exc:  # this mirror's copy is wrong: another may be right
+                failures.append(str(exc))
+            except (OSError, EOFError, zlib.error, http.client.HTTPException, ValueError) as exc:
+                failures.append("{}: {}".format(url, exc))
+                if isinstance(exc, OSError) and not isinstance(exc, urllib.error.HTTPError):
+                    mirrors.remove(mirror)  # unreachable: not worth a timeout for each file
+        else:
+            raise MnistDataError("no mirror served {} whole and right: {}".format(name, "; ".join(failures)))
 
 
 def load_mnist(data_dir: Optional[Union[str, os.PathLike]] = None, download: bool = True,
@@ -158,31 +214,29 @@ def load_mnist(data_dir: Optional[Union[str, os.PathLike]] = None, download: boo
         try:
             return _read_all(files, "full", str(directory), notes)
         except IdxError as exc:
-            managed = all(p.parent == directory / "MNIST" / "raw" for p in files.values())
+            managed = all(p.parent == _managed(directory) for p in files.values())
             if not (managed and download):
                 raise MnistDataError(
                     "{}\nThis file was staged by hand, so labkit leaves it as it is. Replace it with a good copy "
                     "of the MNIST IDX file (gzip or raw), or point data_dir at another directory.".format(exc)) from None
             with locked(directory):
-                if _find(directory) == files:  # another run may have repaired it meanwhile
-                    stamp = time.strftime("%Y%m%d-%H%M%S")
-                    moved = [str(path.with_name(path.name + ".corrupt-" + stamp)) for path in files.values()]
-                    for path, target in zip(files.values(), moved):
-                        os.replace(path, target)
-                    notes.append("Repaired the MNIST cache: {}. The bad files were kept as {}.".format(exc, ", ".join(moved)))
+                again = _find(directory)  # another run may have repaired it meanwhile
+                moved = _set_aside_bad(again) if again is not None else []
+            if moved:
+                notes.append("Repaired the MNIST cache: set aside {} and kept the other files: {}.".format(
+                    "this bad file" if len(moved) == 1 else "these {} bad files".format(len(moved)), "; ".join(moved)))
             files = None
     if download:
         try:
             with locked(directory):
-                if _find(directory) is None:
-                    _download(directory)
+                _download(directory)
             files = _find(directory)
             if files is not None:
                 return _read_all(files, "full", str(directory), notes)
         except IdxError as exc:
             raise MnistDataError("{}\nThe download itself is damaged; delete {} and run again.".format(
                 exc, directory / "MNIST")) from None
-        except Exception as exc:  # no network (torchvision raises RuntimeError), a proxy, a broken mirror
+        except (MnistDataError, OSError) as exc:  # no network, a proxy, a broken mirror, a full disk
             reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
             notes.append("Downloading MNIST into {} failed: {}".format(directory, reason[:300]))
     if not allow_sample:

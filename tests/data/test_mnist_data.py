@@ -1,20 +1,22 @@
 """MNIST loading: pre-staged files as they are, a locked download, checks that never let a bad
 file through, and the shipped sample when there is nothing else. Real MNIST from ../shared."""
 
+import functools
 import gzip
-import hashlib
+import http.server
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
-import socket
-import time
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from labkit.data import mnist
 from labkit.data.mnist import FILES, MnistDataError, load_mnist
 
 
@@ -76,14 +78,14 @@ def test_a_truncated_staged_file_is_reported_and_left_alone(tmp_path, real):
     assert victim.read_bytes() == data[: len(data) // 2]  # a hand-staged file is never touched
 
 
-def test_a_right_sized_but_corrupted_file_is_caught_by_md5(tmp_path, real):
+def test_a_right_sized_but_corrupted_file_is_caught_by_sha256(tmp_path, real):
     for name in FILES.values():
         (tmp_path / name).write_bytes(gzip.decompress((real / (name + ".gz")).read_bytes()))
     victim = tmp_path / "t10k-labels-idx1-ubyte"
     raw = bytearray(victim.read_bytes())
     raw[100] = (raw[100] + 1) % 10
     victim.write_bytes(bytes(raw))
-    with pytest.raises(MnistDataError, match="MD5 mismatch"):
+    with pytest.raises(MnistDataError, match="SHA-256 mismatch"):
         load_mnist(tmp_path, download=False)
 
 
@@ -111,54 +113,62 @@ def test_the_sample_is_real_mnist(real):
     assert np.array_equal(sample.test_labels, full.test_labels[:1000])
 
 
-# --- downloads, through torchvision's real code, from a mirror served on 127.0.0.1 -------------
+# --- downloads, through labkit's real code, from mirrors served on 127.0.0.1 ---------------------
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
 
 @pytest.fixture(scope="module")
-def mirror(real):
-    """The four files served over HTTP on 127.0.0.1 by a separate process (python -m http.server)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                               "--directory", str(real)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.time() > deadline:
-                server.kill()
-                raise
-            time.sleep(0.1)
-    md5 = {f.name: hashlib.md5(f.read_bytes()).hexdigest() for f in real.glob("*.gz")}
-    yield "http://127.0.0.1:{}/".format(port), md5
-    server.terminate()
-    server.wait(timeout=10)
+def mirrors(real, tmp_path_factory):
+    """Three mirrors on 127.0.0.1, a port the system picks: ``good`` serves the real files, ``wrong``
+    a train-labels file with one label changed (gzip intact, content not the official one),
+    ``truncated`` a train-labels.gz cut in half; their other three files are the real ones."""
+    root = tmp_path_factory.mktemp("mirrors")
+    for name in ("good", "wrong", "truncated"):
+        (root / name).mkdir()
+        for f in real.glob("*.gz"):
+            (root / name / f.name).symlink_to(f)
+    labels = "train-labels-idx1-ubyte.gz"
+    raw = bytearray(gzip.decompress((real / labels).read_bytes()))
+    raw[100] = (raw[100] + 1) % 10
+    (root / "wrong" / labels).unlink()
+    (root / "wrong" / labels).write_bytes(gzip.compress(bytes(raw)))
+    (root / "truncated" / labels).unlink()
+    whole = (real / labels).read_bytes()
+    (root / "truncated" / labels).write_bytes(whole[: len(whole) // 2])
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = "http://127.0.0.1:{}/".format(server.server_address[1])
+    yield {name: base + name + "/" for name in ("good", "wrong", "truncated")}
+    server.shutdown()
+    server.server_close()
 
 
 LOADER = """
 import json, sys
-from torchvision.datasets import MNIST
-mirror, md5, target = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
-MNIST.mirrors = [mirror]
-MNIST.resources = [(name, md5[name]) for name, _ in MNIST.resources]
-from labkit.data import load_mnist
-data = load_mnist(target)
+from labkit.data import mnist
+mnist.MIRRORS = [sys.argv[1]]
+data = mnist.load_mnist(sys.argv[2])
 print(json.dumps({"source": data.source, "train": int(data.train_labels.sum()), "notes": data.notes}))
 """
 
 
-def load_in_process(mirror, target):
-    url, md5 = mirror
-    return subprocess.Popen([sys.executable, "-c", LOADER, url, json.dumps(md5), str(target)],
+def load_in_process(url, target):
+    return subprocess.Popen([sys.executable, "-c", LOADER, url, str(target)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
 
 
-def test_eight_runs_on_a_cold_cache_download_once_and_agree(tmp_path, mirror, real):
+def leftovers(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".tmp-"))
+
+
+def test_eight_runs_on_a_cold_cache_download_once_and_agree(tmp_path, mirrors, real):
     target = tmp_path / "cache"
-    procs = [load_in_process(mirror, target) for _ in range(8)]
+    procs = [load_in_process(mirrors["good"], target) for _ in range(8)]
     outputs = [p.communicate(timeout=300) for p in procs]
     for proc, (out, err) in zip(procs, outputs):
         assert proc.returncode == 0, err[-2000:]
@@ -166,19 +176,75 @@ def test_eight_runs_on_a_cold_cache_download_once_and_agree(tmp_path, mirror, re
     expected = int(load_mnist(real, download=False).train_labels.sum())
     assert all(r["source"] == "full" and r["train"] == expected for r in results)
     raw = target / "MNIST" / "raw"
-    assert sorted(p.name for p in raw.iterdir() if not p.name.endswith(".gz")) == sorted(FILES.values())
+    assert sorted(p.name for p in raw.iterdir() if not p.name.startswith(".")) == sorted(FILES.values())
+    assert leftovers(raw) == []
 
 
-def test_a_corrupted_download_in_the_cache_is_repaired(tmp_path, mirror):
+def test_a_download_is_the_official_release_byte_for_byte(tmp_path, mirrors, real, monkeypatch):
+    monkeypatch.setattr(mnist, "MIRRORS", [mirrors["good"]])
+    assert load_mnist(tmp_path, allow_sample=False).source == "full"
+    for name in FILES.values():
+        assert (tmp_path / "MNIST" / "raw" / name).read_bytes() == gzip.decompress((real / (name + ".gz")).read_bytes())
+
+
+@pytest.mark.parametrize("mirror,why", [("wrong", "SHA-256"), ("truncated", "end-of-stream")])
+def test_a_bad_file_from_a_mirror_is_refused_and_nothing_of_it_kept(tmp_path, mirrors, monkeypatch, mirror, why):
+    monkeypatch.setattr(mnist, "MIRRORS", [mirrors[mirror]])
+    data = load_mnist(tmp_path)
+    assert data.source == "sample"
+    failed = next(n for n in data.notes if n.startswith("Downloading MNIST"))
+    assert "train-labels-idx1-ubyte" in failed and why in failed
+    raw = tmp_path / "MNIST" / "raw"
+    assert sorted(p.name for p in raw.iterdir() if not p.name.startswith(".")) == ["train-images-idx3-ubyte"]
+    assert leftovers(raw) == []
+    # the next mirror serves it right: only the missing files are fetched, from there
+    kept = (raw / "train-images-idx3-ubyte").stat().st_ino
+    monkeypatch.setattr(mnist, "MIRRORS", [mirrors[mirror], mirrors["good"]])
+    assert load_mnist(tmp_path, allow_sample=False).source == "full"
+    assert (raw / "train-images-idx3-ubyte").stat().st_ino == kept
+
+
+def test_without_a_mirror_the_sample_runs_and_says_why(tmp_path, monkeypatch):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setattr(mnist, "MIRRORS", ["http://127.0.0.1:{}/".format(port)])
+    data = load_mnist(tmp_path)
+    assert data.source == "sample"
+    assert any("Downloading MNIST" in n and "refused" in n.lower() for n in data.notes), data.notes
+
+
+def test_one_truncated_file_in_the_cache_is_set_aside_alone(tmp_path, mirrors, real):
     target = tmp_path / "cache"
-    assert load_in_process(mirror, target).communicate(timeout=300)[0]
-    victim = target / "MNIST" / "raw" / "train-labels-idx1-ubyte"
+    raw = target / "MNIST" / "raw"  # the cache as a download leaves it
+    raw.mkdir(parents=True)
+    for name in FILES.values():
+        (raw / name).write_bytes(gzip.decompress((real / (name + ".gz")).read_bytes()))
+    victim = raw / "train-labels-idx1-ubyte"
     victim.write_bytes(victim.read_bytes()[:5000])
-    proc = load_in_process(mirror, target)
+    others = {name: (raw / name).stat().st_ino for name in FILES.values() if name != victim.name}
+    proc = load_in_process(mirrors["good"], target)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-2000:]
+    kept_aside = [p for p in raw.iterdir() if ".corrupt-" in p.name]
+    assert [p.name.split(".corrupt-")[0] for p in kept_aside] == [victim.name]
+    assert kept_aside[0].stat().st_size == 5000  # the bad file is kept aside, not deleted
+    assert {name: (raw / name).stat().st_ino for name in others} == others  # the good files stay, not fetched again
     result = json.loads(out.strip().splitlines()[-1])
     assert result["source"] == "full"
-    assert any("Repaired the MNIST cache" in n and "truncated" in n for n in result["notes"])
-    kept = [p for p in victim.parent.iterdir() if ".corrupt-" in p.name]
-    assert kept, "the bad file is kept aside, not deleted"
+    repaired = [n for n in result["notes"] if "Repaired the MNIST cache" in n]
+    assert len(repaired) == 1 and "this bad file" in repaired[0] and "truncated" in repaired[0]
+    assert str(victim) in repaired[0] and "kept the other files" in repaired[0]
+
+
+def test_a_full_disk_during_a_download_keeps_nothing_half_written(tmp_path, mirrors, monkeypatch):
+    from tests.faults import small_disk
+
+    monkeypatch.setattr(mnist, "MIRRORS", [mirrors["good"]])
+    with small_disk(tmp_path / "disk", kib=300) as disk:
+        data = load_mnist(disk)
+        assert data.source == "sample"
+        assert any("Downloading MNIST" in n and "No space left on device" in n for n in data.notes), data.notes
+        raw = disk / "MNIST" / "raw"
+        assert [p.name for p in raw.iterdir() if not p.name.startswith(".")] == []
+        assert leftovers(raw) == []

@@ -1,20 +1,22 @@
-"""labkit.stats: the scipy-free fallback agrees with scipy (an independent implementation)."""
+"""labkit.stats against scipy's own tests and numpy's percentile (independent implementations)."""
 
 from __future__ import annotations
 
 import math
+import statistics
 
+import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
 from labkit import stats
 
 
-@pytest.mark.parametrize("df", [1, 2, 3.5, 7, 30, 200])
-@pytest.mark.parametrize("q", [0.6, 0.9, 0.975, 0.995])
-def test_fallback_t_quantile_matches_scipy(q, df):
-    assert stats._t_quantile_fallback(q, df) == pytest.approx(scipy_stats.t.ppf(q, df), rel=1e-7)
-    assert stats._t_sf_fallback(scipy_stats.t.ppf(q, df), df) == pytest.approx(1 - q, rel=1e-7)
+@pytest.mark.parametrize("q,df,table", [(0.975, 1, 12.706), (0.975, 4, 2.776), (0.975, 30, 2.042), (0.995, 7, 3.499),
+                                        (0.9, 2, 1.886)])
+def test_t_quantile_and_tail_are_the_printed_tables(q, df, table):
+    assert stats.t_quantile(q, df) == pytest.approx(table, abs=5e-4)
+    assert stats.t_sf(stats.t_quantile(q, df), df) == pytest.approx(1 - q, rel=1e-9)
 
 
 def test_mean_ci_and_welch_match_scipy():
@@ -26,8 +28,6 @@ def test_mean_ci_and_welch_match_scipy():
     t, df, p = stats.welch(a, b)
     ref = scipy_stats.ttest_ind(a, b, equal_var=False)
     assert (t, p) == pytest.approx((ref.statistic, ref.pvalue))
-    # the fallback p-value, without scipy
-    assert 2 * stats._t_sf_fallback(abs(t), df) == pytest.approx(ref.pvalue, rel=1e-7)
 
 
 def test_too_few_runs_give_no_interval_and_no_verdict():
@@ -35,3 +35,17 @@ def test_too_few_runs_give_no_interval_and_no_verdict():
     assert mean == 1.0 and math.isnan(std) and math.isnan(low)
     assert stats.welch([1.0], [1.0, 2.0])[2] is None
     assert stats.welch([1.0, 1.0], [2.0, 2.0])[2] == 0.0  # no spread, different means
+
+
+@pytest.mark.parametrize("values", [[3.0, 1.0], [1.0, 2.0, 4.0], [1.0, 2.0, 3.0, 4.0], [5.0, 1.0, 9.0, 2.0, 7.0, 3.0]])
+def test_percentile_is_numpys_linear_rule(values):
+    for q in (0, 25, 50, 75, 90, 100):
+        assert stats.percentile(values, q) == pytest.approx(np.percentile(values, q))
+    # the rule statistics.quantiles(..., method="inclusive") also names
+    if len(values) >= 2:
+        q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+        assert (stats.percentile(values, 25), stats.percentile(values, 75)) == pytest.approx((q1, q3))
+
+
+def test_percentile_of_nothing_is_nan():
+    assert math.isnan(stats.percentile([], 50))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from labkit import results
+from labkit import results, stats
 from labkit.errors import LabkitError
 from labkit.grading.checks.duplicates import groups as duplicate_groups
 from labkit.grading.reports.gradebook import class_summary
@@ -394,7 +394,7 @@ def _figure(rows: List[Dict[str, Any]], far: set, title: str, unit: str, paramet
         for place, values in sorted(places.items()):
             values.sort()
             if len(values) >= 2:
-                q1, q3 = (values[0], values[-1]) if len(values) < 4 else tuple(statistics.quantiles(values, n=4)[::2])
+                q1, q3 = stats.percentile(values, 25), stats.percentile(values, 75)
                 parts.append('<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="#eee" stroke="#ccc">'
                              '<title>middle half of the class ({}): {} to {}</title></rect>'.format(
                                  x0[c] - step * 0.35, y(q3), step * 0.7, max(y(q1) - y(q3), 1), escape(place),

