@@ -263,13 +263,7 @@ def _newer(current, previous):
 def validate_cached_model(config, state, model, inputs):
     """The reasons to rebuild a cached build, in the order of onnxflow's ``validate_cached_model``
     then groqflow's ``_validate_cached_model`` (its version check)."""
-    result = []
-    out_of_date = _newer(ONNXFLOW_VERSION, state.onnxflow_version)
-    if out_of_date:
-        result.append("Your build {} was previously built against onnxflow version {}, however you are now using "
-                      "onnxflow version {}. The previous build is incompatible with this version of onnxflow, as "
-                      "indicated by the {} version number changing. See **docs/versioning.md** for details.".format(
-                          state.config["build_name"], state.onnxflow_version, ONNXFLOW_VERSION, out_of_date))
+    result = _out_of_date("onnxflow", ONNXFLOW_VERSION, state.onnxflow_version, state.config["build_name"])
     model_changed = hasattr(model, "named_parameters") and state.model_hash != hash_model(model)
     shapes, dtypes = shapes_and_dtypes(inputs)
     downcast = {"float32": "float16", "int64": "int32"} if state.downcast_applied else {}
@@ -296,13 +290,16 @@ def validate_cached_model(config, state, model, inputs):
     elif state.build_status in ("failed", "running") and ONNXFLOW_VERSION == state.onnxflow_version:
         result.append("build_model() has detected that you already attempted building this model with the exact "
                       "same model, inputs, options, and version of onnxflow, and that build failed.")
-    out_of_date = _newer(GROQFLOW_VERSION, state.groqflow_version)
-    if out_of_date:
-        result.append("Your build {} was previously built against GroqFlow version {}, however you are now using "
-                      "GroqFlow version {}. The previous build is incompatible with this version of GroqFlow, as "
-                      "indicated by the {} version number changing. See **docs/versioning.md** for details.".format(
-                          state.config["build_name"], state.groqflow_version, GROQFLOW_VERSION, out_of_date))
-    return result
+    return result + _out_of_date("GroqFlow", GROQFLOW_VERSION, state.groqflow_version, state.config["build_name"])
+
+
+def _out_of_date(tool, now, then, build):
+    """The rebuild reason when ``tool`` is a newer major or minor version than the build's (both checks say it
+    in these words)."""
+    level = _newer(now, then)
+    return ["Your build {0} was previously built against {1} version {2}, however you are now using {1} version "
+            "{3}. The previous build is incompatible with this version of {1}, as indicated by the {4} version number "
+            "changing. See **docs/versioning.md** for details.".format(build, tool, then, now, level)] if level else []
 
 
 def groqit(model=None, inputs=None, build_name=None, cache_dir=build.DEFAULT_CACHE_DIR, monitor=True,
