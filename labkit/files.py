@@ -3,6 +3,7 @@
     write_atomic("out/summary.md", text)                  # str (UTF-8) or bytes
     produce_atomic("out/plot.png", fig.savefig)           # code that writes to a path it is given
     replace_atomic("out/run.running.ipynb", "out/run.ipynb")   # a file finished by other code
+    temporary_beside("out/run.ipynb")                     # where other code may write one to finish so
     with exclusive("out/run.ipynb", "labkit run"): ...    # one writer of a path at a time
     regular_file(path, "log_path")                        # refuse a FIFO, device or folder unopened
 
@@ -24,7 +25,7 @@ from typing import Callable, Iterator, Union
 
 from labkit.errors import LabkitError
 
-__all__ = ["write_atomic", "produce_atomic", "replace_atomic", "exclusive", "regular_file", "FILE_MODE",
+__all__ = ["write_atomic", "produce_atomic", "replace_atomic", "temporary_beside", "exclusive", "regular_file", "FILE_MODE",
            "Busy", "NotAFile"]
 
 #: Files written here are readable by others, as ``open(path, "w")`` under the usual umask makes them.
@@ -61,10 +62,7 @@ def produce_atomic(path: PathLike, produce: Callable[[str], object]) -> None:
     only where ``path`` does not exist yet (``os.replace`` will not replace a full folder).
     """
     final = os.path.abspath(os.fspath(path))
-    folder = os.path.dirname(final)
-    os.makedirs(folder, exist_ok=True)
-    temporary = os.path.join(folder, ".tmp-{}-{}-{}".format(os.getpid(), uuid.uuid4().hex[:8],
-                                                            os.path.basename(final)))
+    temporary = temporary_beside(final)
     try:
         produce(temporary)
         if os.path.isfile(temporary):
@@ -73,6 +71,15 @@ def produce_atomic(path: PathLike, produce: Callable[[str], object]) -> None:
     except BaseException:
         _remove(temporary)
         raise
+
+
+def temporary_beside(path: PathLike) -> str:
+    """A name for a temporary in ``path``'s folder (made if missing), ending with ``path``'s name so that
+    code which picks a format from the extension sees the same one; hidden, and unique to this process."""
+    final = os.path.abspath(os.fspath(path))
+    folder = os.path.dirname(final)
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, ".tmp-{}-{}-{}".format(os.getpid(), uuid.uuid4().hex[:8], os.path.basename(final)))
 
 
 def replace_atomic(finished: PathLike, path: PathLike) -> None:

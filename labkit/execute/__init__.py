@@ -26,11 +26,10 @@ import signal
 import sys
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from labkit.files import FILE_MODE, NotAFile, regular_file, replace_atomic
+from labkit.files import FILE_MODE, NotAFile, regular_file, replace_atomic, temporary_beside
 from labkit.interrupts.cell import CAUGHT_IN_KERNEL
 from labkit.interrupts.runner import CtrlC
 from labkit.params import Param, ParameterError, Spec
@@ -392,10 +391,7 @@ def check_output(notebook: str, output: str) -> str:
 def _temporary_beside(target: str) -> str:
     """An empty file in ``target``'s folder for the run to write to: made before any kernel starts, so
     an output folder that cannot be written is refused (OSError) before anything runs."""
-    folder = os.path.dirname(target)
-    os.makedirs(folder, exist_ok=True)
-    temporary = os.path.join(folder, ".tmp-{}-{}-{}".format(os.getpid(), uuid.uuid4().hex[:8],
-                                                            os.path.basename(target)))
+    temporary = temporary_beside(target)
     os.close(os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
     return temporary
 
