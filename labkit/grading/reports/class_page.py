@@ -2,8 +2,9 @@
 
 What every student measured, as one long table: each exercise's headline figures against the parameter
 its homework varies (:data:`FIGURES`), with the points far from the class (:data:`RULE`); what the page
-shows: docs/grading.md, "After grading". The figures are hand-written SVG inside the page (no script,
-nothing fetched), so it opens from a file offline and a class of 200 stays well under 2 MB.
+shows: docs/grading.md, "After grading". The figures are SVG inside the page (no script, nothing fetched),
+so it opens from a file offline and a class of 200 stays well under 2 MB; this module works out what the page
+shows, and templates/class.html.j2 and figure.html.j2 (through :mod:`labkit.grading.reports.render`) draw it.
 """
 
 from __future__ import annotations
