@@ -17,7 +17,7 @@ import math
 import os
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from labkit import results, stats
 from labkit.errors import LabkitError
@@ -361,9 +361,81 @@ def _scale(values: List[float]) -> Tuple[Any, List[float], bool]:
     return y, ticks, log
 
 
+class _Point(NamedTuple):
+    """One run's point: its pixels, its text (escaped by the template) and whether it is far from the class."""
+
+    x: float
+    y: float
+    far: bool
+    kind: int  # its colour: the index of where it ran in COLOURS (len(COLOURS): grey)
+    student: str
+    run: str
+    value: float
+    where: str
+
+
+class _Box(NamedTuple):
+    """The middle half of a place's runs at one parameter value, and its quartiles."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    q1: float
+    q3: float
+
+
+class _Place(NamedTuple):
+    """The testbed's runs, or the portable ones, at one parameter value: their median line and box."""
+
+    name: str
+    box: Optional[_Box]
+    x1: float
+    x2: float
+    y: float
+    median: float
+
+
+class _Category(NamedTuple):
+    x: float
+    label: str
+    places: List[_Place]
+
+
+class _Tick(NamedTuple):
+    y: float
+    label: str
+
+
+class _Figure(NamedTuple):
+    """One figure as templates/figure.html.j2 draws it: its pixels, and the class's text to be escaped there.
+
+    Named tuples, not dicts: the template reads each point's fields, and a class of 200 draws about 6,000 points.
+    """
+
+    id: str
+    title: str
+    unit: str
+    parameter: str
+    log: bool
+    width: int
+    height: int
+    left: int
+    top: int
+    bottom: int
+    right: int
+    middle: float
+    axis_x: float
+    ticks: List[_Tick]
+    categories: List[_Category]
+    points: List[_Point]
+    legend: List[Tuple[str, str]]
+    far: str  # the far points' colour in the legend, or "" when the figure has none
+    students: int
+
+
 def _figure_data(rows: List[Dict[str, Any]], far: set, title: str, unit: str, parameter: str,
-                 ident: str) -> Dict[str, Any]:
-    """One figure as templates/figure.html.j2 draws it: its pixels, and the class's text to be escaped there."""
+                 ident: str) -> _Figure:
     cats = sorted({r["parameter_value"] for r in rows}, key=_order)
     y, ticks, log = _scale([r["value"] for r in rows])
     step = (_W - _LEFT - 10) / len(cats)
@@ -380,22 +452,18 @@ def _figure_data(rows: List[Dict[str, Any]], far: set, title: str, unit: str, pa
             box = None
             if len(values) >= 2:
                 q1, q3 = stats.percentile(values, 25), stats.percentile(values, 75)
-                box = {"x": x0[c] - step * 0.35, "y": y(q3), "width": step * 0.7, "height": max(y(q1) - y(q3), 1),
-                       "q1": q1, "q3": q3}
+                box = _Box(x0[c] - step * 0.35, y(q3), step * 0.7, max(y(q1) - y(q3), 1), q1, q3)
             median = statistics.median(values)
-            drawn.append({"name": place, "box": box, "x1": x0[c] - step * 0.38, "x2": x0[c] + step * 0.38,
-                          "y": y(median), "median": median})
-        categories.append({"x": x0[c], "label": c, "places": drawn})
-    points = [{"x": x0[r["parameter_value"]] + _jitter(r) * step * 0.6, "y": y(r["value"]), "far": id(r) in far,
-               "kind": _KIND_INDEX.get(r["kind"], len(COLOURS)), "student": r["student"], "run": r["run"],
-               "value": r["value"], "where": r["where"]}
+            drawn.append(_Place(place, box, x0[c] - step * 0.38, x0[c] + step * 0.38, y(median), median))
+        categories.append(_Category(x0[c], c, drawn))
+    points = [_Point(x0[r["parameter_value"]] + _jitter(r) * step * 0.6, y(r["value"]), id(r) in far,
+                     _KIND_INDEX.get(r["kind"], len(COLOURS)), r["student"], r["run"], r["value"], r["where"])
               for r in sorted(rows, key=lambda row: id(row) in far)]  # the far points last: drawn on top
-    return {"id": ident, "title": title, "unit": unit, "parameter": parameter, "log": log, "width": _W, "height": _H,
-            "left": _LEFT, "top": _TOP, "bottom": _H - _BOTTOM, "right": _W - 10, "middle": (_H - _BOTTOM + _TOP) / 2,
-            "axis_x": (_LEFT + _W) / 2, "ticks": [{"y": y(t) + 3, "label": _fmt(t)} for t in ticks],
-            "categories": categories, "points": points,
-            "legend": [(k, COLOURS[k]) for k in COLOURS if any(r["kind"] == k for r in rows)],
-            "far": _FAR if far & set(id(r) for r in rows) else "", "students": len({r["student"] for r in rows})}
+    return _Figure(id=ident, title=title, unit=unit, parameter=parameter, log=log, width=_W, height=_H, left=_LEFT,
+                   top=_TOP, bottom=_H - _BOTTOM, right=_W - 10, middle=(_H - _BOTTOM + _TOP) / 2,
+                   axis_x=(_LEFT + _W) / 2, ticks=[_Tick(y(t) + 3, _fmt(t)) for t in ticks], categories=categories,
+                   points=points, legend=[(k, COLOURS[k]) for k in COLOURS if any(r["kind"] == k for r in rows)],
+                   far=_FAR if far & set(id(r) for r in rows) else "", students=len({r["student"] for r in rows}))
 
 
 def _figure(rows: List[Dict[str, Any]], far: set, title: str, unit: str, parameter: str, ident: str) -> str:
@@ -403,13 +471,13 @@ def _figure(rows: List[Dict[str, Any]], far: set, title: str, unit: str, paramet
     return macro("figure.html.j2", "figure", _figure_data(rows, far, title, unit, parameter, ident))
 
 
-def _measurements(data: ClassData) -> List[Tuple[str, List[Dict[str, Any]]]]:
+def _measurements(data: ClassData) -> List[Tuple[str, List[_Figure]]]:
     """``[(offering, [figure])]``: each exercise's figures, by the homework that asks for it."""
     far = set(id(o.row) for o in data.outliers)
     figures: Dict[Tuple[str, str, str], List[Dict[str, Any]]] = {}
     for row in data.rows:
         figures.setdefault((row["exercise"], row["metric"], row["endpoint"]), []).append(row)
-    by_offering: Dict[str, List[Dict[str, Any]]] = {}
+    by_offering: Dict[str, List[_Figure]] = {}
     for exercise, metric, endpoint in sorted(figures):
         rows = figures[(exercise, metric, endpoint)]
         title = "{}: {}{}".format(exercise, metric, " ({})".format(endpoint) if endpoint else "")
