@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-EXTRAS := bert,groq,llm,inference,serve,cluster,lab,test,book
+EXTRAS := bert,groq,llm,inference,hub,serve,cluster,lab,test,book
 STAMP := $(VENV)/.labkit-installed
 # MNIST staged beside the checkout (the course machines and CI) is used unless one is chosen.
 SHARED_MNIST := $(wildcard $(abspath ../shared/data/mnist))

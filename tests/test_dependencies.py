@@ -7,8 +7,9 @@ An AST scan of labkit/ (every ``import``, at the top of a module or inside a fun
 mapped to the distribution that installs it (importlib.metadata, else NAMES below). The rule:
 
 - code in an extra's area (AREAS) may import what the core or that extra declares;
-- other code may import what the core declares, and, inside ``try: ... except ImportError:``
-  with a fallback, what some extra declares (the widget progress bar, say);
+- other code may import what the core declares;
+- anywhere, an import inside ``try: ... except ImportError:`` with a fallback or a sentence naming the
+  package may come from any extra (the widget progress bar; a hub dataset through the ``hub`` extra);
 - the testbeds' vendor stacks (VENDOR) come with the testbed's own environment and are never declared.
 """
 
@@ -127,7 +128,7 @@ def undeclared(relative: str, source: str, core: Set[str], extras: Dict[str, Set
             problems.append("{}:{}: imports {}, which no installed distribution provides and NAMES does not "
                             "name".format(relative, line, module))
             continue
-        allowed = core | (extras[area] if area else set()) | (anywhere if guarded and not area else set())
+        allowed = core | (extras[area] if area else set()) | (anywhere if guarded else set())
         if name not in allowed:
             problems.append("{}:{}: imports {} (distribution {}), declared {}".format(
                 relative, line, module, name, "in the extra{} {}".format(
