@@ -64,7 +64,8 @@ def _notebook(folder: Path, *sources: str, name: str = "nb.ipynb") -> Path:
 
 
 def labkit_run(*args: str, cwd: Path, timeout: float = 120, **env_extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), **env_extra)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.update(env_extra)
     return subprocess.run([sys.executable, "-m", "labkit", "run", *args], cwd=str(cwd), env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -297,3 +298,19 @@ def test_ctrl_c_before_the_kernel_is_up_is_one_line_and_no_half_output(tmp_path,
     else:
         assert "nothing was written at {}".format(out) in line or "nothing was done" in line, line
     assert _leftovers(tmp_path) == []
+
+
+def test_a_ctrl_c_that_ends_an_exec_of_a_string_as_labkit_starts_still_exits_130(tmp_path):
+    """The Ctrl-C above, landed where it sets CPython's flag that turns `python -m`'s exit into a death
+    by SIGINT: inside an ``exec`` of a string while the commands import (scipy builds its
+    distributions that way). labkit answers it in one line, so the exit status must be its own."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import labkit.cli\n"
+        "def build_parser():\n"
+        "    exec('raise KeyboardInterrupt')  # where SIGINT lands when it comes during scipy's import\n"
+        "labkit.cli.build_parser = build_parser\n")
+    nb = _notebook(tmp_path / "exercise", MARK)
+    done = labkit_run(str(nb), str(tmp_path / "out.ipynb"), cwd=tmp_path,
+                      PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    assert "interrupted before it started; nothing was done" in _one_sentence(done, 130)
+    assert not (nb.parent / "the-kernel-ran").exists()
