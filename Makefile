@@ -109,6 +109,9 @@ test-lowest:
 # in them (labkit/execute/upstream.py) and of every interrupt path: a release that breaks `labkit run`
 # or its Ctrl-C fails here before a class installs it. They go into a folder of their own, put ahead
 # of the venv's site-packages (PYTHONPATH reaches the kernels too); the venv itself stays as it is.
+# When the folder holds exactly the venv's releases (no newer release or pre-release of anything in
+# it, tests/newer_than_venv.py), the tests would run on the files `make test` runs them on: it says
+# so and stops there (PRERELEASE_ALWAYS=1 runs them anyway).
 PRERELEASE := .prerelease
 PRERELEASE_PACKAGES := nbclient jupyter_client jupyter_core ipykernel papermill nbformat
 PRERELEASE_TESTS := tests/execute tests/test_interrupts.py tests/test_cell_end_interrupts.py tests/test_phases.py \
@@ -119,6 +122,11 @@ test-prerelease: $(STAMP)
 	$(PY) -m pip install --quiet --pre --upgrade --target $(PRERELEASE) $(PRERELEASE_PACKAGES)
 	PYTHONPATH=$(abspath $(PRERELEASE)) $(PY) -m pip list --path $(PRERELEASE) 2>/dev/null \
 		| grep -iE '^($(subst $(space),|,$(PRERELEASE_PACKAGES))) '
+	@$(PY) tests/newer_than_venv.py $(PRERELEASE); status=$$?; \
+	if [ $$status -eq 3 ] && [ -z "$(PRERELEASE_ALWAYS)" ]; then \
+		echo "make test-prerelease: the newest releases, pre-releases included, are the venv's own, on which make test runs these tests: nothing new to test (PRERELEASE_ALWAYS=1 runs them anyway)"; \
+		exit 0; \
+	elif [ $$status -ne 0 ] && [ $$status -ne 3 ]; then exit $$status; fi; \
 	PYTHONPATH=$(abspath $(PRERELEASE)) $(PY) -m pytest $(PRERELEASE_TESTS) -p no:cacheprovider -q --durations=10
 
 # labkit's vendor paths against the vendors' real packages where they install from PyPI, for what
