@@ -13,7 +13,6 @@ import math
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
-from scipy.stats import t as student_t
 
 __all__ = ["mean_ci", "welch", "percentile"]
 
@@ -22,11 +21,16 @@ NAN = float("nan")
 
 def t_sf(t: float, df: float) -> float:
     """P(T > t) for Student's t with ``df`` degrees of freedom."""
+    # imported here: scipy.stats takes about a second to import, in every kernel that imports labkit.stats
+    from scipy.stats import t as student_t
+
     return float(student_t.sf(t, df))
 
 
 def t_quantile(q: float, df: float) -> float:
     """The ``q`` quantile of Student's t (``t_quantile(0.975, 4)`` is 2.776...)."""
+    from scipy.stats import t as student_t
+
     return float(student_t.ppf(q, df))
 
 
