@@ -34,7 +34,9 @@ lab: $(STAMP)
 
 # make test runs pytest twice: the tests that do not depend on timing in JOBS processes side by side
 # (pytest-xdist; a whole file to one process, so a golden notebook's cells share one kernel), then
-# the timing tests alone, as make test-flaky measured them. JOBS=0: one process for everything.
+# the timing tests, also in JOBS processes but apart from the rest: each shares the CPU with at most
+# one other timing test, less than the busy loop per core that make test-flaky runs them against
+# (on an idle 2-core machine: one process took 482 s, two 268 s). JOBS=0: one process for everything.
 # Both passes run even when the first fails, so one run shows every failure, and either failing
 # fails. pytest exits 5 when it collected no tests: a broken collection must never look green.
 JOBS ?= 2
@@ -44,11 +46,11 @@ SUITE := $(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/saniti
 test: $(STAMP)
 	$(VENV)/bin/vermin --target=3.8- --no-tips --violations --eval-annotations labkit
 	$(SUITE) -m "not timing" -n $(JOBS) --dist loadfile; side_by_side=$$?; \
-	$(SUITE) -m timing; alone=$$?; \
-	for status in $$side_by_side $$alone; do \
+	$(SUITE) -m timing -n $(JOBS) --dist loadfile; timing=$$?; \
+	for status in $$side_by_side $$timing; do \
 		if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; \
 	done; \
-	if [ $$side_by_side -ne 0 ]; then exit $$side_by_side; fi; exit $$alone
+	if [ $$side_by_side -ne 0 ]; then exit $$side_by_side; fi; exit $$timing
 	$(PY) tests/golden/cpu_kernels.py --after-suite
 
 # The loop between two changes (under 3 minutes): the tests not marked slow or timing

@@ -35,15 +35,15 @@ def test_no_tests_collected_fails(pytest_status, make_fails):
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-@pytest.mark.parametrize("side_by_side, alone", [(1, 0), (0, 1), (0, 0)])
-def test_both_pytest_passes_run_and_either_failing_fails_make(tmp_path, side_by_side, alone):
-    """make test runs the tests side by side, then the timing ones alone; a failure in the first
-    must not hide the second's results, and a failure in either fails make test."""
+@pytest.mark.parametrize("side_by_side, timing", [(1, 0), (0, 1), (0, 0)])
+def test_both_pytest_passes_run_and_either_failing_fails_make(tmp_path, side_by_side, timing):
+    """make test runs the tests side by side, then the timing ones apart from them; a failure in the
+    first must not hide the second's results, and a failure in either fails make test."""
     calls = tmp_path / "calls"
     # Each pytest stand-in notes its marker expression and exits as told; cpu_kernels.py exits 0.
     fake = ("sh -c 'echo \"$$*\" >> {calls}; case \"$$*\" in *\"not timing\"*) exit {a};; *\"-m timing\"*) exit {b};; "
-            "esac' pytest").format(calls=calls, a=side_by_side, b=alone)
+            "esac' pytest").format(calls=calls, a=side_by_side, b=timing)
     result = _make_test(fake)
     passes = [line for line in calls.read_text().splitlines() if "pytest tests" in line]
     assert len(passes) == 2 and "not timing" in passes[0] and "-n " in passes[0] and "-m timing" in passes[1], passes
-    assert (result.returncode != 0) == bool(side_by_side or alone), result.stdout
+    assert (result.returncode != 0) == bool(side_by_side or timing), result.stdout

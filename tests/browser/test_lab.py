@@ -63,7 +63,7 @@ def _type_parameters(notebook, copy, changes):
     text = notebook.editor_text(index)
     for name, value_text in changes:
         text = _set_line(text, name, value_text)
-    notebook.type_into_cell(index, text)
+    notebook.edit_lines(index, text)
 
 
 def _finish(notebook, lab, artifacts, case, label):
