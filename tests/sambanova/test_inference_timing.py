@@ -10,7 +10,7 @@ throughputs divide by the benchmark's duration; percentiles are numpy's (linear)
 import numpy as np
 import pytest
 
-from labkit.testbeds.sambanova.inference.timing import Trace, percentile, summarize
+from labkit.testbeds.sambanova.inference.timing import Trace, summarize
 
 # A recorded trace: perf_counter() seconds at the send and at each chunk with text, per request
 # (four requests at concurrency 2 against the stand-in, rounded), their usage counts, and one 429.
@@ -74,12 +74,6 @@ def test_per_request_figures_and_a_failed_request_has_none():
     assert first.tpot == pytest.approx((0.700 - 0.210) / 4)
     assert first.itl == pytest.approx([0.120, 0.122, 0.119, 0.129])
     assert failed.ttft is None and failed.e2el is None and failed.itl == [] and failed.tpot is None
-
-
-@pytest.mark.parametrize("values", [[3.0], [1.0, 2.0], [5.0, 1.0, 4.0, 2.0, 3.0, 9.5, 0.1]])
-@pytest.mark.parametrize("q", [0, 50, 90, 99, 100])
-def test_percentile_is_numpys_linear_rule(values, q):
-    assert percentile(values, q) == pytest.approx(np.percentile(values, q))
 
 
 def test_without_targets_goodput_is_not_a_number():

@@ -14,6 +14,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from labkit import stats
 from labkit.errors import LabkitError
 from labkit.files import regular_file
 from labkit.logs.base import LineReader
@@ -21,7 +22,6 @@ from labkit.results import Run
 from labkit.serving.configs import REASONING_FIELDS
 from labkit.testbeds.sambanova.inference.metrics import METRICS, SERVER_FIELDS, add_counts
 from labkit.testbeds.sambanova.inference.spec import EXERCISE, several_models
-from labkit.testbeds.sambanova.inference.timing import percentile
 
 __all__ = ["parse_text", "read_evidence", "evidence_table", "EvidenceError", "SAMPLE_RESPONSE",
            "InferenceReader"]
@@ -75,9 +75,9 @@ class Group:
         self.throughput = sum(self.tokens) / elapsed if self.tokens and elapsed > 0 else None
         #: (metric, series, value) of each figure a JSON of results gives (value None: not given)
         self.headline = (
-            ("e2el_median", "e2el_median_latency", percentile(self.latencies, 50) if self.latencies else None),
+            ("e2el_median", "e2el_median_latency", stats.percentile(self.latencies, 50) if self.latencies else None),
             ("output_throughput", "output_throughput", self.throughput),
-            ("ttft_median", "ttft_median_time", percentile(self.ttfts, 50) if self.ttfts else None))
+            ("ttft_median", "ttft_median_time", stats.percentile(self.ttfts, 50) if self.ttfts else None))
 
 
 def _number(value: Any) -> Optional[float]:

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from labkit import stats
 from labkit.testbeds.sambanova.inference.metrics import SERVER_FIELDS
 
-__all__ = ["Trace", "summarize", "percentile", "OK", "FIGURES", "configuration_rows", "server_rows",
+__all__ = ["Trace", "summarize", "OK", "FIGURES", "configuration_rows", "server_rows",
            "overlap"]
 
 #: The status of a request that streamed to its end.
@@ -98,17 +98,6 @@ class Trace:
                 "late_s": self.late}
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile with linear interpolation between order statistics (numpy's default)."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    position = (len(ordered) - 1) * q / 100.0
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 def summarize(traces: Sequence[Trace], duration: float, targets: Optional[Mapping[str, float]] = None) -> Dict[str, Any]:
     """The figures of one measured batch; ``duration``: first send to the last end; ``targets``:
     goodput targets in seconds by name ("ttft", "tpot", "e2el"), none: goodput is NaN."""
@@ -132,7 +121,7 @@ def summarize(traces: Sequence[Trace], duration: float, targets: Optional[Mappin
                          ("ttft_answer", [t.ttft_answer for t in done if t.ttft_answer is not None])):
         figures[name + "_mean_s"] = sum(values) / len(values) if values else float("nan")  # type: ignore
         for stat, q in (("median", 50), ("p90", 90), ("p99", 99)):
-            figures["{}_{}_s".format(name, stat)] = percentile(values, q)  # type: ignore[arg-type]
+            figures["{}_{}_s".format(name, stat)] = stats.percentile(values, q)  # type: ignore[arg-type]
     figures["good"] = sum(_meets(t, targets) for t in done) if targets else None
     figures["goodput"] = figures["good"] / per if targets else float("nan")
     return figures
@@ -211,8 +200,8 @@ def server_rows(batches: Sequence[Any]) -> List[Dict[str, Any]]:
                                "request_rate": rate, "load": rate if rate is not None else level}
         for key, name in SERVER_FIELDS:
             values = [t.usage[key] for t in timed if isinstance(t.usage.get(key), (int, float))]
-            row[name] = percentile(values, 50)
-        row["client_ttft_s"] = percentile([t.ttft for t in timed], 50)
-        row["client_e2el_s"] = percentile([t.e2el for t in timed], 50)
+            row[name] = stats.percentile(values, 50)
+        row["client_ttft_s"] = stats.percentile([t.ttft for t in timed], 50)
+        row["client_e2el_s"] = stats.percentile([t.e2el for t in timed], 50)
         rows.append(row)
     return rows
