@@ -194,20 +194,13 @@ class NotebookPage:
 
     def type_into_cell(self, index: int, source: str) -> None:
         """Click into the cell, select all its text and type ``source`` over it, key by key."""
-        editor = self.cell(index).locator(".cm-content")
-        editor.click()
+        self.cell(index).locator(".cm-content").click()
         self.page.keyboard.press("Control+a")
         self.page.keyboard.press("Delete")
-        for number, line in enumerate(source.split("\n")):
-            if number:
-                self.page.keyboard.press("Enter")
-                self.page.keyboard.press("Shift+Home")  # drop any auto-indent the editor added
-                self.page.keyboard.press("Delete")
-            self.page.keyboard.type(line)
-        typed = self.editor_text(index)
-        if typed.strip() != source.strip():
-            raise AssertionError("the parameters cell reads {!r} after typing {!r}".format(typed, source))
-        self.page.keyboard.press("Escape")  # command mode, as after editing
+        first, *rest = source.split("\n")
+        self.page.keyboard.type(first)
+        self._type_new_lines(rest)
+        self._leave_editor(index, source)
 
     def edit_lines(self, index: int, source: str) -> None:
         """Make cell ``index`` read ``source`` as a student changes a few values: each line that differs
@@ -230,14 +223,20 @@ class NotebookPage:
         if len(new) > len(old):
             lines.nth(len(old) - 1).click()
             self.page.keyboard.press("End")
-            for line in new[len(old):]:
-                self.page.keyboard.press("Enter")
-                self.page.keyboard.press("Shift+Home")  # drop any auto-indent the editor added
-                self.page.keyboard.press("Delete")
-                self.page.keyboard.type(line)
+            self._type_new_lines(new[len(old):])
+        self._leave_editor(index, source)
+
+    def _type_new_lines(self, lines: Sequence[str]) -> None:
+        for line in lines:
+            self.page.keyboard.press("Enter")
+            self.page.keyboard.press("Shift+Home")  # drop any auto-indent the editor added
+            self.page.keyboard.press("Delete")
+            self.page.keyboard.type(line)
+
+    def _leave_editor(self, index: int, source: str) -> None:
         typed = self.editor_text(index)
         if typed.strip() != source.strip():
-            raise AssertionError("the parameters cell reads {!r} after editing it to {!r}".format(typed, source))
+            raise AssertionError("the cell reads {!r} where {!r} was typed".format(typed, source))
         self.page.keyboard.press("Escape")  # command mode, as after editing
 
     def activate(self) -> None:
