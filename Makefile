@@ -82,6 +82,7 @@ test-kernels: $(STAMP)
 # The lowest versions pyproject.toml declares for the libraries labkit calls most, in a venv of
 # their own made anew: torch, papermill, nbclient, openai and transformers at their floors, then
 # tokenizers at its floor too (transformers has one floor in every extra). tests/lowest_versions.py writes the pins.
+# The first tests run in JOBS processes, a whole file to each, as make test runs its own.
 LOWEST_VENV ?= .venv-lowest
 LOWEST_PY := $(LOWEST_VENV)/bin/python
 LOWEST_TESTS := tests/serving tests/execute tests/sambanova/test_inference_client.py tests/llm tests/bert
@@ -102,7 +103,7 @@ test-lowest:
 	$(LOWEST_PY) -m pip install --quiet --upgrade pip
 	$(LOWEST_PY) -m pip install --quiet -c $(LOWEST_VENV)/serve.txt -e '.[serve,inference,llm,bert,test]'
 	$(LOWEST_PY) -m pip list 2>/dev/null | grep -iE '^($(LOWEST_SHOWN)) '
-	$(LOWEST_PY) -m pytest $(LOWEST_TESTS) $(LOWEST_DESELECT) -p no:cacheprovider -q
+	$(LOWEST_PY) -m pytest $(LOWEST_TESTS) $(LOWEST_DESELECT) -p no:cacheprovider -q -n $(JOBS) --dist loadfile
 	$(LOWEST_PY) -m pip install --quiet -c $(LOWEST_VENV)/llm.txt transformers tokenizers
 	$(LOWEST_PY) -m pip list 2>/dev/null | grep -iE '^(transformers|tokenizers) '
 	$(LOWEST_PY) -m pytest tests/llm tests/bert -p no:cacheprovider -q
