@@ -13,7 +13,7 @@ them on, so it says so instead of running them twice.
 import re
 import sys
 from importlib import metadata
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List
 
 SAME = 3
 
@@ -22,12 +22,12 @@ def _versions(distributions: Iterable[metadata.Distribution]) -> Dict[str, str]:
     return {re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version for d in distributions}
 
 
-def differences(folder: str) -> List[str]:
-    """``name: venv-version -> folder-version`` for each distribution in ``folder`` the venv lacks or has at another version."""
-    installed: Dict[str, Optional[str]] = dict(_versions(metadata.distributions()))
-    return ["{}: {} -> {}".format(name, installed.get(name) or "not installed", version)
-            for name, version in sorted(_versions(metadata.distributions(path=[folder])).items())
-            if installed.get(name) != version]
+def differences(found: Dict[str, str]) -> List[str]:
+    """``name: venv-version -> folder-version`` for each of ``found`` (name -> version) that the venv
+    lacks or has at another version."""
+    installed = _versions(metadata.distributions())
+    return ["{}: {} -> {}".format(name, installed.get(name, "not installed"), version)
+            for name, version in sorted(found.items()) if installed.get(name) != version]
 
 
 def main(argv: List[str]) -> int:
@@ -36,7 +36,7 @@ def main(argv: List[str]) -> int:
     found = _versions(metadata.distributions(path=[argv[0]]))
     if not found:
         raise SystemExit("newer_than_venv.py: {}: no installed distribution there (did pip install into it?)".format(argv[0]))
-    changed = differences(argv[0])
+    changed = differences(found)
     for line in changed:
         print(line)
     return 0 if changed else SAME
