@@ -32,25 +32,29 @@ lab: $(STAMP)
 	@echo "Executed notebook: runs/graphcore-mnist.ipynb"
 	@$(VENV)/bin/labkit results runs/graphcore-mnist.ipynb --lines "Accuracy on test set"
 
-# make test runs pytest twice: the tests that do not depend on timing in JOBS processes side by side
-# (pytest-xdist; a whole file to one process, so a golden notebook's cells share one kernel), then
-# the timing tests, also in JOBS processes but apart from the rest: each shares the CPU with at most
-# one other timing test, less than the busy loop per core that make test-flaky runs them against
-# (on an idle 2-core machine: one process took 482 s, two 268 s). JOBS=0: one process for everything.
-# Both passes run even when the first fails, so one run shows every failure, and either failing
-# fails. pytest exits 5 when it collected no tests: a broken collection must never look green.
+# make test (and make test-prerelease) run pytest twice: the tests that do not depend on timing in JOBS
+# processes side by side (pytest-xdist; a whole file to one process, so a golden notebook's cells share
+# one kernel), then the timing tests, also in JOBS processes but apart from the rest: each shares the
+# CPU with at most one other timing test, less than the busy loop per core that make test-flaky runs
+# them against (on an idle 2-core machine: one process took 482 s, two 268 s). JOBS=0: one process for
+# everything. Both passes run even when the first fails, so one run shows every failure, and either
+# failing fails. pytest exits 5 when it collected no tests: a broken collection must never look green.
+# $(1): the target, for the message; $(2): the pytest command, without -m and -n.
 JOBS ?= 2
+define two_passes
+$(2) -m "not timing" -n $(JOBS) --dist loadfile; side_by_side=$$?; \
+$(2) -m timing -n $(JOBS) --dist loadfile; timing=$$?; \
+for status in $$side_by_side $$timing; do \
+	if [ $$status -eq 5 ]; then echo "$(1): pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; \
+done; \
+if [ $$side_by_side -ne 0 ]; then exit $$side_by_side; fi; exit $$timing
+endef
 space := $(subst ,, )
 SUITE := $(PY) -m pytest tests --nbval --nbval-sanitize-with tests/golden/sanitize.cfg -p no:cacheprovider --durations=25
 
 test: $(STAMP)
 	$(VENV)/bin/vermin --target=3.8- --no-tips --violations --eval-annotations labkit
-	$(SUITE) -m "not timing" -n $(JOBS) --dist loadfile; side_by_side=$$?; \
-	$(SUITE) -m timing -n $(JOBS) --dist loadfile; timing=$$?; \
-	for status in $$side_by_side $$timing; do \
-		if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests: 0 passed, 0 failed"; exit 1; fi; \
-	done; \
-	if [ $$side_by_side -ne 0 ]; then exit $$side_by_side; fi; exit $$timing
+	$(call two_passes,make test,$(SUITE))
 	$(PY) tests/golden/cpu_kernels.py --after-suite
 
 # The loop between two changes (under 3 minutes): the tests not marked slow or timing
@@ -130,7 +134,7 @@ test-prerelease: $(STAMP)
 		echo "make test-prerelease: the newest releases, pre-releases included, are the venv's own, on which make test runs these tests: nothing new to test (PRERELEASE_ALWAYS=1 runs them anyway)"; \
 		exit 0; \
 	elif [ $$status -ne 0 ] && [ $$status -ne 3 ]; then exit $$status; fi; \
-	PYTHONPATH=$(abspath $(PRERELEASE)) $(PY) -m pytest $(PRERELEASE_TESTS) -p no:cacheprovider -q --durations=10
+	$(call two_passes,make test-prerelease,PYTHONPATH=$(abspath $(PRERELEASE)) $(PY) -m pytest $(PRERELEASE_TESTS) -p no:cacheprovider -q --durations=10)
 
 # labkit's vendor paths against the vendors' real packages where they install from PyPI, for what
 # runs without the hardware (tests/groq/test_groqflow_real.py: GroqFlow's chip count with and without

@@ -15,12 +15,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _make_test(python: str) -> subprocess.CompletedProcess:
-    """`make test` with ``python`` as PY, in this virtualenv (-o: not reinstalled)."""
+def _make_test(python: str, target: str = "test", *variables: str) -> subprocess.CompletedProcess:
+    """`make TARGET` with ``python`` as PY, in this virtualenv (-o: not reinstalled)."""
     venv = Path(sys.executable).parent.parent
     return subprocess.run(
-        ["make", "--no-print-directory", "-o", str(venv / ".labkit-installed"), "test",
-         "VENV={}".format(venv), "PY=" + python, "MAKE=true"],
+        ["make", "--no-print-directory", "-o", str(venv / ".labkit-installed"), target,
+         "VENV={}".format(venv), "PY=" + python, "MAKE=true"] + list(variables),
         cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
 
 
@@ -35,15 +35,18 @@ def test_no_tests_collected_fails(pytest_status, make_fails):
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("target", ["test", "test-prerelease"])
 @pytest.mark.parametrize("side_by_side, timing", [(1, 0), (0, 1), (0, 0)])
-def test_both_pytest_passes_run_and_either_failing_fails_make(tmp_path, side_by_side, timing):
-    """make test runs the tests side by side, then the timing ones apart from them; a failure in the
-    first must not hide the second's results, and a failure in either fails make test."""
+def test_both_pytest_passes_run_and_either_failing_fails_make(tmp_path, target, side_by_side, timing):
+    """make test (and make test-prerelease, when a newer release is there to test) runs the tests side
+    by side, then the timing ones apart from them; a failure in the first must not hide the second's
+    results, and a failure in either fails the target."""
     calls = tmp_path / "calls"
-    # Each pytest stand-in notes its marker expression and exits as told; cpu_kernels.py exits 0.
+    # Each pytest stand-in notes its marker expression and exits as told; cpu_kernels.py, pip and
+    # tests/newer_than_venv.py (0: something newer to test) exit 0, pip list naming one package.
     fake = ("sh -c 'echo \"$$*\" >> {calls}; case \"$$*\" in *\"not timing\"*) exit {a};; *\"-m timing\"*) exit {b};; "
-            "esac' pytest").format(calls=calls, a=side_by_side, b=timing)
-    result = _make_test(fake)
-    passes = [line for line in calls.read_text().splitlines() if "pytest tests" in line]
+            "*\"pip list\"*) echo nbclient 0;; esac' pytest").format(calls=calls, a=side_by_side, b=timing)
+    result = _make_test(fake, target, "PRERELEASE={}".format(tmp_path / "prerelease"))
+    passes = [line for line in calls.read_text().splitlines() if "-m pytest" in line]
     assert len(passes) == 2 and "not timing" in passes[0] and "-n " in passes[0] and "-m timing" in passes[1], passes
     assert (result.returncode != 0) == bool(side_by_side or timing), result.stdout
