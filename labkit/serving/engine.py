@@ -159,8 +159,10 @@ class Engine:
                 self._admitting = len(admit)
             try:
                 for gen in admit:
-                    self._admit(gen)
-                    with self._wake:
+                    joins = self._admit(gen)  # the prefill, outside the lock
+                    with self._wake:  # joining the batch and leaving the admitting count are one step:
+                        if joins:     # a request submitted in between would count it twice (a false 429)
+                            self._rows.append(gen)
                         self._admitting -= 1
                 self._drop_finished()
                 if self._rows:
@@ -204,16 +206,18 @@ class Engine:
         gen.finish_reason = reason
         gen.events.put(("error", error) if error is not None else ("done", reason))
 
-    def _admit(self, gen: Generation) -> None:
+    def _admit(self, gen: Generation) -> bool:
+        """Prefill ``gen`` and make its place in the batch's cache; True when it goes on to decode, and
+        the caller then adds it to the rows."""
         if gen.cancelled:
             self._finish(gen, None, "cancelled")
-            return
+            return False
         gen.admitted_at = time.perf_counter()
         logits, cache = self.model.prefill(gen.prompt_ids)
         token = _sample(logits, gen, self.model.eos_id)
         self._emit(gen, token, time.perf_counter(), len(self._rows) + 1)
         if gen.finished_at is not None:
-            return
+            return False
         mask = torch.ones(1, len(gen.prompt_ids), dtype=torch.long)
         if not self._rows:
             self._cache, self._mask = cache, mask
@@ -223,9 +227,9 @@ class Engine:
             cache, mask = _left_pad(cache, mask, length)
             self._cache = [(torch.cat([k0, k1]), torch.cat([v0, v1])) for (k0, v0), (k1, v1) in zip(old_cache, cache)]
             self._mask = torch.cat([old_mask, mask])
-        self._rows.append(gen)
         self._positions.append(len(gen.prompt_ids))
         self._last.append(token)
+        return True
 
     def _step(self) -> None:
         logits, self._cache = self.model.decode_step(

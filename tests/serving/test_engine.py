@@ -76,6 +76,35 @@ def test_a_full_engine_refuses_and_a_stopped_one_ends_what_waits(model):
         engine.submit(Generation(prompt_ids=model.encode("late"), max_tokens=4))
 
 
+def test_a_request_that_has_just_joined_the_batch_is_counted_once(model):
+    """A request submitted the moment another has been prefilled, before it decodes, finds one request
+    in the server: the full server's 429 is for a request beyond its places, never a false one."""
+    engine = Engine(model, max_batch=1, max_queue=1)
+    first, second = (Generation(prompt_ids=model.encode("hi"), max_tokens=400) for _ in range(2))
+    admit, seen = engine._admit, []
+
+    def admit_then_submit(gen):
+        joins = admit(gen)
+        if gen is first:  # on the engine thread, between the prefill and the batch's next step
+            try:
+                engine.submit(second)
+                seen.append("accepted")
+            except QueueFull as error:
+                seen.append(str(error))
+        return joins
+
+    engine._admit = admit_then_submit
+    engine.start()
+    try:
+        engine.submit(first)
+        deadline = time.monotonic() + 60
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        engine.stop()
+    assert seen == ["accepted"]
+
+
 def _end(gen):
     while True:
         kind, value = gen.events.get(timeout=10)
