@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _make_test(python: str, target: str = "test", *variables: str) -> subprocess.CompletedProcess:
+def _make(python: str, target: str = "test", *variables: str) -> subprocess.CompletedProcess:
     """`make TARGET` with ``python`` as PY, in this virtualenv (-o: not reinstalled)."""
     venv = Path(sys.executable).parent.parent
     return subprocess.run(
@@ -28,7 +28,7 @@ def _make_test(python: str, target: str = "test", *variables: str) -> subprocess
 @pytest.mark.parametrize("pytest_status, make_fails", [(5, True), (0, False)])
 def test_no_tests_collected_fails(pytest_status, make_fails):
     # PY stands in for pytest with its exit status.
-    result = _make_test("sh -c 'exit {}' pytest".format(pytest_status))
+    result = _make("sh -c 'exit {}' pytest".format(pytest_status))
     assert (result.returncode != 0) == make_fails, result.stdout
     said = "make test: pytest collected no tests: 0 passed, 0 failed" in result.stdout.splitlines()
     assert said == make_fails, result.stdout
@@ -46,7 +46,7 @@ def test_both_pytest_passes_run_and_either_failing_fails_make(tmp_path, target, 
     # tests/newer_than_venv.py (0: something newer to test) exit 0, pip list naming one package.
     fake = ("sh -c 'echo \"$$*\" >> {calls}; case \"$$*\" in *\"not timing\"*) exit {a};; *\"-m timing\"*) exit {b};; "
             "*\"pip list\"*) echo nbclient 0;; esac' pytest").format(calls=calls, a=side_by_side, b=timing)
-    result = _make_test(fake, target, "PRERELEASE={}".format(tmp_path / "prerelease"))
+    result = _make(fake, target, "PRERELEASE={}".format(tmp_path / "prerelease"))
     passes = [line for line in calls.read_text().splitlines() if "-m pytest" in line]
     assert len(passes) == 2 and "not timing" in passes[0] and "-n " in passes[0] and "-m timing" in passes[1], passes
     assert (result.returncode != 0) == bool(side_by_side or timing), result.stdout

@@ -5,6 +5,7 @@ no cache, one request at a time)."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -81,7 +82,7 @@ def test_a_request_that_has_just_joined_the_batch_is_counted_once(model):
     in the server: the full server's 429 is for a request beyond its places, never a false one."""
     engine = Engine(model, max_batch=1, max_queue=1)
     first, second = (Generation(prompt_ids=model.encode("hi"), max_tokens=400) for _ in range(2))
-    admit, seen = engine._admit, []
+    admit, seen, tried = engine._admit, [], threading.Event()
 
     def admit_then_submit(gen):
         joins = admit(gen)
@@ -91,15 +92,14 @@ def test_a_request_that_has_just_joined_the_batch_is_counted_once(model):
                 seen.append("accepted")
             except QueueFull as error:
                 seen.append(str(error))
+            tried.set()
         return joins
 
     engine._admit = admit_then_submit
     engine.start()
     try:
         engine.submit(first)
-        deadline = time.monotonic() + 60
-        while not seen and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert tried.wait(60), "the engine never admitted the first request"
     finally:
         engine.stop()
     assert seen == ["accepted"]
